@@ -1,0 +1,34 @@
+# Every target bootstraps .venv itself. On a machine with no package index (such as a lent
+# GPU machine whose python already has the packages), pass PYTHON=python3 to use that python.
+VENV   := .venv
+PYTHON ?= $(VENV)/bin/python
+# CuPy wheel for the GPU's CUDA major (nvidia-smi's "CUDA Version"): 13 or 12.
+CUDA   ?= 13
+SUITE  ?= kernels
+PROFILE_ARGS ?=
+
+ifeq ($(PYTHON),$(VENV)/bin/python)
+SETUP := $(VENV)/.installed
+else
+SETUP :=
+endif
+
+.PHONY: setup test lint profile
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e ".[test]"
+	touch $@
+
+test: $(SETUP)
+	$(PYTHON) -m pytest
+
+lint: $(SETUP)
+	$(PYTHON) -m ruff check profiling reports kernels tests
+
+# Needs an NVIDIA GPU and Nsight Compute (ncu) on PATH.
+profile: $(SETUP)
+	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ]; then $(VENV)/bin/pip install -q -e ".[cuda$(CUDA)]"; fi
+	$(PYTHON) -m profiling profile $(SUITE) $(PROFILE_ARGS)

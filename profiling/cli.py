@@ -1,0 +1,54 @@
+"""The `memlens` command: parses arguments, runs one command, maps errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import EXIT_INPUT, EXIT_PROFILER, MemlensError
+
+# command name -> (module under profiling.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "list": ("list_suite", "list families, variants and what each demonstrates"),
+    "profile": ("profile", "profile a suite under Nsight Compute"),
+    "metrics": ("metrics", "print per-kernel metrics from a run, results.json, .ncu-rep or ncu CSV"),
+    "doctor": ("doctor", "check ncu, the GPU, counter permissions and Python packages"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memlens",
+        description="What your CUDA kernels do to the memory hierarchy, from Nsight Compute's counters.",
+        epilog="exit codes: 0 ok, 1 gate failed, 2 usage/config/input error, 3 profiler or environment failure",
+    )
+    parser.add_argument("--version", action="version", version=f"memlens {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(f".commands.{module_name}", __package__)
+        command = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
+        module.add_arguments(command)
+        command.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except MemlensError as exc:
+        print(f"memlens: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("memlens: interrupted", file=sys.stderr)
+        return EXIT_PROFILER
+    except BrokenPipeError:
+        return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""List a suite's families and variants, with what each demonstrates and what memlens expects."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from ..suite import load_suite
+from ..terminal import console
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
+    parser.add_argument("-k", dest="pattern", help="only variants whose family/variant matches this regex")
+
+
+def run(args: argparse.Namespace) -> int:
+    suite = load_suite(args.suite)
+    table = Table(title=f"suite {suite.path}", show_lines=False)
+    for column in ("family", "variant", "demonstrates", "expect"):
+        table.add_column(column, overflow="fold")
+    for variant in suite.variants(args.pattern):
+        name = variant.name + (" (baseline)" if variant is variant.family.baseline else "")
+        table.add_row(variant.family.name, name, variant.demonstrates, variant.expect.describe())
+    console().print(table)
+    return 0

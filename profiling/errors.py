@@ -1,0 +1,42 @@
+"""One exception root for memlens; the CLI maps each kind to an exit code."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_INPUT = 2
+EXIT_PROFILER = 3
+
+
+class MemlensError(Exception):
+    """Base of every error memlens reports to a user as one line."""
+
+    exit_code = EXIT_INPUT
+
+
+class ConfigError(MemlensError):
+    """Bad option, rules file, suite definition or baseline."""
+
+    exit_code = EXIT_INPUT
+
+
+class InputError(MemlensError):
+    """A file memlens was asked to read is missing, malformed or unsupported."""
+
+    exit_code = EXIT_INPUT
+
+
+class ProfilerError(MemlensError):
+    """ncu, the GPU, a compiler or a kernel under test failed."""
+
+    exit_code = EXIT_PROFILER
+
+
+class VerificationError(ProfilerError):
+    """A variant's output differs from its NumPy reference."""
+
+
+class GateFailed(MemlensError):
+    """At least one gate rule failed."""
+
+    exit_code = EXIT_GATE_FAILED

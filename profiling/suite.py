@@ -1,0 +1,253 @@
+"""The suite contract: families of kernel variants, and loading a suite from a path.
+
+A suite is a directory (or one .py file) whose modules define `Family` objects at module
+level, the way pytest collects tests: memlens imports them by path; they are not installed.
+A suite file is code: loading it runs it with the user's rights.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError, VerificationError
+
+NVTX_DOMAIN = "memlens"
+# Names become NVTX ranges "family.variant" that ncu filters with a regex; keep them plain.
+NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+Inputs = dict[str, np.ndarray]
+Size = Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the tool should measure for a variant, so report and tests can compare."""
+
+    bank_conflicts: bool | None = None  # exact excess shared wavefronts > 0
+    local_memory: bool | None = None  # local-memory load or store traffic > 0
+    note: str = ""  # the expectation in words, e.g. "shared loads: 32-way conflict"
+
+    def describe(self) -> str:
+        if self.note:
+            return self.note
+        parts = []
+        if self.bank_conflicts is not None:
+            parts.append("bank conflicts" if self.bank_conflicts else "no bank conflicts")
+        if self.local_memory is not None:
+            parts.append("local memory" if self.local_memory else "no local memory")
+        return ", ".join(parts) or "no expectation declared"
+
+
+@dataclass(frozen=True)
+class CudaKernel:
+    """A CUDA C++ kernel in a .cu file, for static checks (`memlens check`) without a GPU.
+    `name` is the kernel as the source names it: an extern "C" name, or a template instance
+    such as "transpose<1>" that the file instantiates explicitly."""
+
+    source: Path
+    name: str
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NumbaKernel:
+    """A Numba kernel, for static checks: the plain Python function and one signature."""
+
+    function: Callable[..., Any]
+    signature: str
+
+
+@dataclass
+class Launch:
+    """A prepared variant: `run` launches the kernel once (asynchronously), `output` copies
+    the result to the host (synchronising), `reset` poisons the output before a launch."""
+
+    run: Callable[[], None]
+    output: Callable[[], np.ndarray]
+    reset: Callable[[], None] | None = None
+
+
+@dataclass
+class Variant:
+    family: Family
+    name: str
+    demonstrates: str
+    expect: Expect
+    prepare: Callable[[Inputs, Size], Launch]
+    baseline: bool = False
+    kernels: tuple[CudaKernel | NumbaKernel, ...] = ()  # what the variant launches, for static checks
+
+    @property
+    def range_name(self) -> str:
+        return f"{self.family.name}.{self.name}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.family.name}/{self.name}"
+
+
+@dataclass
+class Family:
+    """Variants of one computation, one of them the baseline the others are compared with.
+
+    `make_inputs(rng, size)` returns fresh random host arrays; `reference(inputs, size)` the
+    expected output; `rtol`/`atol` of 0 mean exact comparison."""
+
+    name: str
+    description: str
+    make_inputs: Callable[[np.random.Generator, Size], Inputs]
+    reference: Callable[[Inputs, Size], np.ndarray]
+    default_size: dict[str, int]
+    small_size: dict[str, int] = field(default_factory=dict)
+    rtol: float = 0.0
+    atol: float = 0.0
+    variants: list[Variant] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "family")
+
+    def variant(
+        self,
+        name: str,
+        *,
+        demonstrates: str,
+        expect: Expect | None = None,
+        baseline: bool = False,
+        kernels: tuple[CudaKernel | NumbaKernel, ...] = (),
+    ) -> Callable[[Callable[[Inputs, Size], Launch]], Callable[[Inputs, Size], Launch]]:
+        """Decorator registering `prepare(inputs, size) -> Launch` as a variant."""
+        _check_name(name, "variant")
+
+        def register(prepare: Callable[[Inputs, Size], Launch]) -> Callable[[Inputs, Size], Launch]:
+            if any(v.name == name for v in self.variants):
+                raise ConfigError(f"family {self.name!r} defines variant {name!r} twice")
+            self.variants.append(Variant(self, name, demonstrates, expect or Expect(), prepare, baseline, kernels))
+            return prepare
+
+        return register
+
+    @property
+    def baseline(self) -> Variant:
+        marked = [v for v in self.variants if v.baseline]
+        return marked[0] if marked else self.variants[0]
+
+    def size(self, overrides: Mapping[str, int] | None = None, small: bool = False) -> dict[str, int]:
+        size = dict(self.default_size)
+        if small:
+            size.update(self.small_size)
+        size.update({k: v for k, v in (overrides or {}).items() if k in size})
+        return size
+
+    def verify(self, variant: Variant, got: np.ndarray, expected: np.ndarray) -> None:
+        """Raise VerificationError naming the variant and the first wrong index."""
+        if got.shape != expected.shape:
+            raise VerificationError(f"{variant.label}: output shape {got.shape}, expected {expected.shape}")
+        if self.rtol == 0 and self.atol == 0:
+            bad = got != expected
+        else:
+            bad = ~np.isclose(got, expected, rtol=self.rtol, atol=self.atol)
+        if bad.any():
+            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            where = index[0] if len(index) == 1 else index
+            raise VerificationError(
+                f"{variant.label}: wrong result at index {where}: got {got[index]!r}, expected {expected[index]!r}"
+                f" ({int(bad.sum())} of {bad.size} elements wrong)"
+            )
+
+
+def _check_name(name: str, what: str) -> None:
+    if not NAME_PATTERN.match(name):
+        raise ConfigError(f"{what} name {name!r} must be letters, digits and _ starting with a letter")
+
+
+@dataclass
+class Suite:
+    path: Path
+    families: list[Family]
+
+    def variants(self, pattern: str | None = None) -> Iterator[Variant]:
+        """Variants whose label family/variant matches the regex `pattern` (search)."""
+        regex = compile_filter(pattern)
+        for family in self.families:
+            for variant in family.variants:
+                if regex is None or regex.search(variant.label):
+                    yield variant
+
+    def family(self, name: str) -> Family:
+        for family in self.families:
+            if family.name == name:
+                return family
+        raise ConfigError(f"suite {self.path} has no family {name!r}")
+
+
+def compile_filter(pattern: str | None) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"bad -k pattern {pattern!r}: {exc}") from None
+
+
+def default_suite_path() -> Path:
+    """./kernels if it exists, else the built-in suite next to this package (a source checkout)."""
+    here = Path("kernels")
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parent.parent / "kernels"
+
+
+def load_suite(path: str | Path | None = None) -> Suite:
+    """Import every module of a suite directory (files not starting with `_`) or one file."""
+    root = Path(path) if path is not None else default_suite_path()
+    if root.is_dir():
+        files = sorted(p for p in root.glob("*.py") if not p.name.startswith("_"))
+    elif root.is_file() and root.suffix == ".py":
+        files = [root]
+    else:
+        raise ConfigError(f"suite {root} is neither a directory nor a .py file")
+    families: list[Family] = []
+    for file in files:
+        module = _import_file(file)
+        families.extend(v for v in vars(module).values() if isinstance(v, Family))
+    seen: set[str] = set()
+    for family in families:
+        if family.name in seen:
+            raise ConfigError(f"suite {root} defines family {family.name!r} twice")
+        if not family.variants:
+            raise ConfigError(f"family {family.name!r} in {root} has no variants")
+        seen.add(family.name)
+    if not families:
+        raise ConfigError(f"suite {root} defines no Family")
+    return Suite(root, families)
+
+
+def _import_file(file: Path) -> ModuleType:
+    name = f"memlens_suite_{abs(hash(str(file.resolve()))):x}_{file.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot import suite file {file}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise ConfigError(f"suite file {file} failed to import: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def read_beside(module_file: str, name: str) -> str:
+    """Text of a file next to a suite module, such as its .cu source."""
+    return (Path(module_file).parent / name).read_text(encoding="utf-8")

@@ -1,0 +1,1 @@
+"""Rendering of memlens results: HTML, Markdown and JSON reports."""
