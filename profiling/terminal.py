@@ -16,3 +16,44 @@ def interactive() -> bool:
 def console(stderr: bool = False) -> Console:
     # markup and highlighting off: kernel names like `f<[a]>` must print as they are.
     return Console(stderr=stderr, markup=False, highlight=False, soft_wrap=False)
+
+
+class Progress:
+    """Live progress of a profile run: a bar on a terminal, one plain line per variant otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar = None
+        self._task = None
+
+    def __enter__(self) -> Progress:
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=console(stderr=True), transient=False)  # fmt: skip
+            self._bar.__enter__()
+            self._task = self._bar.add_task("starting ncu", total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+    def update(self, event: dict) -> None:
+        kind = event.get("event")
+        if self._bar is not None and self._task is not None:
+            if kind == "plan":
+                self._bar.update(self._task, total=len(event["variants"]), description="compiling")
+            elif kind == "start":
+                self._bar.update(self._task, description=f"profiling {event['variant']}")
+            elif kind == "done":
+                self._bar.advance(self._task)
+                if event["status"] != "ok":
+                    self._bar.console.print(f"{event['variant']}: {event['status']}: {event.get('message', '')}")
+        elif kind == "done":
+            line = f"memlens: {event['variant']}: {event['status']}"
+            if event.get("message"):
+                line += f": {event['message']}"
+            print(line, file=sys.stderr)

@@ -1,0 +1,104 @@
+"""The program ncu profiles: runs each selected variant once inside its NVTX range.
+
+    python -m profiling.app --suite kernels --events run/events.jsonl [-k RE] [--size m=512] [--small]
+
+Per variant: make inputs, prepare (compile), warm up and verify outside any range, poison the
+output, launch once inside the `memlens` NVTX range "family.variant", verify again. Progress and
+outcomes go to the events file (JSON lines) that the parent memlens process reads.
+A wrong result is recorded and the suite goes on; any other error stops it (the CUDA context
+may be unusable), and the variants after it are recorded as not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import MemlensError, VerificationError
+from .suite import NVTX_DOMAIN, Variant, load_suite
+
+EVENTS_VERSION = 1
+
+
+class EventLog:
+    def __init__(self, path: Path) -> None:
+        self._handle = path.open("a", encoding="utf-8")
+
+    def emit(self, **event: Any) -> None:
+        event["time"] = time.time()
+        self._handle.write(json.dumps(event) + "\n")
+        self._handle.flush()
+
+
+def parse_sizes(items: list[str]) -> dict[str, int]:
+    sizes = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value.isdigit() or int(value) <= 0:
+            raise MemlensError(f"bad --size {item!r}: expected NAME=POSITIVE_INTEGER, e.g. m=1024")
+        sizes[key] = int(value)
+    return sizes
+
+
+def run_variant(variant: Variant, sizes: dict[str, int], small: bool, seed: int) -> dict[str, int]:
+    import nvtx  # only where a profiled launch happens
+
+    family = variant.family
+    size = family.size(sizes, small)
+    inputs = family.make_inputs(np.random.default_rng(seed), size)
+    expected = family.reference(inputs, size)
+    launch = variant.prepare(inputs, size)
+    launch.run()  # warm-up: JIT compilation and module load stay outside the range
+    family.verify(variant, launch.output(), expected)
+    if launch.reset:
+        launch.reset()
+    with nvtx.annotate(variant.range_name, domain=NVTX_DOMAIN):
+        launch.run()
+    family.verify(variant, launch.output(), expected)
+    return size
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m profiling.app")
+    parser.add_argument("--suite", required=True)
+    parser.add_argument("--events", required=True, type=Path)
+    parser.add_argument("-k", dest="pattern")
+    parser.add_argument("--size", action="append", default=[])
+    parser.add_argument("--small", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    events = EventLog(args.events)
+    try:
+        variants = list(load_suite(args.suite).variants(args.pattern))
+        sizes = parse_sizes(args.size)
+    except MemlensError as exc:
+        events.emit(event="error", message=str(exc))
+        return 2
+    events.emit(event="plan", version=EVENTS_VERSION, variants=[v.label for v in variants])
+    failed = False
+    for index, variant in enumerate(variants, 1):
+        events.emit(event="start", variant=variant.label, index=index, total=len(variants))
+        try:
+            size = run_variant(variant, sizes, args.small, args.seed + index)
+        except VerificationError as exc:
+            events.emit(event="done", variant=variant.label, status="wrong", message=str(exc))
+            failed = True
+            continue
+        except Exception as exc:  # noqa: BLE001 - any error in user code is reported, then the run stops
+            message = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+            events.emit(event="done", variant=variant.label, status="failed", message=message,
+                        traceback=traceback.format_exc())  # fmt: skip
+            return 1
+        events.emit(event="done", variant=variant.label, status="ok", size=size)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

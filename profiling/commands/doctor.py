@@ -1,0 +1,115 @@
+"""Check what profiling needs: ncu and its version, the GPU, permission to read counters, the
+Python packages. Says what to fix; exit code 3 when something required is missing."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.table import Table
+
+from ..errors import EXIT_PROFILER, MemlensError
+from ..ncu import PERMISSION_HINT, find_ncu
+from ..terminal import console
+
+PACKAGES = ("numpy", "numba", "numba-cuda", "nvtx", "ncu-report", "jinja2", "matplotlib", "rich")
+CUPY_PACKAGES = ("cupy-cuda13x", "cupy-cuda12x", "cupy")
+PROBE = "import cupy, nvtx\nwith nvtx.annotate('doctor.probe', domain='memlens'):\n    cupy.arange(1024).sum()\n"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ncu", help="path of the ncu executable")
+    parser.add_argument("--probe", action="store_true", help="also profile a tiny kernel to prove counters can be read")
+
+
+def run(args: argparse.Namespace) -> int:
+    checks = [check_ncu(args.ncu), check_gpu(), check_permission(), *check_packages()]
+    if args.probe:
+        checks.append(check_probe(args.ncu))
+    table = Table(title="memlens doctor")
+    for column in ("check", "status", "detail", "fix"):
+        table.add_column(column, overflow="fold")
+    for check in checks:
+        status = "ok" if check.ok else ("MISSING" if check.required else "warning")
+        table.add_row(check.name, status, check.detail, check.fix)
+    console().print(table)
+    return EXIT_PROFILER if any(c.required and not c.ok for c in checks) else 0
+
+
+def check_ncu(explicit: str | None) -> Check:
+    try:
+        ncu = find_ncu(explicit)
+    except MemlensError as exc:
+        return Check("ncu", False, str(exc), "install Nsight Compute (CUDA toolkit) or pass --ncu PATH")
+    return Check("ncu", True, f"{ncu.path} (version {ncu.version_text})")
+
+
+def check_gpu() -> Check:
+    try:
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return Check("GPU", False, "nvidia-smi not found or not answering", "install the NVIDIA driver")
+    gpus = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not gpus:
+        return Check("GPU", False, done.stderr.strip() or "no GPU listed", "check the driver with nvidia-smi")
+    return Check("GPU", True, "; ".join(gpus))
+
+
+def check_permission() -> Check:
+    params = Path("/proc/driver/nvidia/params")
+    if not params.exists():
+        return Check("counter permission", False, "no NVIDIA driver parameters to read", required=False)
+    admin_only = "RmProfilingAdminOnly: 1" in params.read_text(errors="replace")
+    if admin_only and os.geteuid() != 0:
+        return Check("counter permission", False, "counters are restricted to admin users", PERMISSION_HINT)
+    return Check("counter permission", True, "root" if os.geteuid() == 0 else "counters open to all users")
+
+
+def check_packages() -> list[Check]:
+    checks = [_package(name) for name in PACKAGES]
+    cupy = [c for c in (_package(name) for name in CUPY_PACKAGES) if c.ok]
+    missing = Check("cupy", False, "not installed", "pip install 'memlens[cuda13]' (or cuda12)")
+    checks.append(cupy[0] if cupy else missing)
+    return checks
+
+
+def _package(name: str) -> Check:
+    try:
+        return Check(name, True, importlib.metadata.version(name))
+    except importlib.metadata.PackageNotFoundError:
+        return Check(name, False, "not installed", "make setup (or pip install memlens)")
+
+
+def check_probe(explicit: str | None) -> Check:
+    try:
+        ncu = find_ncu(explicit)
+    except MemlensError as exc:
+        return Check("profile probe", False, str(exc))
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [str(ncu.path), "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
+                "--log-file", f"{tmp}/log", sys.executable, "-c", PROBE]  # fmt: skip
+        try:
+            subprocess.run(argv, capture_output=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Check("profile probe", False, f"ncu failed: {exc}")
+        log = Path(f"{tmp}/log").read_text(errors="replace") if Path(f"{tmp}/log").exists() else ""
+    if "ERR_NVGPUCTRPERM" in log:
+        return Check("profile probe", False, "ERR_NVGPUCTRPERM", PERMISSION_HINT)
+    if "==PROF== Profiling" not in log:
+        return Check("profile probe", False, (log.strip().splitlines() or ["no output"])[-1])
+    return Check("profile probe", True, "read a counter of a tiny kernel")

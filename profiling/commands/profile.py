@@ -1,0 +1,56 @@
+"""Profile every selected variant of a suite in one process under one ncu invocation.
+
+Clock control defaults to ncu's own (base: clocks locked to base, what most users want on
+their own machine); set MEMLENS_CLOCK_CONTROL=none on machines whose clocks must be left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..ncu import CACHE_CONTROLS, CLOCK_CONTROLS
+from ..runner import ProfileOptions, profile, shell_command
+from ..terminal import Progress, interactive
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
+    parser.add_argument("-k", dest="pattern", help="only variants whose family/variant matches this regex")
+    parser.add_argument("--out", default="runs", help="folder for run directories (default: runs)")
+    parser.add_argument(
+        "--clock-control", choices=CLOCK_CONTROLS, default=os.environ.get("MEMLENS_CLOCK_CONTROL", "base"),
+        help="ncu clock control (default: base, or $MEMLENS_CLOCK_CONTROL)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cache-control", choices=CACHE_CONTROLS, default="all", help="flush caches between passes (default: all)"
+    )
+    parser.add_argument("--fast", action="store_true", help="skip the instrumented pass: no exact bank-conflict count")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before ncu is stopped (default 1800)")
+    parser.add_argument("--ncu", help="path of the ncu executable (default: $MEMLENS_NCU or PATH)")
+    parser.add_argument(
+        "--size", action="append", default=[], metavar="NAME=N", help="override a problem size, e.g. m=1024"
+    )
+    parser.add_argument("--small", action="store_true", help="use each family's small test sizes")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = ProfileOptions(
+        suite=args.suite,
+        pattern=args.pattern,
+        out_dir=Path(args.out),
+        clock_control=args.clock_control,
+        cache_control=args.cache_control,
+        fast=args.fast,
+        timeout=args.timeout if args.timeout > 0 else None,
+        ncu=args.ncu,
+        sizes=tuple(args.size),
+        small=args.small,
+        command=shell_command(sys.argv[1:]),
+    )
+    with Progress(enabled=interactive()) as progress:
+        run_dir, results = profile(options, on_event=progress.update)
+    print(f"{len(results.kernels)} kernels from {len(results.outcomes)} variants profiled: {run_dir}")
+    return 0

@@ -1,0 +1,65 @@
+"""A suite that runs on the CPU with NumPy, named like the built-in suite, for pipeline tests.
+
+MEMLENS_TEST_WRONG=family/variant makes that variant return a wrong result;
+MEMLENS_TEST_RAISE=family/variant makes it raise at launch; MEMLENS_TEST_SLEEP=seconds makes
+every launch sleep (for timeout tests).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from profiling.suite import Expect, Family, Launch
+
+
+def _launcher(label: str, compute):
+    def prepare(inputs, size):
+        out = {"value": None}
+
+        def run():
+            if os.environ.get("MEMLENS_TEST_RAISE") == label:
+                raise RuntimeError(f"launch of {label} failed (test)")
+            time.sleep(float(os.environ.get("MEMLENS_TEST_SLEEP", "0")))
+            result = compute(inputs).copy()
+            if os.environ.get("MEMLENS_TEST_WRONG") == label:
+                result.flat[3] += 1
+            out["value"] = result
+
+        def reset():
+            out["value"] = None
+
+        return Launch(run=run, output=lambda: out["value"], reset=reset)
+
+    return prepare
+
+
+def _family(name, make, reference, variants, **kwargs):
+    family = Family(name, f"CPU stand-in for {name}", make, reference, **kwargs)
+    for index, (variant, expect) in enumerate(variants):
+        family.variant(variant, demonstrates=f"{variant} (CPU)", expect=expect, baseline=index == 0)(
+            _launcher(f"{name}/{variant}", lambda inputs, ref=reference, size=None: ref(inputs, size))
+        )
+    return family
+
+
+transpose = _family(
+    "transpose",
+    lambda rng, s: {"a": rng.random((s["m"], s["n"]), dtype=np.float32)},
+    lambda inputs, s: np.ascontiguousarray(inputs["a"].T),
+    [("conflict", Expect(bank_conflicts=True, local_memory=False, note="shared loads: 32-way conflict")),
+     ("padded", Expect(bank_conflicts=False, local_memory=False)),
+     ("swizzled", Expect(bank_conflicts=False, local_memory=False))],
+    default_size={"m": 64, "n": 48},
+)
+
+running_mean = _family(
+    "running_mean",
+    lambda rng, s: {"x": rng.random(s["n"], dtype=np.float32)},
+    lambda inputs, s: np.convolve(inputs["x"], np.ones(4, np.float32) / 4, mode="same"),
+    [("register", Expect(local_memory=False)), ("local", Expect(local_memory=True))],
+    default_size={"n": 256},
+    rtol=1e-6,
+)

@@ -1,0 +1,61 @@
+"""A stand-in for `ncu` in CPU tests: replays output recorded on a GPU machine.
+
+It runs the profiled app for real (on a CPU-only suite), then writes a recorded .ncu-rep and
+log where ncu would, and exits as ncu did. Behaviour comes from environment variables:
+FAKE_NCU_VERSION_TEXT, FAKE_NCU_REPORT (a recorded .ncu-rep to copy), FAKE_NCU_LOG (a recorded
+log), FAKE_NCU_EXIT (exit code), FAKE_NCU_MODE (normal | hang | no-app).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+VERSION_TEXT = (
+    "NVIDIA (R) Nsight Compute Command Line Profiler\nCopyright (c) 2018-2025 NVIDIA Corporation\n"
+    "Version 2025.3.1.0 (build 36398880) (public-release)\n"
+)
+# ncu options that take a value, as memlens passes them
+WITH_VALUE = {"--clock-control", "--cache-control", "--replay-mode", "--nvtx-include", "--metrics", "--export",
+              "--log-file", "-o", "-k", "-c"}  # fmt: skip
+
+
+def parse(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] in WITH_VALUE:
+            options[argv[i]] = argv[i + 1]
+            i += 2
+        else:
+            options[argv[i]] = ""
+            i += 1
+    return options, argv[i:]
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if argv == ["--version"]:
+        sys.stdout.write(os.environ.get("FAKE_NCU_VERSION_TEXT", VERSION_TEXT))
+        return 0
+    options, app = parse(argv)
+    mode = os.environ.get("FAKE_NCU_MODE", "normal")
+    if mode == "hang":
+        time.sleep(3600)
+    if mode != "no-app" and app:
+        subprocess.run(app, check=False)
+    report = os.environ.get("FAKE_NCU_REPORT")
+    export = options.get("--export") or options.get("-o")
+    if report and export:
+        shutil.copyfile(report, export + ".ncu-rep")
+    log = os.environ.get("FAKE_NCU_LOG")
+    if log and "--log-file" in options:
+        shutil.copyfile(log, options["--log-file"])
+    return int(os.environ.get("FAKE_NCU_EXIT", "0"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

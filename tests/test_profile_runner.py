@@ -1,0 +1,116 @@
+"""`memlens profile` end to end on the CPU: a NumPy suite, and a fake ncu replaying a real recording."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profiling.cli import main
+from profiling.ncu import ProfileRequest, find_ncu, profile_argv
+from tests.conftest import FIXTURES
+from tests.support.fake import CPU_SUITE, install_fake_ncu
+
+PROBE = FIXTURES / "probe"
+
+
+@pytest.fixture
+def fake_ncu(tmp_path, monkeypatch):
+    return install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+                            FAKE_NCU_LOG=str(PROBE / "probe.log"))  # fmt: skip
+
+
+def profile_cli(tmp_path: Path, *extra: str) -> int:
+    return main(["profile", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--clock-control", "none", *extra])
+
+
+def test_profile_writes_run_directory_with_raw_report_and_results(fake_ncu, tmp_path, capsys):
+    assert profile_cli(tmp_path) == 0
+    latest = tmp_path / "runs" / "latest"
+    assert latest.is_symlink()
+    run = latest.resolve()
+    assert (run / "profile.ncu-rep").read_bytes() == (PROBE / "probe.ncu-rep").read_bytes()
+    data = json.loads((run / "results.json").read_text())
+    assert data["schema_version"] == 1
+    assert data["info"]["ncu_version"] == "2025.3.1.0"
+    assert data["info"]["clock_control"] == "none"
+    assert data["info"]["gpu_name"] == "NVIDIA H200"
+    assert [o["status"] for o in data["outcomes"]] == ["ok"] * 5
+    # the probe recording holds transpose.conflict, transpose.padded and running_mean.local
+    labels = sorted(f"{k['family']}/{k['variant']}" for k in data["kernels"])
+    assert labels == ["running_mean/local", "transpose/conflict", "transpose/padded"]
+    assert "3 kernels from 5 variants profiled" in capsys.readouterr().out
+
+
+def test_profile_filter_runs_only_matching_variants(fake_ncu, tmp_path):
+    assert profile_cli(tmp_path, "-k", "transpose/(padded|swizzled)") == 0
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert [o["variant"] for o in data["outcomes"]] == ["padded", "swizzled"]
+    assert [k["variant"] for k in data["kernels"]] == ["padded"]
+
+
+def test_wrong_variant_is_reported_and_its_kernel_dropped(fake_ncu, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLENS_TEST_WRONG", "transpose/padded")
+    assert profile_cli(tmp_path) == 3
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    status = {o["variant"]: o["status"] for o in data["outcomes"]}
+    assert status == {"conflict": "ok", "padded": "wrong", "swizzled": "ok", "register": "ok", "local": "ok"}
+    assert "padded" not in [k["variant"] for k in data["kernels"]]
+    err = capsys.readouterr().err
+    assert "transpose/padded: wrong result at index (" in err
+
+
+def test_failure_mid_suite_keeps_earlier_variants(fake_ncu, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLENS_TEST_RAISE", "transpose/swizzled")
+    assert profile_cli(tmp_path) == 3
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    status = [(o["variant"], o["status"]) for o in data["outcomes"]]
+    assert status == [("conflict", "ok"), ("padded", "ok"), ("swizzled", "failed"),
+                      ("register", "not_run"), ("local", "not_run")]  # fmt: skip
+    assert data["complete"] is True
+    assert sorted(k["variant"] for k in data["kernels"]) == ["conflict", "padded"]
+    assert "RuntimeError: launch of transpose/swizzled failed (test)" in capsys.readouterr().err
+
+
+def test_nothing_profiled_is_an_error(tmp_path, monkeypatch, capsys):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_LOG=str(PROBE / "nomatch.log"))
+    assert profile_cli(tmp_path) == 3
+    assert "ncu profiled no kernel (the NVTX filter matched no range)" in capsys.readouterr().err
+
+
+def test_timeout_names_the_running_variant_and_keeps_partial_results(fake_ncu, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "30")
+    assert profile_cli(tmp_path, "--timeout", "3") == 3
+    assert "ran past the 3 s timeout while transpose/conflict was running" in capsys.readouterr().err
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert data["complete"] is False
+
+
+def test_ncu_missing_is_an_environment_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("MEMLENS_NCU", str(tmp_path / "nowhere" / "ncu"))
+    assert profile_cli(tmp_path) == 3
+    assert capsys.readouterr().err.strip() == f"memlens: error: ncu not found at {tmp_path / 'nowhere' / 'ncu'}"
+
+
+def test_old_ncu_is_refused(tmp_path, monkeypatch):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_VERSION_TEXT="Version 2019.5.0 (build 1)\n")
+    with pytest.raises(Exception, match="ncu 2019.5.0 is older than 2023.1"):
+        find_ncu()
+
+
+def test_argv_filters_memlens_ranges_and_exports_report(fake_ncu, tmp_path):
+    request = ProfileRequest(metrics=["gpu__time_duration.sum"], report=tmp_path / "r", log=tmp_path / "l",
+                             nvtx_include="regex:memlens@.*/", clock_control="none")  # fmt: skip
+    argv = profile_argv(find_ncu(), request, ["python", "app.py"])
+    assert argv[1:] == ["--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel", "--nvtx",
+                        "--nvtx-include", "regex:memlens@.*/", "--metrics", "gpu__time_duration.sum",
+                        "--export", str(tmp_path / "r"), "--log-file", str(tmp_path / "l"), "python", "app.py"]  # fmt: skip
+
+
+def test_two_runs_get_different_directories(fake_ncu, tmp_path):
+    assert profile_cli(tmp_path, "-k", "padded") == 0
+    assert profile_cli(tmp_path, "-k", "padded") == 0
+    runs = [p for p in (tmp_path / "runs").iterdir() if not p.is_symlink()]
+    assert len(runs) == 2
