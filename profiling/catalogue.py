@@ -131,7 +131,7 @@ _DERIVED = [
     ),
     Metric(
         "dram_bandwidth", "byte/second", "achieved DRAM bandwidth",
-        better="higher", formula="dram_bytes / (duration * 1e-9)",
+        better="higher", formula="(dram_read_bytes + dram_write_bytes) / (duration * 1e-9)",
         derive=lambda v: _ratio(
             _sum(v.get("dram_read_bytes"), v.get("dram_write_bytes")), _scale(v.get("duration"), 1e-9)
         ),

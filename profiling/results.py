@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,12 +63,22 @@ class KernelResult:
         metric = CATALOGUE[key]
         if key in self.missing:
             return self.missing[key]
-        if metric.ncu is None:  # derived: name the first missing input
+        if metric.ncu is None:  # derived: name the first missing input, through derived inputs too
+            values = self.values()
             for other in CATALOGUE.values():
-                if other.ncu and other.key in metric.formula and self.raw.get(other.key) is None:
+                if other.key != key and re.search(rf"\b{other.key}\b", metric.formula) and values.get(other.key) is None:
                     return f"needs {other.key}: {self.missing_reason(other.key)}"
             return "an input is zero or missing"
         return "not in the report"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A variant's declared expectation (the suite's `Expect`), carried into results.json."""
+
+    bank_conflicts: bool | None = None  # exact excess shared wavefronts > 0
+    local_memory: bool | None = None  # local-memory load or store traffic > 0
+    note: str = ""  # the expectation in words
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,13 @@ class VariantOutcome:
     variant: str
     status: str  # "ok", "wrong" (output differs from reference), "failed" (raised), "not_run"
     message: str = ""
+    demonstrates: str = ""  # the suite's one line on what the variant shows
+    expect: Expectation | None = None  # None in results written before the field existed
+    baseline: bool = False  # the family's baseline, the variant others are compared with
+
+    def __post_init__(self) -> None:
+        if isinstance(self.expect, dict):  # as the runner and results.json give it
+            object.__setattr__(self, "expect", Expectation(**self.expect))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,233 @@
+"""Print per-kernel metrics from a run directory (default: the latest run), its results.json, or any
+.ncu-rep or ncu CSV, including ones made with plain ncu and no memlens ranges.
+
+A metric that is missing prints "n/a"; why it is missing is said once below the table.
+--json and --csv print every catalogue metric of every kernel, with its unit."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from ..catalogue import CATALOGUE
+from ..errors import ConfigError, InputError
+from ..readers import read_report
+from ..results import KernelResult, RunResults
+from ..suite import compile_filter
+from ..terminal import console
+from ..units import format_bytes, format_count, format_duration, format_percent
+
+LATEST_RUN = Path("runs") / "latest"
+NA = "n/a"
+PIPE_WIDTH = 240  # rich's 80 columns would fold the table when stdout is a file or a pipe
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path", nargs="?", help=f"run directory, results.json, .ncu-rep or ncu CSV (default: {LATEST_RUN})"
+    )
+    parser.add_argument("-k", dest="pattern", help="only kernels whose label or name matches this regex")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="every metric of every kernel as JSON")
+    output.add_argument("--csv", action="store_true", help="every metric of every kernel as CSV, one row a kernel")
+
+
+def run(args: argparse.Namespace) -> int:
+    results = _read(args.path)
+    kernels = _select(results, args.pattern)
+    if args.json:
+        print(json.dumps(to_json(results, kernels), indent=2))
+    elif args.csv:
+        write_csv(kernels, sys.stdout)
+    else:
+        print_table(results, kernels)
+    return 0
+
+
+def _read(path: str | None) -> RunResults:
+    if path is None and not LATEST_RUN.exists():
+        raise InputError(
+            f"{LATEST_RUN}: no run yet; run `memlens profile` or name a run directory, results.json, "
+            ".ncu-rep or ncu CSV"
+        )
+    return read_report(path if path is not None else LATEST_RUN)
+
+
+def _select(results: RunResults, pattern: str | None) -> list[KernelResult]:
+    regex = compile_filter(pattern)
+    kernels = [k for k in results.kernels if regex is None or regex.search(k.label) or regex.search(k.kernel)]
+    if not kernels and results.kernels:
+        raise ConfigError(f"no kernel in {results.info.source or 'the report'} matches -k {pattern!r}")
+    return kernels
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # names the column in notes: "exact excess wavefronts: n/a — ..."
+    header: str  # the table's header, on two lines where long
+    keys: tuple[str, ...]  # catalogue keys the cell shows; a missing one prints n/a
+    render: Callable[[KernelResult], str]
+
+
+def _value(kernel: KernelResult, key: str) -> float | None:
+    return kernel.metric(key).value
+
+
+def _show(kernel: KernelResult, key: str, form: Callable[[float], str]) -> str:
+    value = _value(kernel, key)
+    return NA if value is None else form(value)
+
+
+def _gb_per_s(value: float) -> str:
+    return f"{value / 1e9:,.1f}"
+
+
+def _ways(kernel: KernelResult) -> str:
+    if _value(kernel, "shared_ld_instructions") == 0:
+        return "-"  # no shared-memory loads: the ratio has no meaning
+    return _show(kernel, "shared_ld_ways", lambda v: f"{v:.2f}")
+
+
+def _excess(kernel: KernelResult) -> str:
+    total = _show(kernel, "exact_excess_wavefronts", format_count)
+    per_load = _value(kernel, "excess_wavefronts_per_shared_ld")
+    return total if per_load is None else f"{total} ({per_load:.3g}/ld)"
+
+
+def _local(kernel: KernelResult) -> str:
+    loads = _show(kernel, "local_ld_bytes", format_bytes)
+    stores = _show(kernel, "local_st_bytes", format_bytes)
+    return f"{loads} / {stores}"
+
+
+def _launch(kernel: KernelResult) -> str:
+    return f"{_show(kernel, 'grid_size', format_count)} x {_show(kernel, 'block_size', format_count)}"
+
+
+def _static_shared(kernel: KernelResult) -> str:
+    return _show(kernel, "static_shared_per_block", lambda v: format_bytes(v, binary=True))
+
+
+COLUMNS = (
+    Column("kernel", "kernel", (), lambda k: k.label),
+    Column("duration", "duration", ("duration",), lambda k: _show(k, "duration", format_duration)),
+    Column("DRAM GB/s", "DRAM\nGB/s", ("dram_bandwidth",), lambda k: _show(k, "dram_bandwidth", _gb_per_s)),
+    Column("DRAM % of peak", "DRAM %\nof peak", ("dram_pct_of_peak",),
+           lambda k: _show(k, "dram_pct_of_peak", format_percent)),
+    Column("shared ld n-way", "shared ld\nn-way", ("shared_ld_ways",), _ways),
+    Column("exact excess wavefronts", "exact excess\nwavefronts", ("exact_excess_wavefronts",), _excess),
+    Column("HW conflict counter", "HW conflict\ncounter", ("hw_bank_conflicts",),
+           lambda k: _show(k, "hw_bank_conflicts", format_count)),
+    Column("local ld / st", "local\nld / st", ("local_ld_bytes", "local_st_bytes"), _local),
+    Column("registers", "regs", ("registers_per_thread",), lambda k: _show(k, "registers_per_thread", format_count)),
+    Column("static shared/block", "static\nshared/block", ("static_shared_per_block",), _static_shared),
+    Column("grid x block", "grid x\nblock", ("grid_size", "block_size"), _launch),
+)
+
+
+def print_table(results: RunResults, kernels: list[KernelResult]) -> None:
+    out = console()
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out.width = max(out.width, PIPE_WIDTH)
+    table = Table()
+    for column in COLUMNS:
+        numeric = column.name != "kernel"
+        table.add_column(column.header, justify="right" if numeric else "left", overflow="fold", no_wrap=numeric)
+    for kernel in kernels:
+        table.add_row(*(column.render(kernel) for column in COLUMNS))
+    out.print(_title(results))
+    out.print(table)
+    for line in notes(kernels):
+        out.print(line)
+
+
+def _title(results: RunResults) -> str:
+    info = results.info
+    where = ", ".join(p for p in (info.gpu_name, info.compute_capability and f"cc {info.compute_capability}") if p)
+    return f"{info.source or 'results'}" + (f" ({where})" if where else "")
+
+
+def notes(kernels: list[KernelResult]) -> list[str]:
+    """One line per distinct (column, reason) of a missing metric, naming the kernels when not all."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for kernel in kernels:
+        for column in COLUMNS:
+            for key in column.keys:
+                metric = kernel.metric(key)
+                if metric.value is None and not (key == "shared_ld_ways" and _ways(kernel) == "-"):
+                    labels = seen.setdefault((column.name, metric.missing_reason or "missing"), [])
+                    if kernel.label not in labels:
+                        labels.append(kernel.label)
+    lines = []
+    for (title, reason), labels in seen.items():
+        which = "" if len(labels) == len(kernels) else f" ({', '.join(labels)})"
+        lines.append(f"{title}: {NA} — {reason}{which}")
+    if any(_ways(k) == "-" for k in kernels):
+        lines.append("shared ld n-way: - where a kernel has no shared-memory loads")
+    return lines
+
+
+# --- machine-readable output ---------------------------------------------------------------------
+
+
+def _metrics_json(kernel: KernelResult) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for key in CATALOGUE:
+        metric = kernel.metric(key)
+        if metric.value is None:
+            out[key] = {"value": None, "unit": metric.unit, "reason": metric.missing_reason}
+        else:
+            out[key] = {"value": metric.value, "unit": metric.unit}
+    return out
+
+
+def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
+    return {
+        "info": asdict(results.info),
+        "kernels": [
+            {
+                "label": k.label,
+                "kernel": k.kernel,
+                "family": k.family,
+                "variant": k.variant,
+                "launch_id": k.launch_id,
+                "metrics": _metrics_json(k),
+            }
+            for k in kernels
+        ],
+    }
+
+
+CSV_IDENTITY = ("label", "kernel", "family", "variant", "launch_id")
+
+
+def csv_header() -> list[str]:
+    """Identity columns, then every catalogue metric as "key (unit)"."""
+    return [*CSV_IDENTITY, *(f"{key} ({metric.unit})" for key, metric in CATALOGUE.items())]
+
+
+def write_csv(kernels: list[KernelResult], stream: Any) -> None:
+    """One row a kernel; a missing metric is an empty cell (--json says why)."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(csv_header())
+    for k in kernels:
+        values = [_csv_number(k.metric(key).value) for key in CATALOGUE]
+        writer.writerow([k.label, k.kernel, k.family or "", k.variant or "", k.launch_id, *values])
+
+
+def _csv_number(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if value.is_integer() else repr(value)

@@ -1,0 +1,83 @@
+"""Readers: a run directory, results.json, .ncu-rep or ncu CSV -> typed RunResults.
+
+`read_report(path)` is the one entry point; it decides what the path is and raises InputError
+(a one-line message naming the file) for anything it cannot read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..results import RunResults, load_results
+from .ncu_csv import parse_csv, read_csv
+from .ncu_rep import read_ncu_rep
+
+__all__ = ["read_report", "parse_csv", "find_report"]
+
+RESULTS_FILE = "results.json"
+REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
+CSV_SUFFIXES = (".csv", ".txt", ".log")
+SNIFF_BYTES = 64 * 1024
+REPORT_MAGIC = b"NVR\x00"  # the first bytes of a .ncu-rep written by ncu 2025.3
+
+
+def read_report(path: str | Path) -> RunResults:
+    """Kernels and run information from a run directory (its results.json, else its one
+    .ncu-rep or ncu CSV), a results.json, a .ncu-rep, or an ncu CSV export."""
+    return _read_file(find_report(Path(path)))
+
+
+def find_report(path: Path) -> Path:
+    """The file `read_report` reads for `path`: the path itself, or the report in a run directory."""
+    if path.is_dir():
+        return _in_directory(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file")
+    return path
+
+
+def _in_directory(directory: Path) -> Path:
+    results = directory / RESULTS_FILE
+    if results.is_file():
+        return results
+    for suffixes in (REPORT_SUFFIXES, (".csv",)):
+        found = sorted(p for p in directory.iterdir() if p.is_file() and p.name.endswith(suffixes))
+        if len(found) == 1:
+            return found[0]
+        if found:
+            names = ", ".join(p.name for p in found)
+            raise InputError(f"{directory}: no {RESULTS_FILE} and several reports ({names}): name one")
+    raise InputError(f"{directory}: no {RESULTS_FILE}, .ncu-rep or ncu CSV in this directory")
+
+
+def _read_file(path: Path) -> RunResults:
+    kind = _kind(path)
+    if kind == "json":
+        return load_results(path)
+    if kind == "csv":
+        return read_csv(path)
+    return read_ncu_rep(path)
+
+
+def _kind(path: Path) -> str:
+    """"json", "csv" or "ncu-rep": by suffix, else by a look at the first bytes."""
+    name = path.name.lower()
+    if name.endswith(".json"):
+        return "json"
+    if name.endswith(REPORT_SUFFIXES):
+        return "ncu-rep"
+    if name.endswith(CSV_SUFFIXES):
+        return "csv"
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(SNIFF_BYTES)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not head.strip():
+        raise InputError(f"{path}: empty file")
+    if head.lstrip().startswith(b"{"):
+        return "json"
+    return "ncu-rep" if head.startswith(REPORT_MAGIC) or b"\x00" in head else "csv"

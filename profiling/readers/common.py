@@ -1,0 +1,97 @@
+"""What both report readers share: NVTX range names, unit conversion and missing-metric reasons."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..catalogue import RAW_METRICS, Metric
+from ..results import KernelResult
+from ..suite import NVTX_DOMAIN
+from ..units import UnitError, to_base
+
+_NAME = r"[A-Za-z][A-Za-z0-9_]*"
+# A memlens push/pop range "family.variant"; ncu's CSV may append ":none:none:..." attribute fields.
+RANGE_PATTERN = re.compile(rf"^({_NAME})\.({_NAME})(?::|$)")
+
+NOT_IN_REPORT = "not in the report"
+FAST_SKIPPED = "not collected: run without --fast (--fast skips the instrumented pass)"
+INSTRUMENTED_ABSENT = "not in the report (an instrumented metric: ncu collects it only when asked by name)"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One metric as a report holds it: a value (None for "n/a") and ncu's unit for it."""
+
+    value: float | None
+    unit: str
+
+
+def suite_range(ranges: Iterable[str]) -> tuple[str, str] | None:
+    """(family, variant) of the innermost memlens range among `ranges` (outermost first)."""
+    for name in reversed(list(ranges)):
+        match = RANGE_PATTERN.match(name.strip())
+        if match:
+            return match.group(1), match.group(2)
+    return None
+
+
+def is_memlens_domain(name: str) -> bool:
+    return name.strip() == NVTX_DOMAIN
+
+
+def absent_reason(metric: Metric, from_memlens: bool) -> str:
+    """Why a catalogue metric a report lacks is missing."""
+    if not metric.instrumented:
+        return NOT_IN_REPORT
+    return FAST_SKIPPED if from_memlens else INSTRUMENTED_ABSENT
+
+
+def raw_values(
+    lookup: Callable[[str], Cell | None], from_memlens: bool
+) -> tuple[dict[str, float | None], dict[str, str]]:
+    """Every raw catalogue metric in its base unit, and the reason for each one missing."""
+    raw: dict[str, float | None] = {}
+    missing: dict[str, str] = {}
+    for metric in RAW_METRICS:
+        if metric.ncu is None:
+            continue
+        cell = lookup(metric.ncu)
+        value, reason = _convert(metric, cell, from_memlens)
+        raw[metric.key] = value
+        if reason is not None:
+            missing[metric.key] = reason
+    return raw, missing
+
+
+def _convert(metric: Metric, cell: Cell | None, from_memlens: bool) -> tuple[float | None, str | None]:
+    if cell is None:
+        return None, absent_reason(metric, from_memlens)
+    if cell.value is None:
+        return None, "n/a in the report"
+    if not math.isfinite(cell.value):
+        return None, f"not a finite number in the report ({cell.value})"
+    try:
+        return to_base(cell.value, cell.unit, metric.unit), None
+    except UnitError as exc:
+        return None, f"{exc} (expected {metric.unit})"
+
+
+def make_kernel(
+    kernel: str,
+    launch_id: int,
+    ranges: tuple[str, str] | None,
+    lookup: Callable[[str], Cell | None],
+    from_memlens: bool,
+) -> KernelResult:
+    raw, missing = raw_values(lookup, from_memlens)
+    family, variant = ranges if ranges else (None, None)
+    return KernelResult(kernel, family, variant, launch_id, raw, missing)
+
+
+def compute_capability(major: float | None, minor: float | None) -> str | None:
+    if major is None or minor is None or not (math.isfinite(major) and math.isfinite(minor)):
+        return None
+    return f"{int(major)}.{int(minor)}"

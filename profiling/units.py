@@ -1,0 +1,155 @@
+"""Units: converting ncu's unit strings to the catalogue's base units, and human formatting.
+
+Pure functions only. ncu writes units such as "nsecond", "usecond", "Kbyte", "Gbyte/second",
+"byte/block", "register/thread" or "%"; with `--print-units base` it writes the base unit.
+ncu's byte prefixes are decimal (16,896 bytes print as "16.896 Kbyte").
+"""
+
+from __future__ import annotations
+
+import math
+
+TIME_NS = {
+    "ns": 1.0, "nsecond": 1.0,
+    "us": 1e3, "usecond": 1e3, "µs": 1e3,
+    "ms": 1e6, "msecond": 1e6,
+    "s": 1e9, "second": 1e9,
+}
+PREFIXES = {
+    "": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
+}
+# Denominators that qualify a quantity without changing it: "byte/block" is bytes of one block.
+PER_CONTEXT = {"block", "thread", "warp", "launch", "kernel", "sm", "cta"}
+PERCENT = {"%", "pct", "percent"}
+
+
+class UnitError(ValueError):
+    """A unit that cannot be converted to the unit asked for."""
+
+
+def conversion_factor(unit: str, base: str) -> float:
+    """What to multiply a value given in ncu's `unit` by to express it in the catalogue's `base`.
+
+    `base` is one of "ns", "byte", "byte/second", "%" or a count ("inst", "sector", ...).
+    An empty `unit` is taken as `base` itself. Raises UnitError when the two cannot match."""
+    unit = unit.strip()
+    if unit in ("", base):
+        return 1.0
+    if base == "ns":
+        return _time_factor(unit)
+    if base == "%":
+        if unit in PERCENT:
+            return 1.0
+        raise UnitError(f"unit {unit!r} is not a percentage")
+    if base == "byte/second":
+        return _rate_factor(unit)
+    if base == "byte":
+        return _prefixed_factor(_strip_context(unit), "byte")
+    return _count_factor(unit, base)
+
+
+def _time_factor(unit: str) -> float:
+    try:
+        return TIME_NS[unit]
+    except KeyError:
+        raise UnitError(f"unit {unit!r} is not a time") from None
+
+
+def _rate_factor(unit: str) -> float:
+    numerator, _, denominator = unit.partition("/")
+    if not denominator:
+        raise UnitError(f"unit {unit!r} is not a rate")
+    seconds = _time_factor(denominator) / 1e9
+    return _prefixed_factor(numerator, "byte") / seconds
+
+
+def _strip_context(unit: str) -> str:
+    numerator, _, denominator = unit.partition("/")
+    if denominator and denominator.lower() not in PER_CONTEXT:
+        raise UnitError(f"unit {unit!r} is a rate, not an amount")
+    return numerator
+
+
+def _prefixed_factor(unit: str, base: str) -> float:
+    if unit.endswith(base):
+        prefix = unit[: -len(base)]
+        if prefix in PREFIXES:
+            return PREFIXES[prefix]
+    raise UnitError(f"unit {unit!r} is not a multiple of {base}")
+
+
+def _count_factor(unit: str, base: str) -> float:
+    """Counts are dimensionless: ncu may name one differently ("conflict" vs nothing), but a
+    time, a byte amount, a rate or a percentage is never a count."""
+    numerator = _strip_context(unit)
+    if numerator == base:
+        return 1.0
+    if numerator.endswith(base) and numerator[: -len(base)] in PREFIXES:
+        return PREFIXES[numerator[: -len(base)]]
+    if numerator in TIME_NS or numerator in PERCENT or numerator.endswith("byte"):
+        raise UnitError(f"unit {unit!r} is not a count of {base}")
+    return 1.0
+
+
+def to_base(value: float, unit: str, base: str) -> float:
+    """`value` in ncu's `unit` expressed in the catalogue's `base` unit."""
+    return value * conversion_factor(unit, base)
+
+
+# --- human formatting -------------------------------------------------------------------------
+
+DURATION_STEPS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
+DECIMAL_BYTES = ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB"))
+BINARY_BYTES = ((2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"))
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant digits, never in exponent form: 0.554, 17.7, 1234."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:.0f}" if value == 0 else str(value)
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{value:.{decimals}f}"
+    # rounding can carry into a new digit (9.996 -> "10.00"): drop the extra decimal
+    if decimals and len(text.replace("-", "").replace(".", "").lstrip("0")) > digits:
+        text = f"{value:.{decimals - 1}f}"
+    return text
+
+
+def format_duration(ns: float) -> str:
+    """A duration in nanoseconds in the largest unit where it reads at least 0.1:
+    554_123 -> "0.554 ms", 50_000 -> "50.0 µs", 17_700_000 -> "17.7 ms", 81 -> "81.0 ns"."""
+    for scale, name in DURATION_STEPS:
+        if abs(ns) >= 0.1 * scale:
+            return f"{significant(ns / scale)} {name}"
+    return f"{significant(ns)} ns"
+
+
+def format_bytes(count: float, binary: bool = False) -> str:
+    """A byte amount in the largest unit where it reads at least 1: 2_147_483_648 -> "2.15 GB"
+    (decimal, as ncu writes) or, with `binary`, "2.00 GiB". Below 1 KB: "512 B"."""
+    for scale, name in BINARY_BYTES if binary else DECIMAL_BYTES:
+        if abs(count) >= scale:
+            return f"{significant(count / scale)} {name}"
+    return f"{count:,.0f} B" if float(count).is_integer() else f"{significant(count)} B"
+
+
+def format_bandwidth(bytes_per_second: float) -> str:
+    """A rate in bytes per second, decimal: 1.67e12 -> "1.67 TB/s"."""
+    for scale, name in DECIMAL_BYTES:
+        if abs(bytes_per_second) >= scale:
+            return f"{significant(bytes_per_second / scale)} {name}/s"
+    return f"{significant(bytes_per_second)} B/s"
+
+
+def format_count(value: float) -> str:
+    """A count with thousands separators when whole (65011712 -> "65,011,712"), else 3 digits."""
+    if float(value).is_integer():
+        return f"{value:,.0f}"
+    return significant(value)
+
+
+def format_percent(value: float) -> str:
+    """A percentage to 3 significant digits: 40.123 -> "40.1%"."""
+    return f"{significant(value)}%"
