@@ -16,6 +16,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("profile", "profile a suite under Nsight Compute"),
     "metrics": ("metrics", "print per-kernel metrics from a run, results.json, .ncu-rep or ncu CSV"),
     "doctor": ("doctor", "check ncu, the GPU, counter permissions and Python packages"),
+    "bench": ("bench", "time each variant with CUDA events outside ncu: ms, GB/s, %% of copy bandwidth"),
+    "report": ("report", "render an HTML, Markdown or JSON report of one or more runs"),
+    "check": ("check", "compile the suite without a GPU: registers, stack, spills, shared memory, PTX .local"),
+    "gate": ("gate", "check a run (or a static check) against a rules file; exit 1 when a rule fails"),
+    "baseline": ("baseline", "save a run's figures as a baseline for gate --baseline, or show one"),
 }
 
 

@@ -110,6 +110,9 @@ class Family:
     small_size: dict[str, int] = field(default_factory=dict)
     rtol: float = 0.0
     atol: float = 0.0
+    # fewest bytes a kernel must move through device memory (each input read once, each output
+    # written once), for bandwidth figures in `memlens bench`
+    min_bytes: Callable[[Size], int] | None = None
     variants: list[Variant] = field(default_factory=list)
 
     def __post_init__(self) -> None:

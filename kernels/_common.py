@@ -1,0 +1,81 @@
+"""Helpers shared by the built-in suite's modules. The leading _ keeps load_suite from
+collecting it; suite directories are not packages, so each module loads it by path:
+
+    _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
+    common = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(common)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from profiling.errors import ConfigError, ProfilerError
+from profiling.suite import CudaKernel, Launch
+
+MAX_GRID_Y = 65535  # gridDim.y and gridDim.z limit
+MAX_INT32 = 2**31 - 1
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def check_grid(grid: Sequence[int], what: str) -> None:
+    if len(grid) > 1 and max(grid[1:]) > MAX_GRID_Y:
+        raise ConfigError(f"{what}: grid {tuple(grid)} exceeds {MAX_GRID_Y} blocks in y or z; use a smaller size")
+
+
+def check_int32(what: str, *values: int) -> None:
+    if any(v > MAX_INT32 for v in values):
+        raise ConfigError(f"{what}: sizes {values} exceed the kernels' 32-bit int arguments")
+
+
+def import_cupy() -> Any:
+    try:
+        import cupy
+    except ImportError:
+        raise ProfilerError(
+            "CuPy is not installed: pip install 'memlens[cuda13]' (or [cuda12]; nvidia-smi shows the CUDA version)"
+        ) from None
+    return cupy
+
+
+@functools.cache
+def _raw_module(source: Path, options: tuple[str, ...], name_expressions: tuple[str, ...]) -> Any:
+    cupy = import_cupy()
+    code = source.read_text(encoding="utf-8")
+    return cupy.RawModule(code=code, options=options, name_expressions=name_expressions or None)
+
+
+def cupy_function(kernel: CudaKernel) -> Any:
+    """The kernel `kernel.name` of `kernel.source`, compiled once per process by CuPy (NVRTC)
+    with `kernel.options`; a templated name such as "k<16>" is passed as a name expression."""
+    templated = (kernel.name,) if "<" in kernel.name else ()
+    import_cupy()
+    from cupy.cuda.compiler import CompileException
+
+    try:
+        return _raw_module(Path(kernel.source), tuple(kernel.options), templated).get_function(kernel.name)
+    except CompileException as exc:
+        lines = str(exc).splitlines() or [""]
+        first = next((line for line in lines if "error" in line), lines[0])
+        raise ProfilerError(f"{Path(kernel.source).name}: NVRTC failed to compile {kernel.name}: {first}") from exc
+
+
+def cupy_launch(
+    function: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...], out: Any
+) -> Launch:
+    """Launch of a CuPy RawKernel on the default stream; `output` copies `out` to the host
+    (synchronising), `reset` fills it with NaN."""
+    cupy = import_cupy()
+    return Launch(
+        run=lambda: function(grid, block, args),
+        output=lambda: cupy.asnumpy(out),
+        reset=lambda: out.fill(np.nan),
+    )

@@ -1,0 +1,174 @@
+"""The built-in suite (kernels/) against the suite contract in profiling/suite.py, on the CPU."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from profiling.errors import VerificationError
+from profiling.suite import NAME_PATTERN, CudaKernel, Family, NumbaKernel, Suite, load_suite
+
+KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+
+EXPECTED = {
+    "transpose": (["conflict", "padded", "swizzled"], "conflict"),
+    "running_mean": (["register", "local"], "register"),
+    "matmul": (["naive", "tiled_article", "tiled", "tiled_pmpp"], "naive"),
+}
+TILES = {"transpose": 32, "running_mean": 256, "matmul": 16}  # block or tile edge of each family
+
+# The README's example of a user's own suite file: two variants of one family.
+USER_SUITE = """
+import cupy as cp
+import numpy as np
+from profiling.suite import Expect, Family, Launch
+
+def make_inputs(rng, size): return {"x": rng.random(size["n"], dtype=np.float32) + 1}
+scale = Family("scale", "y = 2 x", make_inputs, lambda inputs, size: 2 * inputs["x"],
+               default_size={"n": 1 << 24}, small_size={"n": 1000})
+DOUBLE = cp.ElementwiseKernel("float32 x", "float32 y", "y = x + x", "double_it")
+
+def launch(inputs, compute):
+    x, y = cp.asarray(inputs["x"]), cp.empty(inputs["x"].size, cp.float32)
+    return Launch(run=lambda: compute(x, y), output=lambda: cp.asnumpy(y), reset=lambda: y.fill(cp.nan))
+
+@scale.variant("multiply", demonstrates="CuPy's multiply ufunc", baseline=True, expect=Expect(local_memory=False))
+def multiply(inputs, size): return launch(inputs, lambda x, y: cp.multiply(x, 2, out=y))
+
+@scale.variant("elementwise", demonstrates="a hand-written ElementwiseKernel", expect=Expect(local_memory=False))
+def elementwise(inputs, size): return launch(inputs, DOUBLE)
+"""
+
+WRONG_SUITE = """
+import numpy as np
+from profiling.suite import Expect, Family, Launch
+
+def make_inputs(rng, size): return {"x": rng.random((size["rows"], size["cols"]), dtype=np.float32) + 1}
+double = Family("double", "y = 2 x", make_inputs, lambda inputs, size: 2 * inputs["x"],
+                default_size={"rows": 4, "cols": 5})
+
+@double.variant("off_by_one", demonstrates="gets element [2][3] wrong", expect=Expect(bank_conflicts=False))
+def off_by_one(inputs, size):
+    out = 2 * inputs["x"]
+    out[2, 3] += 1
+    return Launch(run=lambda: None, output=lambda: out.copy())
+"""
+
+
+@pytest.fixture(scope="module")
+def suite() -> Suite:
+    return load_suite(KERNELS)
+
+
+def test_families_variants_and_baselines(suite: Suite) -> None:
+    found = {f.name: ([v.name for v in f.variants], f.baseline.name) for f in suite.families}
+    assert found == EXPECTED
+    assert [v.label for v in suite.variants("transpose/(padded|swizzled)")] == [
+        "transpose/padded",
+        "transpose/swizzled",
+    ]
+
+
+def test_every_variant_declares_what_it_shows(suite: Suite) -> None:
+    for variant in suite.variants():
+        assert NAME_PATTERN.match(variant.name) and NAME_PATTERN.match(variant.family.name)
+        assert variant.demonstrates.strip() and "\n" not in variant.demonstrates
+        assert variant.expect.bank_conflicts is not None and variant.expect.local_memory is not None
+        assert variant.expect.note, variant.label
+        assert variant.kernels, variant.label
+
+
+def test_kernels_name_what_their_sources_define(suite: Suite) -> None:
+    for variant in suite.variants():
+        for kernel in variant.kernels:
+            if isinstance(kernel, CudaKernel):
+                source = Path(kernel.source).read_text()
+                assert Path(kernel.source).parent == KERNELS
+                base = kernel.name.split("<")[0]
+                assert f" {base}(" in source, kernel.name
+                if "<" in kernel.name:  # a template: explicitly instantiated, so nvcc emits it
+                    assert f"template __global__ void {kernel.name}(" in source
+                else:
+                    assert f'extern "C" __global__ void {kernel.name}(' in source
+            else:
+                assert isinstance(kernel, NumbaKernel)
+                assert inspect.isfunction(kernel.function)  # the plain function, not a dispatcher
+                assert kernel.signature.startswith("void(")
+
+
+@pytest.mark.parametrize("family_name", sorted(EXPECTED))
+def test_inputs_are_fresh_random_and_references_fit(suite: Suite, family_name: str) -> None:
+    family: Family = suite.family(family_name)
+    size = family.size(small=True)
+    assert all(v % TILES[family_name] for v in size.values()), "small sizes must not be multiples of the tile"
+    first = family.make_inputs(np.random.default_rng(1), size)
+    second = family.make_inputs(np.random.default_rng(2), size)
+    for name, array in first.items():
+        assert array.dtype == np.float32 and np.all(array != 0) and np.all(np.isfinite(array))
+        assert not np.array_equal(array, second[name])
+    expected = family.reference(first, size)
+    variant = family.variants[0]
+    family.verify(variant, expected.astype(np.float32), expected)  # a float32 copy is within tolerance
+    with pytest.raises(VerificationError, match=rf"{family_name}/{variant.name}: wrong result at index (0|\(0, 0\))"):
+        family.verify(variant, np.full_like(expected, np.nan), expected)  # reset()'s poison never passes
+
+
+def test_min_bytes_count_each_input_and_output_once(suite: Suite) -> None:
+    for family in suite.families:
+        size = family.size(small=True)
+        inputs = family.make_inputs(np.random.default_rng(0), size)
+        output = family.reference(inputs, size)
+        moved = sum(a.nbytes for a in inputs.values()) + output.size * 4  # outputs are fp32
+        assert family.min_bytes is not None and family.min_bytes(size) == moved, family.name
+
+
+def test_default_sizes(suite: Suite) -> None:
+    assert suite.family("transpose").size() == {"rows": 8192, "cols": 8192}
+    assert suite.family("running_mean").size() == {"n": 2**24}
+    assert suite.family("matmul").size() == {"m": 2048, "k": 2048, "n": 2048}
+    assert suite.family("transpose").size({"rows": 100}, small=True) == {"rows": 100, "cols": 45}
+
+
+def test_matmul_tolerance_covers_fp32_sums_at_default_k(suite: Suite) -> None:
+    family = suite.family("matmul")
+    inputs = family.make_inputs(np.random.default_rng(3), {"m": 32, "k": 2048, "n": 256})
+    a, b = inputs["a"], inputs["b"]
+    acc = np.zeros((32, 256), dtype=np.float32)
+    for p in range(a.shape[1]):  # the kernels' order: one fp32 multiply-add per k
+        acc += a[:, p : p + 1] * b[p : p + 1, :]
+    family.verify(family.variants[0], acc, family.reference(inputs, {}))
+
+
+def test_running_mean_tolerance_covers_fp32_sums(suite: Suite) -> None:
+    family = suite.family("running_mean")
+    inputs = family.make_inputs(np.random.default_rng(4), {"n": 200_000})
+    x = inputs["x"]
+    n = x.size - 31
+    acc = np.zeros(n, dtype=np.float32)
+    for j in range(32):  # the kernels' order
+        acc += x[j : j + n]
+    family.verify(family.variants[0], acc * np.float32(1 / 32), family.reference(inputs, {}))
+
+
+def test_a_wrong_variant_names_itself_and_the_first_wrong_index(tmp_path: Path) -> None:
+    path = tmp_path / "wrong.py"
+    path.write_text(WRONG_SUITE)
+    (family,) = load_suite(path).families
+    size = family.size()
+    inputs = family.make_inputs(np.random.default_rng(0), size)
+    launch = family.variants[0].prepare(inputs, size)
+    launch.run()
+    with pytest.raises(VerificationError, match=r"double/off_by_one: wrong result at index \(2, 3\).*1 of 20"):
+        family.verify(family.variants[0], launch.output(), family.reference(inputs, size))
+
+
+def test_the_readme_user_suite_loads(tmp_path: Path) -> None:
+    path = tmp_path / "my_suite.py"
+    path.write_text(textwrap.dedent(USER_SUITE))
+    (family,) = load_suite(path).families
+    assert [v.name for v in family.variants] == ["multiply", "elementwise"]
+    assert family.baseline.name == "multiply"
