@@ -32,3 +32,16 @@ lint: $(SETUP)
 profile: $(SETUP)
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ]; then $(VENV)/bin/pip install -q -e ".[cuda$(CUDA)]"; fi
 	$(PYTHON) -m profiling profile $(SUITE) $(PROFILE_ARGS)
+
+.PHONY: report demo
+# The report of the latest run (runs/latest): writes runs/latest/report.html and prints its path.
+report: $(SETUP)
+	$(PYTHON) -m profiling report runs/latest
+
+# The report rendered from the recorded fixtures, no GPU needed: the full suite beside its --fast
+# run (the probe until the suite recordings exist). Writes build/demo-report.{html,md}.
+DEMO_RUNS ?= $(or $(wildcard tests/fixtures/*/suite.results.json tests/fixtures/*/suite_fast.results.json),\
+	tests/fixtures/probe/probe.csv tests/fixtures/probe/probe_fast.ncu-rep)
+demo: $(SETUP)
+	$(PYTHON) -m profiling report $(DEMO_RUNS) -o build/demo-report.html
+	$(PYTHON) -m profiling report $(DEMO_RUNS) --format md -o build/demo-report.md

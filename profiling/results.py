@@ -96,6 +96,8 @@ class VariantOutcome:
     def __post_init__(self) -> None:
         if isinstance(self.expect, dict):  # as the runner and results.json give it
             object.__setattr__(self, "expect", Expectation(**self.expect))
+        elif self.expect is not None and not isinstance(self.expect, Expectation):
+            raise TypeError(f"expect must be an object, not {type(self.expect).__name__}")
 
 
 @dataclass(frozen=True)

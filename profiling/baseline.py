@@ -1,0 +1,124 @@
+"""Baselines: the figures of one run saved to compare later runs with (`max_regression` rules).
+
+A baseline is a versioned JSON file::
+
+    {"kind": "memlens-baseline", "schema_version": 1, "created_at": "...", "source": "runs/x/results.json",
+     "measurements": "profile",                 # or "static" (from `memlens check --json`)
+     "environment": {"gpu_name": "NVIDIA H200", "compute_capability": "9.0", "driver_version": "580.159.04",
+                     "ncu_version": "2025.3.1.0", "clock_control": "base", "arch": null, "compiler": null},
+     "kernels": [{"key": "transpose/padded", "kernel": "transpose_padded",
+                  "values": {"duration": 321000.0, "exact_excess_wavefronts": 0.0, ...}}]}
+
+`key` is the kernel's label ("family/variant", or the kernel name in a plain report), with "#2",
+"#3" for later launches of the same label. Counters do not carry from one GPU model to another,
+so gating against a baseline of another GPU (or compute capability, or static target) is refused
+unless the user allows it; other differences (driver, ncu, clock control) become notes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .catalogue import CATALOGUE
+from .errors import ConfigError, InputError
+from .fileio import write_json_atomic
+from .gate import Environment, Kind, Measurements
+from .static_check import STATIC_METRICS
+
+KIND = "memlens-baseline"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Baseline:
+    measurements: Kind
+    environment: Environment
+    source: str
+    created_at: str
+    kernels: dict[str, str] = field(default_factory=dict)  # subject key -> kernel name
+    values: dict[str, dict[str, float]] = field(default_factory=dict)  # subject key -> metric key -> value
+
+    def value(self, subject_key: str, metric_key: str) -> float | None:
+        return self.values.get(subject_key, {}).get(metric_key)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": KIND, "schema_version": SCHEMA_VERSION, "created_at": self.created_at, "source": self.source,
+            "measurements": self.measurements, "environment": asdict(self.environment),
+            "kernels": [{"key": key, "kernel": self.kernels.get(key, ""), "values": values}
+                        for key, values in self.values.items()],
+        }  # fmt: skip
+
+
+def from_measurements(measurements: Measurements, created_at: str | None = None) -> Baseline:
+    """Every available figure of every kernel (catalogue keys, or static keys for a static check)."""
+    keys = list(STATIC_METRICS if measurements.kind == "static" else CATALOGUE)
+    values: dict[str, dict[str, float]] = {}
+    kernels: dict[str, str] = {}
+    for subject in measurements.subjects:
+        figures = {key: subject.measured.metric(key).value for key in keys}
+        values[subject.key] = {key: value for key, value in figures.items() if value is not None}
+        kernels[subject.key] = str(getattr(subject.measured, "kernel", ""))
+    stamp = created_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return Baseline(measurements.kind, measurements.environment, measurements.source, stamp, kernels, values)
+
+
+def save_baseline(baseline: Baseline, path: Path) -> None:
+    if path.name.endswith((".ncu-rep", ".ncu-repz")):
+        raise ConfigError(f"{path}: refusing to write a baseline over a profiler report")
+    write_json_atomic(path, baseline.to_json())
+
+
+def load_baseline(path: Path) -> Baseline:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read baseline ({exc.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: baseline is not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise InputError(f"{path}: not a memlens baseline (write one with `memlens baseline save RUN -o FILE`)")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise InputError(f"{path}: unsupported baseline schema_version {data.get('schema_version')!r}"
+                         f" (this memlens reads {SCHEMA_VERSION})")  # fmt: skip
+    try:
+        known = {f.name for f in fields(Environment)}
+        environment = Environment(**{k: v for k, v in data["environment"].items() if k in known})
+        kernels = {str(k["key"]): str(k.get("kernel", "")) for k in data["kernels"]}
+        values = {str(k["key"]): {str(m): float(v) for m, v in k["values"].items()} for k in data["kernels"]}
+        kind = data["measurements"]
+        if kind not in ("profile", "static"):
+            raise ValueError(f"measurements {kind!r}")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"{path}: malformed baseline ({exc})") from None
+    return Baseline(kind, environment, str(data.get("source", "")), str(data.get("created_at", "")), kernels, values)
+
+
+def compatibility(baseline: Baseline, measurements: Measurements, allow_mismatch: bool = False) -> list[str]:
+    """Notes on how the run differs from the baseline; ConfigError when the two cannot be compared
+    (another GPU model, compute capability or static target) and `allow_mismatch` is False."""
+    if baseline.measurements != measurements.kind:
+        raise ConfigError(
+            f"the baseline holds {baseline.measurements} figures and the run {measurements.kind} figures:"
+            " save a baseline from the same kind of results"
+        )
+    before, now = baseline.environment, measurements.environment
+    blocking = ["gpu_name", "compute_capability"] if measurements.kind == "profile" else ["arch"]
+    notes = []
+    for name in blocking:
+        old, new = getattr(before, name), getattr(now, name)
+        if old is None or new is None or old != new:
+            what = f"baseline {name} {old or 'unknown'}, run {new or 'unknown'}"
+            if not allow_mismatch:
+                raise ConfigError(f"{what}: counters do not compare across them"
+                                  " (pass --allow-mismatch to compare anyway)")  # fmt: skip
+            notes.append(f"{what}: compared anyway (--allow-mismatch)")
+    for name in ("driver_version", "ncu_version", "clock_control", "compiler"):
+        old, new = getattr(before, name), getattr(now, name)
+        if old != new and (old or new):
+            notes.append(f"baseline {name} {old or 'unknown'}, run {new or 'unknown'}")
+    return notes

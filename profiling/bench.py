@@ -1,0 +1,511 @@
+"""`memlens bench`: time each variant with CUDA events, outside ncu, against the copy bandwidth.
+
+Per variant: fresh random inputs for each of several input sets (together several times the L2
+cache, so repeated launches do not find their data in cache), each set prepared and verified once;
+a warm-up; then at least MIN_REPEATS launches rotating over the sets, each between two CUDA
+events, all queued behind a short kernel that holds the GPU so host launch overhead stays off
+the clock. Bandwidth is the family's `min_bytes(size)` over the median time, and is also given as
+a percentage of a device-to-device copy measured in the same run on the same GPU (bytes read plus
+written). Results are written atomically as bench.json in a run directory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import __version__
+from .app import parse_sizes
+from .errors import ConfigError, InputError, ProfilerError, VerificationError
+from .fileio import write_json_atomic
+from .runner import driver_version, git_commit, new_run_dir
+from .suite import Family, Launch, Variant, load_suite
+
+BENCH_FILE = "bench.json"
+BENCH_FORMAT = "memlens-bench"
+SCHEMA_VERSION = 1
+SUPPORTED_SCHEMAS = (1,)
+
+MIN_REPEATS = 20
+DEFAULT_REPEATS = 50
+L2_MULTIPLE = 4  # the rotated input sets together hold at least this many times the L2 cache
+MIN_SETS = 2  # never the same buffers twice in a row
+MAX_SETS = 32  # each set is prepared (and verified) separately: bound the set-up time
+MEMORY_SHARE = 0.5  # of the free device memory, for the input sets of one variant
+COPY_MIN_BYTES = 1 << 30  # the copy buffer: at least 1 GiB ...
+COPY_L2_MULTIPLE = 16  # ... and 16 times the L2 cache
+
+
+# --- statistics ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimeSummary:
+    """Launch times in milliseconds and their median, extremes and p10/p90 spread."""
+
+    samples_ms: tuple[float, ...]
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    p10_ms: float
+    p90_ms: float
+
+    @classmethod
+    def of(cls, samples_ms: Sequence[float]) -> TimeSummary:
+        """Percentiles interpolate linearly between the sorted samples (numpy's default)."""
+        samples = tuple(float(s) for s in samples_ms)
+        if not samples:
+            raise ValueError("no time samples")
+        if not all(math.isfinite(s) and s >= 0 for s in samples):
+            raise ValueError("time samples must be finite and not negative")
+        p10, median, p90 = (float(v) for v in np.percentile(samples, [10, 50, 90]))
+        return cls(samples, median, min(samples), max(samples), p10, p90)
+
+
+# --- how many input sets, how large a copy ----------------------------------------------------------
+
+
+def input_set_count(set_bytes: int, l2_bytes: int, budget_bytes: int | None = None) -> int:
+    """Input sets to rotate over: enough to hold L2_MULTIPLE times the L2 cache together, at least
+    MIN_SETS and at most MAX_SETS, and no more than fit in `budget_bytes` (but always one)."""
+    if set_bytes <= 0:
+        raise ValueError(f"an input set of {set_bytes} bytes")
+    count = max(MIN_SETS, min(MAX_SETS, math.ceil(L2_MULTIPLE * l2_bytes / set_bytes)))
+    if budget_bytes is not None:
+        count = min(count, max(1, budget_bytes // set_bytes))
+    return count
+
+
+def copy_buffer_bytes(l2_bytes: int, free_bytes: int) -> int:
+    """Bytes of the copy's source (and of its destination): far larger than L2, both buffers
+    within half the free memory, a whole number of MiB."""
+    mib = 1 << 20
+    wanted = max(COPY_MIN_BYTES, COPY_L2_MULTIPLE * l2_bytes)
+    return max(mib, min(wanted, free_bytes // 4) // mib * mib)
+
+
+def set_bytes_of(inputs: Mapping[str, np.ndarray], output: np.ndarray) -> int:
+    """Device bytes of one input set: its inputs and its output."""
+    return int(sum(a.nbytes for a in inputs.values()) + output.nbytes)
+
+
+# --- typed records ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CopyBandwidth:
+    """A device-to-device copy of `buffer_bytes`; it moves twice that (read plus written)."""
+
+    buffer_bytes: int
+    times: TimeSummary
+
+    @property
+    def bytes_moved(self) -> int:
+        return 2 * self.buffer_bytes
+
+    @property
+    def gb_per_s(self) -> float:
+        return self.bytes_moved / self.times.median_ms / 1e6
+
+
+@dataclass(frozen=True)
+class VariantTiming:
+    family: str
+    variant: str
+    size: dict[str, int]
+    min_bytes: int | None  # the family's fewest bytes a kernel must move; None if it declares none
+    input_sets: int
+    set_bytes: int
+    times: TimeSummary
+    gb_per_s: float | None  # min_bytes / median time
+    pct_of_copy: float | None  # gb_per_s as a percentage of the copy's
+
+    @property
+    def label(self) -> str:
+        return f"{self.family}/{self.variant}"
+
+    @property
+    def rotated_bytes(self) -> int:
+        return self.input_sets * self.set_bytes
+
+    @classmethod
+    def build(
+        cls, family: str, variant: str, size: Mapping[str, int], min_bytes: int | None, input_sets: int,
+        set_bytes: int, times: TimeSummary, copy: CopyBandwidth,
+    ) -> VariantTiming:  # fmt: skip
+        """The record, with its bandwidth derived from min_bytes, the median time and the copy's."""
+        gb_per_s = None if min_bytes is None or times.median_ms <= 0 else min_bytes / times.median_ms / 1e6
+        pct = None if gb_per_s is None else 100.0 * gb_per_s / copy.gb_per_s
+        return cls(family, variant, dict(size), min_bytes, input_sets, set_bytes, times, gb_per_s, pct)
+
+
+@dataclass(frozen=True)
+class BenchFailure:
+    family: str
+    variant: str
+    status: str  # "wrong" (output differs from the reference), "failed" (raised), "not_run"
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class BenchInfo:
+    gpu_name: str
+    l2_bytes: int
+    repeats: int
+    driver_version: str | None = None  # as nvidia-smi prints it, e.g. 580.159.04
+    cuda_driver_version: str | None = None  # the CUDA version the driver supports, e.g. 13.0
+    seed: int = 0
+    small: bool = False
+    sizes: tuple[str, ...] = ()  # NAME=VALUE overrides
+    suite: str | None = None
+    suite_commit: str | None = None
+    command: str | None = None
+    started_at: str | None = None  # ISO 8601
+    wall_seconds: float | None = None
+    memlens_version: str | None = None
+
+
+@dataclass(frozen=True)
+class BenchResults:
+    info: BenchInfo
+    copy: CopyBandwidth
+    variants: tuple[VariantTiming, ...]
+    failures: tuple[BenchFailure, ...] = ()
+
+    def lookup(self, family: str | None, variant: str | None) -> VariantTiming | None:
+        """The timing of family/variant, or None if this bench did not time it."""
+        return next((v for v in self.variants if v.family == family and v.variant == variant), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": BENCH_FORMAT,
+            "schema_version": SCHEMA_VERSION,
+            "info": asdict(self.info),
+            "copy": {**asdict(self.copy), "bytes_moved": self.copy.bytes_moved, "gb_per_s": self.copy.gb_per_s},
+            "variants": [asdict(v) for v in self.variants],
+            "failures": [asdict(f) for f in self.failures],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = BENCH_FILE) -> BenchResults:
+        if not isinstance(data, dict) or data.get("format") != BENCH_FORMAT:
+            raise InputError(f'{source}: not a memlens bench file (no "format": "{BENCH_FORMAT}")')
+        version = data.get("schema_version")
+        if version not in SUPPORTED_SCHEMAS:
+            raise InputError(f"{source}: unsupported schema_version {version!r} (memlens reads {SUPPORTED_SCHEMAS})")
+        try:
+            info = BenchInfo(**{**data["info"], "sizes": tuple(data["info"].get("sizes", ()))})
+            copy = CopyBandwidth(_positive_int(data["copy"]["buffer_bytes"]), _times(data["copy"]["times"]))
+            if copy.times.median_ms <= 0:
+                raise ValueError("copy median time is 0")
+            variants = tuple(_variant_from_json(v, copy) for v in data["variants"])
+            failures = tuple(BenchFailure(**f) for f in data.get("failures", []))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(f"{source}: malformed bench results ({type(exc).__name__}: {exc})") from None
+        return cls(info, copy, variants, failures)
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"expected a positive integer, got {value!r}")
+    return value
+
+
+def _times(data: Mapping[str, Any]) -> TimeSummary:
+    samples = data["samples_ms"]
+    if not isinstance(samples, list) or not all(type(s) in (int, float) for s in samples):
+        raise ValueError(f"samples_ms must be a list of numbers, got {str(samples)[:60]}")
+    return TimeSummary.of(samples)  # the summary is derived again from the samples
+
+
+def _variant_from_json(data: Mapping[str, Any], copy: CopyBandwidth) -> VariantTiming:
+    min_bytes = None if data["min_bytes"] is None else _positive_int(data["min_bytes"])
+    return VariantTiming.build(
+        str(data["family"]), str(data["variant"]), {str(k): _positive_int(v) for k, v in data["size"].items()},
+        min_bytes, _positive_int(data["input_sets"]), _positive_int(data["set_bytes"]), _times(data["times"]), copy,
+    )  # fmt: skip
+
+
+def load_bench(path: str | Path) -> BenchResults:
+    """bench.json, or the bench.json of a run directory; InputError naming the file if unreadable."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / BENCH_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file (run `memlens bench --into RUN` to time a run's variants)") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}") from None
+    return BenchResults.from_json(data, str(path))
+
+
+def find_bench(run_dir: str | Path) -> BenchResults | None:
+    """The report's hook: the bench results of a run directory, None if it has none (InputError if
+    its bench.json is damaged)."""
+    path = Path(run_dir) / BENCH_FILE
+    return load_bench(path) if path.is_file() else None
+
+
+# --- the GPU ---------------------------------------------------------------------------------------
+
+
+class Device(Protocol):
+    """What a bench needs from the GPU; `CudaDevice` is the real one, tests pass a stand-in."""
+
+    name: str
+    l2_bytes: int
+    cuda_driver_version: str | None
+
+    def free_bytes(self) -> int: ...
+
+    def time_launches(self, runs: Sequence[Callable[[], None]], repeats: int) -> list[float]:
+        """Warm up, then `repeats` launches rotating over `runs`: milliseconds each."""
+        ...
+
+    def copy_times(self, buffer_bytes: int, repeats: int) -> list[float]:
+        """Milliseconds of each of `repeats` device-to-device copies of `buffer_bytes`."""
+        ...
+
+    def release(self) -> None:
+        """Give back cached device memory between variants."""
+        ...
+
+
+WARMUP_SECONDS = 0.05  # at least this long (and at least one launch of each set) before timing
+MAX_HOLD_SECONDS = 0.25
+HOLD_SOURCE = r"""
+extern "C" __global__ void memlens_hold(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+}
+"""
+
+
+class CudaDevice:
+    """GPU 0 through CuPy: CUDA events on the default stream, which CuPy and Numba launch on."""
+
+    def __init__(self) -> None:
+        try:
+            import cupy
+        except ImportError as exc:
+            raise ProfilerError(f"memlens bench needs CuPy ({exc}): pip install 'memlens[cuda13]'") from None
+        self._cp = cupy
+        try:
+            props = cupy.cuda.runtime.getDeviceProperties(0)
+            version = cupy.cuda.runtime.driverGetVersion()
+        except cupy.cuda.runtime.CUDARuntimeError as exc:
+            raise ProfilerError(f"no usable CUDA GPU: {exc}") from None
+        name = props["name"]
+        self.name = name.decode() if isinstance(name, bytes) else str(name)
+        self.l2_bytes = int(props["l2CacheSize"])
+        self.cuda_driver_version = f"{version // 1000}.{version % 1000 // 10}"
+        self._hold_kernel = cupy.RawKernel(HOLD_SOURCE, "memlens_hold")
+
+    def free_bytes(self) -> int:
+        return int(self._cp.cuda.runtime.memGetInfo()[0])
+
+    def time_launches(self, runs: Sequence[Callable[[], None]], repeats: int) -> list[float]:
+        issue_seconds = self._warm_up(runs)
+        event = self._cp.cuda.Event
+        starts, ends = [event() for _ in range(repeats)], [event() for _ in range(repeats)]
+        self._hold(min(MAX_HOLD_SECONDS, 2 * issue_seconds * repeats + 1e-3))
+        for index in range(repeats):
+            starts[index].record()
+            runs[index % len(runs)]()
+            ends[index].record()
+        ends[-1].synchronize()
+        return [self._cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
+
+    def copy_times(self, buffer_bytes: int, repeats: int) -> list[float]:
+        try:
+            return self._time_copy(buffer_bytes, repeats)
+        finally:
+            self.release()
+
+    def _time_copy(self, buffer_bytes: int, repeats: int) -> list[float]:
+        source = self._cp.random.random(buffer_bytes // 4, dtype=self._cp.float32)  # never time on zeros
+        target = self._cp.empty_like(source)
+
+        def copy() -> None:
+            target.data.copy_from_device_async(source.data, buffer_bytes)
+
+        return self.time_launches([copy], repeats)
+
+    def release(self) -> None:
+        gc.collect()  # Numba frees device arrays when they are collected
+        self._cp.cuda.runtime.deviceSynchronize()
+        self._cp.get_default_memory_pool().free_all_blocks()
+
+    def _warm_up(self, runs: Sequence[Callable[[], None]]) -> float:
+        """Launch every set, round after round, for WARMUP_SECONDS; the median host time to issue one launch."""
+        issue: list[float] = []
+        started = time.perf_counter()
+        while not issue or time.perf_counter() - started < WARMUP_SECONDS:
+            for run in runs:
+                before = time.perf_counter()
+                run()
+                issue.append(time.perf_counter() - before)
+            self._cp.cuda.runtime.deviceSynchronize()
+        return float(np.median(issue))
+
+    def _hold(self, seconds: float) -> None:
+        """Keep the GPU busy while the host queues the timed launches, so none waits for the host."""
+        self._hold_kernel((1,), (1,), (np.uint64(int(seconds * 1e9)),))
+
+
+def open_device() -> Device:
+    return CudaDevice()
+
+
+# --- the bench -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    suite: str | None = None
+    pattern: str | None = None
+    out_dir: Path = Path("runs")
+    into: Path | None = None  # an existing run directory to write bench.json into
+    repeats: int = DEFAULT_REPEATS
+    sizes: tuple[str, ...] = ()  # NAME=VALUE overrides
+    small: bool = False
+    seed: int = 0
+    command: str = ""
+
+
+# progress(stage, label, index, total): stage "copy", "start" or "done"
+Progress = Callable[[str, str, int, int], None]
+
+
+def bench(
+    options: BenchOptions, device_factory: Callable[[], Device] | None = None, on_progress: Progress | None = None
+) -> tuple[Path, BenchResults]:
+    """Time the selected variants; write bench.json into a new run directory or `options.into`."""
+    if options.repeats < MIN_REPEATS:
+        raise ConfigError(f"--repeats {options.repeats}: at least {MIN_REPEATS} launches make a median")
+    if options.into is not None and not options.into.is_dir():
+        raise ConfigError(f"--into {options.into}: not a run directory")
+    sizes = parse_sizes(list(options.sizes))
+    suite = load_suite(options.suite)
+    variants = list(suite.variants(options.pattern))
+    if not variants:
+        raise ConfigError(f"no variant of suite {suite.path} matches -k {options.pattern!r}")
+    progress = on_progress or (lambda *_: None)
+    started = dt.datetime.now(dt.timezone.utc)
+    device = (device_factory or open_device)()
+    progress("copy", "device-to-device copy", 0, len(variants))
+    try:
+        copy = measure_copy(device, options.repeats)
+    except Exception as exc:  # noqa: BLE001 - a CUDA error here means the GPU cannot be timed at all
+        raise ProfilerError(f"timing a device-to-device copy failed: {type(exc).__name__}: {exc}") from exc
+    timings, failures = time_variants(variants, device, copy, sizes, options, progress)
+    info = BenchInfo(
+        gpu_name=device.name, l2_bytes=device.l2_bytes, repeats=options.repeats, driver_version=driver_version(),
+        cuda_driver_version=device.cuda_driver_version, seed=options.seed, small=options.small,
+        sizes=options.sizes, suite=str(suite.path), suite_commit=git_commit(suite.path), command=options.command,
+        started_at=started.isoformat(timespec="seconds"),
+        wall_seconds=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds(), 2),
+        memlens_version=__version__,
+    )  # fmt: skip
+    results = BenchResults(info, copy, tuple(timings), tuple(failures))
+    run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
+    write_json_atomic(run_dir / BENCH_FILE, results.to_json())
+    return run_dir, results
+
+
+def measure_copy(device: Device, repeats: int) -> CopyBandwidth:
+    buffer_bytes = copy_buffer_bytes(device.l2_bytes, device.free_bytes())
+    times = TimeSummary.of(device.copy_times(buffer_bytes, repeats))
+    if times.median_ms <= 0:
+        raise ProfilerError("the device-to-device copy timed at 0 ms: the CUDA events measured nothing")
+    return CopyBandwidth(buffer_bytes, times)
+
+
+def time_variants(
+    variants: list[Variant], device: Device, copy: CopyBandwidth, sizes: dict[str, int], options: BenchOptions,
+    progress: Progress,
+) -> tuple[list[VariantTiming], list[BenchFailure]]:  # fmt: skip
+    """Time each variant; a wrong result or a bad declaration is recorded and the bench goes on,
+    any other error stops it (the CUDA context may be unusable) and the rest are not run."""
+    timings: list[VariantTiming] = []
+    failures: list[BenchFailure] = []
+    for index, variant in enumerate(variants, 1):
+        progress("start", variant.label, index, len(variants))
+        try:
+            timings.append(time_variant(variant, device, copy, sizes, options, seed=options.seed + index))
+        except (VerificationError, ConfigError) as exc:
+            status = "wrong" if isinstance(exc, VerificationError) else "failed"
+            failures.append(BenchFailure(variant.family.name, variant.name, status, str(exc)))
+        except Exception as exc:  # noqa: BLE001 - any error in user code is reported, then the bench stops
+            message = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+            failures.append(BenchFailure(variant.family.name, variant.name, "failed", message))
+            failures.extend(BenchFailure(v.family.name, v.name, "not_run", "the bench stopped earlier")
+                            for v in variants[index:])  # fmt: skip
+            break
+        finally:
+            progress("done", variant.label, index, len(variants))
+    return timings, failures
+
+
+def time_variant(
+    variant: Variant, device: Device, copy: CopyBandwidth, sizes: dict[str, int], options: BenchOptions, seed: int
+) -> VariantTiming:
+    """Prepare and verify each input set, time the launches, then verify the first set's output again
+    (timing launched it at least once more: a kernel that is not idempotent, or races, shows there)."""
+    family = variant.family
+    size = family.size(sizes, options.small)
+    min_bytes = declared_min_bytes(family, size)
+    rng = np.random.default_rng(seed)
+    first_inputs = family.make_inputs(rng, size)
+    first_expected = family.reference(first_inputs, size)
+    set_bytes = set_bytes_of(first_inputs, first_expected)
+    count = input_set_count(set_bytes, device.l2_bytes, int(MEMORY_SHARE * device.free_bytes()))
+    launches: list[Launch] = []
+    try:
+        launches.append(prepare_verified(variant, size, first_inputs, first_expected))
+        while len(launches) < count:
+            inputs = family.make_inputs(rng, size)
+            launches.append(prepare_verified(variant, size, inputs, family.reference(inputs, size)))
+        times = TimeSummary.of(device.time_launches([launch.run for launch in launches], options.repeats))
+        family.verify(variant, launches[0].output(), first_expected)
+    finally:
+        launches.clear()
+        device.release()
+    return VariantTiming.build(family.name, variant.name, size, min_bytes, count, set_bytes, times, copy)
+
+
+def declared_min_bytes(family: Family, size: Mapping[str, int]) -> int | None:
+    if family.min_bytes is None:
+        return None
+    value = family.min_bytes(size)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ConfigError(f"family {family.name!r}: min_bytes({dict(size)}) returned {value!r}, not a positive int")
+    return int(value)
+
+
+def prepare_verified(variant: Variant, size: Mapping[str, int], inputs: dict[str, np.ndarray],
+                     expected: np.ndarray) -> Launch:  # fmt: skip
+    """Prepare one input set, poison its output, launch once and check every element."""
+    launch = variant.prepare(inputs, size)
+    if launch.reset:
+        launch.reset()
+    launch.run()
+    variant.family.verify(variant, launch.output(), expected)
+    return launch

@@ -1,0 +1,58 @@
+"""Save a run's figures as a baseline for `memlens gate --baseline`, or show one.
+
+    memlens baseline save RUN -o FILE    RUN: run directory, results.json, .ncu-rep, ncu CSV or check JSON
+    memlens baseline show FILE
+
+The baseline records the GPU, compute capability, driver and ncu versions (or the static target and
+compiler) and every figure of every kernel."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from ..baseline import from_measurements, load_baseline, save_baseline
+from ..errors import InputError
+from ..gate import read_measurements
+from ..terminal import console
+from ..units import format_count, significant
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    save = actions.add_parser("save", help="write a baseline from a run")
+    save.add_argument("source", metavar="RUN", help="run directory, results.json, .ncu-rep, ncu CSV or check JSON")
+    save.add_argument("-o", "--output", required=True, type=Path, metavar="FILE", help="baseline JSON to write")
+    show = actions.add_parser("show", help="print what a baseline holds")
+    show.add_argument("file", type=Path, metavar="FILE")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "save":
+        measurements = read_measurements(args.source)
+        if not measurements.subjects:
+            raise InputError(f"{args.source}: no kernels to save as a baseline")
+        baseline = from_measurements(measurements)
+        save_baseline(baseline, args.output)
+        where = baseline.environment.gpu_name or baseline.environment.arch or "unknown GPU"
+        print(f"memlens: baseline of {len(baseline.values)} kernels ({where}) written to {args.output}")
+        return 0
+    baseline = load_baseline(args.file)
+    environment = ", ".join(f"{k} {v}" for k, v in vars(baseline.environment).items() if v)
+    table = Table(title=f"baseline {args.file}: {baseline.measurements}, {environment or 'no environment'}")
+    for column in ("kernel", "figures"):
+        table.add_column(column, overflow="fold")
+    for key, values in baseline.values.items():
+        table.add_row(Text(key), Text(", ".join(f"{m}={_number(v)}" for m, v in values.items())))
+    out = console()
+    if not out.is_terminal:
+        out.width = 200
+    out.print(table)
+    return 0
+
+
+def _number(value: float) -> str:
+    return format_count(value) if float(value).is_integer() else significant(value, 4)

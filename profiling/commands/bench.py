@@ -1,0 +1,164 @@
+"""Time each variant of a suite with CUDA events, outside ncu: the median (min, p10-p90) of at least
+20 launches rotating over input sets several times the L2 cache, each set verified first; GB/s from
+the family's min_bytes, and as a percentage of a device-to-device copy timed in the same run.
+Writes bench.json into a new run directory under --out, or into an existing run with --into
+(`--into runs/latest` puts the timings beside a profile); runs/latest is left as it is."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rich.table import Table
+
+from ..bench import (
+    BENCH_FILE,
+    DEFAULT_REPEATS,
+    L2_MULTIPLE,
+    MIN_REPEATS,
+    BenchOptions,
+    BenchResults,
+    VariantTiming,
+)
+from ..bench import bench as run_bench
+from ..errors import ProfilerError
+from ..runner import shell_command
+from ..terminal import console, interactive
+from ..units import format_bytes, format_duration, format_percent
+
+NA = "n/a"
+PIPE_WIDTH = 200  # rich's 80 columns would fold the table when stdout is a file or a pipe
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
+    parser.add_argument("-k", dest="pattern", help="only variants whose family/variant matches this regex")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", default="runs", help="folder for a new run directory (default: runs)")
+    where.add_argument("--into", metavar="RUN", help="write bench.json into this existing run directory")
+    parser.add_argument(
+        "--repeats", type=int, default=DEFAULT_REPEATS, metavar="N",
+        help=f"timed launches per variant, at least {MIN_REPEATS} (default {DEFAULT_REPEATS})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--size", action="append", default=[], metavar="NAME=N", help="override a problem size, e.g. m=1024"
+    )
+    parser.add_argument("--small", action="store_true", help="use each family's small test sizes")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = BenchOptions(
+        suite=args.suite,
+        pattern=args.pattern,
+        out_dir=Path(args.out),
+        into=Path(args.into) if args.into else None,
+        repeats=args.repeats,
+        sizes=tuple(args.size),
+        small=args.small,
+        command=shell_command(sys.argv[1:]),
+    )
+    with BenchProgress(enabled=interactive()) as progress:
+        run_dir, results = run_bench(options, on_progress=progress.update)
+    print_table(results, run_dir)
+    if results.failures:
+        raise ProfilerError(failure_message(results, run_dir))
+    return 0
+
+
+def failure_message(results: BenchResults, run_dir: Path) -> str:
+    first = results.failures[0]
+    total = len(results.variants) + len(results.failures)
+    return (
+        f"{len(results.failures)} of {total} variants were not timed, first {first.family}/{first.variant}: "
+        f"{first.status}: {first.message}; results in {run_dir / BENCH_FILE}"
+    )
+
+
+class BenchProgress:
+    """A live bar on a terminal; nothing otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._bar = None
+        self._task = None
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console(stderr=True), transient=True)  # fmt: skip
+
+    def __enter__(self) -> BenchProgress:
+        if self._bar is not None:
+            self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+    def update(self, stage: str, label: str, index: int, total: int) -> None:
+        if self._bar is None:
+            return
+        if self._task is None:
+            self._task = self._bar.add_task("", total=total)
+        if stage == "done":
+            self._bar.update(self._task, completed=index)
+        else:
+            self._bar.update(self._task, description=f"timing {label}")
+
+
+def print_table(results: BenchResults, run_dir: Path) -> None:
+    out = console()
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out.width = max(out.width, PIPE_WIDTH)
+    info, copy = results.info, results.copy
+    driver = f", driver {info.driver_version}" if info.driver_version else ""
+    out.print(
+        f"{info.gpu_name}{driver}: device-to-device copy {copy.gb_per_s:,.0f} GB/s "
+        f"({format_bytes(copy.buffer_bytes, binary=True)} buffer); median of {info.repeats} launches"
+    )
+    table = Table()
+    for header in ("variant", "size", "sets", "median", "p10 - p90", "min", "GB/s", "% of copy"):
+        table.add_column(header, justify="left" if header in ("variant", "size") else "right", no_wrap=True)
+    for timing in results.variants:
+        table.add_row(*row(timing, info.l2_bytes))
+    out.print(table)
+    for line in notes(results):
+        out.print(line)
+    out.print(f"written: {run_dir / BENCH_FILE}")
+
+
+def row(timing: VariantTiming, l2_bytes: int) -> list[str]:
+    times = timing.times
+    flattered = "*" if cache_may_flatter(timing, l2_bytes) else ""
+    return [
+        timing.label,
+        " ".join(f"{k}={v}" for k, v in timing.size.items()),
+        f"{timing.input_sets}{flattered}",
+        _ms(times.median_ms),
+        f"{_ms(times.p10_ms)} - {_ms(times.p90_ms)}",
+        _ms(times.min_ms),
+        NA if timing.gb_per_s is None else f"{timing.gb_per_s:,.1f}",
+        NA if timing.pct_of_copy is None else format_percent(timing.pct_of_copy),
+    ]
+
+
+def _ms(milliseconds: float) -> str:
+    return format_duration(milliseconds * 1e6)
+
+
+def cache_may_flatter(timing: VariantTiming, l2_bytes: int) -> bool:
+    return timing.rotated_bytes < L2_MULTIPLE * l2_bytes
+
+
+def notes(results: BenchResults) -> list[str]:
+    lines = []
+    l2 = results.info.l2_bytes
+    if any(cache_may_flatter(t, l2) for t in results.variants):
+        lines.append(f"* the input sets together hold less than {L2_MULTIPLE}x the L2 cache "
+                     f"({format_bytes(l2, binary=True)}): the cache may flatter these times")  # fmt: skip
+    if any(t.min_bytes is None for t in results.variants):
+        lines.append("GB/s: n/a where the family declares no min_bytes")
+    lines.extend(f"{f.family}/{f.variant}: {f.status}: {f.message}" for f in results.failures)
+    return lines

@@ -1,0 +1,97 @@
+"""Compile every suite kernel for one architecture without a GPU or driver, and print what the
+compiler decided per kernel: registers per thread, stack frame, spill stores and loads, static
+shared memory, and whether the PTX declares local memory (`.local`).
+
+CUDA C++ goes through nvcc where a toolkit has one, else NVRTC (the pip wheel; `--compiler`
+picks); Numba kernels through numba.cuda.compile_ptx and ptxas. `--json FILE` writes the figures
+for `memlens gate FILE --rules kernels/gates-static.toml`. Exit 3 when a kernel does not compile
+or no compiler is found."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import ProfilerError
+from ..fileio import write_json_atomic
+from ..static_check import Progress, StaticResults, check_suite, rows, without_kernels
+from ..suite import load_suite
+from ..terminal import console, interactive
+
+PIPE_WIDTH = 200
+COLUMNS = ("variant", "kernel", "registers", "stack B", "spill st B", "spill ld B", "shared B", "PTX .local")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
+    parser.add_argument("-k", dest="pattern", help="only variants whose family/variant matches this regex")
+    parser.add_argument("--arch", default="sm_90", help="target architecture (default: sm_90)")
+    parser.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
+                        help="for CUDA C++: nvcc where found, else NVRTC (auto, the default), or one")  # fmt: skip
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the figures as JSON, for `memlens gate`")
+
+
+def run(args: argparse.Namespace) -> int:
+    suite = load_suite(args.suite)
+    prefer = "nvrtc" if args.compiler == "nvrtc" else "nvcc"
+    if args.compiler == "nvcc":
+        from ..toolchain import find_nvcc
+
+        if find_nvcc() is None:
+            raise ProfilerError("--compiler nvcc: nvcc not found (install a CUDA toolkit or set MEMLENS_NVCC)")
+    total = sum(len(v.kernels) for v in suite.variants(args.pattern))
+    with _progress(total) as progress:
+        results = check_suite(suite, args.pattern, args.arch, prefer, progress)
+    if args.json is not None:
+        write_json_atomic(args.json, results.to_json())
+    _print(results)
+    for label in without_kernels(suite, args.pattern):
+        print(f"memlens: {label} declares no kernels: nothing to compile", file=sys.stderr)
+    if results.failures:
+        for failure in results.failures:
+            print(f"memlens: {failure.label} ({failure.kernel}): {failure.message}", file=sys.stderr)
+        raise ProfilerError(f"{len(results.failures)} of {total} kernels did not compile")
+    return 0
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Progress | None]:
+    """A transient bar on a terminal; nothing in a pipe or CI log."""
+    if not interactive():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
+
+    with Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+             console=console(stderr=True), transient=True) as bar:  # fmt: skip
+        task = bar.add_task("compiling", total=total)
+        started = False
+
+        def step(description: str) -> None:
+            nonlocal started
+            if started:
+                bar.advance(task)
+            started = True
+            bar.update(task, description=f"compiling {description}")
+
+        yield step
+
+
+def _print(results: StaticResults) -> None:
+    out = console()
+    if not out.is_terminal:
+        out.width = PIPE_WIDTH
+    table = Table(title=f"memlens check {results.source}: {results.arch}, {results.compiler or 'no compiler used'}")
+    for column in COLUMNS:
+        table.add_column(column, overflow="fold", justify="right" if column.endswith("B") or column == "registers"
+                         else "left")  # fmt: skip
+    for row in rows(results):
+        table.add_row(*(Text(cell) for cell in row))
+    out.print(table)

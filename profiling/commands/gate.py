@@ -1,0 +1,63 @@
+"""Gate a run with a rules file: exit 0 when every check passes (warnings allowed), 1 when one fails.
+
+RUN is a run directory, results.json, .ncu-rep or ncu CSV, or the JSON of `memlens check --json`.
+Relative rules (`max_regression`) compare with --baseline FILE (`memlens baseline save`); without
+one they are skipped and say so. A baseline from another GPU model is refused unless
+--allow-mismatch. --junit, --summary (GitHub Markdown) and --json are written even when the gate
+fails, so CI can publish them."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..baseline import compatibility, load_baseline
+from ..errors import GateFailed
+from ..fileio import write_text_atomic
+from ..gate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
+from ..rules import load_rules
+from ..terminal import console
+
+PIPE_WIDTH = 200  # rich would fold the table at 80 columns in a CI log
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="RUN", help="run directory, results.json, .ncu-rep, ncu CSV or check JSON")
+    parser.add_argument("--rules", required=True, type=Path, help="rules file (TOML; see profiling/rules.py)")
+    parser.add_argument("--baseline", type=Path, help="baseline JSON for max_regression rules")
+    parser.add_argument("--allow-mismatch", action="store_true",
+                        help="compare with a baseline from another GPU model or target anyway")  # fmt: skip
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML, one testcase per check")
+    parser.add_argument("--summary", type=Path, metavar="FILE", help="write a GitHub-flavoured Markdown summary")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    rules = load_rules(args.rules)
+    measurements = read_measurements(args.source)
+    notes: list[str] = []
+    baseline = None
+    if args.baseline is not None:
+        baseline = load_baseline(args.baseline)
+        notes = compatibility(baseline, measurements, args.allow_mismatch)
+    result = evaluate(rules, measurements, baseline, notes)
+    write_outputs(result, args.junit, args.summary, args.json)
+    show(result)
+    if not result.passed:
+        raise GateFailed(f"gate {result.summary()}")
+    return 0
+
+
+def write_outputs(result: GateResult, junit: Path | None, summary: Path | None, json_path: Path | None) -> None:
+    for path, render in ((junit, to_junit), (summary, to_markdown), (json_path, to_json_text)):
+        if path is not None:
+            write_text_atomic(path, render(result))
+
+
+def show(result: GateResult) -> None:
+    out = console()
+    if not out.is_terminal:
+        out.width = PIPE_WIDTH
+    for note in result.notes:
+        out.print(f"note: {note}")
+    out.print(to_table(result))

@@ -1,0 +1,120 @@
+"""Record, on a GPU machine with ncu, a report of many kernel launches for read_many.py: a tiny
+kernel launched N times (default 1000), each launch in its own memlens NVTX range
+"many.launch0000", "many.launch0001", ..., profiled by ncu with memlens's own argv and the
+catalogue's metric list minus the instrumented metrics (to keep it quick), --clock-control none.
+
+    python tests/benchmarks/record_many.py OUT_DIR [--launches N] [--ncu PATH]
+
+OUT_DIR (new or empty) receives many.ncu-rep (the raw report), many.csv (`ncu -i many.ncu-rep --csv
+--page raw --print-units base`), many.log (ncu's log) and many.txt (GPU, driver, ncu, command, seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from profiling.catalogue import ncu_metric_names  # noqa: E402
+from profiling.errors import MemlensError  # noqa: E402
+from profiling.ncu import ProfileRequest, check_log, command_line, find_ncu, profile_argv, run_ncu  # noqa: E402
+from profiling.readers import read_report  # noqa: E402
+from profiling.runner import driver_version  # noqa: E402
+from profiling.suite import NVTX_DOMAIN  # noqa: E402
+
+FAMILY = "many"
+STEM = "many"
+ELEMENTS = 1024
+KERNEL = r"""
+extern "C" __global__ void many_scale(float* y, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def range_name(index: int) -> str:
+    return f"{FAMILY}.launch{index:04d}"
+
+
+def app(launches: int) -> int:
+    """The profiled program: one launch per NVTX range, the kernel compiled outside any range."""
+    import cupy
+    import numpy as np
+    import nvtx
+
+    kernel = cupy.RawKernel(KERNEL, "many_scale")
+    x = cupy.random.random(ELEMENTS, dtype=cupy.float32)
+    y = cupy.full_like(x, np.nan)
+    grid, block = (ELEMENTS // 256,), (256,)
+    kernel(grid, block, (y, x, np.int32(ELEMENTS)))
+    cupy.cuda.runtime.deviceSynchronize()
+    for index in range(launches):
+        with nvtx.annotate(range_name(index), domain=NVTX_DOMAIN):
+            kernel(grid, block, (y, x, np.int32(ELEMENTS)))
+    cupy.cuda.runtime.deviceSynchronize()
+    if not bool((y == 2 * x).all()):
+        print("record_many: wrong result", file=sys.stderr)
+        return 1
+    return 0
+
+
+def record(out: Path, launches: int, ncu_path: str | None, timeout: float) -> int:
+    ncu = find_ncu(ncu_path)
+    out.mkdir(parents=True, exist_ok=True)
+    if any(out.iterdir()):
+        sys.exit(f"record_many: {out} is not empty (ncu never overwrites a report here)")
+    request = ProfileRequest(
+        metrics=ncu_metric_names(fast=True), report=out / STEM, log=out / f"{STEM}.log",
+        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/", clock_control="none",
+    )  # fmt: skip
+    argv = profile_argv(ncu, request, [sys.executable, str(Path(__file__).resolve()), "--app", str(launches)])
+    run = run_ncu(argv, timeout, log=request.log)
+    check_log(run.log_text)
+    report = out / f"{STEM}.ncu-rep"
+    if run.returncode != 0 or not report.exists():
+        sys.exit(f"record_many: ncu exited with code {run.returncode}; see {request.log}")
+    with (out / f"{STEM}.csv").open("w", encoding="utf-8") as csv_file:
+        export = [str(ncu.path), "-i", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+        exported = subprocess.run(export, stdout=csv_file, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if exported.returncode != 0:
+        sys.exit(f"record_many: {command_line(export)} failed ({exported.returncode}): {exported.stderr.strip()}")
+    recorded = read_report(report)  # proves the reader opens it, and names the GPU
+    ranges = sum(1 for k in recorded.kernels if k.family == FAMILY)
+    notes = [
+        f"recorded: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} by tests/benchmarks/record_many.py",
+        f"gpu: {recorded.info.gpu_name} (cc {recorded.info.compute_capability})", f"driver: {driver_version()}",
+        f"ncu: {ncu.version_text}", f"launches: {launches}; kernels in the report: {len(recorded.kernels)}, "
+        f"in {FAMILY}.* ranges: {ranges}", f"ncu seconds: {run.seconds:.1f}", f"command: {command_line(argv)}",
+    ]  # fmt: skip
+    (out / f"{STEM}.txt").write_text("\n".join(notes) + "\n", encoding="utf-8")
+    print("\n".join(notes[1:6]))
+    print(f"written: {report}, {out / f'{STEM}.csv'}")
+    return 0 if ranges == launches else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", nargs="?", type=Path, help="folder to write the recording into (new or empty)")
+    parser.add_argument("--launches", type=int, default=1000, help="kernel launches, one per range (default 1000)")
+    parser.add_argument("--ncu", help="path of ncu (default: $MEMLENS_NCU or PATH)")
+    parser.add_argument("--timeout", type=float, default=540.0, help="seconds before ncu is stopped (default 540)")
+    parser.add_argument("--app", type=int, metavar="N", help=argparse.SUPPRESS)  # the profiled program
+    args = parser.parse_args()
+    if args.app is not None:
+        return app(args.app)
+    if args.out is None:
+        parser.error("OUT_DIR is required")
+    try:
+        return record(args.out, args.launches, args.ncu, args.timeout)
+    except MemlensError as exc:
+        sys.exit(f"record_many: {exc}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

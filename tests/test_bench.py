@@ -1,0 +1,423 @@
+"""`memlens bench` on the CPU: statistics, rotation arithmetic, bench.json, and the command end to end
+with a stand-in for the GPU (the NumPy suite's launches run for real; the device returns set times)."""
+
+from __future__ import annotations
+
+import json
+import random
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import profiling.bench as bench_module
+from profiling.bench import (
+    BENCH_FILE,
+    MAX_SETS,
+    BenchResults,
+    TimeSummary,
+    copy_buffer_bytes,
+    find_bench,
+    input_set_count,
+    load_bench,
+    set_bytes_of,
+)
+from profiling.cli import main
+from profiling.errors import InputError
+from tests.conftest import _gpu_present
+from tests.support.fake import CPU_SUITE
+
+MIB = 1 << 20
+GIB = 1 << 30
+FAKE_L2 = 48 * 1024
+COPY_MS = 0.5
+
+
+class FakeDevice:
+    """Runs every launch it is given; launch i takes i + 1 ms, a copy 0.5 ms."""
+
+    name = "Fake GPU"
+    l2_bytes = FAKE_L2
+    cuda_driver_version = "13.0"
+
+    def __init__(self) -> None:
+        self.rotations: list[int] = []
+
+    def free_bytes(self) -> int:
+        return 64 * GIB
+
+    def time_launches(self, runs, repeats):
+        self.rotations.append(len(set(runs)))
+        for index in range(repeats):
+            runs[index % len(runs)]()
+        return [float(index + 1) for index in range(repeats)]
+
+    def copy_times(self, buffer_bytes, repeats):
+        return [COPY_MS] * repeats
+
+    def release(self) -> None:
+        pass
+
+
+@pytest.fixture
+def device(monkeypatch) -> FakeDevice:
+    fake = FakeDevice()
+    monkeypatch.setattr(bench_module, "open_device", lambda: fake)
+    return fake
+
+
+def bench_cli(tmp_path: Path, suite: Path = CPU_SUITE, *extra: str) -> int:
+    return main(["bench", str(suite), "--out", str(tmp_path / "runs"), "--repeats", "20", *extra])
+
+
+def only_run(tmp_path: Path) -> Path:
+    (run,) = (tmp_path / "runs").iterdir()
+    return run
+
+
+def table_rows(out: str) -> list[list[str]]:
+    """The cells of each row of a rich table printed to `out`."""
+    return [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+
+
+# --- statistics and arithmetic ---------------------------------------------------------------------
+
+
+def test_summary_of_odd_count_is_order_free():
+    samples = [float(v) for v in range(1, 22)]
+    random.Random(1).shuffle(samples)
+    summary = TimeSummary.of(samples)
+    assert (summary.median_ms, summary.min_ms, summary.max_ms) == (11.0, 1.0, 21.0)
+    assert (summary.p10_ms, summary.p90_ms) == (3.0, 19.0)  # linear between sorted samples
+    assert summary.samples_ms == tuple(samples)
+
+
+def test_summary_of_even_count_interpolates():
+    summary = TimeSummary.of([4.0, 1.0, 3.0, 2.0])
+    assert summary.median_ms == 2.5
+    assert summary.p10_ms == pytest.approx(1.3)
+    assert summary.p90_ms == pytest.approx(3.7)
+
+
+@pytest.mark.parametrize("samples", [[], [1.0, float("nan")], [1.0, -0.5], [float("inf")]])
+def test_summary_rejects_empty_or_invalid_samples(samples):
+    with pytest.raises(ValueError):
+        TimeSummary.of(samples)
+
+
+@pytest.mark.parametrize(
+    ("set_bytes", "l2_bytes", "budget", "expected"),
+    [
+        (16 * MIB, 50 * MIB, None, 13),  # ceil(4 * 50 / 16)
+        (50 * MIB, 50 * MIB, None, 4),  # exactly 4x L2
+        (512 * MIB, 60 * MIB, None, 2),  # one set is already 8x L2: still never the same buffers twice in a row
+        (24 * 1024, 50 * MIB, None, MAX_SETS),  # tiny sets: capped
+        (16 * MIB, 50 * MIB, 100 * MIB, 6),  # only 6 fit in the memory budget
+        (16 * MIB, 50 * MIB, 8 * MIB, 1),  # not even one fits: try one (preparing it will say)
+    ],
+)
+def test_input_set_count(set_bytes, l2_bytes, budget, expected):
+    assert input_set_count(set_bytes, l2_bytes, budget) == expected
+
+
+def test_input_set_count_rejects_empty_sets():
+    with pytest.raises(ValueError):
+        input_set_count(0, 50 * MIB)
+
+
+@pytest.mark.parametrize(
+    ("l2_bytes", "free_bytes", "expected"),
+    [(50 * MIB, 80 * GIB, GIB), (128 * MIB, 80 * GIB, 2 * GIB), (50 * MIB, 2 * GIB, 512 * MIB),
+     (50 * MIB, 2 * GIB + 3, 512 * MIB)],
+)  # fmt: skip
+def test_copy_buffer_is_far_larger_than_l2_and_fits(l2_bytes, free_bytes, expected):
+    assert copy_buffer_bytes(l2_bytes, free_bytes) == expected
+
+
+def test_set_bytes_count_inputs_and_output():
+    import numpy as np
+
+    inputs = {"a": np.zeros((64, 48), np.float32), "b": np.zeros(10, np.float64)}
+    assert set_bytes_of(inputs, np.zeros((48, 64), np.float32)) == 64 * 48 * 4 + 80 + 48 * 64 * 4
+
+
+# --- the command end to end, on the CPU suite ------------------------------------------------------
+
+
+def test_bench_writes_bench_json_and_prints_table(device, tmp_path, capsys):
+    assert bench_cli(tmp_path) == 0
+    run = only_run(tmp_path)
+    data = json.loads((run / BENCH_FILE).read_text())
+    assert (data["format"], data["schema_version"]) == ("memlens-bench", 1)
+    assert data["info"]["gpu_name"] == "Fake GPU"
+    assert data["info"]["repeats"] == 20
+    assert data["copy"]["buffer_bytes"] == GIB  # max(1 GiB, 16 x 48 KiB)
+    assert data["copy"]["gb_per_s"] == pytest.approx(2 * GIB / COPY_MS / 1e6)
+    labels = [f"{v['family']}/{v['variant']}" for v in data["variants"]]
+    assert labels == ["transpose/conflict", "transpose/padded", "transpose/swizzled",
+                      "running_mean/register", "running_mean/local"]  # fmt: skip
+    transpose = data["variants"][0]
+    assert transpose["size"] == {"m": 64, "n": 48}
+    assert transpose["set_bytes"] == 64 * 48 * 4 * 2
+    assert transpose["times"]["median_ms"] == 10.5
+    assert len(transpose["times"]["samples_ms"]) == 20
+    assert transpose["min_bytes"] is None and transpose["gb_per_s"] is None  # the CPU suite declares none
+    assert data["failures"] == []
+    assert not (tmp_path / "runs" / "latest").exists()  # latest stays with the last profile
+    out = capsys.readouterr().out
+    assert "Fake GPU: device-to-device copy 4,295 GB/s (1.00 GiB buffer); median of 20 launches" in out
+    assert "transpose/conflict" in out and "10.5 ms" in out
+    assert "GB/s: n/a where the family declares no min_bytes" in out
+
+
+def test_sets_rotate_to_several_times_l2(device, tmp_path, capsys):
+    assert bench_cli(tmp_path) == 0
+    # transpose 64x48 float32 in + out = 24 KiB: ceil(4 x 48 KiB / 24 KiB) = 8 sets;
+    # running_mean n=256: 2 KiB a set -> 96 wanted, capped at MAX_SETS
+    assert device.rotations == [8, 8, 8, MAX_SETS, MAX_SETS]
+    data = json.loads((only_run(tmp_path) / BENCH_FILE).read_text())
+    assert [v["input_sets"] for v in data["variants"]] == [8, 8, 8, MAX_SETS, MAX_SETS]
+    # 32 sets of 2 KiB are under 4x the 48 KiB L2: marked, and said once
+    out = capsys.readouterr().out
+    sets = {cells[0]: cells[2] for cells in table_rows(out)}
+    assert sets["transpose/padded"] == "8" and sets["running_mean/local"] == f"{MAX_SETS}*"
+    assert out.count("* the input sets together hold less than 4x the L2 cache (48.0 KiB)") == 1
+
+
+MIN_BYTES_SUITE = """
+import numpy as np
+from profiling.suite import Family, Launch
+
+copy = Family("copy", "a host copy", lambda rng, s: {"x": rng.random(s["n"], dtype=np.float32)},
+              lambda inputs, s: inputs["x"].copy(), default_size={"n": 1024}, small_size={"n": 512},
+              min_bytes=lambda s: s["n"] * 4 * 2)
+PREPARED = []
+
+@copy.variant("plain", demonstrates="a copy")
+def prepare(inputs, size):
+    PREPARED.append(size["n"])
+    wrong = len(PREPARED) == int(__import__("os").environ.get("BENCH_TEST_WRONG_SET", "0"))
+    out = {}
+    def run():
+        out["y"] = inputs["x"] + (1 if wrong else 0)
+    return Launch(run=run, output=lambda: out["y"])
+"""
+
+
+@pytest.fixture
+def min_bytes_suite(tmp_path) -> Path:
+    path = tmp_path / "suite" / "copy_suite.py"
+    path.parent.mkdir()
+    path.write_text(textwrap.dedent(MIN_BYTES_SUITE))
+    return path
+
+
+def test_bandwidth_and_pct_of_copy_from_min_bytes(device, tmp_path, min_bytes_suite):
+    assert bench_cli(tmp_path, min_bytes_suite, "--small", "--size", "n=2048") == 0  # --size wins over --small
+    timing = load_bench(only_run(tmp_path)).lookup("copy", "plain")
+    assert timing is not None and timing.size == {"n": 2048}
+    assert timing.min_bytes == 2048 * 8
+    assert timing.gb_per_s == pytest.approx(2048 * 8 / 10.5 / 1e6)
+    copy_gb_per_s = 2 * GIB / COPY_MS / 1e6
+    assert timing.pct_of_copy == pytest.approx(100 * timing.gb_per_s / copy_gb_per_s)
+
+
+def test_every_prepared_set_is_verified(device, tmp_path, min_bytes_suite, monkeypatch, capsys):
+    monkeypatch.setenv("BENCH_TEST_WRONG_SET", "3")  # the third of 12 sets computes a wrong result
+    assert bench_cli(tmp_path, min_bytes_suite) == 3
+    results = load_bench(only_run(tmp_path))
+    assert results.variants == ()
+    (failure,) = results.failures
+    assert (failure.family, failure.variant, failure.status) == ("copy", "plain", "wrong")
+    assert "copy/plain: wrong result at index 0" in failure.message
+    assert device.rotations == []  # nothing was timed
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "memlens: error: 1 of 1 variants were not timed, first copy/plain: wrong"
+    )
+
+
+ACCUMULATING_SUITE = """
+import numpy as np
+from profiling.suite import Family, Launch
+
+acc = Family("acc", "adds into its output", lambda rng, s: {"x": rng.random(s["n"], dtype=np.float32)},
+             lambda inputs, s: inputs["x"].copy(), default_size={"n": 256})
+
+@acc.variant("plus_equals", demonstrates="out += x: right once, wrong when repeated")
+def prepare(inputs, size):
+    out = np.zeros_like(inputs["x"])
+    def run():
+        out[:] += inputs["x"]
+    def reset():
+        out[:] = 0
+    return Launch(run=run, output=lambda: out.copy(), reset=reset)
+"""
+
+
+def test_output_is_verified_again_after_timing(device, tmp_path):
+    suite = tmp_path / "acc_suite.py"
+    suite.write_text(textwrap.dedent(ACCUMULATING_SUITE))
+    assert bench_cli(tmp_path, suite) == 3
+    (failure,) = load_bench(only_run(tmp_path)).failures
+    assert failure.status == "wrong" and failure.message.startswith("acc/plus_equals: wrong result at index 0")
+    assert device.rotations == [MAX_SETS]  # every set verified before timing; wrong only after
+
+
+def test_wrong_variant_is_recorded_and_the_rest_timed(device, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLENS_TEST_WRONG", "transpose/padded")
+    assert bench_cli(tmp_path) == 3
+    results = load_bench(only_run(tmp_path))
+    assert [t.variant for t in results.variants] == ["conflict", "swizzled", "register", "local"]
+    assert [(f.variant, f.status) for f in results.failures] == [("padded", "wrong")]
+
+
+def test_an_error_stops_the_bench_and_keeps_what_was_timed(device, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLENS_TEST_RAISE", "transpose/swizzled")
+    assert bench_cli(tmp_path) == 3
+    results = load_bench(only_run(tmp_path))
+    assert [t.variant for t in results.variants] == ["conflict", "padded"]
+    assert [(f.variant, f.status) for f in results.failures] == [
+        ("swizzled", "failed"), ("register", "not_run"), ("local", "not_run")]  # fmt: skip
+    assert "RuntimeError: launch of transpose/swizzled failed (test)" in results.failures[0].message
+    assert "3 of 5 variants were not timed" in capsys.readouterr().err
+
+
+def test_bad_min_bytes_is_a_failure_of_that_family(device, tmp_path, min_bytes_suite):
+    min_bytes_suite.write_text(min_bytes_suite.read_text().replace('s["n"] * 4 * 2', "0"))
+    assert bench_cli(tmp_path, min_bytes_suite) == 3
+    (failure,) = load_bench(only_run(tmp_path)).failures
+    assert failure.status == "failed"
+    assert failure.message == "family 'copy': min_bytes({'n': 1024}) returned 0, not a positive int"
+
+
+def test_into_writes_beside_a_profile(device, tmp_path):
+    run = tmp_path / "runs" / "20261121-120000-1"
+    run.mkdir(parents=True)
+    (run / "results.json").write_text("{}")
+    assert main(["bench", str(CPU_SUITE), "--into", str(run), "-k", "^transpose/padded$", "--repeats", "25"]) == 0
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [run.name]  # no new run directory
+    results = find_bench(run)
+    assert results is not None
+    assert [t.label for t in results.variants] == ["transpose/padded"]
+    assert len(results.variants[0].times.samples_ms) == 25
+
+
+# --- usage and environment errors ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--repeats", "19"], "--repeats 19: at least 20 launches make a median"),
+        (["--size", "m=big"], "bad --size 'm=big': expected NAME=POSITIVE_INTEGER"),
+        (["-k", "nothing"], "matches -k 'nothing'"),
+        (["-k", "("], "bad -k pattern '('"),
+        (["--into", "/nonexistent/run"], "--into /nonexistent/run: not a run directory"),
+    ],
+)
+def test_usage_errors_exit_2_before_touching_the_gpu(tmp_path, capsys, extra, message, monkeypatch):
+    monkeypatch.setattr(bench_module, "open_device", lambda: pytest.fail("the GPU was opened"))
+    argv = ["bench", str(CPU_SUITE), *extra] + ([] if "--into" in extra else ["--out", str(tmp_path / "runs")])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memlens: error: ") and message in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.skipif(_gpu_present(), reason="checks the error on a machine with no GPU")
+def test_no_gpu_is_one_line_and_exit_3(tmp_path, capsys):
+    assert bench_cli(tmp_path) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("memlens: error: no usable CUDA GPU: cudaError")
+    assert not (tmp_path / "runs").exists()
+
+
+# --- bench.json ------------------------------------------------------------------------------------
+
+
+def test_round_trip_and_lookup(device, tmp_path):
+    assert bench_cli(tmp_path) == 0
+    run = only_run(tmp_path)
+    results = load_bench(run)
+    assert load_bench(run / BENCH_FILE) == results
+    assert BenchResults.from_json(json.loads(json.dumps(results.to_json()))) == results
+    assert results.info.sizes == () and results.info.memlens_version
+    padded = results.lookup("transpose", "padded")
+    assert padded is not None and padded.times.median_ms == 10.5 and padded.input_sets == 8
+    assert results.lookup("transpose", "missing") is None
+    assert results.lookup(None, None) is None
+    assert find_bench(tmp_path) is None  # a folder with no bench.json
+
+
+def _valid(tmp_path: Path) -> dict:
+    copy = {"buffer_bytes": GIB, "times": {"samples_ms": [0.5] * 20}}
+    variant = {"family": "f", "variant": "v", "size": {"n": 4}, "min_bytes": 32, "input_sets": 2, "set_bytes": 32,
+               "times": {"samples_ms": [1.0] * 20}}  # fmt: skip
+    return {"format": "memlens-bench", "schema_version": 1, "info": {"gpu_name": "G", "l2_bytes": MIB, "repeats": 20},
+            "copy": copy, "variants": [variant]}  # fmt: skip
+
+
+def test_minimal_file_loads_with_derived_figures(tmp_path):
+    path = tmp_path / BENCH_FILE
+    path.write_text(json.dumps(_valid(tmp_path)))
+    (timing,) = load_bench(path).variants
+    assert timing.gb_per_s == pytest.approx(32 / 1.0 / 1e6)
+    assert timing.pct_of_copy == pytest.approx(100 * (32 / 1e6) / (2 * GIB / 0.5 / 1e6))
+
+
+def _set(data: dict, dotted: str, value) -> dict:
+    *parents, last = dotted.split(".")
+    node = data
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if value is KeyError:
+        del node[last]
+    else:
+        node[last] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("format", "memlens-report"), 'not a memlens bench file (no "format": "memlens-bench")'),
+        (("schema_version", 99), "unsupported schema_version 99"),
+        (("copy", KeyError), "malformed bench results (KeyError: 'copy')"),
+        (("info.unknown", 1), "malformed bench results (TypeError"),
+        (("variants.0.times.samples_ms", []), "malformed bench results (ValueError: no time samples)"),
+        (("variants.0.times.samples_ms", [1.0, -2.0]), "finite and not negative"),
+        (("variants.0.times.samples_ms", ["1.0"]), "samples_ms must be a list of numbers"),
+        (("variants.0.min_bytes", 0), "expected a positive integer, got 0"),
+        (("variants.0.size", {"n": True}), "expected a positive integer, got True"),
+        (("copy.times.samples_ms", [0.0] * 20), "copy median time is 0"),
+    ],
+)
+def test_bad_bench_files_raise_input_error(tmp_path, change, message):
+    path = tmp_path / BENCH_FILE
+    path.write_text(json.dumps(_set(_valid(tmp_path), *change)))
+    with pytest.raises(InputError) as info:
+        load_bench(path)
+    assert str(info.value).startswith(f"{path}: ") and message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "no such file"), (b"{not json", "invalid JSON at line 1 column 2"), (b"[1, 2]", "not a memlens bench"),
+     (b"\xff\xfe", "not UTF-8 text")],
+)  # fmt: skip
+def test_unreadable_bench_files_raise_input_error(tmp_path, content, message):
+    path = tmp_path / BENCH_FILE
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(InputError, match=message):
+        load_bench(tmp_path)  # a run directory: its bench.json
+
+
+def test_bench_command_exit_code_for_bad_into_file(tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("")
+    assert main(["bench", str(CPU_SUITE), "--into", str(target)]) == 2
+    assert "not a run directory" in capsys.readouterr().err

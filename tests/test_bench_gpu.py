@@ -1,0 +1,57 @@
+"""`memlens bench` on a real GPU: the built-in suite at its small sizes, and the event timing itself."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from profiling.bench import HOLD_SOURCE, CudaDevice, TimeSummary, load_bench
+from profiling.cli import main
+from profiling.suite import load_suite
+from tests.conftest import REPO
+
+SUITE = REPO / "kernels"
+pytestmark = pytest.mark.gpu
+
+
+def _sleeper(microseconds: int):
+    """A launch of a kernel that spins on the GPU for `microseconds`."""
+    import cupy
+    import numpy as np
+
+    kernel = cupy.RawKernel(HOLD_SOURCE, "memlens_hold")
+    return lambda: kernel((1,), (1,), (np.uint64(microseconds * 1000),))
+
+
+def test_bench_builtin_suite_small(tmp_path):
+    assert main(["bench", str(SUITE), "--small", "--repeats", "20", "--out", str(tmp_path / "runs")]) == 0
+    (run,) = (tmp_path / "runs").iterdir()
+    results = load_bench(run)
+    assert results.failures == ()
+    assert [t.label for t in results.variants] == [v.label for v in load_suite(SUITE).variants()]
+    assert results.copy.gb_per_s > 100  # any GPU this tool is for copies far faster
+    assert results.info.l2_bytes > 0
+    for timing in results.variants:
+        assert len(timing.times.samples_ms) == 20
+        assert timing.times.median_ms > 0, timing.label
+        assert timing.pct_of_copy is not None and 0 < timing.pct_of_copy < 150, timing.label
+
+
+def test_event_times_measure_the_kernel():
+    device = CudaDevice()
+    median = TimeSummary.of(device.time_launches([_sleeper(200)], 20)).median_ms
+    assert 0.19 < median < 0.26  # 200 us spin, plus launch and event granularity
+
+
+def test_host_launch_gaps_stay_off_the_clock():
+    """A host that takes 1 ms to issue each 50 us launch: the GPU is held while the host queues."""
+    device = CudaDevice()
+    launch = _sleeper(50)
+
+    def slow_host_launch() -> None:
+        time.sleep(0.001)
+        launch()
+
+    median = TimeSummary.of(device.time_launches([slow_host_launch], 20)).median_ms
+    assert median < 0.2
