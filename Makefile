@@ -32,6 +32,20 @@ lint: $(SETUP)
 profile: $(SETUP)
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ]; then $(VENV)/bin/pip install -q -e ".[cuda$(CUDA)]"; fi
 	$(PYTHON) -m profiling profile $(SUITE) $(PROFILE_ARGS)
+	$(PYTHON) -m profiling report runs/latest
+
+.PHONY: check gate
+RUN ?= runs/latest
+# Static checks, no GPU: compile every suite kernel for sm_90 and gate registers, spills, .local.
+check: $(SETUP)
+	$(PYTHON) -m profiling check $(SUITE) --json build/check.json
+	$(PYTHON) -m profiling gate build/check.json --rules $(SUITE)/gates-static.toml \
+		--junit build/gate-static.xml --summary build/gate-static.md
+
+# Gate a profile run (default: the latest) with the suite's rules; BASELINE=FILE adds regression checks.
+gate: $(SETUP)
+	$(PYTHON) -m profiling gate $(RUN) --rules $(SUITE)/gates.toml $(if $(BASELINE),--baseline $(BASELINE)) \
+		--junit build/gate.xml --summary build/gate.md --json build/gate.json
 
 .PHONY: report demo
 # The report of the latest run (runs/latest): writes runs/latest/report.html and prints its path.

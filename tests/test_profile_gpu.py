@@ -1,0 +1,60 @@
+"""GPU tier: `memlens profile` on the whole built-in suite under real ncu, then `memlens metrics`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from profiling.readers import read_report
+from profiling.suite import load_suite
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "profiling", "profile", str(REPO / "kernels"), "--out", str(out),
+         "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "900"],
+        capture_output=True, text=True, env=env, timeout=1000,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return (out / "latest").resolve()
+
+
+def test_every_variant_profiled_and_verified(run_dir):
+    data = json.loads((run_dir / "results.json").read_text())
+    labels = {v.label for v in load_suite(REPO / "kernels").variants()}
+    assert {f"{o['family']}/{o['variant']}" for o in data["outcomes"]} == labels
+    assert {o["status"] for o in data["outcomes"]} == {"ok"}
+    assert {f"{k['family']}/{k['variant']}" for k in data["kernels"]} == labels
+    assert (run_dir / "profile.ncu-rep").stat().st_size > 0
+    assert data["info"]["ncu_version"] and data["info"]["gpu_name"]
+
+
+def test_counters_show_the_physics(run_dir):
+    kernels = {k.label: k for k in read_report(run_dir).kernels}
+    conflict = kernels["transpose/conflict"]
+    excess = conflict.metric("exact_excess_wavefronts").value
+    assert excess == 31 * conflict.metric("shared_ld_instructions").value
+    for label in ("transpose/padded", "transpose/swizzled", "matmul/tiled"):
+        assert kernels[label].metric("exact_excess_wavefronts").value == 0, label
+    assert kernels["running_mean/local"].metric("local_ld_sectors").value > 0
+    assert kernels["running_mean/register"].metric("local_bytes").value == 0
+    assert kernels["matmul/tiled_article"].metric("exact_excess_wavefronts").value > 0
+
+
+def test_metrics_prints_every_kernel(run_dir):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250"}
+    done = subprocess.run([sys.executable, "-m", "profiling", "metrics", str(run_dir)],
+                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for variant in load_suite(REPO / "kernels").variants():
+        assert variant.label in done.stdout
