@@ -144,10 +144,14 @@ class Family:
         return marked[0] if marked else self.variants[0]
 
     def size(self, overrides: Mapping[str, int] | None = None, small: bool = False) -> dict[str, int]:
+        """Default (or small) sizes with overrides applied: "n" sets n in every family that has
+        one, "matmul.n" only in matmul."""
         size = dict(self.default_size)
         if small:
             size.update(self.small_size)
-        size.update({k: v for k, v in (overrides or {}).items() if k in size})
+        generic = {k: v for k, v in (overrides or {}).items() if "." not in k}
+        specific = {k.partition(".")[2]: v for k, v in (overrides or {}).items() if k.startswith(f"{self.name}.")}
+        size.update({k: v for k, v in {**generic, **specific}.items() if k in size})
         return size
 
     def verify(self, variant: Variant, got: np.ndarray, expected: np.ndarray) -> None:
@@ -184,6 +188,16 @@ class Suite:
             for variant in family.variants:
                 if regex is None or regex.search(variant.label):
                     yield variant
+
+    def check_sizes(self, overrides: Mapping[str, int], variants: list[Variant]) -> None:
+        """Every override must name a size of some selected family."""
+        families = {v.family.name: v.family for v in variants}
+        for key in overrides:
+            family, dot, name = key.rpartition(".")
+            candidates = [families[family]] if dot and family in families else [] if dot else families.values()
+            if not any(name in f.default_size for f in candidates):
+                known = sorted({f"{f.name}.{k}" for f in families.values() for k in f.default_size})
+                raise ConfigError(f"--size {key}: no selected family has that size (sizes: {', '.join(known)})")
 
     def family(self, name: str) -> Family:
         for family in self.families:
