@@ -53,9 +53,12 @@ report: $(SETUP)
 	$(PYTHON) -m profiling report runs/latest
 
 # The report rendered from the recorded fixtures, no GPU needed: the full suite beside its --fast
-# run (the probe until the suite recordings exist). Writes build/demo-report.{html,md}.
+# run (the probe until the suite recordings exist), and a plain ncu report's "other kernels".
+# Writes build/demo-report.{html,md} and build/demo-plain-ncu.html.
 DEMO_RUNS ?= $(or $(wildcard tests/fixtures/*/suite.results.json tests/fixtures/*/suite_fast.results.json),\
 	tests/fixtures/probe/probe.csv tests/fixtures/probe/probe_fast.ncu-rep)
+DEMO_PLAIN ?= $(firstword $(wildcard tests/fixtures/*/plain_ncu.ncu-rep))
 demo: $(SETUP)
 	$(PYTHON) -m profiling report $(DEMO_RUNS) -o build/demo-report.html
 	$(PYTHON) -m profiling report $(DEMO_RUNS) --format md -o build/demo-report.md
+	$(if $(DEMO_PLAIN),$(PYTHON) -m profiling report $(DEMO_PLAIN) -o build/demo-plain-ncu.html)

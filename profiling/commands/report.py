@@ -1,0 +1,64 @@
+"""Render a report of one or more runs: per family, each variant's duration and speedup over the
+baseline, DRAM bandwidth, bank conflicts (exact, and the over-counting hardware counter beside
+it), local-memory traffic, the declared expectation against what was measured, and a verdict in
+words. Several runs add a comparison of every kernel across them, the first run the reference.
+
+RUN is a run directory, a results.json, a .ncu-rep or an ncu CSV. The report is written
+atomically: to RUN/report.<ext> for one run directory (beside the file for a file), to
+./memlens-report.<ext> for several; `-o -` prints it. HTML is one self-contained file;
+`--format md` suits a CI job summary; `--format json` is the same content for machines."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from reports import FORMATS
+
+from ..errors import InputError
+from ..fileio import write_text_atomic
+from ..readers import find_report, read_report
+
+STDOUT = "-"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run directory, results.json, .ncu-rep or ncu CSV")
+    parser.add_argument("-o", "--output", help="file to write (default: RUN/report.<ext>, or ./memlens-report.<ext>)")
+    parser.add_argument("--format", choices=FORMATS, default="html", help="html (default), md or json")
+
+
+def run(args: argparse.Namespace) -> int:
+    from reports.render import build_report, render  # jinja2 and matplotlib only for this command
+
+    runs = [(path, read_report(path)) for path in args.runs]
+    text = render(build_report(runs), args.format)
+    if args.output == STDOUT:
+        sys.stdout.write(text)
+        return 0
+    target = Path(args.output) if args.output else default_output(args.runs, args.format)
+    write_report(target, text, inputs=[find_report(Path(path)) for path in args.runs])
+    print(target)
+    return 0
+
+
+def default_output(runs: list[str], fmt: str) -> Path:
+    name = f"report.{fmt}"
+    if len(runs) == 1:
+        path = Path(runs[0])
+        return path / name if path.is_dir() else path.parent / name
+    return Path(f"memlens-report.{fmt}")
+
+
+def write_report(target: Path, text: str, inputs: list[Path]) -> None:
+    """Write atomically (temp file + rename): a reader sees the old file or the whole new one.
+    Never over a file the report was read from (a results.json, a raw profiler report)."""
+    if target.is_dir():
+        raise InputError(f"{target}: is a directory; name a file with -o")
+    if any(target.resolve() == path.resolve() for path in inputs):
+        raise InputError(f"{target}: is an input of this report; name another file with -o")
+    try:
+        write_text_atomic(target, text)
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write ({exc.strerror or exc})") from None

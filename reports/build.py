@@ -1,0 +1,270 @@
+"""From typed run results to the report's content: families of variants with speedups, verdicts
+and expectation checks, the kernels without family, and the run's header."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, replace
+
+from profiling.results import KernelResult, RunInfo, RunResults, VariantOutcome
+
+from .formatting import format_count, format_value
+from .model import Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
+from .verdicts import HW_LABEL, check, describe, judge
+
+SPEEDUP = "speedup"
+SHARED_PER_BLOCK = "shared_per_block"
+
+COLUMNS: tuple[Column, ...] = (
+    Column("duration", "duration", "time", "duration", "kernel duration on the GPU (all launches of the variant)"),
+    Column(SPEEDUP, "speedup", "time", "speedup", "the family's baseline duration divided by this duration"),
+    Column("dram_bandwidth", "bandwidth", "DRAM", "bandwidth", "bytes read plus written, per second"),
+    Column("dram_pct_of_peak", "% of peak", "DRAM", "percent", "DRAM throughput as a percentage of peak"),
+    Column("shared_ld_ways", "ld n-way", "shared memory", "ways", "load wavefronts per shared-load instruction"),
+    Column("shared_st_ways", "st n-way", "shared memory", "ways", "store wavefronts per shared-store instruction"),
+    Column(
+        "exact_excess_wavefronts", "excess wavefronts", "shared memory", "compact",
+        "exact: instrumented wavefronts minus the conflict-free ideal",
+    ),
+    Column(
+        "hw_bank_conflicts", HW_LABEL, "shared memory", "compact",
+        "l1tex bank-conflict counter, loads plus stores: counts conflicts where there are none",
+    ),
+    Column("local_ld_bytes", "local loads", "local memory", "bytes", "bytes of local-memory loads"),
+    Column("local_st_bytes", "local stores", "local memory", "bytes", "bytes of local-memory stores"),
+    Column("registers_per_thread", "registers", "resources", "count", "registers per thread"),
+    Column(SHARED_PER_BLOCK, "shared / block", "resources", "exact_bytes", "static plus dynamic shared memory"),
+)
+# figures that mark a problem when above zero
+FLAG_POSITIVE = {"exact_excess_wavefronts", "local_ld_bytes", "local_st_bytes"}
+
+# n-way of a side with no instruction is not a missing figure: there is nothing to divide
+NO_ACCESS = {"shared_ld_ways": "shared_ld_instructions", "shared_st_ways": "shared_st_instructions"}
+NO_ACCESS_REASON = "no shared-memory instruction of this kind"
+
+# How launches of one variant add up: most figures sum, per-launch settings take the largest,
+# and a percentage of peak is weighted by duration.
+TAKE_MAX = {"registers_per_thread", "static_shared_per_block", "dynamic_shared_per_block", "block_size", "grid_size"}
+WEIGHTED = {"dram_pct_of_peak"}
+
+STATUS_WORDS = {
+    "wrong": "output wrong",
+    "failed": "failed",
+    "not_run": "not run",
+    "no_kernel": "no kernel profiled",
+}
+
+
+def build_run(results: RunResults, label: str) -> RunSection:
+    families, others = _group(results)
+    exact = any(k.metric("exact_excess_wavefronts").available for k in results.kernels)
+    notes = [
+        f"{STATUS_WORDS.get(o.status, o.status)}: {o.message}" for o in results.outcomes if not (o.family and o.variant)
+    ]
+    if not results.complete:
+        notes.append("incomplete run: it stopped before every variant ran")
+    if results.kernels and not exact:
+        notes.append(
+            "exact excess wavefronts are not in this run (a --fast run or a plain ncu report):"
+            f" bank conflicts are shown from the {HW_LABEL}, which reports conflicts where there are none"
+        )
+    return RunSection(
+        label=label,
+        info=asdict(results.info),
+        header=header(results.info),
+        complete=results.complete,
+        exact_available=exact,
+        families=tuple(families),
+        others=tuple(others),
+        notes=tuple(notes),
+    )
+
+
+def header(info: RunInfo) -> tuple[HeaderItem, ...]:
+    def text(value: object) -> str:
+        return "n/a" if value in (None, "") else str(value)
+
+    items = [
+        ("GPU", info.gpu_name),
+        ("compute capability", info.compute_capability),
+        ("driver", info.driver_version),
+        ("Nsight Compute", info.ncu_version),
+        ("clock control", info.clock_control),
+        ("cache control", info.cache_control),
+        ("date", info.started_at),
+        ("command", info.command),
+        ("memlens", info.memlens_version),
+    ]
+    if info.fast:
+        items.append(("mode", "--fast (no instrumented pass: no exact bank-conflict count)"))
+    if info.suite:
+        items.append(("suite", info.suite + (f" @ {info.suite_commit}" if info.suite_commit else "")))
+    if info.wall_seconds is not None:
+        items.append(("wall time", f"{info.wall_seconds:.1f} s"))
+    if info.source:
+        items.append(("read from", info.source))
+    return tuple(HeaderItem(label, text(value)) for label, value in items)
+
+
+# --- grouping -----------------------------------------------------------------------------------
+
+
+def _group(results: RunResults) -> tuple[list[FamilySection], list[Row]]:
+    outcomes = {(o.family, o.variant): o for o in results.outcomes if o.family and o.variant}
+    launches: dict[tuple[str, str], list[KernelResult]] = {}
+    plain: dict[str, list[KernelResult]] = {}
+    for kernel in results.kernels:
+        if kernel.family and kernel.variant:
+            launches.setdefault((kernel.family, kernel.variant), []).append(kernel)
+        else:
+            plain.setdefault(kernel.kernel, []).append(kernel)
+    order = list(dict.fromkeys([*outcomes, *launches]))
+    families: dict[str, list[tuple[str, str]]] = {}
+    for key in order:
+        families.setdefault(key[0], []).append(key)
+    sections = [_family(name, keys, outcomes, launches) for name, keys in families.items()]
+    others = [_row(name, name, group, None) for name, group in plain.items()]
+    return sections, others
+
+
+def _family(
+    name: str,
+    keys: list[tuple[str, str]],
+    outcomes: dict[tuple[str, str], VariantOutcome],
+    launches: dict[tuple[str, str], list[KernelResult]],
+) -> FamilySection:
+    marked = [k for k in keys if k in outcomes and outcomes[k].baseline]
+    baseline_key = marked[0] if marked else keys[0]
+    rows = [
+        _row(f"{f}/{v}", v, launches.get((f, v), []), outcomes.get((f, v)), baseline=(f, v) == baseline_key)
+        for f, v in keys
+    ]
+    baseline = next(r for r in rows if r.baseline)
+    rows = [_with_speedup(r, baseline) for r in rows]
+    return FamilySection(name, baseline_key[1], tuple(rows))
+
+
+def _row(
+    label: str, name: str, kernels: list[KernelResult], outcome: VariantOutcome | None, baseline: bool = False
+) -> Row:
+    status = outcome.status if outcome else "unverified"
+    if status == "ok" and not kernels:
+        status = "no_kernel"
+    row = Row(
+        label=label,
+        name=name,
+        kernels=tuple(dict.fromkeys(k.kernel for k in kernels)),
+        launches=len(kernels),
+        status=status,
+        valid=status in ("ok", "unverified"),
+        message=outcome.message if outcome else "",
+        demonstrates=outcome.demonstrates if outcome else "",
+        declared=describe(outcome.expect) if outcome else "",
+        baseline=baseline,
+    )
+    if not row.valid:
+        return replace(row, verdict=(_invalid_finding(status, row.message),))
+    kernel = aggregate(kernels)
+    measured = judge(kernel)
+    expectation = check(outcome.expect if outcome else None, measured)
+    return replace(row, cells=_cells(kernel), verdict=measured.findings, expectation=expectation)
+
+
+def _invalid_finding(status: str, message: str) -> Finding:
+    words = STATUS_WORDS.get(status, status)
+    text = f"not a valid measurement: {words}" + (f" ({message})" if message else "")
+    return Finding("status", "invalid", text)
+
+
+# --- figures ------------------------------------------------------------------------------------
+
+
+def aggregate(kernels: list[KernelResult]) -> KernelResult:
+    """All launches of a variant as one kernel: sums, maxima for per-launch settings, and the
+    percentage of peak weighted by duration. A figure missing in any launch is missing."""
+    if len(kernels) == 1:
+        return kernels[0]
+    raw: dict[str, float | None] = {}
+    missing: dict[str, str] = {}
+    keys = dict.fromkeys(key for k in kernels for key in k.raw)
+    for key in keys:
+        values = [k.raw.get(key) for k in kernels]
+        if any(v is None for v in values):
+            raw[key] = None
+            broken = next(k for k in kernels if k.raw.get(key) is None)
+            missing[key] = broken.missing_reason(key)
+            continue
+        raw[key] = _combine(key, [float(v) for v in values], kernels)  # type: ignore[arg-type]
+    first = kernels[0]
+    return KernelResult(first.kernel, first.family, first.variant, first.launch_id, raw, missing)
+
+
+def _combine(key: str, values: list[float], kernels: list[KernelResult]) -> float | None:
+    if key in TAKE_MAX:
+        return max(values)
+    if key in WEIGHTED:
+        weights = [k.raw.get("duration") for k in kernels]
+        if any(w is None for w in weights) or not sum(weights):  # type: ignore[arg-type]
+            return None
+        return sum(v * w for v, w in zip(values, weights, strict=True)) / sum(weights)  # type: ignore[misc]
+    return math.fsum(values)
+
+
+def _cells(kernel: KernelResult) -> dict[str, Cell]:
+    cells = {}
+    for column in COLUMNS:
+        if column.key == SPEEDUP:
+            continue
+        if column.key == SHARED_PER_BLOCK:
+            cells[column.key] = _shared_per_block(kernel, column)
+            continue
+        if column.key in NO_ACCESS and kernel.raw.get(NO_ACCESS[column.key]) == 0:
+            cells[column.key] = Cell(column.key, None, "wavefront/inst", "—", missing_reason=NO_ACCESS_REASON)
+            continue
+        metric = kernel.metric(column.key)
+        flag = "bad" if column.key in FLAG_POSITIVE and (metric.value or 0) > 0 else None
+        exact = format_count(metric.value) if metric.value is not None and column.kind == "compact" else ""
+        cells[column.key] = Cell(
+            column.key, metric.value, metric.unit, format_value(metric.value, column.kind), exact,
+            metric.missing_reason, flag,
+        )
+    return cells
+
+
+def _shared_per_block(kernel: KernelResult, column: Column) -> Cell:
+    static = kernel.metric("static_shared_per_block")
+    dynamic = kernel.metric("dynamic_shared_per_block")
+    if static.value is None or dynamic.value is None:
+        reason = static.missing_reason or dynamic.missing_reason
+        return Cell(column.key, None, "byte", "n/a", missing_reason=reason)
+    total = static.value + dynamic.value
+    return Cell(column.key, total, "byte", format_value(total, column.kind))
+
+
+def _with_speedup(row: Row, baseline: Row) -> Row:
+    if not row.valid:
+        return row
+    column = next(c for c in COLUMNS if c.key == SPEEDUP)
+    ratio, reason = _speedup(row, baseline)
+    cell = Cell(SPEEDUP, ratio, "x", format_value(ratio, column.kind), missing_reason=reason)
+    return replace(row, cells={**row.cells, SPEEDUP: cell})
+
+
+def _speedup(row: Row, baseline: Row) -> tuple[float | None, str | None]:
+    if not baseline.valid:
+        return None, f"the baseline {baseline.name} is not a valid measurement"
+    ours, theirs = row.cells["duration"].value, baseline.cells["duration"].value
+    if ours is None or theirs is None or ours <= 0:
+        return None, "a duration is missing"
+    return theirs / ours, None
+
+
+def labels(paths: Iterable[str]) -> list[str]:
+    """Run labels for the report: the paths as given, made unique."""
+    seen: dict[str, int] = {}
+    out = []
+    for path in paths:
+        seen[path] = seen.get(path, 0) + 1
+        out.append(path if seen[path] == 1 else f"{path} ({seen[path]})")
+    return out

@@ -1,0 +1,164 @@
+"""Charts for the HTML report, drawn by matplotlib (Agg) as SVG text to embed inline.
+
+Output is deterministic: a fixed `svg.hashsalt` per chart (so ids never collide between charts
+of one page), no Date metadata, text kept as <text> (escaped by matplotlib), and the XML
+prologue, metadata block and namespace declarations (URLs) stripped for inline HTML use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from .formatting import format_value  # noqa: E402
+from .model import Comparison, Row  # noqa: E402
+
+BLUE, GREY, RED, AMBER, INK, FAINT = "#3b6ea8", "#9aa9b8", "#c0392b", "#d69e2e", "#1f2933", "#52606d"
+RUN_COLOURS = ("#3b6ea8", "#e08e2b", "#3f9b6b", "#8a5bb5", "#c0392b", "#6b7b8c")
+LABEL_CHARS = 42
+STYLE = {
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
+    "font.size": 9,
+    "axes.edgecolor": "#cbd2d9",
+    "axes.labelcolor": INK,
+    "xtick.color": FAINT,
+    "ytick.color": INK,
+}
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    key: str  # a cell key of the rows
+    bad_above_zero: bool = False
+    colour: str = BLUE
+
+
+PANELS = (
+    Panel("duration", "duration"),
+    Panel("excess wavefronts (exact)", "exact_excess_wavefronts", bad_above_zero=True),
+    Panel("local-memory bytes (ld + st)", "local_bytes", bad_above_zero=True),
+    Panel("DRAM bandwidth", "dram_bandwidth"),
+)
+# amber, not red: the hardware counter reports conflicts where there are none
+HW_PANEL = Panel("HW conflicts (over-counts)", "hw_bank_conflicts", colour=AMBER)
+
+
+def short(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+
+
+def family_chart(rows: Sequence[Row], salt: str, exact: bool) -> str | None:
+    """Four panels of horizontal bars, one bar per valid variant; None when nothing to draw."""
+    rows = [r for r in rows if r.valid and r.cells]
+    if not rows:
+        return None
+    panels = PANELS if exact else (PANELS[0], HW_PANEL, *PANELS[2:])
+    height = 0.9 + 0.32 * len(rows)
+    with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
+        figure = Figure(figsize=(11, height))
+        axes = figure.subplots(1, len(panels), sharey=True)
+        names = [short(r.name) + (" (baseline)" if r.baseline else "") for r in rows]
+        for ax, panel in zip(axes, panels, strict=True):
+            _bars(ax, panel, rows, names)
+        axes[0].invert_yaxis()  # the y axis is shared: the first variant on top in every panel
+        figure.subplots_adjust(left=0.2, right=0.98, top=1 - 0.42 / height, bottom=0.12 / height, wspace=0.32)
+        return to_svg(figure, salt)
+
+
+def _bars(ax, panel: Panel, rows: Sequence[Row], names: list[str]) -> None:
+    shown = [_panel_value(row, panel.key) for row in rows]
+    heights = [value or 0.0 for value, _ in shown]
+    positions = list(range(len(rows)))
+    colours = [_colour(panel, row, value) for row, (value, _) in zip(rows, shown, strict=True)]
+    ax.barh(positions, heights, color=colours, height=0.62)
+    top = max(heights) or 1.0
+    for y, value, (_, text) in zip(positions, heights, shown, strict=True):
+        inside = value > 0.6 * top  # a long bar holds its label, a short one has it after its end
+        x, align, colour = (value - 0.02 * top, "right", "white") if inside else (value, "left", INK)
+        ax.text(x, y, text if inside else f" {text}", va="center", ha=align, fontsize=8, color=colour)
+    ax.set_title(panel.title, fontsize=9, loc="left", color=INK)
+    ax.set_xlim(0, top * 1.05)
+    ax.set_yticks(positions, names)
+    ax.set_xticks([])
+    ax.tick_params(axis="y", length=0)
+    for side in ("top", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+
+
+def _panel_value(row: Row, key: str) -> tuple[float | None, str]:
+    if key == "local_bytes":
+        ld, st = row.cells["local_ld_bytes"], row.cells["local_st_bytes"]
+        if ld.value is None or st.value is None:
+            return None, "n/a"
+        total = ld.value + st.value
+        return total, format_value(total, "bytes")
+    cell = row.cells[key]
+    return cell.value, cell.text
+
+
+def _colour(panel: Panel, row: Row, value: float | None) -> str:
+    if panel.bad_above_zero and value:
+        return RED
+    return GREY if row.baseline and panel.key == "duration" else panel.colour
+
+
+def comparison_chart(comparisons: Sequence[Comparison], salt: str) -> str | None:
+    """Duration of every kernel, one bar per run, grouped by kernel."""
+    durations = [next(m for m in c.metrics if m.key == "duration") for c in comparisons]
+    if not any(cell.value for m in durations for cell in m.cells):
+        return None
+    count = len(comparisons[0].statuses)
+    height = 0.9 + 0.22 * count * len(comparisons) + 0.12 * len(comparisons)
+    with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
+        figure = Figure(figsize=(11, height))
+        ax = figure.subplots()
+        bar = 0.8 / count
+        top = max(cell.value or 0 for m in durations for cell in m.cells)
+        for index in range(count):
+            ys = [k + index * bar for k in range(len(comparisons))]
+            values = [m.cells[index].value or 0 for m in durations]
+            ax.barh(ys, values, height=bar * 0.9, color=RUN_COLOURS[index % len(RUN_COLOURS)], label=f"run {index + 1}")
+            for y, cell in zip(ys, (m.cells[index] for m in durations), strict=True):
+                note = f" {cell.text}" + (f" ({cell.change_text})" if cell.change_text else "")
+                ax.text(cell.value or 0, y, note, va="center", ha="left", fontsize=7.5, color=INK)
+        ax.set_yticks([k + 0.4 - bar / 2 for k in range(len(comparisons))], [short(c.label) for c in comparisons])
+        ax.invert_yaxis()
+        ax.set_xlim(0, top * 1.25 or 1)
+        ax.set_xticks([])
+        ax.set_title("duration per kernel, by run", fontsize=9, loc="right", color=INK)
+        for side in ("top", "right", "bottom"):
+            ax.spines[side].set_visible(False)
+        ax.tick_params(axis="y", length=0)
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=count, fontsize=8, frameon=False)
+        figure.subplots_adjust(left=0.26, right=0.98, top=1 - 0.55 / height, bottom=0.1 / height)
+        return to_svg(figure, salt)
+
+
+_PROLOGUE = re.compile(r"^.*?(?=<svg)", re.S)
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
+_NAMESPACES = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
+_IDS = re.compile(r'(\bid="|url\(#|href="#)([^")]+)')
+
+
+def to_svg(figure: Figure, salt: str) -> str:
+    """The figure as an inline <svg> element: deterministic, with ids unique to this chart
+    (matplotlib numbers its ids per figure: figure_1, axes_1, ...), and with no URL in it."""
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = _PROLOGUE.sub("", buffer.getvalue(), count=1)
+    text = _METADATA.sub("", text, count=1)
+    text = _NAMESPACES.sub("", text)
+    prefix = "c" + hashlib.sha256(salt.encode("utf-8")).hexdigest()[:8]
+    return _IDS.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", text)

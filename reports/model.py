@@ -1,0 +1,217 @@
+"""The report's content as typed records: what every format renders, and what `--format json` is.
+
+Records hold numbers in the catalogue's units and the text a person reads, side by side, so the
+HTML and Markdown templates only lay out and the JSON carries the same content for machines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+REPORT_FORMAT = "memlens-report"
+REPORT_VERSION = 1
+
+Severity = Literal["ok", "bad", "unknown", "invalid"]
+CheckState = Literal["match", "mismatch", "unchecked", "undeclared"]
+Direction = Literal["better", "worse", "same", "n/a"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the variant tables: a catalogue key (or a report figure) and how to show it."""
+
+    key: str
+    header: str
+    group: str
+    kind: str  # a formatting kind of reports.formatting.FORMATTERS
+    title: str = ""  # a longer explanation, shown as a tooltip and in the legend
+
+
+@dataclass(frozen=True)
+class Cell:
+    key: str
+    value: float | None
+    unit: str
+    text: str  # "n/a" when value is None
+    exact: str = ""  # the full-precision figure, when `text` rounds it
+    missing_reason: str | None = None
+    flag: Severity | None = None  # "bad" marks a figure that shows a problem
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One sentence of a verdict, about one topic."""
+
+    topic: Literal["shared", "local", "clean", "status"]
+    severity: Severity
+    text: str
+
+
+@dataclass(frozen=True)
+class Check:
+    """A declared expectation against what was measured, for one aspect."""
+
+    aspect: Literal["bank_conflicts", "local_memory"]
+    expected: bool | None
+    measured: bool | None
+    state: CheckState
+
+
+@dataclass(frozen=True)
+class ExpectationCheck:
+    declared: str  # the expectation in words, or "no expectation declared"
+    measured: str  # what was measured, in the same words
+    checks: tuple[Check, ...]
+    state: CheckState  # the whole: "mismatch" if any aspect mismatches
+
+
+@dataclass(frozen=True)
+class Row:
+    """A variant of a family, or a kernel without family (all its launches together)."""
+
+    label: str  # family/variant, or the kernel name
+    name: str  # the variant, or the kernel name
+    kernels: tuple[str, ...]  # demangled names of the kernels launched
+    launches: int
+    status: str  # "ok", "wrong", "failed", "not_run", "no_kernel", or "unverified"
+    valid: bool  # False: the figures are not a valid measurement and are not shown
+    message: str = ""
+    demonstrates: str = ""
+    declared: str = ""  # the declared expectation in words
+    baseline: bool = False
+    cells: dict[str, Cell] = field(default_factory=dict)
+    verdict: tuple[Finding, ...] = ()
+    expectation: ExpectationCheck | None = None
+
+    @property
+    def verdict_text(self) -> str:
+        return "; ".join(f.text for f in self.verdict)
+
+    @property
+    def severity(self) -> Severity:
+        order: tuple[Severity, ...] = ("invalid", "bad", "unknown", "ok")
+        found = {f.severity for f in self.verdict}
+        return next((s for s in order if s in found), "ok")
+
+
+@dataclass(frozen=True)
+class FamilySection:
+    name: str
+    baseline: str | None  # the baseline variant's name
+    rows: tuple[Row, ...]
+
+    @property
+    def declared(self) -> bool:
+        """Whether any variant says what it demonstrates or expects (results from a memlens run)."""
+        return any(r.demonstrates or (r.expectation and r.expectation.state != "undeclared") for r in self.rows)
+
+
+@dataclass(frozen=True)
+class HeaderItem:
+    label: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RunSection:
+    label: str  # how the user named the run (a path)
+    info: dict[str, Any]  # RunInfo as a dict
+    header: tuple[HeaderItem, ...]
+    complete: bool
+    exact_available: bool  # False when no kernel has exact excess wavefronts (a --fast run)
+    families: tuple[FamilySection, ...]
+    others: tuple[Row, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def variants(self) -> tuple[Row, ...]:
+        return tuple(row for family in self.families for row in family.rows)
+
+    @property
+    def mismatches(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.variants if r.expectation and r.expectation.state == "mismatch")
+
+    @property
+    def invalid(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.variants if not r.valid)
+
+    @property
+    def unchecked(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.variants if r.expectation and r.expectation.state == "unchecked")
+
+    @property
+    def all_as_declared(self) -> bool:
+        rows = self.variants
+        return bool(rows) and all(r.valid and r.expectation and r.expectation.state == "match" for r in rows)
+
+
+@dataclass(frozen=True)
+class CompareCell:
+    run: str
+    value: float | None
+    text: str
+    change: float | None = None  # relative to the first run: 0.12 is +12%
+    change_text: str = ""
+    direction: Direction = "n/a"
+
+
+@dataclass(frozen=True)
+class CompareMetric:
+    key: str
+    header: str
+    better: str | None
+    cells: tuple[CompareCell, ...]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One kernel (family/variant or kernel name) across the runs of the report."""
+
+    label: str
+    statuses: tuple[str, ...]  # per run: the row's status, or "absent"
+    metrics: tuple[CompareMetric, ...]
+
+    @property
+    def directions(self) -> set[str]:
+        return {c.direction for m in self.metrics for c in m.cells}
+
+
+@dataclass(frozen=True)
+class Report:
+    memlens_version: str
+    columns: tuple[Column, ...]
+    runs: tuple[RunSection, ...]
+    comparisons: tuple[Comparison, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": REPORT_FORMAT,
+            "version": REPORT_VERSION,
+            "memlens_version": self.memlens_version,
+            "columns": [asdict(c) for c in self.columns],
+            "runs": [_run_json(r) for r in self.runs],
+            "comparisons": [asdict(c) for c in self.comparisons],
+        }
+
+
+def _run_json(run: RunSection) -> dict[str, Any]:
+    data = asdict(run)
+    data["families"] = [
+        {"name": f.name, "baseline": f.baseline, "variants": [_row_json(r) for r in f.rows]} for f in run.families
+    ]
+    data["others"] = [_row_json(r) for r in run.others]
+    return data
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    data = asdict(row)
+    data["verdict_text"] = row.verdict_text
+    data["cells"] = {k: _cell_json(c) for k, c in row.cells.items()}
+    return data
+
+
+def _cell_json(cell: Cell) -> dict[str, Any]:
+    data = asdict(cell)
+    del data["key"]
+    return data

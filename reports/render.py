@@ -1,0 +1,139 @@
+"""Render a memlens report as HTML (one self-contained file), GitHub-flavoured Markdown or JSON.
+
+Every value reaches the page through a template with escaping on: HTML autoescape for HTML,
+Markdown escaping of every `{{ }}` output for Markdown, and json.dumps for JSON. Kernel names
+such as `void transpose<float, 32, 32, 0>(T1 *, ...)` therefore show as text everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from profiling import __version__
+from profiling.results import RunResults
+
+from .build import COLUMNS, build_run, labels
+from .compare import compare
+from .formatting import short_kernel
+from .model import Report
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def build_report(runs: Sequence[tuple[str, RunResults]]) -> Report:
+    """The report's content for runs given as (label, results), the first the reference."""
+    names = labels(label for label, _ in runs)
+    sections = tuple(build_run(results, name) for name, (_, results) in zip(names, runs, strict=True))
+    return Report(__version__, COLUMNS, sections, compare(sections))
+
+
+def render(report: Report, fmt: str) -> str:
+    if fmt == "html":
+        return render_html(report)
+    if fmt == "md":
+        return render_markdown(report)
+    if fmt == "json":
+        return json.dumps(report.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    raise ValueError(f"unknown report format {fmt!r}")
+
+
+# --- HTML ---------------------------------------------------------------------------------------
+
+
+def render_html(report: Report) -> str:
+    from .charts import comparison_chart, family_chart  # matplotlib only when charts are drawn
+
+    charts: dict[str, Markup] = {}
+    for index, run in enumerate(report.runs):
+        for family in run.families:
+            svg = family_chart(family.rows, f"memlens-{index}-{family.name}", run.exact_available)
+            if svg:
+                charts[f"{index}/{family.name}"] = Markup(svg)  # matplotlib escapes the text it writes
+        svg = family_chart(run.others, f"memlens-{index}-others", run.exact_available)
+        if svg:
+            charts[f"{index}/others"] = Markup(svg)
+    if report.comparisons:
+        svg = comparison_chart(report.comparisons, "memlens-comparison")
+        if svg:
+            charts["comparison"] = Markup(svg)
+    environment = _html_environment()
+    environment.filters["short_kernel"] = short_kernel
+    template = environment.get_template("report.html.j2")
+    return template.render(report=report, charts=charts, groups=_column_groups())
+
+
+def _html_environment() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def _column_groups() -> list[tuple[str, int]]:
+    groups: list[tuple[str, int]] = []
+    for column in COLUMNS:
+        if groups and groups[-1][0] == column.group:
+            groups[-1] = (column.group, groups[-1][1] + 1)
+        else:
+            groups.append((column.group, 1))
+    return groups
+
+
+# --- Markdown -----------------------------------------------------------------------------------
+
+
+class MdSafe(str):
+    """Text already in Markdown form: the Markdown template's escaping leaves it alone."""
+
+
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]|~#])")
+_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def md_escape(value: Any) -> str:
+    """Text as literal Markdown inline content, safe in a table cell: punctuation that Markdown
+    reads is backslash-escaped, HTML's characters become entities, line breaks become spaces."""
+    if isinstance(value, MdSafe):
+        return value
+    text = "" if value is None else str(value)
+    text = re.sub(r"[&<>]", lambda m: _MD_ENTITIES[m.group()], text)
+    text = _MD_PUNCTUATION.sub(r"\\\1", text)
+    return re.sub(r"\s*[\r\n]+\s*", " ", text)
+
+
+def md_code(value: Any) -> MdSafe:
+    """Text as a Markdown code span (for kernel names): a fence longer than any run of backticks
+    inside, `|` escaped for tables (GFM reads `\\|` as `|` even in code), one line."""
+    text = re.sub(r"\s*[\r\n]+\s*", " ", str(value)).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return MdSafe(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def render_markdown(report: Report) -> str:
+    environment = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=False,  # Markdown, not HTML: every {{ }} goes through md_escape instead
+        finalize=md_escape,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["code"] = md_code
+    environment.filters["md"] = lambda text: MdSafe(text)  # template-made Markdown only
+    template = environment.get_template("report.md.j2")
+    text = template.render(report=report)
+    return re.sub(r"\n{3,}", "\n\n", text)

@@ -1,0 +1,218 @@
+"""Verdicts in words: what a kernel's figures say about bank conflicts and local memory, and
+whether that is what its variant declared.
+
+Bank conflicts are judged on the exact count (instrumented wavefronts minus the ideal); the
+hardware counter over-counts and is only quoted, clearly labelled, when the exact count is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from profiling.results import Expectation as Declared  # the suite's, as results.json carries it
+from profiling.results import KernelResult
+
+from .formatting import compact_count, format_value, per_instruction, ways
+from .model import Check, CheckState, ExpectationCheck, Finding
+
+MAX_REGISTERS = 255  # per thread, on every architecture memlens supports
+# A side (loads or stores) takes part in a conflict when its extra wavefronts per instruction
+# reach this; the padded and swizzled transposes stay below 0.2 on the hardware counter.
+SIDE_THRESHOLD = 0.5
+HW_LABEL = "HW counter (over-counts)"
+
+
+@dataclass(frozen=True)
+class Measured:
+    bank_conflicts: bool | None  # None: cannot tell (no exact count)
+    local_memory: bool | None
+    findings: tuple[Finding, ...]
+
+
+def _value(kernel: KernelResult, key: str) -> float | None:
+    return kernel.metric(key).value
+
+
+def judge(kernel: KernelResult) -> Measured:
+    """Findings about shared and local memory of one (possibly aggregated) kernel."""
+    conflicts, shared = _shared(kernel)
+    local, local_finding = _local(kernel)
+    if conflicts is False and local is False:
+        return Measured(False, False, (Finding("clean", "ok", f"{shared.text}, no local memory"),))
+    return Measured(conflicts, local, (shared, local_finding))
+
+
+# --- shared memory ------------------------------------------------------------------------------
+
+
+def _shared(kernel: KernelResult) -> tuple[bool | None, Finding]:
+    loads = _value(kernel, "shared_ld_instructions")
+    stores = _value(kernel, "shared_st_instructions")
+    if loads is None and stores is None:
+        reason = kernel.metric("shared_ld_instructions").missing_reason
+        return None, Finding("shared", "unknown", f"shared memory: not measured ({reason})")
+    if (loads or 0) + (stores or 0) == 0:
+        return False, Finding("shared", "ok", "no shared-memory accesses")
+    excess = _value(kernel, "exact_excess_wavefronts")
+    if excess is None:
+        return None, Finding("shared", "unknown", _hardware_only(kernel))
+    if excess <= 0:
+        return False, Finding("shared", "ok", "no bank conflicts")
+    return True, Finding("shared", "bad", _conflict_text(kernel, excess, loads or 0, stores or 0))
+
+
+def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: float) -> str:
+    sides = _conflicting_sides(kernel, loads, stores)
+    if sides == ["loads"] or sides == ["stores"]:
+        side = sides[0]
+        per = excess / (loads if side == "loads" else stores)
+        return (
+            f"shared {side}: {_n_way(kernel, per, loads + stores)}, {compact_count(excess)} excess wavefronts"
+            f" ({per_instruction(per)} per {side[:-1]})"
+        )
+    per = excess / (loads + stores)
+    detail = _ways_detail(kernel)
+    return (
+        f"shared loads and stores: bank conflicts{detail}, {compact_count(excess)} excess wavefronts"
+        f" ({per_instruction(per)} per access)"
+    )
+
+
+def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
+    """"32-way bank conflicts" when every access ideally takes one wavefront (32-bit accesses),
+    where n = 1 + excess per instruction exactly; wider accesses ideally take several wavefronts,
+    so then the figure is the ratio of wavefronts to the conflict-free ideal."""
+    ideal = _value(kernel, "shared_wavefronts_ideal")
+    actual = _value(kernel, "shared_wavefronts")
+    if ideal and abs(ideal / accesses - 1) < 0.02:
+        if per_instruction(per).isdigit():
+            return f"{round(1 + per)}-way bank conflicts"
+        return f"{1 + per:.1f}-way bank conflicts (average)"
+    if ideal and actual:
+        return f"bank conflicts (wavefronts {actual / ideal:.1f}× the conflict-free ideal)"
+    return "bank conflicts"
+
+
+def _conflicting_sides(kernel: KernelResult, loads: float, stores: float) -> list[str]:
+    """Which side the exact excess belongs to; the exact count is not split by loads and stores,
+    so each side is weighed by its hardware figures (conflicts, else wavefronts, per instruction)."""
+    sides = []
+    for side, count, hw_key, ways_key in (
+        ("loads", loads, "hw_ld_bank_conflicts", "shared_ld_ways"),
+        ("stores", stores, "hw_st_bank_conflicts", "shared_st_ways"),
+    ):
+        if count <= 0:
+            continue
+        hw = _value(kernel, hw_key)
+        n_ways = _value(kernel, ways_key)
+        extra = hw / count if hw is not None else (n_ways - 1 if n_ways is not None else None)
+        if extra is not None and extra >= SIDE_THRESHOLD:
+            sides.append(side)
+    if not sides:  # no side stands out: name the sides that have accesses
+        sides = [s for s, c in (("loads", loads), ("stores", stores)) if c > 0]
+    return sides
+
+
+def _ways_detail(kernel: KernelResult) -> str:
+    ld, st = _value(kernel, "shared_ld_ways"), _value(kernel, "shared_st_ways")
+    if ld is None or st is None:
+        return ""
+    return f" ({ways(ld)} / {ways(st)} wavefronts per load / store)"
+
+
+def _hardware_only(kernel: KernelResult) -> str:
+    reason = kernel.metric("exact_excess_wavefronts").missing_reason or ""
+    why = "a --fast run: no instrumented pass" if "--fast" in reason else reason
+    parts = [f"shared memory: bank conflicts not measured exactly ({why})"]
+    hw_ld, hw_st = _value(kernel, "hw_ld_bank_conflicts"), _value(kernel, "hw_st_bank_conflicts")
+    if hw_ld is not None and hw_st is not None:
+        detail = f"{HW_LABEL}: {compact_count(hw_ld)} load and {compact_count(hw_st)} store conflicts"
+        ld_ways = _value(kernel, "shared_ld_ways")
+        if ld_ways is not None:
+            detail += f", {ways(ld_ways)} wavefronts per load"
+        parts.append(detail)
+    return "; ".join(parts)
+
+
+# --- local memory -------------------------------------------------------------------------------
+
+
+def _local(kernel: KernelResult) -> tuple[bool | None, Finding]:
+    ld, st = _value(kernel, "local_ld_bytes"), _value(kernel, "local_st_bytes")
+    known = [v for v in (ld, st) if v is not None]
+    if any(v > 0 for v in known):
+        return True, Finding("local", "bad", _local_text(kernel, ld or 0, st or 0))
+    if len(known) == 2:
+        return False, Finding("local", "ok", "no local memory")
+    key = "local_ld_bytes" if ld is None else "local_st_bytes"
+    reason = kernel.metric(key).missing_reason
+    return None, Finding("local", "unknown", f"local memory: not measured ({reason})")
+
+
+def _local_text(kernel: KernelResult, ld: float, st: float) -> str:
+    amounts = [f"{format_value(v, 'bytes')} of local {what}" for v, what in ((ld, "loads"), (st, "stores")) if v > 0]
+    text = "local memory: " + " and ".join(amounts)
+    registers = _value(kernel, "registers_per_thread")
+    if registers is None:
+        return text
+    regs = f"{registers:.0f} registers/thread"
+    if registers >= MAX_REGISTERS:
+        return f"{text}: register spills ({regs}, the most a thread can have)"
+    if registers >= 128:
+        return f"{text}: register spills or an array indexed at run time ({regs})"
+    return f"{text}: likely an array indexed at run time ({regs}, far from the {MAX_REGISTERS} limit)"
+
+
+# --- expectation --------------------------------------------------------------------------------
+
+
+def describe(declared: Declared | None) -> str:
+    if declared is None:
+        return "no expectation declared"
+    if declared.note:
+        return declared.note
+    return _words(declared.bank_conflicts, declared.local_memory) or "no expectation declared"
+
+
+def _words(conflicts: bool | None, local: bool | None, unknown: bool = False) -> str:
+    parts = []
+    if conflicts is not None:
+        parts.append("bank conflicts" if conflicts else "no bank conflicts")
+    elif unknown:
+        parts.append("bank conflicts unknown (no exact count)")
+    if local is not None:
+        parts.append("local memory" if local else "no local memory")
+    elif unknown:
+        parts.append("local memory unknown")
+    return ", ".join(parts)
+
+
+def check(declared: Declared | None, measured: Measured) -> ExpectationCheck:
+    """Each declared aspect against the measurement; a mismatch in any aspect flags the whole."""
+    checks = (
+        _check("bank_conflicts", declared.bank_conflicts if declared else None, measured.bank_conflicts),
+        _check("local_memory", declared.local_memory if declared else None, measured.local_memory),
+    )
+    states = {c.state for c in checks}
+    state: CheckState
+    if "mismatch" in states:
+        state = "mismatch"
+    elif "unchecked" in states:
+        state = "unchecked"
+    elif "match" in states:
+        state = "match"
+    else:
+        state = "undeclared"
+    words = _words(measured.bank_conflicts, measured.local_memory, unknown=True)
+    return ExpectationCheck(describe(declared), words, checks, state)
+
+
+def _check(aspect: str, expected: bool | None, measured: bool | None) -> Check:
+    state: CheckState
+    if expected is None:
+        state = "undeclared"
+    elif measured is None:
+        state = "unchecked"
+    else:
+        state = "match" if expected == measured else "mismatch"
+    return Check(aspect, expected, measured, state)  # type: ignore[arg-type]

@@ -1,0 +1,97 @@
+"""`memlens report` through profiling.cli.main: where it writes, what it prints, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_report_samples import suite_run
+
+from profiling.cli import main
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.csv"))
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "runs" / "20261121-230000-1"
+    directory.mkdir(parents=True)
+    (directory / "results.json").write_text(json.dumps(suite_run().to_json()), encoding="utf-8")
+    return directory
+
+
+def test_one_run_writes_report_html_into_the_run(run_dir, capsys):
+    assert main(["report", str(run_dir)]) == 0
+    target = run_dir / "report.html"
+    assert capsys.readouterr().out.strip() == str(target)
+    html = target.read_text(encoding="utf-8")
+    assert html.startswith("<!doctype html>") and "shared loads: 32-way bank conflicts" in html
+    assert [p.name for p in run_dir.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+def test_several_runs_write_memlens_report_in_the_working_directory(run_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", str(run_dir), str(run_dir / "results.json"), "--format", "md"]) == 0
+    assert capsys.readouterr().out.strip() == "memlens-report.md"
+    md = (tmp_path / "memlens-report.md").read_text(encoding="utf-8")
+    assert "## Comparison across runs" in md
+
+
+def test_output_option_and_json(run_dir, tmp_path, capsys):
+    target = tmp_path / "new" / "dir" / "r.json"
+    assert main(["report", str(run_dir), "-o", str(target), "--format", "json"]) == 0
+    assert capsys.readouterr().out.strip() == str(target)
+    assert json.loads(target.read_text(encoding="utf-8"))["format"] == "memlens-report"
+
+
+def test_stdout_output(run_dir, capsys):
+    assert main(["report", str(run_dir), "--format", "md", "-o", "-"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# memlens report") and "| **padded** | ok | 33.8 µs | 2.53× |" in out
+
+
+def test_an_existing_file_is_replaced_whole(run_dir):
+    target = run_dir / "report.html"
+    target.write_text("old", encoding="utf-8")
+    assert main(["report", str(run_dir)]) == 0
+    assert target.read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+@pytest.mark.skipif(not RECORDED, reason="suite fixtures not recorded yet (tests/fixtures/record.sh)")
+def test_reads_recorded_ncu_reports(tmp_path, capsys):
+    target = tmp_path / "recorded.html"
+    recorded = RECORDED[0]
+    assert main(["report", str(recorded / "suite.csv"), str(recorded / "suite_fast.ncu-rep"), "-o", str(target)]) == 0
+    html = target.read_text(encoding="utf-8")
+    assert "Comparison across runs" in html and "not measured exactly (a --fast run" in html
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["no/such/run"], "no/such/run: no such file or directory"),
+        (["{run}", "-o", "{run}/results.json"], "is an input of this report"),
+        (["{run}", "-o", "{run}"], "is a directory"),
+    ],
+)
+def test_user_errors_exit_2_with_one_line(run_dir, capsys, arguments, message):
+    argv = ["report", *(a.format(run=run_dir) for a in arguments)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memlens: error: ") and message in err and err.count("\n") == 1
+    assert json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["schema_version"] == 1
+
+
+def test_malformed_results_exit_2(tmp_path, capsys):
+    bad = tmp_path / "results.json"
+    bad.write_text('{"schema_version": 1, "info": {}, "kernels": [], "outcomes": [{"expect": 3}]}', encoding="utf-8")
+    assert main(["report", str(bad)]) == 2
+    assert "malformed results" in capsys.readouterr().err
+
+
+def test_unknown_format_is_a_usage_error(run_dir):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(run_dir), "--format", "pdf"])
+    assert exit_info.value.code == 2
