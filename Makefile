@@ -6,6 +6,7 @@ PYTHON ?= $(VENV)/bin/python
 CUDA   ?= 13
 SUITE  ?= kernels
 PROFILE_ARGS ?=
+BENCH_ARGS ?=
 
 ifeq ($(PYTHON),$(VENV)/bin/python)
 SETUP := $(VENV)/.installed
@@ -32,6 +33,7 @@ lint: $(SETUP)
 profile: $(SETUP)
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ]; then $(VENV)/bin/pip install -q -e ".[cuda$(CUDA)]"; fi
 	$(PYTHON) -m profiling profile $(SUITE) $(PROFILE_ARGS)
+	$(PYTHON) -m profiling bench $(SUITE) --into runs/latest $(BENCH_ARGS)
 	$(PYTHON) -m profiling report runs/latest
 
 .PHONY: check gate

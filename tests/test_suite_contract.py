@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from profiling.errors import VerificationError
 from profiling.suite import NAME_PATTERN, CudaKernel, Family, NumbaKernel, Suite, load_suite
+from tests.conftest import REPO
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 
@@ -22,26 +24,7 @@ EXPECTED = {
 TILES = {"transpose": 32, "running_mean": 256, "matmul": 16}  # block or tile edge of each family
 
 # The README's example of a user's own suite file: two variants of one family.
-USER_SUITE = """
-import cupy as cp
-import numpy as np
-from profiling.suite import Expect, Family, Launch
-
-def make_inputs(rng, size): return {"x": rng.random(size["n"], dtype=np.float32) + 1}
-scale = Family("scale", "y = 2 x", make_inputs, lambda inputs, size: 2 * inputs["x"],
-               default_size={"n": 1 << 24}, small_size={"n": 1000})
-DOUBLE = cp.ElementwiseKernel("float32 x", "float32 y", "y = x + x", "double_it")
-
-def launch(inputs, compute):
-    x, y = cp.asarray(inputs["x"]), cp.empty(inputs["x"].size, cp.float32)
-    return Launch(run=lambda: compute(x, y), output=lambda: cp.asnumpy(y), reset=lambda: y.fill(cp.nan))
-
-@scale.variant("multiply", demonstrates="CuPy's multiply ufunc", baseline=True, expect=Expect(local_memory=False))
-def multiply(inputs, size): return launch(inputs, lambda x, y: cp.multiply(x, 2, out=y))
-
-@scale.variant("elementwise", demonstrates="a hand-written ElementwiseKernel", expect=Expect(local_memory=False))
-def elementwise(inputs, size): return launch(inputs, DOUBLE)
-"""
+USER_SUITE = re.search(r"```python\n(# my_suite.py.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
 
 WRONG_SUITE = """
 import numpy as np
