@@ -1,6 +1,8 @@
-"""Matrix transpose through a 32x32 fp32 shared-memory tile: a tile whose columns conflict,
-a padded one and an XOR-swizzled one (after the shared-memory swizzling article).
-CUDA C++ in transpose.cu, compiled at run time by CuPy."""
+"""Matrix transpose through an fp32 shared-memory tile: a 32x32 tile whose columns conflict,
+a padded one and an XOR-swizzled one (after the shared-memory swizzling article); then 64x64
+tiles that approach the device-to-device copy bandwidth, moving single floats (tile64_*) or
+16-byte float4 vectors (vec4_*), each padded and swizzled. CUDA C++ in transpose.cu, compiled
+at run time by CuPy."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ _spec.loader.exec_module(common)
 
 SOURCE = Path(__file__).with_name("transpose.cu")
 TILE, BLOCK_ROWS = 32, 8  # as in transpose.cu
+TILE64, THREADS64 = 64, 256  # the 64x64 tiles: blocks (32, 8) for tile64_*, (256,) for vec4_*
 
 
 def make_inputs(rng: np.random.Generator, size: Size) -> Inputs:
@@ -29,7 +32,7 @@ def reference(inputs: Inputs, size: Size) -> np.ndarray:
 
 transpose = Family(
     "transpose",
-    "out = a.T for an fp32 rows x cols matrix, through a 32x32 shared-memory tile",
+    "out = a.T for an fp32 rows x cols matrix, through a 32x32 or 64x64 shared-memory tile",
     make_inputs,
     reference,
     default_size={"rows": 8192, "cols": 8192},
@@ -38,22 +41,29 @@ transpose = Family(
 )
 
 
-def _launch(kernel: CudaKernel, inputs: Inputs) -> Launch:
+def _launch(
+    kernel: CudaKernel, inputs: Inputs, tile: int = TILE, block: tuple[int, ...] = (TILE, BLOCK_ROWS)
+) -> Launch:
+    """One block per `tile` x `tile` tile of `a`: grid (ceil(cols / tile), ceil(rows / tile))."""
     cupy = common.import_cupy()
     rows, cols = inputs["a"].shape
     common.check_int32("transpose", rows * cols)
-    grid = (common.cdiv(cols, TILE), common.cdiv(rows, TILE))
+    grid = (common.cdiv(cols, tile), common.cdiv(rows, tile))
     common.check_grid(grid, "transpose")
     function = common.cupy_function(kernel)
-    a = cupy.asarray(inputs["a"])
+    a = cupy.asarray(inputs["a"])  # a fresh allocation: 256-byte aligned, as the float4 path needs
     out = cupy.full((cols, rows), np.nan, dtype=cupy.float32)
     args = (a, out, np.int32(rows), np.int32(cols))
-    return common.cupy_launch(function, grid, (TILE, BLOCK_ROWS), args, out)
+    return common.cupy_launch(function, grid, block, args, out)
 
 
 CONFLICT = CudaKernel(SOURCE, "transpose_conflict")
 PADDED = CudaKernel(SOURCE, "transpose_padded")
 SWIZZLED = CudaKernel(SOURCE, "transpose_swizzled")
+TILE64_PADDED = CudaKernel(SOURCE, "transpose_tile64_padded")
+TILE64_SWIZZLED = CudaKernel(SOURCE, "transpose_tile64_swizzled")
+VEC4_PADDED = CudaKernel(SOURCE, "transpose_vec4_padded")
+VEC4_SWIZZLED = CudaKernel(SOURCE, "transpose_vec4_swizzled")
 
 
 @transpose.variant(
@@ -85,3 +95,46 @@ def padded(inputs: Inputs, size: Size) -> Launch:
 )
 def swizzled(inputs: Inputs, size: Size) -> Launch:
     return _launch(SWIZZLED, inputs)
+
+
+# 64x64 tiles: 256 threads a block, 16 elements a thread, all loads of a thread in flight at once.
+
+
+@transpose.variant(
+    "tile64_padded",
+    demonstrates="tile[64][65], block 32x8: 16 floats a thread (two 128-byte rows a warp per pass)",
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (padding), 16 loads in flight"),
+    kernels=(TILE64_PADDED,),
+)
+def tile64_padded(inputs: Inputs, size: Size) -> Launch:
+    return _launch(TILE64_PADDED, inputs, TILE64, (TILE, BLOCK_ROWS))
+
+
+@transpose.variant(
+    "tile64_swizzled",
+    demonstrates="tile[64][64] at [r][c ^ (r % 32)], block 32x8: the same tiling as tile64_padded, swizzled",
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (XOR swizzle), 16 loads in flight"),
+    kernels=(TILE64_SWIZZLED,),
+)
+def tile64_swizzled(inputs: Inputs, size: Size) -> Launch:
+    return _launch(TILE64_SWIZZLED, inputs, TILE64, (TILE, BLOCK_ROWS))
+
+
+@transpose.variant(
+    "vec4_padded",
+    demonstrates="float4 loads and stores, 4x4 transposed in registers, tile[64][68]: 16-byte chunk padding",
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (16-byte chunk padding)"),
+    kernels=(VEC4_PADDED,),
+)
+def vec4_padded(inputs: Inputs, size: Size) -> Launch:
+    return _launch(VEC4_PADDED, inputs, TILE64, (THREADS64,))
+
+
+@transpose.variant(
+    "vec4_swizzled",
+    demonstrates="float4 loads and stores, 4x4 transposed in registers, tile[64][64] with 16-byte chunks swizzled",
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (16-byte chunk XOR swizzle)"),
+    kernels=(VEC4_SWIZZLED,),
+)
+def vec4_swizzled(inputs: Inputs, size: Size) -> Launch:
+    return _launch(VEC4_SWIZZLED, inputs, TILE64, (THREADS64,))

@@ -17,7 +17,10 @@ from tests.conftest import REPO
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 
 EXPECTED = {
-    "transpose": (["conflict", "padded", "swizzled"], "conflict"),
+    "transpose": (
+        ["conflict", "padded", "swizzled", "tile64_padded", "tile64_swizzled", "vec4_padded", "vec4_swizzled"],
+        "conflict",
+    ),
     "running_mean": (["register", "local"], "register"),
     "matmul": (["naive", "tiled_article", "tiled", "tiled_pmpp"], "naive"),
 }
