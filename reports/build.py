@@ -6,11 +6,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
 
 from profiling.results import KernelResult, RunInfo, RunResults, VariantOutcome
+from profiling.units import format_bytes
 
 from .formatting import format_count, format_value
-from .model import Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
+from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
+
+if TYPE_CHECKING:
+    from profiling.bench import BenchResults
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"
@@ -36,6 +41,25 @@ COLUMNS: tuple[Column, ...] = (
     Column("registers_per_thread", "registers", "resources", "count", "registers per thread"),
     Column(SHARED_PER_BLOCK, "shared / block", "resources", "exact_bytes", "static plus dynamic shared memory"),
 )
+# `memlens bench` figures (bench.json in the run directory): in the family tables of runs that have one
+BENCH_MEDIAN, BENCH_BANDWIDTH, BENCH_PCT = "bench_median", "bench_bandwidth", "bench_pct_of_copy"
+BENCH_COLUMNS: tuple[Column, ...] = (
+    Column(
+        BENCH_MEDIAN, "bench median", "memlens bench", "milliseconds",
+        "median launch time timed by memlens bench with CUDA events, outside ncu (hover for p10–p90)",
+    ),
+    Column(
+        BENCH_BANDWIDTH, "bench bandwidth", "memlens bench", "gb_per_s",
+        "the family's min_bytes (the fewest bytes the kernel must move) over the bench median",
+    ),
+    Column(
+        BENCH_PCT, "% of copy bandwidth", "memlens bench", "percent",
+        "bench bandwidth as a percentage of a device-to-device copy timed by the same bench",
+    ),
+)
+BENCH_UNITS = {BENCH_MEDIAN: "ms", BENCH_BANDWIDTH: "GB/s", BENCH_PCT: "%"}
+NO_MIN_BYTES = "the family declares no min_bytes: no bandwidth"
+
 # figures that mark a problem when above zero
 FLAG_POSITIVE = {"exact_excess_wavefronts", "local_ld_bytes", "local_st_bytes"}
 
@@ -56,7 +80,11 @@ STATUS_WORDS = {
 }
 
 
-def build_run(results: RunResults, label: str) -> RunSection:
+def build_run(
+    results: RunResults, label: str, bench: BenchResults | None = None, bench_source: str = ""
+) -> RunSection:
+    """The report of one run; with `bench` (its bench.json, read from `bench_source`) the family
+    tables gain the bench columns and the header the measured copy bandwidth."""
     families, others = _group(results)
     exact = any(k.metric("exact_excess_wavefronts").available for k in results.kernels)
     notes = [
@@ -69,15 +97,23 @@ def build_run(results: RunResults, label: str) -> RunSection:
             "exact excess wavefronts are not in this run (a --fast run or a plain ncu report):"
             f" bank conflicts are shown from the {HW_LABEL}, which reports conflicts where there are none"
         )
+    items = header(results.info)
+    summary = None
+    if bench is not None:
+        summary = bench_summary(bench, bench_source)
+        families = [replace(f, rows=tuple(_with_bench(r, f.name, bench) for r in f.rows)) for f in families]
+        items += bench_header(bench, summary)
+        notes.extend(bench_notes(bench, summary, results.info))
     return RunSection(
         label=label,
         info=asdict(results.info),
-        header=header(results.info),
+        header=items,
         complete=results.complete,
         exact_available=exact,
         families=tuple(families),
         others=tuple(others),
         notes=tuple(notes),
+        bench=summary,
     )
 
 
@@ -105,6 +141,87 @@ def header(info: RunInfo) -> tuple[HeaderItem, ...]:
     if info.source:
         items.append(("read from", info.source))
     return tuple(HeaderItem(label, text(value)) for label, value in items)
+
+
+# --- memlens bench ------------------------------------------------------------------------------
+
+
+def bench_summary(bench: BenchResults, source: str) -> BenchSummary:
+    failures = tuple(f"{f.family}/{f.variant}: {_failure_words(f.status, f.message)}" for f in bench.failures)
+    return BenchSummary(
+        source=source,
+        gpu_name=bench.info.gpu_name,
+        started_at=bench.info.started_at,
+        repeats=bench.info.repeats,
+        copy_buffer_bytes=bench.copy.buffer_bytes,
+        copy_median_ms=bench.copy.times.median_ms,
+        copy_gb_per_s=bench.copy.gb_per_s,
+        copy_text=format_value(bench.copy.gb_per_s, "gb_per_s"),
+        failures=failures,
+    )
+
+
+def bench_header(bench: BenchResults, summary: BenchSummary) -> tuple[HeaderItem, ...]:
+    copy = (
+        f"{summary.copy_text} (memlens bench: device-to-device copy of {format_bytes(bench.copy.buffer_bytes)},"
+        f" read plus written, median of {len(bench.copy.times.samples_ms)} launches)"
+    )
+    how = [bench.info.gpu_name, bench.info.started_at or "", f"{bench.info.repeats} launches per variant"]
+    if bench.info.small:
+        how.append("--small sizes")
+    how.extend(f"--size {size}" for size in bench.info.sizes)
+    return (
+        HeaderItem("copy bandwidth", copy),
+        HeaderItem("bench", " · ".join(part for part in [summary.source, *how] if part)),
+    )
+
+
+def bench_notes(bench: BenchResults, summary: BenchSummary, info: RunInfo) -> list[str]:
+    notes = []
+    if info.gpu_name and bench.info.gpu_name and info.gpu_name != bench.info.gpu_name:
+        notes.append(
+            f"the bench was timed on {bench.info.gpu_name}, the profile on {info.gpu_name}:"
+            " bench and ncu figures are of different GPUs"
+        )
+    if summary.failures:
+        notes.append("memlens bench did not time: " + "; ".join(summary.failures))
+    return notes
+
+
+def _failure_words(status: str, message: str) -> str:
+    return STATUS_WORDS.get(status, status) + (f" ({message})" if message else "")
+
+
+def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
+    """The row with its bench cells: the timing of family/variant, or n/a saying why there is none.
+    An invalid row keeps its figures withheld."""
+    if not row.valid:
+        return row
+    timing = bench.lookup(family, row.name)
+    if timing is None:
+        failure = next((f for f in bench.failures if (f.family, f.variant) == (family, row.name)), None)
+        reason = (
+            f"memlens bench: {_failure_words(failure.status, failure.message)}" if failure
+            else "not timed by memlens bench (not in its bench.json)"
+        )
+        cells = {c.key: Cell(c.key, None, BENCH_UNITS[c.key], "n/a", missing_reason=reason) for c in BENCH_COLUMNS}
+        return replace(row, cells={**row.cells, **cells})
+    times = timing.times
+    figures = BenchTiming(
+        times.median_ms, times.p10_ms, times.p90_ms, len(times.samples_ms), timing.min_bytes, timing.gb_per_s,
+        timing.pct_of_copy,
+    )
+    kinds = {c.key: c.kind for c in BENCH_COLUMNS}
+    spread = (
+        f"median {times.median_ms:.5g} ms; p10 {format_value(times.p10_ms, 'milliseconds')},"
+        f" p90 {format_value(times.p90_ms, 'milliseconds')} over {len(times.samples_ms)} launches"
+    )
+    median = Cell(BENCH_MEDIAN, times.median_ms, "ms", format_value(times.median_ms, kinds[BENCH_MEDIAN]), spread)
+    cells = {BENCH_MEDIAN: median}
+    for key, value in ((BENCH_BANDWIDTH, timing.gb_per_s), (BENCH_PCT, timing.pct_of_copy)):
+        reason = NO_MIN_BYTES if value is None else None
+        cells[key] = Cell(key, value, BENCH_UNITS[key], format_value(value, kinds[key]), missing_reason=reason)
+    return replace(row, cells={**row.cells, **cells}, bench=figures)
 
 
 # --- grouping -----------------------------------------------------------------------------------

@@ -114,6 +114,45 @@ def _colour(panel: Panel, row: Row, value: float | None) -> str:
     return GREY if row.baseline and panel.key == "duration" else panel.colour
 
 
+def bench_chart(rows: Sequence[Row], salt: str, copy_text: str) -> str | None:
+    """The % of copy bandwidth of every valid variant timed by memlens bench, with the copy at 100%
+    marked; None when no variant has the figure (no bench, or no family min_bytes)."""
+    rows = [r for r in rows if r.valid and "bench_pct_of_copy" in r.cells]
+    values = [r.cells["bench_pct_of_copy"].value for r in rows]
+    if not any(v is not None for v in values):
+        return None
+    height = 0.9 + 0.32 * len(rows)
+    top = max(100.0, *(v for v in values if v is not None))
+    with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
+        figure = Figure(figsize=(11, height))
+        ax = figure.subplots()
+        positions = list(range(len(rows)))
+        colours = [GREY if r.baseline else BLUE for r in rows]
+        ax.barh(positions, [v or 0.0 for v in values], color=colours, height=0.62)
+        ax.axvline(100.0, color=FAINT, linestyle="--", linewidth=1, zorder=1)
+        ax.text(100.0, -0.5, " copy", va="bottom", ha="left", fontsize=8, color=FAINT)
+        for y, row, value in zip(positions, rows, values, strict=True):
+            cells = row.cells
+            text = cells["bench_pct_of_copy"].text
+            if value is not None:
+                text += f"  ({cells['bench_bandwidth'].text}, median {cells['bench_median'].text})"
+            if value is not None and value > 0.6 * top:  # a long bar holds its label
+                ax.text(value - 0.01 * top, y, text, va="center", ha="right", fontsize=8, color="white", zorder=3)
+            else:  # after the bar's end, over the copy line
+                box = {"boxstyle": "square,pad=0.15", "facecolor": "white", "edgecolor": "none"}
+                ax.text(value or 0.0, y, f" {text}", va="center", ha="left", fontsize=8, color=INK, bbox=box, zorder=3)
+        ax.set_title(f"% of copy bandwidth (memlens bench; copy {copy_text})", fontsize=9, loc="left", color=INK)
+        ax.set_xlim(0, top * 1.3)
+        ax.set_ylim(len(rows) - 0.5, -0.9)  # the first variant on top; room for the copy label
+        ax.set_yticks(positions, [short(r.name) + (" (baseline)" if r.baseline else "") for r in rows])
+        ax.set_xticks([])
+        ax.tick_params(axis="y", length=0)
+        for side in ("top", "right", "bottom"):
+            ax.spines[side].set_visible(False)
+        figure.subplots_adjust(left=0.2, right=0.98, top=1 - 0.42 / height, bottom=0.12 / height)
+        return to_svg(figure, salt)
+
+
 def comparison_chart(comparisons: Sequence[Comparison], salt: str) -> str | None:
     """Duration of every kernel, one bar per run, grouped by kernel."""
     durations = [next(m for m in c.metrics if m.key == "duration") for c in comparisons]

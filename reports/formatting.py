@@ -59,7 +59,9 @@ def signed_percent(fraction: float) -> str:
 # kind -> formatter; the report's columns name a kind
 FORMATTERS = {
     "duration": format_duration,
+    "milliseconds": lambda ms: format_duration(ms * 1e6),  # memlens bench times in ms
     "bandwidth": format_bandwidth,
+    "gb_per_s": lambda gb: format_bandwidth(gb * 1e9),  # memlens bench bandwidths in GB/s
     "percent": format_percent,
     "ways": ways,
     "compact": compact_count,

@@ -67,6 +67,36 @@ class ExpectationCheck:
 
 
 @dataclass(frozen=True)
+class BenchTiming:
+    """A variant as `memlens bench` timed it (CUDA events, outside ncu): launch times in ms, and
+    the family's min_bytes over the median as GB/s and as a percentage of the copy's."""
+
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+    launches: int
+    min_bytes: int | None
+    gb_per_s: float | None
+    pct_of_copy: float | None
+
+
+@dataclass(frozen=True)
+class BenchSummary:
+    """The bench.json of a run: where it was read from, the GPU, and the copy bandwidth that
+    the variants' percentages are of."""
+
+    source: str  # the bench.json read
+    gpu_name: str
+    started_at: str | None
+    repeats: int
+    copy_buffer_bytes: int  # the copy moves twice this (read plus written)
+    copy_median_ms: float
+    copy_gb_per_s: float
+    copy_text: str  # the copy bandwidth as a person reads it
+    failures: tuple[str, ...] = ()  # "family/variant: status (message)" of the variants it could not time
+
+
+@dataclass(frozen=True)
 class Row:
     """A variant of a family, or a kernel without family (all its launches together)."""
 
@@ -83,6 +113,7 @@ class Row:
     cells: dict[str, Cell] = field(default_factory=dict)
     verdict: tuple[Finding, ...] = ()
     expectation: ExpectationCheck | None = None
+    bench: BenchTiming | None = None  # the variant's `memlens bench` timing, when the run has one
 
     @property
     def verdict_text(self) -> str:
@@ -123,6 +154,7 @@ class RunSection:
     families: tuple[FamilySection, ...]
     others: tuple[Row, ...]
     notes: tuple[str, ...] = ()
+    bench: BenchSummary | None = None  # None: the run has no bench.json; its tables have no bench columns
 
     @property
     def variants(self) -> tuple[Row, ...]:
@@ -183,6 +215,15 @@ class Report:
     columns: tuple[Column, ...]
     runs: tuple[RunSection, ...]
     comparisons: tuple[Comparison, ...] = ()
+    bench_columns: tuple[Column, ...] = ()  # in the family tables of the runs with bench results only
+
+    def family_columns(self, run: RunSection) -> tuple[Column, ...]:
+        """The columns of `run`'s family tables: the bench columns after the time group when the
+        run has bench results, else the columns alone (no empty bench columns)."""
+        if run.bench is None or not self.bench_columns:
+            return self.columns
+        cut = max((i + 1 for i, c in enumerate(self.columns) if c.group == "time"), default=len(self.columns))
+        return (*self.columns[:cut], *self.bench_columns, *self.columns[cut:])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -190,6 +231,7 @@ class Report:
             "version": REPORT_VERSION,
             "memlens_version": self.memlens_version,
             "columns": [asdict(c) for c in self.columns],
+            "bench_columns": [asdict(c) for c in self.bench_columns],
             "runs": [_run_json(r) for r in self.runs],
             "comparisons": [asdict(c) for c in self.comparisons],
         }

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
@@ -19,19 +19,32 @@ from markupsafe import Markup
 from profiling import __version__
 from profiling.results import RunResults
 
-from .build import COLUMNS, build_run, labels
+from .build import BENCH_COLUMNS, COLUMNS, build_run, labels
 from .compare import compare
 from .formatting import short_kernel
-from .model import Report
+from .model import Column, Report
+
+if TYPE_CHECKING:
+    from profiling.bench import BenchResults
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def build_report(runs: Sequence[tuple[str, RunResults]]) -> Report:
-    """The report's content for runs given as (label, results), the first the reference."""
+def build_report(
+    runs: Sequence[tuple[str, RunResults]], benches: Sequence[tuple[str, BenchResults] | None] | None = None
+) -> Report:
+    """The report's content for runs given as (label, results), the first the reference; `benches`
+    gives each run's bench results as (the bench.json read, results), or None where it has none."""
     names = labels(label for label, _ in runs)
-    sections = tuple(build_run(results, name) for name, (_, results) in zip(names, runs, strict=True))
-    return Report(__version__, COLUMNS, sections, compare(sections))
+    benches = list(benches) if benches is not None else [None] * len(runs)
+    if len(benches) != len(runs):
+        raise ValueError(f"{len(benches)} bench results for {len(runs)} runs")
+    sections = []
+    for name, (_, results), bench in zip(names, runs, benches, strict=True):
+        source, timed = bench if bench is not None else ("", None)
+        sections.append(build_run(results, name, timed, source))
+    runs_built = tuple(sections)
+    return Report(__version__, COLUMNS, runs_built, compare(runs_built), BENCH_COLUMNS)
 
 
 def render(report: Report, fmt: str) -> str:
@@ -48,7 +61,7 @@ def render(report: Report, fmt: str) -> str:
 
 
 def render_html(report: Report) -> str:
-    from .charts import comparison_chart, family_chart  # matplotlib only when charts are drawn
+    from .charts import bench_chart, comparison_chart, family_chart  # matplotlib only when charts are drawn
 
     charts: dict[str, Markup] = {}
     for index, run in enumerate(report.runs):
@@ -56,6 +69,10 @@ def render_html(report: Report) -> str:
             svg = family_chart(family.rows, f"memlens-{index}-{family.name}", run.exact_available)
             if svg:
                 charts[f"{index}/{family.name}"] = Markup(svg)  # matplotlib escapes the text it writes
+            if run.bench is not None:
+                svg = bench_chart(family.rows, f"memlens-{index}-{family.name}-bench", run.bench.copy_text)
+                if svg:
+                    charts[f"{index}/{family.name}/bench"] = Markup(svg)
         svg = family_chart(run.others, f"memlens-{index}-others", run.exact_available)
         if svg:
             charts[f"{index}/others"] = Markup(svg)
@@ -65,8 +82,9 @@ def render_html(report: Report) -> str:
             charts["comparison"] = Markup(svg)
     environment = _html_environment()
     environment.filters["short_kernel"] = short_kernel
+    environment.filters["column_groups"] = column_groups
     template = environment.get_template("report.html.j2")
-    return template.render(report=report, charts=charts, groups=_column_groups())
+    return template.render(report=report, charts=charts)
 
 
 def _html_environment() -> Environment:
@@ -80,9 +98,10 @@ def _html_environment() -> Environment:
     )
 
 
-def _column_groups() -> list[tuple[str, int]]:
+def column_groups(columns: Sequence[Column]) -> list[tuple[str, int]]:
+    """(group, how many columns) of consecutive columns of one group, for a table's group header row."""
     groups: list[tuple[str, int]] = []
-    for column in COLUMNS:
+    for column in columns:
         if groups and groups[-1][0] == column.group:
             groups[-1] = (column.group, groups[-1][1] + 1)
         else:

@@ -3,7 +3,10 @@ baseline, DRAM bandwidth, bank conflicts (exact, and the over-counting hardware 
 it), local-memory traffic, the declared expectation against what was measured, and a verdict in
 words. Several runs add a comparison of every kernel across them, the first run the reference.
 
-RUN is a run directory, a results.json, a .ncu-rep or an ncu CSV. The report is written
+RUN is a run directory, a results.json, a .ncu-rep or an ncu CSV. Where the run directory (the
+folder of a file given) holds a bench.json from `memlens bench --into RUN`, the family tables add
+its median times, bandwidths and % of the measured copy bandwidth, with a chart per family, and
+the header the copy bandwidth; a damaged bench.json is an error. The report is written
 atomically: to RUN/report.<ext> for one run directory (beside the file for a file), to
 ./memlens-report.<ext> for several; `-o -` prints it. HTML is one self-contained file;
 `--format md` suits a CI job summary; `--format json` is the same content for machines."""
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from reports import FORMATS
 
+from ..bench import BENCH_FILE, BenchResults, find_bench
 from ..errors import InputError
 from ..fileio import write_text_atomic
 from ..readers import find_report, read_report
@@ -33,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from reports.render import build_report, render  # jinja2 and matplotlib only for this command
 
     runs = [(path, read_report(path)) for path in args.runs]
-    text = render(build_report(runs), args.format)
+    benches = [bench_of(path) for path in args.runs]
+    text = render(build_report(runs, benches), args.format)
     if args.output == STDOUT:
         sys.stdout.write(text)
         return 0
@@ -41,6 +46,21 @@ def run(args: argparse.Namespace) -> int:
     write_report(target, text, inputs=[find_report(Path(path)) for path in args.runs])
     print(target)
     return 0
+
+
+def run_directory(path: str | Path) -> Path:
+    """The run directory of a RUN argument: the directory itself, or the folder of a file
+    (a results.json, or a profiler report saved in its run directory)."""
+    path = Path(path)
+    return path if path.is_dir() else path.parent
+
+
+def bench_of(path: str | Path) -> tuple[str, BenchResults] | None:
+    """(the bench.json read, its results) of RUN's run directory; None where it has none.
+    InputError naming the file where it is damaged."""
+    directory = run_directory(path)
+    bench = find_bench(directory)
+    return None if bench is None else (str(directory / BENCH_FILE), bench)
 
 
 def default_output(runs: list[str], fmt: str) -> Path:
