@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+import types
+import typing
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from .catalogue import CATALOGUE, derive_all
 from .errors import InputError
+from .fileio import read_bytes_limited
 
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMAS = (1,)
+
+# A derived metric -> the other catalogue keys its formula names, in catalogue order (missing_reason
+# names the first one missing).
+_FORMULA_INPUTS: dict[str, tuple[str, ...]] = {
+    metric.key: tuple(
+        other.key for other in CATALOGUE.values()
+        if other.key != metric.key and re.search(rf"\b{other.key}\b", metric.formula)
+    )
+    for metric in CATALOGUE.values()
+    if metric.ncu is None
+}
 
 
 @dataclass(frozen=True)
@@ -50,26 +66,42 @@ class KernelResult:
 
     def values(self) -> dict[str, float | None]:
         """Raw and derived figures by catalogue key."""
-        return {**self.raw, **derive_all(self.raw)}
+        return dict(self._values)
 
     def metric(self, key: str) -> MetricValue:
-        metric = CATALOGUE[key]
-        value = self.values().get(key)
-        if value is not None and math.isfinite(value):
-            return MetricValue(key, value, metric.unit)
-        return MetricValue(key, None, metric.unit, self.missing_reason(key))
+        cached = self._metrics.get(key)
+        if cached is None:
+            metric = CATALOGUE[key]
+            value = self._values.get(key)
+            if value is not None and math.isfinite(value):
+                cached = MetricValue(key, value, metric.unit)
+            else:
+                cached = MetricValue(key, None, metric.unit, self.missing_reason(key))
+            self._metrics[key] = cached
+        return cached
 
     def missing_reason(self, key: str) -> str:
         metric = CATALOGUE[key]
         if key in self.missing:
             return self.missing[key]
         if metric.ncu is None:  # derived: name the first missing input, through derived inputs too
-            values = self.values()
-            for other in CATALOGUE.values():
-                if other.key != key and re.search(rf"\b{other.key}\b", metric.formula) and values.get(other.key) is None:
-                    return f"needs {other.key}: {self.missing_reason(other.key)}"
+            values = self._values
+            for other in _FORMULA_INPUTS[key]:
+                if values.get(other) is None:
+                    return f"needs {other}: {self.missing_reason(other)}"
             return "an input is zero or missing"
         return "not in the report"
+
+    # Caches, computed once per kernel on first use: `raw` and `missing` are never changed after
+    # construction. cached_property stores into the instance's __dict__ (no __setattr__, so it works
+    # on a frozen dataclass); dataclass fields, equality, repr and asdict do not see it.
+    @cached_property
+    def _values(self) -> dict[str, float | None]:
+        return {**self.raw, **derive_all(self.raw)}
+
+    @cached_property
+    def _metrics(self) -> dict[str, MetricValue]:
+        return {}
 
 
 @dataclass(frozen=True)
@@ -141,44 +173,130 @@ class RunResults:
         if not isinstance(data, dict):
             raise InputError(f"{source}: not a memlens results object")
         version = data.get("schema_version")
-        if version not in SUPPORTED_SCHEMAS:
-            raise InputError(
-                f"{source}: unsupported schema_version {version!r} (this memlens reads {SUPPORTED_SCHEMAS})"
-            )
+        if type(version) is not int or version not in SUPPORTED_SCHEMAS:
+            readable = ", ".join(map(str, SUPPORTED_SCHEMAS))
+            raise InputError(f"{source}: unsupported schema_version {version!r} (this memlens reads {readable})")
         try:
-            info = RunInfo(**data["info"])
-            kernels = tuple(_kernel_from_json(k) for k in data["kernels"])
-            outcomes = tuple(VariantOutcome(**o) for o in data.get("outcomes", []))
-            complete = bool(data.get("complete", True))
+            info = RunInfo(**_checked(RunInfo, data.get("info"), "info"))
+            kernels = tuple(_kernel_from_json(k, f"kernels[{i}]") for i, k in enumerate(_list(data, "kernels")))
+            outcomes = tuple(_outcome_from_json(o, f"outcomes[{i}]")
+                             for i, o in enumerate(_list(data, "outcomes", [])))  # fmt: skip
+            complete = data.get("complete", True)
+            if not isinstance(complete, bool):
+                raise ValueError(f"complete must be true or false, not {_short(complete)}")
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{source}: malformed results ({exc})") from None
         return cls(info, kernels, outcomes, complete)
 
 
-def _kernel_from_json(data: dict[str, Any]) -> KernelResult:
-    raw = {str(k): (None if v is None else float(v)) for k, v in data.get("raw", {}).items()}
+# --- reading results.json: every field checked against its type, so nothing odd gets further ----
+
+STATUSES = ("ok", "wrong", "failed", "not_run")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters other than tab and newline (ESC and the like, which could
+    drive a terminal) replaced by U+FFFD: for names and messages read from files."""
+    return _CONTROL.sub("\ufffd", text)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (dict, list, str)) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _list(data: dict[str, Any], key: str, default: list[Any] | None = None) -> list[Any]:
+    if key not in data and default is not None:
+        return default
+    value = data.get(key)
+    if not isinstance(value, list):
+        raise ValueError(f"{key} must be a list, not {_short(value)}")
+    return value
+
+
+def _is(value: Any, hint: Any) -> bool:
+    """`value`, as json.loads gives it, fits the field type `hint` (str, int, float, bool, X | None)."""
+    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    for option in options:
+        if option is type(None) and value is None:
+            return True
+        if option is bool and isinstance(value, bool):
+            return True
+        if option is str and isinstance(value, str):
+            return True
+        if option is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if option is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return math.isfinite(value)
+    return False
+
+
+_WORDS = {str: "text", int: "an integer", float: "a finite number", bool: "true or false", type(None): "null"}
+
+
+def _describe(hint: Any) -> str:
+    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    return " or ".join(_WORDS.get(option, getattr(option, "__name__", str(option))) for option in options)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _checked(cls: type, data: Any, where: str, nested: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`data` as keyword arguments of the dataclass `cls`, each field of a plain type checked
+    (`nested` names the fields the caller checks); ValueError naming the first bad field."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be an object, not {_short(data)}")
+    hints = _hints(cls)
+    for key, value in data.items():
+        if key not in hints:
+            raise ValueError(f"{where}: unknown field {key!r}")
+        if key not in nested and not _is(value, hints[key]):
+            raise ValueError(f"{where}.{key} must be {_describe(hints[key])}, not {_short(value)}")
+    return {key: printable(value) if isinstance(value, str) else value for key, value in data.items()}
+
+
+def _outcome_from_json(data: Any, where: str) -> VariantOutcome:
+    fields = _checked(VariantOutcome, data, where, nested=("expect",))
+    if fields.get("status") not in STATUSES:
+        raise ValueError(f"{where}.status {_short(fields.get('status'))} is not one of {', '.join(STATUSES)}")
+    if fields.get("expect") is not None:
+        fields["expect"] = Expectation(**_checked(Expectation, fields["expect"], f"{where}.expect"))
+    return VariantOutcome(**fields)
+
+
+def _kernel_from_json(data: Any, where: str = "kernel") -> KernelResult:
+    fields = _checked(KernelResult, data, where, nested=("raw", "missing"))
+    for key, kind in (("raw", float | None), ("missing", str)):
+        mapping = fields.get(key, {})
+        if not isinstance(mapping, dict) or not all(_is(v, kind) for v in mapping.values()):
+            what = "finite numbers or null" if key == "raw" else "text"
+            raise ValueError(f"{where}.{key} must map metric keys to {what}")
+    raw = fields.get("raw", {})
     unknown = set(raw) - set(CATALOGUE)
     if unknown:
-        raise ValueError(f"unknown metric keys {sorted(unknown)}")
-    return KernelResult(
-        kernel=str(data["kernel"]),
-        family=data.get("family"),
-        variant=data.get("variant"),
-        launch_id=int(data.get("launch_id", 0)),
-        raw=raw,
-        missing={str(k): str(v) for k, v in data.get("missing", {}).items()},
-    )
+        raise ValueError(f"{where}: unknown metric keys {sorted(unknown)}")
+    fields["raw"] = {k: (None if v is None else float(v)) for k, v in raw.items()}
+    fields["missing"] = {k: printable(v) for k, v in fields.get("missing", {}).items()}
+    return KernelResult(**fields)
 
 
 def load_results(path: Path) -> RunResults:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
+        text = read_bytes_limited(path).decode("utf-8")
+        if not text.strip():
+            raise InputError(f"{path}: empty file")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # a number of over 4300 digits; nesting too deep
+        raise InputError(f"{path}: invalid JSON ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
     return RunResults.from_json(data, str(path))

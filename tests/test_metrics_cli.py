@@ -6,14 +6,19 @@ import csv
 import io
 import json
 import shutil
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
 from profiling.catalogue import CATALOGUE
 from profiling.cli import main
+from profiling.commands.metrics import COLUMNS, csv_header, print_table
+from profiling.readers import read_report
+from profiling.results import KernelResult, RunInfo, RunResults
 
 PROBE = Path(__file__).resolve().parent / "fixtures" / "probe"
+SUITE = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200"
 pytestmark = pytest.mark.skipif(not (PROBE / "probe.ncu-rep").exists(), reason="probe fixtures not recorded")
 
 
@@ -129,3 +134,88 @@ def test_unreadable_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[s
     assert (code, out) == (2, "")
     assert err.startswith(f"memlens: error: {path}: ") and err.count("\n") == 1
     assert "Traceback" not in err
+
+
+# --- large reports: the fast printer -------------------------------------------------------------
+
+
+def many_launches(directory: Path, launches: int = 1008) -> Path:
+    """suite.csv's kernel rows repeated with new IDs up to `launches` rows (as record_many's report)."""
+    header, units, *rows = list(csv.reader(io.StringIO((SUITE / "suite.csv").read_text(encoding="utf-8"))))
+    path = directory / "many.csv"
+    with path.open("w", encoding="utf-8", newline="") as stream:
+        writer = csv.writer(stream, quoting=csv.QUOTE_ALL, lineterminator="\n")
+        writer.writerows([header, units])
+        writer.writerows([str(n), *rows[n % len(rows)][1:]] for n in range(launches))
+    return path
+
+
+@pytest.mark.skipif(not (SUITE / "suite.csv").exists(), reason="suite fixtures not recorded")
+def test_large_report_keeps_every_row_and_every_column(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "240")
+    path = many_launches(tmp_path)
+    labels = [k.label for k in read_report(SUITE / "suite.csv").kernels]
+    code, small, _ = metrics(capsys, str(SUITE / "suite.csv"))
+    assert code == 0
+    code, out, err = metrics(capsys, str(path))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == str(path) + " (NVIDIA H200, cc 9.0)"
+    small_lines = small.splitlines()
+    assert lines[1:5] == small_lines[1:5]  # the same border, header and columns
+    body = [line for line in lines if line.startswith("│")]
+    assert len(body) == 1008
+    assert all(line.count("│") == len(COLUMNS) + 1 for line in body)  # one line a kernel, every column
+    assert [line.split("│")[1].strip() for line in body] == [labels[n % len(labels)] for n in range(1008)]
+    assert body[:len(labels)] == [line for line in small_lines if line.startswith("│")]
+    assert lines[-len(small_lines) + 5 + len(labels):] == small_lines[5 + len(labels):]  # bottom border, notes
+
+    code, out, _ = metrics(capsys, str(path), "--csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert code == 0 and rows[0] == csv_header() and len(rows) == 1 + 1008
+    assert [row[4] for row in rows[1:]] == [str(n) for n in range(1008)]
+    assert all(len(row) == len(rows[0]) for row in rows)
+
+    code, out, _ = metrics(capsys, str(path), "--json")
+    kernels = json.loads(out)["kernels"]
+    assert code == 0 and [k["launch_id"] for k in kernels] == list(range(1008))
+    assert all(set(k["metrics"]) == set(CATALOGUE) for k in kernels)
+    assert out == json.dumps(json.loads(out), indent=2) + "\n"  # json.dumps's own layout
+
+
+def awkward_kernels() -> list[KernelResult]:
+    names = ["", " lead", "trail ", "tab\there", "bell\x07", "emoji :smile: code", "wide 漢字漢字", "a" * 300, "x  y",
+             "void ns::k<" + ", ".join(f"int{i}" for i in range(40)) + ">(float *, const float *, int)"]
+    raw = {"duration": 1500.0, "grid_size": 16384.0, "block_size": 256.0, "shared_ld_instructions": 0.0}
+    return [KernelResult(kernel=name, launch_id=n, raw={**raw, "duration": 1500.0 * n}) for n, name in enumerate(names)]
+
+
+@pytest.mark.parametrize("columns", ["240", "120", "60"])
+def test_fast_table_prints_what_rich_prints(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                            columns: str) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    reports = [read_report(path) for path in (PROBE / "probe.ncu-rep", PROBE / "probe_fast.csv",
+                                              SUITE / "suite.csv", SUITE / "plain_ncu.csv") if path.exists()]
+    reports += [RunResults(RunInfo(source="awkward"), tuple(awkward_kernels())), RunResults(RunInfo(), ())]
+    for results in reports:
+        printed = []
+        for fast in (False, True):
+            print_table(results, list(results.kernels), fast=fast)
+            printed.append(capsys.readouterr().out)
+        assert printed[0] == printed[1], results.info.source
+
+
+def test_cached_figures_leave_the_dataclass_as_it_was() -> None:
+    raw = {"duration": 2000.0, "dram_read_bytes": 1e6, "dram_write_bytes": None}
+    kernel = KernelResult(kernel="k", launch_id=3, raw=dict(raw), missing={"dram_write_bytes": "n/a in the report"})
+    fresh = KernelResult(kernel="k", launch_id=3, raw=dict(raw), missing={"dram_write_bytes": "n/a in the report"})
+    before = (asdict(kernel), repr(kernel))
+    first = kernel.metric("dram_bandwidth")
+    assert first.value is None and first.missing_reason == "needs dram_write_bytes: n/a in the report"
+    assert kernel.metric("dram_bandwidth") is first  # worked out once
+    assert kernel.values() == fresh.values() and kernel.values() is not kernel.values()  # a copy each call
+    assert (asdict(kernel), repr(kernel)) == before
+    assert kernel == fresh and replace(kernel, launch_id=4).launch_id == 4
+    assert RunResults(RunInfo(), (kernel,)).to_json() == RunResults(RunInfo(), (fresh,)).to_json()
+    assert replace(kernel, raw={**raw, "dram_write_bytes": 1e6}).metric("dram_bandwidth").value == pytest.approx(1e12)

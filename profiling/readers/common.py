@@ -6,11 +6,12 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..catalogue import RAW_METRICS, Metric
-from ..results import KernelResult
+from ..results import KernelResult, printable
 from ..suite import NVTX_DOMAIN
-from ..units import UnitError, to_base
+from ..units import UnitError, conversion_factor
 
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
 # A memlens push/pop range "family.variant"; ncu's CSV may append ":none:none:..." attribute fields.
@@ -19,6 +20,10 @@ RANGE_PATTERN = re.compile(rf"^({_NAME})\.({_NAME})(?::|$)")
 NOT_IN_REPORT = "not in the report"
 FAST_SKIPPED = "not collected: run without --fast (--fast skips the instrumented pass)"
 INSTRUMENTED_ABSENT = "not in the report (an instrumented metric: ncu collects it only when asked by name)"
+
+# units.to_base without working the factor out again for each cell: a report repeats a few units.
+# (A unit that cannot be converted raises each time: lru_cache keeps no exceptions.)
+_factor = lru_cache(maxsize=1024)(conversion_factor)
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ def _convert(metric: Metric, cell: Cell | None, from_memlens: bool) -> tuple[flo
     if not math.isfinite(cell.value):
         return None, f"not a finite number in the report ({cell.value})"
     try:
-        return to_base(cell.value, cell.unit, metric.unit), None
+        return cell.value * _factor(cell.unit, metric.unit), None
     except UnitError as exc:
         return None, f"{exc} (expected {metric.unit})"
 
@@ -88,7 +93,7 @@ def make_kernel(
 ) -> KernelResult:
     raw, missing = raw_values(lookup, from_memlens)
     family, variant = ranges if ranges else (None, None)
-    return KernelResult(kernel, family, variant, launch_id, raw, missing)
+    return KernelResult(printable(kernel), family, variant, launch_id, raw, missing)
 
 
 def compute_capability(major: float | None, minor: float | None) -> str | None:

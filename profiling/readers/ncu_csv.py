@@ -19,7 +19,8 @@ from pathlib import Path
 from ..catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES
 from ..demangle import kernel_name
 from ..errors import InputError
-from ..results import KernelResult, RunInfo, RunResults
+from ..fileio import read_bytes_limited
+from ..results import KernelResult, RunInfo, RunResults, printable
 from .common import Cell, compute_capability, is_memlens_domain, make_kernel, suite_range
 
 ID, KERNEL = "ID", "Kernel Name"
@@ -35,7 +36,7 @@ _QUOTED = re.compile(r'"([^"]*)"')
 @dataclass(frozen=True)
 class Row:
     line: int  # 1-based line number in the file, for messages
-    cells: dict[str, str]
+    cells: dict[str, str]  # by column name: the columns the reader uses (_kept_columns)
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,7 @@ def read_csv(path: Path) -> RunResults:
 
 def read_text(path: Path) -> str:
     """The file as text; InputError for unreadable, empty, binary or non-UTF-8 files."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    data = read_bytes_limited(path)
     if not data.strip():
         raise InputError(f"{path}: empty file")
     if b"\x00" in data:
@@ -94,8 +92,17 @@ def _table(text: str, source: str) -> Table:
     if body and not _is_integer(_field(header, body[0][1], ID)):
         units = dict(zip(header, body[0][1], strict=False))  # a short units row: no unit
         body = body[1:]
-    rows = [Row(n, _cells(header, fields, n, source)) for n, fields in body]
+    kept = _kept_columns(header)
+    rows = [Row(n, _cells(header, fields, n, source, kept)) for n, fields in body]
     return Table(header, units, rows)
+
+
+def _kept_columns(header: list[str]) -> list[tuple[str, int]]:
+    """(name, index) of the columns the reader uses, the last of a repeated name; a wide export has
+    hundreds of device attributes and metrics memlens never reads."""
+    used = {ID, KERNEL, GPU_NAME, "CC", METRIC_NAME, METRIC_UNIT, METRIC_VALUE} | WANTED
+    index = {name: i for i, name in enumerate(header) if name in used or NVTX_MARK in name}
+    return list(index.items())
 
 
 def _find_header(lines: list[str], source: str) -> tuple[int, list[str]]:
@@ -125,13 +132,14 @@ def _split(line: str, number: int, source: str, quiet: bool = False) -> list[str
         raise InputError(f"{source}: line {number}: malformed CSV ({exc})") from None
 
 
-def _cells(header: list[str], fields: list[str], number: int, source: str) -> dict[str, str]:
-    extra = fields[len(header):]
-    if len(fields) < len(header) or any(f.strip() for f in extra):
+def _cells(
+    header: list[str], fields: list[str], number: int, source: str, kept: list[tuple[str, int]]
+) -> dict[str, str]:
+    if len(fields) < len(header) or (len(fields) > len(header) and any(f.strip() for f in fields[len(header):])):
         raise InputError(
             f"{source}: line {number}: {len(fields)} fields where the header has {len(header)} (truncated?)"
         )
-    return dict(zip(header, fields, strict=False))  # extra fields are empty
+    return {name: fields[index] for name, index in kept}  # extra fields are empty
 
 
 def _field(header: list[str], fields: list[str], name: str) -> str:
@@ -145,13 +153,11 @@ Launch = tuple[int, dict[str, str], dict[str, Cell]]
 
 
 def _wide_launches(table: Table, source: str) -> Iterator[Launch]:
+    wanted = [(name, table.units.get(name, "").strip()) for name in WANTED if name in table.header]
     for row in table.rows:
-        metrics = {
-            name: Cell(_number(row.cells[name], row.line, name, source), table.units.get(name, "").strip())
-            for name in WANTED
-            if name in row.cells
-        }
-        yield _launch_id(row, source), row.cells, metrics
+        cells = row.cells
+        metrics = {name: Cell(_number(cells[name], row.line, name, source), unit) for name, unit in wanted}
+        yield _launch_id(row, source), cells, metrics
 
 
 def _long_launches(table: Table, source: str) -> Iterator[Launch]:
@@ -183,6 +189,10 @@ def _is_integer(text: str) -> bool:
 
 def _number(text: str, line: int, column: str, source: str) -> float | None:
     """A CSV cell as a number: thousands separators dropped, "n/a" -> None."""
+    try:
+        return float(text)  # most cells: what the rest would give, sooner
+    except ValueError:
+        pass
     cleaned = text.strip().replace(",", "")
     if cleaned.lower() in NOT_AVAILABLE:
         return None
@@ -226,7 +236,7 @@ def _kernel(
 
 def _run_info(first: Launch, source: str) -> RunInfo:
     _, cells, metrics = first
-    gpu_name = cells.get(GPU_NAME, "").strip() or None  # (the "Device" column is the device index)
+    gpu_name = printable(cells.get(GPU_NAME, "").strip()) or None  # (the "Device" column is the device index)
     capability = compute_capability(
         _value(metrics, DEVICE_ATTRIBUTES["cc_major"]), _value(metrics, DEVICE_ATTRIBUTES["cc_minor"])
     )

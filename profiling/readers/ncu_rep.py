@@ -6,18 +6,22 @@ one profiled kernel launch; launch ids count actions in report order from 0, as 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..catalogue import DEVICE_ATTRIBUTES
+from ..catalogue import CATALOGUE, DEVICE_ATTRIBUTES
 from ..demangle import kernel_name
 from ..errors import InputError, ProfilerError
-from ..results import KernelResult, RunInfo, RunResults
+from ..results import KernelResult, RunInfo, RunResults, printable
 from .common import Cell, compute_capability, is_memlens_domain, make_kernel, suite_range
 
 # ncu_report.IMetric.value() returns str, int, float or None; as_string for the device name.
 Action = Any
 Context = Any
+
+DURATION = CATALOGUE["duration"].ncu
 
 
 def read_ncu_rep(path: Path) -> RunResults:
@@ -25,7 +29,7 @@ def read_ncu_rep(path: Path) -> RunResults:
     if not actions:
         raise InputError(f"{path}: no profiled kernels (an empty report, or not an Nsight Compute report)")
     for launch_id, action in enumerate(actions):
-        if not action.name() or not action.metric_names():
+        if not action.name() or not _has_metrics(action):
             raise InputError(f"{path}: truncated or damaged report (launch {launch_id} has no name or no metrics)")
     ranges = [suite_range(_memlens_ranges(action)) for action in actions]
     from_memlens = any(r is not None for r in ranges)
@@ -58,6 +62,12 @@ def _actions(context: Context) -> list[Action]:
         report_range = context.range_by_idx(range_index)
         actions.extend(report_range.action_by_idx(i) for i in range(report_range.num_actions()))
     return [a for a in actions if a is not None]
+
+
+def _has_metrics(action: Action) -> bool:
+    """Whether the action holds any metric: one lookup where it has the duration, the list of every
+    metric name (a third of a millisecond an action) only where it does not."""
+    return action.metric_by_name(DURATION) is not None or bool(action.metric_names())
 
 
 def _memlens_ranges(action: Action) -> list[str]:
@@ -93,7 +103,25 @@ def _cell(action: Action, name: str) -> Cell | None:
     unit = str(metric.unit() or "")
     if not metric.has_value():
         return Cell(None, unit)
-    return Cell(_as_float(metric.value()), unit)
+    return Cell(_as_float(_value(metric)), unit)
+
+
+def _value(metric: Any) -> object:
+    """IMetric.value(), without the table of converters it makes anew on each call."""
+    getter = _value_getters(type(metric)).get(metric.kind())
+    return None if getter is None else getter(metric)
+
+
+@lru_cache(maxsize=4)
+def _value_getters(imetric: Any) -> dict[int, Callable[[Any], object]]:
+    """Value kind -> IMetric.as_*, as IMetric.value() maps them (ANY and UNKNOWN: no value)."""
+    return {
+        imetric.ValueKind_DOUBLE: imetric.as_double,
+        imetric.ValueKind_FLOAT: imetric.as_double,
+        imetric.ValueKind_STRING: imetric.as_string,
+        imetric.ValueKind_UINT32: imetric.as_uint64,
+        imetric.ValueKind_UINT64: imetric.as_uint64,
+    }
 
 
 def _as_float(value: object) -> float | None:
@@ -108,6 +136,7 @@ def _as_float(value: object) -> float | None:
 def _run_info(action: Action, path: Path) -> RunInfo:
     name_metric = action.metric_by_name(DEVICE_ATTRIBUTES["gpu_name"])
     gpu_name = name_metric.as_string() if name_metric is not None else None
+    gpu_name = printable(str(gpu_name)) if gpu_name else None
     capability = compute_capability(
         _number(action, DEVICE_ATTRIBUTES["cc_major"]), _number(action, DEVICE_ATTRIBUTES["cc_minor"])
     )

@@ -1,13 +1,22 @@
 """Time `memlens metrics` on a recording of many kernel launches (record_many.py's), on any machine:
-no GPU and no ncu needed. Target: at most 2 s for 1,000 launches.
+no GPU and no ncu needed. Target: at most 2 s for 1,000 launches, for each output.
 
     python tests/benchmarks/read_many.py PATH [PATH ...] [--rounds N] [--json OUT] [--profile]
 
-For each PATH (a .ncu-rep or ncu CSV): seconds of the reader alone (profiling.readers.read_report),
-of `memlens metrics PATH --json` and of `memlens metrics PATH` (the table), each through
-profiling.cli.main in this process with its output discarded. The first round pays the imports
-(ncu_report's included), so it is reported apart from the median of the rounds after it.
---profile adds a cProfile of one `--json` run: the functions with the most cumulative time.
+For each PATH (a .ncu-rep or ncu CSV):
+
+- end to end: the wall-clock seconds of `python -m profiling metrics PATH` (the table), with --json
+  and with --csv, each in a process of its own as a user runs it, stdout to /dev/null (so the table
+  is the one written to a file or a pipe), and the ratio of each to the 2 s target;
+- phases: in one fresh process a round, the seconds of the imports `memlens` makes before it runs a
+  command, of the reader alone (profiling.readers.read_report) and of printing each output from the
+  kernels read. Python's own start (`python -c pass`) is measured apart.
+
+Every round is a new process: ncu_report keeps what it decodes for as long as the process lives
+(about 0.5 GB per 1,000 launches), so reading a .ncu-rep again in one process is slower each time and
+says nothing of a user's run. The first round (cold files, no .pyc written yet) is reported apart
+from the median of the rounds after it. --profile adds a cProfile of each output in this process:
+the functions with the most cumulative time.
 """
 
 from __future__ import annotations
@@ -16,91 +25,131 @@ import argparse
 import contextlib
 import cProfile
 import io
+import json
 import os
 import pstats
 import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from profiling.cli import main as memlens  # noqa: E402
-from profiling.fileio import write_json_atomic  # noqa: E402
-from profiling.readers import read_report  # noqa: E402
-
 TARGET_SECONDS = 2.0
+OUTPUTS = {"table": (), "json": ("--json",), "csv": ("--csv",)}
+PHASES = ("imports", "reader", *OUTPUTS)
 
 
-def seconds_of(action: Callable[[], object]) -> float:
+def wall(argv: list[str]) -> float:
     started = time.perf_counter()
-    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        action()
-    return time.perf_counter() - started
+    done = subprocess.run(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited with code {done.returncode}: {done.stderr.strip()}")
+    return seconds
 
 
-def cli(*argv: str) -> Callable[[], object]:
-    def run() -> None:
-        code = memlens(list(argv))
-        if code != 0:
-            raise SystemExit(f"memlens {' '.join(argv)} exited with code {code}")
+def summary(seconds: list[float]) -> dict:
+    return {"first": seconds[0], "median": statistics.median(seconds[1:]), "seconds": seconds}
 
-    return run
+
+def phases(path: Path) -> dict:
+    """The phases of one run, in this (fresh) process; what --phases prints."""
+    sys.path.insert(0, str(REPO))
+    started = time.perf_counter()
+    from profiling.cli import build_parser
+
+    build_parser()  # imports every command, as `memlens` does before it runs one
+    seconds = {"imports": time.perf_counter() - started}
+    from profiling.commands.metrics import render
+    from profiling.readers import read_report
+
+    started = time.perf_counter()
+    results = read_report(path)
+    seconds["reader"] = time.perf_counter() - started
+    kernels = list(results.kernels)
+    for output in OUTPUTS:
+        started = time.perf_counter()
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            render(results, kernels, output)
+        seconds[output] = time.perf_counter() - started
+    return {"kernels": len(kernels), "seconds": seconds}
 
 
 def measure(path: Path, rounds: int) -> dict:
-    steps = {
-        "reader": lambda: read_report(path),
-        "metrics_json": cli("metrics", str(path), "--json"),
-        "metrics_table": cli("metrics", str(path)),
-    }
-    kernels = len(read_report(path).kernels) if rounds else 0
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(rounds + 1):  # the first round is the cold one
-        for name, action in steps.items():
-            times[name].append(seconds_of(action))
+    memlens = [sys.executable, "-m", "profiling", "metrics", str(path)]
+    end_to_end = {name: summary([wall(memlens + list(flags)) for _ in range(rounds + 1)])
+                  for name, flags in OUTPUTS.items()}  # fmt: skip
+    for figures in end_to_end.values():
+        figures["ratio_to_target"] = figures["median"] / TARGET_SECONDS
+    runs = []
+    for _ in range(rounds + 1):
+        child = [sys.executable, str(Path(__file__).resolve()), "--phases", str(path)]
+        done = subprocess.run(child, cwd=REPO, capture_output=True, text=True, check=True)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return {
         "path": str(path),
-        "kernels": kernels,
-        "first_seconds": {name: values[0] for name, values in times.items()},
-        "median_seconds": {name: statistics.median(values[1:]) for name, values in times.items()},
-        "seconds": times,
+        "kernels": runs[0]["kernels"],
+        "end_to_end": end_to_end,
+        "phases": {name: summary([run["seconds"][name] for run in runs]) for name in PHASES},
     }
 
 
-def profile(path: Path, top: int = 25) -> str:
+def profile(path: Path, output: str, top: int = 20) -> str:
+    sys.path.insert(0, str(REPO))
+    from profiling.cli import main as memlens
+
     profiler = cProfile.Profile()
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        profiler.runcall(cli("metrics", str(path), "--json"))
+        profiler.runcall(memlens, ["metrics", str(path), *OUTPUTS[output]])
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(top)
     return text.getvalue()
 
 
+def report(results: list[dict], python: float, rounds: int) -> None:
+    print(f"python start (python -c pass): {python:.3f} s")
+    for result in results:
+        print(f"{result['path']}: {result['kernels']} kernels; seconds, first (cold) / median of {rounds}")
+        print(f"  memlens metrics, end to end (a process each), median / target {TARGET_SECONDS:g} s:")
+        for name, figures in result["end_to_end"].items():
+            verdict = "met" if figures["median"] <= TARGET_SECONDS else "NOT met"
+            print(f"    {name:8} {figures['first']:7.3f} / {figures['median']:7.3f}   "
+                  f"{figures['ratio_to_target']:5.2f} x target  {verdict}")  # fmt: skip
+        print("  phases (one process a round; imports = memlens's before the command runs):")
+        for name, figures in result["phases"].items():
+            print(f"    {name:8} {figures['first']:7.3f} / {figures['median']:7.3f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", type=Path, help="recordings: .ncu-rep or ncu CSV")
-    parser.add_argument("--rounds", type=int, default=3, help="warm rounds after the first (default 3)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds after the first (default 3)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
-    parser.add_argument("--profile", action="store_true", help="print a cProfile of one --json run per path")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of each output per path")
+    parser.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)  # the child of measure()
     args = parser.parse_args()
+    if args.phases:
+        print(json.dumps(phases(args.paths[0])))
+        return 0
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    results = [measure(path, args.rounds) for path in args.paths]
-    for result in results:
-        print(f"{result['path']}: {result['kernels']} kernels; seconds, first (cold) / median of {args.rounds} warm:")
-        for name, median in result["median_seconds"].items():
-            verdict = "" if name == "reader" else f"  (target <= {TARGET_SECONDS:g} s: "
-            verdict += "" if name == "reader" else ("met)" if median <= TARGET_SECONDS else "NOT met)")
-            print(f"  {name:14} {result['first_seconds'][name]:7.3f} / {median:7.3f}{verdict}")
+    paths = [path.resolve() for path in args.paths]
+    python = statistics.median(wall([sys.executable, "-c", "pass"]) for _ in range(3))
+    results = [measure(path, args.rounds) for path in paths]
+    report(results, python, args.rounds)
     if args.json:
-        write_json_atomic(args.json, {"benchmark": "read_many", "target_seconds": TARGET_SECONDS, "results": results})
+        sys.path.insert(0, str(REPO))
+        from profiling.fileio import write_json_atomic
+
+        write_json_atomic(args.json, {"benchmark": "read_many", "target_seconds": TARGET_SECONDS,
+                                      "python_seconds": python, "rounds": args.rounds, "results": results})  # fmt: skip
         print(f"written: {args.json}")
     if args.profile:
-        for path in args.paths:
-            print(f"\n--- cProfile of `memlens metrics {path} --json` ---\n{profile(path)}")
+        for path in paths:
+            for output in OUTPUTS:
+                print(f"\n--- cProfile of `{' '.join(['memlens', 'metrics', str(path), *OUTPUTS[output]])}` ---")
+                print(profile(path, output))
     return 0
 
 
