@@ -24,7 +24,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only `command`'s module is imported (all of them when None), so one command
+    does not pay for the imports of the others."""
     parser = argparse.ArgumentParser(
         prog="memlens",
         description="What your CUDA kernels do to the memory hierarchy, from Nsight Compute's counters.",
@@ -33,15 +35,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memlens {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
+        if command not in (None, name):
+            sub.add_parser(name, help=help_text)
+            continue
         module = importlib.import_module(f".commands.{module_name}", __package__)
-        command = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
-        module.add_arguments(command)
-        command.set_defaults(run=module.run)
+        subparser = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
+        module.add_arguments(subparser)
+        subparser.set_defaults(run=module.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(command if command in COMMANDS else None)
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))

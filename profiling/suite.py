@@ -8,7 +8,6 @@ A suite file is code: loading it runs it with the user's rights.
 from __future__ import annotations
 
 import importlib.util
-import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,10 +18,8 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, VerificationError
-
-NVTX_DOMAIN = "memlens"
-# Names become NVTX ranges "family.variant" that ncu filters with a regex; keep them plain.
-NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+from .labels import NAME_PATTERN, compile_filter
+from .labels import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and the runner name ranges with it
 
 Inputs = dict[str, np.ndarray]
 Size = Mapping[str, int]
@@ -204,15 +201,6 @@ class Suite:
             if family.name == name:
                 return family
         raise ConfigError(f"suite {self.path} has no family {name!r}")
-
-
-def compile_filter(pattern: str | None) -> re.Pattern[str] | None:
-    if pattern is None:
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise ConfigError(f"bad -k pattern {pattern!r}: {exc}") from None
 
 
 def default_suite_path() -> Path:

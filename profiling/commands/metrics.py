@@ -28,7 +28,7 @@ from ..catalogue import CATALOGUE
 from ..errors import ConfigError, InputError
 from ..readers import read_report
 from ..results import KernelResult, RunResults
-from ..suite import compile_filter
+from ..labels import compile_filter
 from ..terminal import console
 from ..units import format_bytes, format_count, format_duration, format_percent
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from ..catalogue import RAW_METRICS, Metric
 from ..results import KernelResult, printable
-from ..suite import NVTX_DOMAIN
+from ..labels import NVTX_DOMAIN
 from ..units import UnitError, conversion_factor
 
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
