@@ -5,8 +5,16 @@ cache, so repeated launches do not find their data in cache), each set prepared 
 a warm-up; then at least MIN_REPEATS launches rotating over the sets, each between two CUDA
 events, all queued behind a short kernel that holds the GPU so host launch overhead stays off
 the clock. Bandwidth is the family's `min_bytes(size)` over the median time, and is also given as
-a percentage of a device-to-device copy measured in the same run on the same GPU (bytes read plus
-written). Results are written atomically as bench.json in a run directory.
+a percentage of a device-to-device copy of the same bytes (min_bytes/2 read, min_bytes/2 written),
+timed the same way in the same run on the same GPU: the same repeats, the same rotation over
+buffer sets several times the L2 cache, events around each launch, the median. A copy is timed
+once per distinct byte count. A copy over a buffer far larger than L2 (1 GiB or more) gives the
+GPU's copy bandwidth for the header. Results are written atomically as bench.json in a run
+directory.
+
+bench.json schema 2 adds, per variant, the same-bytes copy it was compared with ("copy", null
+where the family declares no min_bytes). Schema 1 files (one copy for every variant) are still read:
+their variants are compared with their one copy, as when they were written.
 """
 
 from __future__ import annotations
@@ -32,8 +40,8 @@ from .suite import Family, Launch, Variant, load_suite
 
 BENCH_FILE = "bench.json"
 BENCH_FORMAT = "memlens-bench"
-SCHEMA_VERSION = 1
-SUPPORTED_SCHEMAS = (1,)
+SCHEMA_VERSION = 2
+SUPPORTED_SCHEMAS = (1, 2)
 
 MIN_REPEATS = 20
 DEFAULT_REPEATS = 50
@@ -41,7 +49,7 @@ L2_MULTIPLE = 4  # the rotated input sets together hold at least this many times
 MIN_SETS = 2  # never the same buffers twice in a row
 MAX_SETS = 32  # each set is prepared (and verified) separately: bound the set-up time
 MEMORY_SHARE = 0.5  # of the free device memory, for the input sets of one variant
-COPY_MIN_BYTES = 1 << 30  # the copy buffer: at least 1 GiB ...
+COPY_MIN_BYTES = 1 << 30  # the GPU's copy (the header's figure): a buffer of at least 1 GiB ...
 COPY_L2_MULTIPLE = 16  # ... and 16 times the L2 cache
 
 
@@ -93,6 +101,14 @@ def copy_buffer_bytes(l2_bytes: int, free_bytes: int) -> int:
     return max(mib, min(wanted, free_bytes // 4) // mib * mib)
 
 
+def same_bytes_buffer(min_bytes: int) -> int:
+    """Bytes of the source (and of the destination) of the copy a variant of `min_bytes` is compared
+    with: half of them read, half written (rounded up: an odd count moves one byte more)."""
+    if min_bytes <= 0:
+        raise ValueError(f"a copy of {min_bytes} bytes")
+    return (min_bytes + 1) // 2
+
+
 def set_bytes_of(inputs: Mapping[str, np.ndarray], output: np.ndarray) -> int:
     """Device bytes of one input set: its inputs and its output."""
     return int(sum(a.nbytes for a in inputs.values()) + output.nbytes)
@@ -103,10 +119,12 @@ def set_bytes_of(inputs: Mapping[str, np.ndarray], output: np.ndarray) -> int:
 
 @dataclass(frozen=True)
 class CopyBandwidth:
-    """A device-to-device copy of `buffer_bytes`; it moves twice that (read plus written)."""
+    """A device-to-device copy of `buffer_bytes`; it moves twice that (read plus written). The
+    launches rotated over `input_sets` source and destination buffer pairs."""
 
     buffer_bytes: int
     times: TimeSummary
+    input_sets: int = 1
 
     @property
     def bytes_moved(self) -> int:
@@ -115,6 +133,18 @@ class CopyBandwidth:
     @property
     def gb_per_s(self) -> float:
         return self.bytes_moved / self.times.median_ms / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "bytes_moved": self.bytes_moved, "gb_per_s": self.gb_per_s}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CopyBandwidth:
+        """The copy of a bench.json; its bytes moved and GB/s are derived again."""
+        copy = cls(_positive_int(data["buffer_bytes"]), _times(data["times"]),
+                   _positive_int(data.get("input_sets", 1)))  # fmt: skip
+        if copy.times.median_ms <= 0:
+            raise ValueError("copy median time is 0")
+        return copy
 
 
 @dataclass(frozen=True)
@@ -127,7 +157,8 @@ class VariantTiming:
     set_bytes: int
     times: TimeSummary
     gb_per_s: float | None  # min_bytes / median time
-    pct_of_copy: float | None  # gb_per_s as a percentage of the copy's
+    pct_of_copy: float | None  # gb_per_s as a percentage of `copy`'s
+    copy: CopyBandwidth | None = None  # the copy it is compared with; None without min_bytes
 
     @property
     def label(self) -> str:
@@ -140,12 +171,21 @@ class VariantTiming:
     @classmethod
     def build(
         cls, family: str, variant: str, size: Mapping[str, int], min_bytes: int | None, input_sets: int,
-        set_bytes: int, times: TimeSummary, copy: CopyBandwidth,
+        set_bytes: int, times: TimeSummary, copy: CopyBandwidth | None,
     ) -> VariantTiming:  # fmt: skip
-        """The record, with its bandwidth derived from min_bytes, the median time and the copy's."""
+        """The record, with its bandwidth derived from min_bytes, the median time and the copy's
+        (`copy`: the same-bytes copy it is compared with; kept only where there is a bandwidth)."""
         gb_per_s = None if min_bytes is None or times.median_ms <= 0 else min_bytes / times.median_ms / 1e6
-        pct = None if gb_per_s is None else 100.0 * gb_per_s / copy.gb_per_s
-        return cls(family, variant, dict(size), min_bytes, input_sets, set_bytes, times, gb_per_s, pct)
+        if gb_per_s is not None and copy is None:
+            raise ValueError(f"{family}/{variant}: a bandwidth with no copy to compare it with")
+        reference = None if gb_per_s is None else copy
+        pct = None if reference is None or gb_per_s is None else 100.0 * gb_per_s / reference.gb_per_s
+        return cls(family, variant, dict(size), min_bytes, input_sets, set_bytes, times, gb_per_s, pct, reference)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["copy"] = None if self.copy is None else self.copy.to_json()
+        return data
 
 
 @dataclass(frozen=True)
@@ -177,7 +217,7 @@ class BenchInfo:
 @dataclass(frozen=True)
 class BenchResults:
     info: BenchInfo
-    copy: CopyBandwidth
+    copy: CopyBandwidth  # the GPU's copy over a buffer far larger than L2; the variants each have their own
     variants: tuple[VariantTiming, ...]
     failures: tuple[BenchFailure, ...] = ()
 
@@ -190,8 +230,8 @@ class BenchResults:
             "format": BENCH_FORMAT,
             "schema_version": SCHEMA_VERSION,
             "info": asdict(self.info),
-            "copy": {**asdict(self.copy), "bytes_moved": self.copy.bytes_moved, "gb_per_s": self.copy.gb_per_s},
-            "variants": [asdict(v) for v in self.variants],
+            "copy": self.copy.to_json(),
+            "variants": [v.to_json() for v in self.variants],
             "failures": [asdict(f) for f in self.failures],
         }
 
@@ -204,10 +244,8 @@ class BenchResults:
             raise InputError(f"{source}: unsupported schema_version {version!r} (memlens reads {SUPPORTED_SCHEMAS})")
         try:
             info = BenchInfo(**{**data["info"], "sizes": tuple(data["info"].get("sizes", ()))})
-            copy = CopyBandwidth(_positive_int(data["copy"]["buffer_bytes"]), _times(data["copy"]["times"]))
-            if copy.times.median_ms <= 0:
-                raise ValueError("copy median time is 0")
-            variants = tuple(_variant_from_json(v, copy) for v in data["variants"])
+            copy = CopyBandwidth.from_json(data["copy"])
+            variants = tuple(_variant_from_json(v, copy if version == 1 else None) for v in data["variants"])
             failures = tuple(BenchFailure(**f) for f in data.get("failures", []))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputError(f"{source}: malformed bench results ({type(exc).__name__}: {exc})") from None
@@ -227,8 +265,13 @@ def _times(data: Mapping[str, Any]) -> TimeSummary:
     return TimeSummary.of(samples)  # the summary is derived again from the samples
 
 
-def _variant_from_json(data: Mapping[str, Any], copy: CopyBandwidth) -> VariantTiming:
+def _variant_from_json(data: Mapping[str, Any], schema_1_copy: CopyBandwidth | None) -> VariantTiming:
+    """A variant of a bench.json: schema 1 compared every variant with the file's one copy (given);
+    schema 2 records the copy of each ("copy", null where the family declares no min_bytes)."""
     min_bytes = None if data["min_bytes"] is None else _positive_int(data["min_bytes"])
+    copy = schema_1_copy
+    if schema_1_copy is None:
+        copy = None if data["copy"] is None else CopyBandwidth.from_json(data["copy"])
     return VariantTiming.build(
         str(data["family"]), str(data["variant"]), {str(k): _positive_int(v) for k, v in data["size"].items()},
         min_bytes, _positive_int(data["input_sets"]), _positive_int(data["set_bytes"]), _times(data["times"]), copy,
@@ -278,8 +321,9 @@ class Device(Protocol):
         """Warm up, then `repeats` launches rotating over `runs`: milliseconds each."""
         ...
 
-    def copy_times(self, buffer_bytes: int, repeats: int) -> list[float]:
-        """Milliseconds of each of `repeats` device-to-device copies of `buffer_bytes`."""
+    def copy_times(self, buffer_bytes: int, repeats: int, sets: int = 1) -> list[float]:
+        """Milliseconds of each of `repeats` device-to-device copies of `buffer_bytes`, timed as
+        `time_launches` times a variant: rotating over `sets` source and destination pairs."""
         ...
 
     def release(self) -> None:
@@ -333,20 +377,18 @@ class CudaDevice:
         ends[-1].synchronize()
         return [self._cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
 
-    def copy_times(self, buffer_bytes: int, repeats: int) -> list[float]:
+    def copy_times(self, buffer_bytes: int, repeats: int, sets: int = 1) -> list[float]:
         try:
-            return self._time_copy(buffer_bytes, repeats)
+            return self._time_copy(buffer_bytes, repeats, sets)
         finally:
             self.release()
 
-    def _time_copy(self, buffer_bytes: int, repeats: int) -> list[float]:
-        source = self._cp.random.random(buffer_bytes // 4, dtype=self._cp.float32)  # never time on zeros
-        target = self._cp.empty_like(source)
-
-        def copy() -> None:
-            target.data.copy_from_device_async(source.data, buffer_bytes)
-
-        return self.time_launches([copy], repeats)
+    def _time_copy(self, buffer_bytes: int, repeats: int, sets: int) -> list[float]:
+        runs = []
+        for _ in range(sets):
+            source = self._cp.random.random(-(-buffer_bytes // 4), dtype=self._cp.float32)  # never time on zeros
+            runs.append(_copy_launch(source, self._cp.empty_like(source), buffer_bytes))
+        return self.time_launches(runs, repeats)
 
     def release(self) -> None:
         gc.collect()  # Numba frees device arrays when they are collected
@@ -368,6 +410,15 @@ class CudaDevice:
     def _hold(self, seconds: float) -> None:
         """Keep the GPU busy while the host queues the timed launches, so none waits for the host."""
         self._hold_kernel((1,), (1,), (np.uint64(int(seconds * 1e9)),))
+
+
+def _copy_launch(source: Any, target: Any, nbytes: int) -> Callable[[], None]:
+    """One launch of a copy of the first `nbytes` of `source` into `target` (CuPy arrays)."""
+
+    def copy() -> None:
+        target.data.copy_from_device_async(source.data, nbytes)
+
+    return copy
 
 
 def open_device() -> Device:
@@ -415,7 +466,8 @@ def bench(
         copy = measure_copy(device, options.repeats)
     except Exception as exc:  # noqa: BLE001 - a CUDA error here means the GPU cannot be timed at all
         raise ProfilerError(f"timing a device-to-device copy failed: {type(exc).__name__}: {exc}") from exc
-    timings, failures = time_variants(variants, device, copy, sizes, options, progress)
+    copies = SameBytesCopies(device, options.repeats)
+    timings, failures = time_variants(variants, device, copies, sizes, options, progress)
     info = BenchInfo(
         gpu_name=device.name, l2_bytes=device.l2_bytes, repeats=options.repeats, driver_version=driver_version(),
         cuda_driver_version=device.cuda_driver_version, seed=options.seed, small=options.small,
@@ -430,17 +482,50 @@ def bench(
     return run_dir, results
 
 
-def measure_copy(device: Device, repeats: int) -> CopyBandwidth:
-    buffer_bytes = copy_buffer_bytes(device.l2_bytes, device.free_bytes())
-    times = TimeSummary.of(device.copy_times(buffer_bytes, repeats))
+def measure_copy(device: Device, repeats: int, buffer_bytes: int | None = None, sets: int = 1) -> CopyBandwidth:
+    """A copy of `buffer_bytes` rotating over `sets` buffer pairs; by default the GPU's copy, one pair
+    of buffers far larger than L2."""
+    if buffer_bytes is None:
+        buffer_bytes = copy_buffer_bytes(device.l2_bytes, device.free_bytes())
+    times = TimeSummary.of(device.copy_times(buffer_bytes, repeats, sets))
     if times.median_ms <= 0:
         raise ProfilerError("the device-to-device copy timed at 0 ms: the CUDA events measured nothing")
-    return CopyBandwidth(buffer_bytes, times)
+    return CopyBandwidth(buffer_bytes, times, sets)
+
+
+class SameBytesCopies:
+    """The copy each variant is compared with: as many bytes as its min_bytes (half read, half
+    written), timed as a variant is (the same repeats; rotating over buffer pairs that together
+    hold L2_MULTIPLE times the L2 cache, by the rule of `input_set_count`). Each distinct byte
+    count is timed once, when a variant first needs it."""
+
+    def __init__(self, device: Device, repeats: int) -> None:
+        self._device = device
+        self._repeats = repeats
+        self._timed: dict[int, CopyBandwidth] = {}  # by buffer bytes
+
+    def of(self, min_bytes: int) -> CopyBandwidth:
+        buffer_bytes = same_bytes_buffer(min_bytes)
+        if buffer_bytes not in self._timed:
+            device = self._device
+            sets = input_set_count(2 * buffer_bytes, device.l2_bytes, int(MEMORY_SHARE * device.free_bytes()))
+            try:
+                self._timed[buffer_bytes] = measure_copy(device, self._repeats, buffer_bytes, sets)
+            except Exception as exc:
+                raise ProfilerError(
+                    f"timing a device-to-device copy of {2 * buffer_bytes} bytes failed: {type(exc).__name__}: {exc}"
+                ) from exc
+        return self._timed[buffer_bytes]
+
+    @property
+    def timed(self) -> tuple[CopyBandwidth, ...]:
+        """The copies timed so far, in the order they were."""
+        return tuple(self._timed.values())
 
 
 def time_variants(
-    variants: list[Variant], device: Device, copy: CopyBandwidth, sizes: dict[str, int], options: BenchOptions,
-    progress: Progress,
+    variants: list[Variant], device: Device, copies: SameBytesCopies, sizes: dict[str, int],
+    options: BenchOptions, progress: Progress,
 ) -> tuple[list[VariantTiming], list[BenchFailure]]:  # fmt: skip
     """Time each variant; a wrong result or a bad declaration is recorded and the bench goes on,
     any other error stops it (the CUDA context may be unusable) and the rest are not run."""
@@ -449,7 +534,7 @@ def time_variants(
     for index, variant in enumerate(variants, 1):
         progress("start", variant.label, index, len(variants))
         try:
-            timings.append(time_variant(variant, device, copy, sizes, options, seed=options.seed + index))
+            timings.append(time_variant(variant, device, copies, sizes, options, seed=options.seed + index))
         except (VerificationError, ConfigError) as exc:
             status = "wrong" if isinstance(exc, VerificationError) else "failed"
             failures.append(BenchFailure(variant.family.name, variant.name, status, str(exc)))
@@ -465,10 +550,12 @@ def time_variants(
 
 
 def time_variant(
-    variant: Variant, device: Device, copy: CopyBandwidth, sizes: dict[str, int], options: BenchOptions, seed: int
+    variant: Variant, device: Device, copies: SameBytesCopies, sizes: dict[str, int], options: BenchOptions, seed: int
 ) -> VariantTiming:
     """Prepare and verify each input set, time the launches, then verify the first set's output again
-    (timing launched it at least once more: a kernel that is not idempotent, or races, shows there)."""
+    (timing launched it at least once more: a kernel that is not idempotent, or races, shows there);
+    then the copy of the same bytes, once its buffers are given back (timed already for an earlier
+    variant of the same byte count)."""
     family = variant.family
     size = family.size(sizes, options.small)
     min_bytes = declared_min_bytes(family, size)
@@ -488,6 +575,7 @@ def time_variant(
     finally:
         launches.clear()
         device.release()
+    copy = None if min_bytes is None else copies.of(min_bytes)
     return VariantTiming.build(family.name, variant.name, size, min_bytes, count, set_bytes, times, copy)
 
 

@@ -15,7 +15,7 @@ from .formatting import format_count, format_value
 from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
 
 if TYPE_CHECKING:
-    from profiling.bench import BenchResults
+    from profiling.bench import BenchResults, CopyBandwidth
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"
@@ -54,7 +54,8 @@ BENCH_COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         BENCH_PCT, "% of copy bandwidth", "memlens bench", "percent",
-        "bench bandwidth as a percentage of a device-to-device copy timed by the same bench",
+        "bench bandwidth as a percentage of a device-to-device copy of the same bytes (the family's min_bytes,"
+        " half read, half written) timed the same way by the same bench (hover for the copy)",
     ),
 )
 BENCH_UNITS = {BENCH_MEDIAN: "ms", BENCH_BANDWIDTH: "GB/s", BENCH_PCT: "%"}
@@ -84,7 +85,8 @@ def build_run(
     results: RunResults, label: str, bench: BenchResults | None = None, bench_source: str = ""
 ) -> RunSection:
     """The report of one run; with `bench` (its bench.json, read from `bench_source`) the family
-    tables gain the bench columns and the header the measured copy bandwidth."""
+    tables gain the bench columns, each family the copy its percentages are of (where that is not
+    the bench's one copy), and the header the measured copy bandwidth."""
     families, others = _group(results)
     exact = any(k.metric("exact_excess_wavefronts").available for k in results.kernels)
     notes = [
@@ -101,7 +103,10 @@ def build_run(
     summary = None
     if bench is not None:
         summary = bench_summary(bench, bench_source)
-        families = [replace(f, rows=tuple(_with_bench(r, f.name, bench) for r in f.rows)) for f in families]
+        families = [
+            replace(f, rows=tuple(_with_bench(r, f.name, bench) for r in f.rows), bench_copy=family_copy(f.name, bench))
+            for f in families
+        ]
         items += bench_header(bench, summary)
         notes.extend(bench_notes(bench, summary, results.info))
     return RunSection(
@@ -146,8 +151,19 @@ def header(info: RunInfo) -> tuple[HeaderItem, ...]:
 # --- memlens bench ------------------------------------------------------------------------------
 
 
+# The copy a variant's % of copy bandwidth is of: since bench.json schema 2 a copy of the variant's
+# min_bytes timed the same way (its own); in schema 1 files the bench's one copy over a large buffer.
+SAME_BYTES = "of the same bytes as the variants"
+
+
 def bench_summary(bench: BenchResults, source: str) -> BenchSummary:
     failures = tuple(f"{f.family}/{f.variant}: {_failure_words(f.status, f.message)}" for f in bench.failures)
+    references = _references(bench)
+    if len(references) > 1:
+        copy_text = SAME_BYTES
+    else:
+        reference = references[0][0] if references else bench.copy
+        copy_text = _gb(reference) + ("" if reference == bench.copy else f" over {format_bytes(reference.bytes_moved)}")
     return BenchSummary(
         source=source,
         gpu_name=bench.info.gpu_name,
@@ -156,23 +172,75 @@ def bench_summary(bench: BenchResults, source: str) -> BenchSummary:
         copy_buffer_bytes=bench.copy.buffer_bytes,
         copy_median_ms=bench.copy.times.median_ms,
         copy_gb_per_s=bench.copy.gb_per_s,
-        copy_text=format_value(bench.copy.gb_per_s, "gb_per_s"),
+        copy_text=copy_text,
         failures=failures,
     )
 
 
 def bench_header(bench: BenchResults, summary: BenchSummary) -> tuple[HeaderItem, ...]:
     copy = (
-        f"{summary.copy_text} (memlens bench: device-to-device copy of {format_bytes(bench.copy.buffer_bytes)},"
+        f"{_gb(bench.copy)} (memlens bench: device-to-device copy of {format_bytes(bench.copy.buffer_bytes)},"
         f" read plus written, median of {len(bench.copy.times.samples_ms)} launches)"
     )
+    items = [HeaderItem("copy bandwidth", copy)]
+    own = [(reference, families) for reference, families in _references(bench) if reference != bench.copy]
+    if own:
+        each = " · ".join(
+            f"{', '.join(families)} {_gb(reference)} over {format_bytes(reference.bytes_moved)}"
+            for reference, families in own
+        )
+        items.append(HeaderItem(
+            "copy, same bytes",
+            "each variant's % of copy bandwidth is of a device-to-device copy of its family's min_bytes"
+            f" (half read, half written), timed the same way: {each}",
+        ))  # fmt: skip
     how = [bench.info.gpu_name, bench.info.started_at or "", f"{bench.info.repeats} launches per variant"]
     if bench.info.small:
         how.append("--small sizes")
     how.extend(f"--size {size}" for size in bench.info.sizes)
+    items.append(HeaderItem("bench", " · ".join(part for part in [summary.source, *how] if part)))
+    return tuple(items)
+
+
+def family_copy(family: str, bench: BenchResults) -> str:
+    """The copy the family's bench percentages are of, in words; "" where that is the bench's one copy
+    (a schema 1 bench.json) or no variant of the family has a percentage."""
+    own = [reference for reference, families in _references(bench) if family in families and reference != bench.copy]
+    if not own:
+        return ""
+    return "% of copy bandwidth: of a device-to-device copy " + "; ".join(
+        f"of {format_bytes(c.bytes_moved)}, the variants' min_bytes (half read, half written), timed the same way:"
+        f" {_gb(c)}, median {format_value(c.times.median_ms, 'milliseconds')} over {len(c.times.samples_ms)} launches"
+        for c in own
+    )
+
+
+def _references(bench: BenchResults) -> list[tuple[CopyBandwidth, list[str]]]:
+    """The copies the variants were compared with, each with the families compared with it, in order."""
+    found: list[tuple[CopyBandwidth, list[str]]] = []
+    for timing in bench.variants:
+        if timing.copy is None:
+            continue
+        entry = next((e for e in found if e[0] == timing.copy), None)
+        if entry is None:
+            found.append((timing.copy, [timing.family]))
+        elif timing.family not in entry[1]:
+            entry[1].append(timing.family)
+    return found
+
+
+def _gb(copy: CopyBandwidth) -> str:
+    return format_value(copy.gb_per_s, "gb_per_s")
+
+
+def _copy_words(copy: CopyBandwidth | None, bench: BenchResults) -> str:
+    """The hover text of a % of copy bandwidth cell: the copy it is of."""
+    if copy is None:
+        return ""
+    what = "the bench's copy" if copy == bench.copy else "the variant's min_bytes, half read, half written"
     return (
-        HeaderItem("copy bandwidth", copy),
-        HeaderItem("bench", " · ".join(part for part in [summary.source, *how] if part)),
+        f"of a device-to-device copy of {format_bytes(copy.bytes_moved)} ({what}): {_gb(copy)},"
+        f" median {format_value(copy.times.median_ms, 'milliseconds')}"
     )
 
 
@@ -207,9 +275,11 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
         cells = {c.key: Cell(c.key, None, BENCH_UNITS[c.key], "n/a", missing_reason=reason) for c in BENCH_COLUMNS}
         return replace(row, cells={**row.cells, **cells})
     times = timing.times
+    copy = timing.copy
     figures = BenchTiming(
         times.median_ms, times.p10_ms, times.p90_ms, len(times.samples_ms), timing.min_bytes, timing.gb_per_s,
-        timing.pct_of_copy,
+        timing.pct_of_copy, None if copy is None else copy.bytes_moved, None if copy is None else copy.times.median_ms,
+        None if copy is None else copy.gb_per_s,
     )
     kinds = {c.key: c.kind for c in BENCH_COLUMNS}
     spread = (
@@ -220,7 +290,8 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
     cells = {BENCH_MEDIAN: median}
     for key, value in ((BENCH_BANDWIDTH, timing.gb_per_s), (BENCH_PCT, timing.pct_of_copy)):
         reason = NO_MIN_BYTES if value is None else None
-        cells[key] = Cell(key, value, BENCH_UNITS[key], format_value(value, kinds[key]), missing_reason=reason)
+        exact = _copy_words(copy, bench) if key == BENCH_PCT and value is not None else ""
+        cells[key] = Cell(key, value, BENCH_UNITS[key], format_value(value, kinds[key]), exact, missing_reason=reason)
     return replace(row, cells={**row.cells, **cells}, bench=figures)
 
 

@@ -69,7 +69,9 @@ class ExpectationCheck:
 @dataclass(frozen=True)
 class BenchTiming:
     """A variant as `memlens bench` timed it (CUDA events, outside ncu): launch times in ms, and
-    the family's min_bytes over the median as GB/s and as a percentage of the copy's."""
+    the family's min_bytes over the median as GB/s and as a percentage of the GB/s of the copy it
+    was compared with (a copy of the same bytes, timed the same way; bench.json schema 1: the one
+    copy of the bench)."""
 
     median_ms: float
     p10_ms: float
@@ -78,12 +80,16 @@ class BenchTiming:
     min_bytes: int | None
     gb_per_s: float | None
     pct_of_copy: float | None
+    copy_bytes: int | None = None  # bytes the copy moved (read plus written); None without min_bytes
+    copy_median_ms: float | None = None
+    copy_gb_per_s: float | None = None
 
 
 @dataclass(frozen=True)
 class BenchSummary:
-    """The bench.json of a run: where it was read from, the GPU, and the copy bandwidth that
-    the variants' percentages are of."""
+    """The bench.json of a run: where it was read from, the GPU, and its copy over a buffer far
+    larger than L2 (the GPU's copy bandwidth, in the header). Each variant's percentage is of its
+    own copy (`BenchTiming`): `copy_text` says which, for the % of copy charts."""
 
     source: str  # the bench.json read
     gpu_name: str
@@ -92,7 +98,7 @@ class BenchSummary:
     copy_buffer_bytes: int  # the copy moves twice this (read plus written)
     copy_median_ms: float
     copy_gb_per_s: float
-    copy_text: str  # the copy bandwidth as a person reads it
+    copy_text: str  # the copy the percentages are of: its GB/s if they share one, else "of the same bytes ..."
     failures: tuple[str, ...] = ()  # "family/variant: status (message)" of the variants it could not time
 
 
@@ -131,6 +137,7 @@ class FamilySection:
     name: str
     baseline: str | None  # the baseline variant's name
     rows: tuple[Row, ...]
+    bench_copy: str = ""  # the copy its bench percentages are of, where it is not the run's one copy
 
     @property
     def declared(self) -> bool:
@@ -240,7 +247,8 @@ class Report:
 def _run_json(run: RunSection) -> dict[str, Any]:
     data = asdict(run)
     data["families"] = [
-        {"name": f.name, "baseline": f.baseline, "variants": [_row_json(r) for r in f.rows]} for f in run.families
+        {"name": f.name, "baseline": f.baseline, "variants": [_row_json(r) for r in f.rows], "bench_copy": f.bench_copy}
+        for f in run.families
     ]
     data["others"] = [_row_json(r) for r in run.others]
     return data

@@ -14,27 +14,42 @@ import profiling.bench as bench_module
 from profiling.bench import (
     BENCH_FILE,
     MAX_SETS,
+    MEMORY_SHARE,
     BenchResults,
+    CopyBandwidth,
+    SameBytesCopies,
     TimeSummary,
     copy_buffer_bytes,
     find_bench,
     input_set_count,
     load_bench,
+    same_bytes_buffer,
     set_bytes_of,
 )
 from profiling.cli import main
-from profiling.errors import InputError
+from profiling.errors import InputError, ProfilerError
 from tests.conftest import _gpu_present
 from tests.support.fake import CPU_SUITE
 
 MIB = 1 << 20
 GIB = 1 << 30
 FAKE_L2 = 48 * 1024
-COPY_MS = 0.5
+FAKE_FREE = 64 * GIB
+COPY_FIXED_MS = 0.004  # a copy's fixed cost per launch in the fake timer ...
+COPY_BYTES_PER_MS = 4e9  # ... then 4 TB/s: a small copy reads slower than a large one
+
+
+def copy_ms(buffer_bytes: int) -> float:
+    """The fake timer's time of a copy of `buffer_bytes` (it moves twice that)."""
+    return COPY_FIXED_MS + 2 * buffer_bytes / COPY_BYTES_PER_MS
+
+
+def copy_gb_per_s(buffer_bytes: int) -> float:
+    return 2 * buffer_bytes / copy_ms(buffer_bytes) / 1e6
 
 
 class FakeDevice:
-    """Runs every launch it is given; launch i takes i + 1 ms, a copy 0.5 ms."""
+    """Runs every launch it is given; launch i takes i + 1 ms, a copy `copy_ms(buffer_bytes)`."""
 
     name = "Fake GPU"
     l2_bytes = FAKE_L2
@@ -42,9 +57,10 @@ class FakeDevice:
 
     def __init__(self) -> None:
         self.rotations: list[int] = []
+        self.copies: list[tuple[int, int, int]] = []  # (buffer bytes, repeats, sets) of each copy timed
 
     def free_bytes(self) -> int:
-        return 64 * GIB
+        return FAKE_FREE
 
     def time_launches(self, runs, repeats):
         self.rotations.append(len(set(runs)))
@@ -52,8 +68,9 @@ class FakeDevice:
             runs[index % len(runs)]()
         return [float(index + 1) for index in range(repeats)]
 
-    def copy_times(self, buffer_bytes, repeats):
-        return [COPY_MS] * repeats
+    def copy_times(self, buffer_bytes, repeats, sets=1):
+        self.copies.append((buffer_bytes, repeats, sets))
+        return [copy_ms(buffer_bytes)] * repeats
 
     def release(self) -> None:
         pass
@@ -134,6 +151,55 @@ def test_copy_buffer_is_far_larger_than_l2_and_fits(l2_bytes, free_bytes, expect
     assert copy_buffer_bytes(l2_bytes, free_bytes) == expected
 
 
+@pytest.mark.parametrize(
+    ("min_bytes", "expected"),
+    [(2 * 4 * 8192 * 8192, 4 * 8192 * 8192), (24, 12), (7, 4), (1, 1)],  # odd: one byte more, never less
+)
+def test_same_bytes_buffer_is_half_read_half_written(min_bytes, expected):
+    assert same_bytes_buffer(min_bytes) == expected
+
+
+@pytest.mark.parametrize("min_bytes", [0, -8])
+def test_same_bytes_buffer_rejects_no_bytes(min_bytes):
+    with pytest.raises(ValueError):
+        same_bytes_buffer(min_bytes)
+
+
+def test_same_bytes_copies_time_each_byte_count_once_rotated_like_a_variant():
+    device = FakeDevice()
+    copies = SameBytesCopies(device, repeats=25)
+    budget = int(MEMORY_SHARE * FAKE_FREE)
+    first = copies.of(8192)
+    assert copies.of(8192) is first and copies.of(8191) is first  # cached by byte count (8191: 4096 each way)
+    assert device.copies == [(4096, 25, input_set_count(8192, FAKE_L2, budget))]
+    assert first == CopyBandwidth(4096, TimeSummary.of([copy_ms(4096)] * 25), input_sets=24)  # ceil(4 x 48 KiB / 8 KiB)
+    assert first.bytes_moved == 8192 and first.gb_per_s == pytest.approx(copy_gb_per_s(4096))
+    second = copies.of(1 << 20)
+    assert second.buffer_bytes == 1 << 19 and second.input_sets == 2  # 1 MiB a pair: already 21x L2, still 2
+    assert copies.of(1 << 20) is second
+    assert [c[0] for c in device.copies] == [4096, 1 << 19]
+    assert copies.timed == (first, second)
+
+
+def test_same_bytes_copies_rotation_fits_the_memory_budget():
+    device = FakeDevice()
+    device.l2_bytes = 64 * MIB
+    device.free_bytes = lambda: 40 * MIB  # half for the copy: 20 MiB, two pairs of 4 MiB + 4 MiB
+    copy = SameBytesCopies(device, repeats=20).of(8 * MIB)
+    assert (copy.buffer_bytes, copy.input_sets) == (4 * MIB, 2)
+
+
+def test_a_failed_same_bytes_copy_is_a_profiler_error_naming_the_bytes():
+    device = FakeDevice()
+
+    def broken(buffer_bytes, repeats, sets=1):
+        raise RuntimeError("cudaErrorIllegalAddress")
+
+    device.copy_times = broken
+    with pytest.raises(ProfilerError, match="copy of 8192 bytes failed: RuntimeError: cudaErrorIllegalAddress"):
+        SameBytesCopies(device, repeats=20).of(8192)
+
+
 def test_set_bytes_count_inputs_and_output():
     import numpy as np
 
@@ -148,11 +214,13 @@ def test_bench_writes_bench_json_and_prints_table(device, tmp_path, capsys):
     assert bench_cli(tmp_path) == 0
     run = only_run(tmp_path)
     data = json.loads((run / BENCH_FILE).read_text())
-    assert (data["format"], data["schema_version"]) == ("memlens-bench", 1)
+    assert (data["format"], data["schema_version"]) == ("memlens-bench", 2)
     assert data["info"]["gpu_name"] == "Fake GPU"
     assert data["info"]["repeats"] == 20
     assert data["copy"]["buffer_bytes"] == GIB  # max(1 GiB, 16 x 48 KiB)
-    assert data["copy"]["gb_per_s"] == pytest.approx(2 * GIB / COPY_MS / 1e6)
+    assert data["copy"]["input_sets"] == 1
+    assert data["copy"]["gb_per_s"] == pytest.approx(copy_gb_per_s(GIB))
+    assert device.copies == [(GIB, 20, 1)]  # no family of the CPU suite declares min_bytes: no same-bytes copy
     labels = [f"{v['family']}/{v['variant']}" for v in data["variants"]]
     assert labels == ["transpose/conflict", "transpose/padded", "transpose/swizzled",
                       "running_mean/register", "running_mean/local"]  # fmt: skip
@@ -162,12 +230,16 @@ def test_bench_writes_bench_json_and_prints_table(device, tmp_path, capsys):
     assert transpose["times"]["median_ms"] == 10.5
     assert len(transpose["times"]["samples_ms"]) == 20
     assert transpose["min_bytes"] is None and transpose["gb_per_s"] is None  # the CPU suite declares none
+    assert transpose["copy"] is None and transpose["pct_of_copy"] is None
     assert data["failures"] == []
     assert not (tmp_path / "runs" / "latest").exists()  # latest stays with the last profile
     out = capsys.readouterr().out
-    assert "Fake GPU: device-to-device copy 4,295 GB/s (1.00 GiB buffer); median of 20 launches" in out
+    gpu_copy = f"{copy_gb_per_s(GIB):,.0f}"
+    assert f"Fake GPU: device-to-device copy {gpu_copy} GB/s (1.00 GiB buffer); median of 20 launches" in out
     assert "transpose/conflict" in out and "10.5 ms" in out
     assert "GB/s: n/a where the family declares no min_bytes" in out
+    assert "% of copy: of" not in out  # no variant has one
+    assert {cells[0]: cells[7] for cells in table_rows(out)}["transpose/conflict"] == "n/a"
 
 
 def test_sets_rotate_to_several_times_l2(device, tmp_path, capsys):
@@ -214,12 +286,90 @@ def min_bytes_suite(tmp_path) -> Path:
 
 def test_bandwidth_and_pct_of_copy_from_min_bytes(device, tmp_path, min_bytes_suite):
     assert bench_cli(tmp_path, min_bytes_suite, "--small", "--size", "n=2048") == 0  # --size wins over --small
-    timing = load_bench(only_run(tmp_path)).lookup("copy", "plain")
+    results = load_bench(only_run(tmp_path))
+    timing = results.lookup("copy", "plain")
     assert timing is not None and timing.size == {"n": 2048}
     assert timing.min_bytes == 2048 * 8
     assert timing.gb_per_s == pytest.approx(2048 * 8 / 10.5 / 1e6)
-    copy_gb_per_s = 2 * GIB / COPY_MS / 1e6
-    assert timing.pct_of_copy == pytest.approx(100 * timing.gb_per_s / copy_gb_per_s)
+    # compared with a copy of the same 16 KiB (8 KiB read, 8 KiB written), not with the GPU's 1 GiB copy
+    assert timing.copy is not None and timing.copy.bytes_moved == timing.min_bytes
+    assert timing.pct_of_copy == pytest.approx(100 * timing.gb_per_s / copy_gb_per_s(2048 * 4))
+    assert results.copy.buffer_bytes == GIB and timing.copy != results.copy
+    # timed the same way: the same repeats, rotating over as many buffer sets as the variant's input sets
+    assert device.copies == [(GIB, 20, 1), (2048 * 4, 20, timing.input_sets)]
+    assert timing.copy.input_sets == timing.input_sets == 12  # x and y: 16 KiB a set; ceil(4 x 48 KiB / 16 KiB)
+    assert len(timing.copy.times.samples_ms) == 20
+
+
+SAME_BYTES_SUITE = """
+import numpy as np
+from profiling.suite import Family, Launch
+
+def family(name, n, min_bytes):
+    return Family(name, "host copies", lambda rng, s: {"x": rng.random(s["n"], dtype=np.float32)},
+                  lambda inputs, s: inputs["x"].copy(), default_size={"n": n}, min_bytes=min_bytes)
+
+def plain(inputs, size):
+    out = {}
+    def run():
+        out["y"] = inputs["x"].copy()
+    return Launch(run=run, output=lambda: out["y"])
+
+small = family("small", 1024, lambda s: s["n"] * 8)
+large = family("large", 4096, lambda s: s["n"] * 8)
+twin = family("twin", 1024, lambda s: s["n"] * 8)  # the same bytes as small: its copy again
+none = family("none", 1024, None)
+for f in (small, large, twin, none):
+    f.variant("a", demonstrates="a copy")(plain)
+for f in (small, large):
+    f.variant("b", demonstrates="another copy")(plain)
+del f  # the loader reads each family from one name
+"""
+
+
+@pytest.fixture
+def same_bytes_suite(tmp_path) -> Path:
+    path = tmp_path / "suite" / "same_bytes_suite.py"
+    path.parent.mkdir()
+    path.write_text(textwrap.dedent(SAME_BYTES_SUITE))
+    return path
+
+
+def test_each_variant_is_compared_with_a_copy_of_its_bytes_timed_once_per_byte_count(
+    device, tmp_path, same_bytes_suite, capsys
+):
+    assert bench_cli(tmp_path, same_bytes_suite) == 0
+    results = load_bench(only_run(tmp_path))
+    # the GPU's copy first, then one copy per distinct byte count, when a variant first needs it
+    assert device.copies == [(GIB, 20, 1), (4096, 20, 24), (16384, 20, 6)]
+    by_label = {t.label: t for t in results.variants}
+    small, large = by_label["small/a"].copy, by_label["large/a"].copy
+    assert small is not None and large is not None
+    assert (small.bytes_moved, large.bytes_moved) == (8192, 32768)
+    assert by_label["small/b"].copy == by_label["twin/a"].copy == small
+    assert by_label["large/b"].copy == large
+    assert by_label["none/a"].copy is None and by_label["none/a"].pct_of_copy is None
+    for label in ("small/a", "small/b", "twin/a", "large/a", "large/b"):
+        timing = by_label[label]
+        assert timing.copy.input_sets == timing.input_sets  # the same rotation as the variant
+        assert timing.pct_of_copy == pytest.approx(100 * timing.gb_per_s / timing.copy.gb_per_s)
+    # the table shows each variant's copy; a note says what % of copy is of
+    out = capsys.readouterr().out
+    rows = {cells[0]: cells for cells in table_rows(out)}
+    assert rows["small/a"][7] == f"{copy_gb_per_s(4096):,.1f}" and rows["large/b"][7] == f"{copy_gb_per_s(16384):,.1f}"
+    assert rows["none/a"][7] == "n/a" and rows["none/a"][8] == "n/a"
+    (header,) = [[c.strip() for c in line.split("┃")[1:-1]] for line in out.splitlines() if line.startswith("┃")]
+    assert header[6:] == ["GB/s", "copy GB/s (same bytes)", "% of copy"]
+    assert ("% of copy: of 'copy GB/s (same bytes)', a device-to-device copy of the variant's min_bytes "
+            "(half read, half written) timed the same way as the variant; not of the header's copy") in out
+    # bench.json records the copy of each variant: its bytes, median and GB/s
+    data = json.loads((only_run(tmp_path) / BENCH_FILE).read_text())
+    recorded = {f"{v['family']}/{v['variant']}": v["copy"] for v in data["variants"]}
+    assert recorded["none/a"] is None
+    assert recorded["large/b"]["buffer_bytes"] == 16384 and recorded["large/b"]["bytes_moved"] == 32768
+    assert recorded["large/b"]["input_sets"] == 6
+    assert recorded["large/b"]["times"]["median_ms"] == pytest.approx(copy_ms(16384))
+    assert recorded["large/b"]["gb_per_s"] == pytest.approx(copy_gb_per_s(16384))
 
 
 def test_every_prepared_set_is_verified(device, tmp_path, min_bytes_suite, monkeypatch, capsys):
@@ -352,20 +502,52 @@ def test_round_trip_and_lookup(device, tmp_path):
     assert find_bench(tmp_path) is None  # a folder with no bench.json
 
 
-def _valid(tmp_path: Path) -> dict:
+def test_round_trip_keeps_each_variants_copy(device, tmp_path, same_bytes_suite):
+    assert bench_cli(tmp_path, same_bytes_suite) == 0
+    results = load_bench(only_run(tmp_path))
+    assert BenchResults.from_json(json.loads(json.dumps(results.to_json()))) == results
+    assert [t.copy.buffer_bytes if t.copy else None for t in results.variants] == [4096, 4096, 16384, 16384, 4096, None]
+
+
+def _valid(tmp_path: Path, version: int = 2) -> dict:
+    """The least a bench.json holds: schema 2 records each variant's copy, schema 1 one copy for all."""
     copy = {"buffer_bytes": GIB, "times": {"samples_ms": [0.5] * 20}}
     variant = {"family": "f", "variant": "v", "size": {"n": 4}, "min_bytes": 32, "input_sets": 2, "set_bytes": 32,
                "times": {"samples_ms": [1.0] * 20}}  # fmt: skip
-    return {"format": "memlens-bench", "schema_version": 1, "info": {"gpu_name": "G", "l2_bytes": MIB, "repeats": 20},
-            "copy": copy, "variants": [variant]}  # fmt: skip
+    if version == 2:
+        variant["copy"] = {"buffer_bytes": 16, "input_sets": 2, "times": {"samples_ms": [0.25] * 20}}
+    return {"format": "memlens-bench", "schema_version": version,
+            "info": {"gpu_name": "G", "l2_bytes": MIB, "repeats": 20}, "copy": copy, "variants": [variant]}  # fmt: skip
 
 
 def test_minimal_file_loads_with_derived_figures(tmp_path):
     path = tmp_path / BENCH_FILE
     path.write_text(json.dumps(_valid(tmp_path)))
-    (timing,) = load_bench(path).variants
+    results = load_bench(path)
+    (timing,) = results.variants
     assert timing.gb_per_s == pytest.approx(32 / 1.0 / 1e6)
+    assert timing.copy == CopyBandwidth(16, TimeSummary.of([0.25] * 20), input_sets=2)
+    assert timing.pct_of_copy == pytest.approx(100 * (32 / 1e6) / (32 / 0.25 / 1e6))  # of its own copy: 25%
+    assert results.copy == CopyBandwidth(GIB, TimeSummary.of([0.5] * 20))  # input_sets: 1 when not given
+
+
+def test_schema_1_files_are_read_with_their_one_copy(tmp_path):
+    """A bench.json as memlens wrote it before schema 2: every variant compared with the one 1 GiB copy."""
+    data = _valid(tmp_path, version=1)
+    data["copy"].update({"bytes_moved": 2 * GIB, "gb_per_s": 2 * GIB / 0.5 / 1e6})  # derived: read again
+    data["variants"][0].update({"gb_per_s": 1.0, "pct_of_copy": 1.0})
+    data["variants"].append({**data["variants"][0], "variant": "w", "min_bytes": None})
+    path = tmp_path / BENCH_FILE
+    path.write_text(json.dumps(data))
+    results = load_bench(path)
+    timing, unsized = results.variants
+    assert timing.copy == results.copy == CopyBandwidth(GIB, TimeSummary.of([0.5] * 20))
     assert timing.pct_of_copy == pytest.approx(100 * (32 / 1e6) / (2 * GIB / 0.5 / 1e6))
+    assert unsized.copy is None and unsized.pct_of_copy is None
+    rewritten = json.loads(json.dumps(results.to_json()))  # written again: schema 2, with the copy of each variant
+    assert rewritten["schema_version"] == 2 and rewritten["variants"][0]["copy"]["buffer_bytes"] == GIB
+    assert rewritten["variants"][1]["copy"] is None
+    assert BenchResults.from_json(rewritten) == results
 
 
 def _set(data: dict, dotted: str, value) -> dict:
@@ -393,6 +575,11 @@ def _set(data: dict, dotted: str, value) -> dict:
         (("variants.0.min_bytes", 0), "expected a positive integer, got 0"),
         (("variants.0.size", {"n": True}), "expected a positive integer, got True"),
         (("copy.times.samples_ms", [0.0] * 20), "copy median time is 0"),
+        (("variants.0.copy", KeyError), "malformed bench results (KeyError: 'copy')"),  # schema 2: required
+        (("variants.0.copy", None), "f/v: a bandwidth with no copy to compare it with"),
+        (("variants.0.copy.times.samples_ms", [0.0] * 20), "copy median time is 0"),
+        (("variants.0.copy.buffer_bytes", 0), "expected a positive integer, got 0"),
+        (("variants.0.copy.input_sets", 1.5), "expected a positive integer, got 1.5"),
     ],
 )
 def test_bad_bench_files_raise_input_error(tmp_path, change, message):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from profiling.bench import HOLD_SOURCE, CudaDevice, TimeSummary, load_bench
+from profiling.bench import HOLD_SOURCE, CudaDevice, SameBytesCopies, TimeSummary, load_bench, measure_copy
 from profiling.cli import main
 from profiling.suite import load_suite
 from tests.conftest import REPO
@@ -35,7 +35,13 @@ def test_bench_builtin_suite_small(tmp_path):
     for timing in results.variants:
         assert len(timing.times.samples_ms) == 20
         assert timing.times.median_ms > 0, timing.label
-        assert timing.pct_of_copy is not None and 0 < timing.pct_of_copy < 150, timing.label
+        # each compared with a copy of its own bytes, timed the same way; at --small sizes both are
+        # launch-bound, so the ratio says little, but it is a ratio of two real measurements
+        copy = timing.copy
+        assert copy is not None and timing.min_bytes is not None, timing.label
+        assert copy.bytes_moved - timing.min_bytes in (0, 1) and len(copy.times.samples_ms) == 20, timing.label
+        assert copy.input_sets >= 2 and copy.times.median_ms > 0, timing.label
+        assert timing.pct_of_copy is not None and 0 < timing.pct_of_copy < 400, timing.label
 
 
 def test_event_times_measure_the_kernel():
@@ -55,3 +61,17 @@ def test_host_launch_gaps_stay_off_the_clock():
 
     median = TimeSummary.of(device.time_launches([slow_host_launch], 20)).median_ms
     assert median < 0.2
+
+
+def test_same_bytes_copies_rotate_and_small_ones_read_slower():
+    """A copy rotating over buffer pairs, as a variant's launches do; per launch fixed costs make a
+    small copy far slower per byte than the GPU's 1 GiB copy (why variants compare with their own)."""
+    device = CudaDevice()
+    large = measure_copy(device, 20)
+    copies = SameBytesCopies(device, 20)
+    transpose = copies.of(2 * 4 * 8192 * 8192)  # the bytes of an 8192x8192 fp32 transpose: 537 MB
+    assert copies.of(2 * 4 * 8192 * 8192) is transpose and len(copies.timed) == 1
+    assert transpose.input_sets >= 2 and transpose.gb_per_s > 100
+    small = copies.of(64 * 1024)
+    assert small.input_sets > 2
+    assert small.gb_per_s < 0.5 * large.gb_per_s

@@ -1,7 +1,9 @@
 """`memlens bench` results in the report: a run directory holding the recorded H200 suite's
 results.json and a bench.json written as `memlens bench --into RUN` writes it. The family tables
 gain the bench median, bandwidth and % of copy bandwidth, each family a % of copy chart, the header
-the copy bandwidth; runs without bench.json render as before. CPU only."""
+the copy bandwidth; where the variants were compared with copies of their own bytes (bench.json
+schema 2), the header and each family say which copy; runs without bench.json render as before.
+CPU only."""
 
 from __future__ import annotations
 
@@ -50,11 +52,24 @@ def samples(median_ms: float) -> list[float]:
     return [median_ms * (1 + 0.001 * (i - 10)) for i in range(21)]
 
 
-def bench_results(gpu: str = "NVIDIA H200", timed: dict = TIMED, failures=(WRONG,), min_bytes: bool = True):
+# family -> median ms of a copy of the family's min_bytes (half read, half written), 2 buffer pairs
+SAME_BYTES_MS = {"transpose": 0.142, "running_mean": 0.036, "matmul": 0.0145}
+
+
+def bench_results(gpu: str = "NVIDIA H200", timed: dict = TIMED, failures=(WRONG,), min_bytes: bool = True,
+                  same_bytes: dict | None = None):  # fmt: skip
+    """Every variant compared with the one 1 GiB copy (as a schema 1 bench.json reads), or with
+    `same_bytes`: a copy of its family's min_bytes, as `memlens bench` now times it."""
     copy = CopyBandwidth(GIB, TimeSummary.of(samples(COPY_MS)))
+
+    def reference(family: str, nbytes: int | None) -> CopyBandwidth:
+        if same_bytes is None or nbytes is None:
+            return copy
+        return CopyBandwidth(nbytes // 2, TimeSummary.of(samples(same_bytes[family])), input_sets=2)
+
     variants = tuple(
         VariantTiming.build(family, variant, size, nbytes if min_bytes else None, 4, 1 << 28,
-                            TimeSummary.of(samples(ms)), copy)
+                            TimeSummary.of(samples(ms)), reference(family, nbytes))
         for family, (size, nbytes, medians) in timed.items()
         for variant, ms in medians.items()
     )  # fmt: skip
@@ -164,12 +179,72 @@ def test_html_has_the_column_the_chart_and_the_copy_bandwidth(run_dir, capsys):
     assert html.count('<span class="nw">%</span> <span class="nw">of</span> <span class="nw">copy</span>') == 3
     spread = "median 0.15 ms; p10 0.149 ms, p90 0.151 ms over 21 launches"
     assert f'<td class="num bench" title="{spread}">0.150 ms</td>' in html
-    assert '<td class="num bench">93.3%</td>' in html
+    copy_hover = "of a device-to-device copy of 2.15 GB (the bench&#39;s copy): 3.83 TB/s, median 0.560 ms"
+    assert f'<td class="num bench" title="{copy_hover}">93.3%</td>' in html
+    assert "bench-copy" not in html and "copy, same bytes" not in html  # one copy for every variant: said once
     assert "<dt>copy bandwidth</dt><dd>3.83 TB/s (memlens bench: device-to-device copy of 1.07 GB," in html
     assert f"<dt>bench</dt><dd>{run_dir / BENCH_FILE} · NVIDIA H200 · 2026-11-22T10:00:00+00:00" in html
     assert "http" not in html and "<script" not in html and "<link" not in html  # self-contained
     ids = re.findall(r'\bid="([^"]+)"', html)
     assert len(ids) == len(set(ids))
+
+
+def test_each_family_says_the_copy_of_its_bytes_its_percentages_are_of(tmp_path, capsys):
+    """bench.json schema 2: each variant compared with a copy of its family's min_bytes, timed the same way."""
+    directory = make_run(tmp_path / "run", bench_results(same_bytes=SAME_BYTES_MS))
+    report = report_of(directory)
+    run = report.runs[0]
+    rows = rows_of(run)
+    padded = rows["transpose/padded"]
+    copy_gb = 2 * 4 * 8192 * 8192 / 0.142 / 1e6  # 3780.8 GB/s: the same 537 MB, not the 1 GiB copy's 3834.8
+    assert padded.cells["bench_pct_of_copy"].value == pytest.approx(100 * (2 * 4 * 8192 * 8192 / 0.15 / 1e6) / copy_gb)
+    assert padded.cells["bench_pct_of_copy"].text == "94.7%"
+    assert padded.cells["bench_pct_of_copy"].exact == (
+        "of a device-to-device copy of 537 MB (the variant's min_bytes, half read, half written): 3.78 TB/s,"
+        " median 0.142 ms"
+    )
+    assert (padded.bench.copy_bytes, padded.bench.copy_median_ms) == (2 * 4 * 8192 * 8192, pytest.approx(0.142))
+    assert padded.bench.copy_gb_per_s == pytest.approx(copy_gb)
+    assert rows["matmul/naive"].bench.copy_bytes == 4 * 3 * 2048 * 2048
+    # the header keeps the GPU's copy over 1 GiB and lists the copy of each family's bytes
+    header = {item.label: item.text for item in run.header}
+    assert header["copy bandwidth"].startswith("3.83 TB/s (memlens bench: device-to-device copy of 1.07 GB,")
+    assert header["copy, same bytes"] == (
+        "each variant's % of copy bandwidth is of a device-to-device copy of its family's min_bytes"
+        " (half read, half written), timed the same way: transpose 3.78 TB/s over 537 MB"
+        " · running_mean 3.73 TB/s over 134 MB · matmul 3.47 TB/s over 50.3 MB"
+    )
+    assert [item.label for item in run.header][-3:] == ["copy bandwidth", "copy, same bytes", "bench"]
+    families = {f.name: f.bench_copy for f in run.families}
+    assert families["transpose"] == (
+        "% of copy bandwidth: of a device-to-device copy of 537 MB, the variants' min_bytes (half read, half written),"
+        " timed the same way: 3.78 TB/s, median 0.142 ms over 21 launches"
+    )
+    assert "of 50.3 MB" in families["matmul"] and "median 14.5 µs" in families["matmul"]
+    assert run.bench.copy_gb_per_s == pytest.approx(2 * GIB / COPY_MS / 1e6)  # the summary: still the GPU's copy
+    assert run.bench.copy_text == "of the same bytes as the variants"  # the charts' copy: there are several
+    html = render(report, "html")
+    assert html.count('<p class="subtitle bench-copy">% of copy bandwidth: of a device-to-device copy of ') == 3
+    assert "median 0.142 ms over 21 launches</p>" in html
+    assert html.count("% of copy bandwidth (memlens bench; copy of the same bytes as the variants)") == 3
+    md = render(report, "md")
+    assert "\n\n% of copy bandwidth: of a device-to-device copy of 537 MB, the variants' min\\_bytes" in md
+    assert "| **padded** | ok | 0.146 ms | 2.10× | 0.150 ms | 3.58 TB/s | 94.7% | " in md
+    assert "| copy, same bytes | each variant's % of copy bandwidth is of a device-to-device copy" in md
+    assert main(["report", str(directory), "--format", "json", "-o", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    transpose = next(f for f in data["runs"][0]["families"] if f["name"] == "transpose")
+    assert transpose["bench_copy"] == families["transpose"]
+    recorded = next(v for v in transpose["variants"] if v["name"] == "padded")["bench"]
+    assert recorded["copy_bytes"] == 2 * 4 * 8192 * 8192 and recorded["copy_gb_per_s"] == pytest.approx(copy_gb)
+
+
+def test_one_family_one_copy_of_its_bytes_is_the_charts_copy(tmp_path):
+    timed = {"transpose": TIMED["transpose"]}
+    directory = make_run(tmp_path / "run", bench_results(timed=timed, failures=(), same_bytes=SAME_BYTES_MS))
+    report = report_of(directory)
+    assert report.runs[0].bench.copy_text == "3.78 TB/s over 537 MB"
+    assert "% of copy bandwidth (memlens bench; copy 3.78 TB/s over 537 MB)" in render(report, "html")
 
 
 def test_a_results_json_reads_the_bench_json_beside_it(run_dir, capsys):

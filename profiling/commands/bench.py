@@ -1,6 +1,7 @@
 """Time each variant of a suite with CUDA events, outside ncu: the median (min, p10-p90) of at least
 20 launches rotating over input sets several times the L2 cache, each set verified first; GB/s from
-the family's min_bytes, and as a percentage of a device-to-device copy timed in the same run.
+the family's min_bytes, and as a percentage of a device-to-device copy of the same bytes timed the
+same way in the same run (the header gives the GPU's copy over a buffer of 1 GiB or more).
 Writes bench.json into a new run directory under --out, or into an existing run with --into
 (`--into runs/latest` puts the timings beside a profile); runs/latest is left as it is."""
 
@@ -29,6 +30,7 @@ from ..terminal import console, interactive
 from ..units import format_bytes, format_duration, format_percent
 
 NA = "n/a"
+COPY_HEADER = "copy GB/s (same bytes)"
 PIPE_WIDTH = 200  # rich's 80 columns would fold the table when stdout is a file or a pipe
 
 
@@ -119,7 +121,7 @@ def print_table(results: BenchResults, run_dir: Path) -> None:
         f"({format_bytes(copy.buffer_bytes, binary=True)} buffer); median of {info.repeats} launches"
     )
     table = Table()
-    for header in ("variant", "size", "sets", "median", "p10 - p90", "min", "GB/s", "% of copy"):
+    for header in ("variant", "size", "sets", "median", "p10 - p90", "min", "GB/s", COPY_HEADER, "% of copy"):
         table.add_column(header, justify="left" if header in ("variant", "size") else "right", no_wrap=True)
     for timing in results.variants:
         table.add_row(*row(timing, info.l2_bytes))
@@ -140,6 +142,7 @@ def row(timing: VariantTiming, l2_bytes: int) -> list[str]:
         f"{_ms(times.p10_ms)} - {_ms(times.p90_ms)}",
         _ms(times.min_ms),
         NA if timing.gb_per_s is None else f"{timing.gb_per_s:,.1f}",
+        NA if timing.copy is None else f"{timing.copy.gb_per_s:,.1f}",
         NA if timing.pct_of_copy is None else format_percent(timing.pct_of_copy),
     ]
 
@@ -158,6 +161,11 @@ def notes(results: BenchResults) -> list[str]:
     if any(cache_may_flatter(t, l2) for t in results.variants):
         lines.append(f"* the input sets together hold less than {L2_MULTIPLE}x the L2 cache "
                      f"({format_bytes(l2, binary=True)}): the cache may flatter these times")  # fmt: skip
+    if any(t.copy is not None for t in results.variants):
+        lines.append(
+            f"% of copy: of {COPY_HEADER!r}, a device-to-device copy of the variant's min_bytes "
+            "(half read, half written) timed the same way as the variant; not of the header's copy"
+        )
     if any(t.min_bytes is None for t in results.variants):
         lines.append("GB/s: n/a where the family declares no min_bytes")
     lines.extend(f"{f.family}/{f.variant}: {f.status}: {f.message}" for f in results.failures)
