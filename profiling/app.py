@@ -6,13 +6,15 @@ Per variant: make inputs, prepare (compile), warm up and verify outside any rang
 output, launch once inside the `memlens` NVTX range "family.variant", verify again. Progress and
 outcomes go to the events file (JSON lines) that the parent memlens process reads.
 A wrong result is recorded and the suite goes on; any other error stops it (the CUDA context
-may be unusable), and the variants after it are recorded as not run.
+may be unusable), and the variants after it are recorded as not run. The plan event carries the
+app's pid; a SIGINT from memlens (timeout, Ctrl-C) ends the app quietly with exit code 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import traceback
@@ -76,12 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     events = EventLog(args.events)
     try:
-        variants = list(load_suite(args.suite).variants(args.pattern))
-        sizes = parse_sizes(args.size)
-    except MemlensError as exc:
-        events.emit(event="error", message=str(exc))
-        return 2
-    events.emit(event="plan", version=EVENTS_VERSION, variants=[v.label for v in variants])
+        try:
+            variants = list(load_suite(args.suite).variants(args.pattern))
+            sizes = parse_sizes(args.size)
+        except MemlensError as exc:
+            events.emit(event="error", message=str(exc))
+            return 2
+        events.emit(event="plan", version=EVENTS_VERSION, variants=[v.label for v in variants], pid=os.getpid())
+        return run_all(variants, sizes, args, events)
+    except KeyboardInterrupt:  # memlens stops the whole process group with SIGINT: leave quietly
+        events.emit(event="interrupted")
+        return 130
+
+
+def run_all(variants: list[Variant], sizes: dict[str, int], args: argparse.Namespace, events: EventLog) -> int:
     failed = False
     for index, variant in enumerate(variants, 1):
         events.emit(event="start", variant=variant.label, index=index, total=len(variants))
@@ -92,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
             continue
         except Exception as exc:  # noqa: BLE001 - any error in user code is reported, then the run stops
-            message = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+            message = (f"{type(exc).__name__}: {exc}".strip().splitlines() or [type(exc).__name__])[0]
             events.emit(event="done", variant=variant.label, status="failed", message=message,
                         traceback=traceback.format_exc())  # fmt: skip
             return 1

@@ -55,8 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemlensError as exc:
         print(f"memlens: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("memlens: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"memlens: interrupted {exc}".rstrip(), file=sys.stderr)
         return EXIT_PROFILER
     except BrokenPipeError:
         return EXIT_INPUT

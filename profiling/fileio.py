@@ -1,4 +1,5 @@
-"""Files memlens writes: atomically (temp file + rename), never over a raw profiler report."""
+"""Files memlens writes: atomically (temp file + rename), never over a raw profiler report.
+And files it reads as a whole: with a size limit, so a huge or endless file is one clear error."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from .errors import InputError
+
+# Text inputs (ncu CSV, results.json, rules) are read whole; a CSV this size holds ~100,000 kernels.
+MAX_TEXT_BYTES = 256 * 2**20
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -35,4 +41,28 @@ def point_symlink(link: Path, target_name: str) -> None:
     tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     os.symlink(target_name, tmp)
-    os.replace(tmp, link)
+    try:
+        os.replace(tmp, link)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_bytes_limited(path: Path, limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The bytes of `path`; InputError when it cannot be read or holds more than `limit` bytes.
+    Reads at most limit + 1 bytes, so a device such as /dev/zero cannot exhaust memory."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise InputError(f"{path}: larger than the {_size(limit)} memlens reads from a text file")
+    return data
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:g} {unit}"
+    return f"{count} bytes"

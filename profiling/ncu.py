@@ -5,14 +5,16 @@ Always an argv list (never a shell), an explicit timeout, the exact command logg
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from .errors import ConfigError, ProfilerError
 # The oldest ncu whose reports the readers have been checked against.
 MIN_VERSION = (2023, 1)
 CLOCK_CONTROLS = ("base", "none")
+STOP_GRACE_S = 5.0  # after SIGINT, how long ncu gets to write its report before SIGKILL
 CACHE_CONTROLS = ("all", "none")
 PERMISSION_HINT = (
     "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run as root, or allow all users "
@@ -113,28 +116,43 @@ def run_ncu(
     poll: Callable[[], None] | None = None,
     log: Path | None = None,
 ) -> NcuRun:
-    """Run ncu in its own process group; on timeout or Ctrl-C end the whole group."""
+    """Run ncu in its own process group; on timeout, Ctrl-C or SIGTERM end the whole group.
+
+    ncu gets a session of its own, so a Ctrl-C at the terminal reaches memlens alone: memlens then
+    stops ncu and the profiled app together (end_group) and keeps what they wrote. SIGTERM (a CI
+    job cancelled) is taken as a Ctrl-C for as long as ncu runs."""
     started = time.monotonic()
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_child_setup())
     except OSError as exc:
         raise ProfilerError(f"cannot start {argv[0]}: {exc.strerror}") from None
     try:
-        while True:
-            try:
-                process.wait(timeout=0.2)
-                break
-            except subprocess.TimeoutExpired:
-                if poll:
-                    poll()
-                if timeout is not None and time.monotonic() - started > timeout:
-                    end_group(process)
-                    raise NcuTimeout(timeout) from None
+        with sigterm_as_interrupt():
+            while True:
+                try:
+                    process.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if poll:
+                        poll()
+                    if timeout is not None and time.monotonic() - started > timeout:
+                        raise NcuTimeout(timeout) from None
+        if group_members(process.pid):  # ncu is done; anything the suite started in its group goes too
+            end_group(process)
     except BaseException:
         end_group(process)
         raise
     text = log.read_text(encoding="utf-8", errors="replace") if log and log.exists() else ""
     return NcuRun(argv, process.returncode, time.monotonic() - started, text)
+
+
+def _child_setup() -> Callable[[], None] | None:
+    """Where memlens itself ignores SIGINT (started in the background by a shell without job control,
+    or under nohup), ncu would inherit that and ignore the SIGINT that asks it to stop and write its
+    report: give it the default action back."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return None
+    return lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class NcuTimeout(ProfilerError):
@@ -143,29 +161,113 @@ class NcuTimeout(ProfilerError):
         self.seconds = seconds
 
 
-def end_group(process: subprocess.Popen[bytes], grace: float = 5.0) -> None:
-    """SIGINT the process group (ncu then writes what it has), then SIGKILL what is left."""
-    if process.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, grace)):
+def end_group(process: subprocess.Popen[bytes], grace: float | None = None) -> None:
+    """SIGINT the process group (ncu then writes what it has), then SIGKILL what is left.
+    A second Ctrl-C meanwhile is held until the group is gone, so nothing is left running."""
+    grace = STOP_GRACE_S if grace is None else grace
+    with hold_interrupts():
+        for sig in (signal.SIGINT, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            if _group_gone(process, grace):
+                break
+        if process.poll() is None:  # ncu itself is reaped even where its group outlived it
+            process.kill()
+            process.wait()
+
+
+def _group_gone(process: subprocess.Popen[bytes], grace: float) -> bool:
+    """Wait up to `grace` seconds for ncu to exit and every process of its group with it."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        process.poll()  # reap ncu, or it would count as alive
+        if not group_members(process.pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group `pgid`: from /proc on Linux, else by signal 0."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
         try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
             continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp ...
+        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
+            members.append(int(entry.name))
+    return members
+
+
+@contextlib.contextmanager
+def hold_interrupts() -> Iterator[None]:
+    """Defer Ctrl-C (SIGINT) and SIGTERM to the end of the block, where they raise KeyboardInterrupt:
+    for work that must not be cut in half, such as stopping ncu or saving partial results."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda number, frame: caught.append(number))
+                for sig in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises KeyboardInterrupt, so it is cleaned up like a Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(number: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def check_permission(log_text: str) -> None:
+    """ncu may not read the counters: it says so in its log, and may still exit 0."""
+    if "ERR_NVGPUCTRPERM" in log_text:
+        raise ProfilerError(PERMISSION_HINT)
 
 
 def check_log(log_text: str) -> None:
-    """Failures that ncu reports in its log while exiting 0."""
-    if "ERR_NVGPUCTRPERM" in log_text:
-        raise ProfilerError(PERMISSION_HINT)
+    """Failures that ncu reports in its log while exiting 0: no permission, nothing profiled."""
+    check_permission(log_text)
     if "No kernels were profiled" in log_text:
         hint = " (the NVTX filter matched no range)" if "NVTX include expressions" in log_text else ""
         raise ProfilerError(f"ncu profiled no kernel{hint}")
+
+
+def first_error(log_text: str) -> str | None:
+    """ncu's first `==ERROR==` line, without the prefix: the reason it gives for a failure."""
+    for line in log_text.splitlines():
+        if line.startswith("==ERROR=="):
+            return line.removeprefix("==ERROR==").strip() or None
+    return None
 
 
 def command_line(argv: Sequence[str]) -> str:

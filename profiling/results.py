@@ -157,7 +157,7 @@ class RunResults:
     info: RunInfo
     kernels: tuple[KernelResult, ...]
     outcomes: tuple[VariantOutcome, ...] = ()
-    complete: bool = True  # False when the run stopped before every variant ran
+    complete: bool = True  # False when profiling was cut short (timeout, Ctrl-C, ncu failed) or measured nothing
 
     def to_json(self) -> dict[str, Any]:
         return {

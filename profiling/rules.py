@@ -64,6 +64,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 FORMAT_VERSION = 1
+MAX_RULES_BYTES = 2**20
 RULE_KEYS = ("name", "select", "select_regex", "exclude", "metric", "equals", "max", "min",
              "max_regression", "warn", "description")  # fmt: skip
 BOUND_KEYS = ("equals", "max", "min", "max_regression")
@@ -171,11 +172,15 @@ def metric_named(key: str) -> Metric:
 def load_rules(path: str | Path) -> RuleSet:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            data = stream.read(MAX_RULES_BYTES + 1)  # bounded: a device or a huge file is one error
+        text = data.decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read rules ({exc.strerror})") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: rules file is not UTF-8 text") from None
+    if len(data) > MAX_RULES_BYTES:
+        raise ConfigError(f"{path}: over {MAX_RULES_BYTES // 2**20} MiB: not a rules file")
     return parse_rules(text, path)
 
 
@@ -333,8 +338,13 @@ def _bound(table: dict[str, Any], metric: Metric, where: _Where) -> Bound:
 
 def _number(table: dict[str, Any], key: str, where: _Where) -> float:
     value = table[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise where.error(f"{key!r} must be a finite number, not {value!r}", key)
+    try:  # float(): a TOML integer has no size limit, and one past 1e308 overflows
+        finite = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(float(value))
+    except OverflowError:
+        finite = False
+    if not finite:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise where.error(f"{key!r} must be a finite number, not {shown}", key)
     return float(value)
 
 

@@ -18,9 +18,21 @@ from pathlib import Path
 
 from . import __version__
 from .catalogue import ncu_metric_names
-from .errors import ConfigError, InputError, MemlensError, ProfilerError
+from .errors import ConfigError, MemlensError, ProfilerError
 from .fileio import point_symlink, write_json_atomic, write_text_atomic
-from .ncu import NcuTimeout, ProfileRequest, check_log, command_line, find_ncu, profile_argv, run_ncu
+from .ncu import (
+    NcuRun,
+    NcuTimeout,
+    ProfileRequest,
+    check_log,
+    check_permission,
+    command_line,
+    find_ncu,
+    first_error,
+    hold_interrupts,
+    profile_argv,
+    run_ncu,
+)
 from .results import KernelResult, RunInfo, RunResults, VariantOutcome
 from .suite import NVTX_DOMAIN, Suite, Variant, load_suite
 
@@ -52,40 +64,66 @@ class Events:
     done: dict[str, dict] = field(default_factory=dict)
     running: str | None = None
     error: str | None = None
+    started: bool = False  # the app sent its plan: the suite loaded under ncu
+    app_pid: int | None = None
     _offset: int = 0
 
     def poll(self) -> list[dict]:
-        if not self.path.exists():
+        """Events appended since the last poll; a line cut short is read next time, junk skipped."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self._offset)
+                chunk = handle.read()
+        except FileNotFoundError:
             return []
-        with self.path.open(encoding="utf-8") as handle:
-            handle.seek(self._offset)
-            chunk = handle.read()
-        complete, _, _ = chunk.rpartition("\n")
-        self._offset += len(complete.encode()) + (1 if complete else 0)
-        new = [json.loads(line) for line in complete.splitlines() if line.strip()]
-        for event in new:
-            kind = event.get("event")
-            if kind == "plan":
-                self.plan = list(event["variants"])
-            elif kind == "start":
-                self.running = event["variant"]
-            elif kind == "done":
-                self.done[event["variant"]] = event
-                self.running = None
-            elif kind == "error":
-                self.error = event["message"]
+        complete, newline, _ = chunk.rpartition(b"\n")
+        self._offset += len(complete) + len(newline)
+        new = []
+        for line in complete.decode("utf-8", errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and self._take(event):
+                new.append(event)
         return new
 
-    def outcomes(self, suite_variants: Sequence[Variant]) -> tuple[VariantOutcome, ...]:
+    def _take(self, event: dict) -> bool:
+        kind, variant = event.get("event"), event.get("variant")
+        if kind == "plan" and isinstance(event.get("variants"), list):
+            self.plan, self.started = [str(v) for v in event["variants"]], True
+            self.app_pid = event.get("pid")
+        elif kind == "start" and isinstance(variant, str):
+            self.running = variant
+        elif kind == "done" and isinstance(variant, str):
+            self.done[variant] = event
+            self.running = None
+        elif kind == "error":
+            self.error = str(event.get("message"))
+        elif kind != "interrupted":
+            return False
+        return True
+
+    def where(self) -> str:
+        """Where in the suite the run is, in words: for messages about a run cut short."""
+        if self.running:
+            return f"while {self.running} was running"
+        if not self.done:
+            return "before any variant started"
+        return f"after {list(self.done)[-1]} finished"
+
+    def outcomes(
+        self, suite_variants: Sequence[Variant], stopped: str = "stopped while running"
+    ) -> tuple[VariantOutcome, ...]:
         by_label = {v.label: v for v in suite_variants}
         outcomes = []
         for label in self.plan or list(by_label):
             event = self.done.get(label)
             if event is None:
                 status = "failed" if label == self.running else "not_run"
-                message = "stopped while running" if status == "failed" else "not run: the suite stopped earlier"
+                message = stopped if status == "failed" else "not run: the suite stopped earlier"
             else:
-                status, message = event["status"], event.get("message", "")
+                status, message = str(event.get("status")), str(event.get("message", ""))
             outcomes.append(_outcome(by_label.get(label), label, status, message))
         return tuple(outcomes)
 
@@ -110,20 +148,25 @@ def _outcome(variant: Variant | None, label: str, status: str, message: str) -> 
 
 def new_run_dir(out_dir: Path) -> Path:
     """A directory no other run uses: mkdir is exclusive, the pid tells concurrent runs apart."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    for attempt in range(1000):
-        suffix = f"-{attempt}" if attempt else ""
-        path = out_dir / f"{stamp}-{os.getpid()}{suffix}"
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for attempt in range(1000):
+            suffix = f"-{attempt}" if attempt else ""
+            path = out_dir / f"{stamp}-{os.getpid()}{suffix}"
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise ConfigError(f"--out {out_dir}: cannot create a run directory there ({exc.strerror or exc})") from None
     raise ProfilerError(f"cannot create a new run directory in {out_dir}")
 
 
 def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = None) -> tuple[Path, RunResults]:
+    """Profile the selected variants. Whatever happens once the run directory exists (a variant
+    failing, ncu failing, the timeout, Ctrl-C), results.json is written there with what was done."""
     suite = load_suite(options.suite)
     variants = list(suite.variants(options.pattern))
     if not variants:
@@ -140,7 +183,6 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
     )
     events = Events(run_dir / "events.jsonl")
     argv = profile_argv(ncu, request, app_argv(suite, options, events.path))
-    write_text_atomic(run_dir / "ncu-command.txt", command_line(argv) + "\n")
     started = dt.datetime.now(dt.timezone.utc)
 
     def poll() -> None:
@@ -148,48 +190,110 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
             if on_event:
                 on_event(event)
 
-    error: BaseException | None = None
-    try:
-        run = run_ncu(argv, options.timeout, poll=poll, log=request.log)
+    cause = _run_profiler(argv, options.timeout, request, events, poll)
+    with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
         poll()
-        check_log(run.log_text)
-        if events.error:
-            raise ConfigError(events.error)
-        if run.returncode != 0 and not events.done:
-            raise ProfilerError(f"ncu exited with code {run.returncode}; see {request.log}")
-    except NcuTimeout as exc:
-        poll()
-        where = f" while {events.running} was running" if events.running else ""
-        error = ProfilerError(f"{exc}{where}; partial results in {run_dir}")
-    except (MemlensError, KeyboardInterrupt) as exc:
-        poll()
-        error = exc
-    info = RunInfo(
-        ncu_version=ncu.version_text,
-        driver_version=driver_version(),
-        clock_control=options.clock_control,
-        cache_control=options.cache_control,
-        fast=options.fast,
-        command=options.command,
-        started_at=started.isoformat(timespec="seconds"),
-        wall_seconds=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds(), 2),
-        suite=str(suite.path),
-        suite_commit=git_commit(suite.path),
-        memlens_version=__version__,
-    )
-    results = collect(run_dir, info, events.outcomes(variants), complete=error is None)
-    write_json_atomic(run_dir / "results.json", results.to_json())
-    point_symlink(options.out_dir / "latest", run_dir.name)
+        error, stopped = _explain(cause, events, run_dir)
+        info = RunInfo(
+            ncu_version=ncu.version_text,
+            driver_version=driver_version(),
+            clock_control=options.clock_control,
+            cache_control=options.cache_control,
+            fast=options.fast,
+            command=options.command,
+            started_at=started.isoformat(timespec="seconds"),
+            wall_seconds=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds(), 2),
+            suite=str(suite.path),
+            suite_commit=git_commit(suite.path),
+            memlens_version=__version__,
+        )
+        results = collect(run_dir, info, events.outcomes(variants, stopped), complete=error is None)
+        if error is None:
+            error = _nothing_measured(results, request)
+            results = replace(results, complete=error is None)
+        try:
+            write_json_atomic(run_dir / "results.json", results.to_json())
+        except OSError as exc:
+            raise ProfilerError(f"cannot write {run_dir / 'results.json'}: {exc.strerror or exc}") from None
+        link_error = _point_latest(options.out_dir, run_dir)
+    error = error or link_error
     if error is not None:
         raise error
     bad = [o for o in results.outcomes if o.status != "ok"]
     if bad:
         first = bad[0]
+        label = f"{first.family}/{first.variant}"
         raise ProfilerError(
-            f"{len(bad)} of {len(results.outcomes)} variants did not profile cleanly, first "
-            f"{first.family}/{first.variant}: {first.status}: {first.message}; results in {run_dir}"
+            f"{len(bad)} of {len(results.outcomes)} variants did not profile cleanly, first {label}: "
+            f"{first.status}: {first.message.removeprefix(label + ': ')}; results in {run_dir}"
         )
     return run_dir, results
+
+
+def _run_profiler(
+    argv: list[str], timeout: float | None, request: ProfileRequest, events: Events, poll: Callable[[], None]
+) -> BaseException | None:
+    """Run ncu over the app; what cut the run short (None when it ran to its end). Never raises a
+    MemlensError or KeyboardInterrupt: the caller saves what was done first."""
+    try:
+        write_text_atomic(request.log.with_name("ncu-command.txt"), command_line(argv) + "\n")
+        run = run_ncu(argv, timeout, poll=poll, log=request.log)
+        poll()
+        _check_run(run, events, request)
+    except (MemlensError, KeyboardInterrupt) as exc:
+        return exc
+    return None
+
+
+def _check_run(run: NcuRun, events: Events, request: ProfileRequest) -> None:
+    """Failures of a run of ncu that exited by itself, in the order that names the real cause."""
+    check_permission(run.log_text)
+    if events.error:
+        raise ConfigError(events.error)
+    reason = first_error(run.log_text)
+    because = f" ({reason})" if reason else ""
+    if not events.started:
+        raise ProfilerError(
+            f"the suite never started under ncu (ncu exit code {run.returncode}{because}); see {request.log}"
+        )
+    if any(event.get("status") != "ok" for event in events.done.values()):
+        return  # the variant that failed says why; reported with the outcomes
+    check_log(run.log_text)
+    if run.returncode != 0:  # every variant verified, so the app exited 0: ncu itself failed
+        raise ProfilerError(f"ncu exited with code {run.returncode}{because}; see {request.log}")
+    report = request.report.with_name(request.report.name + ".ncu-rep")
+    if events.done and not report.exists():
+        raise ProfilerError(f"ncu exited with code {run.returncode} and wrote no report {report}; see {request.log}")
+
+
+def _explain(cause: BaseException | None, events: Events, run_dir: Path) -> tuple[BaseException | None, str]:
+    """The error to raise for what cut a run short, and the message for the variant it stopped."""
+    if isinstance(cause, NcuTimeout):
+        error = ProfilerError(f"{cause} {events.where()}; partial results in {run_dir}")
+        return error, f"stopped by the {cause.seconds:g} s timeout while running"
+    if isinstance(cause, KeyboardInterrupt):
+        return KeyboardInterrupt(f"{events.where()}; partial results in {run_dir}"), "interrupted while running"
+    return cause, "stopped while running"
+
+
+def _nothing_measured(results: RunResults, request: ProfileRequest) -> ProfilerError | None:
+    """ncu ran to its end and every variant verified, yet no kernel was measured: never a success."""
+    ran = [o for o in results.outcomes if o.status == "ok"]
+    if ran and not results.kernels and all(o.status == "ok" for o in results.outcomes):
+        return ProfilerError(
+            f"ncu's report holds no kernel of the {len(ran)} variants that ran (were they filtered out?); "
+            f"see {request.log}"
+        )
+    return None
+
+
+def _point_latest(out_dir: Path, run_dir: Path) -> ProfilerError | None:
+    try:
+        point_symlink(out_dir / "latest", run_dir.name)
+    except OSError as exc:
+        return ProfilerError(f"cannot point {out_dir / 'latest'} at {run_dir.name} ({exc.strerror or exc}); "
+                             f"results in {run_dir}")  # fmt: skip
+    return None
 
 
 def app_argv(suite: Suite, options: ProfileOptions, events: Path) -> list[str]:
@@ -212,7 +316,7 @@ def collect(run_dir: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], 
     if report.exists():
         try:
             measured = read_report(report)
-        except InputError as exc:
+        except MemlensError as exc:  # unreadable, or no ncu-report package: results.json is still written
             outcomes += (VariantOutcome("", "", "failed", f"report unreadable: {exc}"),)
         else:
             ok = {(o.family, o.variant) for o in outcomes if o.status == "ok"}

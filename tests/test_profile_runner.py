@@ -9,8 +9,9 @@ import pytest
 
 from profiling.cli import main
 from profiling.ncu import ProfileRequest, find_ncu, profile_argv
+from profiling.runner import Events
 from tests.conftest import FIXTURES
-from tests.support.fake import CPU_SUITE, install_fake_ncu
+from tests.support.fake import CPU_SUITE, PERMISSION_LOG, install_fake_ncu
 
 PROBE = FIXTURES / "probe"
 
@@ -106,7 +107,8 @@ def test_argv_filters_memlens_ranges_and_exports_report(fake_ncu, tmp_path):
     argv = profile_argv(find_ncu(), request, ["python", "app.py"])
     assert argv[1:] == ["--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel", "--nvtx",
                         "--nvtx-include", "regex:memlens@.*/", "--metrics", "gpu__time_duration.sum",
-                        "--export", str(tmp_path / "r"), "--log-file", str(tmp_path / "l"), "python", "app.py"]  # fmt: skip
+                        "--export", str(tmp_path / "r"), "--log-file", str(tmp_path / "l"),
+                        "python", "app.py"]  # fmt: skip
 
 
 def test_two_runs_get_different_directories(fake_ncu, tmp_path):
@@ -114,3 +116,98 @@ def test_two_runs_get_different_directories(fake_ncu, tmp_path):
     assert profile_cli(tmp_path, "-k", "padded") == 0
     runs = [p for p in (tmp_path / "runs").iterdir() if not p.is_symlink()]
     assert len(runs) == 2
+
+
+# --- environment failures: each one line, exit code 3 ----------------------------------------------
+
+
+def test_old_ncu_is_exit_3_and_one_line(tmp_path, monkeypatch, capsys):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_VERSION_TEXT="Version 2022.4.1.0 (build 1)\n")
+    assert profile_cli(tmp_path) == 3
+    assert capsys.readouterr().err == "memlens: error: ncu 2022.4.1.0 is older than 2023.1, the oldest memlens reads\n"
+    assert not (tmp_path / "runs").exists()  # refused before a run directory was made
+
+
+@pytest.mark.skipif(Path("/usr/local/cuda/bin/ncu").exists(), reason="this machine has ncu in /usr/local/cuda/bin")
+def test_ncu_nowhere_says_how_to_get_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("MEMLENS_NCU", raising=False)
+    assert profile_cli(tmp_path) == 3
+    assert capsys.readouterr().err == "memlens: error: ncu (Nsight Compute) not found: install it or pass --ncu PATH\n"
+
+
+@pytest.mark.parametrize("exit_code", ["0", "1"])  # ncu's exit code here is not documented: the log decides
+def test_no_counter_permission_says_how_to_grant_it(tmp_path, monkeypatch, capsys, exit_code):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_LOG=str(PERMISSION_LOG), FAKE_NCU_EXIT=exit_code)
+    assert profile_cli(tmp_path) == 3
+    err = capsys.readouterr().err.splitlines()[-1]  # under progress lines, one per variant
+    assert err.startswith("memlens: error: ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)")
+    assert "NVreg_RestrictProfilingToAdminUsers=0" in err and "https://developer.nvidia.com/ERR_NVGPUCTRPERM" in err
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert data["complete"] is False and data["kernels"] == []
+
+
+def test_exit_0_without_a_report_is_an_error(tmp_path, monkeypatch, capsys):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_LOG=str(PROBE / "probe.log"))
+    assert profile_cli(tmp_path, "-k", "padded") == 3
+    err = capsys.readouterr().err
+    assert "ncu exited with code 0 and wrote no report" in err and "profile.ncu-rep" in err
+    assert json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())["complete"] is False
+
+
+def test_a_report_without_the_suites_kernels_is_an_error(tmp_path, monkeypatch, capsys):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_LOG=str(PROBE / "probe.log"),
+                     FAKE_NCU_REPORT=str(FIXTURES / "nvidia_h200" / "plain_ncu.ncu-rep"))  # fmt: skip
+    assert profile_cli(tmp_path) == 3
+    assert "ncu's report holds no kernel of the 5 variants that ran" in capsys.readouterr().err
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert data["complete"] is False and data["kernels"] == []
+    assert [o["status"] for o in data["outcomes"]] == ["ok"] * 5
+
+
+def test_suite_that_never_started_names_ncus_error(tmp_path, monkeypatch, capsys):
+    log = tmp_path / "ncu.log"
+    log.write_text("==PROF== Connected to process 9\n==ERROR== Failed to prepare kernel for profiling\n")
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_MODE="no-app", FAKE_NCU_LOG=str(log), FAKE_NCU_EXIT="1")
+    assert profile_cli(tmp_path) == 3
+    err = capsys.readouterr().err
+    assert "the suite never started under ncu (ncu exit code 1 (Failed to prepare kernel for profiling))" in err
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert {o["status"] for o in data["outcomes"]} == {"not_run"} and data["complete"] is False
+
+
+def test_unusable_out_folder_is_exit_2(tmp_path, fake_ncu, capsys):
+    (tmp_path / "file").write_text("not a folder")
+    assert main(["profile", str(CPU_SUITE), "--out", str(tmp_path / "file" / "runs"), "--clock-control", "none"]) == 2
+    assert capsys.readouterr().err.startswith(f"memlens: error: --out {tmp_path / 'file' / 'runs'}: cannot create")
+
+
+def test_timeout_before_the_suite_starts_says_so(tmp_path, monkeypatch, capsys):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_MODE="hang")
+    assert profile_cli(tmp_path, "--timeout", "1") == 3
+    assert "ncu ran past the 1 s timeout before any variant started; partial results in" in capsys.readouterr().err
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert data["complete"] is False and {o["status"] for o in data["outcomes"]} == {"not_run"}
+
+
+def test_events_file_with_junk_lines_is_read_around_them(tmp_path):
+    events = Events(tmp_path / "events.jsonl")
+    (tmp_path / "events.jsonl").write_bytes(b'{"event": "plan", "variants": ["a/b"], "pid": 7}\nnot json\n\xff\xfe\n'
+                                            b'[1, 2]\n{"event": "start", "variant": "a/b"}\n{"event": "do')  # fmt: skip
+    assert [e["event"] for e in events.poll()] == ["plan", "start"]
+    assert events.app_pid == 7 and events.running == "a/b"
+    with (tmp_path / "events.jsonl").open("ab") as handle:
+        handle.write(b'ne", "variant": "a/b", "status": "ok"}\n')
+    assert [e["event"] for e in events.poll()] == ["done"]
+    assert events.done["a/b"]["status"] == "ok" and events.where() == "after a/b finished"
+
+
+def test_ncu_failing_after_every_variant_verified_is_an_error(tmp_path, monkeypatch, capsys):
+    log = tmp_path / "ncu.log"
+    log.write_text((PROBE / "probe.log").read_text() + "==ERROR== An error was reported by the driver\n")
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+                     FAKE_NCU_LOG=str(log), FAKE_NCU_EXIT="9")  # fmt: skip
+    assert profile_cli(tmp_path) == 3
+    assert "ncu exited with code 9 (An error was reported by the driver); see" in capsys.readouterr().err
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert data["complete"] is False and len(data["kernels"]) == 3  # what it measured is kept

@@ -26,9 +26,9 @@ from rich.text import Text
 
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError, InputError
+from ..labels import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
-from ..labels import compile_filter
 from ..terminal import console
 from ..units import format_bytes, format_count, format_duration, format_percent
 

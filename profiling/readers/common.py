@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..catalogue import RAW_METRICS, Metric
-from ..results import KernelResult, printable
 from ..labels import NVTX_DOMAIN
+from ..results import KernelResult, printable
 from ..units import UnitError, conversion_factor
 
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"

@@ -2,12 +2,15 @@
 
 MEMLENS_TEST_WRONG=family/variant makes that variant return a wrong result;
 MEMLENS_TEST_RAISE=family/variant makes it raise at launch; MEMLENS_TEST_SLEEP=seconds makes
-every launch sleep (for timeout tests).
+every launch sleep (for timeout tests); MEMLENS_TEST_SPAWN=family/variant makes it start a process
+that outlives the suite (a minute's sleep), as a careless suite might.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -23,6 +26,8 @@ def _launcher(label: str, compute):
             if os.environ.get("MEMLENS_TEST_RAISE") == label:
                 raise RuntimeError(f"launch of {label} failed (test)")
             time.sleep(float(os.environ.get("MEMLENS_TEST_SLEEP", "0")))
+            if os.environ.get("MEMLENS_TEST_SPAWN") == label:
+                subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
             result = compute(inputs).copy()
             if os.environ.get("MEMLENS_TEST_WRONG") == label:
                 result.flat[3] += 1

@@ -1,4 +1,4 @@
-"""Helpers to put the fake ncu on a test's PATH."""
+"""Helpers to put the fake ncu on a test's PATH, and to find processes a test left behind."""
 
 from __future__ import annotations
 
@@ -10,18 +10,62 @@ from pathlib import Path
 SUPPORT = Path(__file__).resolve().parent
 REPO = SUPPORT.parent.parent
 CPU_SUITE = SUPPORT / "cpu_suite.py"
+CPU_FAILURES = REPO / "tests" / "failure_suites" / "cpu_failures.py"  # twin of gpu_failures.py
+GPU_FAILURES = REPO / "tests" / "failure_suites" / "gpu_failures.py"
+PERMISSION_LOG = SUPPORT / "logs" / "nvgpuctrperm.log"  # NVIDIA's documented message (see logs/README.md)
+MARKER = "MEMLENS_TEST_MARKER"  # set for a run's processes, found again in /proc/<pid>/environ
 
 
-def install_fake_ncu(folder: Path, monkeypatch, **env: str) -> Path:
-    """Write an executable `ncu` into folder, first on PATH, replaying what `env` names."""
+def write_fake_ncu(folder: Path) -> Path:
+    """An executable `ncu` in folder that runs tests/support/fake_ncu.py."""
     folder.mkdir(parents=True, exist_ok=True)
     ncu = folder / "ncu"
     ncu.write_text(f"#!{sys.executable}\nimport runpy, sys\nsys.path.insert(0, {str(REPO)!r})\n"
                    f"runpy.run_path({str(SUPPORT / 'fake_ncu.py')!r}, run_name='__main__')\n")  # fmt: skip
     ncu.chmod(ncu.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return ncu
+
+
+def install_fake_ncu(folder: Path, monkeypatch, **env: str) -> Path:
+    """Write an executable `ncu` into folder, first on PATH, replaying what `env` names."""
+    ncu = write_fake_ncu(folder)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("MEMLENS_NCU", raising=False)
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return ncu
+
+
+def fake_ncu_env(folder: Path, **env: str) -> dict[str, str]:
+    """The environment for a `python -m profiling` subprocess that finds the fake ncu first."""
+    write_fake_ncu(folder)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_NCU_", "MEMLENS_"))}
+    return {**base, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(REPO), **env}
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live processes (not zombies) whose environment holds MEMLENS_TEST_MARKER=marker, this one aside."""
+    needle = f"{MARKER}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            stat_line = (entry / "stat").read_text()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        state = stat_line[stat_line.rfind(")") + 2 :].split()[:1]
+        if state != ["Z"] and needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` is a live process (a zombie counts as gone)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat_line[stat_line.rfind(")") + 2 :].split()[:1] != ["Z"]

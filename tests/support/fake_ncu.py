@@ -3,13 +3,17 @@
 It runs the profiled app for real (on a CPU-only suite), then writes a recorded .ncu-rep and
 log where ncu would, and exits as ncu did. Behaviour comes from environment variables:
 FAKE_NCU_VERSION_TEXT, FAKE_NCU_REPORT (a recorded .ncu-rep to copy), FAKE_NCU_LOG (a recorded
-log), FAKE_NCU_EXIT (exit code), FAKE_NCU_MODE (normal | hang | no-app).
+log), FAKE_NCU_STDOUT (recorded text to print), FAKE_NCU_EXIT (exit code), FAKE_NCU_MODE:
+normal; hang (sleep before starting the app); stubborn (ignore SIGINT, as a wedged ncu might, run
+the app, which inherits that, then hang: only SIGKILL ends them); no-app (never start the app).
+On SIGINT it stops, writes its report and log and exits with code 130, without a traceback.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -43,18 +47,35 @@ def main() -> int:
         return 0
     options, app = parse(argv)
     mode = os.environ.get("FAKE_NCU_MODE", "normal")
-    if mode == "hang":
-        time.sleep(3600)
-    if mode != "no-app" and app:
-        subprocess.run(app, check=False)
-    report = os.environ.get("FAKE_NCU_REPORT")
+    if mode == "stubborn":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the app inherits it: both need SIGKILL
+    try:
+        if mode == "hang":
+            time.sleep(3600)
+        if mode != "no-app" and app:
+            subprocess.run(app, check=False)
+        if mode == "stubborn":
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        finish(options)  # ncu writes what it profiled so far
+        return 130
+    finish(options)
+    return int(os.environ.get("FAKE_NCU_EXIT", "0"))
+
+
+def finish(options: dict[str, str]) -> None:
+    """Write what ncu writes at its end: the recorded report, log and stdout."""
+    recorded = os.environ.get("FAKE_NCU_REPORT")
     export = options.get("--export") or options.get("-o")
-    if report and export:
-        shutil.copyfile(report, export + ".ncu-rep")
+    if recorded and export:
+        shutil.copyfile(recorded, export + ".ncu-rep")
     log = os.environ.get("FAKE_NCU_LOG")
     if log and "--log-file" in options:
         shutil.copyfile(log, options["--log-file"])
-    return int(os.environ.get("FAKE_NCU_EXIT", "0"))
+    stdout = os.environ.get("FAKE_NCU_STDOUT")
+    if stdout:
+        with open(stdout, encoding="utf-8", errors="replace") as handle:
+            sys.stdout.write(handle.read())
 
 
 if __name__ == "__main__":

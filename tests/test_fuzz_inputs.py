@@ -1,0 +1,281 @@
+"""Property-based fuzzing of what memlens reads from users' files: results.json, gate rules, ncu CSV.
+
+The property everywhere: the reader returns typed results or raises the one error kind its input
+calls for (InputError for reports, ConfigError for rules) with a one-line message; nothing else
+escapes. What it accepts must then be usable: results round-trip and render, rules evaluate.
+The CSV reader's own fuzz tests live in tests/test_readers.py; the ones here add column-level
+changes (another ncu version's export) on top of the same valid text.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from profiling.catalogue import CATALOGUE
+from profiling.errors import ConfigError, InputError
+from profiling.gate import evaluate, from_run, to_json_text, to_junit, to_markdown, to_table
+from profiling.readers.ncu_csv import WANTED, parse_csv
+from profiling.results import RunResults, load_results
+from profiling.rules import RULE_KEYS, parse_rules
+from tests.conftest import FIXTURES
+from tests.test_readers import VALID, _parse_or_input_error
+
+SUITE_RESULTS = FIXTURES / "nvidia_h200" / "suite.results.json"
+VALID_RESULTS: dict[str, Any] = json.loads(SUITE_RESULTS.read_text(encoding="utf-8"))
+
+JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _one_line(exc: Exception) -> None:
+    assert str(exc) and "\n" not in str(exc), repr(str(exc))
+
+
+def _usable(results: RunResults) -> None:
+    """What from_json accepts works downstream: round trip, every metric, the gate."""
+    again = RunResults.from_json(json.loads(json.dumps(results.to_json())))
+    assert again == results
+    for kernel in results.kernels:
+        assert isinstance(kernel.label, str)
+        for key in CATALOGUE:
+            value = kernel.metric(key).value
+            assert value is None or math.isfinite(value)
+    measurements = from_run(results)
+    assert measurements.subjects is not None
+
+
+# --- results.json --------------------------------------------------------------------------------
+
+
+def _from_json_or_input_error(data: Any) -> None:
+    try:
+        results = RunResults.from_json(data, "fuzz.json")
+    except InputError as exc:
+        _one_line(exc)
+        assert str(exc).startswith("fuzz.json: ")
+    else:
+        _usable(results)
+
+
+def _paths(data: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every path (keys and indices) into a JSON document, the root included."""
+    found = [prefix]
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += _paths(value, (*prefix, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            found += _paths(value, (*prefix, index))
+    return found
+
+
+RESULT_PATHS = _paths(VALID_RESULTS)
+
+
+def _replace(data: Any, path: tuple, value: Any, delete: bool) -> Any:
+    if not path:
+        return value
+    data = copy.deepcopy(data)
+    parent = data
+    for step in path[:-1]:
+        parent = parent[step]
+    if delete:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return data
+
+
+def test_the_recorded_results_pass_the_checks() -> None:
+    results = RunResults.from_json(VALID_RESULTS)
+    assert len(results.kernels) > 0
+    _usable(results)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_fuzz_results_of_any_json(data: Any) -> None:
+    _from_json_or_input_error(data)
+    _from_json_or_input_error({"schema_version": 1, "info": {}, "kernels": [data], "outcomes": [data]})
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(RESULT_PATHS), JSON_VALUES, st.booleans())
+def test_fuzz_one_field_of_a_recorded_results_json(path: tuple, value: Any, delete: bool) -> None:
+    _from_json_or_input_error(_replace(VALID_RESULTS, path, value, delete and bool(path)))
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("schema_version",), 2, "unsupported schema_version 2 (this memlens reads 1)"),
+        (("schema_version",), True, "unsupported schema_version True"),
+        (("info", "wall_seconds"), "abc", "info.wall_seconds must be a finite number or null, not \"abc\""),
+        (("kernels", 0, "launch_id"), 1e400, "kernels[0].launch_id must be an integer, not inf"),
+        (("kernels", 0), [1], "kernels[0] must be an object, not [1]"),
+        (("kernels", 0, "raw"), [], "kernels[0].raw must map metric keys to finite numbers or null"),
+        (("kernels", 0, "raw", "duration"), float("nan"), "kernels[0].raw must map metric keys to finite"),
+        (("kernels", 0, "kernel"), 5, "kernels[0].kernel must be text, not 5"),
+        (("outcomes", 0, "status"), "exploded", "outcomes[0].status \"exploded\" is not one of ok, wrong"),
+        (("outcomes", 0, "expect"), {"bank_conflicts": "yes"}, "outcomes[0].expect.bank_conflicts must be true"),
+        (("complete",), "false", "complete must be true or false, not \"false\""),
+        (("info", "gpu"), "H200", "info: unknown field 'gpu'"),
+    ],
+)
+def test_bad_fields_name_where_they_are(path: tuple, value: Any, message: str) -> None:
+    with pytest.raises(InputError) as info:
+        RunResults.from_json(_replace(VALID_RESULTS, path, value, False), "r.json")
+    assert message in str(info.value)
+    _one_line(info.value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=200) | st.sampled_from([b"[" * 100_000, b"1" * 5000, b"\xef\xbb\xbf{}", b"NaN"]))
+def test_fuzz_results_file_of_any_bytes(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "results.json"
+    path.write_bytes(data)
+    try:
+        results = load_results(path)
+    except InputError as exc:
+        _one_line(exc)
+        assert str(exc).startswith(str(path))
+    else:
+        _usable(results)
+
+
+# --- gate rules ----------------------------------------------------------------------------------
+
+GATE_RUN = RunResults.from_json(VALID_RESULTS, str(SUITE_RESULTS))
+KEYS = st.sampled_from([*RULE_KEYS, "metrc", "maximum", "selct", "version", "Name", "warn "])
+TOML_SCALARS = (
+    st.booleans()
+    | st.integers(-(2**80), 2**80)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from(["10%", "0.5%", "-3%", "%", "12", "transpose/*", "*", "[", "duration", "local_bytes",
+                       "exact_excess_wavefronts", "static.registers", "transpose/padded", "(", "a{99999999999}"])
+    | st.text(max_size=10)
+)
+TOML_VALUES = st.recursive(TOML_SCALARS, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+
+
+def _toml(value: Any) -> str:
+    """A TOML literal for a value hypothesis made (strings as basic strings, JSON-escaped)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return "[" + ", ".join(_toml(v) for v in value) + "]"
+
+
+def _rules_text(rules: list[dict[str, Any]], top: dict[str, Any]) -> str:
+    lines = [f"{json.dumps(k)} = {_toml(v)}" for k, v in top.items()]
+    for rule in rules:
+        lines.append("[[rule]]")
+        lines += [f"{json.dumps(k)} = {_toml(v)}" for k, v in rule.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _parse_or_config_error(text: str) -> None:
+    try:
+        rules = parse_rules(text, "fuzz.toml")
+    except ConfigError as exc:
+        _one_line(exc)
+        assert str(exc).startswith("fuzz.toml")
+    else:  # what parses evaluates and renders
+        result = evaluate(rules, from_run(GATE_RUN))
+        to_junit(result), to_markdown(result), to_json_text(result), to_table(result)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_fuzz_rules_of_any_text(text: str) -> None:
+    _parse_or_config_error(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.dictionaries(KEYS, TOML_VALUES, max_size=6), min_size=0, max_size=3),
+       st.dictionaries(st.sampled_from(["version", "rules", "rule"]), TOML_SCALARS, max_size=1))
+def test_fuzz_rules_tables(rules: list[dict[str, Any]], top: dict[str, Any]) -> None:
+    _parse_or_config_error(_rules_text(rules, top))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["name", "select", "select_regex", "exclude", "metric", "max", "min", "equals",
+                        "max_regression", "warn", "description"]), TOML_VALUES)
+def test_fuzz_one_key_of_a_good_rule(key: str, value: Any) -> None:
+    rule = {"name": "r", "select": "transpose/*", "metric": "local_bytes", "max": 0}
+    rule[key] = value
+    _parse_or_config_error(_rules_text([rule], {}))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[rule]]\nname = "r"\nselect = "*"\nmetric = "local_bytes"\nmax = ' + "9" * 400 + "\n",
+         "fuzz.toml:5: rule 1: 'max' must be a finite number"),
+        ('[[rule]]\nname = "r"\nselect = "*"\nmetric = "duration"\nmax_regression = ' + "9" * 400 + "\n",
+         "fuzz.toml:5: rule 1: 'max_regression' must be a finite number"),
+    ],
+)
+def test_huge_numbers_are_config_errors(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        parse_rules(text, "fuzz.toml")
+
+
+# --- ncu CSV: columns of another ncu version -----------------------------------------------------
+
+
+def _table(text: str) -> list[list[str]]:
+    lines = [line for line in text.splitlines() if line and not line.startswith("==")]
+    return list(csv.reader(lines))
+
+
+def _write(rows: list[list[str]]) -> str:
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    return out.getvalue()
+
+
+VALID_ROWS = _table(VALID)
+ONE_LINE = st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"))  # ncu writes no line break in a cell
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(0, len(VALID_ROWS[0]) - 1), max_size=6),
+       st.lists(st.tuples(st.text(ONE_LINE, min_size=1, max_size=12), st.text(ONE_LINE, max_size=6)), max_size=4),
+       st.randoms(use_true_random=False))
+def test_fuzz_dropped_added_and_moved_columns(dropped: set[int], added: list[tuple[str, str]], rng) -> None:
+    order = [i for i in range(len(VALID_ROWS[0])) if i not in dropped]
+    rng.shuffle(order)
+    rows = [[row[i] for i in order] + [value for _, value in added] for row in VALID_ROWS]
+    rows[0][len(order):] = [name for name, _ in added]
+    text = _write(rows)
+    _parse_or_input_error(text)
+    kept = rows[0][: len(order)]
+    clash = any(name.strip() in VALID_ROWS[0] or name.strip() in WANTED for name, _ in added)
+    if "ID" in kept and "Kernel Name" in kept and not clash:
+        assert len(parse_csv(text, "cols.csv").kernels) == 2  # the essential columns are there: it reads
