@@ -2,8 +2,9 @@
 
     python -m profiling.app --suite kernels --events run/events.jsonl [-k RE] [--size m=512] [--small]
 
-Per variant: make inputs, prepare (compile), warm up and verify outside any range, poison the
-output, launch once inside the `memlens` NVTX range "family.variant", verify again. Progress and
+Per family: make inputs and the NumPy reference once. Per variant: prepare (compile), warm up and
+verify outside any range, poison the output, launch once inside the `memlens` NVTX range
+"family.variant", verify again. Progress and
 outcomes go to the events file (JSON lines) that the parent memlens process reads.
 A wrong result is recorded and the suite goes on; any other error stops it (the CUDA context
 may be unusable), and the variants after it are recorded as not run. The plan event carries the
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .errors import MemlensError, VerificationError
-from .suite import NVTX_DOMAIN, Variant, load_suite
+from .suite import NVTX_DOMAIN, Family, Inputs, Variant, load_suite
 
 EVENTS_VERSION = 1
 
@@ -49,13 +50,30 @@ def parse_sizes(items: list[str]) -> dict[str, int]:
     return sizes
 
 
-def run_variant(variant: Variant, sizes: dict[str, int], small: bool, seed: int) -> dict[str, int]:
+class Problems:
+    """Inputs and NumPy reference of one family at a time, shared by its variants: made once,
+    not once per variant (large references such as a 2048^3 matmul cost seconds)."""
+
+    def __init__(self, sizes: dict[str, int], small: bool, seed: int) -> None:
+        self.sizes, self.small, self.seed = sizes, small, seed
+        self._family: Family | None = None
+        self._problem: tuple[dict[str, int], Inputs, np.ndarray] | None = None
+
+    def of(self, family: Family, index: int) -> tuple[dict[str, int], Inputs, np.ndarray]:
+        if self._family is not family or self._problem is None:
+            self._problem = None  # free the previous family's arrays first
+            size = family.size(self.sizes, self.small)
+            inputs = family.make_inputs(np.random.default_rng(self.seed + index), size)
+            self._problem = (size, inputs, family.reference(inputs, size))
+            self._family = family
+        return self._problem
+
+
+def run_variant(variant: Variant, problems: Problems, family_index: int) -> dict[str, int]:
     import nvtx  # only where a profiled launch happens
 
     family = variant.family
-    size = family.size(sizes, small)
-    inputs = family.make_inputs(np.random.default_rng(seed), size)
-    expected = family.reference(inputs, size)
+    size, inputs, expected = problems.of(family, family_index)
     launch = variant.prepare(inputs, size)
     launch.run()  # warm-up: JIT compilation and module load stay outside the range
     family.verify(variant, launch.output(), expected)
@@ -93,10 +111,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_all(variants: list[Variant], sizes: dict[str, int], args: argparse.Namespace, events: EventLog) -> int:
     failed = False
+    problems = Problems(sizes, args.small, args.seed)
+    families = list(dict.fromkeys(v.family.name for v in variants))
     for index, variant in enumerate(variants, 1):
         events.emit(event="start", variant=variant.label, index=index, total=len(variants))
         try:
-            size = run_variant(variant, sizes, args.small, args.seed + index)
+            size = run_variant(variant, problems, families.index(variant.family.name))
         except VerificationError as exc:
             events.emit(event="done", variant=variant.label, status="wrong", message=str(exc))
             failed = True

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import __version__
+from .app import parse_sizes
 from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
 from .fileio import point_symlink, write_json_atomic, write_text_atomic
@@ -171,6 +172,10 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
     variants = list(suite.variants(options.pattern))
     if not variants:
         raise ConfigError(f"no variant of suite {suite.path} matches -k {options.pattern!r}")
+    try:
+        suite.check_sizes(parse_sizes(list(options.sizes)), variants)
+    except MemlensError as exc:
+        raise ConfigError(str(exc)) from None
     ncu = find_ncu(options.ncu)
     run_dir = new_run_dir(options.out_dir)
     request = ProfileRequest(
