@@ -40,7 +40,8 @@ def argv(out: Path, pattern: str, *extra: str) -> list[str]:
 
 
 def environment(tag: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), MARKER: tag}
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": pythonpath, MARKER: tag}
 
 
 def results(out: Path) -> dict:
