@@ -3,6 +3,7 @@ with a stand-in for the GPU (the NumPy suite's launches run for real; the device
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import textwrap
@@ -481,7 +482,11 @@ def test_no_gpu_is_one_line_and_exit_3(tmp_path, capsys):
     assert bench_cli(tmp_path) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert err[0].startswith("memlens: error: no usable CUDA GPU: cudaError")
+    if importlib.util.find_spec("cupy") is None:
+        needs = "memlens bench needs CuPy (No module named 'cupy'): pip install 'memlens[cuda13]'"
+        assert err[0] == f"memlens: error: {needs}"
+    else:
+        assert err[0].startswith("memlens: error: no usable CUDA GPU: cudaError")
     assert not (tmp_path / "runs").exists()
 
 

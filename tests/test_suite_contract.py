@@ -18,7 +18,23 @@ KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 
 EXPECTED = {
     "transpose": (
-        ["conflict", "padded", "swizzled", "tile64_padded", "tile64_swizzled", "vec4_padded", "vec4_swizzled"],
+        [
+            "conflict",
+            "padded",
+            "swizzled",
+            "tile64_padded",
+            "tile64_swizzled",
+            "vec4_padded",
+            "vec4_swizzled",
+            "tall128_padded",
+            "tall128_swizzled",
+            "group64_padded",
+            "group64_swizzled",
+            "persist64_padded",
+            "persist64_swizzled",
+            "stream64_padded",
+            "stream64_swizzled",
+        ],
         "conflict",
     ),
     "running_mean": (["register", "local"], "register"),
@@ -153,6 +169,7 @@ def test_a_wrong_variant_names_itself_and_the_first_wrong_index(tmp_path: Path) 
 
 
 def test_the_readme_user_suite_loads(tmp_path: Path) -> None:
+    pytest.importorskip("cupy", reason="the README's example imports CuPy: pip install 'memlens[cuda13]'")
     path = tmp_path / "my_suite.py"
     path.write_text(textwrap.dedent(USER_SUITE))
     (family,) = load_suite(path).families
