@@ -8,8 +8,7 @@
 //   transpose_conflict  tile[32][32]      a column lies in one bank: 32-way conflict
 //   transpose_padded    tile[32][33]      row stride 33 words: a column spans 32 banks
 //   transpose_swizzled  tile[32][32], element [r][c] stored at [r][c ^ r]: likewise
-// After them, four kernels with 64x64 tiles that approach the copy bandwidth, and four pairs of
-// candidates that go further (see there).
+// After them, four kernels with 64x64 tiles that approach the copy bandwidth (see there).
 
 #define TILE 32
 #define BLOCK_ROWS 8
@@ -68,63 +67,28 @@ extern "C" __global__ void transpose_swizzled(const float* __restrict__ in, floa
 // 128-byte lines. Grid (ceil(cols / 64), ceil(rows / 64)); 8192^2 makes 16,384 blocks, 15.5
 // waves of 8 blocks on 132 SMs. Blocks whose tile lies wholly inside the matrix take a path
 // with no bounds checks (FULL); edge blocks check each element.
-//
-// Candidates after tile64 (issue 6), each padded and swizzled, all with the same thread work
-// (16 floats a thread, every load issued before the first use) and the same bank behaviour:
-//   tall128_*    a 128 x 64 tile (128 input rows), block (32, 16): half the blocks, 4 an SM,
-//                and each output row gets 512 contiguous bytes a block instead of 256
-//   group64_*    tile64 with the blocks in a grouped order: GROUP vertically adjacent tiles run
-//                back to back, so a 1 KB stretch of an output row is written by 4 consecutive
-//                blocks (row-major order spaces them a whole row of tiles apart)
-//   persist64_*  persistent: a grid no larger than fits at once, every block the same number of
-//                tiles (no partial last wave); the loads of a block's next tile are issued
-//                before it stores the current one (software pipelining through registers: 16
-//                floats more a thread, so 64 registers and 4 blocks an SM)
-//   stream64_*   tile64 with streaming cache hints: __ldcs / __stcs (ld/st.global.cs, evict-
-//                first in L1 and L2), so lines read or written once do not crowd L2
 
 #define TILE64 64
 #define THREADS64 256
 #define BLOCKS_PER_SM 8  // 2048 threads: the SM's limit; caps registers at 32 a thread
-#define TALL 128         // tall128_*: input rows a tile
-#define THREADS_TALL 512
-#define BLOCKS_PER_SM_TALL 4  // again 2048 threads, 32 registers
-#define BLOCKS_PER_SM_PERSIST 4  // persist64_*: 64 registers (at 40 or 48, ptxas spills or sinks the prefetch)
-#define GROUP 4          // group64_*: tiles a group, one above the other
 
 // The launch bounds, declared once; the definitions below inherit them.
-#define TRANSPOSE_KERNEL(name, threads, blocks_per_sm)                                \
-    extern "C" __global__ void __launch_bounds__(threads, blocks_per_sm) name(         \
+#define TRANSPOSE64(name)                                                        \
+    extern "C" __global__ void __launch_bounds__(THREADS64, BLOCKS_PER_SM) name( \
         const float* __restrict__ in, float* __restrict__ out, int rows, int cols)
-#define TRANSPOSE64(name) TRANSPOSE_KERNEL(name, THREADS64, BLOCKS_PER_SM)
 TRANSPOSE64(transpose_tile64_padded);
 TRANSPOSE64(transpose_tile64_swizzled);
 TRANSPOSE64(transpose_vec4_padded);
 TRANSPOSE64(transpose_vec4_swizzled);
-TRANSPOSE_KERNEL(transpose_tall128_padded, THREADS_TALL, BLOCKS_PER_SM_TALL);
-TRANSPOSE_KERNEL(transpose_tall128_swizzled, THREADS_TALL, BLOCKS_PER_SM_TALL);
-TRANSPOSE64(transpose_group64_padded);
-TRANSPOSE64(transpose_group64_swizzled);
-TRANSPOSE_KERNEL(transpose_persist64_padded, THREADS64, BLOCKS_PER_SM_PERSIST);
-TRANSPOSE_KERNEL(transpose_persist64_swizzled, THREADS64, BLOCKS_PER_SM_PERSIST);
-TRANSPOSE64(transpose_stream64_padded);
-TRANSPOSE64(transpose_stream64_swizzled);
 
-// ---- Scalar: a tile of TR input rows (64, or 128 for tall128) x 64 input columns, block
-// (32, NY) with NY = TR / 8; 16 elements a thread. Thread (tx, ty) loads tile elements
-// [ty + NY j][tx + 32 h], j < 8, h < 2 (a warp: two 128-byte input rows a pass). After the
-// barrier it reads tile column r = ty + NY j (j < 64 / NY), rows c = tx + 32 h (h < TR / 32),
-// and stores them to output row col0 + r, columns row0 + c: a warp, 128 contiguous bytes a store.
-// Stores read a tile column:
-//   *_padded    tile[TR][65]      column reads span 32 banks
-//   *_swizzled  tile[TR][64], [r][c] at [r][c ^ (r % 32)] (the article's formula, 4-byte
-//               chunks, 128-byte lines): likewise
+// ---- Scalar: block (32, 8); thread (tx, ty) moves tile elements [ty + 8j][tx] and
+// [ty + 8j][tx + 32], j = 0..7 (two 128-byte rows a warp per pass). Stores read a tile column:
+//   transpose_tile64_padded    tile[64][65]      column reads span 32 banks
+//   transpose_tile64_swizzled  tile[64][64], [r][c] at [r][c ^ (r % 32)] (the article's
+//                              formula, 4-byte chunks, 128-byte lines): likewise
 // Keying each 128-byte half-row by r % 32 (not the whole row by r % 64) leaves c's bit 5 alone,
 // so a thread's two elements of a row stay 128 bytes apart and its 16 shared addresses need 4
-// XOR results, not 16: ptxas then issues all 16 loads before the first shared store. The code
-// says so: it stores [r][tx + 32h] at column tile64_col(r, tx) + 32h and reads [c][r], c % 32 =
-// tx, at tile64_col(tx, r) (equal to the formula's columns for tx < 32; tests check), which
-// spares ptxas 32 XORs a thread and keeps the persistent loop's addresses in registers.
+// XOR results, not 16: ptxas then issues all 16 loads before the first shared store.
 
 // Stored column of element [r][c] of a float [][64] tile, swizzled: the article's
 // x_swz = y ^ x with 32 4-byte chunks a 128-byte line, each line keyed by the row
@@ -138,225 +102,67 @@ __device__ __forceinline__ int tile64_col(int r, int c) {
     return SWIZZLE ? swizzled_col64(r, c) : c;
 }
 
-// Global accesses: plain (loads through the read-only path), or streaming (.cs: evict first).
-template <bool STREAM>
-__device__ __forceinline__ float load_in(const float* p) {
-    return STREAM ? __ldcs(p) : __ldg(p);
-}
-
-template <bool STREAM>
-__device__ __forceinline__ void store_out(float* p, float x) {
-    if (STREAM) {
-        __stcs(p, x);
-    } else {
-        *p = x;
-    }
-}
-
-#define PER_THREAD 16  // elements a thread: 8 load passes of two
-
-template <int TR, bool FULL, bool STREAM>
-__device__ __forceinline__ void tile_load(float (&v)[PER_THREAD], const float* __restrict__ in, int rows, int cols,
-                                          int row0, int col0) {
-    constexpr int NY = TR / BLOCK_ROWS;
+template <int STRIDE, bool SWIZZLE, bool FULL>
+__device__ __forceinline__ void tile64_pass(float (&tile)[TILE64][STRIDE], const float* __restrict__ in,
+                                            float* __restrict__ out, int rows, int cols) {
+    constexpr int PASSES = TILE64 / BLOCK_ROWS;  // 8 row passes, two elements each
     const int tx = threadIdx.x, ty = threadIdx.y;
+    const int row0 = blockIdx.y * TILE64, col0 = blockIdx.x * TILE64;
+    float v[2 * PASSES];
 #pragma unroll
-    for (int j = 0; j < PER_THREAD / 2; ++j) {
-        const int row = row0 + ty + j * NY;
+    for (int j = 0; j < PASSES; ++j) {
+        const int row = row0 + ty + j * BLOCK_ROWS;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int col = col0 + tx + h * TILE;
-            v[2 * j + h] =
-                (FULL || (row < rows && col < cols)) ? load_in<STREAM>(in + (size_t)row * cols + col) : 0.0f;
+            v[2 * j + h] = (FULL || (row < rows && col < cols)) ? __ldg(in + (size_t)row * cols + col) : 0.0f;
         }
     }
-}
-
-template <int TR, int STRIDE, bool SWIZZLE>
-__device__ __forceinline__ void tile_put(float (&tile)[TR][STRIDE], const float (&v)[PER_THREAD]) {
-    constexpr int NY = TR / BLOCK_ROWS;
-    const int tx = threadIdx.x, ty = threadIdx.y;
 #pragma unroll
-    for (int j = 0; j < PER_THREAD / 2; ++j) {
-        const int r = ty + j * NY;
+    for (int j = 0; j < PASSES; ++j) {
+        const int r = ty + j * BLOCK_ROWS;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            tile[r][tile64_col<SWIZZLE>(r, tx) + h * TILE] = v[2 * j + h];
+            tile[r][tile64_col<SWIZZLE>(r, tx + h * TILE)] = v[2 * j + h];
         }
     }
-}
-
-template <int TR, int STRIDE, bool SWIZZLE, bool FULL, bool STREAM>
-__device__ __forceinline__ void tile_store(float (&tile)[TR][STRIDE], float* __restrict__ out, int rows, int cols,
-                                           int row0, int col0) {
-    constexpr int NY = TR / BLOCK_ROWS;
-    const int tx = threadIdx.x, ty = threadIdx.y;
+    __syncthreads();
 #pragma unroll
-    for (int j = 0; j < TILE64 / NY; ++j) {
-        const int r = ty + j * NY;  // a tile column: an output row
+    for (int j = 0; j < PASSES; ++j) {
+        const int r = ty + j * BLOCK_ROWS;  // a tile column: an output row
         const int out_row = col0 + r;
 #pragma unroll
-        for (int h = 0; h < TR / TILE; ++h) {
+        for (int h = 0; h < 2; ++h) {
             const int c = tx + h * TILE;  // a tile row: an output column
             const int out_col = row0 + c;
             if (FULL || (out_row < cols && out_col < rows)) {
-                store_out<STREAM>(out + (size_t)out_row * rows + out_col, tile[c][tile64_col<SWIZZLE>(tx, r)]);
+                out[(size_t)out_row * rows + out_col] = tile[c][tile64_col<SWIZZLE>(c, r)];
             }
         }
     }
 }
 
-// Whether the TR x 64 tile at (row0, col0) lies wholly inside the matrix.
-template <int TR>
-__device__ __forceinline__ bool tile_full(int rows, int cols, int row0, int col0) {
-    return row0 + TR <= rows && col0 + TILE64 <= cols;
-}
-
-template <int TR, int STRIDE, bool SWIZZLE, bool FULL, bool STREAM>
-__device__ __forceinline__ void tile_pass(float (&tile)[TR][STRIDE], const float* __restrict__ in,
-                                          float* __restrict__ out, int rows, int cols, int row0, int col0) {
-    float v[PER_THREAD];
-    tile_load<TR, FULL, STREAM>(v, in, rows, cols, row0, col0);
-    tile_put<TR, STRIDE, SWIZZLE>(tile, v);
-    __syncthreads();
-    tile_store<TR, STRIDE, SWIZZLE, FULL, STREAM>(tile, out, rows, cols, row0, col0);
-}
-
-// One block, one tile: the one at (row0, col0).
-template <int TR, int STRIDE, bool SWIZZLE, bool STREAM>
-__device__ __forceinline__ void transpose_tile(float (&tile)[TR][STRIDE], const float* __restrict__ in,
-                                               float* __restrict__ out, int rows, int cols, int row0, int col0) {
-    if (tile_full<TR>(rows, cols, row0, col0)) {
-        tile_pass<TR, STRIDE, SWIZZLE, true, STREAM>(tile, in, out, rows, cols, row0, col0);
-    } else {
-        tile_pass<TR, STRIDE, SWIZZLE, false, STREAM>(tile, in, out, rows, cols, row0, col0);
-    }
-}
-
-// Grid (ceil(cols / 64), ceil(rows / TR)), row-major.
-template <int TR, int STRIDE, bool SWIZZLE, bool STREAM>
-__device__ __forceinline__ void transpose_rowmajor(float (&tile)[TR][STRIDE], const float* __restrict__ in,
-                                                   float* __restrict__ out, int rows, int cols) {
-    const bool full = (blockIdx.y + 1) * TR <= rows && (blockIdx.x + 1) * TILE64 <= cols;
-    const int row0 = blockIdx.y * TR, col0 = blockIdx.x * TILE64;
+template <int STRIDE, bool SWIZZLE>
+__device__ __forceinline__ void transpose_tile64(float (&tile)[TILE64][STRIDE], const float* __restrict__ in,
+                                                 float* __restrict__ out, int rows, int cols) {
+    const bool full = (blockIdx.y + 1) * TILE64 <= rows && (blockIdx.x + 1) * TILE64 <= cols;
     if (full) {
-        tile_pass<TR, STRIDE, SWIZZLE, true, STREAM>(tile, in, out, rows, cols, row0, col0);
+        tile64_pass<STRIDE, SWIZZLE, true>(tile, in, out, rows, cols);
     } else {
-        tile_pass<TR, STRIDE, SWIZZLE, false, STREAM>(tile, in, out, rows, cols, row0, col0);
-    }
-}
-
-// Grid (GROUP * ceil(cols / 64), ceil(ceil(rows / 64) / GROUP)): block x takes tile column
-// x / GROUP, tile row GROUP y + x % GROUP (none past the last tile row: the block returns).
-template <int STRIDE, bool SWIZZLE>
-__device__ __forceinline__ void transpose_grouped(float (&tile)[TILE64][STRIDE], const float* __restrict__ in,
-                                                  float* __restrict__ out, int rows, int cols) {
-    const int tiles_y = (rows + TILE64 - 1) / TILE64;
-    const int tile_y = blockIdx.y * GROUP + blockIdx.x % GROUP;
-    if (tile_y >= tiles_y) return;  // the whole block
-    transpose_tile<TILE64, STRIDE, SWIZZLE, false>(tile, in, out, rows, cols, tile_y * TILE64,
-                                                   blockIdx.x / GROUP * TILE64);
-}
-
-// Persistent, 1-D grid of at most as many blocks as fit at once (kernels/transpose.py sizes it
-// so that each block gets the same number of tiles where it can): block b takes tiles
-// b, b + gridDim.x, ... of the row-major tile order. Its next tile's 16 loads are issued right
-// after the barrier that publishes the current tile, so they are in flight while it stores the
-// current tile; a second barrier keeps the next tile's shared stores after every thread's reads.
-template <int STRIDE, bool SWIZZLE, bool FULL>
-__device__ __forceinline__ void persistent_loop(float (&tile)[TILE64][STRIDE], const float* __restrict__ in,
-                                                float* __restrict__ out, int rows, int cols, int tiles_x, int tiles) {
-    int t = blockIdx.x;
-    int row0 = t / tiles_x * TILE64, col0 = t % tiles_x * TILE64;
-    float v[PER_THREAD];
-    tile_load<TILE64, FULL, false>(v, in, rows, cols, row0, col0);
-    for (;;) {
-        tile_put<TILE64, STRIDE, SWIZZLE>(tile, v);
-        __syncthreads();
-        const int next = t + gridDim.x;
-        if (next >= tiles) break;
-        // The next tile's loads, then this tile's stores, in one basic block: ptxas keeps them
-        // in that order (a conditional load block would be sunk below the stores).
-        const int next_row0 = next / tiles_x * TILE64, next_col0 = next % tiles_x * TILE64;
-        tile_load<TILE64, FULL, false>(v, in, rows, cols, next_row0, next_col0);
-        tile_store<TILE64, STRIDE, SWIZZLE, FULL, false>(tile, out, rows, cols, row0, col0);
-        __syncthreads();
-        t = next, row0 = next_row0, col0 = next_col0;
-    }
-    tile_store<TILE64, STRIDE, SWIZZLE, FULL, false>(tile, out, rows, cols, row0, col0);
-}
-
-template <int STRIDE, bool SWIZZLE>
-__device__ __forceinline__ void transpose_persistent(float (&tile)[TILE64][STRIDE], const float* __restrict__ in,
-                                                     float* __restrict__ out, int rows, int cols) {
-    const int tiles_x = (cols + TILE64 - 1) / TILE64;
-    const int tiles = tiles_x * ((rows + TILE64 - 1) / TILE64);
-    if ((int)blockIdx.x >= tiles) return;  // the whole block
-    if (rows % TILE64 == 0 && cols % TILE64 == 0) {
-        persistent_loop<STRIDE, SWIZZLE, true>(tile, in, out, rows, cols, tiles_x, tiles);
-    } else {
-        persistent_loop<STRIDE, SWIZZLE, false>(tile, in, out, rows, cols, tiles_x, tiles);
+        tile64_pass<STRIDE, SWIZZLE, false>(tile, in, out, rows, cols);
     }
 }
 
 extern "C" __global__ void transpose_tile64_padded(const float* __restrict__ in, float* __restrict__ out,
                                                    int rows, int cols) {
     __shared__ float tile[TILE64][TILE64 + 1];
-    transpose_rowmajor<TILE64, TILE64 + 1, false, false>(tile, in, out, rows, cols);
+    transpose_tile64<TILE64 + 1, false>(tile, in, out, rows, cols);
 }
 
 extern "C" __global__ void transpose_tile64_swizzled(const float* __restrict__ in, float* __restrict__ out,
                                                      int rows, int cols) {
     __shared__ float tile[TILE64][TILE64];
-    transpose_rowmajor<TILE64, TILE64, true, false>(tile, in, out, rows, cols);
-}
-
-extern "C" __global__ void transpose_tall128_padded(const float* __restrict__ in, float* __restrict__ out,
-                                                    int rows, int cols) {
-    __shared__ float tile[TALL][TILE64 + 1];
-    transpose_rowmajor<TALL, TILE64 + 1, false, false>(tile, in, out, rows, cols);
-}
-
-extern "C" __global__ void transpose_tall128_swizzled(const float* __restrict__ in, float* __restrict__ out,
-                                                      int rows, int cols) {
-    __shared__ float tile[TALL][TILE64];
-    transpose_rowmajor<TALL, TILE64, true, false>(tile, in, out, rows, cols);
-}
-
-extern "C" __global__ void transpose_group64_padded(const float* __restrict__ in, float* __restrict__ out,
-                                                    int rows, int cols) {
-    __shared__ float tile[TILE64][TILE64 + 1];
-    transpose_grouped<TILE64 + 1, false>(tile, in, out, rows, cols);
-}
-
-extern "C" __global__ void transpose_group64_swizzled(const float* __restrict__ in, float* __restrict__ out,
-                                                      int rows, int cols) {
-    __shared__ float tile[TILE64][TILE64];
-    transpose_grouped<TILE64, true>(tile, in, out, rows, cols);
-}
-
-extern "C" __global__ void transpose_persist64_padded(const float* __restrict__ in, float* __restrict__ out,
-                                                      int rows, int cols) {
-    __shared__ float tile[TILE64][TILE64 + 1];
-    transpose_persistent<TILE64 + 1, false>(tile, in, out, rows, cols);
-}
-
-extern "C" __global__ void transpose_persist64_swizzled(const float* __restrict__ in, float* __restrict__ out,
-                                                        int rows, int cols) {
-    __shared__ float tile[TILE64][TILE64];
-    transpose_persistent<TILE64, true>(tile, in, out, rows, cols);
-}
-
-extern "C" __global__ void transpose_stream64_padded(const float* __restrict__ in, float* __restrict__ out,
-                                                     int rows, int cols) {
-    __shared__ float tile[TILE64][TILE64 + 1];
-    transpose_rowmajor<TILE64, TILE64 + 1, false, true>(tile, in, out, rows, cols);
-}
-
-extern "C" __global__ void transpose_stream64_swizzled(const float* __restrict__ in, float* __restrict__ out,
-                                                       int rows, int cols) {
-    __shared__ float tile[TILE64][TILE64];
-    transpose_rowmajor<TILE64, TILE64, true, true>(tile, in, out, rows, cols);
+    transpose_tile64<TILE64, true>(tile, in, out, rows, cols);
 }
 
 // ---- 16-byte vectors: block 256 (1-D). A thread loads a 4 x 4 micro-tile as four float4 rows

@@ -1,20 +1,16 @@
-"""The 64-wide transposes (transpose/tile64_*, vec4_* and the issue-6 candidates tall128_*,
-group64_*, persist64_*, stream64_*) without a GPU: what ptxas makes of them, the swizzle
-expressions of transpose.cu against profiling/swizzle.py, the bank model on every shared access
-a warp makes, and the .cu itself run on the CPU (one thread per CUDA thread), launched as
-kernels/transpose.py launches it. On a GPU (marker `gpu`), every transpose variant at sizes that
-mix full and partial tiles, float4 and scalar ones."""
+"""The 64x64 transposes (transpose/tile64_* and transpose/vec4_*) without a GPU: what ptxas makes
+of them, the swizzle expressions of transpose.cu against profiling/swizzle.py, the bank model on
+every shared access a warp makes, and the .cu itself run on the CPU (one thread per CUDA thread).
+On a GPU (marker `gpu`), every transpose variant at sizes that mix float4 and scalar tiles."""
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -29,41 +25,16 @@ REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "kernels" / "transpose.cu"
 TEXT = SOURCE.read_text(encoding="utf-8")
 
-
-def _load_module() -> ModuleType:
-    """kernels/transpose.py, imported by path (as tests/gate_suites/swapped_padded.py does)."""
-    spec = importlib.util.spec_from_file_location("memlens_test_transpose", REPO / "kernels" / "transpose.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MODULE = _load_module()
-GEOMETRY = MODULE.GEOMETRY
-
 TILE = 64
-TILES = {  # tile rows and floats a row of each kernel's tile
-    "transpose_tile64_padded": (64, 65),
-    "transpose_tile64_swizzled": (64, 64),
-    "transpose_vec4_padded": (64, 68),
-    "transpose_vec4_swizzled": (64, 64),
-    "transpose_tall128_padded": (128, 65),
-    "transpose_tall128_swizzled": (128, 64),
-    "transpose_group64_padded": (64, 65),
-    "transpose_group64_swizzled": (64, 64),
-    "transpose_persist64_padded": (64, 65),
-    "transpose_persist64_swizzled": (64, 64),
-    "transpose_stream64_padded": (64, 65),
-    "transpose_stream64_swizzled": (64, 64),
+STRIDES = {  # floats a row of each kernel's tile
+    "transpose_tile64_padded": 65,
+    "transpose_tile64_swizzled": 64,
+    "transpose_vec4_padded": 68,
+    "transpose_vec4_swizzled": 64,
 }
-STRIDES = {name: stride for name, (_, stride) in TILES.items()}
-SCALAR = [name for name in TILES if not name.startswith("transpose_vec4")]  # tile_put / tile_store kernels
-SHARED_BYTES = {name: rows * stride * 4 for name, (rows, stride) in TILES.items()}  # 16,640 ... 33,280
-# 64K registers / (threads x blocks an SM of __launch_bounds__): (256, 8) and (512, 4) give 32; the
-# persistent kernels, (256, 4), 64 for the 16 floats they hold while storing the previous tile.
-MAX_REGISTERS = {name: 64 if "persist64" in name else 32 for name in TILES}
-ALL_KERNELS = ["transpose_conflict", "transpose_padded", "transpose_swizzled", *TILES]
+SHARED_BYTES = {name: TILE * stride * 4 for name, stride in STRIDES.items()}  # 16,640 / 16,384 / 17,408
+MAX_REGISTERS = 32  # __launch_bounds__(256, 8): 8 blocks of 256 threads fill an SM's 64K registers
+ALL_KERNELS = ["transpose_conflict", "transpose_padded", "transpose_swizzled", *STRIDES]
 
 
 # --- what ptxas makes of them -------------------------------------------------------------------
@@ -85,62 +56,26 @@ def compiled(request: pytest.FixtureRequest) -> toolchain.CompiledCuda:
     return _compiled(request.param)
 
 
-@pytest.mark.parametrize("kernel", list(TILES))
+@pytest.mark.parametrize("kernel", list(STRIDES))
 def test_resources(compiled: toolchain.CompiledCuda, kernel: str) -> None:
     resources = compiled.kernel(kernel)
     assert resources.shared_bytes == SHARED_BYTES[kernel]
     assert (resources.stack_bytes, resources.spill_store_bytes, resources.spill_load_bytes) == (0, 0, 0)
-    assert 0 < resources.registers <= MAX_REGISTERS[kernel], resources
+    assert 0 < resources.registers <= MAX_REGISTERS, resources
 
 
-@pytest.mark.parametrize("kernel", list(TILES))
+@pytest.mark.parametrize("kernel", list(STRIDES))
 def test_access_widths_in_ptx(compiled: toolchain.CompiledCuda, kernel: str) -> None:
-    """vec4: 16-byte global and shared accesses on the fast path; the others 4-byte ones. All
-    global loads go through the read-only path (`const __restrict__` and __ldg: ld.global.nc),
-    but stream64's, which are ld.global.cs (evict first) like its stores."""
+    """vec4: 16-byte global and shared accesses on the fast path; tile64: 4-byte ones. All global
+    loads go through the read-only path (`const __restrict__` and __ldg: ld.global.nc)."""
     body = entry_body(compiled.ptx, kernel)
     assert body, kernel
-    assert "ld.global.f32" not in body and "ld.global.v4.f32" not in body  # every load has a qualifier
+    assert "ld.global.f32" not in body and "ld.global.v4.f32" not in body  # every load is .nc
     vector = kernel.startswith("transpose_vec4")
     for instruction in ("ld.global.nc.v4.f32", "st.global.v4.f32", "st.shared.v4.f32", "ld.shared.v4.f32"):
         assert (instruction in body) == vector, (kernel, instruction)
-    streaming = kernel.startswith("transpose_stream64")
-    assert ("ld.global.nc.f32" in body) != streaming  # vec4: on its scalar path for edge tiles
-    assert ("ld.global.cs.f32" in body) == ("st.global.cs.f32" in body) == streaming
-    assert ("st.global.f32" in body) != streaming
+    assert "ld.global.nc.f32" in body  # tile64 always; vec4 on its scalar path for edge tiles
     assert ".local" not in body
-
-
-def test_launch_bounds_match_the_register_caps() -> None:
-    """transpose.cu's launch bounds give MAX_REGISTERS: 64K registers / (threads x blocks an SM),
-    and the threads are those of kernels/transpose.py's blocks."""
-    defines = {name: int(value) for name, value in re.findall(r"#define (\w+) (\d+)", TEXT)}
-    bounds = {}
-    for name, threads, blocks in re.findall(r"TRANSPOSE_KERNEL\((\w+), (\w+), (\w+)\);", TEXT):
-        bounds[name] = (defines[threads], defines[blocks])
-    for name in re.findall(r"^TRANSPOSE64\((\w+)\);", TEXT, re.M):
-        bounds[name] = (defines["THREADS64"], defines["BLOCKS_PER_SM"])
-    assert sorted(bounds) == sorted(TILES)
-    for name, (threads, blocks) in bounds.items():
-        assert threads == GEOMETRY[name].threads, name
-        assert 65536 // (threads * blocks) // 8 * 8 == MAX_REGISTERS[name], name
-    assert (defines["GROUP"], defines["TALL"]) == (MODULE.GROUP, MODULE.TALL)
-
-
-def _persistent_counts(tiles: int, slots: int) -> list[int]:
-    """Tiles each block of the persistent grid takes: block b takes b, b + blocks, ..."""
-    blocks = MODULE.persistent_blocks(tiles, slots)
-    return [len(range(b, tiles, blocks)) for b in range(blocks)]
-
-
-def test_persistent_grid_gives_every_block_the_same_work() -> None:
-    assert MODULE.persistent_blocks(16384, 132 * 4) == 512  # 8192^2 on an H200: 32 tiles a block
-    assert _persistent_counts(16384, 528) == [32] * 512
-    for tiles in (1, 2, 5, 27, 100, 1000, 16384):
-        for slots in (1, 3, 5, 64, 528, 10**6):
-            counts = _persistent_counts(tiles, slots)
-            assert len(counts) <= slots and sum(counts) == tiles and min(counts) >= 1
-            assert max(counts) - min(counts) <= 1 and max(counts) == -(-tiles // slots), (tiles, slots)
 
 
 # --- the swizzle expressions of transpose.cu -------------------------------------------------------
@@ -158,29 +93,13 @@ def _c_function(name: str, params: tuple[str, str]) -> Callable[[int, int], int]
 
 
 def test_tile64_swizzle_is_the_articles_formula() -> None:
-    """float [][64], 4-byte chunks, 128-byte swizzle lines keyed by the row (128 rows: tall128)."""
+    """float [][64], 4-byte chunks, 128-byte swizzle lines keyed by the row."""
     column = _c_function("swizzled_col64", ("r", "c"))
-    for r in range(2 * TILE):
+    for r in range(TILE):
         stored = [column(r, c) for c in range(TILE)]
         assert stored == [swizzle(r, c, TILE, 4, 4, 128) for c in range(TILE)]
         assert sorted(stored) == list(range(TILE))
         assert all(s // 32 == c // 32 for c, s in enumerate(stored))  # a half-row stays in its half
-
-
-def test_split_swizzle_expressions_are_the_formula() -> None:
-    """tile_put stores element [r][tx + 32h] at column tile64_col(r, tx) + 32h, and tile_store
-    reads element [c][r], c = tx + 32h, at column tile64_col(tx, r): the formula's columns, as
-    the swizzle leaves bit 5 of the column alone and keys a row by r % 32 (0 <= tx < 32)."""
-    assert "tile[r][tile64_col<SWIZZLE>(r, tx) + h * TILE] = v[2 * j + h];" in TEXT
-    assert "tile[c][tile64_col<SWIZZLE>(tx, r)]" in TEXT
-    column = _c_function("swizzled_col64", ("r", "c"))
-    for r in range(2 * TILE):
-        for tx in range(32):
-            for h in range(2):
-                assert column(r, tx) + 32 * h == swizzle(r, tx + 32 * h, TILE, 4, 4, 128)
-    for c in range(2 * TILE):
-        for r in range(TILE):
-            assert column(c % 32, r) == swizzle(c, r, TILE, 4, 4, 128)
 
 
 def test_vec4_swizzle_is_the_articles_formula() -> None:
@@ -207,23 +126,17 @@ def _tile64_column(kernel: str) -> Callable[[int, int], int]:
 
 
 def tile64_accesses(kernel: str, stride: int | None = None) -> list[list[int]]:
-    """Byte addresses of every warp-wide 4-byte shared access of the scalar kernels (tile_put,
-    tile_store): a tile of R = 64 or 128 rows, block (32, R / 8), warp w = threadIdx.y. Pass j < 8,
-    half h < 2: store tile[w + (R / 8) j][tx + 32h]; after the barrier, pass j < 512 / R, quarter
-    h < R / 32: load tile[tx + 32h][w + (R / 8) j]."""
-    rows, own_stride = TILES[kernel]
-    stride = own_stride if stride is None else stride
-    warps = rows // 8
+    """Byte addresses of every warp-wide 4-byte shared access of transpose_tile64_*: block
+    (32, 8), warp w = threadIdx.y; pass j, half h: store tile[w + 8j][tx + 32h], then (after the
+    barrier) load tile[tx + 32h][w + 8j]."""
+    stride = STRIDES[kernel] if stride is None else stride
     column = _tile64_column(kernel)
     accesses = []
-    for warp in range(warps):
-        for j in range(8):
-            r = warp + warps * j
+    for warp in range(WARPS):
+        for j in range(TILE // WARPS):
+            r = warp + 8 * j
             for h in range(2):
                 accesses.append([4 * (r * stride + column(r, tx + 32 * h)) for tx in range(32)])
-        for j in range(TILE // warps):
-            r = warp + warps * j
-            for h in range(rows // 32):
                 accesses.append([4 * ((tx + 32 * h) * stride + column(tx + 32 * h, r)) for tx in range(32)])
     return accesses
 
@@ -270,13 +183,10 @@ def test_vec4_lanes_cover_the_tile_once() -> None:
         assert max(mc for mc, _ in lanes) - min(mc for mc, _ in lanes) == 7
 
 
-@pytest.mark.parametrize("kernel", SCALAR)
+@pytest.mark.parametrize("kernel", ["transpose_tile64_padded", "transpose_tile64_swizzled"])
 def test_tile64_one_wavefront_per_request(kernel: str) -> None:
     accesses = tile64_accesses(kernel)
-    rows = TILES[kernel][0]
-    assert len(accesses) == 2 * 16 * rows // 8  # 16 stores and 16 loads a warp
-    every_element = [4 * (y * STRIDES[kernel] + x) for y in range(rows) for x in range(TILE)]
-    assert sorted({a for access in accesses for a in access}) == every_element
+    assert len(accesses) == 2 * 16 * WARPS
     assert [bm.wavefronts(a, 4) for a in accesses] == [1] * len(accesses)
     assert sum(bm.excess_wavefronts(a, 4) for a in accesses) == 0
 
@@ -296,7 +206,6 @@ def test_the_model_sees_what_padding_and_swizzling_avoid() -> None:
     mapped naively (16 micro-columns a half-warp), do conflict."""
     plain = tile64_accesses("transpose_tile64_padded", stride=64)
     assert max(bm.wavefronts(a, 4) for a in plain) == 32  # a column of a [64][64] tile: one bank
-    assert max(bm.wavefronts(a, 4) for a in tile64_accesses("transpose_tall128_padded", stride=64)) == 32
     plain4 = vec4_accesses("transpose_vec4_padded", stride=64, swizzled=False)
     assert sum(bm.excess_wavefronts(a, 16) for a in plain4) > 0
 
@@ -321,12 +230,9 @@ struct alignas(16) float4 { float x, y, z, w; };
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 inline thread_local dim3 threadIdx;
 inline thread_local dim3 blockIdx;
-inline dim3 gridDim;
 inline std::barrier<>* block_barrier = nullptr;
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 template <class T> inline T __ldg(const T* p) { return *p; }
-template <class T> inline T __ldcs(const T* p) { return *p; }
-template <class T> inline void __stcs(T* p, T v) { *p = v; }
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -343,7 +249,7 @@ EMULATION_MAIN = r"""
 #include <vector>
 typedef void (*Kernel)(const float*, float*, int, int);
 
-// usage: emulate KERNEL GRID_X GRID_Y BLOCK_X BLOCK_Y ROWS COLS < input (rows * cols float32) > output
+// usage: emulate KERNEL TILE BLOCK_X BLOCK_Y ROWS COLS < input (rows * cols float32) > output
 int main(int argc, char** argv) {
     const char* names[] = {KERNEL_NAMES};
     Kernel kernels[] = {KERNEL_NAMES_BARE};
@@ -351,15 +257,14 @@ int main(int argc, char** argv) {
     for (int k = 0; k < (int)(sizeof(names) / sizeof(names[0])); ++k)
         if (std::string(names[k]) == argv[1]) which = k;
     if (which < 0) return 2;
-    const long gx = atol(argv[2]), gy = atol(argv[3]);
-    const int bx = atoi(argv[4]), by = atoi(argv[5]);
-    const int rows = atoi(argv[6]), cols = atoi(argv[7]);
+    const int tile = atoi(argv[2]), bx = atoi(argv[3]), by = atoi(argv[4]);
+    const int rows = atoi(argv[5]), cols = atoi(argv[6]);
     const size_t n = (size_t)rows * cols, bytes = (n * 4 + 255) / 256 * 256;
     float* in = static_cast<float*>(aligned_alloc(256, bytes));
     float* out = static_cast<float*>(aligned_alloc(256, bytes));
     if (fread(in, 4, n, stdin) != n) return 3;
     for (size_t i = 0; i < n; ++i) out[i] = __builtin_nanf("");
-    gridDim = {unsigned(gx), unsigned(gy), 1};
+    const long gx = (cols + tile - 1) / tile, gy = (rows + tile - 1) / tile;
     std::barrier<> barrier(bx * by);
     block_barrier = &barrier;
     std::vector<std::thread> threads;
@@ -379,11 +284,16 @@ int main(int argc, char** argv) {
 }
 """
 
-# Sizes: partial tiles on either edge or both, single rows and columns, float4 and scalar tiles
-# (68 x 132), several 128-row tiles and groups of 4 tile rows with a partial last one (520 x 130),
-# and whole 64 x 64 tiles only (192 x 128: the persistent kernels' unchecked loop).
-CPU_SIZES = [(67, 45), (64, 64), (68, 132), (130, 200), (1, 100), (100, 1), (520, 130), (192, 128)]
-PERSISTENT_SLOTS = (3, 5)  # blocks that "fit at once" when emulating a persistent grid: several tiles a block
+LAUNCH = {  # tile edge and block of each kernel, as kernels/transpose.py launches them
+    "transpose_conflict": (32, (32, 8)),
+    "transpose_padded": (32, (32, 8)),
+    "transpose_swizzled": (32, (32, 8)),
+    "transpose_tile64_padded": (64, (32, 8)),
+    "transpose_tile64_swizzled": (64, (32, 8)),
+    "transpose_vec4_padded": (64, (256, 1)),
+    "transpose_vec4_swizzled": (64, (256, 1)),
+}
+CPU_SIZES = [(67, 45), (64, 64), (68, 132), (130, 200), (1, 100), (100, 1)]  # full, partial, float4 + scalar
 
 
 @pytest.fixture(scope="module")
@@ -392,8 +302,8 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if compiler is None:
         pytest.skip("no g++ to build the CPU emulation of transpose.cu")
     folder = tmp_path_factory.mktemp("emulate")
-    main = EMULATION_MAIN.replace("KERNEL_NAMES_BARE", ", ".join(ALL_KERNELS)).replace(
-        "KERNEL_NAMES", ", ".join(f'"{k}"' for k in ALL_KERNELS)
+    main = EMULATION_MAIN.replace("KERNEL_NAMES_BARE", ", ".join(LAUNCH)).replace(
+        "KERNEL_NAMES", ", ".join(f'"{k}"' for k in LAUNCH)
     )
     (folder / "emulate.cpp").write_text(
         EMULATION_HEADER + "#include <string>\n" + f'#include "{SOURCE}"\n' + main, encoding="utf-8"
@@ -408,27 +318,17 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return binary
 
 
-def test_every_kernel_has_a_launch_geometry() -> None:
-    assert sorted(GEOMETRY) == sorted(ALL_KERNELS)
-    assert sorted(re.findall(r'extern "C" __global__ void (transpose_\w+)\(', TEXT)) == sorted(ALL_KERNELS)
-
-
-@pytest.mark.parametrize("kernel", ALL_KERNELS)
+@pytest.mark.parametrize("kernel", list(LAUNCH))
 def test_cu_transposes_on_the_cpu(emulator: Path, kernel: str) -> None:
-    """Launched as kernels/transpose.py launches it (GEOMETRY), persistent grids with few slots."""
-    geometry = GEOMETRY[kernel]
-    bx, by = (*geometry.block, 1)[:2]
-    slots_tried = PERSISTENT_SLOTS if geometry.order == "persistent" else (None,)
+    tile, (bx, by) = LAUNCH[kernel]
     rng = np.random.default_rng(11)
     for rows, cols in CPU_SIZES:
         a = rng.standard_normal((rows, cols), dtype=np.float32)
-        for slots in slots_tried:
-            gx, gy = (*geometry.grid(rows, cols, slots), 1)[:2]
-            argv = [str(emulator), kernel, str(gx), str(gy), str(bx), str(by), str(rows), str(cols)]
-            done = subprocess.run(argv, input=a.tobytes(), capture_output=True, timeout=120)
-            assert done.returncode == 0, (kernel, rows, cols, done.returncode)
-            out = np.frombuffer(done.stdout, dtype=np.float32).reshape(cols, rows)
-            assert np.array_equal(out, a.T), (kernel, rows, cols, slots, int((out != a.T).sum()))
+        argv = [str(emulator), kernel, str(tile), str(bx), str(by), str(rows), str(cols)]
+        done = subprocess.run(argv, input=a.tobytes(), capture_output=True, timeout=120)
+        assert done.returncode == 0, (kernel, rows, cols, done.returncode)
+        out = np.frombuffer(done.stdout, dtype=np.float32).reshape(cols, rows)
+        assert np.array_equal(out, a.T), (kernel, rows, cols, int((out != a.T).sum()))
 
 
 # --- on a GPU: sizes that mix the float4 and scalar paths --------------------------------------------
@@ -439,9 +339,7 @@ GPU_SIZES = [(4100, 2052), (256, 8192), (8192, 68), (4099, 2053)]  # rows x cols
 @pytest.mark.gpu
 @pytest.mark.parametrize("size", GPU_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("name", ["padded", "swizzled", "tile64_padded", "tile64_swizzled", "vec4_padded",
-                                  "vec4_swizzled", "tall128_padded", "tall128_swizzled", "group64_padded",
-                                  "group64_swizzled", "persist64_padded", "persist64_swizzled", "stream64_padded",
-                                  "stream64_swizzled"])  # fmt: skip
+                                  "vec4_swizzled"])  # fmt: skip
 def test_gpu_mixed_tiles(name: str, size: tuple[int, int]) -> None:
     family = load_suite(REPO / "kernels").family("transpose")
     variant = next(v for v in family.variants if v.name == name)
