@@ -28,6 +28,7 @@ from ..errors import ProfilerError
 from ..runner import shell_command
 from ..terminal import console, interactive
 from ..units import format_bytes, format_duration, format_percent
+from .common import add_size_arguments, add_suite_arguments
 
 NA = "n/a"
 COPY_HEADER = "copy GB/s (same bytes)"
@@ -35,8 +36,7 @@ PIPE_WIDTH = 200  # rich's 80 columns would fold the table when stdout is a file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
-    parser.add_argument("-k", dest="pattern", help="only variants whose family/variant matches this regex")
+    add_suite_arguments(parser)
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--out", default="runs", help="folder for a new run directory (default: runs)")
     where.add_argument("--into", metavar="RUN", help="write bench.json into this existing run directory")
@@ -44,10 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeats", type=int, default=DEFAULT_REPEATS, metavar="N",
         help=f"timed launches per variant, at least {MIN_REPEATS} (default {DEFAULT_REPEATS})",
     )  # fmt: skip
-    parser.add_argument(
-        "--size", action="append", default=[], metavar="NAME=N", help="override a problem size, e.g. m=1024"
-    )
-    parser.add_argument("--small", action="store_true", help="use each family's small test sizes")
+    add_size_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,14 +23,14 @@ from ..fileio import write_json_atomic
 from ..static_check import Progress, StaticResults, check_suite, rows, without_kernels
 from ..suite import load_suite
 from ..terminal import console, interactive
+from .common import add_suite_arguments
 
 PIPE_WIDTH = 200
 COLUMNS = ("variant", "kernel", "registers", "stack B", "spill st B", "spill ld B", "shared B", "PTX .local")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
-    parser.add_argument("-k", dest="pattern", help="only variants whose family/variant matches this regex")
+    add_suite_arguments(parser)
     parser.add_argument("--arch", default="sm_90", help="target architecture (default: sm_90)")
     parser.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
                         help="for CUDA C++: nvcc where found, else NVRTC (auto, the default), or one")  # fmt: skip

@@ -8,11 +8,11 @@ from rich.table import Table
 
 from ..suite import load_suite
 from ..terminal import console
+from .common import add_suite_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
-    parser.add_argument("-k", dest="pattern", help="only variants whose family/variant matches this regex")
+    add_suite_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,11 +14,11 @@ from pathlib import Path
 from ..ncu import CACHE_CONTROLS, CLOCK_CONTROLS
 from ..runner import ProfileOptions, profile, shell_command
 from ..terminal import Progress, interactive
+from .common import add_size_arguments, add_suite_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
-    parser.add_argument("-k", dest="pattern", help="only variants whose family/variant matches this regex")
+    add_suite_arguments(parser)
     parser.add_argument("--out", default="runs", help="folder for run directories (default: runs)")
     parser.add_argument(
         "--clock-control", choices=CLOCK_CONTROLS, default=os.environ.get("MEMLENS_CLOCK_CONTROL", "base"),
@@ -30,10 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fast", action="store_true", help="skip the instrumented pass: no exact bank-conflict count")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before ncu is stopped (default 1800)")
     parser.add_argument("--ncu", help="path of the ncu executable (default: $MEMLENS_NCU or PATH)")
-    parser.add_argument(
-        "--size", action="append", default=[], metavar="NAME=N", help="override a problem size, e.g. m=1024"
-    )
-    parser.add_argument("--small", action="store_true", help="use each family's small test sizes")
+    add_size_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -54,32 +54,37 @@ def absent_reason(metric: Metric, from_memlens: bool) -> str:
     return FAST_SKIPPED if from_memlens else INSTRUMENTED_ABSENT
 
 
+# The raw catalogue metrics a report can hold (those with an ncu name), in catalogue order.
+NCU_METRICS: tuple[Metric, ...] = tuple(m for m in RAW_METRICS if m.ncu is not None)
+
+
 def raw_values(
     lookup: Callable[[str], Cell | None], from_memlens: bool
 ) -> tuple[dict[str, float | None], dict[str, str]]:
     """Every raw catalogue metric in its base unit, and the reason for each one missing."""
     raw: dict[str, float | None] = {}
     missing: dict[str, str] = {}
-    for metric in RAW_METRICS:
-        if metric.ncu is None:
-            continue
-        cell = lookup(metric.ncu)
-        value, reason = _convert(metric, cell, from_memlens)
+    for metric in NCU_METRICS:
+        cell = lookup(metric.ncu)  # type: ignore[arg-type]  # NCU_METRICS all have one
+        if cell is None:
+            value, reason = None, absent_reason(metric, from_memlens)
+        else:
+            value, reason = convert(metric, cell.value, cell.unit)
         raw[metric.key] = value
         if reason is not None:
             missing[metric.key] = reason
     return raw, missing
 
 
-def _convert(metric: Metric, cell: Cell | None, from_memlens: bool) -> tuple[float | None, str | None]:
-    if cell is None:
-        return None, absent_reason(metric, from_memlens)
-    if cell.value is None:
+def convert(metric: Metric, value: float | None, unit: str) -> tuple[float | None, str | None]:
+    """A value the report holds (None for "n/a") in ncu's `unit` -> (value in the catalogue's
+    unit, None), or (None, why it has no value)."""
+    if value is None:
         return None, "n/a in the report"
-    if not math.isfinite(cell.value):
-        return None, f"not a finite number in the report ({cell.value})"
+    if not math.isfinite(value):
+        return None, f"not a finite number in the report ({value})"
     try:
-        return cell.value * _factor(cell.unit, metric.unit), None
+        return value * _factor(unit, metric.unit), None
     except UnitError as exc:
         return None, f"{exc} (expected {metric.unit})"
 

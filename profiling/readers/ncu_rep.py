@@ -15,7 +15,7 @@ from ..catalogue import CATALOGUE, DEVICE_ATTRIBUTES
 from ..demangle import kernel_name
 from ..errors import InputError, ProfilerError
 from ..results import KernelResult, RunInfo, RunResults, printable
-from .common import Cell, compute_capability, is_memlens_domain, make_kernel, suite_range
+from .common import NCU_METRICS, Cell, absent_reason, compute_capability, convert, is_memlens_domain, suite_range
 
 # ncu_report.IMetric.value() returns str, int, float or None; as_string for the device name.
 Action = Any
@@ -25,17 +25,20 @@ DURATION = CATALOGUE["duration"].ncu
 
 
 def read_ncu_rep(path: Path) -> RunResults:
-    actions = list(_actions(_load(path)))
+    actions = _actions(_load(path))
     if not actions:
         raise InputError(f"{path}: no profiled kernels (an empty report, or not an Nsight Compute report)")
+    reader = _MetricReader()
+    launches = []  # (name, values, ranges) of each action, in report order
     for launch_id, action in enumerate(actions):
-        if not action.name() or not _has_metrics(action):
+        values = reader.values(action)
+        if not action.name() or not _has_metrics(action, values[_DURATION_INDEX]):
             raise InputError(f"{path}: truncated or damaged report (launch {launch_id} has no name or no metrics)")
-    ranges = [suite_range(_memlens_ranges(action)) for action in actions]
-    from_memlens = any(r is not None for r in ranges)
+        launches.append((_kernel_name(action), values, _suite_range(action)))
+    from_memlens = any(r is not None for _, _, r in launches)
     kernels = tuple(
-        _kernel(action, launch_id, r, from_memlens)
-        for launch_id, (action, r) in enumerate(zip(actions, ranges, strict=True))
+        _kernel(name, launch_id, values, r, reader.units, from_memlens)
+        for launch_id, (name, values, r) in enumerate(launches)
     )
     return RunResults(_run_info(actions[0], path), kernels)
 
@@ -64,36 +67,88 @@ def _actions(context: Context) -> list[Action]:
     return [a for a in actions if a is not None]
 
 
-def _has_metrics(action: Action) -> bool:
-    """Whether the action holds any metric: one lookup where it has the duration, the list of every
-    metric name (a third of a millisecond an action) only where it does not."""
-    return action.metric_by_name(DURATION) is not None or bool(action.metric_names())
+def _has_metrics(action: Action, duration: object) -> bool:
+    """Whether the action holds any metric: the duration read already where it has one, the list of
+    every metric name (a third of a millisecond an action) only where it does not."""
+    return duration is not _ABSENT or bool(action.metric_names())
 
 
-def _memlens_ranges(action: Action) -> list[str]:
-    """Push/pop range names of the memlens domain open at the launch, outermost first."""
+def _suite_range(action: Action) -> tuple[str, str] | None:
+    """(family, variant) of the innermost memlens push/pop range open at the launch: the ranges of
+    the memlens domain(s), innermost first, up to the first that names one (suite_range's choice)."""
     state = action.nvtx_state()
     if state is None:
-        return []
-    names: list[str] = []
+        return None
+    memlens = []
     for domain_id in state.domains():
         domain = state.domain_by_id(domain_id)
-        if domain is None or not is_memlens_domain(domain.name()):
-            continue
-        for index in range(len(domain.push_pop_ranges())):
+        if domain is not None and is_memlens_domain(domain.name()):
+            memlens.append(domain)
+    for domain in reversed(memlens):
+        for index in reversed(range(len(domain.push_pop_ranges()))):
             nvtx_range = domain.push_pop_range(index)
             if nvtx_range is not None:
-                names.append(nvtx_range.name())
-    return names
+                found = suite_range((nvtx_range.name(),))
+                if found is not None:
+                    return found
+    return None
 
 
-def _kernel(action: Action, launch_id: int, ranges: tuple[str, str] | None, from_memlens: bool) -> KernelResult:
-    return make_kernel(_kernel_name(action), launch_id, ranges, lambda name: _cell(action, name), from_memlens)
+# A catalogue metric the action does not hold (None: it holds it, with no value: "n/a").
+_ABSENT = object()
+_NAMES: tuple[str, ...] = tuple(m.ncu for m in NCU_METRICS)  # type: ignore[misc]  # all have one
+_DURATION_INDEX = _NAMES.index(DURATION)
+
+
+class _MetricReader:
+    """The catalogue's metrics of each action, and their units: ncu gives a metric one unit in a
+    report, so each name's unit is read once (from the first action holding it), not per launch."""
+
+    def __init__(self) -> None:
+        self.units: dict[str, str] = {}
+
+    def values(self, action: Action) -> list[object]:
+        """Each catalogue metric's value (float or None for "n/a"), or _ABSENT, in NCU_METRICS order."""
+        values: list[object] = []
+        units = self.units
+        for name in _NAMES:
+            metric = action.metric_by_name(name)
+            if metric is None:
+                values.append(_ABSENT)
+                continue
+            if name not in units:
+                units[name] = str(metric.unit() or "")
+            values.append(_as_float(_value(metric)) if metric.has_value() else None)
+        return values
+
+
+def _kernel(
+    name: str, launch_id: int, values: list[object], ranges: tuple[str, str] | None, units: dict[str, str],
+    from_memlens: bool,
+) -> KernelResult:
+    raw: dict[str, float | None] = {}
+    missing: dict[str, str] = {}
+    for metric, ncu_name, value in zip(NCU_METRICS, _NAMES, values, strict=True):
+        if value is _ABSENT:
+            converted, reason = None, absent_reason(metric, from_memlens)
+        else:
+            converted, reason = convert(metric, value, units[ncu_name])  # type: ignore[arg-type]
+        raw[metric.key] = converted
+        if reason is not None:
+            missing[metric.key] = reason
+    family, variant = ranges if ranges else (None, None)
+    return KernelResult(name, family, variant, launch_id, raw, missing)
 
 
 def _kernel_name(action: Action) -> str:
     demangled = action.name(type(action).NameBase_DEMANGLED)
-    return kernel_name(str(demangled or action.name()))
+    return _printable_name(str(demangled or action.name()))
+
+
+@lru_cache(maxsize=4096)
+def _printable_name(name: str) -> str:
+    """kernel_name and printable of a name ncu_report gives: a report repeats a few names."""
+    return printable(kernel_name(name))
 
 
 def _cell(action: Action, name: str) -> Cell | None:

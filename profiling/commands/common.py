@@ -1,0 +1,18 @@
+"""Options several commands share: which suite, which variants, which problem sizes."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
+    parser.add_argument("-k", dest="pattern", help="only variants whose family/variant matches this regex")
+
+
+def add_size_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--size", action="append", default=[], metavar="[FAMILY.]NAME=N",
+        help="override a problem size: n=1024 in every family with an n, matmul.n=1024 in one",
+    )  # fmt: skip
+    parser.add_argument("--small", action="store_true", help="use each family's small test sizes")
