@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:  # rich.console takes tens of ms to import: only where a console is made
+    from rich.console import Console
 
 
 def interactive() -> bool:
@@ -14,6 +16,8 @@ def interactive() -> bool:
 
 
 def console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
     # markup and highlighting off: kernel names like `f<[a]>` must print as they are.
     return Console(stderr=stderr, markup=False, highlight=False, soft_wrap=False)
 

@@ -15,14 +15,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich import box
-from rich.cells import cell_len
-from rich.console import Console
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
+from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError, InputError
@@ -32,6 +27,12 @@ from ..results import KernelResult, RunResults
 from ..terminal import console
 from ..units import format_bytes, format_count, format_duration, format_percent
 
+if TYPE_CHECKING:  # imported where a table is drawn: --json and --csv do without them
+    from rich.box import Box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
 LATEST_RUN = Path("runs") / "latest"
 NA = "n/a"
 PIPE_WIDTH = 240  # rich's 80 columns would fold the table when stdout is a file or a pipe
@@ -39,7 +40,12 @@ PIPE_WIDTH = 240  # rich's 80 columns would fold the table when stdout is a file
 # written to a file or a pipe, by the fast printer (the same text: rich's column widths, box and
 # wrapping, without rich's cost per cell, seconds for 1,000 kernels).
 RICH_MAX_ROWS = 200
-TABLE_BOX = box.HEAVY_HEAD  # rich's Table default
+
+
+def _table_box() -> Box:
+    from rich import box
+
+    return box.HEAVY_HEAD  # rich's Table default
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -174,7 +180,10 @@ def print_table(results: RunResults, kernels: list[KernelResult], fast: bool | N
 
 
 def _rich_table(rows: list[list[str]]) -> Table:
-    table = Table(box=TABLE_BOX)
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=_table_box())
     for column in COLUMNS:
         numeric = column.name != "kernel"
         table.add_column(column.header, justify="right" if numeric else "left", overflow="fold", no_wrap=numeric)
@@ -187,10 +196,12 @@ def fast_table(out: Console, rows: list[list[str]]) -> Text | None:
     """The table `_rich_table(rows)` draws on `out`, made without rich's renderer per cell: rich sizes
     the columns (from a table of the few cells that decide their widths) and draws only the cells that
     do not fit on one line or are not plain text. None where the widths cannot be had."""
+    from rich.text import Text
+
     widths = _column_widths(out, rows)
     if widths is None:
         return None
-    edges = TABLE_BOX.substitute(out.options, safe=out.safe_box)
+    edges = _table_box().substitute(out.options, safe=out.safe_box)
     header_style = out.get_style("table.header")
     text = Text(edges.get_top(widths) + "\n")
     layout = list(zip(COLUMNS, widths, strict=True))
@@ -242,7 +253,7 @@ def _column_widths(out: Console, rows: list[list[str]]) -> list[int] | None:
                          for r in range(max(map(len, deciding)))])  # fmt: skip
     lines = out.render_lines(proxy, out.options, pad=False)
     top = "".join(segment.text for segment in lines[0]) if lines else ""
-    edges = TABLE_BOX.substitute(out.options, safe=out.safe_box)
+    edges = _table_box().substitute(out.options, safe=out.safe_box)
     if len(top) < 2 or not (top[0] == edges.top_left and top[-1] == edges.top_right):
         return None
     widths = [len(part) for part in top[1:-1].split(edges.top_divider)]
@@ -264,6 +275,9 @@ def _cell_lines(out: Console, cell: str, width: int, column: Column, header: boo
     numeric = column.name != "kernel"
     if _plain(cell) and (room := width - 2 - cell_len(cell)) >= 0:
         return [f" {' ' * room}{cell} " if numeric else f" {cell}{' ' * room} "]
+    from rich.padding import Padding
+    from rich.text import Text
+
     renderable = cell if header else Text(cell)
     options = out.options.update(width=width, justify="right" if numeric else "left", no_wrap=numeric,
                                  overflow="fold", height=None, highlight=False)  # fmt: skip

@@ -65,7 +65,7 @@ def raw_values(
     raw: dict[str, float | None] = {}
     missing: dict[str, str] = {}
     for metric in NCU_METRICS:
-        cell = lookup(metric.ncu)  # type: ignore[arg-type]  # NCU_METRICS all have one
+        cell = lookup(metric.ncu)  # NCU_METRICS all have one
         if cell is None:
             value, reason = None, absent_reason(metric, from_memlens)
         else:

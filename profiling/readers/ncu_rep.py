@@ -6,7 +6,7 @@ one profiled kernel launch; launch ids count actions in report order from 0, as 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -25,22 +25,26 @@ DURATION = CATALOGUE["duration"].ncu
 
 
 def read_ncu_rep(path: Path) -> RunResults:
-    actions = _actions(_load(path))
-    if not actions:
-        raise InputError(f"{path}: no profiled kernels (an empty report, or not an Nsight Compute report)")
     reader = _MetricReader()
-    launches = []  # (name, values, ranges) of each action, in report order
-    for launch_id, action in enumerate(actions):
+    first: Action | None = None
+    launches = []  # (kernel name, metric values, memlens range) of each action, in report order
+    # Each action is read as it is decoded (the decoding is most of the time: ncu_report's, about a
+    # millisecond an action), and dropped: one action object alive at a time, not a thousand.
+    for launch_id, action in enumerate(_actions(_load(path))):
         values = reader.values(action)
         if not action.name() or not _has_metrics(action, values[_DURATION_INDEX]):
             raise InputError(f"{path}: truncated or damaged report (launch {launch_id} has no name or no metrics)")
         launches.append((_kernel_name(action), values, _suite_range(action)))
+        if first is None:
+            first = action
+    if first is None:
+        raise InputError(f"{path}: no profiled kernels (an empty report, or not an Nsight Compute report)")
     from_memlens = any(r is not None for _, _, r in launches)
     kernels = tuple(
         _kernel(name, launch_id, values, r, reader.units, from_memlens)
         for launch_id, (name, values, r) in enumerate(launches)
     )
-    return RunResults(_run_info(actions[0], path), kernels)
+    return RunResults(_run_info(first, path), kernels)
 
 
 def _load(path: Path) -> Context:
@@ -59,12 +63,13 @@ def _load(path: Path) -> Context:
         raise InputError(f"{path}: not a readable Nsight Compute report ({type(exc).__name__}: {exc})") from None
 
 
-def _actions(context: Context) -> list[Action]:
-    actions = []
+def _actions(context: Context) -> Iterator[Action]:
     for range_index in range(context.num_ranges()):
         report_range = context.range_by_idx(range_index)
-        actions.extend(report_range.action_by_idx(i) for i in range(report_range.num_actions()))
-    return [a for a in actions if a is not None]
+        for index in range(report_range.num_actions()):
+            action = report_range.action_by_idx(index)
+            if action is not None:
+                yield action
 
 
 def _has_metrics(action: Action, duration: object) -> bool:
@@ -96,7 +101,7 @@ def _suite_range(action: Action) -> tuple[str, str] | None:
 
 # A catalogue metric the action does not hold (None: it holds it, with no value: "n/a").
 _ABSENT = object()
-_NAMES: tuple[str, ...] = tuple(m.ncu for m in NCU_METRICS)  # type: ignore[misc]  # all have one
+_NAMES: tuple[str, ...] = tuple(m.ncu for m in NCU_METRICS)  # NCU_METRICS all have one
 _DURATION_INDEX = _NAMES.index(DURATION)
 
 
@@ -123,7 +128,11 @@ class _MetricReader:
 
 
 def _kernel(
-    name: str, launch_id: int, values: list[object], ranges: tuple[str, str] | None, units: dict[str, str],
+    name: str,
+    launch_id: int,
+    values: list[object],
+    ranges: tuple[str, str] | None,
+    units: dict[str, str],
     from_memlens: bool,
 ) -> KernelResult:
     raw: dict[str, float | None] = {}
