@@ -1,0 +1,53 @@
+"""`memlens doctor`: what profiling needs, found or missing, with exit codes 0 and 3."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import stat
+
+from profiling.cli import main
+from tests.support.fake import install_fake_ncu
+
+
+def fake_nvidia_smi(folder, text="GPU 0: NVIDIA H200 (UUID: GPU-0)\n", code=0):
+    smi = folder / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\nprintf '{text}'\nexit {code}\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
+    return smi
+
+
+def test_everything_found(tmp_path, monkeypatch, capsys):
+    install_fake_ncu(tmp_path / "bin", monkeypatch)
+    fake_nvidia_smi(tmp_path / "bin")
+    monkeypatch.setenv("COLUMNS", "200")
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    assert "version 2025.3.1.0" in out
+    assert "GPU 0: NVIDIA H200 (UUID: GPU-0)" in out
+    for package in ("numba-cuda", "ncu-report", "jinja2"):
+        assert package in out
+    if importlib.util.find_spec("cupy") is None:  # CuPy is an extra: missing, and how to get it
+        assert code == 3 and "pip install 'memlens[cuda13]' (or cuda12)" in out
+    else:
+        assert code == 0 and "MISSING" not in out
+
+
+def test_missing_ncu_and_gpu_exit_3_and_say_what_to_fix(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("MEMLENS_NCU", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["doctor", "--ncu", str(tmp_path / "ncu")]) == 3
+    out = capsys.readouterr().out
+    assert f"ncu not found at {tmp_path / 'ncu'}" in out
+    assert "install Nsight Compute (CUDA toolkit) or pass --ncu PATH" in out
+    assert "nvidia-smi not found or not answering" in out
+
+
+def test_gpu_listed_but_driver_failing(tmp_path, monkeypatch, capsys):
+    install_fake_ncu(tmp_path / "bin", monkeypatch)
+    fake_nvidia_smi(tmp_path / "bin", text="", code=9)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["doctor"]) == 3
+    assert "no GPU listed" in capsys.readouterr().out
+    assert os.environ["PATH"].startswith(str(tmp_path / "bin"))
