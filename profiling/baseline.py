@@ -17,7 +17,6 @@ unless the user allows it; other differences (driver, ncu, clock control) become
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 from .catalogue import CATALOGUE
 from .errors import ConfigError, InputError
-from .fileio import write_json_atomic
+from .fileio import read_json, write_json_atomic
 from .gate import Environment, Kind, Measurements
 from .static_check import STATIC_METRICS
 
@@ -74,12 +73,7 @@ def save_baseline(baseline: Baseline, path: Path) -> None:
 
 
 def load_baseline(path: Path) -> Baseline:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read baseline ({exc.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: baseline is not valid JSON ({exc})") from None
+    data = read_json(path, what="baseline")
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise InputError(f"{path}: not a memlens baseline (write one with `memlens baseline save RUN -o FILE`)")
     if data.get("schema_version") != SCHEMA_VERSION:

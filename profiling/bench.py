@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
-import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +33,7 @@ import numpy as np
 from . import __version__
 from .app import parse_sizes
 from .errors import ConfigError, InputError, ProfilerError, VerificationError
-from .fileio import write_json_atomic
+from .fileio import read_json, write_json_atomic
 from .runner import driver_version, git_commit, new_run_dir
 from .suite import Family, Launch, Variant, load_suite
 
@@ -283,19 +282,9 @@ def load_bench(path: str | Path) -> BenchResults:
     path = Path(path)
     if path.is_dir():
         path = path / BENCH_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file (run `memlens bench --into RUN` to time a run's variants)") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}") from None
-    return BenchResults.from_json(data, str(path))
+    if not path.exists():
+        raise InputError(f"{path}: no such file (run `memlens bench --into RUN` to time a run's variants)")
+    return BenchResults.from_json(read_json(path), str(path))
 
 
 def find_bench(run_dir: str | Path) -> BenchResults | None:

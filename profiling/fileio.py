@@ -48,14 +48,14 @@ def point_symlink(link: Path, target_name: str) -> None:
         raise
 
 
-def read_bytes_limited(path: Path, limit: int = MAX_TEXT_BYTES) -> bytes:
+def read_bytes_limited(path: Path, limit: int = MAX_TEXT_BYTES, what: str = "") -> bytes:
     """The bytes of `path`; InputError when it cannot be read or holds more than `limit` bytes.
     Reads at most limit + 1 bytes, so a device such as /dev/zero cannot exhaust memory."""
     try:
         with path.open("rb") as stream:
             data = stream.read(limit + 1)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise InputError(f"{path}: cannot read{' ' + what if what else ''} ({exc.strerror or exc})") from None
     if len(data) > limit:
         raise InputError(f"{path}: larger than the {_size(limit)} memlens reads from a text file")
     return data
@@ -66,3 +66,20 @@ def _size(count: int) -> str:
         if count >= scale:
             return f"{count / scale:g} {unit}"
     return f"{count} bytes"
+
+
+def read_json(path: Path, what: str = "") -> Any:
+    """The JSON value of a file (results, baseline, bench, static check); InputError naming the
+    file when it is unreadable, too large, not UTF-8, empty or not JSON."""
+    try:
+        text = read_bytes_limited(path, what=what).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise InputError(f"{path}: empty file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # a number of over 4300 digits; nesting too deep
+        raise InputError(f"{path}: invalid JSON ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None

@@ -15,7 +15,7 @@ from typing import Any
 
 from .catalogue import CATALOGUE, derive_all
 from .errors import InputError
-from .fileio import read_bytes_limited
+from .fileio import read_json
 
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMAS = (1,)
@@ -287,16 +287,4 @@ def _kernel_from_json(data: Any, where: str = "kernel") -> KernelResult:
 
 
 def load_results(path: Path) -> RunResults:
-    try:
-        text = read_bytes_limited(path).decode("utf-8")
-        if not text.strip():
-            raise InputError(f"{path}: empty file")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}") from None
-    except (ValueError, RecursionError) as exc:  # a number of over 4300 digits; nesting too deep
-        raise InputError(f"{path}: invalid JSON ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
-    return RunResults.from_json(data, str(path))
+    return RunResults.from_json(read_json(path), str(path))

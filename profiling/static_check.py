@@ -15,7 +15,6 @@ their keys (`static.*`) are in STATIC_METRICS below, beside the catalogue rather
 from __future__ import annotations
 
 import functools
-import json
 import re
 import subprocess
 import tempfile
@@ -26,6 +25,7 @@ from typing import Any
 
 from .catalogue import Metric
 from .errors import ConfigError, InputError, ProfilerError
+from .fileio import read_json
 from .results import MetricValue
 
 SCHEMA_VERSION = 1
@@ -144,13 +144,7 @@ def is_static_json(path: Path) -> bool:
 
 
 def load_static(path: Path) -> StaticResults:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: invalid JSON ({exc})") from None
-    return StaticResults.from_json(data, str(path))
+    return StaticResults.from_json(read_json(path), str(path))
 
 
 def numba_cc(arch: str) -> tuple[int, int]:
