@@ -5,6 +5,9 @@ PYTHON ?= $(VENV)/bin/python
 # CuPy wheel for the GPU's CUDA major (nvidia-smi's "CUDA Version"): 13 or 12.
 CUDA   ?= 13
 SUITE  ?= kernels
+# K=REGEX: only the variants (family/variant) it matches, in profile and bench alike.
+K ?=
+SELECT = $(if $(K),-k '$(K)')
 PROFILE_ARGS ?=
 BENCH_ARGS ?=
 
@@ -29,12 +32,15 @@ test: $(SETUP)
 lint: $(SETUP)
 	$(PYTHON) -m ruff check profiling reports kernels tests
 
-# Needs an NVIDIA GPU and Nsight Compute (ncu) on PATH.
+# Needs an NVIDIA GPU and Nsight Compute (ncu) on PATH. Profiles, times the variants into the same
+# run, and writes its report; a run that failed part-way still gets its report, and make fails.
 profile: $(SETUP)
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ]; then $(VENV)/bin/pip install -q -e ".[cuda$(CUDA)]"; fi
-	$(PYTHON) -m profiling profile $(SUITE) $(PROFILE_ARGS)
-	$(PYTHON) -m profiling bench $(SUITE) --into runs/latest $(BENCH_ARGS)
-	$(PYTHON) -m profiling report runs/latest
+	@before=$$(readlink runs/latest); status=0; \
+	$(PYTHON) -m profiling profile $(SUITE) $(SELECT) $(PROFILE_ARGS) || status=$$?; \
+	if [ $$status -eq 0 ]; then $(PYTHON) -m profiling bench $(SUITE) --into runs/latest $(SELECT) $(BENCH_ARGS) || status=$$?; fi; \
+	if [ "$$(readlink runs/latest)" != "$$before" ]; then $(PYTHON) -m profiling report runs/latest || status=$$?; fi; \
+	exit $$status
 
 .PHONY: check gate
 RUN ?= runs/latest
