@@ -219,3 +219,13 @@ def test_cached_figures_leave_the_dataclass_as_it_was() -> None:
     assert kernel == fresh and replace(kernel, launch_id=4).launch_id == 4
     assert RunResults(RunInfo(), (kernel,)).to_json() == RunResults(RunInfo(), (fresh,)).to_json()
     assert replace(kernel, raw={**raw, "dram_write_bytes": 1e6}).metric("dram_bandwidth").value == pytest.approx(1e12)
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "120"])
+def test_a_narrow_terminal_never_cuts_a_figure_or_a_label(columns, monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", columns)
+    assert main(["metrics", str(SUITE / "suite.results.json"), "-k", "transpose/(conflict|tile64_swizzled)$"]) == 0
+    out = capsys.readouterr().out
+    for text in ("transpose/conflict", "transpose/tile64_swizzled", "65,011,712 (31/ld)", "66,024,057",
+                 "0.306 ms", "1,691.5", "16,384 x 256"):  # fmt: skip
+        assert text in out, text

@@ -143,6 +143,8 @@ def _static_shared(kernel: KernelResult) -> str:
     return _show(kernel, "static_shared_per_block", lambda v: format_bytes(v, binary=True))
 
 
+KERNEL_MIN_WIDTH = 28  # characters of a kernel label kept on one line however narrow the terminal
+
 COLUMNS = (
     Column("kernel", "kernel", (), lambda k: k.label),
     Column("duration", "duration", ("duration",), lambda k: _show(k, "duration", format_duration)),
@@ -169,6 +171,8 @@ def print_table(results: RunResults, kernels: list[KernelResult], fast: bool | N
     if fast is None:
         fast = not out.is_terminal or len(kernels) > RICH_MAX_ROWS
     rows = [[column.render(kernel) for column in COLUMNS] for kernel in kernels]
+    # never squeeze a figure: on a narrow terminal the table is wider than the screen, not truncated
+    out.width = max(out.width, _narrowest_table(rows))
     out.print(_title(results))
     text = fast_table(out, rows) if fast else None
     if text is None:
@@ -179,14 +183,28 @@ def print_table(results: RunResults, kernels: list[KernelResult], fast: bool | N
         out.print(line)
 
 
+def _narrowest_table(rows: list[list[str]]) -> int:
+    """The width under which a figure would be cut: every numeric column whole, the kernel column
+    at its minimum, one space of padding a side, and the borders."""
+    def widest(texts: list[str]) -> int:
+        return max((cell_len(line) for text in texts for line in text.split("\n")), default=0)
+
+    label_width = min(widest([row[0] for row in rows]), KERNEL_MIN_WIDTH)
+    numeric = [widest([column.header] + [row[index] for row in rows]) for index, column in enumerate(COLUMNS)][1:]
+    return label_width + sum(numeric) + 2 * len(COLUMNS) + len(COLUMNS) + 1
+
+
 def _rich_table(rows: list[list[str]]) -> Table:
     from rich.table import Table
     from rich.text import Text
 
     table = Table(box=_table_box())
+    # the kernel column keeps room for a label (up to KERNEL_MIN_WIDTH) on a narrow terminal
+    label_width = min(max((cell_len(row[0]) for row in rows), default=0), KERNEL_MIN_WIDTH) + 2
     for column in COLUMNS:
         numeric = column.name != "kernel"
-        table.add_column(column.header, justify="right" if numeric else "left", overflow="fold", no_wrap=numeric)
+        table.add_column(column.header, justify="right" if numeric else "left", overflow="fold", no_wrap=numeric,
+                         min_width=None if numeric else label_width)  # fmt: skip
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))  # Text: kernel names print as they are (no emoji codes)
     return table
