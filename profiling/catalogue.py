@@ -208,11 +208,11 @@ def derive_all(raw: Values) -> dict[str, float | None]:
     return {m.key: m.derive(raw) for m in DERIVED_METRICS if m.derive}
 
 
-def lookup(key: str) -> Metric:
-    """The metric named `key`; a KeyError whose message suggests the closest names."""
+def lookup(key: str, table: Mapping[str, Metric] = CATALOGUE) -> Metric:
+    """The metric named `key` in `table`; a KeyError whose message suggests the closest names."""
     try:
-        return CATALOGUE[key]
+        return table[key]
     except KeyError:
-        close = difflib.get_close_matches(key, CATALOGUE, n=3)
+        close = difflib.get_close_matches(key, table, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise KeyError(f"unknown metric {key!r}{hint}") from None

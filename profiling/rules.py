@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .catalogue import CATALOGUE, Metric
+from .catalogue import CATALOGUE, Metric, lookup
 from .errors import ConfigError
 from .static_check import STATIC_METRICS
 
@@ -161,12 +161,7 @@ class RuleSet:
 
 def metric_named(key: str) -> Metric:
     """A catalogue or static-check metric; KeyError suggesting the closest names of both."""
-    try:
-        return ALL_METRICS[key]
-    except KeyError:
-        close = difflib.get_close_matches(key, ALL_METRICS, n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise KeyError(f"unknown metric {key!r}{hint}") from None
+    return lookup(key, ALL_METRICS)
 
 
 def load_rules(path: str | Path) -> RuleSet:

@@ -22,6 +22,15 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, markup=False, highlight=False, soft_wrap=False)
 
 
+def progress_bar(transient: bool):  # -> rich.progress.Progress, imported only when a bar is drawn
+    """The live bar of long commands, on stderr: what runs, how far along, for how long."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
+
+    return Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               console=console(stderr=True), transient=transient)  # fmt: skip
+
+
 class Progress:
     """Live progress of a profile run: a bar on a terminal, one plain line per variant otherwise."""
 
@@ -32,11 +41,7 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-            from rich.progress import Progress as Bar
-
-            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=console(stderr=True), transient=False)  # fmt: skip
+            self._bar = progress_bar(transient=False)
             self._bar.__enter__()
             self._task = self._bar.add_task("starting ncu", total=None)
         return self

@@ -26,7 +26,7 @@ from ..bench import (
 from ..bench import bench as run_bench
 from ..errors import ProfilerError
 from ..runner import shell_command
-from ..terminal import console, interactive
+from ..terminal import console, interactive, progress_bar
 from ..units import format_bytes, format_duration, format_percent
 from .common import add_size_arguments, add_suite_arguments
 
@@ -82,10 +82,7 @@ class BenchProgress:
         self._bar = None
         self._task = None
         if enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=console(stderr=True), transient=True)  # fmt: skip
+            self._bar = progress_bar(transient=True)
 
     def __enter__(self) -> BenchProgress:
         if self._bar is not None:
