@@ -26,12 +26,11 @@ def make_inputs(rng: np.random.Generator, size: Size) -> Inputs:
 
 
 def reference(inputs: Inputs, size: Size) -> np.ndarray:
-    x = inputs["x"].astype(np.float64)
-    n = x.size - WINDOW + 1
-    total = np.zeros(n)
-    for j in range(WINDOW):
-        total += x[j : j + n]
-    return total / WINDOW
+    # Window sums as differences of float64 prefix sums (10x faster than adding 32 shifted slices).
+    # The rounding of the prefix up to i cancels in prefix[i + 32] - prefix[i]: a window keeps only
+    # its own 32 additions' rounding, each at most half an ulp of 2**25 (n = 2**24): ~1e-7 of ~48.
+    prefix = np.concatenate(([0.0], np.cumsum(inputs["x"], dtype=np.float64)))
+    return (prefix[WINDOW:] - prefix[:-WINDOW]) / WINDOW
 
 
 running_mean = Family(
@@ -51,8 +50,8 @@ def _launch(kernel: CudaKernel, inputs: Inputs) -> Launch:
     n = inputs["x"].size - WINDOW + 1
     common.check_int32("running_mean", inputs["x"].size)
     function = common.cupy_function(kernel)
-    x = cupy.asarray(inputs["x"])
-    out = cupy.full(n, np.nan, dtype=cupy.float32)
+    x = common.on_device(inputs["x"])
+    out = cupy.empty(n, dtype=cupy.float32)  # poisoned by reset(), a memset
     return common.cupy_launch(function, (common.cdiv(n, BLOCK),), (BLOCK,), (x, out, np.uint32(n)), out)
 
 

@@ -61,34 +61,44 @@ extern "C" __global__ void transpose_swizzled(const float* __restrict__ in, floa
 }
 
 // ---------------------------------------------------------------------------------------------
-// Toward copy bandwidth: a 64 x 64 fp32 tile per block of 256 threads, 16 elements per thread.
-// A thread issues all 16 of its elements' global loads before the first use, so a full SM
-// (8 blocks) keeps 128 KB of loads in flight; every warp-wide global access covers whole
-// 128-byte lines. Grid (ceil(cols / 64), ceil(rows / 64)); 8192^2 makes 16,384 blocks, 15.5
-// waves of 8 blocks on 132 SMs. Blocks whose tile lies wholly inside the matrix take a path
-// with no bounds checks (FULL); edge blocks check each element.
+// Toward copy bandwidth: a 64 x 64 fp32 tile per block, all of a thread's global loads issued
+// before the first use; every warp-wide global access covers whole 128-byte lines. The grid
+// walks the matrix down before across: blockIdx.x is the tile's row, blockIdx.y its column,
+// grid (ceil(rows / 64), ceil(cols / 64)). The blocks running at once then hold a band of input
+// columns (256-byte pieces of many rows) and write a band of whole output rows, so the writes
+// stream through DRAM as a copy's do: on an H200 this order took the 64x64 tile from 94% to 97%
+// of a copy of the same bytes (tests/benchmarks/RESULTS.md). Blocks whose tile lies wholly
+// inside the matrix take a path with no bounds checks (FULL); edge blocks check each element.
 
 #define TILE64 64
-#define THREADS64 256
-#define BLOCKS_PER_SM 8  // 2048 threads: the SM's limit; caps registers at 32 a thread
+#define ROWS64 16          // scalar kernels: block (32, 16), 8 elements a thread
+#define THREADS_VEC4 256   // float4 kernels: block (256), a 4 x 4 micro-tile a thread
+#define SM_THREADS 2048    // an SM's thread limit: the launch bounds cap registers at 32 a thread
 
 // The launch bounds, declared once; the definitions below inherit them.
-#define TRANSPOSE64(name)                                                        \
-    extern "C" __global__ void __launch_bounds__(THREADS64, BLOCKS_PER_SM) name( \
+#define TRANSPOSE64(name, threads)                                                        \
+    extern "C" __global__ void __launch_bounds__(threads, SM_THREADS / (threads)) name( \
         const float* __restrict__ in, float* __restrict__ out, int rows, int cols)
-TRANSPOSE64(transpose_tile64_padded);
-TRANSPOSE64(transpose_tile64_swizzled);
-TRANSPOSE64(transpose_vec4_padded);
-TRANSPOSE64(transpose_vec4_swizzled);
+TRANSPOSE64(transpose_tile64_padded, 32 * ROWS64);
+TRANSPOSE64(transpose_tile64_swizzled, 32 * ROWS64);
+TRANSPOSE64(transpose_vec4_padded, THREADS_VEC4);
+TRANSPOSE64(transpose_vec4_swizzled, THREADS_VEC4);
 
-// ---- Scalar: block (32, 8); thread (tx, ty) moves tile elements [ty + 8j][tx] and
-// [ty + 8j][tx + 32], j = 0..7 (two 128-byte rows a warp per pass). Stores read a tile column:
+// The first input row and column of this block's tile (down before across, as above).
+__device__ __forceinline__ int tile_row0() { return blockIdx.x * TILE64; }
+__device__ __forceinline__ int tile_col0() { return blockIdx.y * TILE64; }
+__device__ __forceinline__ bool full_tile(int rows, int cols) {
+    return tile_row0() + TILE64 <= rows && tile_col0() + TILE64 <= cols;
+}
+
+// ---- Scalar: block (32, 16); thread (tx, ty) moves tile elements [ty + 16j][tx] and
+// [ty + 16j][tx + 32], j = 0..3 (two 128-byte rows a warp per pass). Stores read a tile column:
 //   transpose_tile64_padded    tile[64][65]      column reads span 32 banks
 //   transpose_tile64_swizzled  tile[64][64], [r][c] at [r][c ^ (r % 32)] (the article's
 //                              formula, 4-byte chunks, 128-byte lines): likewise
 // Keying each 128-byte half-row by r % 32 (not the whole row by r % 64) leaves c's bit 5 alone,
-// so a thread's two elements of a row stay 128 bytes apart and its 16 shared addresses need 4
-// XOR results, not 16: ptxas then issues all 16 loads before the first shared store.
+// so a thread's two elements of a row stay 128 bytes apart and its 8 shared addresses need 4
+// XOR results, not 8: ptxas then issues all 8 loads before the first shared store.
 
 // Stored column of element [r][c] of a float [][64] tile, swizzled: the article's
 // x_swz = y ^ x with 32 4-byte chunks a 128-byte line, each line keyed by the row
@@ -105,13 +115,13 @@ __device__ __forceinline__ int tile64_col(int r, int c) {
 template <int STRIDE, bool SWIZZLE, bool FULL>
 __device__ __forceinline__ void tile64_pass(float (&tile)[TILE64][STRIDE], const float* __restrict__ in,
                                             float* __restrict__ out, int rows, int cols) {
-    constexpr int PASSES = TILE64 / BLOCK_ROWS;  // 8 row passes, two elements each
+    constexpr int PASSES = TILE64 / ROWS64;  // 4 row passes, two elements each
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const int row0 = blockIdx.y * TILE64, col0 = blockIdx.x * TILE64;
+    const int row0 = tile_row0(), col0 = tile_col0();
     float v[2 * PASSES];
 #pragma unroll
     for (int j = 0; j < PASSES; ++j) {
-        const int row = row0 + ty + j * BLOCK_ROWS;
+        const int row = row0 + ty + j * ROWS64;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int col = col0 + tx + h * TILE;
@@ -120,7 +130,7 @@ __device__ __forceinline__ void tile64_pass(float (&tile)[TILE64][STRIDE], const
     }
 #pragma unroll
     for (int j = 0; j < PASSES; ++j) {
-        const int r = ty + j * BLOCK_ROWS;
+        const int r = ty + j * ROWS64;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             tile[r][tile64_col<SWIZZLE>(r, tx + h * TILE)] = v[2 * j + h];
@@ -129,7 +139,7 @@ __device__ __forceinline__ void tile64_pass(float (&tile)[TILE64][STRIDE], const
     __syncthreads();
 #pragma unroll
     for (int j = 0; j < PASSES; ++j) {
-        const int r = ty + j * BLOCK_ROWS;  // a tile column: an output row
+        const int r = ty + j * ROWS64;  // a tile column: an output row
         const int out_row = col0 + r;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -145,8 +155,7 @@ __device__ __forceinline__ void tile64_pass(float (&tile)[TILE64][STRIDE], const
 template <int STRIDE, bool SWIZZLE>
 __device__ __forceinline__ void transpose_tile64(float (&tile)[TILE64][STRIDE], const float* __restrict__ in,
                                                  float* __restrict__ out, int rows, int cols) {
-    const bool full = (blockIdx.y + 1) * TILE64 <= rows && (blockIdx.x + 1) * TILE64 <= cols;
-    if (full) {
+    if (full_tile(rows, cols)) {
         tile64_pass<STRIDE, SWIZZLE, true>(tile, in, out, rows, cols);
     } else {
         tile64_pass<STRIDE, SWIZZLE, false>(tile, in, out, rows, cols);
@@ -165,7 +174,7 @@ extern "C" __global__ void transpose_tile64_swizzled(const float* __restrict__ i
     transpose_tile64<TILE64, true>(tile, in, out, rows, cols);
 }
 
-// ---- 16-byte vectors: block 256 (1-D). A thread loads a 4 x 4 micro-tile as four float4 rows
+// ---- 16-byte vectors: block 256 (1-D), grid as above. A thread loads a 4 x 4 micro-tile as four float4 rows
 // (input rows 4mr..4mr+3, columns 4mc..4mc+3), transposes it in registers and stores four
 // float4 into the TRANSPOSED tile: row y = input column, chunk k (16 bytes) = input rows
 // 4k..4k+3. It then reads 4 float4 along rows of that tile and stores them to `out` (a warp:
@@ -207,7 +216,7 @@ __device__ __forceinline__ void vec4_pass(float (&tile)[TILE64][STRIDE], const f
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int mc = 8 * (warp & 1) + 2 * (lane >> 3) + (lane & 1);  // micro-column 0..15
     const int mr = 4 * (warp >> 1) + ((lane & 7) >> 1);             // micro-row 0..15
-    const int row0 = blockIdx.y * TILE64, col0 = blockIdx.x * TILE64;
+    const int row0 = tile_row0(), col0 = tile_col0();
     const int col = col0 + VEC * mc;
     float4 v[VEC];
 #pragma unroll
@@ -231,7 +240,7 @@ __device__ __forceinline__ void vec4_pass(float (&tile)[TILE64][STRIDE], const f
     tile_chunk<STRIDE, SWIZZLE>(tile, VEC * mc + 3, mr) = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
     __syncthreads();
     constexpr int CHUNKS = TILE64 / VEC;           // 16 chunks a tile row
-    constexpr int ROWS_A_PASS = THREADS64 / CHUNKS;  // 16 rows
+    constexpr int ROWS_A_PASS = THREADS_VEC4 / CHUNKS;  // 16 rows
     const int chunk = tid % CHUNKS;
     const int out_col = row0 + VEC * chunk;
 #pragma unroll
@@ -255,8 +264,7 @@ template <int STRIDE, bool SWIZZLE>
 __device__ __forceinline__ void transpose_vec4(float (&tile)[TILE64][STRIDE], const float* __restrict__ in,
                                                float* __restrict__ out, int rows, int cols) {
     const bool aligned = rows % VEC == 0 && cols % VEC == 0 && (((size_t)in | (size_t)out) & 15) == 0;
-    const bool full = (blockIdx.y + 1) * TILE64 <= rows && (blockIdx.x + 1) * TILE64 <= cols;
-    if (aligned && full) {
+    if (aligned && full_tile(rows, cols)) {
         vec4_pass<STRIDE, SWIZZLE, true>(tile, in, out, rows, cols);
     } else {
         vec4_pass<STRIDE, SWIZZLE, false>(tile, in, out, rows, cols);

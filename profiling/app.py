@@ -2,9 +2,11 @@
 
     python -m profiling.app --suite kernels --events run/events.jsonl [-k RE] [--size m=512] [--small]
 
-Per family: make inputs and the NumPy reference once. Per variant: prepare (compile), warm up and
-verify outside any range, poison the output, launch once inside the `memlens` NVTX range
-"family.variant", verify again. Progress and
+Per family: make inputs and the NumPy reference once. Per variant: prepare (compile) and warm up
+outside any range, poison the output, launch once inside the `memlens` NVTX range "family.variant",
+verify that launch's output (the runner keeps only verified variants' kernels). Outputs on the GPU
+are checked there, in one kernel launch, against one device copy of the reference per family: under
+ncu every extra launch and host copy costs time. Progress and
 outcomes go to the events file (JSON lines) that the parent memlens process reads.
 A wrong result is recorded and the suite goes on; any other error stops it (the CUDA context
 may be unusable), and the variants after it are recorded as not run. The plan event carries the
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .errors import MemlensError, VerificationError
-from .suite import NVTX_DOMAIN, Family, Inputs, Variant, load_suite
+from .suite import NVTX_DOMAIN, Family, Inputs, Variant, select_variants
 
 EVENTS_VERSION = 1
 
@@ -58,30 +60,44 @@ class Problems:
         self.sizes, self.small, self.seed = sizes, small, seed
         self._family: Family | None = None
         self._problem: tuple[dict[str, int], Inputs, np.ndarray] | None = None
+        self._device_expected: Any = None
 
     def of(self, family: Family, index: int) -> tuple[dict[str, int], Inputs, np.ndarray]:
         if self._family is not family or self._problem is None:
-            self._problem = None  # free the previous family's arrays first
+            self._problem = self._device_expected = None  # free the previous family's arrays first
             size = family.size(self.sizes, self.small)
             inputs = family.make_inputs(np.random.default_rng(self.seed + index), size)
             self._problem = (size, inputs, family.reference(inputs, size))
             self._family = family
         return self._problem
 
+    def expected_like(self, got: Any) -> Any:
+        """The current family's reference, on the GPU (copied once) where `got` lies there."""
+        expected = self._problem[2] if self._problem else None
+        if not hasattr(got, "__cuda_array_interface__"):
+            return expected
+        if self._device_expected is None:
+            try:
+                import cupy
+            except ImportError:
+                return expected  # verify copies `got` to the host instead
+            self._device_expected = cupy.asarray(expected)
+        return self._device_expected
+
 
 def run_variant(variant: Variant, problems: Problems, family_index: int) -> dict[str, int]:
     import nvtx  # only where a profiled launch happens
 
     family = variant.family
-    size, inputs, expected = problems.of(family, family_index)
+    size, inputs, _ = problems.of(family, family_index)
     launch = variant.prepare(inputs, size)
     launch.run()  # warm-up: JIT compilation and module load stay outside the range
-    family.verify(variant, launch.output(), expected)
     if launch.reset:
         launch.reset()
     with nvtx.annotate(variant.range_name, domain=NVTX_DOMAIN):
         launch.run()
-    family.verify(variant, launch.output(), expected)
+    got = launch.checked_output()
+    family.verify(variant, got, problems.expected_like(got))
     return size
 
 
@@ -97,8 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     events = EventLog(args.events)
     try:
         try:
-            variants = list(load_suite(args.suite).variants(args.pattern))
             sizes = parse_sizes(args.size)
+            _, variants = select_variants(args.suite, args.pattern, sizes)
         except MemlensError as exc:
             events.emit(event="error", message=str(exc))
             return 2

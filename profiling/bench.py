@@ -560,7 +560,7 @@ def time_variant(
             inputs = family.make_inputs(rng, size)
             launches.append(prepare_verified(variant, size, inputs, family.reference(inputs, size)))
         times = TimeSummary.of(device.time_launches([launch.run for launch in launches], options.repeats))
-        family.verify(variant, launches[0].output(), first_expected)
+        family.verify(variant, launches[0].checked_output(), first_expected)
     finally:
         launches.clear()
         device.release()
@@ -584,5 +584,5 @@ def prepare_verified(variant: Variant, size: Mapping[str, int], inputs: dict[str
     if launch.reset:
         launch.reset()
     launch.run()
-    variant.family.verify(variant, launch.output(), expected)
+    variant.family.verify(variant, launch.checked_output(), expected)
     return launch

@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .catalogue import CATALOGUE, derive_all
+from .catalogue import CATALOGUE, RETIRED_KEYS, derive_all
 from .errors import InputError
 from .fileio import read_json
 
@@ -277,7 +277,8 @@ def _kernel_from_json(data: Any, where: str = "kernel") -> KernelResult:
         if not isinstance(mapping, dict) or not all(_is(v, kind) for v in mapping.values()):
             what = "finite numbers or null" if key == "raw" else "text"
             raise ValueError(f"{where}.{key} must map metric keys to {what}")
-    raw = fields.get("raw", {})
+    raw = {k: v for k, v in fields.get("raw", {}).items() if k not in RETIRED_KEYS}
+    fields["missing"] = {k: v for k, v in fields.get("missing", {}).items() if k not in RETIRED_KEYS}
     unknown = set(raw) - set(CATALOGUE)
     if unknown:
         raise ValueError(f"{where}: unknown metric keys {sorted(unknown)}")

@@ -10,9 +10,11 @@ import datetime as dt
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
 from .fileio import point_symlink, write_json_atomic, write_text_atomic
 from .ncu import (
+    Ncu,
     NcuRun,
     NcuTimeout,
     ProfileRequest,
@@ -35,7 +38,7 @@ from .ncu import (
     run_ncu,
 )
 from .results import KernelResult, RunInfo, RunResults, VariantOutcome
-from .suite import NVTX_DOMAIN, Suite, Variant, load_suite
+from .suite import NVTX_DOMAIN, Suite, Variant, select_variants, suite_root
 
 REPORT_STEM = "profile"  # ncu writes profile.ncu-rep
 
@@ -165,19 +168,43 @@ def new_run_dir(out_dir: Path) -> Path:
     raise ProfilerError(f"cannot create a new run directory in {out_dir}")
 
 
-def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = None) -> tuple[Path, RunResults]:
-    """Profile the selected variants. Whatever happens once the run directory exists (a variant
-    failing, ncu failing, the timeout, Ctrl-C), results.json is written there with what was done."""
-    suite = load_suite(options.suite)
-    variants = list(suite.variants(options.pattern))
-    if not variants:
-        raise ConfigError(f"no variant of suite {suite.path} matches -k {options.pattern!r}")
+def _selection(options: ProfileOptions) -> tuple[Suite, list[Variant]]:
     try:
-        suite.check_sizes(parse_sizes(list(options.sizes)), variants)
+        sizes = parse_sizes(list(options.sizes))
     except MemlensError as exc:
         raise ConfigError(str(exc)) from None
-    ncu = find_ncu(options.ncu)
-    run_dir = new_run_dir(options.out_dir)
+    return select_variants(options.suite, options.pattern, sizes)
+
+
+def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = None) -> tuple[Path, RunResults]:
+    """Profile the selected variants. Whatever happens once the run directory exists (a variant
+    failing, ncu failing, the timeout, Ctrl-C), results.json is written there with what was done.
+
+    Importing the suite here (a second or so with Numba) overlaps the run: ncu starts first, and
+    the app checks the same selection before it launches anything. Should the selection be wrong,
+    ncu is stopped and the run directory, which then holds no profile, is removed."""
+    root = suite_root(options.suite)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens") as background:
+        selection = background.submit(_selection, options)
+        try:
+            ncu = find_ncu(options.ncu)
+        except MemlensError:
+            selection.result()  # a wrong selection is the first thing to say
+            raise
+        run_dir = new_run_dir(options.out_dir)
+        environment = background.submit(lambda: (driver_version(), git_commit(root)))
+        try:
+            return _profile(options, on_event, root, ncu, run_dir, selection, environment)
+        except ConfigError:
+            if selection.done() and selection.exception() is not None:
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+
+
+def _profile(
+    options: ProfileOptions, on_event: Callable[[dict], None] | None, root: Path, ncu: Ncu, run_dir: Path,
+    selection: Future[tuple[Suite, list[Variant]]], environment: Future[tuple[str | None, str | None]],
+) -> tuple[Path, RunResults]:  # fmt: skip
     request = ProfileRequest(
         metrics=ncu_metric_names(options.fast),
         report=run_dir / REPORT_STEM,
@@ -187,21 +214,25 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
         cache_control=options.cache_control,
     )
     events = Events(run_dir / "events.jsonl")
-    argv = profile_argv(ncu, request, app_argv(suite, options, events.path))
+    argv = profile_argv(ncu, request, app_argv(root, options, events.path))
     started = dt.datetime.now(dt.timezone.utc)
 
     def poll() -> None:
+        if selection.done() and selection.exception() is not None:
+            raise selection.exception()  # stops ncu: the app refuses this selection too
         for event in events.poll():
             if on_event:
                 on_event(event)
 
     cause = _run_profiler(argv, options.timeout, request, events, poll)
+    suite, variants = selection.result()
     with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
         poll()
         error, stopped = _explain(cause, events, run_dir)
+        driver, suite_commit = environment.result()
         info = RunInfo(
             ncu_version=ncu.version_text,
-            driver_version=driver_version(),
+            driver_version=driver,
             clock_control=options.clock_control,
             cache_control=options.cache_control,
             fast=options.fast,
@@ -209,7 +240,7 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
             started_at=started.isoformat(timespec="seconds"),
             wall_seconds=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds(), 2),
             suite=str(suite.path),
-            suite_commit=git_commit(suite.path),
+            suite_commit=suite_commit,
             memlens_version=__version__,
         )
         results = collect(run_dir, info, events.outcomes(variants, stopped), complete=error is None)
@@ -301,8 +332,9 @@ def _point_latest(out_dir: Path, run_dir: Path) -> ProfilerError | None:
     return None
 
 
-def app_argv(suite: Suite, options: ProfileOptions, events: Path) -> list[str]:
-    argv = [sys.executable, "-m", "profiling.app", "--suite", str(suite.path.resolve()), "--events", str(events)]
+def app_argv(suite: Suite | Path, options: ProfileOptions, events: Path) -> list[str]:
+    root = suite.path if isinstance(suite, Suite) else suite
+    argv = [sys.executable, "-m", "profiling.app", "--suite", str(root.resolve()), "--events", str(events)]
     if options.pattern:
         argv += ["-k", options.pattern]
     for item in options.sizes:

@@ -7,6 +7,7 @@ A suite file is code: loading it runs it with the user's rights.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -66,11 +67,18 @@ class NumbaKernel:
 @dataclass
 class Launch:
     """A prepared variant: `run` launches the kernel once (asynchronously), `output` copies
-    the result to the host (synchronising), `reset` poisons the output before a launch."""
+    the result to the host (synchronising), `reset` poisons the output before a launch.
+    `device_output`, where given, returns the result where it lies on the GPU (a CuPy or Numba
+    array, no copy): memlens then checks it there (`checked_output`)."""
 
     run: Callable[[], None]
     output: Callable[[], np.ndarray]
     reset: Callable[[], None] | None = None
+    device_output: Callable[[], Any] | None = None
+
+    def checked_output(self) -> Any:
+        """What memlens verifies: the result on the GPU where the launch offers it, else on the host."""
+        return self.device_output() if self.device_output else self.output()
 
 
 @dataclass
@@ -151,21 +159,72 @@ class Family:
         size.update({k: v for k, v in {**generic, **specific}.items() if k in size})
         return size
 
-    def verify(self, variant: Variant, got: np.ndarray, expected: np.ndarray) -> None:
-        """Raise VerificationError naming the variant and the first wrong index."""
+    def verify(self, variant: Variant, got: Any, expected: Any) -> None:
+        """Raise VerificationError naming the variant and the first wrong index. Where either array
+        lies on the GPU (CuPy, Numba), the comparison runs there: one kernel counts the wrong
+        elements, and only where some are wrong does more run and the first come to the host."""
+        xp, got, expected = _common_module(got, expected)
         if got.shape != expected.shape:
             raise VerificationError(f"{variant.label}: output shape {got.shape}, expected {expected.shape}")
+        if xp is not np and _count_wrong_on_device(xp, got, expected, self.rtol, self.atol) == 0:
+            return
         if self.rtol == 0 and self.atol == 0:
             bad = got != expected
         else:
-            bad = ~np.isclose(got, expected, rtol=self.rtol, atol=self.atol)
-        if bad.any():
-            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            bad = ~xp.isclose(got, expected, rtol=self.rtol, atol=self.atol)
+        wrong = int(bad.sum())
+        if wrong:
+            index = tuple(int(i) for i in np.unravel_index(int(xp.argmax(bad.ravel())), bad.shape))
             where = index[0] if len(index) == 1 else index
+            got_value, expected_value = (_to_host(a[index])[()] for a in (got, expected))
             raise VerificationError(
-                f"{variant.label}: wrong result at index {where}: got {got[index]!r}, expected {expected[index]!r}"
-                f" ({int(bad.sum())} of {bad.size} elements wrong)"
+                f"{variant.label}: wrong result at index {where}: got {got_value!r},"
+                f" expected {expected_value!r} ({wrong} of {bad.size} elements wrong)"
             )
+
+
+def _common_module(got: Any, expected: Any) -> tuple[Any, Any, Any]:
+    """(array module, got, expected) with both arrays in it: CuPy where either lies on the GPU,
+    CuPy is installed and both hold real numbers (a Numba device array is wrapped, not copied),
+    else NumPy (device arrays copied to the host)."""
+    if _on_device(got) or _on_device(expected):
+        try:
+            import cupy
+        except ImportError:
+            return np, _to_host(got), _to_host(expected)
+        got, expected = cupy.asarray(got), cupy.asarray(expected)
+        if got.dtype.kind in "biuf" and expected.dtype.kind in "biuf":
+            return cupy, got, expected
+        return np, got.get(), expected.get()
+    return np, np.asarray(got), np.asarray(expected)
+
+
+def _count_wrong_on_device(cupy: Any, got: Any, expected: Any, rtol: float, atol: float) -> int:
+    """Elements not close (numpy.isclose's test, equal_nan=False; exact where rtol = atol = 0),
+    counted in one kernel launch: profiled processes pay for every launch, however small."""
+    return int(_wrong_counter(cupy)(got, expected, float(rtol), float(atol)))
+
+
+@functools.cache
+def _wrong_counter(cupy: Any) -> Any:
+    # numpy.isclose: |got - want| <= atol + rtol |want| where want is finite, else got == want
+    close = ("((double)got == (double)want"
+             " || (isfinite((double)want) && fabs((double)got - (double)want) <= atol + rtol * fabs((double)want)))")
+    return cupy.ReductionKernel(
+        "T got, U want, float64 rtol, float64 atol", "int64 wrong", f"!{close}", "a + b", "wrong = a", "0",
+        "memlens_count_wrong",
+    )
+
+
+def _on_device(array: Any) -> bool:
+    return hasattr(array, "__cuda_array_interface__")
+
+
+def _to_host(array: Any) -> np.ndarray:
+    if not _on_device(array):
+        return np.asarray(array)
+    to_host = getattr(array, "copy_to_host", None) or array.get  # Numba, CuPy
+    return np.asarray(to_host())
 
 
 def _check_name(name: str, what: str) -> None:
@@ -211,15 +270,18 @@ def default_suite_path() -> Path:
     return Path(__file__).resolve().parent.parent / "kernels"
 
 
+def suite_root(path: str | Path | None = None) -> Path:
+    """The suite's directory or .py file, checked without importing anything."""
+    root = Path(path) if path is not None else default_suite_path()
+    if not (root.is_dir() or (root.is_file() and root.suffix == ".py")):
+        raise ConfigError(f"suite {root} is neither a directory nor a .py file")
+    return root
+
+
 def load_suite(path: str | Path | None = None) -> Suite:
     """Import every module of a suite directory (files not starting with `_`) or one file."""
-    root = Path(path) if path is not None else default_suite_path()
-    if root.is_dir():
-        files = sorted(p for p in root.glob("*.py") if not p.name.startswith("_"))
-    elif root.is_file() and root.suffix == ".py":
-        files = [root]
-    else:
-        raise ConfigError(f"suite {root} is neither a directory nor a .py file")
+    root = suite_root(path)
+    files = sorted(p for p in root.glob("*.py") if not p.name.startswith("_")) if root.is_dir() else [root]
     families: list[Family] = []
     for file in files:
         module = _import_file(file)
@@ -234,6 +296,19 @@ def load_suite(path: str | Path | None = None) -> Suite:
     if not families:
         raise ConfigError(f"suite {root} defines no Family")
     return Suite(root, families)
+
+
+def select_variants(
+    path: str | Path | None, pattern: str | None, sizes: Mapping[str, int]
+) -> tuple[Suite, list[Variant]]:
+    """The suite and the variants `pattern` selects; ConfigError where it selects none or a size
+    override names no size of theirs. memlens and the profiled app both check a run's selection."""
+    suite = load_suite(path)
+    variants = list(suite.variants(pattern))
+    if not variants:
+        raise ConfigError(f"no variant of suite {suite.path} matches -k {pattern!r}")
+    suite.check_sizes(sizes, variants)
+    return suite, variants
 
 
 def _import_file(file: Path) -> ModuleType:

@@ -211,3 +211,39 @@ def test_ncu_failing_after_every_variant_verified_is_an_error(tmp_path, monkeypa
     assert "ncu exited with code 9 (An error was reported by the driver); see" in capsys.readouterr().err
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
     assert data["complete"] is False and len(data["kernels"]) == 3  # what it measured is kept
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("-k", "nothing"), "matches -k 'nothing'"),
+        (("--size", "bogus=5"), "--size bogus: no selected family has that size"),
+    ],
+)
+def test_a_wrong_selection_stops_ncu_and_leaves_no_run(fake_ncu, tmp_path, capsys, extra, message):
+    """memlens imports the suite while ncu starts; a selection that is wrong ends ncu and the app
+    (which refuses it too, before launching anything) and removes the run directory it made."""
+    assert profile_cli(tmp_path, *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_wrong_selection_is_said_before_a_missing_ncu(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("MEMLENS_NCU", raising=False)
+    assert profile_cli(tmp_path, "-k", "nothing") == 2
+    assert "matches -k 'nothing'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["-k", "nothing"], "matches -k 'nothing'"), (["--size", "bogus=5"], "--size bogus: no selected family")],
+)
+def test_the_app_refuses_a_wrong_selection_before_launching(tmp_path, extra, message):
+    from profiling.app import main as app_main
+
+    events = tmp_path / "events.jsonl"
+    assert app_main(["--suite", str(CPU_SUITE), "--events", str(events), *extra]) == 2
+    (event,) = [json.loads(line) for line in events.read_text().splitlines()]
+    assert event["event"] == "error" and message in event["message"]

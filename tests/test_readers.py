@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from profiling.catalogue import BY_NCU_NAME, CATALOGUE, RAW_METRICS
 from profiling.demangle import kernel_name
 from profiling.errors import InputError
-from profiling.readers import read_report
+from profiling.readers import ncu_rep, read_report
 from profiling.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT
 from profiling.readers.ncu_csv import parse_csv
 from profiling.results import KernelResult, RunInfo, RunResults
@@ -499,3 +500,70 @@ def test_plain_ncu_report_names_kernels(where: Path) -> None:
     kernels = read_report(where / "plain_ncu.ncu-rep").kernels
     assert all(k.family is None and k.variant is None and k.label == k.kernel for k in kernels)
     assert any("transpose" in k.kernel for k in kernels)
+
+
+# --- a .ncu-rep read by two processes (ncu_rep's helper, on here for reports of any size) ----------
+
+
+@pytest.fixture
+def with_helper(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """A helper process reads every .ncu-rep of 2 actions or more; what it hands back is recorded."""
+    monkeypatch.setattr(ncu_rep, "PARALLEL_MIN_ACTIONS", 2)
+    monkeypatch.setattr(ncu_rep, "_can_fork", lambda: True)
+    handed: list[object] = []
+    result = ncu_rep._Helper.result
+
+    def recorded(helper: ncu_rep._Helper) -> object:
+        handed.append(result(helper))
+        return handed[-1]
+
+    monkeypatch.setattr(ncu_rep._Helper, "result", recorded)
+    return handed
+
+
+def assert_no_child_left() -> None:
+    ncu_rep._reap_helpers(wait=True)  # those that handed over what they read are reaped later
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+@recordings
+@pytest.mark.parametrize("stem", ["suite", "suite_fast", "plain_ncu"])
+def test_helper_reads_what_one_process_reads(where: Path, stem: str, with_helper: list[object]) -> None:
+    path = where / f"{stem}.ncu-rep"
+    with pytest.MonkeyPatch.context() as alone:
+        alone.setattr(ncu_rep, "_can_fork", lambda: False)
+        expected = read_report(path)
+    assert read_report(path) == expected
+    assert len(with_helper) == 1 and with_helper[0] is not None  # the helper read its share
+    assert_no_child_left()
+
+
+@recordings
+def test_a_failed_helper_share_is_read_here(
+    where: Path, with_helper: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = read_report(where / "suite.ncu-rep")
+    with_helper.clear()
+    monkeypatch.setattr(ncu_rep, "_help", lambda *_: os._exit(3))
+    assert read_report(where / "suite.ncu-rep") == expected
+    assert with_helper == [None]
+    assert_no_child_left()
+
+
+@probe
+@pytest.mark.parametrize("percent", [50, 70, 90, 99])  # the damaged launch: the first, here, or the helper's
+def test_truncated_report_errors_alike_with_a_helper(
+    tmp_path: Path, percent: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = (PROBE / "probe.ncu-rep").read_bytes()
+    path = tmp_path / "cut.ncu-rep"
+    path.write_bytes(data[: len(data) * percent // 100])
+    with pytest.raises(InputError) as alone:
+        read_report(path)
+    monkeypatch.setattr(ncu_rep, "PARALLEL_MIN_ACTIONS", 2)
+    monkeypatch.setattr(ncu_rep, "_can_fork", lambda: True)
+    with pytest.raises(InputError) as helped:
+        read_report(path)
+    assert str(helped.value) == str(alone.value)
+    assert_no_child_left()

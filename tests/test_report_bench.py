@@ -136,7 +136,7 @@ def test_column_values(run_dir):
     assert rows["matmul/naive"].cells["bench_median"].text == "17.5 ms"
     assert rows["matmul/naive"].cells["bench_pct_of_copy"].text == "0.0750%"
     # the ncu figures beside them are unchanged
-    assert padded.cells["duration"].text == "0.146 ms" and padded.cells["speedup"].text == "2.09×"
+    assert padded.cells["duration"].text == "0.149 ms" and padded.cells["speedup"].text == "2.06×"
 
 
 def test_a_variant_the_bench_could_not_time_is_n_a_with_the_reason(run_dir):
@@ -229,7 +229,7 @@ def test_each_family_says_the_copy_of_its_bytes_its_percentages_are_of(tmp_path,
     assert html.count("% of copy bandwidth (memlens bench; copy of the same bytes as the variants)") == 3
     md = render(report, "md")
     assert "\n\n% of copy bandwidth: of a device-to-device copy of 537 MB, the variants' min\\_bytes" in md
-    assert "| **padded** | ok | 0.146 ms | 2.09× | 0.150 ms | 3.58 TB/s | 94.7% | " in md
+    assert "| **padded** | ok | 0.149 ms | 2.06× | 0.150 ms | 3.58 TB/s | 94.7% | " in md
     assert "| copy, same bytes | each variant's % of copy bandwidth is of a device-to-device copy" in md
     assert main(["report", str(directory), "--format", "json", "-o", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -257,7 +257,7 @@ def test_markdown(run_dir, capsys):
     md = capsys.readouterr().out
     header = "| variant | status | duration | speedup | bench median | bench bandwidth | % of copy bandwidth |"
     assert md.count(header) == 3
-    assert "| **padded** | ok | 0.146 ms | 2.09× | 0.150 ms | 3.58 TB/s | 93.3% | " in md
+    assert "| **padded** | ok | 0.149 ms | 2.06× | 0.150 ms | 3.58 TB/s | 93.3% | " in md
     assert "| **tiled\\_pmpp** | ok | 2.10 ms | 8.41× | n/a | n/a | n/a | " in md
     assert "| copy bandwidth | 3.83 TB/s (memlens bench: device-to-device copy of 1.07 GB, read plus written," in md
     assert "> ⚠️ memlens bench did not time: matmul/tiled\\_pmpp: output wrong" in md

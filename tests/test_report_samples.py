@@ -12,7 +12,7 @@ FAST_REASON = "not collected: run without --fast (--fast skips the instrumented 
 _COMMON = {
     "dram_read_bytes": 67_113_728.0, "dram_write_bytes": 46_854_912.0,
     "shared_ld_instructions": 524_288.0, "shared_st_instructions": 524_288.0,
-    "local_ld_requests": 0.0, "local_st_requests": 0.0, "local_ld_sectors": 0.0, "local_st_sectors": 0.0,
+    "local_ld_instructions": 0.0, "local_st_instructions": 0.0, "local_ld_sectors": 0.0, "local_st_sectors": 0.0,
     "registers_per_thread": 28.0, "dynamic_shared_per_block": 0.0, "grid_size": 16_384.0, "block_size": 256.0,
 }
 CONFLICT = {
@@ -34,12 +34,12 @@ LOCAL = {
     "dram_pct_of_peak": 7.95, "shared_ld_instructions": 0.0, "shared_st_instructions": 0.0,
     "shared_ld_wavefronts": 0.0, "shared_st_wavefronts": 0.0, "hw_ld_bank_conflicts": 0.0,
     "hw_st_bank_conflicts": 0.0, "shared_wavefronts": 0.0, "shared_wavefronts_ideal": 0.0,
-    "local_ld_requests": 1_048_576.0, "local_st_requests": 1_048_576.0,
+    "local_ld_instructions": 1_048_576.0, "local_st_instructions": 1_048_576.0,
     "local_ld_sectors": 33_554_432.0, "local_st_sectors": 33_554_432.0,
     "registers_per_thread": 32.0, "static_shared_per_block": 0.0, "dynamic_shared_per_block": 0.0,
     "grid_size": 4_096.0, "block_size": 256.0,
 }
-REGISTERS = {**LOCAL, "duration": 144_000.0, "local_ld_requests": 0.0, "local_st_requests": 0.0,
+REGISTERS = {**LOCAL, "duration": 144_000.0, "local_ld_instructions": 0.0, "local_st_instructions": 0.0,
              "local_ld_sectors": 0.0, "local_st_sectors": 0.0, "registers_per_thread": 40.0}
 
 INFO = RunInfo(

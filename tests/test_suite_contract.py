@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import textwrap
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from profiling.errors import VerificationError
-from profiling.suite import NAME_PATTERN, CudaKernel, Family, NumbaKernel, Suite, load_suite
+from profiling.suite import NAME_PATTERN, CudaKernel, Family, Launch, NumbaKernel, Suite, load_suite
 from tests.conftest import REPO
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
@@ -150,6 +151,39 @@ def test_a_wrong_variant_names_itself_and_the_first_wrong_index(tmp_path: Path) 
     launch.run()
     with pytest.raises(VerificationError, match=r"double/off_by_one: wrong result at index \(2, 3\).*1 of 20"):
         family.verify(family.variants[0], launch.output(), family.reference(inputs, size))
+
+
+class FakeDeviceArray:
+    """A device array as verify sees one: __cuda_array_interface__, and a copy to the host (Numba's)."""
+
+    __cuda_array_interface__ = {"shape": (4, 5), "typestr": "<f4", "data": (0, False), "version": 3}
+
+    def __init__(self, host: np.ndarray) -> None:
+        self.host, self.copies = host, 0
+
+    def copy_to_host(self) -> np.ndarray:
+        self.copies += 1
+        return self.host.copy()
+
+
+def test_device_outputs_are_copied_to_the_host_without_cupy(tmp_path: Path, monkeypatch) -> None:
+    """With no CuPy to compare on the GPU, verify copies a device output to the host: same verdict
+    and message as for the host output, and a Launch's checked_output prefers the device one."""
+    path = tmp_path / "wrong.py"
+    path.write_text(WRONG_SUITE)
+    (family,) = load_suite(path).families
+    size = family.size()
+    inputs = family.make_inputs(np.random.default_rng(0), size)
+    expected = family.reference(inputs, size)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
+    right = FakeDeviceArray(expected.copy())
+    family.verify(family.variants[0], right, expected)
+    assert right.copies == 1
+    wrong = FakeDeviceArray(family.variants[0].prepare(inputs, size).output())
+    launch = Launch(run=lambda: None, output=lambda: pytest.fail("the host output was used"),
+                    device_output=lambda: wrong)  # fmt: skip
+    with pytest.raises(VerificationError, match=r"double/off_by_one: wrong result at index \(2, 3\): got np.float32"):
+        family.verify(family.variants[0], launch.checked_output(), expected)
 
 
 def test_the_readme_user_suite_loads(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ STRIDES = {  # floats a row of each kernel's tile
     "transpose_vec4_swizzled": 64,
 }
 SHARED_BYTES = {name: TILE * stride * 4 for name, stride in STRIDES.items()}  # 16,640 / 16,384 / 17,408
-MAX_REGISTERS = 32  # __launch_bounds__(256, 8): 8 blocks of 256 threads fill an SM's 64K registers
+MAX_REGISTERS = 32  # __launch_bounds__(512, 4) and (256, 8): 2048 threads fill an SM's 64K registers
 ALL_KERNELS = ["transpose_conflict", "transpose_padded", "transpose_swizzled", *STRIDES]
 
 
@@ -116,7 +116,8 @@ def test_the_32_wide_swizzle_is_unchanged() -> None:
 
 # --- the bank model on every shared access -----------------------------------------------------------
 
-WARPS = 8  # 256 threads
+WARPS = 8  # vec4: 256 threads
+TILE64_WARPS = 16  # tile64: block (32, 16)
 
 
 def _tile64_column(kernel: str) -> Callable[[int, int], int]:
@@ -127,14 +128,14 @@ def _tile64_column(kernel: str) -> Callable[[int, int], int]:
 
 def tile64_accesses(kernel: str, stride: int | None = None) -> list[list[int]]:
     """Byte addresses of every warp-wide 4-byte shared access of transpose_tile64_*: block
-    (32, 8), warp w = threadIdx.y; pass j, half h: store tile[w + 8j][tx + 32h], then (after the
-    barrier) load tile[tx + 32h][w + 8j]."""
+    (32, 16), warp w = threadIdx.y; pass j, half h: store tile[w + 16j][tx + 32h], then (after the
+    barrier) load tile[tx + 32h][w + 16j]."""
     stride = STRIDES[kernel] if stride is None else stride
     column = _tile64_column(kernel)
     accesses = []
-    for warp in range(WARPS):
-        for j in range(TILE // WARPS):
-            r = warp + 8 * j
+    for warp in range(TILE64_WARPS):
+        for j in range(TILE // TILE64_WARPS):
+            r = warp + TILE64_WARPS * j
             for h in range(2):
                 accesses.append([4 * (r * stride + column(r, tx + 32 * h)) for tx in range(32)])
                 accesses.append([4 * ((tx + 32 * h) * stride + column(tx + 32 * h, r)) for tx in range(32)])
@@ -186,7 +187,7 @@ def test_vec4_lanes_cover_the_tile_once() -> None:
 @pytest.mark.parametrize("kernel", ["transpose_tile64_padded", "transpose_tile64_swizzled"])
 def test_tile64_one_wavefront_per_request(kernel: str) -> None:
     accesses = tile64_accesses(kernel)
-    assert len(accesses) == 2 * 16 * WARPS
+    assert len(accesses) == 2 * 2 * TILE // TILE64_WARPS * TILE64_WARPS
     assert [bm.wavefronts(a, 4) for a in accesses] == [1] * len(accesses)
     assert sum(bm.excess_wavefronts(a, 4) for a in accesses) == 0
 
@@ -249,7 +250,8 @@ EMULATION_MAIN = r"""
 #include <vector>
 typedef void (*Kernel)(const float*, float*, int, int);
 
-// usage: emulate KERNEL TILE BLOCK_X BLOCK_Y ROWS COLS < input (rows * cols float32) > output
+// usage: emulate KERNEL TILE BLOCK_X BLOCK_Y ROWS COLS DOWN_FIRST < input (rows * cols float32) > output
+// (DOWN_FIRST 1: blockIdx.x walks tile rows, grid (ceil(rows / tile), ceil(cols / tile)))
 int main(int argc, char** argv) {
     const char* names[] = {KERNEL_NAMES};
     Kernel kernels[] = {KERNEL_NAMES_BARE};
@@ -258,13 +260,14 @@ int main(int argc, char** argv) {
         if (std::string(names[k]) == argv[1]) which = k;
     if (which < 0) return 2;
     const int tile = atoi(argv[2]), bx = atoi(argv[3]), by = atoi(argv[4]);
-    const int rows = atoi(argv[5]), cols = atoi(argv[6]);
+    const int rows = atoi(argv[5]), cols = atoi(argv[6]), down_first = atoi(argv[7]);
     const size_t n = (size_t)rows * cols, bytes = (n * 4 + 255) / 256 * 256;
     float* in = static_cast<float*>(aligned_alloc(256, bytes));
     float* out = static_cast<float*>(aligned_alloc(256, bytes));
     if (fread(in, 4, n, stdin) != n) return 3;
     for (size_t i = 0; i < n; ++i) out[i] = __builtin_nanf("");
-    const long gx = (cols + tile - 1) / tile, gy = (rows + tile - 1) / tile;
+    const long across = (cols + tile - 1) / tile, down = (rows + tile - 1) / tile;
+    const long gx = down_first ? down : across, gy = down_first ? across : down;
     std::barrier<> barrier(bx * by);
     block_barrier = &barrier;
     std::vector<std::thread> threads;
@@ -284,14 +287,14 @@ int main(int argc, char** argv) {
 }
 """
 
-LAUNCH = {  # tile edge and block of each kernel, as kernels/transpose.py launches them
-    "transpose_conflict": (32, (32, 8)),
-    "transpose_padded": (32, (32, 8)),
-    "transpose_swizzled": (32, (32, 8)),
-    "transpose_tile64_padded": (64, (32, 8)),
-    "transpose_tile64_swizzled": (64, (32, 8)),
-    "transpose_vec4_padded": (64, (256, 1)),
-    "transpose_vec4_swizzled": (64, (256, 1)),
+LAUNCH = {  # tile edge, block and grid order (down first) of each kernel, as kernels/transpose.py launches them
+    "transpose_conflict": (32, (32, 8), False),
+    "transpose_padded": (32, (32, 8), False),
+    "transpose_swizzled": (32, (32, 8), False),
+    "transpose_tile64_padded": (64, (32, 16), True),
+    "transpose_tile64_swizzled": (64, (32, 16), True),
+    "transpose_vec4_padded": (64, (256, 1), True),
+    "transpose_vec4_swizzled": (64, (256, 1), True),
 }
 CPU_SIZES = [(67, 45), (64, 64), (68, 132), (130, 200), (1, 100), (100, 1)]  # full, partial, float4 + scalar
 
@@ -320,11 +323,11 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("kernel", list(LAUNCH))
 def test_cu_transposes_on_the_cpu(emulator: Path, kernel: str) -> None:
-    tile, (bx, by) = LAUNCH[kernel]
+    tile, (bx, by), down_first = LAUNCH[kernel]
     rng = np.random.default_rng(11)
     for rows, cols in CPU_SIZES:
         a = rng.standard_normal((rows, cols), dtype=np.float32)
-        argv = [str(emulator), kernel, str(tile), str(bx), str(by), str(rows), str(cols)]
+        argv = [str(emulator), kernel, str(tile), str(bx), str(by), str(rows), str(cols), str(int(down_first))]
         done = subprocess.run(argv, input=a.tobytes(), capture_output=True, timeout=120)
         assert done.returncode == 0, (kernel, rows, cols, done.returncode)
         out = np.frombuffer(done.stdout, dtype=np.float32).reshape(cols, rows)

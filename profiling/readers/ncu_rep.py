@@ -2,11 +2,18 @@
 
 `ncu_report` (PyPI `ncu-report`) opens reports without a GPU or ncu. Each action of each range is
 one profiled kernel launch; launch ids count actions in report order from 0, as ncu's CSV "ID".
+A report of many launches is read by two processes (see PARALLEL_MIN_ACTIONS).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import contextlib
+import enum
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -20,31 +27,185 @@ from .common import NCU_METRICS, Cell, absent_reason, compute_capability, conver
 # ncu_report.IMetric.value() returns str, int, float or None; as_string for the device name.
 Action = Any
 Context = Any
+Slot = tuple[int, int]  # (range index, action index) of an action in the report
+Launch = tuple[str, list[object], tuple[str, str] | None]  # kernel name, metric values, memlens range
 
 DURATION = CATALOGUE["duration"].ncu
 
+# From this many actions on, a forked helper process reads the later ones while this one reads the
+# rest: decoding is ncu_report's (about half a millisecond an action, the GIL held), so two processes
+# halve it where two CPUs are free. The helper takes the smaller share: an action's NVTX state costs
+# more the later it comes.
+PARALLEL_MIN_ACTIONS = 100
+HELPER_SHARE = 0.44
+
 
 def read_ncu_rep(path: Path) -> RunResults:
-    reader = _MetricReader()
-    first: Action | None = None
-    launches = []  # (kernel name, metric values, memlens range) of each action, in report order
-    # Each action is read as it is decoded (the decoding is most of the time: ncu_report's, about a
-    # millisecond an action), and dropped: one action object alive at a time, not a thousand.
-    for launch_id, action in enumerate(_actions(_load(path))):
-        values = reader.values(action)
-        if not action.name() or not _has_metrics(action, values[_DURATION_INDEX]):
-            raise InputError(f"{path}: truncated or damaged report (launch {launch_id} has no name or no metrics)")
-        launches.append((_kernel_name(action), values, _suite_range(action)))
-        if first is None:
-            first = action
-    if first is None:
+    reader = _LaunchReader(path, _load(path))
+    _read_all(reader, reader.slots())
+    if reader.first is None:
         raise InputError(f"{path}: no profiled kernels (an empty report, or not an Nsight Compute report)")
+    launches = reader.launches
     from_memlens = any(r is not None for _, _, r in launches)
     kernels = tuple(
-        _kernel(name, launch_id, values, r, reader.units, from_memlens)
+        _kernel(name, launch_id, values, r, reader.metrics.units, from_memlens)
         for launch_id, (name, values, r) in enumerate(launches)
     )
-    return RunResults(_run_info(first, path), kernels)
+    return RunResults(_run_info(reader.first, path), kernels)
+
+
+def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
+    """Reads every action: the first alone (decoding it loads NVIDIA's libraries, a tenth of a second,
+    which a helper forked after it has loaded already), then the rest, with a helper where there are
+    PARALLEL_MIN_ACTIONS or more."""
+    reader.read(slots[:1])
+    split = len(slots) - int(len(slots) * HELPER_SHARE)
+    helper = _Helper.start(reader, slots[split:]) if len(slots) >= PARALLEL_MIN_ACTIONS and _can_fork() else None
+    if helper is None:
+        reader.read(slots[1:])
+        return
+    try:
+        reader.read(slots[1:split])
+        helped = helper.result()
+    except BaseException:
+        helper.stop()
+        raise
+    if helped is None:  # the helper failed: its share is read here, as without it (the same errors)
+        reader.read(slots[split:])
+    else:
+        reader.merge(*helped)
+
+
+class _LaunchReader:
+    """The launches of a report's actions, read in report order (launch ids count them from 0)."""
+
+    def __init__(self, path: Path, context: Context) -> None:
+        self.path = path
+        self.ranges = [context.range_by_idx(index) for index in range(context.num_ranges())]
+        self.metrics = _MetricReader()
+        self.launches: list[Launch] = []
+        self.first: Action | None = None
+
+    def slots(self) -> list[Slot]:
+        return [(r, index) for r, report_range in enumerate(self.ranges) for index in range(report_range.num_actions())]
+
+    def read(self, slots: Sequence[Slot]) -> None:
+        """Reads the actions at `slots`, which follow those read already. Each action is read as it
+        is decoded, and dropped: one action object alive at a time, not a thousand."""
+        for range_index, action_index in slots:
+            action = self.ranges[range_index].action_by_idx(action_index)
+            if action is None:
+                continue
+            values = self.metrics.values(action)
+            if not action.name() or not _has_metrics(action, values[_DURATION_INDEX]):
+                launch_id = len(self.launches)
+                raise InputError(
+                    f"{self.path}: truncated or damaged report (launch {launch_id} has no name or no metrics)"
+                )
+            self.launches.append((_kernel_name(action), values, _suite_range(action)))
+            if self.first is None:
+                self.first = action
+
+    def merge(self, launches: list[Launch], units: dict[str, str]) -> None:
+        """Adds the launches a helper read (those after all read here), and the units it met first."""
+        self.launches.extend(launches)
+        for name, unit in units.items():
+            self.metrics.units.setdefault(name, unit)
+
+
+def _can_fork() -> bool:
+    """Linux, two CPUs or more for this process, and one thread in it (a fork copies only the one
+    that calls it: another's locks would stay held in the child)."""
+    if sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+class _Helper:
+    """A forked process reading the later actions of a report into a pipe (see PARALLEL_MIN_ACTIONS)."""
+
+    def __init__(self, pid: int, read_end: int) -> None:
+        self.pid = pid
+        self.pipe = open(read_end, "rb")  # closed by result() or stop()
+
+    @classmethod
+    def start(cls, reader: _LaunchReader, slots: Sequence[Slot]) -> _Helper | None:
+        """The helper reading `slots` with a copy of `reader`, or None where no process can be forked."""
+        _reap_helpers()
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:
+            return None
+        # SIGINT stays blocked in the child: Ctrl-C interrupts this process, which then stops the child.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:
+            _help(reader, slots, read_end, write_end)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(write_end)
+        if pid < 0:
+            os.close(read_end)
+            return None
+        return cls(pid, read_end)
+
+    def result(self) -> tuple[list[Launch], dict[str, str]] | None:
+        """The launches the helper read and the units it met, or None where it failed (a pickle cut
+        short does not load). Its exit is not waited for (tens of ms, freeing what it decoded): it is
+        reaped later, see _reap_helpers."""
+        with self.pipe:
+            data = self.pipe.read()
+        _EXITING.append(self.pid)
+        self.pid = 0
+        try:
+            return pickle.loads(data)
+        except Exception:
+            return None
+
+    def stop(self) -> None:
+        self.pipe.close()
+        if self.pid:
+            with contextlib.suppress(OSError):  # gone already
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            self.pid = 0
+
+
+_EXITING: list[int] = []  # helpers that handed over what they read, and may be exiting still
+
+
+def _reap_helpers(wait: bool = False) -> None:
+    """Reaps the helpers that have exited (all, waiting for them, where `wait`); called as the next
+    helper starts. Those a process leaves at its end are reaped by init."""
+    for pid in _EXITING[:]:
+        try:
+            done, _ = os.waitpid(pid, 0 if wait else os.WNOHANG)
+        except ChildProcessError:  # reaped already
+            done = pid
+        if done:
+            _EXITING.remove(pid)
+
+
+def _help(reader: _LaunchReader, slots: Sequence[Slot], read_end: int, write_end: int) -> None:
+    """The helper process: reads `slots`, writes what it read to the pipe, and exits (with 0 only
+    where it wrote it all); it never returns, whatever happens."""
+    status = 1
+    try:
+        os.close(read_end)
+        reader.launches = []
+        reader.read(slots)
+        unsent = memoryview(pickle.dumps((reader.launches, reader.metrics.units), pickle.HIGHEST_PROTOCOL))
+        while unsent:
+            unsent = unsent[os.write(write_end, unsent) :]
+        os.close(write_end)  # now, not as the exit frees all this process decoded (tens of ms)
+        status = 0
+    finally:
+        os._exit(status)
 
 
 def _load(path: Path) -> Context:
@@ -61,15 +222,6 @@ def _load(path: Path) -> Context:
         return ncu_report.load_report(str(path))
     except Exception as exc:  # a third-party binding: any failure means an unreadable report
         raise InputError(f"{path}: not a readable Nsight Compute report ({type(exc).__name__}: {exc})") from None
-
-
-def _actions(context: Context) -> Iterator[Action]:
-    for range_index in range(context.num_ranges()):
-        report_range = context.range_by_idx(range_index)
-        for index in range(report_range.num_actions()):
-            action = report_range.action_by_idx(index)
-            if action is not None:
-                yield action
 
 
 def _has_metrics(action: Action, duration: object) -> bool:
@@ -90,7 +242,13 @@ def _suite_range(action: Action) -> tuple[str, str] | None:
         if domain is not None and is_memlens_domain(domain.name()):
             memlens.append(domain)
     for domain in reversed(memlens):
-        for index in reversed(range(len(domain.push_pop_ranges()))):
+        names = domain.push_pop_ranges()
+        if len(names) == 1:  # the usual case: its name as listed, not from its range object (slow as the state)
+            found = suite_range(names)
+            if found is not None:
+                return found
+            continue
+        for index in reversed(range(len(names))):
             nvtx_range = domain.push_pop_range(index)
             if nvtx_range is not None:
                 found = suite_range((nvtx_range.name(),))
@@ -99,8 +257,14 @@ def _suite_range(action: Action) -> tuple[str, str] | None:
     return None
 
 
-# A catalogue metric the action does not hold (None: it holds it, with no value: "n/a").
-_ABSENT = object()
+class _Absent(enum.Enum):
+    """A catalogue metric the action does not hold (None: it holds it, with no value: "n/a"). An
+    enum member: it stays itself through pickle, from a helper process."""
+
+    ABSENT = enum.auto()
+
+
+_ABSENT = _Absent.ABSENT
 _NAMES: tuple[str, ...] = tuple(m.ncu for m in NCU_METRICS)  # NCU_METRICS all have one
 _DURATION_INDEX = _NAMES.index(DURATION)
 
@@ -116,15 +280,57 @@ class _MetricReader:
         """Each catalogue metric's value (float or None for "n/a"), or _ABSENT, in NCU_METRICS order."""
         values: list[object] = []
         units = self.units
+        binding = _binding()
+        metric_by_name, has_value, value = binding.metric_by_name, binding.has_value, binding.value
         for name in _NAMES:
-            metric = action.metric_by_name(name)
+            metric = metric_by_name(action, name)
             if metric is None:
                 values.append(_ABSENT)
                 continue
             if name not in units:
                 units[name] = str(metric.unit() or "")
-            values.append(_as_float(_value(metric)) if metric.has_value() else None)
+            values.append(value(metric) if has_value(metric) else None)
         return values
+
+
+class _Binding:
+    """The functions of ncu_report's SWIG module behind the IAction and IMetric methods called per
+    metric: each method is a Python frame that only calls its function, and going without them saves
+    about a twentieth of the reading. The methods themselves where the module has no such function."""
+
+    def __init__(self, ncu_report: Any) -> None:
+        iaction, imetric = ncu_report.IAction, ncu_report.IMetric
+        functions = getattr(ncu_report, "_ncu_report", None)
+
+        def function(method: Callable[..., Any], name: str) -> Callable[..., Any]:
+            return getattr(functions, name, method)
+
+        self.metric_by_name = function(iaction.metric_by_name, "IAction_metric_by_name")
+        self.has_value = function(imetric.has_value, "IMetric_has_value")
+        self.kind = function(imetric.kind, "IMetric_kind")
+        as_double = function(imetric.as_double, "IMetric_as_double")
+        as_uint64 = function(imetric.as_uint64, "IMetric_as_uint64")
+        # value kind -> getter, as IMetric.value() maps them (ANY and UNKNOWN: no value), without the
+        # table of converters value() makes anew on each call
+        self.getters: dict[int, Callable[[Any], object]] = {
+            imetric.ValueKind_DOUBLE: as_double,
+            imetric.ValueKind_FLOAT: as_double,
+            imetric.ValueKind_STRING: function(imetric.as_string, "IMetric_as_string"),
+            imetric.ValueKind_UINT32: as_uint64,
+            imetric.ValueKind_UINT64: as_uint64,
+        }
+
+    def value(self, metric: Any) -> float | None:
+        """The value of a metric that has one, as a float (None where it is not a number)."""
+        getter = self.getters.get(self.kind(metric))
+        return None if getter is None else _as_float(getter(metric))
+
+
+@lru_cache(maxsize=1)
+def _binding() -> _Binding:
+    import ncu_report
+
+    return _Binding(ncu_report)
 
 
 def _kernel(
@@ -161,31 +367,14 @@ def _printable_name(name: str) -> str:
 
 
 def _cell(action: Action, name: str) -> Cell | None:
-    metric = action.metric_by_name(name)
+    binding = _binding()
+    metric = binding.metric_by_name(action, name)
     if metric is None:
         return None
     unit = str(metric.unit() or "")
-    if not metric.has_value():
+    if not binding.has_value(metric):
         return Cell(None, unit)
-    return Cell(_as_float(_value(metric)), unit)
-
-
-def _value(metric: Any) -> object:
-    """IMetric.value(), without the table of converters it makes anew on each call."""
-    getter = _value_getters(type(metric)).get(metric.kind())
-    return None if getter is None else getter(metric)
-
-
-@lru_cache(maxsize=4)
-def _value_getters(imetric: Any) -> dict[int, Callable[[Any], object]]:
-    """Value kind -> IMetric.as_*, as IMetric.value() maps them (ANY and UNKNOWN: no value)."""
-    return {
-        imetric.ValueKind_DOUBLE: imetric.as_double,
-        imetric.ValueKind_FLOAT: imetric.as_double,
-        imetric.ValueKind_STRING: imetric.as_string,
-        imetric.ValueKind_UINT32: imetric.as_uint64,
-        imetric.ValueKind_UINT64: imetric.as_uint64,
-    }
+    return Cell(binding.value(metric), unit)
 
 
 def _as_float(value: object) -> float | None:

@@ -1,0 +1,74 @@
+"""How many replay passes ncu needs a kernel for memlens's metric list, and which metrics cost passes:
+each pass replays the kernel (about 90 ms a kernel on an H200, whatever the kernel), so passes are most
+of what profiling costs. GPU machine with ncu.
+
+    python tests/benchmarks/ncu_passes.py [--fast] [--try NAME ...]
+
+Profiles one launch of a small transpose (kernels/transpose.cu, in a memlens NVTX range) with the
+catalogue's metrics, then with each metric left out, and prints the passes ncu reports for each list;
+--try NAME adds a list with NAME in place of nothing, to see whether another metric fits the passes
+there are. Always --clock-control none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from profiling.catalogue import ncu_metric_names  # noqa: E402
+from profiling.ncu import find_ncu  # noqa: E402
+
+APP = """
+import cupy, nvtx, numpy as np
+kernel = cupy.RawModule(code=open("kernels/transpose.cu").read()).get_function("transpose_padded")
+a = cupy.random.random((256, 256), dtype=cupy.float32)
+out = cupy.empty_like(a)
+args = (a, out, np.int32(256), np.int32(256))
+kernel((8, 8), (32, 8), args)
+cupy.cuda.runtime.deviceSynchronize()
+with nvtx.annotate("passes.transpose", domain="memlens"):
+    kernel((8, 8), (32, 8), args)
+cupy.cuda.runtime.deviceSynchronize()
+"""
+
+
+def passes(ncu: Path, metrics: list[str], work: Path) -> str:
+    log = work / "ncu.log"
+    argv = [str(ncu), "--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel", "--nvtx",
+            "--nvtx-include", "regex:memlens@.*/", "--metrics", ",".join(metrics), "--log-file", str(log),
+            sys.executable, str(work / "app.py")]  # fmt: skip
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
+    found = re.findall(r"(\d+) pass", log.read_text(errors="replace") if log.exists() else "")
+    if done.returncode != 0 or not found:
+        raise SystemExit(f"ncu exited with {done.returncode} and counted no passes: {done.stderr[-2000:]}")
+    return found[0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fast", action="store_true", help="the --fast list (no instrumented metrics)")
+    parser.add_argument("--try", dest="extra", action="append", default=[], help="a metric to add to the list")
+    args = parser.parse_args()
+    ncu = find_ncu().path
+    names = ncu_metric_names(fast=args.fast)
+    with tempfile.TemporaryDirectory(prefix="ncu-passes-") as tmp:
+        work = Path(tmp)
+        (work / "app.py").write_text(APP, encoding="utf-8")
+        print(f"{len(names)} metrics: {passes(ncu, names, work)} passes", flush=True)
+        for name in names:
+            if not name.startswith(("launch__", "device__")):  # launch and device attributes take no pass
+                print(f"  without {name}: {passes(ncu, [n for n in names if n != name], work)}", flush=True)
+        for name in args.extra:
+            print(f"  with {name} added: {passes(ncu, [*names, name], work)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
