@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .errors import MemlensError, VerificationError
-from .suite import NVTX_DOMAIN, Family, Inputs, Variant, select_variants
+from .suite import NVTX_DOMAIN, Family, Inputs, Variant, on_gpu, select_variants
 
 EVENTS_VERSION = 1
 
@@ -74,7 +74,7 @@ class Problems:
     def expected_like(self, got: Any) -> Any:
         """The current family's reference, on the GPU (copied once) where `got` lies there."""
         expected = self._problem[2] if self._problem else None
-        if not hasattr(got, "__cuda_array_interface__"):
+        if not on_gpu(got):
             return expected
         if self._device_expected is None:
             try:

@@ -332,9 +332,8 @@ def _point_latest(out_dir: Path, run_dir: Path) -> ProfilerError | None:
     return None
 
 
-def app_argv(suite: Suite | Path, options: ProfileOptions, events: Path) -> list[str]:
-    root = suite.path if isinstance(suite, Suite) else suite
-    argv = [sys.executable, "-m", "profiling.app", "--suite", str(root.resolve()), "--events", str(events)]
+def app_argv(suite: Path, options: ProfileOptions, events: Path) -> list[str]:
+    argv = [sys.executable, "-m", "profiling.app", "--suite", str(suite.resolve()), "--events", str(events)]
     if options.pattern:
         argv += ["-k", options.pattern]
     for item in options.sizes:

@@ -187,7 +187,7 @@ def _common_module(got: Any, expected: Any) -> tuple[Any, Any, Any]:
     """(array module, got, expected) with both arrays in it: CuPy where either lies on the GPU,
     CuPy is installed and both hold real numbers (a Numba device array is wrapped, not copied),
     else NumPy (device arrays copied to the host)."""
-    if _on_device(got) or _on_device(expected):
+    if on_gpu(got) or on_gpu(expected):
         try:
             import cupy
         except ImportError:
@@ -216,12 +216,13 @@ def _wrong_counter(cupy: Any) -> Any:
     )
 
 
-def _on_device(array: Any) -> bool:
+def on_gpu(array: Any) -> bool:
+    """Whether `array` lies on the GPU: a CuPy or Numba device array (CUDA array interface)."""
     return hasattr(array, "__cuda_array_interface__")
 
 
 def _to_host(array: Any) -> np.ndarray:
-    if not _on_device(array):
+    if not on_gpu(array):
         return np.asarray(array)
     to_host = getattr(array, "copy_to_host", None) or array.get  # Numba, CuPy
     return np.asarray(to_host())

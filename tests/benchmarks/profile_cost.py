@@ -48,7 +48,8 @@ def main() -> int:
     suite = load_suite(options.suite)
     with tempfile.TemporaryDirectory(prefix="profile-cost-") as tmp:
         work = Path(tmp)
-        run_step(app_argv(suite, options, work / "warm-up.events"), work / "warm-up", args.timeout)  # caches, imports
+        warm_up = app_argv(suite.path, options, work / "warm-up.events")
+        run_step(warm_up, work / "warm-up", args.timeout)  # caches, imports
         seconds: dict[str, list[float]] = {step: [] for step in STEPS}
         for round_index in range(args.rounds):
             for step in STEPS:
@@ -82,7 +83,7 @@ def parse_args() -> argparse.Namespace:
 def step_argv(step: str, ncu: Ncu, suite, options: ProfileOptions, stem: Path) -> list[str]:
     """The command of one step; bare and full share memlens's own ncu argv."""
     if step == "app":
-        return app_argv(suite, options, stem.with_suffix(".events"))
+        return app_argv(suite.path, options, stem.with_suffix(".events"))
     if step in ("memlens", "fast"):
         argv = [sys.executable, "-m", "profiling", "profile", str(suite.path), "--out", str(stem),
                 "--clock-control", CLOCK_CONTROL, "--ncu", str(ncu.path)]  # fmt: skip
@@ -92,7 +93,7 @@ def step_argv(step: str, ncu: Ncu, suite, options: ProfileOptions, stem: Path) -
         metrics=ncu_metric_names(), report=stem, log=stem.with_suffix(".log"),
         nvtx_include=f"regex:{NVTX_DOMAIN}@.*/", clock_control=CLOCK_CONTROL,
     )  # fmt: skip
-    argv = profile_argv(ncu, request, app_argv(suite, options, stem.with_suffix(".events")))
+    argv = profile_argv(ncu, request, app_argv(suite.path, options, stem.with_suffix(".events")))
     if step == "full":
         at = argv.index("--metrics")
         argv[at : at + 2] = ["--set", "full"]
