@@ -66,6 +66,8 @@ def on_device(host: np.ndarray) -> Any:
 def _raw_module(source: Path, options: tuple[str, ...], name_expressions: tuple[str, ...]) -> Any:
     cupy = import_cupy()
     code = source.read_text(encoding="utf-8")
+    # -lineinfo: ncu maps each SASS instruction to its source line (no change to the machine code)
+    options = options if "-lineinfo" in options else (*options, "-lineinfo")
     return cupy.RawModule(code=code, options=options, name_expressions=name_expressions or None)
 
 

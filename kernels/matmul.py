@@ -116,7 +116,7 @@ matmul = Family(
 
 @functools.cache
 def _jit(function: Callable[..., Any]) -> Any:
-    return cuda.jit(function, cache=True)  # on-disk cache: later runs skip the compile
+    return cuda.jit(function, cache=True, lineinfo=True)  # on-disk cache: later runs skip the compile
 
 
 def _numba_launch(function: Callable[..., Any], inputs: Inputs, rows_from_x: bool) -> Launch:
