@@ -16,6 +16,7 @@ from typing import Any
 from .catalogue import CATALOGUE, RETIRED_KEYS, derive_all
 from .errors import InputError
 from .fileio import read_json
+from .run_dir import RESULTS, Provenance
 
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMAS = (1,)
@@ -133,22 +134,14 @@ class VariantOutcome:
 
 
 @dataclass(frozen=True)
-class RunInfo:
-    """Where and how a run was made."""
+class RunInfo(Provenance):
+    """Where and how a profile run was made: the provenance every run has, and profile's own."""
 
-    gpu_name: str | None = None
     compute_capability: str | None = None
-    driver_version: str | None = None
     ncu_version: str | None = None
     clock_control: str | None = None
     cache_control: str | None = None
     fast: bool = False
-    command: str | None = None
-    started_at: str | None = None  # ISO 8601
-    wall_seconds: float | None = None
-    suite: str | None = None
-    suite_commit: str | None = None
-    memlens_version: str | None = None
     source: str | None = None  # the report file the kernels were read from
 
 
@@ -169,7 +162,7 @@ class RunResults:
         }
 
     @classmethod
-    def from_json(cls, data: Any, source: str = "results.json") -> RunResults:
+    def from_json(cls, data: Any, source: str = RESULTS) -> RunResults:
         if not isinstance(data, dict):
             raise InputError(f"{source}: not a memlens results object")
         version = data.get("schema_version")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, VerificationError
-from .labels import NAME_PATTERN, compile_filter
-from .labels import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and the runner name ranges with it
+from .nvtx_names import NAME_PATTERN, compile_filter
+from .nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and the runner name ranges with it
 
 Inputs = dict[str, np.ndarray]
 Size = Mapping[str, int]
@@ -299,17 +299,38 @@ def load_suite(path: str | Path | None = None) -> Suite:
     return Suite(root, families)
 
 
-def select_variants(
-    path: str | Path | None, pattern: str | None, sizes: Mapping[str, int]
-) -> tuple[Suite, list[Variant]]:
-    """The suite and the variants `pattern` selects; ConfigError where it selects none or a size
-    override names no size of theirs. memlens and the profiled app both check a run's selection."""
+def parse_sizes(items: Iterable[str]) -> dict[str, int]:
+    """`--size` items, NAME=N or FAMILY.NAME=N, as {name: N}; ConfigError for a malformed one."""
+    sizes = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value.isdigit() or int(value) <= 0:
+            raise ConfigError(f"bad --size {item!r}: expected NAME=POSITIVE_INTEGER, e.g. m=1024")
+        sizes[key] = int(value)
+    return sizes
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The variants a command works on, and the size overrides, every one checked."""
+
+    suite: Suite
+    variants: list[Variant]
+    sizes: dict[str, int]
+
+
+def select_variants(path: str | Path | None, pattern: str | None, sizes: Iterable[str] = ()) -> Selection:
+    """The one way every command (profile, the profiled program, bench, check, list) selects variants:
+    the suite, the variants `pattern` selects and the parsed `--size` items. ConfigError where an
+    item is malformed, the pattern is not a regex or selects nothing, or a size override names no size
+    of the selected families; nothing here touches a GPU or a compiler."""
+    parsed = parse_sizes(sizes)
     suite = load_suite(path)
     variants = list(suite.variants(pattern))
     if not variants:
         raise ConfigError(f"no variant of suite {suite.path} matches -k {pattern!r}")
-    suite.check_sizes(sizes, variants)
-    return suite, variants
+    suite.check_sizes(parsed, variants)
+    return Selection(suite, variants, parsed)
 
 
 def _import_file(file: Path) -> ModuleType:

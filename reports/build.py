@@ -15,7 +15,7 @@ from .formatting import format_count, format_value
 from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
 
 if TYPE_CHECKING:
-    from profiling.bench import BenchResults, CopyBandwidth
+    from profiling.bench_results import BenchResults, CopyBandwidth
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"

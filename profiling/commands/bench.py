@@ -14,18 +14,11 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..bench import (
-    BENCH_FILE,
-    DEFAULT_REPEATS,
-    L2_MULTIPLE,
-    MIN_REPEATS,
-    BenchOptions,
-    BenchResults,
-    VariantTiming,
-)
+from ..bench import DEFAULT_REPEATS, L2_MULTIPLE, MIN_REPEATS, BenchOptions
 from ..bench import bench as run_bench
+from ..bench_results import BENCH_FILE, BenchResults, VariantTiming
 from ..errors import ProfilerError
-from ..runner import shell_command
+from ..profile_run import shell_command
 from ..terminal import console, interactive, progress_bar
 from ..units import format_bytes, format_duration, format_percent
 from .common import add_size_arguments, add_suite_arguments

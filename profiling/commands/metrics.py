@@ -21,7 +21,7 @@ from rich.cells import cell_len  # a few ms; the rest of rich is imported where 
 
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError, InputError
-from ..labels import compile_filter
+from ..nvtx_names import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
 from ..terminal import console

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ..ncu import CACHE_CONTROLS, CLOCK_CONTROLS
-from ..runner import ProfileOptions, profile, shell_command
+from ..profile_run import ProfileOptions, profile, shell_command
 from ..terminal import Progress, interactive
 from .common import add_size_arguments, add_suite_arguments
 

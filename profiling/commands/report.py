@@ -19,7 +19,7 @@ from pathlib import Path
 
 from reports import FORMATS
 
-from ..bench import BENCH_FILE, BenchResults, find_bench
+from ..bench_results import BENCH_FILE, BenchResults, find_bench
 from ..errors import InputError
 from ..fileio import write_text_atomic
 from ..readers import find_report, read_report
