@@ -246,6 +246,13 @@ class Suite:
                 if regex is None or regex.search(variant.label):
                     yield variant
 
+    def selected(self, pattern: str | None = None) -> list[Variant]:
+        """`variants(pattern)`, ConfigError where the pattern selects none."""
+        variants = list(self.variants(pattern))
+        if not variants:
+            raise ConfigError(f"no variant of suite {self.path} matches -k {pattern!r}")
+        return variants
+
     def check_sizes(self, overrides: Mapping[str, int], variants: list[Variant]) -> None:
         """Every override must name a size of some selected family."""
         families = {v.family.name: v.family for v in variants}
@@ -326,9 +333,7 @@ def select_variants(path: str | Path | None, pattern: str | None, sizes: Iterabl
     of the selected families; nothing here touches a GPU or a compiler."""
     parsed = parse_sizes(sizes)
     suite = load_suite(path)
-    variants = list(suite.variants(pattern))
-    if not variants:
-        raise ConfigError(f"no variant of suite {suite.path} matches -k {pattern!r}")
+    variants = suite.selected(pattern)
     suite.check_sizes(parsed, variants)
     return Selection(suite, variants, parsed)
 
