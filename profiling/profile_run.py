@@ -7,7 +7,6 @@ overwritten), ncu's log, the profiled program's events and results.json; `<out>/
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -336,7 +335,3 @@ def collect(run_dir: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], 
                 source=report.name,
             )
     return RunResults(info, kernels, outcomes, complete)
-
-
-def shell_command(argv: Sequence[str]) -> str:
-    return "memlens " + shlex.join(argv)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,11 @@ class Machine:
 
 def machine_of(suite: Path) -> Machine:
     return Machine(driver_version(), git_commit(suite))
+
+
+def shell_command(argv: Sequence[str]) -> str:
+    """The memlens command line a run was made with (its provenance's `command`)."""
+    return "memlens " + shlex.join(argv)
 
 
 def now() -> dt.datetime:
