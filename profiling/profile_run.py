@@ -143,20 +143,10 @@ class Events:
 
 def _outcome(variant: Variant | None, label: str, status: str, message: str) -> VariantOutcome:
     family, _, name = label.partition("/")
-    outcome = VariantOutcome(family, name, status, message)
     if variant is None:
-        return outcome
-    extra = {
-        "demonstrates": variant.demonstrates,
-        "expect": {
-            "bank_conflicts": variant.expect.bank_conflicts,
-            "local_memory": variant.expect.local_memory,
-            "note": variant.expect.describe(),
-        },
-        "baseline": variant is variant.family.baseline,
-    }
-    fields = VariantOutcome.__dataclass_fields__
-    return replace(outcome, **{k: v for k, v in extra.items() if k in fields})
+        return VariantOutcome(family, name, status, message)
+    return VariantOutcome(family, name, status, message, demonstrates=variant.demonstrates,
+                          expect=variant.expect.described(), baseline=variant is variant.family.baseline)  # fmt: skip
 
 
 def _selection(options: ProfileOptions) -> Selection:

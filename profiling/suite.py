@@ -21,28 +21,13 @@ import numpy as np
 from .errors import ConfigError, VerificationError
 from .nvtx_names import NAME_PATTERN, compile_filter
 from .nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and the runner name ranges with it
+from .results import Expectation
 
 Inputs = dict[str, np.ndarray]
 Size = Mapping[str, int]
 
 
-@dataclass(frozen=True)
-class Expect:
-    """What the tool should measure for a variant, so report and tests can compare."""
-
-    bank_conflicts: bool | None = None  # exact excess shared wavefronts > 0
-    local_memory: bool | None = None  # local-memory load or store traffic > 0
-    note: str = ""  # the expectation in words, e.g. "shared loads: 32-way conflict"
-
-    def describe(self) -> str:
-        if self.note:
-            return self.note
-        parts = []
-        if self.bank_conflicts is not None:
-            parts.append("bank conflicts" if self.bank_conflicts else "no bank conflicts")
-        if self.local_memory is not None:
-            parts.append("local memory" if self.local_memory else "no local memory")
-        return ", ".join(parts) or "no expectation declared"
+Expect = Expectation  # what memlens should measure for a variant: the suite's name for the record
 
 
 @dataclass(frozen=True)
