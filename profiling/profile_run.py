@@ -70,14 +70,14 @@ class ProfileOptions:
 
 @dataclass
 class Events:
-    """What the profiled app reported so far (it appends JSON lines to one file)."""
+    """What the profiled program reported so far (it appends JSON lines to one file)."""
 
     path: Path
     plan: list[str] = field(default_factory=list)
     done: dict[str, dict] = field(default_factory=dict)
     running: str | None = None
     error: str | None = None
-    started: bool = False  # the app sent its plan: the suite loaded under ncu
+    started: bool = False  # the profiled program sent its plan: the suite loaded under ncu
     app_pid: int | None = None
     _offset: int = 0
 
@@ -158,7 +158,7 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
     failing, ncu failing, the timeout, Ctrl-C), results.json is written there with what was done.
 
     Importing the suite here (a second or so with Numba) overlaps the run: ncu starts first, and
-    the app checks the same selection before it launches anything. Should the selection be wrong,
+    the profiled program checks the same selection before it launches anything. Should the selection be wrong,
     ncu is stopped and the run directory, which then holds no profile, is removed."""
     root = suite_root(options.suite)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens") as background:
@@ -196,7 +196,7 @@ def _profile(
 
     def poll() -> None:
         if selection.done() and selection.exception() is not None:
-            raise selection.exception()  # stops ncu: the app refuses this selection too
+            raise selection.exception()  # stops ncu: the profiled program refuses this selection too
         for event in events.poll():
             if on_event:
                 on_event(event)
@@ -239,7 +239,7 @@ def _profile(
 def _run_profiler(
     argv: list[str], timeout: float | None, request: ProfileRequest, events: Events, poll: Callable[[], None]
 ) -> BaseException | None:
-    """Run ncu over the app; what cut the run short (None when it ran to its end). Never raises a
+    """Run ncu over the profiled program; what cut the run short (None when it ran to its end). Never raises a
     MemlensError or KeyboardInterrupt: the caller saves what was done first."""
     try:
         write_text_atomic(request.log.with_name(NCU_COMMAND), command_line(argv) + "\n")
@@ -265,7 +265,7 @@ def _check_run(run: NcuRun, events: Events, request: ProfileRequest) -> None:
     if any(event.get("status") != "ok" for event in events.done.values()):
         return  # the variant that failed says why; reported with the outcomes
     check_log(run.log_text)
-    if run.returncode != 0:  # every variant verified, so the app exited 0: ncu itself failed
+    if run.returncode != 0:  # every variant verified, so the profiled program exited 0: ncu itself failed
         raise ProfilerError(f"ncu exited with code {run.returncode}{because}; see {request.log}")
     report = request.report.with_name(NCU_REPORT)
     if events.done and not report.exists():

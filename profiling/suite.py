@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import ConfigError, VerificationError
 from .nvtx_names import NAME_PATTERN, compile_filter
-from .nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and the runner name ranges with it
+from .nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and profile_run name ranges with it
 from .results import Expectation
 
 Inputs = dict[str, np.ndarray]
