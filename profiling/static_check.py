@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -26,6 +25,7 @@ from typing import Any
 from .catalogue import Metric
 from .errors import ConfigError, InputError, ProfilerError
 from .fileio import read_json
+from .processes import CommandFailed, CommandTimeout, run_command
 from .results import MetricValue
 
 SCHEMA_VERSION = 1
@@ -197,9 +197,7 @@ def check_suite(suite: Any, pattern: str | None = None, arch: str = "sm_90", pre
     from . import toolchain
 
     numba_cc(arch)
-    variants = list(suite.variants(pattern))
-    if not variants:
-        raise ConfigError(f"no variant of suite {suite.path} matches -k {pattern!r}")
+    variants = suite.selected(pattern)
     names: dict[tuple[Path, tuple[str, ...]], set[str]] = {}
     for kernel in (k for v in variants for k in v.kernels if hasattr(k, "source")):
         names.setdefault(_build_key(kernel), set()).add(kernel.name)
@@ -306,10 +304,10 @@ def run_ptxas(ptx: str, arch: str, toolchain: Any) -> str:
         source.write_text(ptx, encoding="utf-8")
         argv = [str(ptxas), "-v", f"-arch={arch}", str(source), "-o", str(Path(tmp) / "kernel.cubin")]
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=PTXAS_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+            done = run_command(argv, timeout=PTXAS_TIMEOUT_S)
+        except CommandTimeout:
             raise ProfilerError(f"ptxas timed out after {PTXAS_TIMEOUT_S:.0f} s") from None
-    output = done.stdout + done.stderr
+    output = done.output
     if done.returncode != 0:
         first = next((line for line in output.splitlines() if "error" in line or "fatal" in line), output.strip())
         raise ProfilerError(f"ptxas ({ptxas}) failed (exit {done.returncode}): {first}")
@@ -324,8 +322,8 @@ def ptxas_version(toolchain: Any) -> str | None:
 @functools.cache
 def _tool_version(tool: str) -> str | None:
     try:
-        done = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        done = run_command([tool, "--version"], timeout=30)
+    except CommandFailed:
         return None
     found = re.search(r"V(\d+\.\d+\.\d+)", done.stdout)
     return found.group(1) if found else None

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
+from profiling.catalogue import CATALOGUE
 from profiling.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from profiling.units import format_bytes
 
@@ -15,7 +16,7 @@ from .formatting import format_count, format_value
 from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
 
 if TYPE_CHECKING:
-    from profiling.bench import BenchResults, CopyBandwidth
+    from profiling.bench_results import BenchResults, CopyBandwidth
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"
@@ -61,17 +62,9 @@ BENCH_COLUMNS: tuple[Column, ...] = (
 BENCH_UNITS = {BENCH_MEDIAN: "ms", BENCH_BANDWIDTH: "GB/s", BENCH_PCT: "%"}
 NO_MIN_BYTES = "the family declares no min_bytes: no bandwidth"
 
-# figures that mark a problem when above zero
-FLAG_POSITIVE = {"exact_excess_wavefronts", "local_ld_bytes", "local_st_bytes"}
-
 # n-way of a side with no instruction is not a missing figure: there is nothing to divide
 NO_ACCESS = {"shared_ld_ways": "shared_ld_instructions", "shared_st_ways": "shared_st_instructions"}
 NO_ACCESS_REASON = "no shared-memory instruction of this kind"
-
-# How launches of one variant add up: most figures sum, per-launch settings take the largest,
-# and a percentage of peak is weighted by duration.
-TAKE_MAX = {"registers_per_thread", "static_shared_per_block", "dynamic_shared_per_block", "block_size", "grid_size"}
-WEIGHTED = {"dram_pct_of_peak"}
 
 STATUS_WORDS = {
     "wrong": "output wrong",
@@ -389,9 +382,11 @@ def aggregate(kernels: list[KernelResult]) -> KernelResult:
 
 
 def _combine(key: str, values: list[float], kernels: list[KernelResult]) -> float | None:
-    if key in TAKE_MAX:
+    """One figure of a variant's launches, as the catalogue says its metric combines."""
+    how = CATALOGUE[key].over_launches
+    if how == "max":
         return max(values)
-    if key in WEIGHTED:
+    if how == "duration_weighted":
         weights = [k.raw.get("duration") for k in kernels]
         if any(w is None for w in weights) or not sum(weights):  # type: ignore[arg-type]
             return None
@@ -411,7 +406,7 @@ def _cells(kernel: KernelResult) -> dict[str, Cell]:
             cells[column.key] = Cell(column.key, None, "wavefront/inst", "—", missing_reason=NO_ACCESS_REASON)
             continue
         metric = kernel.metric(column.key)
-        flag = "bad" if column.key in FLAG_POSITIVE and (metric.value or 0) > 0 else None
+        flag = "bad" if CATALOGUE[column.key].problem_above_zero and (metric.value or 0) > 0 else None
         exact = format_count(metric.value) if metric.value is not None and column.kind == "compact" else ""
         cells[column.key] = Cell(
             column.key, metric.value, metric.unit, format_value(metric.value, column.kind), exact,

@@ -25,7 +25,7 @@ from .formatting import short_kernel
 from .model import Column, Report
 
 if TYPE_CHECKING:
-    from profiling.bench import BenchResults
+    from profiling.bench_results import BenchResults
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from profiling.results import Expectation as Declared  # the suite's, as results.json carries it
-from profiling.results import KernelResult
+from profiling.results import (
+    Expectation,  # the suite's, as results.json carries it
+    KernelResult,
+)
 
 from .formatting import compact_count, format_value, per_instruction, ways
 from .model import Check, CheckState, ExpectationCheck, Finding
@@ -166,12 +168,8 @@ def _local_text(kernel: KernelResult, ld: float, st: float) -> str:
 # --- expectation --------------------------------------------------------------------------------
 
 
-def describe(declared: Declared | None) -> str:
-    if declared is None:
-        return "no expectation declared"
-    if declared.note:
-        return declared.note
-    return _words(declared.bank_conflicts, declared.local_memory) or "no expectation declared"
+def describe(declared: Expectation | None) -> str:
+    return "no expectation declared" if declared is None else declared.describe()
 
 
 def _words(conflicts: bool | None, local: bool | None, unknown: bool = False) -> str:
@@ -187,7 +185,7 @@ def _words(conflicts: bool | None, local: bool | None, unknown: bool = False) ->
     return ", ".join(parts)
 
 
-def check(declared: Declared | None, measured: Measured) -> ExpectationCheck:
+def check(declared: Expectation | None, measured: Measured) -> ExpectationCheck:
     """Each declared aspect against the measurement; a mismatch in any aspect flags the whole."""
     checks = (
         _check("bank_conflicts", declared.bank_conflicts if declared else None, measured.bank_conflicts),

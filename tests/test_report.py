@@ -288,6 +288,24 @@ def test_padded_figures_unchanged_by_aggregation():
     assert double.metric("dram_bandwidth").value == pytest.approx(single.metric("dram_bandwidth").value)
 
 
+def test_launches_combine_as_the_catalogue_declares():
+    from profiling.catalogue import CATALOGUE
+    from reports.build import aggregate
+
+    assert {k for k, m in CATALOGUE.items() if m.over_launches == "max"} == {
+        "registers_per_thread", "static_shared_per_block", "dynamic_shared_per_block", "grid_size", "block_size"}
+    assert {k for k, m in CATALOGUE.items() if m.over_launches == "duration_weighted"} == {"dram_pct_of_peak"}
+    assert {k for k, m in CATALOGUE.items() if m.problem_above_zero} == {
+        "exact_excess_wavefronts", "local_ld_bytes", "local_st_bytes"}
+    first = kernel("k", "f", "v", {**PADDED, "duration": 1000.0, "dram_pct_of_peak": 40.0, "registers_per_thread": 16})
+    second = replace(first, launch_id=1, raw={**first.raw, "duration": 3000.0, "dram_pct_of_peak": 80.0,
+                                              "registers_per_thread": 32})  # fmt: skip
+    both = aggregate([first, second])
+    assert both.raw["duration"] == 4000.0  # sum
+    assert both.raw["registers_per_thread"] == 32  # max
+    assert both.raw["dram_pct_of_peak"] == pytest.approx(70.0)  # (40 * 1000 + 80 * 3000) / 4000
+
+
 def test_run_level_failure_is_a_note_not_a_family():
     from profiling.results import VariantOutcome
 

@@ -21,7 +21,7 @@ from rich.text import Text
 from ..errors import ProfilerError
 from ..fileio import write_json_atomic
 from ..static_check import Progress, StaticResults, check_suite, rows, without_kernels
-from ..suite import load_suite
+from ..suite import select_variants
 from ..terminal import console, interactive
 from .common import add_suite_arguments
 
@@ -38,14 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    suite = load_suite(args.suite)
+    selection = select_variants(args.suite, args.pattern)
+    suite = selection.suite
     prefer = "nvrtc" if args.compiler == "nvrtc" else "nvcc"
     if args.compiler == "nvcc":
         from ..toolchain import find_nvcc
 
         if find_nvcc() is None:
             raise ProfilerError("--compiler nvcc: nvcc not found (install a CUDA toolkit or set MEMLENS_NVCC)")
-    total = sum(len(v.kernels) for v in suite.variants(args.pattern))
+    total = sum(len(v.kernels) for v in selection.variants)
     with _progress(total) as progress:
         results = check_suite(suite, args.pattern, args.arch, prefer, progress)
     if args.json is not None:

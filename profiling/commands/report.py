@@ -19,10 +19,11 @@ from pathlib import Path
 
 from reports import FORMATS
 
-from ..bench import BENCH_FILE, BenchResults, find_bench
+from ..bench_results import BENCH_FILE, BenchResults, find_bench
 from ..errors import InputError
 from ..fileio import write_text_atomic
 from ..readers import find_report, read_report
+from ..run_dir import report_file
 
 STDOUT = "-"
 
@@ -64,10 +65,9 @@ def bench_of(path: str | Path) -> tuple[str, BenchResults] | None:
 
 
 def default_output(runs: list[str], fmt: str) -> Path:
-    name = f"report.{fmt}"
     if len(runs) == 1:
         path = Path(runs[0])
-        return path / name if path.is_dir() else path.parent / name
+        return report_file(path if path.is_dir() else path.parent, fmt)
     return Path(f"memlens-report.{fmt}")
 
 
