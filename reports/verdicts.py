@@ -161,23 +161,29 @@ def _local_text(ld: float, st: float, static: Sequence[StaticKernel]) -> str:
     registers, from the static check's figures of the kernels; without them, the cause is unknown."""
     amounts = [f"{format_value(v, 'bytes')} of local {what}" for v, what in ((ld, "loads"), (st, "stores")) if v > 0]
     text = "local memory: " + " and ".join(amounts)
+    cause = local_memory_cause_text(static)
+    return f"{text} ({cause})" if cause.startswith("cause unknown") else f"{text}: {cause}"
+
+
+def local_memory_cause_text(static: Sequence[StaticKernel]) -> str:
+    """Why kernels with these static figures (none: no static check) use local memory, in words."""
     if not static:
-        return f"{text} ({UNKNOWN_CAUSE})"
+        return UNKNOWN_CAUSE
     cause = local_memory_cause(static)
     frame = max(max(k.stack_frame_bytes, k.ptx_local_bytes) for k in static)
     if cause == "spill":
         stores = sum(k.spill_store_bytes for k in static)
         loads = sum(k.spill_load_bytes for k in static)
         registers = max(k.registers for k in static)
-        return (f"{text}: register spill (ptxas: {stores:,} B of spill stores and {loads:,} B of spill loads"
+        return (f"register spill (ptxas: {stores:,} B of spill stores and {loads:,} B of spill loads"
                 f" per thread at {registers} registers)")  # fmt: skip
     if cause == "large_array":
-        return (f"{text}: an array too large for registers ({frame:,} B stack frame per thread, more than"
+        return (f"an array too large for registers ({frame:,} B stack frame per thread, more than"
                 f" {MAX_REGISTERS} registers hold; no spills)")  # fmt: skip
     if cause == "indexed_array":
-        return f"{text}: an array indexed at run time ({frame:,} B stack frame per thread, no spills)"
-    return (f"{text} (cause unknown: `memlens check` found no spills, stack frame or .local in"
-            f" {', '.join(k.kernel for k in static)}: the profiled binary was compiled differently)")  # fmt: skip
+        return f"an array indexed at run time ({frame:,} B stack frame per thread, no spills)"
+    return (f"cause unknown: `memlens check` found no spills, stack frame or .local in"
+            f" {', '.join(k.kernel for k in static)}: the profiled binary was compiled differently")  # fmt: skip
 
 
 # --- expectation --------------------------------------------------------------------------------

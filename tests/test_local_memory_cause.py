@@ -187,20 +187,19 @@ def test_check_into_a_run_names_the_spill_in_report_and_metrics(
     assert "register spill (ptxas:" in markdown and "an array indexed at run time (128 B stack frame" in markdown
     assert main(["metrics", str(run_dir)]) == 0
     table = capsys.readouterr().out
-    spill = "running_mean/spill: local memory: 32.0 MiB of local loads and 1.00 GiB of local stores: register spill"
-    assert spill in table
-    assert "running_mean/local: local memory: 1.00 GiB of local loads and 1.00 GiB of local stores: an array" in table
+    assert "running_mean/spill: local memory: register spill (ptxas:" in table
+    assert "running_mean/local: local memory: an array indexed at run time (128 B stack frame per thread" in table
     assert "running_mean/register:" not in table
     assert main(["metrics", str(run_dir / "results.json"), "--json"]) == 0
     kernels = {k["label"]: k for k in json.loads(capsys.readouterr().out)["kernels"]}
-    assert "register spill (ptxas:" in kernels["running_mean/spill"]["local_memory"]
-    assert "local_memory" not in kernels["running_mean/register"]
+    assert kernels["running_mean/spill"]["local_memory_cause"].startswith("register spill (ptxas:")
+    assert "local_memory_cause" not in kernels["running_mean/register"]
 
 
 def test_metrics_without_a_static_check_say_cause_unknown(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", str(run_dir), "-k", "spill"]) == 0
-    assert f"running_mean/spill: local memory: 32.0 MiB of local loads and 1.00 GiB of local stores {UNKNOWN}" in (
-        capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "running_mean/spill: local memory: cause unknown: run `memlens check` or compile with -Xptxas -v"
     )
 
 

@@ -2,10 +2,10 @@
 .ncu-rep or ncu CSV, including ones made with plain ncu and no memlens ranges.
 
 A metric that is missing prints "n/a"; why it is missing is said once below the table.
---json and --csv print every catalogue metric of every kernel, with its unit. A kernel with
-local-memory traffic gets its cause below the table (and as "local_memory" in --json): register
-spill, an array indexed at run time or one too large for registers where the run directory holds
-`memlens check --into RUN`'s check.json, else "cause unknown"."""
+--json and --csv print every catalogue metric of every kernel, with its unit. Kernels with
+local-memory traffic get its cause below the table, once a label (and as "local_memory_cause" in
+--json): register spill, an array indexed at run time or one too large for registers where the run
+directory holds `memlens check --into RUN`'s check.json, else "cause unknown"."""
 
 from __future__ import annotations
 
@@ -71,28 +71,28 @@ def run(args: argparse.Namespace) -> int:
 
 def render(results: RunResults, kernels: list[KernelResult], output: str = "table",
            local: dict[int, str] | None = None) -> None:  # fmt: skip
-    """Print `kernels` of `results` on stdout as "table", "json" or "csv"; `local` gives the
-    local-memory verdict of kernels (by position in `kernels`) that have local traffic."""
+    """Print `kernels` of `results` on stdout as "table", "json" or "csv"; `local` gives the cause
+    of local memory of kernels (by position in `kernels`) that have local traffic."""
     local = local or {}
     if output == "json":
         data = to_json(results, kernels)
         for index, text in local.items():
-            data["kernels"][index]["local_memory"] = text
+            data["kernels"][index]["local_memory_cause"] = text
         print(dumps_indented(data))
     elif output == "csv":
         write_csv(kernels, sys.stdout)
     elif output == "table":
         print_table(results, kernels)
-        for index, text in local.items():
-            console().print(f"{kernels[index].label}: {text}", markup=False, highlight=False, soft_wrap=True)
+        for line in dict.fromkeys(f"{kernels[i].label}: local memory: {text}" for i, text in local.items()):
+            console().print(line, markup=False, highlight=False, soft_wrap=True)
     else:
         raise ValueError(f"unknown output {output!r}")
 
 
 def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, str]:
-    """The local-memory verdict of each kernel with local traffic, with the static check's figures
+    """The cause of local memory of each kernel with local traffic, from the static check's figures
     where the run directory of `path` has a check.json (see `memlens check --into`)."""
-    from reports.verdicts import local_memory  # the report's wording, one home
+    from reports.verdicts import local_memory, local_memory_cause_text  # the report's wording, one home
 
     from ..static_check import find_static
 
@@ -100,9 +100,8 @@ def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, st
     found = {}
     for index, kernel in enumerate(kernels):
         figures = static.for_kernel(kernel.label, kernel.kernel) if static is not None else ()
-        traffic, finding = local_memory(kernel, figures)
-        if traffic:
-            found[index] = finding.text
+        if local_memory(kernel, figures)[0]:
+            found[index] = local_memory_cause_text(figures)
     return found
 
 
