@@ -17,6 +17,7 @@ from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Findi
 
 if TYPE_CHECKING:
     from profiling.bench_results import BenchResults, CopyBandwidth
+    from profiling.static_check import StaticResults
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"
@@ -75,12 +76,14 @@ STATUS_WORDS = {
 
 
 def build_run(
-    results: RunResults, label: str, bench: BenchResults | None = None, bench_source: str = ""
-) -> RunSection:
+    results: RunResults, label: str, bench: BenchResults | None = None, bench_source: str = "",
+    static: StaticResults | None = None,
+) -> RunSection:  # fmt: skip
     """The report of one run; with `bench` (its bench.json, read from `bench_source`) the family
     tables gain the bench columns, each family the copy its percentages are of (where that is not
-    the bench's one copy), and the header the measured copy bandwidth."""
-    families, others = _group(results)
+    the bench's one copy), and the header the measured copy bandwidth. With `static` (its
+    check.json) verdicts name the cause of local-memory traffic."""
+    families, others = _group(results, static)
     exact = any(k.metric("exact_excess_wavefronts").available for k in results.kernels)
     notes = [
         f"{STATUS_WORDS.get(o.status, o.status)}: {o.message}" for o in results.outcomes if not (o.family and o.variant)
@@ -291,7 +294,7 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
 # --- grouping -----------------------------------------------------------------------------------
 
 
-def _group(results: RunResults) -> tuple[list[FamilySection], list[Row]]:
+def _group(results: RunResults, static: StaticResults | None = None) -> tuple[list[FamilySection], list[Row]]:
     outcomes = {(o.family, o.variant): o for o in results.outcomes if o.family and o.variant}
     launches: dict[tuple[str, str], list[KernelResult]] = {}
     plain: dict[str, list[KernelResult]] = {}
@@ -304,8 +307,8 @@ def _group(results: RunResults) -> tuple[list[FamilySection], list[Row]]:
     families: dict[str, list[tuple[str, str]]] = {}
     for key in order:
         families.setdefault(key[0], []).append(key)
-    sections = [_family(name, keys, outcomes, launches) for name, keys in families.items()]
-    others = [_row(name, name, group, None) for name, group in plain.items()]
+    sections = [_family(name, keys, outcomes, launches, static) for name, keys in families.items()]
+    others = [_row(name, name, group, None, static=static) for name, group in plain.items()]
     return sections, others
 
 
@@ -314,11 +317,12 @@ def _family(
     keys: list[tuple[str, str]],
     outcomes: dict[tuple[str, str], VariantOutcome],
     launches: dict[tuple[str, str], list[KernelResult]],
+    static: StaticResults | None = None,
 ) -> FamilySection:
     marked = [k for k in keys if k in outcomes and outcomes[k].baseline]
     baseline_key = marked[0] if marked else keys[0]
     rows = [
-        _row(f"{f}/{v}", v, launches.get((f, v), []), outcomes.get((f, v)), baseline=(f, v) == baseline_key)
+        _row(f"{f}/{v}", v, launches.get((f, v), []), outcomes.get((f, v)), (f, v) == baseline_key, static)
         for f, v in keys
     ]
     baseline = next(r for r in rows if r.baseline)
@@ -327,8 +331,9 @@ def _family(
 
 
 def _row(
-    label: str, name: str, kernels: list[KernelResult], outcome: VariantOutcome | None, baseline: bool = False
-) -> Row:
+    label: str, name: str, kernels: list[KernelResult], outcome: VariantOutcome | None, baseline: bool = False,
+    static: StaticResults | None = None,
+) -> Row:  # fmt: skip
     status = outcome.status if outcome else "unverified"
     if status == "ok" and not kernels:
         status = "no_kernel"
@@ -347,7 +352,7 @@ def _row(
     if not row.valid:
         return replace(row, verdict=(_invalid_finding(status, row.message),))
     kernel = aggregate(kernels)
-    measured = judge(kernel)
+    measured = judge(kernel, static.for_kernel(label, kernel.kernel) if static is not None else ())
     expectation = check(outcome.expect if outcome else None, measured)
     return replace(row, cells=_cells(kernel), verdict=measured.findings, expectation=expectation)
 

@@ -64,15 +64,18 @@ def test_verdicts_in_words():
     assert rows["transpose/padded"].verdict_text == "no bank conflicts, no local memory"
     assert rows["running_mean/registers"].verdict_text == "no shared-memory accesses, no local memory"
     assert rows["running_mean/local"].verdict_text == (
-        "no shared-memory accesses; local memory: 1.00 GiB of local loads and 1.00 GiB of local stores:"
-        " likely an array indexed at run time (32 registers/thread, far from the 255 limit)"
+        "no shared-memory accesses; local memory: 1.00 GiB of local loads and 1.00 GiB of local stores"
+        " (cause unknown: run `memlens check` or compile with -Xptxas -v)"
     )
 
 
-def test_register_spills_named_at_the_register_limit():
+def test_registers_alone_do_not_name_the_cause_of_local_memory():
+    # 255 registers and local traffic: a spill, or an array too large for registers, or both
     rows = rows_of(suite_run(local={"registers_per_thread": 255.0, "local_ld_sectors": 8_388_608.0}))
-    assert "256 MiB of local loads" in rows["running_mean/local"].verdict_text
-    assert "register spills (255 registers/thread" in rows["running_mean/local"].verdict_text
+    assert rows["running_mean/local"].verdict_text.endswith(
+        "256 MiB of local loads and 1.00 GiB of local stores (cause unknown: run `memlens check` or compile with"
+        " -Xptxas -v)"
+    )
 
 
 def test_store_conflicts_are_attributed_to_stores():

@@ -4,8 +4,10 @@ shared memory, and whether the PTX declares local memory (`.local`).
 
 CUDA C++ goes through nvcc where a toolkit has one, else NVRTC (the pip wheel; `--compiler`
 picks); Numba kernels through numba.cuda.compile_ptx and ptxas. `--json FILE` writes the figures
-for `memlens gate FILE --rules kernels/gates-static.toml`. Exit 3 when a kernel does not compile
-or no compiler is found."""
+for `memlens gate FILE --rules kernels/gates-static.toml`; `--into RUN` writes them as check.json
+into a run directory, where `memlens report` and `memlens metrics` read them to name the cause of
+local-memory traffic (register spill, an array indexed at run time, an array too large for
+registers). Exit 3 when a kernel does not compile or no compiler is found."""
 
 from __future__ import annotations
 
@@ -18,9 +20,9 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import ProfilerError
+from ..errors import InputError, ProfilerError
 from ..fileio import write_json_atomic
-from ..static_check import Progress, StaticResults, check_suite, rows, without_kernels
+from ..static_check import CHECK_FILE, Progress, StaticResults, check_suite, rows, without_kernels
 from ..suite import select_variants
 from ..terminal import console, interactive
 from .common import add_suite_arguments
@@ -35,9 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
                         help="for CUDA C++: nvcc where found, else NVRTC (auto, the default), or one")  # fmt: skip
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the figures as JSON, for `memlens gate`")
+    parser.add_argument("--into", type=Path, metavar="RUN",
+                        help=f"write the figures as {CHECK_FILE} into this run directory, for its report")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.into is not None and not args.into.is_dir():
+        raise InputError(f"--into {args.into}: not a run directory")
     selection = select_variants(args.suite, args.pattern)
     suite = selection.suite
     prefer = "nvrtc" if args.compiler == "nvrtc" else "nvcc"
@@ -51,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         results = check_suite(suite, args.pattern, args.arch, prefer, progress)
     if args.json is not None:
         write_json_atomic(args.json, results.to_json())
+    if args.into is not None:
+        write_json_atomic(args.into / CHECK_FILE, results.to_json())
     _print(results)
     for label in without_kernels(suite, args.pattern):
         print(f"memlens: {label} declares no kernels: nothing to compile", file=sys.stderr)

@@ -2,7 +2,10 @@
 .ncu-rep or ncu CSV, including ones made with plain ncu and no memlens ranges.
 
 A metric that is missing prints "n/a"; why it is missing is said once below the table.
---json and --csv print every catalogue metric of every kernel, with its unit."""
+--json and --csv print every catalogue metric of every kernel, with its unit. Kernels with
+local-memory traffic get its cause below the table, once a label (and as "local_memory_cause" in
+--json): register spill, an array indexed at run time or one too large for registers where the run
+directory holds `memlens check --into RUN`'s check.json, else "cause unknown"."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
@@ -46,20 +50,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     results = _read(args.path)
-    render(results, _select(results, args.pattern), "json" if args.json else "csv" if args.csv else "table")
+    kernels = _select(results, args.pattern)
+    output = "json" if args.json else "csv" if args.csv else "table"
+    render(results, kernels, output, local_memory_causes(Path(args.path or LATEST_RUN), kernels))
     return 0
 
 
-def render(results: RunResults, kernels: list[KernelResult], output: str = "table") -> None:
-    """Print `kernels` of `results` on stdout as "table", "json" or "csv"."""
+def render(results: RunResults, kernels: list[KernelResult], output: str = "table",
+           local: dict[int, str] | None = None) -> None:  # fmt: skip
+    """Print `kernels` of `results` on stdout as "table", "json" or "csv"; `local` gives the cause
+    of local memory of kernels (by position in `kernels`) that have local traffic."""
+    local = local or {}
     if output == "json":
-        print(dumps_indented(to_json(results, kernels)))
+        data = to_json(results, kernels)
+        for index, text in local.items():
+            data["kernels"][index]["local_memory_cause"] = text
+        print(dumps_indented(data))
     elif output == "csv":
         write_csv(kernels, sys.stdout)
     elif output == "table":
         print_table(results, kernels)
+        for line in dict.fromkeys(f"{kernels[i].label}: local memory: {text}" for i, text in local.items()):
+            console().print(line, markup=False, highlight=False, soft_wrap=True)
     else:
         raise ValueError(f"unknown output {output!r}")
+
+
+def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, str]:
+    """The cause of local memory of each kernel with local traffic, from the static check's figures
+    where the run directory of `path` has a check.json (see `memlens check --into`)."""
+    from reports.verdicts import local_memory, local_memory_cause_text  # the report's wording, one home
+
+    from ..static_check import find_static
+
+    static = find_static(path if path.is_dir() else path.parent)
+    found = {}
+    for index, kernel in enumerate(kernels):
+        figures = static.for_kernel(kernel.label, kernel.kernel) if static is not None else ()
+        if local_memory(kernel, figures)[0]:
+            found[index] = local_memory_cause_text(figures)
+    return found
 
 
 def _read(path: str | None) -> RunResults:
