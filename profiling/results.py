@@ -89,7 +89,8 @@ class KernelResult:
             for other in _FORMULA_INPUTS[key]:
                 if values.get(other) is None:
                     return f"needs {other}: {self.missing_reason(other)}"
-            return "an input is zero or missing"
+            reason = metric.na_reason(values) if metric.na_reason else None
+            return reason or "an input is zero or missing"
         return "not in the report"
 
     # Caches, computed once per kernel on first use: `raw` and `missing` are never changed after
