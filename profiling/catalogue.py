@@ -195,7 +195,9 @@ _DERIVED = [
 # half-precision instructions work on 2 lanes (HFMA 4 FLOPs, HADD and HMUL 2). Not counted: tensor-core
 # work (HMMA/HGMMA/DMMA/IMMA: ncu's sm__ops_path_tensor_* counters, which memlens does not ask for),
 # special functions (MUFU: sqrt, rcp, exp), conversions, integer work, and bf16 or fp8 arithmetic outside
-# the HFMA/HADD/HMUL classes.
+# the HFMA/HADD/HMUL classes. `flops` is fp32 + fp64 only: ptxas zeroes and moves registers with
+# `HFMA2.MMA Rd, -RZ, RZ, 0, 0`, which the HFMA counter counts (transpose_tile64_swizzled and matmul_pmpp
+# show it in the H100 `--set full` recording), so flops_fp16 is an upper bound on real half-precision work.
 _FLOP_COUNTERS = (  # key, ncu opcode, FLOPs per thread instruction
     ("fp32_ffma_inst", "ffma", 2), ("fp32_fadd_inst", "fadd", 1), ("fp32_fmul_inst", "fmul", 1),
     ("fp64_dfma_inst", "dfma", 2), ("fp64_dadd_inst", "dadd", 1), ("fp64_dmul_inst", "dmul", 1),
@@ -249,7 +251,7 @@ def _flops(values: Values, precision: str) -> float | None:
 
 
 def _all_flops(values: Values) -> float | None:
-    return _sum(*(_flops(values, precision) for precision in _PRECISIONS))
+    return _sum(_flops(values, "fp32"), _flops(values, "fp64"))  # fp16 left out: see above
 
 
 def _intensity(values: Values, bytes_moved: float | None) -> float | None:
@@ -280,7 +282,8 @@ _ROOFLINE_DERIVED = [
     *(
         Metric(
             f"flops_{precision}", "FLOP",
-            f"{_PRECISIONS[precision]}-precision floating-point operations (CUDA cores; no tensor cores)",
+            f"{_PRECISIONS[precision]}-precision floating-point operations (CUDA cores; no tensor cores)"
+            + (": counts ptxas's HFMA2.MMA register moves too, an upper bound" if precision == "fp16" else ""),
             better=None, deterministic=True, formula=_FLOP_FORMULA[precision],
             derive=lambda v, p=precision: _flops(v, p),
         )
@@ -288,9 +291,9 @@ _ROOFLINE_DERIVED = [
     ),
     Metric(
         "flops", "FLOP",
-        "floating-point operations, fp32 + fp64 + fp16 on CUDA cores (an FMA is 2; tensor-core work, MUFU"
-        " special functions and conversions are not counted)",
-        deterministic=True, formula="flops_fp32 + flops_fp64 + flops_fp16", derive=_all_flops,
+        "floating-point operations, fp32 + fp64 on CUDA cores (an FMA is 2; not counted: fp16, whose counter"
+        " includes register moves, tensor-core work, MUFU special functions, conversions)",
+        deterministic=True, formula="flops_fp32 + flops_fp64", derive=_all_flops,
     ),
     Metric(
         "flop_rate", "FLOP/second", "achieved floating-point operations per second",

@@ -151,6 +151,11 @@ class RunInfo:
     suite_commit: str | None = None
     memlens_version: str | None = None
     source: str | None = None  # the report file the kernels were read from
+    # The GPU's roofline ceilings (profiling/roofline.py): medians over the run's kernels of ncu's figures
+    peak_flops_fp32: float | None = None  # FLOP/s
+    peak_flops_fp64: float | None = None
+    peak_flops_fp16: float | None = None
+    peak_dram_bandwidth: float | None = None  # byte/s
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Findi
 
 if TYPE_CHECKING:
     from profiling.bench import BenchResults, CopyBandwidth
+from .roofline import add_roofline
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"
@@ -72,6 +73,9 @@ NO_ACCESS_REASON = "no shared-memory instruction of this kind"
 # and a percentage of peak is weighted by duration.
 TAKE_MAX = {"registers_per_thread", "static_shared_per_block", "dynamic_shared_per_block", "block_size", "grid_size"}
 WEIGHTED = {"dram_pct_of_peak"}
+# the GPU's ceilings and clocks (roofline) are the same kind of figure: weighted too, never summed
+WEIGHTED |= {"peak_ffma_per_cycle", "peak_dfma_per_cycle", "peak_hfma_per_cycle", "peak_dram_bytes_per_cycle",
+             "sm_clock", "dram_clock", "l1_hit_rate", "l2_hit_rate"}
 
 STATUS_WORDS = {
     "wrong": "output wrong",
@@ -109,6 +113,7 @@ def build_run(
         ]
         items += bench_header(bench, summary)
         notes.extend(bench_notes(bench, summary, results.info))
+    families = add_roofline(families, results, aggregate, bench)
     return RunSection(
         label=label,
         info=asdict(results.info),
