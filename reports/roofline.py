@@ -54,13 +54,14 @@ def intensity_text(value: float) -> str:
     return f"{significant(value)} FLOP/B"
 
 
-def verdict(kernel: KernelResult, where: Bound | None) -> Finding:
-    """The roofline sentence of one variant."""
+def verdict(kernel: KernelResult, where: Bound | None) -> Finding | None:
+    """The roofline sentence of one variant; None where its FLOPs were not measured (a run recorded
+    before memlens counted them, or a plain ncu report without the counters: nothing to say)."""
     flops = kernel.metric("flops")
+    if flops.value is None:
+        return None
     if flops.value == 0:
         return Finding("roofline", "ok", "roofline: no floating-point work (moves data only): no intensity figure")
-    if flops.value is None:
-        return Finding("roofline", "unknown", f"roofline: FLOPs not measured ({flops.missing_reason})")
     if where is None:
         missing = next(
             (m for m in (kernel.metric("arithmetic_intensity"), kernel.metric("flop_rate")) if not m.available), None
@@ -91,11 +92,20 @@ def load_cut_note(family: str, points: Sequence[tuple[Row, KernelResult]]) -> st
         sectors = kernel.metric("global_load_sectors").value
         if row.baseline or sectors is None:
             continue
-        cut = f"{significant(base_sectors / sectors)}x fewer" if sectors else "none"
+        cut = _cut(base_sectors, sectors)
         parts.append(f"{row.name} {format_count(sectors)} ({cut})")
     if not parts:
         return ""
     return f"global load sectors at L1, against {base[0].name}'s {format_count(base_sectors)}: " + "; ".join(parts)
+
+
+def _cut(before: float, after: float) -> str:
+    if not after:
+        return "no global loads"
+    ratio = before / after
+    if abs(ratio - 1) < 0.005:
+        return "the same"
+    return f"{significant(ratio)}x fewer" if ratio > 1 else f"{significant(1 / ratio)}x more"
 
 
 def ceilings_of(results: RunResults) -> dict[str, float | None]:
@@ -131,7 +141,8 @@ def add_roofline(
             kernel = aggregate(kernels)  # type: ignore[operator]
             where = bound(kernel, ceilings)
             judged.append((row, kernel, where))
-            rows.append(replace(row, verdict=(*row.verdict, verdict(kernel, where))))
+            finding = verdict(kernel, where)
+            rows.append(replace(row, verdict=(*row.verdict, finding)) if finding else row)
         out.append(_with_roofline(family, tuple(rows), judged, ceilings, copy))
     return out
 
