@@ -3,7 +3,7 @@ and the log-log chart with the GPU's own ceilings and a point per variant at eac
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -120,7 +120,7 @@ def ceilings_of(results: RunResults) -> dict[str, float | None]:
 def add_roofline(
     families: Sequence[FamilySection],
     results: RunResults,
-    aggregate: object,
+    aggregate: Callable[[list[KernelResult]], KernelResult],
     bench: BenchResults | None = None,
 ) -> list[FamilySection]:
     """Each family with its roofline and each variant with its roofline verdict; a compute-bound
@@ -138,7 +138,7 @@ def add_roofline(
             if not row.valid or not kernels:
                 rows.append(row)
                 continue
-            kernel = aggregate(kernels)  # type: ignore[operator]
+            kernel = aggregate(kernels)
             where = bound(kernel, ceilings)
             judged.append((row, kernel, where))
             finding = verdict(kernel, where)
