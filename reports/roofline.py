@@ -54,9 +54,10 @@ def intensity_text(value: float) -> str:
     return f"{significant(value)} FLOP/B"
 
 
-def verdict(kernel: KernelResult, where: Bound | None) -> Finding | None:
+def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | None = None) -> Finding | None:
     """The roofline sentence of one variant; None where its FLOPs were not measured (a run recorded
-    before memlens counted them, or a plain ncu report without the counters: nothing to say)."""
+    before memlens counted them, or a plain ncu report without the counters: nothing to say). With
+    `copy_bandwidth` (memlens bench's copy, bytes/s) a memory-bound variant's practical bound too."""
     flops = kernel.metric("flops")
     if flops.value is None:
         return None
@@ -75,6 +76,12 @@ def verdict(kernel: KernelResult, where: Bound | None) -> Finding | None:
         f" at most {flop_rate_text(where.limit)} on this GPU ({limit}), achieved {flop_rate_text(where.achieved)}"
         f" ({significant(where.pct_of_limit)}% of that bound)"
     )
+    if where.memory_bound and copy_bandwidth:
+        practical = min(where.intensity * copy_bandwidth, where.peak_flops)
+        text += (
+            f", {significant(100 * where.achieved / practical)}% of {flop_rate_text(practical)}"
+            " at the measured copy bandwidth"
+        )
     l1 = kernel.metric("arithmetic_intensity_l1").value
     if l1 is not None:
         text += f"; {intensity_text(l1)} of global loads and stores at L1"
@@ -141,7 +148,7 @@ def add_roofline(
             kernel = aggregate(kernels)
             where = bound(kernel, ceilings)
             judged.append((row, kernel, where))
-            finding = verdict(kernel, where)
+            finding = verdict(kernel, where, copy)
             rows.append(replace(row, verdict=(*row.verdict, finding)) if finding else row)
         out.append(_with_roofline(family, tuple(rows), judged, ceilings, copy))
     return out

@@ -298,3 +298,25 @@ def test_a_run_without_flop_counters_gets_no_roofline_words() -> None:
     run = build_run(recorded, "h200")
     assert all(f.roofline is None for f in run.families)
     assert not any(finding.topic == "roofline" for row in run.variants for finding in row.verdict)
+
+
+def test_memory_bound_verdict_gives_the_copy_roof_too(full: RunResults) -> None:
+    from reports.roofline import verdict
+
+    naive = by_label(full)["matmul/naive"]
+    where = bound(naive, run_ceilings(full.kernels))
+    copy = 3.0e12  # bytes/s: 8.20 FLOP/B x 3 TB/s = 24.6 TFLOP/s
+    text = verdict(naive, where, copy).text
+    practical = where.intensity * copy
+    assert f"{100 * where.achieved / practical:.3g}% of 24.6 TFLOP/s at the measured copy bandwidth" in text
+
+
+def test_verdict_says_why_a_variant_is_not_placed() -> None:
+    from reports.roofline import verdict
+
+    kernel = KernelResult("k", raw={"fp32_ffma_inst": 10.0, "fp32_fadd_inst": 0.0, "fp32_fmul_inst": 0.0,
+                                    "fp64_dfma_inst": 0.0, "fp64_dadd_inst": 0.0, "fp64_dmul_inst": 0.0,
+                                    "duration": 1000.0})  # fmt: skip
+    assert bound(kernel, {"peak_flops_fp32": 1e12, "peak_dram_bandwidth": 1e12}) is None
+    why = "needs dram_bytes: needs dram_read_bytes: not in the report"
+    assert verdict(kernel, None).text == f"roofline: not placed ({why})"
