@@ -145,6 +145,7 @@ def _outcome(variant: Variant | None, label: str, status: str, message: str) -> 
             "note": variant.expect.describe(),
         },
         "baseline": variant is variant.family.baseline,
+        "sources": tuple(str(k.source) for k in variant.kernels if hasattr(k, "source")),
     }
     fields = VariantOutcome.__dataclass_fields__
     return replace(outcome, **{k: v for k, v in extra.items() if k in fields})
@@ -351,7 +352,7 @@ def collect(run_dir: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], 
     kernels: tuple[KernelResult, ...] = ()
     if report.exists():
         try:
-            measured = read_report(report)
+            measured = read_report(report, instructions=True)
         except MemlensError as exc:  # unreadable, or no ncu-report package: results.json is still written
             outcomes += (VariantOutcome("", "", "failed", f"report unreadable: {exc}"),)
         else:
