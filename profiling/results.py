@@ -271,7 +271,7 @@ def _checked(cls: type, data: Any, where: str, nested: tuple[str, ...] = ()) -> 
 def _outcome_from_json(data: Any, where: str) -> VariantOutcome:
     fields = _checked(VariantOutcome, data, where, nested=("expect", "sources"))
     sources = fields.get("sources", [])
-    if not isinstance(sources, list) or not all(isinstance(item, str) for item in sources):
+    if not isinstance(sources, (list, tuple)) or not all(isinstance(item, str) for item in sources):
         raise ValueError(f"{where}.sources must be a list of text")
     fields["sources"] = tuple(printable(item) for item in sources)
     if fields.get("status") not in STATUSES:
@@ -284,7 +284,7 @@ def _outcome_from_json(data: Any, where: str) -> VariantOutcome:
 def _kernel_from_json(data: Any, where: str = "kernel") -> KernelResult:
     fields = _checked(KernelResult, data, where, nested=("raw", "missing", "instructions"))
     records = fields.get("instructions", [])
-    if not isinstance(records, list):
+    if not isinstance(records, (list, tuple)):
         raise ValueError(f"{where}.instructions must be a list, not {_short(records)}")
     fields["instructions"] = tuple(
         InstructionRecord(**_checked(InstructionRecord, record, f"{where}.instructions[{i}]"))

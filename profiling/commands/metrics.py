@@ -124,9 +124,16 @@ def _ways(kernel: KernelResult) -> str:
 
 
 def _excess(kernel: KernelResult) -> str:
+    """The exact excess, and per instruction of the side(s) it comes from: "(31/ld)" only where
+    the loads conflict (a .ncu-rep or results.json splits it; a CSV cannot)."""
     total = _show(kernel, "exact_excess_wavefronts", format_count)
-    per_load = _value(kernel, "excess_wavefronts_per_shared_ld")
-    return total if per_load is None else f"{total} ({per_load:.3g}/ld)"
+    per_access = [
+        f"{per_instruction:.3g}/{side}"
+        for side in ("ld", "st")
+        if _value(kernel, f"exact_excess_wavefronts_{side}")
+        and (per_instruction := _value(kernel, f"excess_wavefronts_per_shared_{side}")) is not None
+    ]
+    return f"{total} ({', '.join(per_access)})" if per_access else total
 
 
 def _local(kernel: KernelResult) -> str:
