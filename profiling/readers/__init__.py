@@ -13,7 +13,7 @@ from ..results import RunResults, load_results
 from .ncu_csv import parse_csv, read_csv
 from .ncu_rep import read_ncu_rep
 
-__all__ = ["read_report", "parse_csv", "find_report"]
+__all__ = ["read_report", "parse_csv", "find_report", "report_kind"]
 
 RESULTS_FILE = "results.json"
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
@@ -52,6 +52,11 @@ def _in_directory(directory: Path) -> Path:
             names = ", ".join(p.name for p in found)
             raise InputError(f"{directory}: no {RESULTS_FILE} and several reports ({names}): name one")
     raise InputError(f"{directory}: no {RESULTS_FILE}, .ncu-rep or ncu CSV in this directory")
+
+
+def report_kind(path: Path) -> str:
+    """"json", "csv" or "ncu-rep": what `read_report` reads `path` (a file) as."""
+    return _kind(path)
 
 
 def _read_file(path: Path, instructions: bool = False) -> RunResults:
