@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from profiling.source_lines import LineRecord
+
 REPORT_FORMAT = "memlens-report"
 REPORT_VERSION = 1
 
@@ -120,6 +122,7 @@ class Row:
     verdict: tuple[Finding, ...] = ()
     expectation: ExpectationCheck | None = None
     bench: BenchTiming | None = None  # the variant's `memlens bench` timing, when the run has one
+    hot_lines: tuple[LineRecord, ...] = ()  # lines with excess wavefronts or local accesses (hot_lines.py)
 
     @property
     def verdict_text(self) -> str:

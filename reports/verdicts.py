@@ -94,8 +94,12 @@ def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
 
 
 def _conflicting_sides(kernel: KernelResult, loads: float, stores: float) -> list[str]:
-    """Which side the exact excess belongs to; the exact count is not split by loads and stores,
-    so each side is weighed by its hardware figures (conflicts, else wavefronts, per instruction)."""
+    """Which side the exact excess belongs to: from its per-instruction split where the report
+    has one (a .ncu-rep, results.json of schema 2); else each side is weighed by its hardware
+    figures (conflicts, else wavefronts, per instruction)."""
+    exact_ld, exact_st = _value(kernel, "exact_excess_wavefronts_ld"), _value(kernel, "exact_excess_wavefronts_st")
+    if exact_ld is not None and exact_st is not None and exact_ld + exact_st > 0:
+        return [side for side, excess in (("loads", exact_ld), ("stores", exact_st)) if excess > 0]
     sides = []
     for side, count, hw_key, ways_key in (
         ("loads", loads, "hw_ld_bank_conflicts", "shared_ld_ways"),

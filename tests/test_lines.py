@@ -237,3 +237,39 @@ def test_lines_usage_errors_are_exit_2(argv, message, capsys):
 def test_memlens_asks_ncu_for_per_instruction_executions_unless_fast():
     assert "inst_executed" in ncu_metric_names()
     assert "inst_executed" not in ncu_metric_names(fast=True)
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def test_report_verdict_and_html_name_the_hot_line(suite):
+    from reports.render import build_report, render
+
+    declared = {(o.family, o.variant): o for o in suite.outcomes}
+    outcomes = tuple(declared.get((k.family, k.variant), VariantOutcome(k.family, k.variant, "ok"))
+                     for k in suite.kernels)  # fmt: skip
+    report = build_report([("h100", replace(suite, outcomes=outcomes))])
+    rows = {row.label: row for family in report.runs[0].families for row in family.rows}
+    conflict = rows["transpose/conflict"]
+    assert [(line.file, line.line) for line in conflict.hot_lines] == [("kernels/transpose.cu", 40)]
+    assert ("kernels/transpose.cu:40 `out[(size_t)out_row * rows + out_col] = tile[tx][tile_col<SWIZZLE>(tx, r)];`:"
+            " 32-way loads, 65.0 M excess wavefronts") in conflict.verdict_text
+    article = rows["matmul/tiled_article"]
+    assert [line.line for line in article.hot_lines] == [62, 58, 59]
+    assert "kernels/matmul.py:58 `sa[tx, ty] = a[x, a_col] if x < m and a_col < k else float32(0.0)`: 8-way stores" \
+        in article.verdict_text
+    assert rows["transpose/padded"].hot_lines == () and "kernels/" not in rows["transpose/padded"].verdict_text
+    html = render(report, "html")
+    assert "hot lines of <code>transpose/conflict</code>" in html
+    assert "tile[tx][tile_col&lt;SWIZZLE&gt;(tx, r)];</pre>" in html  # escaped
+    assert "32-way, 65,011,712" in html
+    markdown = render(report, "md")
+    assert "kernels/transpose.cu:40" in markdown
+
+
+def test_verdict_puts_a_store_conflict_on_the_stores(app):
+    from reports.verdicts import judge
+
+    # the hardware counter would weigh both sides; the exact split says: stores only
+    shared = next(f for f in judge(app["transpose_store_conflict"]).findings if f.topic == "shared")
+    assert shared.text.startswith("shared stores: 32-way bank conflicts, 4.06 M excess wavefronts")
