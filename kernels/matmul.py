@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numba import cuda, float32
+from numba import config, cuda, float32
 
 from profiling.suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
 
@@ -116,7 +116,9 @@ matmul = Family(
 
 @functools.cache
 def _jit(function: Callable[..., Any]) -> Any:
-    return cuda.jit(function, cache=True, lineinfo=True)  # on-disk cache: later runs skip the compile
+    # line info for per-line figures (memlens lines); Numba's CUDA simulator takes no such option
+    line_info = {} if config.ENABLE_CUDASIM else {"lineinfo": True}
+    return cuda.jit(function, cache=True, **line_info)  # on-disk cache: later runs skip the compile
 
 
 def _numba_launch(function: Callable[..., Any], inputs: Inputs, rows_from_x: bool) -> Launch:
