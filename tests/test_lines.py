@@ -273,3 +273,42 @@ def test_verdict_puts_a_store_conflict_on_the_stores(app):
     # the hardware counter would weigh both sides; the exact split says: stores only
     shared = next(f for f in judge(app["transpose_store_conflict"]).findings if f.topic == "shared")
     assert shared.text.startswith("shared stores: 32-way bank conflicts, 4.06 M excess wavefronts")
+
+
+def test_verdict_takes_the_side_from_the_exact_split_not_the_hardware_counter():
+    from profiling.results import KernelResult
+    from reports.verdicts import judge
+
+    # the hardware counter blames the loads (as it over-counts); the exact split says stores
+    raw = {"shared_ld_instructions": 1000.0, "shared_st_instructions": 1000.0, "shared_wavefronts": 33000.0,
+           "shared_wavefronts_ideal": 2000.0, "hw_ld_bank_conflicts": 5000.0, "hw_st_bank_conflicts": 0.0,
+           "exact_excess_wavefronts_ld": 0.0, "exact_excess_wavefronts_st": 31000.0}  # fmt: skip
+    shared = next(f for f in judge(KernelResult("k", raw=raw)).findings if f.topic == "shared")
+    assert shared.text.startswith("shared stores:"), shared.text
+
+
+def test_metrics_json_carries_the_split(capsys):
+    assert main(["metrics", str(CUDA_APP), "-k", "store_conflict", "--json"]) == 0
+    (kernel,) = json.loads(capsys.readouterr().out)["kernels"]
+    metrics = kernel["metrics"]
+    assert metrics["exact_excess_wavefronts_st"]["value"] == 4_063_232
+    assert metrics["exact_excess_wavefronts_ld"]["value"] == 0
+    assert metrics["exact_excess_wavefronts"]["value"] == 4_063_232
+
+
+def test_metrics_table_puts_a_store_conflict_per_store(capsys):
+    assert main(["metrics", str(CUDA_APP), "-k", "transpose_(store_)?conflict"]) == 0
+    out = capsys.readouterr().out
+    assert "4,063,232 (31/st)" in out and "4,063,232 (31/ld)" in out
+    assert out.count("(31/ld)") == 1  # the store conflict is not read as a load conflict
+
+
+def test_a_gate_rule_on_the_store_side(tmp_path, capsys):
+    rules = tmp_path / "rules.toml"
+    rules.write_text('version = 1\n[[rule]]\nname = "no store conflicts"\nselect = "*"\n'
+                     'metric = "exact_excess_wavefronts_st"\nequals = 0\n')  # fmt: skip
+    assert main(["gate", str(CUDA_APP), "--rules", str(rules), "--json", str(tmp_path / "gate.json")]) == 1
+    verdicts = json.loads((tmp_path / "gate.json").read_text())["verdicts"]
+    failed = [v for v in verdicts if v["status"] == "fail"]
+    assert [v["subject"] for v in failed] == ["transpose_store_conflict(float *, const float *, int)"]
+    assert failed[0]["value"] == 4_063_232
