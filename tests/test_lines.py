@@ -312,3 +312,13 @@ def test_a_gate_rule_on_the_store_side(tmp_path, capsys):
     failed = [v for v in verdicts if v["status"] == "fail"]
     assert [v["subject"] for v in failed] == ["transpose_store_conflict(float *, const float *, int)"]
     assert failed[0]["value"] == 4_063_232
+
+
+def test_report_of_a_programs_ncu_rep_shows_its_hot_lines(tmp_path):
+    out = tmp_path / "app.html"
+    assert main(["report", str(CUDA_APP), "-o", str(out)]) == 0
+    html = out.read_text()
+    assert "hot lines of <code>transpose_store_conflict(float *, const float *, int)</code>" in html
+    assert "<code>tests/fixtures/programs/cuda_app.cu:39</code>" in html
+    assert "tests/fixtures/programs/cuda_app.cu:62 `for (int j = 0; j &lt; 32; ++j) sum += window[(j + i) % 32];`:" \
+        " 4.19 M local loads" in html
