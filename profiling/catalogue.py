@@ -201,6 +201,19 @@ _PER_INSTRUCTION = [
         formula="sum over shared-store instructions of shared_wavefronts - shared_wavefronts_ideal",
     ),
     Metric(
+        "exact_shared_ld_ways", "wavefront/ideal",
+        "shared-load wavefronts over the conflict-free ideal of the same loads (n-way; 1 = no conflict,"
+        " whatever the access width)",
+        better="lower", instrumented=True, deterministic=True,
+        formula="sum over shared-load instructions of shared_wavefronts / of shared_wavefronts_ideal",
+    ),
+    Metric(
+        "exact_shared_st_ways", "wavefront/ideal",
+        "shared-store wavefronts over the conflict-free ideal of the same stores (n-way; 1 = no conflict)",
+        better="lower", instrumented=True, deterministic=True,
+        formula="sum over shared-store instructions of shared_wavefronts / of shared_wavefronts_ideal",
+    ),
+    Metric(
         "excess_wavefronts_per_shared_st", "wavefront/inst",
         "exact excess wavefronts of store instructions per shared-store instruction",
         better="lower", instrumented=True,

@@ -87,18 +87,20 @@ def _width(modifiers: Sequence[str]) -> int:
     return 32
 
 
-def excess_by_side(instructions: Iterable[InstructionRecord]) -> tuple[float, float]:
-    """Exact excess shared wavefronts of the load instructions and of the store instructions."""
-    loads = stores = 0.0
+def shared_by_side(instructions: Iterable[InstructionRecord]) -> tuple[float, float, float | None, float | None]:
+    """Exact excess shared wavefronts of the load instructions and of the store instructions, and
+    each side's wavefronts over its ideal (None for a side without instructions)."""
+    wavefronts = {"ld": 0.0, "st": 0.0}
+    ideal = {"ld": 0.0, "st": 0.0}
+    excess = {"ld": 0.0, "st": 0.0}
     for record in instructions:
-        excess = record.excess
-        if record.space != "shared" or not excess:
+        if record.space != "shared" or record.side not in excess:
             continue
-        if record.side == "ld":
-            loads += excess
-        elif record.side == "st":
-            stores += excess
-    return loads, stores
+        wavefronts[record.side] += record.wavefronts or 0.0
+        ideal[record.side] += record.ideal or 0.0
+        excess[record.side] += record.excess or 0.0
+    ways = {side: wavefronts[side] / ideal[side] if ideal[side] else None for side in ideal}
+    return excess["ld"], excess["st"], ways["ld"], ways["st"]
 
 
 # --- lines -----------------------------------------------------------------------------------------

@@ -84,6 +84,11 @@ def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
     so then the figure is the ratio of wavefronts to the conflict-free ideal."""
     ideal = _value(kernel, "shared_wavefronts_ideal")
     actual = _value(kernel, "shared_wavefronts")
+    exact = [_value(kernel, key) for key in ("exact_shared_ld_ways", "exact_shared_st_ways")]
+    sides = [_value(kernel, key) for key in ("exact_excess_wavefronts_ld", "exact_excess_wavefronts_st")]
+    conflicting = [ways_of for ways_of, excess in zip(exact, sides, strict=True) if excess and ways_of]
+    if len(conflicting) == 1:  # one side conflicts: its wavefronts over its own accesses' ideal
+        return f"{conflicting[0]:.3g}-way bank conflicts"
     if ideal and abs(ideal / accesses - 1) < 0.02:
         if per_instruction(per).isdigit():
             return f"{round(1 + per)}-way bank conflicts"

@@ -322,3 +322,29 @@ def test_report_of_a_programs_ncu_rep_shows_its_hot_lines(tmp_path):
     assert "<code>tests/fixtures/programs/cuda_app.cu:39</code>" in html
     assert "tests/fixtures/programs/cuda_app.cu:62 `for (int j = 0; j &lt; 32; ++j) sum += window[(j + i) % 32];`:" \
         " 4.19 M local loads" in html
+
+
+def test_kernel_n_way_is_over_the_ideal_of_the_accesses_themselves(app, suite):
+    copy = app["copy_float2_shared"]
+    assert copy.metric("shared_ld_ways").value == pytest.approx(2.14, abs=0.01)  # hardware wavefronts per 8-byte load
+    assert copy.metric("exact_shared_ld_ways").value == 1  # ... which is their ideal: no conflict
+    assert copy.metric("exact_shared_st_ways").value == 1
+    store = app["transpose_store_conflict"]
+    assert store.metric("exact_shared_st_ways").value == 32
+    article = next(k for k in suite.kernels if k.label == "matmul/tiled_article")
+    # 16 scalar LDS at 1 wavefront (their ideal) and 4 LDS.128 at 16 (ideal 4) a warp
+    assert article.metric("exact_shared_ld_ways").value == 2.5
+    assert article.metric("exact_shared_st_ways").value == 8
+
+
+def test_verdict_n_way_of_wide_loads_is_against_their_own_ideal():
+    from profiling.results import KernelResult
+    from reports.verdicts import judge
+
+    # 1,000 16-byte loads at 8 wavefronts a warp (ideal 4) and 1,000 conflict-free 4-byte stores
+    raw = {"shared_ld_instructions": 1000.0, "shared_st_instructions": 1000.0, "shared_wavefronts": 9000.0,
+           "shared_wavefronts_ideal": 5000.0, "hw_ld_bank_conflicts": 4000.0, "hw_st_bank_conflicts": 0.0,
+           "exact_excess_wavefronts_ld": 4000.0, "exact_excess_wavefronts_st": 0.0,
+           "exact_shared_ld_ways": 2.0, "exact_shared_st_ways": 1.0}  # fmt: skip
+    shared = next(f for f in judge(KernelResult("k", raw=raw)).findings if f.topic == "shared")
+    assert shared.text.startswith("shared loads: 2-way bank conflicts, 4.00 K excess wavefronts"), shared.text

@@ -34,7 +34,7 @@ def test_table_from_a_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert "probe.ncu-rep (NVIDIA H200, cc 9.0)" in out
     for text in ("transpose/conflict", "transpose/padded", "running_mean/local",  # labels
                  "85.4 µs", "0.532 ms",  # durations in human units
-                 "16,252,928 (31/ld)", "32.25",  # exact excess and n-way of the conflicting transpose
+                 "16,252,928 (31/ld)", "32.00",  # exact excess and n-way (wavefronts over the ideal) of the conflict
                  "HW conflict", "40,231",  # the hardware counter, non-zero for the padded one
                  "1.07 GB / 1.07 GB",  # local loads / stores of the running mean
                  "4.00 KiB", "4.12 KiB", "16,384 x 256", "1,333.9", "27.7%"):

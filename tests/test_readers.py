@@ -95,7 +95,9 @@ def test_thousands_separators_units_row_and_base_units() -> None:
     assert kernel.raw["dram_pct_of_peak"] == 27.74
     # a CSV holds every catalogue metric but the per-instruction split of the exact excess
     csv_reason = "a CSV cannot carry per-instruction values: read the .ncu-rep"
-    assert kernel.missing == {"exact_excess_wavefronts_ld": csv_reason, "exact_excess_wavefronts_st": csv_reason}
+    assert kernel.missing == {key: csv_reason for key in PER_INSTRUCTION}
+    assert PER_INSTRUCTION == {"exact_excess_wavefronts_ld", "exact_excess_wavefronts_st",
+                               "exact_shared_ld_ways", "exact_shared_st_ways"}
 
 
 def test_without_units_row_values_are_taken_as_base_units() -> None:

@@ -118,8 +118,12 @@ def _gb_per_s(value: float) -> str:
 
 
 def _ways(kernel: KernelResult) -> str:
+    """Wavefronts over the ideal of the loads themselves where the report has per-instruction
+    values (a conflict-free 16-byte load reads 1.00), else the hardware's wavefronts per load."""
     if _value(kernel, "shared_ld_instructions") == 0:
         return "-"  # no shared-memory loads: the ratio has no meaning
+    if _value(kernel, "exact_shared_ld_ways") is not None:
+        return _show(kernel, "exact_shared_ld_ways", lambda v: f"{v:.2f}")
     return _show(kernel, "shared_ld_ways", lambda v: f"{v:.2f}")
 
 

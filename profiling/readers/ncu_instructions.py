@@ -12,10 +12,11 @@ from typing import Any
 
 from ..catalogue import CATALOGUE, PER_PC_EXECUTIONS
 from ..results import printable
-from ..source_lines import InstructionRecord, classify, excess_by_side
+from ..source_lines import InstructionRecord, classify, shared_by_side
 
 Action = Any
 Decoded = tuple[str, str | None, str, int, str]  # opcode, space, side, width, SASS text
+SharedSplit = tuple[float, float, "float | None", "float | None"]  # excess ld, excess st, ways ld, ways st
 
 WAVEFRONTS = CATALOGUE["shared_wavefronts"].ncu or ""
 IDEAL = CATALOGUE["shared_wavefronts_ideal"].ncu or ""
@@ -36,22 +37,24 @@ class InstructionReader:
             self.decoded[key] = found
         return found
 
-    def shared_split(self, action: Action, kernel: str) -> tuple[float, float] | None:
-        """Exact excess shared wavefronts of loads and of stores; None where the action holds no
-        per-instruction wavefronts (not collected, or a report without instances)."""
+    def shared_split(self, action: Action, kernel: str) -> SharedSplit | None:
+        """Exact excess shared wavefronts of loads and of stores, and each side's wavefronts over
+        its ideal (PER_INSTRUCTION_METRICS' order); None where the action holds no per-instruction
+        wavefronts (not collected, or a report without instances). A launch without excess needs
+        no opcode: both sides are conflict-free (1-way)."""
         wavefronts, ideal = _per_pc(action, WAVEFRONTS), _per_pc(action, IDEAL)
         if wavefronts is None or ideal is None:
             return None
         if not wavefronts:
-            return (0.0, 0.0) if _total(action, WAVEFRONTS) in (0.0, None) else None
+            return (0.0, 0.0, None, None) if _total(action, WAVEFRONTS) in (0.0, None) else None
+        if all(value <= ideal.get(pc, 0.0) for pc, value in wavefronts.items()):
+            return (0.0, 0.0, 1.0, 1.0)
         records = []
         for pc, value in wavefronts.items():
-            ideal_value = ideal.get(pc, 0.0)
-            if value > ideal_value:  # only instructions with excess need their opcode
-                opcode, space, side, width, sass = self.decode(action, kernel, pc)
-                records.append(InstructionRecord(pc, sass, opcode, "shared", side, width,
-                                                 wavefronts=value, ideal=ideal_value))  # fmt: skip
-        return excess_by_side(records)
+            opcode, space, side, width, sass = self.decode(action, kernel, pc)
+            records.append(InstructionRecord(pc, sass, opcode, "shared", side, width,
+                                             wavefronts=value, ideal=ideal.get(pc, 0.0)))  # fmt: skip
+        return shared_by_side(records)
 
     def instructions(self, action: Action, kernel: str) -> tuple[InstructionRecord, ...]:
         """Every shared- and local-memory instruction of the action with its figures."""

@@ -24,7 +24,7 @@ from ..errors import InputError, ProfilerError
 from ..results import KernelResult, RunInfo, RunResults, printable
 from ..source_lines import InstructionRecord
 from .common import NCU_METRICS, Cell, absent_reason, compute_capability, convert, is_memlens_domain, suite_range
-from .ncu_instructions import InstructionReader, embedded_sources
+from .ncu_instructions import InstructionReader, SharedSplit, embedded_sources
 
 # ncu_report.IMetric.value() returns str, int, float or None; as_string for the device name.
 Action = Any
@@ -32,10 +32,11 @@ Context = Any
 Slot = tuple[int, int]  # (range index, action index) of an action in the report
 # kernel name, metric values, memlens range, excess shared wavefronts of loads and of stores (None:
 # no per-instruction values), the launch's shared- and local-memory instructions (where asked for)
-Launch = tuple[str, list[object], tuple[str, str] | None, tuple[float, float] | None, tuple[InstructionRecord, ...]]
+Launch = tuple[str, list[object], tuple[str, str] | None, SharedSplit | None, tuple[InstructionRecord, ...]]
 
 DURATION = CATALOGUE["duration"].ncu
 NO_INSTANCES = "no per-instruction values in the report"
+NO_ACCESS = "no shared-memory instruction of this side"
 
 # From this many actions on, a forked helper process reads the later ones while this one reads the
 # rest: decoding is ncu_report's (about half a millisecond an action, the GIL held), so two processes
@@ -353,7 +354,7 @@ def _kernel(
     ranges: tuple[str, str] | None,
     units: dict[str, str],
     from_memlens: bool,
-    split: tuple[float, float] | None = None,
+    split: SharedSplit | None = None,
     instructions: tuple[InstructionRecord, ...] = (),
 ) -> KernelResult:
     raw: dict[str, float | None] = {}
@@ -366,10 +367,10 @@ def _kernel(
         raw[metric.key] = converted
         if reason is not None:
             missing[metric.key] = reason
-    for metric, value in zip(PER_INSTRUCTION_METRICS, split or (None, None), strict=True):
+    for metric, value in zip(PER_INSTRUCTION_METRICS, split or (None,) * len(PER_INSTRUCTION_METRICS), strict=True):
         raw[metric.key] = value
         if value is None:
-            missing[metric.key] = missing.get("shared_wavefronts") or NO_INSTANCES
+            missing[metric.key] = missing.get("shared_wavefronts") or (NO_INSTANCES if split is None else NO_ACCESS)
     family, variant = ranges if ranges else (None, None)
     return KernelResult(name, family, variant, launch_id, raw, missing, instructions)
 
