@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..catalogue import RAW_METRICS, Metric
+from ..catalogue import PER_INSTRUCTION_METRICS, RAW_METRICS, Metric
 from ..nvtx_names import NVTX_DOMAIN
 from ..results import KernelResult, printable
 from ..units import UnitError, conversion_factor
@@ -19,6 +19,7 @@ RANGE_PATTERN = re.compile(rf"^({_NAME})\.({_NAME})(?::|$)")
 
 NOT_IN_REPORT = "not in the report"
 FAST_SKIPPED = "not collected: run without --fast (--fast skips the instrumented pass)"
+CSV_NO_INSTRUCTIONS = "a CSV cannot carry per-instruction values: read the .ncu-rep"
 INSTRUMENTED_ABSENT = "not in the report (an instrumented metric: ncu collects it only when asked by name)"
 
 # units.to_base without working the factor out again for each cell: a report repeats a few units.
@@ -97,6 +98,9 @@ def make_kernel(
     from_memlens: bool,
 ) -> KernelResult:
     raw, missing = raw_values(lookup, from_memlens)
+    for metric in PER_INSTRUCTION_METRICS:  # a CSV has one value a metric, not one an instruction
+        raw[metric.key] = None
+        missing[metric.key] = missing.get("shared_wavefronts") or CSV_NO_INSTRUCTIONS
     family, variant = ranges if ranges else (None, None)
     return KernelResult(printable(kernel), family, variant, launch_id, raw, missing)
 
