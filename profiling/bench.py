@@ -33,7 +33,7 @@ import numpy as np
 from . import __version__
 from .app import parse_sizes
 from .errors import ConfigError, InputError, ProfilerError, VerificationError
-from .fileio import read_json, write_json_atomic
+from .fileio import read_json, write_json_output
 from .runner import driver_version, git_commit, new_run_dir
 from .suite import Family, Launch, Variant, load_suite
 
@@ -467,7 +467,7 @@ def bench(
     )  # fmt: skip
     results = BenchResults(info, copy, tuple(timings), tuple(failures))
     run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
-    write_json_atomic(run_dir / BENCH_FILE, results.to_json())
+    write_json_output(run_dir / BENCH_FILE, results.to_json())
     return run_dir, results
 
 

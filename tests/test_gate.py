@@ -12,7 +12,7 @@ from rich.console import Console
 
 from profiling.baseline import Baseline, compatibility, from_measurements, load_baseline, save_baseline
 from profiling.cli import main
-from profiling.errors import ConfigError, InputError
+from profiling.errors import ConfigError, InputError, OutputError
 from profiling.gate import (
     Environment,
     GateResult,
@@ -224,7 +224,7 @@ def test_baseline_kind_must_match_and_files_are_checked(tmp_path: Path) -> None:
     bad.write_text('{"schema_version": 1}')
     with pytest.raises(InputError, match="not a memlens baseline"):
         load_baseline(bad)
-    with pytest.raises(ConfigError, match="refusing to write a baseline over a profiler report"):
+    with pytest.raises(OutputError, match="refusing to write over a raw profiler report"):
         save_baseline(Baseline("profile", Environment(), "", ""), tmp_path / "x.ncu-rep")
 
 

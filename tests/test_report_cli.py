@@ -72,7 +72,7 @@ def test_reads_recorded_ncu_reports(tmp_path, capsys):
     "arguments, message",
     [
         (["no/such/run"], "no/such/run: no such file or directory"),
-        (["{run}", "-o", "{run}/results.json"], "is an input of this report"),
+        (["{run}", "-o", "{run}/results.json"], "is an input of this command"),
         (["{run}", "-o", "{run}"], "is a directory"),
     ],
 )

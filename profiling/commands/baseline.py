@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ..baseline import from_measurements, load_baseline, save_baseline
 from ..errors import InputError
+from ..fileio import input_files
 from ..gate import read_measurements
 from ..terminal import console
 from ..units import format_count, significant
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         if not measurements.subjects:
             raise InputError(f"{args.source}: no kernels to save as a baseline")
         baseline = from_measurements(measurements)
-        save_baseline(baseline, args.output)
+        save_baseline(baseline, args.output, inputs=input_files(args.source))
         where = baseline.environment.gpu_name or baseline.environment.arch or "unknown GPU"
         print(f"memlens: baseline of {len(baseline.values)} kernels ({where}) written to {args.output}")
         return 0

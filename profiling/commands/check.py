@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import ProfilerError
-from ..fileio import write_json_atomic
+from ..fileio import input_files, write_json_output
 from ..static_check import Progress, StaticResults, check_suite, rows, without_kernels
 from ..suite import load_suite
 from ..terminal import console, interactive
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     with _progress(total) as progress:
         results = check_suite(suite, args.pattern, args.arch, prefer, progress)
     if args.json is not None:
-        write_json_atomic(args.json, results.to_json())
+        write_json_output(args.json, results.to_json(), inputs=input_files(suite.path))
     _print(results)
     for label in without_kernels(suite, args.pattern):
         print(f"memlens: {label} declares no kernels: nothing to compile", file=sys.stderr)
