@@ -61,6 +61,26 @@ def input_files(path: str | Path | None) -> list[Path]:
     return [path]
 
 
+def missing_reason(path: Path) -> str:
+    """Why `path` cannot be opened, in words: a symbolic link loop, a link to nothing, or no such file."""
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:
+            return "symbolic link loop"
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return "symbolic link loop"
+            return f"symbolic link to a missing file ({os.readlink(path)})"
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop"
+        return exc.strerror.lower() if exc.strerror else "no such file or directory"
+    return "no such file or directory"
+
+
 def same_file(first: Path, second: Path) -> bool:
     """True when both name one file: equal after resolving symlinks, or one inode (a hard link)."""
     try:

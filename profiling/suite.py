@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, VerificationError
+from .fileio import missing_reason
 from .labels import NAME_PATTERN, compile_filter
 from .labels import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and the runner name ranges with it
 
@@ -274,6 +275,8 @@ def default_suite_path() -> Path:
 def suite_root(path: str | Path | None = None) -> Path:
     """The suite's directory or .py file, checked without importing anything."""
     root = Path(path) if path is not None else default_suite_path()
+    if not root.exists():
+        raise ConfigError(f"suite {root}: {missing_reason(root)}")
     if not (root.is_dir() or (root.is_file() and root.suffix == ".py")):
         raise ConfigError(f"suite {root} is neither a directory nor a .py file")
     return root

@@ -155,3 +155,15 @@ def test_report_help_says_where_the_default_goes(capsys) -> None:
         main(["report", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "./STEM.report.<ext>" in help_text and "never into the data's folder" in help_text
+
+
+# --- item 19: a symbolic link loop is named as such ------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["metrics"], ["report"], ["list"]])
+def test_a_symlink_loop_is_reported_as_a_loop(capsys, tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nothing")
+    one_line_exit_2(capsys, [*command, str(tmp_path / "a")], "symbolic link loop")
+    one_line_exit_2(capsys, [*command, str(tmp_path / "dangling")], "symbolic link to a missing file")
