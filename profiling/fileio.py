@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, OutputError
+from .units import format_bytes
 
 # Text inputs (ncu CSV, results.json, rules) are read whole; a CSV this size holds ~100,000 kernels.
 MAX_TEXT_BYTES = 256 * 2**20
@@ -144,15 +145,8 @@ def read_bytes_limited(path: Path, limit: int = MAX_TEXT_BYTES, what: str = "") 
     except OSError as exc:
         raise InputError(f"{path}: cannot read{' ' + what if what else ''} ({exc.strerror or exc})") from None
     if len(data) > limit:
-        raise InputError(f"{path}: larger than the {_size(limit)} memlens reads from a text file")
+        raise InputError(f"{path}: larger than the {format_bytes(limit)} memlens reads from a text file")
     return data
-
-
-def _size(count: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if count >= scale:
-            return f"{count / scale:g} {unit}"
-    return f"{count} bytes"
 
 
 def read_json(path: Path, what: str = "") -> Any:

@@ -57,6 +57,7 @@ from typing import Any, Literal
 from .catalogue import CATALOGUE, Metric, lookup
 from .errors import ConfigError
 from .static_check import STATIC_METRICS
+from .units import format_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -175,7 +176,7 @@ def load_rules(path: str | Path) -> RuleSet:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: rules file is not UTF-8 text") from None
     if len(data) > MAX_RULES_BYTES:
-        raise ConfigError(f"{path}: over {MAX_RULES_BYTES // 2**20} MiB: not a rules file")
+        raise ConfigError(f"{path}: over {format_bytes(MAX_RULES_BYTES)}: not a rules file")
     return parse_rules(text, path)
 
 

@@ -52,7 +52,7 @@ def test_table_figures_and_speedup():
     assert padded.cells["exact_excess_wavefronts"].text == "0"
     assert padded.cells["hw_bank_conflicts"].text == "40.2 K"  # the counter's false conflicts
     assert padded.cells["shared_per_block"].text == "4,224 B"
-    assert rows["running_mean/local"].cells["local_ld_bytes"].text == "1.00 GiB"
+    assert rows["running_mean/local"].cells["local_ld_bytes"].text == "1.07 GB"
     assert rows["running_mean/local"].cells["shared_ld_ways"].text == "—"  # no shared loads at all
 
 
@@ -64,14 +64,14 @@ def test_verdicts_in_words():
     assert rows["transpose/padded"].verdict_text == "no bank conflicts, no local memory"
     assert rows["running_mean/registers"].verdict_text == "no shared-memory accesses, no local memory"
     assert rows["running_mean/local"].verdict_text == (
-        "no shared-memory accesses; local memory: 1.00 GiB of local loads and 1.00 GiB of local stores:"
+        "no shared-memory accesses; local memory: 1.07 GB of local loads and 1.07 GB of local stores:"
         " likely an array indexed at run time (32 registers/thread, far from the 255 limit)"
     )
 
 
 def test_register_spills_named_at_the_register_limit():
     rows = rows_of(suite_run(local={"registers_per_thread": 255.0, "local_ld_sectors": 8_388_608.0}))
-    assert "256 MiB of local loads" in rows["running_mean/local"].verdict_text
+    assert "268 MB of local loads" in rows["running_mean/local"].verdict_text
     assert "register spills (255 registers/thread" in rows["running_mean/local"].verdict_text
 
 
@@ -271,7 +271,7 @@ def test_probe_recordings():
     )
     assert rows["transpose/padded"].verdict_text == "no bank conflicts, no local memory"
     assert rows["transpose/padded"].cells["speedup"].value == pytest.approx(85_440 / 33_824, rel=1e-3)
-    assert "1.00 GiB of local loads" in rows["running_mean/local"].verdict_text
+    assert "1.07 GB of local loads" in rows["running_mean/local"].verdict_text
     fast_rows = rows_of(read_report(f"{PROBE}/probe_fast.ncu-rep"))
     assert "not measured exactly (a --fast run" in fast_rows["transpose/conflict"].verdict_text
     assert fast_rows["transpose/conflict"].cells["exact_excess_wavefronts"].text == "n/a"

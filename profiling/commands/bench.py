@@ -112,7 +112,7 @@ def print_table(results: BenchResults, run_dir: Path) -> None:
     driver = f", driver {info.driver_version}" if info.driver_version else ""
     out.print(
         f"{info.gpu_name}{driver}: device-to-device copy {copy.gb_per_s:,.0f} GB/s "
-        f"({format_bytes(copy.buffer_bytes, binary=True)} buffer); median of {info.repeats} launches"
+        f"({format_bytes(copy.buffer_bytes)} buffer); median of {info.repeats} launches"
     )
     table = Table()
     for header in ("variant", "size", "sets", "median", "p10 - p90", "min", "GB/s", COPY_HEADER, "% of copy"):
@@ -154,7 +154,7 @@ def notes(results: BenchResults) -> list[str]:
     l2 = results.info.l2_bytes
     if any(cache_may_flatter(t, l2) for t in results.variants):
         lines.append(f"* the input sets together hold less than {L2_MULTIPLE}x the L2 cache "
-                     f"({format_bytes(l2, binary=True)}): the cache may flatter these times")  # fmt: skip
+                     f"({format_bytes(l2)}): the cache may flatter these times")  # fmt: skip
     if any(t.copy is not None for t in results.variants):
         lines.append(
             f"% of copy: of {COPY_HEADER!r}, a device-to-device copy of the variant's min_bytes "

@@ -140,7 +140,7 @@ def _launch(kernel: KernelResult) -> str:
 
 
 def _static_shared(kernel: KernelResult) -> str:
-    return _show(kernel, "static_shared_per_block", lambda v: format_bytes(v, binary=True))
+    return _show(kernel, "static_shared_per_block", format_bytes)
 
 
 KERNEL_MIN_WIDTH = 28  # characters of a kernel label kept on one line however narrow the terminal

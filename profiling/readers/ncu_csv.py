@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES
-from ..demangle import kernel_name
 from ..errors import InputError
 from ..fileio import read_bytes_limited
+from ..kernel_names import kernel_name
 from ..results import KernelResult, RunInfo, RunResults, printable
 from .common import Cell, compute_capability, is_memlens_domain, make_kernel, suite_range
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..catalogue import CATALOGUE, DEVICE_ATTRIBUTES
-from ..demangle import kernel_name
 from ..errors import InputError, ProfilerError
+from ..kernel_names import kernel_name
 from ..results import KernelResult, RunInfo, RunResults, printable
 from .common import NCU_METRICS, Cell, absent_reason, compute_capability, convert, is_memlens_domain, suite_range
 
