@@ -79,7 +79,8 @@ def elide_middle(text: str, width: int) -> str:
         text = shorter
     if len(text) <= width:
         return text
-    head = max(1, (width - 1) * 2 // 3)
+    named = min((i for i in (text.find("<"), text.find("(")) if i > 0), default=len(text))  # the kernel's name
+    head = min(max(1, (width - 1) * 2 // 3, named), max(1, width - 6))
     tail = max(0, width - 1 - head)
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 

@@ -8,7 +8,6 @@ Writes bench.json into a new run directory under --out, or into an existing run 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -26,13 +25,12 @@ from ..bench import (
 from ..bench import bench as run_bench
 from ..errors import ProfilerError
 from ..runner import shell_command
-from ..terminal import console, interactive, progress_bar
+from ..terminal import interactive, progress_bar, table_console
 from ..units import format_bytes, format_duration, format_percent
 from .common import add_size_arguments, add_suite_arguments
 
 NA = "n/a"
 COPY_HEADER = "copy GB/s (same bytes)"
-PIPE_WIDTH = 200  # rich's 80 columns would fold the table when stdout is a file or a pipe
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,9 +103,7 @@ class BenchProgress:
 
 
 def print_table(results: BenchResults, run_dir: Path) -> None:
-    out = console()
-    if not out.is_terminal and "COLUMNS" not in os.environ:
-        out.width = max(out.width, PIPE_WIDTH)
+    out = table_console()
     info, copy = results.info, results.copy
     driver = f", driver {info.driver_version}" if info.driver_version else ""
     out.print(

@@ -22,10 +22,9 @@ from ..errors import ProfilerError
 from ..fileio import input_files, write_json_output
 from ..static_check import Progress, StaticResults, check_suite, rows, without_kernels
 from ..suite import load_suite
-from ..terminal import console, interactive
+from ..terminal import console, interactive, table_console
 from .common import add_suite_arguments
 
-PIPE_WIDTH = 200
 COLUMNS = ("variant", "kernel", "registers", "stack B", "spill st B", "spill ld B", "shared B", "PTX .local")
 
 
@@ -85,9 +84,7 @@ def _progress(total: int) -> Iterator[Progress | None]:
 
 
 def _print(results: StaticResults) -> None:
-    out = console()
-    if not out.is_terminal:
-        out.width = PIPE_WIDTH
+    out = table_console()
     table = Table(title=f"memlens check {results.source}: {results.arch}, {results.compiler or 'no compiler used'}")
     for column in COLUMNS:
         table.add_column(column, overflow="fold", justify="right" if column.endswith("B") or column == "registers"

@@ -17,9 +17,7 @@ from ..errors import GateFailed
 from ..fileio import input_files, write_output
 from ..gate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
 from ..rules import load_rules
-from ..terminal import console
-
-PIPE_WIDTH = 200  # rich would fold the table at 80 columns in a CI log
+from ..terminal import table_console
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,9 +57,7 @@ def write_outputs(result: GateResult, junit: Path | None, summary: Path | None, 
 
 
 def show(result: GateResult) -> None:
-    out = console()
-    if not out.is_terminal:
-        out.width = PIPE_WIDTH
+    out = table_console()
     for note in result.notes:
         out.print(f"note: {note}")
     out.print(to_table(result))

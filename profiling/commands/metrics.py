@@ -10,7 +10,6 @@ import argparse
 import csv
 import json
 import math
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -21,10 +20,11 @@ from rich.cells import cell_len  # a few ms; the rest of rich is imported where 
 
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError, InputError
+from ..kernel_names import NAME_WIDTH, elide_middle
 from ..labels import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
-from ..terminal import console
+from ..terminal import table_console
 from ..units import format_bytes, format_count, format_duration, format_percent
 
 if TYPE_CHECKING:  # imported where a table is drawn: --json and --csv do without them
@@ -60,18 +60,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     results = _read(args.path)
-    render(results, _select(results, args.pattern), "json" if args.json else "csv" if args.csv else "table")
+    output = "json" if args.json else "csv" if args.csv else "table"
+    render(results, _select(results, args.pattern), output, title=args.path or str(LATEST_RUN))
     return 0
 
 
-def render(results: RunResults, kernels: list[KernelResult], output: str = "table") -> None:
-    """Print `kernels` of `results` on stdout as "table", "json" or "csv"."""
+def render(results: RunResults, kernels: list[KernelResult], output: str = "table", title: str | None = None) -> None:
+    """Print `kernels` of `results` on stdout as "table", "json" or "csv"; the table's title names
+    `title` (the path the user gave), else the run's source."""
     if output == "json":
         print(dumps_indented(to_json(results, kernels)))
     elif output == "csv":
         write_csv(kernels, sys.stdout)
     elif output == "table":
-        print_table(results, kernels)
+        print_table(results, kernels, title=title)
     else:
         raise ValueError(f"unknown output {output!r}")
 
@@ -146,7 +148,7 @@ def _static_shared(kernel: KernelResult) -> str:
 KERNEL_MIN_WIDTH = 28  # characters of a kernel label kept on one line however narrow the terminal
 
 COLUMNS = (
-    Column("kernel", "kernel", (), lambda k: k.label),
+    Column("kernel", "kernel", (), lambda k: elide_middle(k.label, NAME_WIDTH)),
     Column("duration", "duration", ("duration",), lambda k: _show(k, "duration", format_duration)),
     Column("DRAM GB/s", "DRAM\nGB/s", ("dram_bandwidth",), lambda k: _show(k, "dram_bandwidth", _gb_per_s)),
     Column("DRAM % of peak", "DRAM %\nof peak", ("dram_pct_of_peak",),
@@ -162,18 +164,18 @@ COLUMNS = (
 )
 
 
-def print_table(results: RunResults, kernels: list[KernelResult], fast: bool | None = None) -> None:
+def print_table(
+    results: RunResults, kernels: list[KernelResult], fast: bool | None = None, title: str | None = None
+) -> None:
     """The title, one row a kernel and the notes. `fast` picks the printer (default: by the output
     and the number of kernels); both print the same text."""
-    out = console()
-    if not out.is_terminal and "COLUMNS" not in os.environ:
-        out.width = max(out.width, PIPE_WIDTH)
+    out = table_console(PIPE_WIDTH)
     if fast is None:
         fast = not out.is_terminal or len(kernels) > RICH_MAX_ROWS
     rows = [[column.render(kernel) for column in COLUMNS] for kernel in kernels]
     # never squeeze a figure: on a narrow terminal the table is wider than the screen, not truncated
     out.width = max(out.width, _narrowest_table(rows))
-    out.print(_title(results))
+    out.print(_title(results, title))
     text = fast_table(out, rows) if fast else None
     if text is None:
         out.print(_rich_table(rows))
@@ -303,10 +305,11 @@ def _cell_lines(out: Console, cell: str, width: int, column: Column, header: boo
     return ["".join(segment.text for segment in line) for line in lines] or [" " * width]  # a row is 1 line or more
 
 
-def _title(results: RunResults) -> str:
+def _title(results: RunResults, named: str | None = None) -> str:
+    """The file the user named (not the report a results.json was made from), GPU and cc."""
     info = results.info
     where = ", ".join(p for p in (info.gpu_name, info.compute_capability and f"cc {info.compute_capability}") if p)
-    return f"{info.source or 'results'}" + (f" ({where})" if where else "")
+    return f"{named or info.source or 'results'}" + (f" ({where})" if where else "")
 
 
 def notes(kernels: list[KernelResult]) -> list[str]:

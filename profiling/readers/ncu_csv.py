@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES
+from ..catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES, NCU_ALIASES
 from ..errors import InputError
 from ..fileio import read_bytes_limited
 from ..kernel_names import kernel_name
@@ -29,7 +29,7 @@ NVTX_MARK = "Push/Pop_Range"
 NOT_AVAILABLE = {"", "n/a", "na", "-"}
 GPU_NAME = DEVICE_ATTRIBUTES["gpu_name"]
 # The numeric columns read: catalogue metrics and the compute capability.
-WANTED = frozenset(BY_NCU_NAME) | {DEVICE_ATTRIBUTES["cc_major"], DEVICE_ATTRIBUTES["cc_minor"]}
+WANTED = frozenset(BY_NCU_NAME) | frozenset(NCU_ALIASES) | {DEVICE_ATTRIBUTES["cc_major"], DEVICE_ATTRIBUTES["cc_minor"]}
 _QUOTED = re.compile(r'"([^"]*)"')
 
 
