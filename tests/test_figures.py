@@ -20,7 +20,8 @@ PROBE = FIXTURES / "probe"
 H200 = FIXTURES / "nvidia_h200"
 HASH = "cw51cXTLSUwv1sDUaKthqaNgoKmjgOR3W3Cw6igA9duC0hkwnNGiHEkYkrqQBFBTDEwCyQe21eqwcFW3UoDGjzpQEsgzrtUEAA_3d_3d"
 FROM_CSV = f"matmul[v1,{HASH}]"
-FROM_REP = f"__main__::matmul[abi:v1,{HASH}](Array<float, 2, C, mutable, aligned>, Array<float, 2, C, mutable, aligned>)"
+ARRAY = "Array<float, 2, C, mutable, aligned>"
+FROM_REP = f"__main__::matmul[abi:v1,{HASH}]({ARRAY}, {ARRAY})"
 LONG_CPP = ("void transpose_kernel<float, 32, 32, cub::detail::very_long_policy_name<int, 4>, 0>"
             "(float *__restrict__, const float *__restrict__, int, int, int)")  # fmt: skip
 
@@ -85,8 +86,10 @@ def test_chart_labels_fit_the_margin_and_keep_the_kernels_name() -> None:
 # --- item 6: ncu's other names of the shared-memory instruction counts -------------------------------
 
 OTHER_NAMES = {
-    "smsp__inst_executed_op_shared_ld.sum": ("smsp__sass_inst_executed_op_shared_ld.sum", "sass__inst_executed_shared_loads"),
-    "smsp__inst_executed_op_shared_st.sum": ("smsp__sass_inst_executed_op_shared_st.sum", "sass__inst_executed_shared_stores"),
+    "smsp__inst_executed_op_shared_ld.sum":
+        ("smsp__sass_inst_executed_op_shared_ld.sum", "sass__inst_executed_shared_loads"),
+    "smsp__inst_executed_op_shared_st.sum":
+        ("smsp__sass_inst_executed_op_shared_st.sum", "sass__inst_executed_shared_stores"),
 }  # fmt: skip
 
 
@@ -157,12 +160,13 @@ def test_bytes_are_si_in_the_cli_the_report_and_the_gate(capsys, tmp_path: Path)
 def test_the_gate_summary_gives_every_value_its_unit(capsys, tmp_path: Path) -> None:
     rules = tmp_path / "r.toml"
     rules.write_text('version = 1\n[[rule]]\nname = "t"\nselect = "*"\nmetric = "duration"\nmax = 1\n'
-                     '[[rule]]\nname = "b"\nselect = "*"\nmetric = "local_bytes"\nmax = 0\n', encoding="utf-8")  # fmt: skip
+                     '[[rule]]\nname = "b"\nselect = "*"\nmetric = "local_bytes"\nmax = 0\n')  # fmt: skip
     summary = tmp_path / "s.md"
     assert main(["gate", str(PROBE / "probe.csv"), "--rules", str(rules), "--summary", str(summary)]) == 1
-    rows = [line.split(" | ") for line in summary.read_text(encoding="utf-8").splitlines() if "| duration |" in line]
+    lines = summary.read_text(encoding="utf-8").splitlines()
+    rows = [line.split(" | ") for line in lines if "| duration |" in line]
     assert rows and all(re.fullmatch(r"[\d.]+ (ns|µs|ms|s)", row[4]) for row in rows), rows
-    rows = [line.split(" | ") for line in summary.read_text(encoding="utf-8").splitlines() if "| local\\_bytes |" in line]
+    rows = [line.split(" | ") for line in lines if "| local\\_bytes |" in line]
     assert any(row[4] == "2.15 GB" for row in rows), rows
 
 

@@ -29,7 +29,8 @@ NVTX_MARK = "Push/Pop_Range"
 NOT_AVAILABLE = {"", "n/a", "na", "-"}
 GPU_NAME = DEVICE_ATTRIBUTES["gpu_name"]
 # The numeric columns read: catalogue metrics and the compute capability.
-WANTED = frozenset(BY_NCU_NAME) | frozenset(NCU_ALIASES) | {DEVICE_ATTRIBUTES["cc_major"], DEVICE_ATTRIBUTES["cc_minor"]}
+WANTED = frozenset(BY_NCU_NAME) | {DEVICE_ATTRIBUTES["cc_major"], DEVICE_ATTRIBUTES["cc_minor"]}
+WANTED |= frozenset(NCU_ALIASES)  # ncu's other names of a catalogue counter
 _QUOTED = re.compile(r'"([^"]*)"')
 
 
