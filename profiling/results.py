@@ -90,7 +90,7 @@ class KernelResult:
             values = self._values
             for other in _FORMULA_INPUTS[key]:
                 if values.get(other) is None:
-                    return f"needs {other}: {self.missing_reason(other)}"
+                    return f"needs {CATALOGUE[other].ncu or other}: {self.missing_reason(other)}"
             return "an input is zero or missing"
         return "not in the report"
 

@@ -202,3 +202,30 @@ def test_metrics_titles_the_table_with_the_file_named(capsys) -> None:
     assert main(["metrics", str(path)]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith(str(path)) and "profile.ncu-rep" not in first
+
+
+# --- item 7: without the instrumented pass, the estimate the counters support ------------------------
+
+
+def _without_exact(kernel: KernelResult, reason: str) -> KernelResult:
+    raw = {k: v for k, v in kernel.raw.items() if k not in ("shared_wavefronts", "shared_wavefronts_ideal")}
+    missing = {**kernel.missing, "shared_wavefronts": reason, "shared_wavefronts_ideal": reason}
+    return KernelResult(kernel.kernel, kernel.family, kernel.variant, kernel.launch_id, raw, missing)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_without_the_exact_count_a_conflict_and_a_padded_transpose_read_differently(fast: bool) -> None:
+    from profiling.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT
+    from reports.render import build_report
+
+    run = read_report(PROBE / "probe.csv")
+    reason = FAST_SKIPPED if fast else INSTRUMENTED_ABSENT
+    run = RunResults(run.info, tuple(_without_exact(k, reason) for k in run.kernels), run.outcomes)
+    rows = {r.label: r for f in build_report([("probe", run)]).runs[0].families for r in f.rows}
+    conflict, padded = rows["transpose/conflict"].verdict[0], rows["transpose/padded"].verdict[0]
+    assert conflict.text.startswith("shared loads: about 32.2 wavefronts per load: likely a 32-way bank conflict")
+    assert padded.text.startswith("shared loads: about 1.0 wavefronts per load: likely no bank conflict")
+    assert (conflict.severity, padded.severity) == ("bad", "ok")
+    how = ("run without --fast for the exact count" if fast else
+           "profile with ncu --metrics memory_l1_wavefronts_shared,memory_l1_wavefronts_shared_ideal")  # fmt: skip
+    assert how in conflict.text and "shared_wavefronts:" not in conflict.text

@@ -117,7 +117,7 @@ def test_missing_metric_fails_with_the_reason() -> None:
     result = evaluate(ruleset, from_run(RunResults(H200, (fast,))))
     assert statuses(result) == [("x", "t/padded", "fail")]
     assert result.verdicts[0].message == (
-        "exact_excess_wavefronts missing: needs shared_wavefronts: not collected: run without --fast")
+        "exact_excess_wavefronts missing: needs memory_l1_wavefronts_shared: not collected: run without --fast")
 
 
 def test_empty_incomplete_and_wrong_runs_fail() -> None:

@@ -70,7 +70,7 @@ def test_metrics_table_prints_names_as_text(hostile, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")
     out = run_cli(capsys, "metrics", str(hostile))
     for name in (SCRIPT, MARKUP, PIPE, TICKS, QUOTES, TEMPLATE, "line1", "line2", shown(ESCAPE),
-                 f"{FAMILY}/{VARIANT}", f"{SCRIPT}.ncu-rep (<img src=x onerror=alert(1)> {MARKUP})"):  # fmt: skip
+                 f"{FAMILY}/{VARIANT}", f"results.json (<img src=x onerror=alert(1)> {MARKUP})"):  # fmt: skip
         assert name in out, name
     assert "loud" in out and "[bold red]loud" in out  # markup printed, not applied
 

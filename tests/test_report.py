@@ -115,17 +115,18 @@ def test_fast_run_says_so_and_falls_back_to_the_labelled_hardware_counter():
     conflict = rows["transpose/conflict"]
     cell = conflict.cells["exact_excess_wavefronts"]
     assert cell.value is None and cell.text == "n/a" and "--fast" in cell.missing_reason
-    assert conflict.verdict[0].severity == "unknown"
+    assert conflict.verdict[0].severity == "bad"  # the estimate the wavefront counter supports
     assert conflict.verdict[0].text == (
-        "shared memory: bank conflicts not measured exactly (a --fast run: no instrumented pass);"
-        " HW counter (over-counts): 16.4 M load and 38.2 K store conflicts, 32.2 wavefronts per load"
+        "shared loads: about 32.2 wavefronts per load: likely a 32-way bank conflict (an estimate, not measured"
+        " exactly: a --fast run: no instrumented pass; run without --fast for the exact count);"
+        " HW counter (over-counts): 16.4 M load and 38.2 K store conflicts"
     )
     assert conflict.expectation.state == "unchecked"
     assert rows["running_mean/local"].expectation.state == "match"  # no shared accesses: nothing to count
     assert not run.exact_available
     assert any("HW counter (over-counts)" in note for note in run.notes)
     html = render(report, "html")
-    assert f'title="needs shared_wavefronts: {FAST_REASON}"' in html
+    assert f'title="needs memory_l1_wavefronts_shared: {FAST_REASON}"' in html
     assert "HW conflicts (over-counts)" in html  # the chart's panel, labelled
 
 
@@ -273,7 +274,7 @@ def test_probe_recordings():
     assert rows["transpose/padded"].cells["speedup"].value == pytest.approx(85_440 / 33_824, rel=1e-3)
     assert "1.07 GB of local loads" in rows["running_mean/local"].verdict_text
     fast_rows = rows_of(read_report(f"{PROBE}/probe_fast.ncu-rep"))
-    assert "not measured exactly (a --fast run" in fast_rows["transpose/conflict"].verdict_text
+    assert "not measured exactly: a --fast run" in fast_rows["transpose/conflict"].verdict_text
     assert fast_rows["transpose/conflict"].cells["exact_excess_wavefronts"].text == "n/a"
 
 
