@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, VerificationError
+from .errors import ConfigError, ProfilerError, VerificationError
 from .fileio import missing_reason
 from .labels import NAME_PATTERN, compile_filter
 from .labels import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and the runner name ranges with it
@@ -315,6 +315,9 @@ def select_variants(
     return suite, variants
 
 
+CUPY_INSTALL = "pip install 'memlens[cuda13]' (or 'memlens[cuda12]': the CUDA major nvidia-smi prints)"
+
+
 def _import_file(file: Path) -> ModuleType:
     name = f"memlens_suite_{abs(hash(str(file.resolve()))):x}_{file.stem}"
     if name in sys.modules:
@@ -326,6 +329,11 @@ def _import_file(file: Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except ModuleNotFoundError as exc:
+        del sys.modules[name]
+        if (exc.name or "").partition(".")[0] == "cupy":  # an environment to fix, not a suite error
+            raise ProfilerError(f"suite file {file} needs CuPy ({exc}): {CUPY_INSTALL}") from None
+        raise ConfigError(f"suite file {file} failed to import: {type(exc).__name__}: {exc}") from exc
     except Exception as exc:
         del sys.modules[name]
         raise ConfigError(f"suite file {file} failed to import: {type(exc).__name__}: {exc}") from exc

@@ -16,13 +16,15 @@ from ..baseline import compatibility, load_baseline
 from ..errors import GateFailed
 from ..fileio import input_files, write_output
 from ..gate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
-from ..rules import load_rules
+from ..rules import format_help, load_rules
 from ..terminal import table_console
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter  # the format's example keeps its lines
+    parser.epilog = format_help()
     parser.add_argument("source", metavar="RUN", help="run directory, results.json, .ncu-rep, ncu CSV or check JSON")
-    parser.add_argument("--rules", required=True, type=Path, help="rules file (TOML; see profiling/rules.py)")
+    parser.add_argument("--rules", required=True, type=Path, help="rules file (TOML; its format is below)")
     parser.add_argument("--baseline", type=Path, help="baseline JSON for max_regression rules")
     parser.add_argument("--allow-mismatch", action="store_true",
                         help="compare with a baseline from another GPU model or target anyway")  # fmt: skip
