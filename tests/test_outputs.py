@@ -150,6 +150,29 @@ def test_two_reports_of_one_folder_land_in_the_working_directory(capsys, tmp_pat
     assert sorted(p.name for p in data.iterdir()) == listing  # nothing written beside the data
 
 
+def test_a_run_directory_the_user_may_not_write_gets_its_report_in_the_working_directory(
+    capsys, tmp_path: Path, monkeypatch
+) -> None:
+    import json
+
+    from profiling.commands import report
+    from profiling.results import KernelResult, RunInfo, RunResults
+
+    run = tmp_path / "runs" / "20261122-010203-1"
+    run.mkdir(parents=True)
+    results = RunResults(RunInfo(source="x"), (KernelResult("k", "f", "v", 0, {"duration": 1.0}),))
+    (run / "results.json").write_text(json.dumps(results.to_json()), encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["report", str(run)]) == 0 and (run / "report.html").is_file()  # a run you may write: its own
+    monkeypatch.setattr(report.os, "access", lambda path, mode: Path(path) != run)  # as a user who may not
+    (run / "report.html").unlink()
+    assert main(["report", str(run)]) == 0
+    assert capsys.readouterr().out.split()[-1] == "20261122-010203-1.report.html"
+    assert not (run / "report.html").exists() and (work / "20261122-010203-1.report.html").is_file()
+
+
 def test_report_help_says_where_the_default_goes(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["report", "--help"])
