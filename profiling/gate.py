@@ -24,7 +24,7 @@ from .markdown import md_code, md_escape
 from .results import MetricValue, RunResults
 from .rules import ALL_METRICS, AbsoluteBound, RegressionBound, Rule, RuleSet
 from .static_check import StaticResults, is_static_json, load_static
-from .units import format_value as format_number
+from .units import format_value
 
 Status = Literal["pass", "warn", "fail", "skip"]
 Kind = Literal["profile", "static"]
@@ -215,12 +215,12 @@ _SYMBOL = {"max": "<=", "min": ">=", "equals": "=="}
 
 
 def _check_absolute(bound: AbsoluteBound, metric: Metric, value: float, verdict: VerdictMaker) -> Verdict:
-    words = f"{_SYMBOL[bound.kind]} {format_value(bound.limit, metric)}"
-    shown = format_value(value, metric)
+    words = f"{_SYMBOL[bound.kind]} {_figure(bound.limit, metric.unit)}"
+    shown = _figure(value, metric.unit)
     if not _within(bound.kind, value, bound.limit):
         return verdict("fail", f"{metric.key} = {shown}, expected {words}", value, words)
     if bound.warn is not None and not _within(bound.kind, value, bound.warn):
-        warn = f"{_SYMBOL[bound.kind]} {format_value(bound.warn, metric)}"
+        warn = f"{_SYMBOL[bound.kind]} {_figure(bound.warn, metric.unit)}"
         return verdict("warn", f"{metric.key} = {shown}: within {words} but past the warning level {warn}",
                        value, words)  # fmt: skip
     return verdict("pass", f"{metric.key} = {shown} ({words})", value, words)
@@ -241,7 +241,7 @@ def _check_regression(
     lower = metric.better == "lower"
     words = f"{'<=' if lower else '>='} baseline {'+' if lower else '-'}{bound.limit.describe()}"
     change = _change(value, before)
-    detail = f"{metric.key} = {format_value(value, metric)}, baseline {format_value(before, metric)} ({change})"
+    detail = f"{metric.key} = {_figure(value, metric.unit)}, baseline {_figure(before, metric.unit)} ({change})"
     if not _no_worse(value, before, bound.limit.allowance(before), lower, metric.deterministic):
         return verdict("fail", f"{detail}: regressed by more than {bound.limit.describe()}", value, words, before)
     if bound.warn is not None and not _no_worse(value, before, bound.warn.allowance(before), lower,
@@ -261,11 +261,6 @@ def _change(value: float, before: float) -> str:
     if before == 0:
         return "unchanged" if value == 0 else f"{value - before:+g} from zero"
     return f"{(value - before) / abs(before) * 100:+.1f}%"
-
-
-def format_value(value: float, metric: Metric) -> str:
-    """A figure with its unit: "0.554 ms", "4,224 B", "12.3 MB", "yes"; counts as plain numbers."""
-    return format_number(value, metric.unit)
 
 
 # --- renderers ---------------------------------------------------------------------------------
@@ -360,7 +355,8 @@ def _code(text: str) -> str:
 
 
 def _figure(value: float | None, unit: str) -> str:
-    return "—" if value is None else format_number(value, unit)
+    """A figure with its unit: "0.554 ms", "4,224 B", "12.3 MB", "yes"; counts as plain numbers."""
+    return "—" if value is None else format_value(value, unit)
 
 
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}

@@ -95,3 +95,35 @@ def test_short_names_are_shown_whole(name: str) -> None:
     from profiling.kernel_names import NAME_WIDTH, elide_middle
 
     assert elide_middle(name, NAME_WIDTH) == name
+
+
+# --- issue 15's twins: one Markdown escaper, one value formatter, one pipe width -------------------
+
+
+def test_a_kernel_name_with_a_backtick_is_the_same_in_the_gate_summary_and_the_report(capsys, tmp_path) -> None:
+    name = "void k<`tick`, a|b>(T *)"
+    texts = outputs(capsys, tmp_path, results_file(tmp_path, name))
+    shown = "``void k<`tick`, a\\|b>(T *)``"
+    assert f" {shown} |" in texts["summary"] and f"| {shown} |" in texts["md"]
+
+
+def test_one_formatter_for_a_figure_in_the_gate_the_baseline_and_the_report(capsys, tmp_path) -> None:
+    from profiling import gate, units
+    from reports import formatting
+
+    assert formatting.format_value is units.format_value and gate.format_value is units.format_value
+    path = results_file(tmp_path, "k")
+    base = tmp_path / "base.json"
+    assert main(["baseline", "save", str(path), "-o", str(base)]) == 0
+    assert main(["baseline", "show", str(base)]) == 0
+    assert "duration=1.00 µs" in capsys.readouterr().out  # with its unit, as in the gate and the report
+
+
+def test_tables_in_a_pipe_are_wide_enough_not_to_fold(monkeypatch) -> None:
+    from profiling.terminal import PIPE_WIDTH, table_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = table_console()
+    assert out.width >= PIPE_WIDTH and table_console(240).width >= 240
+    monkeypatch.setenv("COLUMNS", "90")
+    assert table_console().width == 90
