@@ -45,18 +45,20 @@ def write_json_output(path: str | Path, data: Any, inputs: Iterable[str | Path |
     return write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n", inputs)
 
 
-INPUT_SUFFIXES = (".json", ".csv", ".toml", ".py", *RAW_REPORT_SUFFIXES)
+INPUT_SUFFIXES = (".csv", ".toml", ".py", ".cu", *RAW_REPORT_SUFFIXES)
+INPUT_NAMES = ("results.json", "bench.json")  # a run directory's own records
 
 
 def input_files(path: str | Path | None) -> list[Path]:
-    """What a command argument reads: the file itself, or a directory's data files (results, bench,
-    profiler reports, CSV, rules, suite sources), so an output never lands on one of them."""
+    """What a command argument reads: the file itself, or a directory's data (results.json,
+    bench.json, profiler reports, CSV, rules, suite sources), so an output never lands on one of
+    them; other files there (a saved baseline, a report) may be written again."""
     if path is None:
         return []
     path = Path(path)
     try:
         if path.is_dir():
-            return [p for p in path.iterdir() if p.name.endswith(INPUT_SUFFIXES)]
+            return [p for p in path.iterdir() if p.name in INPUT_NAMES or p.name.endswith(INPUT_SUFFIXES)]
     except OSError:
         pass
     return [path]

@@ -190,3 +190,10 @@ def test_a_symlink_loop_is_reported_as_a_loop(capsys, tmp_path: Path, command: l
     (tmp_path / "dangling").symlink_to(tmp_path / "nothing")
     one_line_exit_2(capsys, [*command, str(tmp_path / "a")], "symbolic link loop")
     one_line_exit_2(capsys, [*command, str(tmp_path / "dangling")], "symbolic link to a missing file")
+
+
+def test_a_baseline_saved_in_its_run_directory_can_be_saved_again(capsys, data: Path) -> None:
+    target = data / "baseline.json"
+    assert main(["baseline", "save", str(data), "-o", str(target)]) == 0
+    assert main(["baseline", "save", str(data), "-o", str(target)]) == 0  # not an input of the run
+    one_line_exit_2(capsys, ["baseline", "save", str(data), "-o", str(data / "x.csv")], "is an input")
