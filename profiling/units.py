@@ -150,13 +150,13 @@ def format_count(value: float) -> str:
 
 
 def format_percent(value: float) -> str:
-    """A percentage to at most 3 significant digits, with no trailing zeros: a figure ncu's CSV
-    gives as "0.05" prints "0.05%", never "0.0500%" (precision the source lacks): 40.123 -> "40.1%",
-    0.0545 -> "0.0545%", 50.0 -> "50%"."""
+    """A percentage to 3 significant digits, without zeros the value does not have: a figure ncu's
+    CSV gives as "0.05" prints "0.05%", never "0.0500%" (precision the source lacks); 35.012 keeps
+    its "35.0%", 40.123 -> "40.1%", 0.0545 -> "0.0545%"."""
     text = significant(value)
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return f"{text}%"
+    while "." in text and text.endswith("0") and float(text[:-1]) == value:
+        text = text[:-1]
+    return f"{text.removesuffix('.')}%"
 
 
 COMPACT_STEPS = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K"))

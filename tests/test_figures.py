@@ -179,6 +179,7 @@ def test_a_percentage_prints_no_digits_the_source_lacks() -> None:
     assert format_percent(0.05) == "0.05%"
     assert format_percent(0.0545) == "0.0545%"
     assert format_percent(35.0) == "35%" and format_percent(40.123) == "40.1%"
+    assert format_percent(35.0123) == "35.0%"  # a zero the value has stays
 
 
 def test_dram_percent_from_a_csv_holding_two_decimals(capsys) -> None:
