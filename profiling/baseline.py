@@ -17,6 +17,7 @@ unless the user allows it; other differences (driver, ncu, clock control) become
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 
 from .catalogue import CATALOGUE
 from .errors import ConfigError, InputError
-from .fileio import read_json, write_json_atomic
+from .fileio import input_files, read_json, write_json_output
 from .gate import Environment, Kind, Measurements
 from .static_check import STATIC_METRICS
 
@@ -66,10 +67,9 @@ def from_measurements(measurements: Measurements, created_at: str | None = None)
     return Baseline(measurements.kind, measurements.environment, measurements.source, stamp, kernels, values)
 
 
-def save_baseline(baseline: Baseline, path: Path) -> None:
-    if path.name.endswith((".ncu-rep", ".ncu-repz")):
-        raise ConfigError(f"{path}: refusing to write a baseline over a profiler report")
-    write_json_atomic(path, baseline.to_json())
+def save_baseline(baseline: Baseline, path: Path, inputs: Sequence[Path] = ()) -> None:
+    """Write atomically; never over an input (`inputs`, the run's source) nor a raw profiler report."""
+    write_json_output(path, baseline.to_json(), inputs=[*inputs, *input_files(baseline.source or None)])
 
 
 def load_baseline(path: Path) -> Baseline:

@@ -28,7 +28,7 @@ import numpy as np
 
 from .bench_results import BenchFailure, BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
 from .errors import ConfigError, ProfilerError, VerificationError
-from .fileio import write_json_atomic
+from .fileio import write_json_output
 from .run_dir import BENCH, DEFAULT_OUT, machine_of, new_run_dir, now, take_provenance
 from .suite import Family, Launch, Variant, select_variants
 
@@ -245,7 +245,7 @@ def bench(
     )  # fmt: skip
     results = BenchResults(info, copy, tuple(timings), tuple(failures))
     run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
-    write_json_atomic(run_dir / BENCH, results.to_json())
+    write_json_output(run_dir / BENCH, results.to_json())
     return run_dir, results
 
 

@@ -36,6 +36,12 @@ class Metric:
     problem_above_zero: bool = False  # any value above zero marks a problem (excess wavefronts, local traffic)
     # why a derived figure has no value although its inputs are there (None: "an input is zero or missing")
     na_reason: Callable[[Values], str | None] | None = None
+    aliases: tuple[str, ...] = ()  # other ncu names of the same counter, read where `ncu` is absent
+
+    @property
+    def ncu_names(self) -> tuple[str, ...]:
+        """The names a report may hold this metric under: the one memlens asks for, then its aliases."""
+        return (self.ncu, *self.aliases) if self.ncu else self.aliases
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
@@ -73,10 +79,12 @@ _RAW = [
     Metric(
         "shared_ld_instructions", "inst", "warp-level shared-memory load instructions executed",
         "smsp__inst_executed_op_shared_ld.sum", deterministic=True,
+        aliases=("smsp__sass_inst_executed_op_shared_ld.sum", "sass__inst_executed_shared_loads"),
     ),
     Metric(
         "shared_st_instructions", "inst", "warp-level shared-memory store instructions executed",
         "smsp__inst_executed_op_shared_st.sum", deterministic=True,
+        aliases=("smsp__sass_inst_executed_op_shared_st.sum", "sass__inst_executed_shared_stores"),
     ),
     Metric(
         "shared_ld_wavefronts", "wavefront", "shared-memory load wavefronts processed by L1TEX",
@@ -412,6 +420,7 @@ RAW_METRICS: tuple[Metric, ...] = tuple(_RAW)
 DERIVED_METRICS: tuple[Metric, ...] = tuple(_DERIVED) + tuple(m for m in _PER_INSTRUCTION if m.derive)
 PER_INSTRUCTION_METRICS: tuple[Metric, ...] = tuple(m for m in _PER_INSTRUCTION if not m.derive)
 BY_NCU_NAME: dict[str, Metric] = {m.ncu: m for m in _RAW if m.ncu}
+NCU_ALIASES: dict[str, Metric] = {alias: m for m in _RAW for alias in m.aliases}  # ncu's other names
 
 # Keys earlier memlens versions wrote and this one no longer collects: results files that hold them
 # still load, without them (local_*_requests gave way to local_*_instructions: 2 replay passes fewer).

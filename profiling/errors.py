@@ -26,6 +26,12 @@ class InputError(MemlensError):
     exit_code = EXIT_INPUT
 
 
+class OutputError(MemlensError):
+    """A file memlens was asked to write cannot be written, or would replace one of its inputs."""
+
+    exit_code = EXIT_INPUT
+
+
 class ProfilerError(MemlensError):
     """ncu, the GPU, a compiler or a kernel under test failed."""
 

@@ -9,7 +9,6 @@ metric the run lacks, an empty run, an incomplete run and a variant with a wrong
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,10 +19,12 @@ from rich.table import Table
 from rich.text import Text
 
 from .catalogue import Metric
+from .kernel_names import NAME_WIDTH, elide_middle, neutral
+from .markdown import md_code, md_escape
 from .results import MetricValue, RunResults
-from .rules import AbsoluteBound, RegressionBound, Rule, RuleSet
+from .rules import ALL_METRICS, AbsoluteBound, RegressionBound, Rule, RuleSet
 from .static_check import StaticResults, is_static_json, load_static
-from .units import format_bandwidth, format_bytes, format_count, format_duration, significant
+from .units import format_value
 
 Status = Literal["pass", "warn", "fail", "skip"]
 Kind = Literal["profile", "static"]
@@ -214,12 +215,12 @@ _SYMBOL = {"max": "<=", "min": ">=", "equals": "=="}
 
 
 def _check_absolute(bound: AbsoluteBound, metric: Metric, value: float, verdict: VerdictMaker) -> Verdict:
-    words = f"{_SYMBOL[bound.kind]} {format_value(bound.limit, metric)}"
-    shown = format_value(value, metric)
+    words = f"{_SYMBOL[bound.kind]} {_figure(bound.limit, metric.unit)}"
+    shown = _figure(value, metric.unit)
     if not _within(bound.kind, value, bound.limit):
         return verdict("fail", f"{metric.key} = {shown}, expected {words}", value, words)
     if bound.warn is not None and not _within(bound.kind, value, bound.warn):
-        warn = f"{_SYMBOL[bound.kind]} {format_value(bound.warn, metric)}"
+        warn = f"{_SYMBOL[bound.kind]} {_figure(bound.warn, metric.unit)}"
         return verdict("warn", f"{metric.key} = {shown}: within {words} but past the warning level {warn}",
                        value, words)  # fmt: skip
     return verdict("pass", f"{metric.key} = {shown} ({words})", value, words)
@@ -240,7 +241,7 @@ def _check_regression(
     lower = metric.better == "lower"
     words = f"{'<=' if lower else '>='} baseline {'+' if lower else '-'}{bound.limit.describe()}"
     change = _change(value, before)
-    detail = f"{metric.key} = {format_value(value, metric)}, baseline {format_value(before, metric)} ({change})"
+    detail = f"{metric.key} = {_figure(value, metric.unit)}, baseline {_figure(before, metric.unit)} ({change})"
     if not _no_worse(value, before, bound.limit.allowance(before), lower, metric.deterministic):
         return verdict("fail", f"{detail}: regressed by more than {bound.limit.describe()}", value, words, before)
     if bound.warn is not None and not _no_worse(value, before, bound.warn.allowance(before), lower,
@@ -260,22 +261,6 @@ def _change(value: float, before: float) -> str:
     if before == 0:
         return "unchanged" if value == 0 else f"{value - before:+g} from zero"
     return f"{(value - before) / abs(before) * 100:+.1f}%"
-
-
-def format_value(value: float, metric: Metric) -> str:
-    """A figure in words: "0.554 ms", "4,224 B", "12.3 MB", "yes"; counts as plain numbers."""
-    if not math.isfinite(value):
-        return str(value)
-    if metric.unit == "ns":
-        return format_duration(value)
-    if metric.unit == "byte":
-        return f"{format_count(value)} B" if abs(value) < 1e4 else format_bytes(value)
-    if metric.unit == "byte/second":
-        return format_bandwidth(value)
-    if metric.unit == "flag":
-        return "yes" if value else "no"
-    text = format_count(value) if float(value).is_integer() else significant(value)
-    return f"{text}%" if metric.unit == "%" else text
 
 
 # --- renderers ---------------------------------------------------------------------------------
@@ -327,24 +312,10 @@ def to_junit(result: GateResult) -> str:
 
 
 def _xml_text(text: str) -> str:
-    """`text` without the characters XML 1.0 cannot hold (control characters other than tab/newline)."""
+    """`text` without the characters XML 1.0 cannot hold (control characters other than tab/newline),
+    bidirectional controls shown as their codes."""
     return "".join(c if c in "\t\n\r" or (" " <= c <= "\ud7ff") or ("\ue000" <= c <= "\ufffd")
-                   or c > "\uffff" else "\ufffd" for c in text)  # fmt: skip
-
-
-_MARKDOWN_SPECIAL = "\\`*_[]|~#!"
-
-
-def markdown_escape(text: str) -> str:
-    """`text` as literal GitHub Markdown inside a table cell: punctuation backslash-escaped,
-    `<`, `>`, `&` as entities (GitHub strips unknown HTML tags), line breaks as spaces."""
-    out = []
-    for char in " ".join(text.splitlines()):
-        if char in _MARKDOWN_SPECIAL:
-            out.append("\\" + char)
-        else:
-            out.append({"<": "&lt;", ">": "&gt;", "&": "&amp;"}.get(char, char))
-    return "".join(out)
+                   or c > "\uffff" else "\ufffd" for c in neutral(text))  # fmt: skip
 
 
 _ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "skip": "⏭️ skip"}
@@ -354,7 +325,7 @@ def to_markdown(result: GateResult) -> str:
     """A GitHub step summary: failures, warnings and skips in a table, passing checks folded away."""
     lines = [f"## memlens gate: {result.summary()}", "",
              f"Rules `{_code(result.rules)}` on {result.kind} results `{_code(result.source)}`.", ""]  # fmt: skip
-    lines += [f"> {markdown_escape(note)}" for note in result.notes] + ([""] if result.notes else [])
+    lines += [f"> {md_escape(note)}" for note in result.notes] + ([""] if result.notes else [])
     order = {"fail": 0, "warn": 1, "skip": 2}
     shown = sorted((v for v in result.verdicts if v.status != "pass"), key=lambda v: order[v.status])
     passed = [v for v in result.verdicts if v.status == "pass"]
@@ -370,9 +341,10 @@ def _markdown_table(verdicts: Sequence[Verdict]) -> list[str]:
     lines = ["| status | rule | kernel | metric | value | bound | baseline | detail |",
              "|---|---|---|---|---:|---|---:|---|"]  # fmt: skip
     for v in verdicts:
-        cells = [_ICON[v.status], markdown_escape(v.rule), markdown_escape(v.subject or "—"),
-                 markdown_escape(v.metric or "—"), number_text(v.value), markdown_escape(v.bound or "—"),
-                 number_text(v.baseline), markdown_escape(v.message)]  # fmt: skip
+        unit = ALL_METRICS[v.metric].unit if v.metric in ALL_METRICS else ""
+        cells = [_ICON[v.status], md_escape(v.rule), md_code(elide_middle(v.subject, NAME_WIDTH)) if v.subject else "—",
+                 md_escape(v.metric or "—"), _figure(v.value, unit), md_escape(v.bound or "—"),
+                 _figure(v.baseline, unit), md_escape(v.message)]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -382,11 +354,9 @@ def _code(text: str) -> str:
     return " ".join(text.replace("`", "'").splitlines())
 
 
-def number_text(value: float | None) -> str:
-    """A figure of a gate or a baseline: whole numbers exact, others to 4 significant digits."""
-    if value is None:
-        return "—"
-    return format_count(value) if float(value).is_integer() else significant(value, 4)
+def _figure(value: float | None, unit: str) -> str:
+    """A figure with its unit: "0.554 ms", "4,224 B", "12.3 MB", "yes"; counts as plain numbers."""
+    return "—" if value is None else format_value(value, unit)
 
 
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
@@ -398,8 +368,8 @@ def to_table(result: GateResult) -> Table:
     for column in ("status", "rule", "kernel", "detail"):
         table.add_column(column, overflow="fold")
     for v in result.verdicts:
-        table.add_row(Text(v.status.upper(), style=_STYLE[v.status]), Text(v.rule), Text(v.subject or "-"),
-                      Text(v.message))  # fmt: skip
+        table.add_row(Text(v.status.upper(), style=_STYLE[v.status]), Text(neutral(v.rule)),
+                      Text(elide_middle(neutral(v.subject), NAME_WIDTH) or "-"), Text(neutral(v.message)))  # fmt: skip
     return table
 
 

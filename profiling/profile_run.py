@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
-from .fileio import write_json_atomic, write_text_atomic
+from .fileio import write_json_output, write_output
 from .ncu import (
     Ncu,
     NcuRun,
@@ -219,10 +219,7 @@ def _profile(
         if error is None:
             error = _nothing_measured(results, request)
             results = replace(results, complete=error is None)
-        try:
-            write_json_atomic(run_dir / RESULTS, results.to_json())
-        except OSError as exc:
-            raise ProfilerError(f"cannot write {run_dir / RESULTS}: {exc.strerror or exc}") from None
+        write_json_output(run_dir / RESULTS, results.to_json())  # OutputError (exit 2) on an OS error
         link_error = point_latest(options.out_dir, run_dir)
     error = error or link_error
     if error is not None:
@@ -244,7 +241,7 @@ def _run_profiler(
     """Run ncu over the profiled program; what cut the run short (None when it ran to its end). Never raises a
     MemlensError or KeyboardInterrupt: the caller saves what was done first."""
     try:
-        write_text_atomic(request.log.with_name(NCU_COMMAND), command_line(argv) + "\n")
+        write_output(request.log.with_name(NCU_COMMAND), command_line(argv) + "\n")
         run = run_ncu(argv, timeout, poll=poll, log=request.log)
         poll()
         _check_run(run, events, request)

@@ -16,6 +16,7 @@ from typing import Any
 from .catalogue import CATALOGUE, RETIRED_KEYS, derive_all
 from .errors import InputError
 from .fileio import read_json
+from .kernel_names import kernel_label, neutral
 from .run_dir import RESULTS, Provenance
 from .source_lines import InstructionRecord
 
@@ -64,10 +65,11 @@ class KernelResult:
 
     @property
     def label(self) -> str:
-        """family/variant for suite kernels, the kernel name otherwise."""
+        """family/variant for suite kernels, the kernel name otherwise (a Numba kernel's function
+        name, so a CSV and a .ncu-rep of one run give one label)."""
         if self.family and self.variant:
             return f"{self.family}/{self.variant}"
-        return self.kernel
+        return kernel_label(self.kernel)
 
     def values(self) -> dict[str, float | None]:
         """Raw and derived figures by catalogue key."""
@@ -93,7 +95,7 @@ class KernelResult:
             values = self._values
             for other in _FORMULA_INPUTS[key]:
                 if values.get(other) is None:
-                    return f"needs {other}: {self.missing_reason(other)}"
+                    return f"needs {CATALOGUE[other].ncu or other}: {self.missing_reason(other)}"
             reason = metric.na_reason(values) if metric.na_reason else None
             return reason or "an input is zero or missing"
         return "not in the report"
@@ -218,8 +220,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def printable(text: str) -> str:
     """`text` with control characters other than tab and newline (ESC and the like, which could
-    drive a terminal) replaced by U+FFFD: for names and messages read from files."""
-    return _CONTROL.sub("\ufffd", text)
+    drive a terminal) replaced by U+FFFD, and bidirectional controls (U+202E, which would reverse
+    the text around it) shown as their codes: for names and messages read from files."""
+    return neutral(_CONTROL.sub("\ufffd", text))
 
 
 def _short(value: Any) -> str:

@@ -16,7 +16,8 @@ Keys of a rule:
 - `name` (required): a unique, non-empty string.
 - `select` (a glob or a list of globs) or `select_regex` (a Python regex that must match the whole
   label): which kernels the rule checks. The label is "family/variant" for a suite kernel and the
-  demangled kernel name (e.g. `void tr<1>(float *, const float *, int)`) for a plain ncu report. In
+  demangled kernel name (e.g. `void tr<1>(float *, const float *, int)`; a Numba kernel's function
+  name, e.g. `matmul`) for a plain ncu report. In
   a glob `*` matches anything (including `/`), `?` one character, `[...]` a set: to match a literal
   `[` in a kernel name, use `select_regex`. Matching is case-sensitive.
 - `exclude` (optional, a glob or a list of globs): kernels to leave out of the selection.
@@ -57,6 +58,7 @@ from typing import Any, Literal
 from .catalogue import CATALOGUE, Metric, lookup
 from .errors import ConfigError
 from .static_check import STATIC_METRICS
+from .units import format_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,6 +71,14 @@ RULE_KEYS = ("name", "select", "select_regex", "exclude", "metric", "equals", "m
              "max_regression", "warn", "description")  # fmt: skip
 BOUND_KEYS = ("equals", "max", "min", "max_regression")
 TOP_LEVEL_KEYS = ("version", "rule")
+FORMAT_HEADING = "The file format\n---------------\n"
+
+
+def format_help() -> str:
+    """The rules file format, as `memlens gate --help` prints it (this module's docstring)."""
+    return "rules file format:\n" + (__doc__ or "").partition(FORMAT_HEADING)[2].replace("::\n", ":\n")
+
+
 ALL_METRICS: dict[str, Metric] = {**CATALOGUE, **STATIC_METRICS}
 
 AbsoluteKind = Literal["equals", "max", "min"]
@@ -175,7 +185,7 @@ def load_rules(path: str | Path) -> RuleSet:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: rules file is not UTF-8 text") from None
     if len(data) > MAX_RULES_BYTES:
-        raise ConfigError(f"{path}: over {MAX_RULES_BYTES // 2**20} MiB: not a rules file")
+        raise ConfigError(f"{path}: over {format_bytes(MAX_RULES_BYTES)}: not a rules file")
     return parse_rules(text, path)
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, VerificationError
+from .errors import ConfigError, ProfilerError, VerificationError
+from .fileio import missing_reason
 from .nvtx_names import NAME_PATTERN, compile_filter
 from .nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and profile_run name ranges with it
 from .results import Expectation
@@ -266,6 +267,8 @@ def default_suite_path() -> Path:
 def suite_root(path: str | Path | None = None) -> Path:
     """The suite's directory or .py file, checked without importing anything."""
     root = Path(path) if path is not None else default_suite_path()
+    if not root.exists():
+        raise ConfigError(f"suite {root}: {missing_reason(root)}")
     if not (root.is_dir() or (root.is_file() and root.suffix == ".py")):
         raise ConfigError(f"suite {root} is neither a directory nor a .py file")
     return root
@@ -323,6 +326,9 @@ def select_variants(path: str | Path | None, pattern: str | None, sizes: Iterabl
     return Selection(suite, variants, parsed)
 
 
+CUPY_INSTALL = "pip install 'memlens[cuda13]' (or 'memlens[cuda12]': the CUDA major nvidia-smi prints)"
+
+
 def _import_file(file: Path) -> ModuleType:
     name = f"memlens_suite_{abs(hash(str(file.resolve()))):x}_{file.stem}"
     if name in sys.modules:
@@ -334,6 +340,11 @@ def _import_file(file: Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except ModuleNotFoundError as exc:
+        del sys.modules[name]
+        if (exc.name or "").partition(".")[0] == "cupy":  # an environment to fix, not a suite error
+            raise ProfilerError(f"suite file {file} needs CuPy ({exc}): {CUPY_INSTALL}") from None
+        raise ConfigError(f"suite file {file} failed to import: {type(exc).__name__}: {exc}") from exc
     except Exception as exc:
         del sys.modules[name]
         raise ConfigError(f"suite file {file} failed to import: {type(exc).__name__}: {exc}") from exc

@@ -22,6 +22,19 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, markup=False, highlight=False, soft_wrap=False)
 
 
+PIPE_WIDTH = 200  # columns of a table in a pipe, a file or a CI log, where rich would assume 80
+
+
+def table_console(pipe_width: int = PIPE_WIDTH) -> Console:
+    """The console a command prints its table on: on a terminal as wide as the terminal; in a
+    pipe or a file at least `pipe_width` columns (rich's 80 would fold the table), unless COLUMNS
+    sets the width."""
+    out = console()
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out.width = max(out.width, pipe_width)
+    return out
+
+
 def progress_bar(transient: bool):  # -> rich.progress.Progress, imported only when a bar is drawn
     """The live bar of long commands, on stderr: what runs, how far along, for how long."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn

@@ -101,7 +101,6 @@ def to_base(value: float, unit: str, base: str) -> float:
 
 DURATION_STEPS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 DECIMAL_BYTES = ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB"))
-BINARY_BYTES = ((2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"))
 
 
 def significant(value: float, digits: int = 3) -> str:
@@ -126,10 +125,10 @@ def format_duration(ns: float) -> str:
     return f"{significant(ns)} ns"
 
 
-def format_bytes(count: float, binary: bool = False) -> str:
-    """A byte amount in the largest unit where it reads at least 1: 2_147_483_648 -> "2.15 GB"
-    (decimal, as ncu writes) or, with `binary`, "2.00 GiB". Below 1 KB: "512 B"."""
-    for scale, name in BINARY_BYTES if binary else DECIMAL_BYTES:
+def format_bytes(count: float) -> str:
+    """A byte amount in the largest decimal (SI) unit where it reads at least 1, as ncu writes and
+    as memlens prints every byte figure: 2_147_483_648 -> "2.15 GB". Below 1 KB: "512 B"."""
+    for scale, name in DECIMAL_BYTES:
         if abs(count) >= scale:
             return f"{significant(count / scale)} {name}"
     return f"{count:,.0f} B" if float(count).is_integer() else f"{significant(count)} B"
@@ -151,5 +150,82 @@ def format_count(value: float) -> str:
 
 
 def format_percent(value: float) -> str:
-    """A percentage to 3 significant digits: 40.123 -> "40.1%"."""
-    return f"{significant(value)}%"
+    """A percentage to 3 significant digits, without zeros the value does not have: a figure ncu's
+    CSV gives as "0.05" prints "0.05%", never "0.0500%" (precision the source lacks); 35.012 keeps
+    its "35.0%", 40.123 -> "40.1%", 0.0545 -> "0.0545%"."""
+    text = significant(value)
+    while "." in text and text.endswith("0") and float(text[:-1]) == value:
+        text = text[:-1]
+    return f"{text.removesuffix('.')}%"
+
+
+COMPACT_STEPS = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K"))
+
+
+def compact_count(value: float) -> str:
+    """A large count in a few characters: 65_011_712 -> "65.0 M", 812 -> "812", 0 -> "0"."""
+    for scale, name in COMPACT_STEPS:
+        if abs(value) >= scale:
+            return f"{significant(value / scale)} {name}"
+    return format_count(value)
+
+
+def per_instruction(value: float) -> str:
+    """A ratio per instruction: whole numbers stay whole (31.0 -> "31"), else 3 digits."""
+    if abs(value - round(value)) < 0.05 and abs(value) >= 1:
+        return str(round(value))
+    return significant(value)
+
+
+def exact_bytes(value: float) -> str:
+    """Bytes as an exact count, for small per-block figures: 4224 -> "4,224 B"."""
+    return f"{format_count(value)} B"
+
+
+def ways(value: float) -> str:
+    """Wavefronts per instruction: 32.24 -> "32.2"."""
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+def speedup(value: float) -> str:
+    """A speed ratio: 1.6384 -> "1.64×"."""
+    return f"{significant(value)}×"
+
+
+def byte_amount(value: float) -> str:
+    """Bytes of a gate figure: exact below 10,000 ("4,224 B"), else decimal units ("12.3 MB")."""
+    return exact_bytes(value) if abs(value) < 1e4 else format_bytes(value)
+
+
+# kind -> formatter; the report's columns name a kind, the gate a catalogue unit (ns, byte, ...)
+FORMATTERS = {
+    "ns": format_duration,
+    "byte": byte_amount,
+    "byte/second": format_bandwidth,
+    "%": format_percent,
+    "flag": lambda v: "yes" if v else "no",
+    "duration": format_duration,
+    "milliseconds": lambda ms: format_duration(ms * 1e6),  # memlens bench times in ms
+    "bandwidth": format_bandwidth,
+    "gb_per_s": lambda gb: format_bandwidth(gb * 1e9),  # memlens bench bandwidths in GB/s
+    "percent": format_percent,
+    "ways": ways,
+    "compact": compact_count,
+    "count": format_count,
+    "bytes": format_bytes,
+    "exact_bytes": exact_bytes,
+    "speedup": speedup,
+}
+
+
+def format_value(value: float | None, kind: str) -> str:
+    """`value` as text for a report column's `kind` or a catalogue unit (a count unit such as
+    "inst" or "wavefront" prints as a count); "n/a" for a missing or non-finite value."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return FORMATTERS.get(kind, plain_number)(value)
+
+
+def plain_number(value: float) -> str:
+    """A count in full (65,011,712), else 4 significant digits (0.5543)."""
+    return format_count(value) if float(value).is_integer() else significant(value, 4)

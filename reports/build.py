@@ -12,7 +12,7 @@ from profiling.catalogue import CATALOGUE
 from profiling.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from profiling.units import format_bytes
 
-from .formatting import format_count, format_value
+from .formatting import format_count, format_value, short_kernel
 from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
 
 if TYPE_CHECKING:
@@ -305,13 +305,13 @@ def _group(results: RunResults, static: StaticResults | None = None) -> tuple[li
         if kernel.family and kernel.variant:
             launches.setdefault((kernel.family, kernel.variant), []).append(kernel)
         else:
-            plain.setdefault(kernel.kernel, []).append(kernel)
+            plain.setdefault(kernel.label, []).append(kernel)  # one label for a Numba kernel from CSV or .ncu-rep
     order = list(dict.fromkeys([*outcomes, *launches]))
     families: dict[str, list[tuple[str, str]]] = {}
     for key in order:
         families.setdefault(key[0], []).append(key)
     sections = [_family(name, keys, outcomes, launches, static) for name, keys in families.items()]
-    others = [_row(name, name, group, None, static=static) for name, group in plain.items()]
+    others = [_row(label, short_kernel(label), group, None, static=static) for label, group in plain.items()]
     return sections, others
 
 

@@ -11,12 +11,14 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from profiling import __version__
+from profiling.kernel_names import NAME_WIDTH, elide_middle
+from profiling.markdown import MdSafe, md_code, md_escape
 from profiling.results import RunResults
 
 from .build import BENCH_COLUMNS, COLUMNS, build_run, labels
@@ -89,7 +91,8 @@ def render_html(report: Report) -> str:
         if svg:
             charts["comparison"] = Markup(svg)
     environment = _html_environment()
-    environment.filters["short_kernel"] = short_kernel
+    environment.filters["short_kernel"] = lambda name: elide_middle(short_kernel(name), NAME_WIDTH)
+    environment.filters["elide"] = lambda name: elide_middle(name, NAME_WIDTH)
     environment.filters["column_groups"] = column_groups
     template = environment.get_template("report.html.j2")
     return template.render(report=report, charts=charts)
@@ -120,35 +123,6 @@ def column_groups(columns: Sequence[Column]) -> list[tuple[str, int]]:
 # --- Markdown -----------------------------------------------------------------------------------
 
 
-class MdSafe(str):
-    """Text already in Markdown form: the Markdown template's escaping leaves it alone."""
-
-
-_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]|~#])")
-_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-
-
-def md_escape(value: Any) -> str:
-    """Text as literal Markdown inline content, safe in a table cell: punctuation that Markdown
-    reads is backslash-escaped, HTML's characters become entities, line breaks become spaces."""
-    if isinstance(value, MdSafe):
-        return value
-    text = "" if value is None else str(value)
-    text = re.sub(r"[&<>]", lambda m: _MD_ENTITIES[m.group()], text)
-    text = _MD_PUNCTUATION.sub(r"\\\1", text)
-    return re.sub(r"\s*[\r\n]+\s*", " ", text)
-
-
-def md_code(value: Any) -> MdSafe:
-    """Text as a Markdown code span (for kernel names): a fence longer than any run of backticks
-    inside, `|` escaped for tables (GFM reads `\\|` as `|` even in code), one line."""
-    text = re.sub(r"\s*[\r\n]+\s*", " ", str(value)).replace("|", "\\|")
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return MdSafe(f"{fence}{pad}{text}{pad}{fence}")
-
-
 def render_markdown(report: Report) -> str:
     environment = Environment(
         loader=FileSystemLoader(TEMPLATES),
@@ -160,6 +134,7 @@ def render_markdown(report: Report) -> str:
         keep_trailing_newline=True,
     )
     environment.filters["code"] = md_code
+    environment.filters["name"] = lambda name: md_code(elide_middle(str(name), NAME_WIDTH))
     environment.filters["md"] = lambda text: MdSafe(text)  # template-made Markdown only
     template = environment.get_template("report.md.j2")
     text = template.render(report=report)

@@ -14,7 +14,7 @@ from profiling.units import format_count, significant
 from .model import Cell, FamilySection, Finding, Row
 
 if TYPE_CHECKING:
-    from profiling.bench import BenchResults
+    from profiling.bench_results import BenchResults
 
 COMPUTE_BOUND_COPY = "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
 

@@ -60,7 +60,7 @@ def _shared(kernel: KernelResult) -> tuple[bool | None, Finding]:
         return False, Finding("shared", "ok", "no shared-memory accesses")
     excess = _value(kernel, "exact_excess_wavefronts")
     if excess is None:
-        return None, Finding("shared", "unknown", _hardware_only(kernel))
+        return None, _estimate(kernel)
     if excess <= 0:
         return False, Finding("shared", "ok", "no bank conflicts")
     return True, Finding("shared", "bad", _conflict_text(kernel, excess, loads or 0, stores or 0))
@@ -134,18 +134,36 @@ def _ways_detail(kernel: KernelResult) -> str:
     return f" ({ways(ld)} / {ways(st)} wavefronts per load / store)"
 
 
-def _hardware_only(kernel: KernelResult) -> str:
-    reason = kernel.metric("exact_excess_wavefronts").missing_reason or ""
-    why = "a --fast run: no instrumented pass" if "--fast" in reason else reason
-    parts = [f"shared memory: bank conflicts not measured exactly ({why})"]
+EXACT_METRICS = ("memory_l1_wavefronts_shared", "memory_l1_wavefronts_shared_ideal")  # ncu's instrumented pass
+LIKELY_CONFLICT, LIKELY_CLEAN = 1.5, 1.25  # wavefronts per load, of the hardware wavefront counter
+
+
+def _estimate(kernel: KernelResult) -> Finding:
+    """Without the exact count: what the wavefront counter supports (wavefronts per load), how to
+    get the exact figure, and the over-counting conflict counter, labelled."""
+    ld_ways = _value(kernel, "shared_ld_ways")
+    if ld_ways is None:
+        severity, guess = "unknown", "shared memory: bank conflicts not measured exactly"
+    elif ld_ways >= LIKELY_CONFLICT:
+        n = round(ld_ways)
+        wide = " (or conflict-free 8- or 16-byte loads, which take 2 or 4)" if n <= 4 else ""
+        guess = f"shared loads: about {ways(ld_ways)} wavefronts per load: likely a {n}-way bank conflict{wide}"
+        severity = "bad"
+    else:
+        severity = "ok" if ld_ways <= LIKELY_CLEAN else "unknown"
+        guess = f"shared loads: about {ways(ld_ways)} wavefronts per load: likely no bank conflict"
+    parts = [f"{guess} (an estimate, not measured exactly: {_how_to_measure(kernel)})"]
     hw_ld, hw_st = _value(kernel, "hw_ld_bank_conflicts"), _value(kernel, "hw_st_bank_conflicts")
     if hw_ld is not None and hw_st is not None:
-        detail = f"{HW_LABEL}: {compact_count(hw_ld)} load and {compact_count(hw_st)} store conflicts"
-        ld_ways = _value(kernel, "shared_ld_ways")
-        if ld_ways is not None:
-            detail += f", {ways(ld_ways)} wavefronts per load"
-        parts.append(detail)
-    return "; ".join(parts)
+        parts.append(f"{HW_LABEL}: {compact_count(hw_ld)} load and {compact_count(hw_st)} store conflicts")
+    return Finding("shared", severity, "; ".join(parts))
+
+
+def _how_to_measure(kernel: KernelResult) -> str:
+    reason = kernel.metric("shared_wavefronts").missing_reason or ""
+    if "--fast" in reason:
+        return "a --fast run: no instrumented pass; run without --fast for the exact count"
+    return f"for the exact count, profile with ncu --metrics {','.join(EXACT_METRICS)}"
 
 
 # --- local memory -------------------------------------------------------------------------------

@@ -231,7 +231,7 @@ def test_bench_writes_bench_json_and_prints_table(device, tmp_path, capsys):
     assert not (tmp_path / "runs" / "latest").exists()  # latest stays with the last profile
     out = capsys.readouterr().out
     gpu_copy = f"{copy_gb_per_s(GIB):,.0f}"
-    assert f"Fake GPU: device-to-device copy {gpu_copy} GB/s (1.00 GiB buffer); median of 20 launches" in out
+    assert f"Fake GPU: device-to-device copy {gpu_copy} GB/s (1.07 GB buffer); median of 20 launches" in out
     assert "transpose/conflict" in out and "10.5 ms" in out
     assert "GB/s: n/a where the family declares no min_bytes" in out
     assert "% of copy: of" not in out  # no variant has one
@@ -249,7 +249,7 @@ def test_sets_rotate_to_several_times_l2(device, tmp_path, capsys):
     out = capsys.readouterr().out
     sets = {cells[0]: cells[2] for cells in table_rows(out)}
     assert sets["transpose/padded"] == "8" and sets["running_mean/local"] == f"{MAX_SETS}*"
-    assert out.count("* the input sets together hold less than 4x the L2 cache (48.0 KiB)") == 1
+    assert out.count("* the input sets together hold less than 4x the L2 cache (49.2 KB)") == 1
 
 
 MIN_BYTES_SUITE = """

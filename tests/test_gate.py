@@ -12,7 +12,7 @@ from rich.console import Console
 
 from profiling.baseline import Baseline, compatibility, from_measurements, load_baseline, save_baseline
 from profiling.cli import main
-from profiling.errors import ConfigError, InputError
+from profiling.errors import ConfigError, InputError, OutputError
 from profiling.gate import (
     Environment,
     GateResult,
@@ -20,13 +20,14 @@ from profiling.gate import (
     Verdict,
     evaluate,
     from_run,
-    markdown_escape,
     read_measurements,
     to_json,
     to_junit,
     to_markdown,
     to_table,
 )  # fmt: skip
+from profiling.markdown import md_code
+from profiling.markdown import md_escape as markdown_escape
 from profiling.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from profiling.rules import parse_rules
 from tests.schemas.xsd_lite import validate_file
@@ -116,7 +117,7 @@ def test_missing_metric_fails_with_the_reason() -> None:
     result = evaluate(ruleset, from_run(RunResults(H200, (fast,))))
     assert statuses(result) == [("x", "t/padded", "fail")]
     assert result.verdicts[0].message == (
-        "exact_excess_wavefronts missing: needs shared_wavefronts: not collected: run without --fast")
+        "exact_excess_wavefronts missing: needs memory_l1_wavefronts_shared: not collected: run without --fast")
 
 
 def test_empty_incomplete_and_wrong_runs_fail() -> None:
@@ -224,7 +225,7 @@ def test_baseline_kind_must_match_and_files_are_checked(tmp_path: Path) -> None:
     bad.write_text('{"schema_version": 1}')
     with pytest.raises(InputError, match="not a memlens baseline"):
         load_baseline(bad)
-    with pytest.raises(ConfigError, match="refusing to write a baseline over a profiler report"):
+    with pytest.raises(OutputError, match="refusing to write over a raw profiler report"):
         save_baseline(Baseline("profile", Environment(), "", ""), tmp_path / "x.ncu-rep")
 
 
@@ -298,9 +299,9 @@ def test_markdown_summary_escapes_names_and_folds_passes() -> None:
     assert all(len(row) == 8 for row in rows)  # no name breaks out of its cell
     fail = next(row for row in rows if "duration = 20.0 ns" in row[7])
     assert fail[0].strip() == "❌ fail" and fail[1].strip() == "pipes \\| and \\`ticks\\`"
-    assert fail[2].strip() == ("void k&lt;float, 1&gt;(T&amp;, char const\\*) \\| \\`x\\` &lt;script&gt;&amp;amp; "
-                               "\\*a\\* \\[b\\](c) \x01")
-    assert "<script>" not in text and "`x`" not in text.replace("\\`x\\`", "")
+    assert fail[2].strip() == md_code(HOSTILE)  # a code span, as the report shows a kernel name
+    assert fail[2].strip() == "``void k<float, 1>(T&, char const*) \\| `x` <script>&amp; *a* [b](c) \x01``"
+    assert "<script>" not in text.replace(md_code(HOSTILE), "")
     assert "<details><summary>1 passing checks</summary>" in text
     order = [row[0].strip() for row in rows]
     assert order == ["❌ fail", "❌ fail", "⚠️ warn", "⏭️ skip", "⏭️ skip", "✅ pass"]

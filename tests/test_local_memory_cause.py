@@ -81,12 +81,12 @@ def test_the_report_names_spill_and_array_indexed_at_run_time(running_mean: Stat
     spill = figures(running_mean)["running_mean/spill"]
     found = verdicts(running_mean_run(), running_mean)
     assert found["running_mean/spill"] == (
-        "no shared-memory accesses; local memory: 32.0 MiB of local loads and 1.00 GiB of local stores:"
+        "no shared-memory accesses; local memory: 33.6 MB of local loads and 1.07 GB of local stores:"
         f" register spill (ptxas: {spill.spill_store_bytes:,} B of spill stores and {spill.spill_load_bytes:,} B"
         " of spill loads per thread at 32 registers)"
     )
     assert found["running_mean/local"] == (
-        "no shared-memory accesses; local memory: 1.00 GiB of local loads and 1.00 GiB of local stores:"
+        "no shared-memory accesses; local memory: 1.07 GB of local loads and 1.07 GB of local stores:"
         " an array indexed at run time (128 B stack frame per thread, no spills)"
     )
     assert found["running_mean/register"] == "no shared-memory accesses, no local memory"
@@ -94,8 +94,8 @@ def test_the_report_names_spill_and_array_indexed_at_run_time(running_mean: Stat
 
 def test_without_a_static_check_the_cause_is_unknown_with_the_hint() -> None:
     found = verdicts(running_mean_run(), None)
-    assert found["running_mean/spill"].endswith(f"1.00 GiB of local stores {UNKNOWN}")
-    assert found["running_mean/local"].endswith(f"1.00 GiB of local stores {UNKNOWN}")
+    assert found["running_mean/spill"].endswith(f"1.07 GB of local stores {UNKNOWN}")
+    assert found["running_mean/local"].endswith(f"1.07 GB of local stores {UNKNOWN}")
 
 
 def test_a_variant_the_static_check_lacks_is_cause_unknown() -> None:

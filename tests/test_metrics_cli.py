@@ -37,7 +37,7 @@ def test_table_from_a_report(capsys: pytest.CaptureFixture[str]) -> None:
                  "16,252,928 (31/ld)", "32.00",  # exact excess and n-way (wavefronts over the ideal) of the conflict
                  "HW conflict", "40,231",  # the hardware counter, non-zero for the padded one
                  "1.07 GB / 1.07 GB",  # local loads / stores of the running mean
-                 "4.00 KiB", "4.12 KiB", "16,384 x 256", "1,333.9", "27.7%"):
+                 "4.10 KB", "4.22 KB", "16,384 x 256", "1,333.9", "27.7%"):
         assert text in out, text
     assert "n/a" not in out
 
@@ -122,7 +122,7 @@ def test_plain_ncu_csv_names_kernels_and_prints_them_as_text(capsys: pytest.Capt
     assert "void f<[bold]a[/bold], 32 & 1>(T1 *)" in out
     assert "1.50 ms" in out
     assert "DRAM GB/s: n/a — " in out  # no DRAM bytes in this export
-    assert "shared ld n-way: n/a — needs shared_ld_instructions: not in the report" in out
+    assert "shared ld n-way: n/a — needs smsp__inst_executed_op_shared_ld.sum: not in the report" in out
 
 
 @pytest.mark.parametrize("data", [b"", b"\x00\xffjunk", b"hello\n"])
@@ -212,7 +212,7 @@ def test_cached_figures_leave_the_dataclass_as_it_was() -> None:
     fresh = KernelResult(kernel="k", launch_id=3, raw=dict(raw), missing={"dram_write_bytes": "n/a in the report"})
     before = (asdict(kernel), repr(kernel))
     first = kernel.metric("dram_bandwidth")
-    assert first.value is None and first.missing_reason == "needs dram_write_bytes: n/a in the report"
+    assert first.value is None and first.missing_reason == "needs dram__bytes_write.sum: n/a in the report"
     assert kernel.metric("dram_bandwidth") is first  # worked out once
     assert kernel.values() == fresh.values() and kernel.values() is not kernel.values()  # a copy each call
     assert (asdict(kernel), repr(kernel)) == before

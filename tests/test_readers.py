@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from profiling.catalogue import BY_NCU_NAME, CATALOGUE, PER_INSTRUCTION_METRICS, RAW_METRICS
-from profiling.demangle import kernel_name
 from profiling.errors import InputError
+from profiling.kernel_names import kernel_name
 from profiling.readers import ncu_rep, read_report
 from profiling.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT
 from profiling.readers.ncu_csv import parse_csv

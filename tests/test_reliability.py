@@ -268,7 +268,7 @@ def test_a_huge_file_is_refused_before_it_is_read(tmp_path, capsys):
     started = time.monotonic()
     assert main(["metrics", str(path)]) == 2
     assert time.monotonic() - started < 5
-    expected = f"memlens: error: {path}: larger than the 256 MiB memlens reads from a text file\n"
+    expected = f"memlens: error: {path}: larger than the 268 MB memlens reads from a text file\n"
     assert capsys.readouterr().err == expected
 
 

@@ -52,7 +52,7 @@ def test_table_figures_and_speedup():
     assert padded.cells["exact_excess_wavefronts"].text == "0"
     assert padded.cells["hw_bank_conflicts"].text == "40.2 K"  # the counter's false conflicts
     assert padded.cells["shared_per_block"].text == "4,224 B"
-    assert rows["running_mean/local"].cells["local_ld_bytes"].text == "1.00 GiB"
+    assert rows["running_mean/local"].cells["local_ld_bytes"].text == "1.07 GB"
     assert rows["running_mean/local"].cells["shared_ld_ways"].text == "—"  # no shared loads at all
 
 
@@ -64,7 +64,7 @@ def test_verdicts_in_words():
     assert rows["transpose/padded"].verdict_text == "no bank conflicts, no local memory"
     assert rows["running_mean/registers"].verdict_text == "no shared-memory accesses, no local memory"
     assert rows["running_mean/local"].verdict_text == (
-        "no shared-memory accesses; local memory: 1.00 GiB of local loads and 1.00 GiB of local stores"
+        "no shared-memory accesses; local memory: 1.07 GB of local loads and 1.07 GB of local stores"
         " (cause unknown: run `memlens check` or compile with -Xptxas -v)"
     )
 
@@ -73,7 +73,7 @@ def test_registers_alone_do_not_name_the_cause_of_local_memory():
     # 255 registers and local traffic: a spill, or an array too large for registers, or both
     rows = rows_of(suite_run(local={"registers_per_thread": 255.0, "local_ld_sectors": 8_388_608.0}))
     assert rows["running_mean/local"].verdict_text.endswith(
-        "256 MiB of local loads and 1.00 GiB of local stores (cause unknown: run `memlens check` or compile with"
+        "268 MB of local loads and 1.07 GB of local stores (cause unknown: run `memlens check` or compile with"
         " -Xptxas -v)"
     )
 
@@ -118,17 +118,18 @@ def test_fast_run_says_so_and_falls_back_to_the_labelled_hardware_counter():
     conflict = rows["transpose/conflict"]
     cell = conflict.cells["exact_excess_wavefronts"]
     assert cell.value is None and cell.text == "n/a" and "--fast" in cell.missing_reason
-    assert conflict.verdict[0].severity == "unknown"
+    assert conflict.verdict[0].severity == "bad"  # the estimate the wavefront counter supports
     assert conflict.verdict[0].text == (
-        "shared memory: bank conflicts not measured exactly (a --fast run: no instrumented pass);"
-        " HW counter (over-counts): 16.4 M load and 38.2 K store conflicts, 32.2 wavefronts per load"
+        "shared loads: about 32.2 wavefronts per load: likely a 32-way bank conflict (an estimate, not measured"
+        " exactly: a --fast run: no instrumented pass; run without --fast for the exact count);"
+        " HW counter (over-counts): 16.4 M load and 38.2 K store conflicts"
     )
     assert conflict.expectation.state == "unchecked"
     assert rows["running_mean/local"].expectation.state == "match"  # no shared accesses: nothing to count
     assert not run.exact_available
     assert any("HW counter (over-counts)" in note for note in run.notes)
     html = render(report, "html")
-    assert f'title="needs shared_wavefronts: {FAST_REASON}"' in html
+    assert f'title="needs memory_l1_wavefronts_shared: {FAST_REASON}"' in html
     assert "HW conflicts (over-counts)" in html  # the chart's panel, labelled
 
 
@@ -274,9 +275,9 @@ def test_probe_recordings():
     )
     assert rows["transpose/padded"].verdict_text == "no bank conflicts, no local memory"
     assert rows["transpose/padded"].cells["speedup"].value == pytest.approx(85_440 / 33_824, rel=1e-3)
-    assert "1.00 GiB of local loads" in rows["running_mean/local"].verdict_text
+    assert "1.07 GB of local loads" in rows["running_mean/local"].verdict_text
     fast_rows = rows_of(read_report(f"{PROBE}/probe_fast.ncu-rep"))
-    assert "not measured exactly (a --fast run" in fast_rows["transpose/conflict"].verdict_text
+    assert "not measured exactly: a --fast run" in fast_rows["transpose/conflict"].verdict_text
     assert fast_rows["transpose/conflict"].cells["exact_excess_wavefronts"].text == "n/a"
 
 

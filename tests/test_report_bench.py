@@ -134,7 +134,7 @@ def test_column_values(run_dir):
     assert rows["transpose/conflict"].cells["bench_pct_of_copy"].text == "46.7%"
     assert rows["running_mean/register"].cells["bench_pct_of_copy"].text == "29.2%"
     assert rows["matmul/naive"].cells["bench_median"].text == "17.5 ms"
-    assert rows["matmul/naive"].cells["bench_pct_of_copy"].text == "0.0750%"
+    assert rows["matmul/naive"].cells["bench_pct_of_copy"].text == "0.075%"
     # the ncu figures beside them are unchanged
     assert padded.cells["duration"].text == "0.149 ms" and padded.cells["speedup"].text == "2.06×"
 

@@ -109,3 +109,44 @@ def test_prints_to_pdf(page, tmp_path):
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF") and len(data) > 20_000
     assert data.count(b"/Type /Page") - data.count(b"/Type /Pages") >= 2  # landscape pages of a long report
+
+
+# A page the test makes around the report (which itself carries no script): the report in a frame
+# 420 px wide, as on a phone, and a script that measures its layout and writes the figures into the
+# DOM that --dump-dom prints. (Headless Chromium's window is at least 500 px wide.)
+PHONE = """<!doctype html><html><body style="margin:0">
+<iframe id="phone" src="REPORT" style="width:420px;height:900px;border:0"></iframe>
+<script>
+document.getElementById("phone").addEventListener("load", () => {
+  const doc = document.getElementById("phone").contentDocument;
+  const width = doc.documentElement.clientWidth;
+  const cards = [...doc.querySelectorAll(".compare-grid > div")].map(d => d.getBoundingClientRect());
+  const overflowing = cards.filter(r => r.right > width + 1 || r.left < -1).length;
+  const lefts = new Set(cards.map(r => Math.round(r.left))).size;
+  const svgs = [...doc.querySelectorAll(".chart svg")];
+  const smallest = Math.min(...svgs.map(svg => {
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    return Math.min(...[...svg.querySelectorAll("text")].map(
+      t => parseFloat(doc.defaultView.getComputedStyle(t).fontSize) * scale));
+  }));
+  document.body.setAttribute("data-measured",
+    JSON.stringify({width, cards: cards.length, overflowing, lefts, smallest}));
+});
+</script></body></html>"""
+
+
+def test_a_phone_screen_stacks_the_cards_and_keeps_chart_text_readable(page, tmp_path):
+    import json
+    import re
+
+    phone = page.parent / "phone.html"
+    phone.write_text(PHONE.replace("REPORT", page.name), encoding="utf-8")
+    dom = chromium(tmp_path, "--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom",
+                   phone.as_uri()).stdout  # fmt: skip
+    found = re.search(r'data-measured="([^"]*)"', dom)
+    assert found, "the measuring script did not run"
+    figures = json.loads(found.group(1).replace("&quot;", '"'))
+    assert figures["width"] <= 420 and figures["cards"] == 4, figures
+    assert figures["overflowing"] == 0, figures  # no card wider than the screen: the second run's column shows
+    assert figures["lefts"] == 1, figures  # one column of cards
+    assert figures["smallest"] >= 8, figures  # chart text at least 8 px (was 3-4 px)

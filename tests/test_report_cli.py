@@ -65,14 +65,14 @@ def test_reads_recorded_ncu_reports(tmp_path, capsys):
     recorded = RECORDED[0]
     assert main(["report", str(recorded / "suite.csv"), str(recorded / "suite_fast.ncu-rep"), "-o", str(target)]) == 0
     html = target.read_text(encoding="utf-8")
-    assert "Comparison across runs" in html and "not measured exactly (a --fast run" in html
+    assert "Comparison across runs" in html and "not measured exactly: a --fast run" in html
 
 
 @pytest.mark.parametrize(
     "arguments, message",
     [
         (["no/such/run"], "no/such/run: no such file or directory"),
-        (["{run}", "-o", "{run}/results.json"], "is an input of this report"),
+        (["{run}", "-o", "{run}/results.json"], "is an input of this command"),
         (["{run}", "-o", "{run}"], "is a directory"),
     ],
 )

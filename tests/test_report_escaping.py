@@ -82,7 +82,7 @@ def test_html_attributes_and_chart_labels_are_escaped():
     titles = [value for name, value in parse(html).attributes if name == "title"]
     assert f"runs/{SCRIPT}" in titles  # the run label in the comparison's header, as an attribute
     svg_text = re.findall(r"<text\b[^>]*>(.*?)</text>", html, re.S)
-    assert any("&lt;script&gt;alert(1)&lt;/script&gt;" in t for t in svg_text)
+    assert any("&lt;script&gt;alert" in t for t in svg_text)  # shortened to the name before "("
 
 
 def test_html_fetches_nothing():

@@ -55,7 +55,7 @@ def test_fast_recording_falls_back_to_the_hardware_counter(recorded):
     by_label = rows(recorded / "suite_fast.results.json")
     conflict = by_label["transpose/conflict"]
     assert conflict.expectation.state == "unchecked"
-    assert "not measured exactly (a --fast run" in conflict.verdict_text
+    assert "not measured exactly: a --fast run" in conflict.verdict_text
     assert "HW counter (over-counts): " in conflict.verdict_text
 
 

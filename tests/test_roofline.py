@@ -130,7 +130,7 @@ def test_intensities_of_the_naive_matmul(full: RunResults) -> None:
 def test_intensity_without_flop_counters_says_which_counter_is_missing() -> None:
     kernel = KernelResult("k", raw={"dram_read_bytes": 64.0, "dram_write_bytes": 64.0})
     reason = kernel.metric("arithmetic_intensity").missing_reason
-    assert reason == "needs flops: needs flops_fp32: needs fp32_ffma_inst: not in the report"
+    assert reason == "needs flops: needs flops_fp32: needs smsp__sass_thread_inst_executed_op_ffma_pred_on.sum: not in the report"
 
 
 # --- global memory ---------------------------------------------------------------------------------
@@ -264,7 +264,7 @@ def test_roofline_rules_fail_on_a_run_without_the_counters() -> None:
 
 def test_compute_bound_family_drops_pct_of_copy_and_the_chart_shows_the_copy_roof(full: RunResults) -> None:
     """`% of copy` stays for memory-bound families; a compute-bound one shows n/a saying why."""
-    from profiling.bench import BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
+    from profiling.bench_results import BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
     from reports.roofline import COMPUTE_BOUND_COPY
 
     copy = CopyBandwidth(1 << 30, TimeSummary.of([0.7] * 5))  # 2 GiB in 0.7 ms: 3.07 TB/s
@@ -318,5 +318,5 @@ def test_verdict_says_why_a_variant_is_not_placed() -> None:
                                     "fp64_dfma_inst": 0.0, "fp64_dadd_inst": 0.0, "fp64_dmul_inst": 0.0,
                                     "duration": 1000.0})  # fmt: skip
     assert bound(kernel, {"peak_flops_fp32": 1e12, "peak_dram_bandwidth": 1e12}) is None
-    why = "needs dram_bytes: needs dram_read_bytes: not in the report"
+    why = "needs dram_bytes: needs dram__bytes_read.sum: not in the report"
     assert verdict(kernel, None).text == f"roofline: not placed ({why})"

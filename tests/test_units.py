@@ -101,19 +101,17 @@ def test_format_duration(ns: float, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("count", "binary", "text"),
+    ("count", "text"),
     [
-        (0.0, False, "0 B"),
-        (512.0, False, "512 B"),
-        (4224.0, False, "4.22 KB"),
-        (4224.0, True, "4.12 KiB"),
-        (1_073_741_824.0, False, "1.07 GB"),
-        (1_073_741_824.0, True, "1.00 GiB"),
-        (2.5e12, False, "2.50 TB"),
+        (0.0, "0 B"),
+        (512.0, "512 B"),
+        (4224.0, "4.22 KB"),
+        (1_073_741_824.0, "1.07 GB"),
+        (2.5e12, "2.50 TB"),
     ],
 )
-def test_format_bytes(count: float, binary: bool, text: str) -> None:
-    assert format_bytes(count, binary=binary) == text
+def test_format_bytes(count: float, text: str) -> None:
+    assert format_bytes(count) == text
 
 
 def test_format_bandwidth_count_percent() -> None:

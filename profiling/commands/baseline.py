@@ -16,8 +16,12 @@ from rich.text import Text
 
 from ..baseline import from_measurements, load_baseline, save_baseline
 from ..errors import InputError
-from ..gate import number_text, read_measurements
-from ..terminal import console
+from ..fileio import input_files
+from ..gate import read_measurements
+from ..kernel_names import NAME_WIDTH, elide_middle
+from ..rules import ALL_METRICS
+from ..terminal import table_console
+from ..units import format_value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         if not measurements.subjects:
             raise InputError(f"{args.source}: no kernels to save as a baseline")
         baseline = from_measurements(measurements)
-        save_baseline(baseline, args.output)
+        save_baseline(baseline, args.output, inputs=input_files(args.source))
         where = baseline.environment.gpu_name or baseline.environment.arch or "unknown GPU"
         print(f"memlens: baseline of {len(baseline.values)} kernels ({where}) written to {args.output}")
         return 0
@@ -45,9 +49,14 @@ def run(args: argparse.Namespace) -> int:
     for column in ("kernel", "figures"):
         table.add_column(column, overflow="fold")
     for key, values in baseline.values.items():
-        table.add_row(Text(key), Text(", ".join(f"{m}={number_text(v)}" for m, v in values.items())))
-    out = console()
-    if not out.is_terminal:
-        out.width = 200
+        figures = ", ".join(f"{m}={_figure(m, v)}" for m, v in values.items())
+        table.add_row(Text(elide_middle(key, NAME_WIDTH)), Text(figures))
+    out = table_console()
     out.print(table)
     return 0
+
+
+def _figure(key: str, value: float) -> str:
+    """A figure with its unit ("0.554 ms", "4,224 B"); a count in full."""
+    metric = ALL_METRICS.get(key)
+    return format_value(value, metric.unit if metric else "")

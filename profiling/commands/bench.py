@@ -8,7 +8,6 @@ Writes bench.json into a new run directory under --out, or into an existing run 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -19,13 +18,12 @@ from ..bench import bench as run_bench
 from ..bench_results import BENCH_FILE, BenchResults, VariantTiming
 from ..errors import ProfilerError
 from ..run_dir import DEFAULT_OUT, shell_command
-from ..terminal import console, interactive, progress_bar
+from ..terminal import interactive, progress_bar, table_console
 from ..units import format_bytes, format_duration, format_percent
 from .common import add_size_arguments, add_suite_arguments
 
 NA = "n/a"
 COPY_HEADER = "copy GB/s (same bytes)"
-PIPE_WIDTH = 200  # rich's 80 columns would fold the table when stdout is a file or a pipe
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,14 +97,12 @@ class BenchProgress:
 
 
 def print_table(results: BenchResults, run_dir: Path) -> None:
-    out = console()
-    if not out.is_terminal and "COLUMNS" not in os.environ:
-        out.width = max(out.width, PIPE_WIDTH)
+    out = table_console()
     info, copy = results.info, results.copy
     driver = f", driver {info.driver_version}" if info.driver_version else ""
     out.print(
         f"{info.gpu_name}{driver}: device-to-device copy {copy.gb_per_s:,.0f} GB/s "
-        f"({format_bytes(copy.buffer_bytes, binary=True)} buffer); median of {info.repeats} launches"
+        f"({format_bytes(copy.buffer_bytes)} buffer); median of {info.repeats} launches"
     )
     table = Table()
     for header in ("variant", "size", "sets", "median", "p10 - p90", "min", "GB/s", COPY_HEADER, "% of copy"):
@@ -148,7 +144,7 @@ def notes(results: BenchResults) -> list[str]:
     l2 = results.info.l2_bytes
     if any(cache_may_flatter(t, l2) for t in results.variants):
         lines.append(f"* the input sets together hold less than {L2_MULTIPLE}x the L2 cache "
-                     f"({format_bytes(l2, binary=True)}): the cache may flatter these times")  # fmt: skip
+                     f"({format_bytes(l2)}): the cache may flatter these times")  # fmt: skip
     if any(t.copy is not None for t in results.variants):
         lines.append(
             f"% of copy: of {COPY_HEADER!r}, a device-to-device copy of the variant's min_bytes "

@@ -21,13 +21,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import InputError, ProfilerError
-from ..fileio import write_json_atomic
+from ..fileio import input_files, write_json_output
 from ..static_check import CHECK_FILE, Progress, StaticResults, check_suite, rows, without_kernels
 from ..suite import select_variants
-from ..terminal import console, interactive
+from ..terminal import console, interactive, table_console
 from .common import add_suite_arguments
 
-PIPE_WIDTH = 200
 COLUMNS = ("variant", "kernel", "registers", "stack B", "spill st B", "spill ld B", "shared B", "PTX .local")
 
 
@@ -56,9 +55,9 @@ def run(args: argparse.Namespace) -> int:
     with _progress(total) as progress:
         results = check_suite(suite, args.pattern, args.arch, prefer, progress)
     if args.json is not None:
-        write_json_atomic(args.json, results.to_json())
+        write_json_output(args.json, results.to_json(), inputs=input_files(suite.path))
     if args.into is not None:
-        write_json_atomic(args.into / CHECK_FILE, results.to_json())
+        write_json_output(args.into / CHECK_FILE, results.to_json())
     _print(results)
     for label in without_kernels(suite, args.pattern):
         print(f"memlens: {label} declares no kernels: nothing to compile", file=sys.stderr)
@@ -94,9 +93,7 @@ def _progress(total: int) -> Iterator[Progress | None]:
 
 
 def _print(results: StaticResults) -> None:
-    out = console()
-    if not out.is_terminal:
-        out.width = PIPE_WIDTH
+    out = table_console()
     table = Table(title=f"memlens check {results.source}: {results.arch}, {results.compiler or 'no compiler used'}")
     for column in COLUMNS:
         table.add_column(column, overflow="fold", justify="right" if column.endswith("B") or column == "registers"

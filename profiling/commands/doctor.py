@@ -51,11 +51,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PROFILER if any(c.required and not c.ok for c in checks) else 0
 
 
+NCU_FIX = "install Nsight Compute (CUDA toolkit) or pass --ncu PATH"
+
+
 def check_ncu(explicit: str | None) -> Check:
     try:
         ncu = find_ncu(explicit)
     except MemlensError as exc:
-        return Check("ncu", False, str(exc), "install Nsight Compute (CUDA toolkit) or pass --ncu PATH")
+        return Check("ncu", False, _without_fix(str(exc)), NCU_FIX)
     return Check("ncu", True, f"{ncu.path} (version {ncu.version_text})")
 
 
@@ -73,11 +76,18 @@ def check_gpu() -> Check:
 def check_permission() -> Check:
     params = Path("/proc/driver/nvidia/params")
     if not params.exists():
-        return Check("counter permission", False, "no NVIDIA driver parameters to read", required=False)
+        return Check("counter permission", False, f"cannot tell: no {params} (no NVIDIA driver loaded)",
+                     "install the NVIDIA driver, then run `memlens doctor --probe` to read a counter",
+                     required=False)  # fmt: skip
     admin_only = "RmProfilingAdminOnly: 1" in params.read_text(errors="replace")
     if admin_only and os.geteuid() != 0:
         return Check("counter permission", False, "counters are restricted to admin users", PERMISSION_HINT)
     return Check("counter permission", True, "root" if os.geteuid() == 0 else "counters open to all users")
+
+
+def _without_fix(message: str) -> str:
+    """A message without its advice ("...: install it or pass --ncu PATH"): the fix column has it."""
+    return message.partition(": install it")[0]
 
 
 def check_packages() -> list[Check]:
@@ -98,8 +108,9 @@ def _package(name: str) -> Check:
 def check_probe(explicit: str | None) -> Check:
     try:
         ncu = find_ncu(explicit)
-    except MemlensError as exc:
-        return Check("profile probe", False, str(exc))
+    except MemlensError:
+        return Check("profile probe", False, "not run: it profiles a tiny CuPy kernel under ncu, and ncu is missing",
+                     "fix the ncu row, then run `memlens doctor --probe` again")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         argv = [str(ncu.path), "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
                 "--log-file", f"{tmp}/log", sys.executable, "-c", PROBE]  # fmt: skip

@@ -9,21 +9,22 @@ fails, so CI can publish them."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..baseline import compatibility, load_baseline
 from ..errors import GateFailed
-from ..fileio import write_text_atomic
+from ..fileio import input_files, write_output
 from ..gate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
-from ..rules import load_rules
-from ..terminal import console
-
-PIPE_WIDTH = 200  # rich would fold the table at 80 columns in a CI log
+from ..rules import format_help, load_rules
+from ..terminal import table_console
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter  # the format's example keeps its lines
+    parser.epilog = format_help()
     parser.add_argument("source", metavar="RUN", help="run directory, results.json, .ncu-rep, ncu CSV or check JSON")
-    parser.add_argument("--rules", required=True, type=Path, help="rules file (TOML; see profiling/rules.py)")
+    parser.add_argument("--rules", required=True, type=Path, help="rules file (TOML; its format is below)")
     parser.add_argument("--baseline", type=Path, help="baseline JSON for max_regression rules")
     parser.add_argument("--allow-mismatch", action="store_true",
                         help="compare with a baseline from another GPU model or target anyway")  # fmt: skip
@@ -41,23 +42,24 @@ def run(args: argparse.Namespace) -> int:
         baseline = load_baseline(args.baseline)
         notes = compatibility(baseline, measurements, args.allow_mismatch)
     result = evaluate(rules, measurements, baseline, notes)
-    write_outputs(result, args.junit, args.summary, args.json)
+    inputs = [*input_files(args.source), args.rules, args.baseline]
+    write_outputs(result, args.junit, args.summary, args.json, inputs)
     show(result)
     if not result.passed:
         raise GateFailed(f"gate {result.summary()}")
     return 0
 
 
-def write_outputs(result: GateResult, junit: Path | None, summary: Path | None, json_path: Path | None) -> None:
+def write_outputs(result: GateResult, junit: Path | None, summary: Path | None, json_path: Path | None,
+                  inputs: Sequence[Path | None] = ()) -> None:  # fmt: skip
+    """Each file asked for; a write error is OutputError (exit 2), never a gate failure (exit 1)."""
     for path, render in ((junit, to_junit), (summary, to_markdown), (json_path, to_json_text)):
         if path is not None:
-            write_text_atomic(path, render(result))
+            write_output(path, render(result), inputs)
 
 
 def show(result: GateResult) -> None:
-    out = console()
-    if not out.is_terminal:
-        out.width = PIPE_WIDTH
+    out = table_console()
     for note in result.notes:
         out.print(f"note: {note}")
     out.print(to_table(result))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -22,12 +21,13 @@ from rich.cells import cell_len  # a few ms; the rest of rich is imported where 
 
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError, InputError
+from ..kernel_names import NAME_WIDTH, elide_middle
 from ..nvtx_names import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
 from ..run_dir import LATEST_RUN
 from ..tables import LABEL_MIN_WIDTH, TableColumn, dumps_indented, fast_table, rich_table
-from ..terminal import console
+from ..terminal import console, table_console
 from ..units import format_bytes, format_count, format_duration, format_percent
 
 NA = "n/a"
@@ -52,14 +52,16 @@ def run(args: argparse.Namespace) -> int:
     results = _read(args.path)
     kernels = _select(results, args.pattern)
     output = "json" if args.json else "csv" if args.csv else "table"
-    render(results, kernels, output, local_memory_causes(Path(args.path or LATEST_RUN), kernels))
+    causes = local_memory_causes(Path(args.path or LATEST_RUN), kernels)
+    render(results, kernels, output, causes, title=args.path or str(LATEST_RUN))
     return 0
 
 
 def render(results: RunResults, kernels: list[KernelResult], output: str = "table",
-           local: dict[int, str] | None = None) -> None:  # fmt: skip
+           local: dict[int, str] | None = None, title: str | None = None) -> None:  # fmt: skip
     """Print `kernels` of `results` on stdout as "table", "json" or "csv"; `local` gives the cause
-    of local memory of kernels (by position in `kernels`) that have local traffic."""
+    of local memory of kernels (by position in `kernels`) that have local traffic; the table's title
+    names `title` (the path the user gave), else the run's source."""
     local = local or {}
     if output == "json":
         data = to_json(results, kernels)
@@ -69,7 +71,7 @@ def render(results: RunResults, kernels: list[KernelResult], output: str = "tabl
     elif output == "csv":
         write_csv(kernels, sys.stdout)
     elif output == "table":
-        print_table(results, kernels)
+        print_table(results, kernels, title=title)
         for line in dict.fromkeys(f"{kernels[i].label}: local memory: {text}" for i, text in local.items()):
             console().print(line, markup=False, highlight=False, soft_wrap=True)
     else:
@@ -167,11 +169,11 @@ def _launch(kernel: KernelResult) -> str:
 
 
 def _static_shared(kernel: KernelResult) -> str:
-    return _show(kernel, "static_shared_per_block", lambda v: format_bytes(v, binary=True))
+    return _show(kernel, "static_shared_per_block", format_bytes)
 
 
 COLUMNS = (
-    Column("kernel", "kernel", (), lambda k: k.label),
+    Column("kernel", "kernel", (), lambda k: elide_middle(k.label, NAME_WIDTH)),
     Column("duration", "duration", ("duration",), lambda k: _show(k, "duration", format_duration)),
     Column("DRAM GB/s", "DRAM\nGB/s", ("dram_bandwidth",), lambda k: _show(k, "dram_bandwidth", _gb_per_s)),
     Column("DRAM % of peak", "DRAM %\nof peak", ("dram_pct_of_peak",),
@@ -187,18 +189,18 @@ COLUMNS = (
 )
 
 
-def print_table(results: RunResults, kernels: list[KernelResult], fast: bool | None = None) -> None:
+def print_table(
+    results: RunResults, kernels: list[KernelResult], fast: bool | None = None, title: str | None = None
+) -> None:
     """The title, one row a kernel and the notes. `fast` picks the printer (default: by the output
     and the number of kernels); both print the same text."""
-    out = console()
-    if not out.is_terminal and "COLUMNS" not in os.environ:
-        out.width = max(out.width, PIPE_WIDTH)
+    out = table_console(PIPE_WIDTH)
     if fast is None:
         fast = not out.is_terminal or len(kernels) > RICH_MAX_ROWS
     rows = [[column.render(kernel) for column in COLUMNS] for kernel in kernels]
     # never squeeze a figure: on a narrow terminal the table is wider than the screen, not truncated
     out.width = max(out.width, _narrowest_table(rows))
-    out.print(_title(results))
+    out.print(_title(results, title))
     columns = [TableColumn(column.header, numeric=column.name != "kernel") for column in COLUMNS]
     text = fast_table(out, columns, rows) if fast else None
     if text is None:
@@ -220,10 +222,11 @@ def _narrowest_table(rows: list[list[str]]) -> int:
     return label_width + sum(numeric) + 2 * len(COLUMNS) + len(COLUMNS) + 1
 
 
-def _title(results: RunResults) -> str:
+def _title(results: RunResults, named: str | None = None) -> str:
+    """The file the user named (not the report a results.json was made from), GPU and cc."""
     info = results.info
     where = ", ".join(p for p in (info.gpu_name, info.compute_capability and f"cc {info.compute_capability}") if p)
-    return f"{info.source or 'results'}" + (f" ({where})" if where else "")
+    return f"{named or info.source or 'results'}" + (f" ({where})" if where else "")
 
 
 def notes(kernels: list[KernelResult]) -> list[str]:

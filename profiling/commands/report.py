@@ -3,28 +3,31 @@ baseline, DRAM bandwidth, bank conflicts (exact, and the over-counting hardware 
 it), local-memory traffic, the declared expectation against what was measured, and a verdict in
 words. Several runs add a comparison of every kernel across them, the first run the reference.
 
-RUN is a run directory, a results.json, a .ncu-rep or an ncu CSV. Where the run directory (the
-folder of a file given) holds a bench.json from `memlens bench --into RUN`, the family tables add
-its median times, bandwidths and % of the measured copy bandwidth, with a chart per family, and
-the header the copy bandwidth; a damaged bench.json is an error. Where it holds a check.json from
-`memlens check --into RUN`, verdicts name the cause of local-memory traffic (register spill, an
-array indexed at run time, an array too large for registers). The report is written
-atomically: to RUN/report.<ext> for one run directory (beside the file for a file), to
-./memlens-report.<ext> for several; `-o -` prints it. HTML is one self-contained file;
-`--format md` suits a CI job summary; `--format json` is the same content for machines."""
+RUN is a run directory, a results.json, a .ncu-rep or an ncu CSV. Where a memlens run directory
+(one with a results.json; the folder of a file given) holds a bench.json from `memlens bench
+--into RUN`, the family tables add its median times, bandwidths and % of the measured copy
+bandwidth, with a chart per family, and the header the copy bandwidth; a damaged bench.json is an
+error. Where it holds a check.json from `memlens check --into RUN`, verdicts name the cause of
+local-memory traffic (register spill, an array indexed at run time, an array too large for
+registers). The report is written atomically, never over an input: to RUN/report.<ext> for one
+memlens run directory you may write (given as the directory or its results.json); for any other
+single input to ./STEM.report.<ext> in the current directory, named after the input
+(a/seed.ncu-rep -> ./seed.report.html), never into the data's folder; to ./memlens-report.<ext>
+for several; `-o -` prints it. HTML is one self-contained file; `--format md` suits a CI job
+summary; `--format json` is the same content for machines."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from reports import FORMATS
 
 from ..bench_results import BENCH_FILE, BenchResults, find_bench
-from ..errors import InputError
-from ..fileio import write_text_atomic
-from ..readers import find_report, read_report
+from ..fileio import write_output
+from ..readers import RESULTS_FILE, find_report, read_report
 from ..run_dir import report_file
 from ..static_check import find_static
 
@@ -33,7 +36,9 @@ STDOUT = "-"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run directory, results.json, .ncu-rep or ncu CSV")
-    parser.add_argument("-o", "--output", help="file to write (default: RUN/report.<ext>, or ./memlens-report.<ext>)")
+    parser.add_argument("-o", "--output", help="file to write, - for stdout (default: RUN/report.<ext> for a writable "
+                        "memlens run directory, else ./STEM.report.<ext> named after the input, or "
+                        "./memlens-report.<ext> for several runs)")
     parser.add_argument("--format", choices=FORMATS, default="html", help="html (default), md or json")
 
 
@@ -48,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     target = Path(args.output) if args.output else default_output(args.runs, args.format)
-    write_report(target, text, inputs=[find_report(Path(path)) for path in args.runs])
+    inputs = [find_report(Path(path)) for path in args.runs]
+    inputs += [Path(source) for source, _ in filter(None, benches)]
+    write_output(target, text, inputs)
     print(target)
     return 0
 
@@ -60,29 +67,32 @@ def run_directory(path: str | Path) -> Path:
     return path if path.is_dir() else path.parent
 
 
+def is_memlens_run(directory: Path) -> bool:
+    return (directory / RESULTS_FILE).is_file()
+
+
 def bench_of(path: str | Path) -> tuple[str, BenchResults] | None:
-    """(the bench.json read, its results) of RUN's run directory; None where it has none.
+    """(the bench.json read, its results) of RUN's memlens run directory; None where it has none,
+    or where RUN is not in one (a bench.json beside a plain ncu file is not memlens's).
     InputError naming the file where it is damaged."""
     directory = run_directory(path)
+    if not is_memlens_run(directory):
+        return None
     bench = find_bench(directory)
     return None if bench is None else (str(directory / BENCH_FILE), bench)
 
 
 def default_output(runs: list[str], fmt: str) -> Path:
-    if len(runs) == 1:
-        path = Path(runs[0])
-        return report_file(path if path.is_dir() else path.parent, fmt)
-    return Path(f"memlens-report.{fmt}")
-
-
-def write_report(target: Path, text: str, inputs: list[Path]) -> None:
-    """Write atomically (temp file + rename): a reader sees the old file or the whole new one.
-    Never over a file the report was read from (a results.json, a raw profiler report)."""
-    if target.is_dir():
-        raise InputError(f"{target}: is a directory; name a file with -o")
-    if any(target.resolve() == path.resolve() for path in inputs):
-        raise InputError(f"{target}: is an input of this report; name another file with -o")
-    try:
-        write_text_atomic(target, text)
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write ({exc.strerror or exc})") from None
+    """RUN/report.<ext> for a memlens run directory this user may write; else a file in the
+    current directory named after the input, so two inputs of one folder keep two reports."""
+    if len(runs) != 1:
+        return Path(f"memlens-report.{fmt}")
+    path = Path(runs[0])
+    directory = run_directory(path)
+    own_run = path.is_dir() or path.name == RESULTS_FILE
+    if own_run and is_memlens_run(directory) and os.access(directory, os.W_OK | os.X_OK):
+        return report_file(directory, fmt)
+    stem = directory.resolve().name if own_run else path.name
+    for suffix in (".ncu-repz", ".ncu-rep", ".csv", ".json"):
+        stem = stem.removesuffix(suffix)
+    return Path(f"{stem or 'memlens'}.report.{fmt}")

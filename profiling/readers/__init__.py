@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import missing_reason
 from ..results import RunResults, load_results
 from ..run_dir import RESULTS
 from .ncu_csv import parse_csv, read_csv
@@ -35,7 +36,7 @@ def find_report(path: Path) -> Path:
     if path.is_dir():
         return _in_directory(path)
     if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
+        raise InputError(f"{path}: {missing_reason(path)}")
     if not path.is_file():
         raise InputError(f"{path}: not a regular file")
     return path

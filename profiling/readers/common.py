@@ -66,7 +66,7 @@ def raw_values(
     raw: dict[str, float | None] = {}
     missing: dict[str, str] = {}
     for metric in NCU_METRICS:
-        cell = lookup(metric.ncu)  # NCU_METRICS all have one
+        cell = next((c for name in metric.ncu_names if (c := lookup(name)) is not None), None)
         if cell is None:
             value, reason = None, absent_reason(metric, from_memlens)
         else:

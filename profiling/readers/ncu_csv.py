@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES
-from ..demangle import kernel_name
+from ..catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES, NCU_ALIASES
 from ..errors import InputError
 from ..fileio import read_bytes_limited
+from ..kernel_names import kernel_name
 from ..results import KernelResult, RunInfo, RunResults, printable
 from .common import Cell, compute_capability, is_memlens_domain, make_kernel, suite_range
 
@@ -30,6 +30,7 @@ NOT_AVAILABLE = {"", "n/a", "na", "-"}
 GPU_NAME = DEVICE_ATTRIBUTES["gpu_name"]
 # The numeric columns read: catalogue metrics and the compute capability.
 WANTED = frozenset(BY_NCU_NAME) | {DEVICE_ATTRIBUTES["cc_major"], DEVICE_ATTRIBUTES["cc_minor"]}
+WANTED |= frozenset(NCU_ALIASES)  # ncu's other names of a catalogue counter
 _QUOTED = re.compile(r'"([^"]*)"')
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..catalogue import CATALOGUE, DEVICE_ATTRIBUTES, PER_INSTRUCTION_METRICS
-from ..demangle import kernel_name
 from ..errors import InputError, ProfilerError
+from ..kernel_names import kernel_name
 from ..results import KernelResult, RunInfo, RunResults, printable
 from ..source_lines import InstructionRecord
 from .common import NCU_METRICS, Cell, absent_reason, compute_capability, convert, is_memlens_domain, suite_range
@@ -281,6 +281,7 @@ class _Absent(enum.Enum):
 _ABSENT = _Absent.ABSENT
 _NAMES: tuple[str, ...] = tuple(m.ncu for m in NCU_METRICS)  # NCU_METRICS all have one
 _DURATION_INDEX = _NAMES.index(DURATION)
+_ALIASES: tuple[tuple[str, tuple[str, ...]], ...] = tuple((m.ncu, m.aliases) for m in NCU_METRICS)  # type: ignore[misc]
 
 
 class _MetricReader:
@@ -296,8 +297,12 @@ class _MetricReader:
         units = self.units
         binding = _binding()
         metric_by_name, has_value, value = binding.metric_by_name, binding.has_value, binding.value
-        for name in _NAMES:
+        for name, aliases in _ALIASES:
             metric = metric_by_name(action, name)
+            for alias in aliases if metric is None else ():  # another ncu name of the same counter
+                metric = metric_by_name(action, alias)
+                if metric is not None:
+                    break
             if metric is None:
                 values.append(_ABSENT)
                 continue
