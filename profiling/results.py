@@ -57,6 +57,9 @@ class KernelResult:
     launch_id: int = 0  # ncu's ID of the launch, unique within a report
     raw: dict[str, float | None] = field(default_factory=dict)  # catalogue key -> value
     missing: dict[str, str] = field(default_factory=dict)  # catalogue key -> reason
+    gpu_index: int | None = None  # the GPU that ran it (nvidia-smi's index), where memlens chose one (--gpus)
+    gpu_name: str | None = None
+    gpu_uuid: str | None = None
 
     @property
     def label(self) -> str:
@@ -140,6 +143,7 @@ class VariantOutcome:
     demonstrates: str = ""  # the suite's one line on what the variant shows
     expect: Expectation | None = None  # None in results written before the field existed
     baseline: bool = False  # the family's baseline, the variant others are compared with
+    gpu_index: int | None = None  # the GPU it ran on, where memlens chose one (--gpus)
 
     def __post_init__(self) -> None:
         if self.expect is not None and not isinstance(self.expect, Expectation):
