@@ -185,8 +185,8 @@ def test_costs_from_min_bytes_where_every_family_declares_it():
 def test_each_share_gets_only_the_sizes_of_its_families():
     variants = select_variants(CPU_SUITE, None).variants
     transposes = [v for v in variants if v.family.name == "transpose"]
-    assert sizes_for(transposes, ["m=32", "n=16", "running_mean.n=64", "transpose.m=8"]) == ("m=32", "n=16",
-                                                                                              "transpose.m=8")  # fmt: skip
+    items = ["m=32", "n=16", "running_mean.n=64", "transpose.m=8"]
+    assert sizes_for(transposes, items) == ("m=32", "n=16", "transpose.m=8")
 
 
 # --- the GPUs of the host --------------------------------------------------------------------------
