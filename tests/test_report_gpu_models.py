@@ -9,7 +9,7 @@ import pytest
 from profiling.cli import main
 from profiling.readers import read_report
 from reports.compare import MEMORY_BOUND_PCT
-from reports.render import build_report, render
+from reports.render import build_report
 from tests.conftest import FIXTURES
 from tests.test_report_bench import bench_results
 
@@ -56,7 +56,7 @@ def test_one_gpu_model_compares_as_before():
 
 
 def test_dram_as_a_share_of_each_runs_own_copy_bandwidth():
-    (h100, h100_kernels), (h200, h200_kernels) = recorded(H100), recorded(H200)
+    (h100, h100_kernels), (h200, _) = recorded(H100), recorded(H200)
     benches = [("h100/bench.json", bench_results(gpu=h100.info.gpu_name)), None]
     report = build_report([("h100", h100), ("h200", h200)], benches)
     padded = metrics_of(next(c for c in report.comparisons if c.label == "transpose/padded"))
