@@ -88,3 +88,12 @@ def choose_gpus(text: str, available: tuple[Gpu, ...]) -> tuple[Gpu, ...]:
         have = ", ".join(str(gpu.index) for gpu in available)
         raise ConfigError(f"--gpus {text}: no GPU {unknown[0]} on this machine (its GPUs: {have})")
     return tuple(by_index[i] for i in indices)
+
+
+def chosen_gpus(text: str | None) -> tuple[Gpu, ...] | None:
+    """The GPUs `--gpus text` names (None without --gpus), checked before anything starts: a malformed
+    value or an index this machine lacks is a usage error (exit 2)."""
+    if text is None:
+        return None
+    parse_gpus_option(text)
+    return choose_gpus(text, list_gpus())

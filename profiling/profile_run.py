@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import shutil
 import sys
 import threading
@@ -35,6 +34,7 @@ from .ncu import (
     profile_argv,
     run_ncu,
 )
+from .nvtx_names import labels_pattern
 from .results import KernelResult, RunInfo, RunResults, VariantOutcome
 from .run_dir import (
     DEFAULT_OUT,
@@ -357,7 +357,7 @@ def app_argv(
     only these --size items (those that apply to its families)."""
     argv = [sys.executable, "-m", PROFILED_PROGRAM, "--suite", str(suite.resolve()), "--events", str(events)]
     if labels is not None:
-        argv += ["-k", "^(?:" + "|".join(re.escape(label) for label in labels) + ")$"]
+        argv += ["-k", labels_pattern(labels)]
     elif options.pattern:
         argv += ["-k", options.pattern]
     for item in options.sizes if sizes is None else sizes:

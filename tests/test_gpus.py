@@ -35,7 +35,7 @@ def two_gpus(tmp_path, monkeypatch):
     record = tmp_path / "ncu-runs.jsonl"
     install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
                      FAKE_NCU_LOG=str(PROBE / "probe.log"), FAKE_NCU_RECORD=str(record))  # fmt: skip
-    monkeypatch.setattr("profiling.commands.profile.list_gpus", lambda: GPUS)
+    monkeypatch.setattr("profiling.gpus.list_gpus", lambda: GPUS)
     return record
 
 
@@ -208,3 +208,62 @@ def test_gpus_option():
     with pytest.raises(ConfigError, match="expected 'all' or GPU indices"):
         parse_gpus_option("")
     assert GPUS[0].environment({"PATH": "/bin"}) == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": GPUS[0].uuid}
+
+
+# --- memlens bench --gpus --------------------------------------------------------------------------
+
+
+def test_bench_child_argv_selects_its_share_and_sizes(tmp_path):
+    from profiling.bench import BenchOptions
+    from profiling.bench_gpus import child_argv
+
+    share = [v for v in select_variants(CPU_SUITE, None).variants if v.label in SHARE[1]]
+    options = BenchOptions(repeats=30, sizes=("running_mean.n=64", "transpose.m=8"), small=True)
+    argv = child_argv(options, CPU_SUITE, share, tmp_path)
+    assert argv[1:] == ["-m", "profiling", "bench", str(CPU_SUITE),
+                        "-k", r"^(?:transpose/padded|running_mean/register)$",
+                        "--repeats", "30", "--out", str(tmp_path), "--size", "running_mean.n=64",
+                        "--size", "transpose.m=8", "--small"]  # fmt: skip
+
+
+def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path, monkeypatch, capsys):
+    from profiling import bench_gpus
+    from profiling.fileio import write_json_atomic
+    from tests.test_report_bench import RUNNING_MEAN, TRANSPOSE, bench_results
+
+    def children(options, suite, plan, run_dir, scratch):
+        """GPU 0's bench writes its bench.json; GPU 1's stops before it writes one."""
+        assert [(gpu.index, [v.label for v in share]) for gpu, share in plan] == [(0, SHARE[0]), (1, SHARE[1])]
+        timed = {"transpose": (TRANSPOSE, 8, {"conflict": 0.3, "swizzled": 0.16}),
+                 "running_mean": (RUNNING_MEAN, 8, {"local": 0.48})}  # fmt: skip
+        (scratch / "gpu0" / "run").mkdir(parents=True)
+        write_json_atomic(scratch / "gpu0" / "run" / "bench.json", bench_results(timed=timed, failures=()).to_json())
+        (run_dir / "bench.gpu1.log").write_text("memlens: error: no usable CUDA GPU: test\n")
+        return [0, 3]
+
+    monkeypatch.setattr("profiling.gpus.list_gpus", lambda: GPUS)
+    monkeypatch.setattr(bench_gpus, "_run_children", children)
+    out = tmp_path / "runs"
+    assert main(["bench", str(CPU_SUITE), "--out", str(out), "--gpus", "all"]) == 3
+    (run,) = [p for p in out.iterdir()]
+    merged = json.loads((run / "bench.json").read_text())
+    assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == SHARE[0]
+    assert [(f["variant"], f["status"]) for f in merged["failures"]] == [("padded", "failed"), ("register", "failed")]
+    assert merged["failures"][0]["message"] == ("GPU 1 (NVIDIA H200): memlens: error: no usable CUDA GPU: test; "
+                                                "see bench.gpu1.log")  # fmt: skip
+    assert (run / "bench.gpu0.json").is_file() and not (run / "bench.gpu1.json").exists()
+    err = capsys.readouterr().err
+    assert "2 of 5 variants were not timed, first transpose/padded: failed: GPU 1 (NVIDIA H200)" in err
+
+
+def test_bench_children_run_at_once_and_a_machine_without_gpus_is_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("profiling.gpus.list_gpus", lambda: GPUS)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    out = tmp_path / "runs"
+    assert main(["bench", str(CPU_SUITE), "--out", str(out), "--gpus", "0,1"]) == 3
+    (run,) = [p for p in out.iterdir()]
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memlens: error: no GPU timed anything, first transpose/conflict: GPU 0 (NVIDIA H200): ")
+    assert err.endswith(f"see bench.gpu0.log; logs in {run}")
+    for index in (0, 1):  # each child's own output, ending in its one-line error
+        assert (run / f"bench.gpu{index}.log").read_text().strip().splitlines()[-1].startswith("memlens: error: ")

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..gpus import Gpu, choose_gpus, list_gpus, parse_gpus_option
+from ..gpus import chosen_gpus
 from ..ncu import CACHE_CONTROLS, CLOCK_CONTROLS
 from ..profile_run import ProfileOptions, profile
 from ..run_dir import DEFAULT_OUT, shell_command
@@ -39,15 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "into one run directory (default: the one GPU CUDA picks)",
     )  # fmt: skip
     add_size_arguments(parser)
-
-
-def chosen_gpus(text: str | None) -> tuple[Gpu, ...] | None:
-    """The GPUs --gpus names (None without --gpus), checked before anything starts: a malformed
-    value or an index this machine lacks is a usage error (exit 2)."""
-    if text is None:
-        return None
-    parse_gpus_option(text)
-    return choose_gpus(text, list_gpus())
 
 
 def run(args: argparse.Namespace) -> int:
