@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from subprocess import Popen
 
 from .bench import BenchOptions, bench
 from .bench_results import BenchFailure, BenchResults, load_bench
 from .errors import ProfilerError
-from .fileio import write_json_atomic
+from .fileio import write_json_atomic, write_text_atomic
 from .gpus import Gpu
 from .ncu import end_group, hold_interrupts, sigterm_as_interrupt
 from .nvtx_names import labels_pattern
+from .processes import start_command
 from .run_dir import BENCH, machine_of, new_run_dir, now, take_provenance
 from .shards import expected_costs, sizes_for, split
 from .suite import Variant, select_variants
@@ -77,15 +78,13 @@ def _run_children(
     options: BenchOptions, suite: Path, plan: list[tuple[Gpu, list[Variant]]], run_dir: Path, scratch: Path
 ) -> list[int]:
     """Start one bench per GPU, wait for all; on Ctrl-C or SIGTERM end them all (their groups too)."""
-    processes: list[subprocess.Popen[bytes]] = []
+    processes: list[Popen[bytes]] = []
     try:
         with sigterm_as_interrupt():
             for gpu, share in plan:
-                with (run_dir / f"bench.gpu{gpu.index}.log").open("wb") as log:
-                    processes.append(subprocess.Popen(
-                        child_argv(options, suite, share, scratch / f"gpu{gpu.index}"), stdin=subprocess.DEVNULL,
-                        stdout=log, stderr=subprocess.STDOUT, env=gpu.environment(), start_new_session=True,
-                    ))  # fmt: skip
+                argv = child_argv(options, suite, share, scratch / f"gpu{gpu.index}")
+                log = run_dir / f"bench.gpu{gpu.index}.log"
+                processes.append(start_command(argv, env=gpu.environment(), output=log))
             while any(process.poll() is None for process in processes):
                 time.sleep(0.2)
     except BaseException:
@@ -103,7 +102,7 @@ def _part(
     a failure for each of its variants naming the GPU and its log."""
     written = sorted(out.glob(f"*/{BENCH}"))
     if written:
-        shutil.copyfile(written[0], run_dir / f"bench.gpu{gpu.index}.json")
+        write_text_atomic(run_dir / f"bench.gpu{gpu.index}.json", written[0].read_text(encoding="utf-8"))
         return load_bench(written[0])
     log = run_dir / f"bench.gpu{gpu.index}.log"
     lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log.exists() else []

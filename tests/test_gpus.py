@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,9 @@ def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tm
     assert data["complete"] is True
     assert data["info"]["source"] == "profile.gpu0.ncu-rep, profile.gpu1.ncu-rep"
     assert data["info"]["gpu_name"] == "NVIDIA H200"
+    info = data["info"]  # what a merge of runs from several hosts needs (docs/several-gpus.md)
+    assert info["host"] == socket.gethostname() and info["ncu_version"] == "2025.3.1.0"
+    assert {"driver_version", "suite_commit", "command", "started_at", "memlens_version"} <= set(info)
     assert "3 kernels from 5 variants profiled" in capsys.readouterr().out
 
 
@@ -267,3 +271,16 @@ def test_bench_children_run_at_once_and_a_machine_without_gpus_is_named(tmp_path
     assert err.endswith(f"see bench.gpu0.log; logs in {run}")
     for index in (0, 1):  # each child's own output, ending in its one-line error
         assert (run / f"bench.gpu{index}.log").read_text().strip().splitlines()[-1].startswith("memlens: error: ")
+
+
+def test_no_gpu_listed_is_an_environment_error(tmp_path, monkeypatch, capsys):
+    from profiling.processes import Finished
+
+    failed = Finished(("nvidia-smi",), 9, "", "NVIDIA-SMI has failed because it couldn't communicate with the driver")
+    monkeypatch.setattr("profiling.gpus.run_command", lambda argv, timeout: failed)
+    assert profile_cli(tmp_path, "--gpus", "all") == 3
+    assert capsys.readouterr().err == (
+        "memlens: error: --gpus: nvidia-smi lists no GPU (nvidia-smi exited with code 9: NVIDIA-SMI has failed "
+        "because it couldn't communicate with the driver)\n"
+    )
+    assert not (tmp_path / "runs").exists()
