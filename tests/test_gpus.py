@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -284,3 +289,50 @@ def test_no_gpu_listed_is_an_environment_error(tmp_path, monkeypatch, capsys):
         "because it couldn't communicate with the driver)\n"
     )
     assert not (tmp_path / "runs").exists()
+
+
+# --- Ctrl-C and SIGTERM over several GPUs: every GPU's ncu stopped, what each did saved -------------
+
+FAKE_SMI = f"""#!/bin/sh
+case "$*" in
+  *pci.bus_id*) printf '%s\\n' {' '.join(f"'{g.index}, {g.name}, {g.uuid}, {g.pci_bus_id}'" for g in GPUS)} ;;
+  *) echo 580.159.04 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
+    from tests.support.fake import MARKER, fake_ncu_env, marked_processes
+
+    tag = uuid.uuid4().hex
+    env = fake_ncu_env(tmp_path / "bin", MEMLENS_TEST_SLEEP="60", **{MARKER: tag})
+    (tmp_path / "bin" / "nvidia-smi").write_text(FAKE_SMI)
+    (tmp_path / "bin" / "nvidia-smi").chmod(0o755)
+    runs = tmp_path / "runs"
+    argv = [sys.executable, "-m", "profiling", "profile", str(CPU_SUITE), "--out", str(runs), "--gpus", "all",
+            "--clock-control", "none"]  # fmt: skip
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            started = [p for p in runs.glob("*/events.gpu*.jsonl") if '"start"' in p.read_text()]
+            if len(started) == 2:
+                break
+            time.sleep(0.1)
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 3 and "Traceback" not in err
+    assert err.splitlines()[-1].startswith("memlens: interrupted GPU 0 (NVIDIA H200): while transpose/conflict was")
+    data = json.loads((runs / "latest" / "results.json").read_text())
+    assert data["complete"] is False
+    assert [(o["variant"], o["status"], o["gpu_index"]) for o in data["outcomes"]] == [
+        ("conflict", "failed", 0), ("padded", "failed", 1), ("swizzled", "not_run", 0), ("register", "not_run", 1),
+        ("local", "not_run", 0)]  # fmt: skip
+    deadline = time.monotonic() + 5
+    while marked_processes(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marked_processes(tag) == []  # no ncu and no program left running on any GPU
