@@ -93,6 +93,9 @@ def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tm
     assert info["host"] == socket.gethostname() and info["ncu_version"] == "2025.3.1.0"
     assert {"driver_version", "suite_commit", "command", "started_at", "memlens_version"} <= set(info)
     assert "3 kernels from 5 variants profiled" in capsys.readouterr().out
+    assert main(["report", str(run), "--format", "md", "-o", "-"]) == 0  # the merged run's one report
+    gpus_line = f"| GPUs | GPU 0 (NVIDIA H200): 3 variants; GPU 1 (NVIDIA H200): 2 variants on {socket.gethostname()} |"
+    assert gpus_line in capsys.readouterr().out
 
 
 def test_a_failing_gpu_keeps_the_others_results_and_is_named(two_gpus, tmp_path, monkeypatch, capsys):
