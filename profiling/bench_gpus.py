@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from subprocess import Popen
 
-from .bench import BenchOptions, bench
+from .bench import BenchOptions, bench, check_options
 from .bench_results import BenchFailure, BenchResults, load_bench
 from .errors import ProfilerError
 from .fileio import write_json_atomic, write_text_atomic
@@ -35,6 +35,7 @@ def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, Ben
     if len(gpus) == 1:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[0].uuid  # before CuPy first touches CUDA
         return bench(options)
+    check_options(options)  # here, not in each child: a usage error is exit 2 before anything starts
     selection = select_variants(options.suite, options.pattern, options.sizes)
     costs, _ = expected_costs(selection, options.small, Path(os.devnull))  # no ncu run to learn from
     plan = [(g, s) for g, s in zip(gpus, split(selection.variants, costs, len(gpus)), strict=True) if s]

@@ -339,3 +339,11 @@ def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
     while marked_processes(tag) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert marked_processes(tag) == []  # no ncu and no program left running on any GPU
+
+
+@pytest.mark.parametrize(("extra", "message"), [(["--repeats", "5"], "--repeats 5: at least 20 launches make a median"),
+                                                (["-k", "nothing"], "matches -k 'nothing'")])  # fmt: skip
+def test_bench_on_gpus_refuses_bad_options_before_any_child(tmp_path, monkeypatch, capsys, extra, message):
+    monkeypatch.setattr("profiling.gpus.list_gpus", lambda: GPUS)
+    assert main(["bench", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--gpus", "all", *extra]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "runs").exists()
