@@ -1,6 +1,7 @@
 """GPU tier, two GPUs or more: `memlens profile --gpus all` of the built-in suite (small sizes) writes
 one merged run: every variant once, each kernel with the GPU that ran it, each GPU's raw report kept,
-the GPUs' runs overlapping in time. Prints the wall time of one GPU and of all, for the closing note."""
+the GPUs' runs overlapping in time. Prints the wall time of one GPU and of all, for the closing note
+(`pytest -s -m gpu tests/test_gpus_gpu.py`; MEMLENS_GPUS_DEFAULT_SIZES=1 for the suite's default sizes)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from profiling.suite import load_suite
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.gpu
+SIZES = [] if os.environ.get("MEMLENS_GPUS_DEFAULT_SIZES") else ["--small"]
 
 
 def gpus():
@@ -30,7 +32,7 @@ def memlens_profile(out, *extra: str) -> tuple[subprocess.CompletedProcess, floa
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "profiling", "profile", str(REPO / "kernels"), "--small", "--out", str(out),
+        [sys.executable, "-m", "profiling", "profile", str(REPO / "kernels"), *SIZES, "--out", str(out),
          "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "900", *extra],
         capture_output=True, text=True, env=env, timeout=1000,
     )  # fmt: skip
@@ -45,7 +47,7 @@ def merged(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     done, seconds = memlens_profile(out, "--gpus", "all")
     assert done.returncode == 0, done.stderr
-    print(f"\nmemlens profile --gpus all on {len(available)} GPUs: {seconds:.1f} s wall")
+    print(f"\nmemlens profile {' '.join(SIZES)} --gpus all on {len(available)} GPUs: {seconds:.1f} s wall")
     return (out / "latest").resolve(), available
 
 
@@ -84,4 +86,4 @@ def test_wall_time_of_one_gpu_beside_all(merged, tmp_path):
     """Not pass/fail on speed: prints the single-GPU wall time to set beside the one printed above."""
     done, seconds = memlens_profile(tmp_path / "one")
     assert done.returncode == 0, done.stderr
-    print(f"\nmemlens profile on one GPU: {seconds:.1f} s wall")
+    print(f"\nmemlens profile {' '.join(SIZES)} on one GPU: {seconds:.1f} s wall")
