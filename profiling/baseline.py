@@ -17,6 +17,7 @@ unless the user allows it; other differences (driver, ncu, clock control) become
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
@@ -90,6 +91,27 @@ def load_baseline(path: Path) -> Baseline:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"{path}: malformed baseline ({exc})") from None
     return Baseline(kind, environment, str(data.get("source", "")), str(data.get("created_at", "")), kernels, values)
+
+
+def gpu_slug(gpu_name: str) -> str:
+    """A GPU model as a file name: "NVIDIA H100 80GB HBM3" -> "nvidia_h100_80gb_hbm3"."""
+    return re.sub(r"[^a-z0-9]+", "_", gpu_name.lower()).strip("_")
+
+
+def baseline_for(folder: Path, environment: Environment) -> Path:
+    """`<folder>/<gpu slug>.json`, the baseline of the run's GPU model; ConfigError (one line, exit 2)
+    naming what was looked for where the run names no GPU or the folder has no baseline for it."""
+    if not folder.is_dir():
+        raise ConfigError(f"--baseline-dir {folder}: not a folder")
+    if not environment.gpu_name:
+        raise ConfigError(f"--baseline-dir {folder}: the run does not name its GPU; pass --baseline FILE")
+    path = folder / f"{gpu_slug(environment.gpu_name)}.json"
+    if not path.is_file():
+        have = ", ".join(sorted(p.name for p in folder.glob("*.json"))) or "none"
+        raise ConfigError(
+            f"--baseline-dir {folder}: no baseline for {environment.gpu_name} ({path.name}; there: {have})"
+        )
+    return path
 
 
 def compatibility(baseline: Baseline, measurements: Measurements, allow_mismatch: bool = False) -> list[str]:

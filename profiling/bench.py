@@ -221,10 +221,7 @@ def bench(
     options: BenchOptions, device_factory: Callable[[], Device] | None = None, on_progress: Progress | None = None
 ) -> tuple[Path, BenchResults]:
     """Time the selected variants; write bench.json into a new run directory or `options.into`."""
-    if options.repeats < MIN_REPEATS:
-        raise ConfigError(f"--repeats {options.repeats}: at least {MIN_REPEATS} launches make a median")
-    if options.into is not None and not options.into.is_dir():
-        raise ConfigError(f"--into {options.into}: not a run directory")
+    check_options(options)
     selection = select_variants(options.suite, options.pattern, options.sizes)
     variants, sizes = selection.variants, selection.sizes
     progress = on_progress or (lambda *_: None)
@@ -247,6 +244,14 @@ def bench(
     run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
     write_json_output(run_dir / BENCH, results.to_json())
     return run_dir, results
+
+
+def check_options(options: BenchOptions) -> None:
+    """ConfigError (exit 2) for options no bench can run with."""
+    if options.repeats < MIN_REPEATS:
+        raise ConfigError(f"--repeats {options.repeats}: at least {MIN_REPEATS} launches make a median")
+    if options.into is not None and not options.into.is_dir():
+        raise ConfigError(f"--into {options.into}: not a run directory")
 
 
 def measure_copy(device: Device, repeats: int, buffer_bytes: int | None = None, sets: int = 1) -> CopyBandwidth:

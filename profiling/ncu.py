@@ -116,15 +116,17 @@ def run_ncu(
     timeout: float | None,
     poll: Callable[[], None] | None = None,
     log: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> NcuRun:
     """Run ncu in its own process group; on timeout, Ctrl-C or SIGTERM end the whole group.
 
     ncu gets a session of its own, so a Ctrl-C at the terminal reaches memlens alone: memlens then
     stops ncu and the profiled app together (end_group) and keeps what they wrote. SIGTERM (a CI
-    job cancelled) is taken as a Ctrl-C for as long as ncu runs."""
+    job cancelled) is taken as a Ctrl-C for as long as ncu runs. `env`: ncu's environment (None: memlens's)."""
     started = time.monotonic()
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_child_setup())
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_child_setup(),
+                                   env=env)  # fmt: skip
     except OSError as exc:
         raise ProfilerError(f"cannot start {argv[0]}: {exc.strerror}") from None
     try:

@@ -22,3 +22,8 @@ def compile_filter(pattern: str | None) -> re.Pattern[str] | None:
         return re.compile(pattern)
     except re.error as exc:
         raise ConfigError(f"bad -k pattern {pattern!r}: {exc}") from None
+
+
+def labels_pattern(labels: list[str] | tuple[str, ...]) -> str:
+    """A -k regex that selects exactly these family/variant labels (one GPU's share of a suite)."""
+    return "^(?:" + "|".join(re.escape(label) for label in labels) + ")$"

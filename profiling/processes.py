@@ -12,6 +12,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import ProfilerError
 
@@ -92,6 +93,20 @@ def run_command(
         _end_group(process)
         raise
     return Finished(argv, process.returncode, stdout, stderr)
+
+
+def start_command(argv: Sequence[str], *, env: Mapping[str, str], output: Path) -> subprocess.Popen[bytes]:
+    """Start `argv` in a process group of its own, its stdout and stderr into the file `output`,
+    without waiting: for commands that run at once (`bench --gpus`); the caller waits for them
+    and ends their groups (ncu.end_group) on a timeout or Ctrl-C. CommandFailed where it cannot start."""
+    argv = tuple(str(a) for a in argv)
+    log.info("starting %s", command_line(argv))
+    try:
+        with output.open("wb") as sink:
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                    env=dict(env), start_new_session=True)  # fmt: skip
+    except OSError as exc:
+        raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
 
 
 def _end_group(process: subprocess.Popen[str]) -> str:

@@ -6,9 +6,11 @@ overwritten), ncu's log, the profiled program's events and results.json; `<out>/
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -17,6 +19,7 @@ from pathlib import Path
 from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
 from .fileio import write_json_output, write_output
+from .gpus import Gpu
 from .ncu import (
     Ncu,
     NcuRun,
@@ -31,20 +34,19 @@ from .ncu import (
     profile_argv,
     run_ncu,
 )
+from .nvtx_names import labels_pattern
 from .results import KernelResult, RunInfo, RunResults, VariantOutcome
 from .run_dir import (
     DEFAULT_OUT,
-    EVENTS,
     NCU_COMMAND,
-    NCU_LOG,
-    NCU_REPORT,
-    REPORT_STEM,
     RESULTS,
     Machine,
+    ProfileFiles,
     machine_of,
     new_run_dir,
     now,
     point_latest,
+    profile_files,
     take_provenance,
 )
 from .suite import NVTX_DOMAIN, Selection, Variant, select_variants, suite_root
@@ -155,9 +157,12 @@ def _selection(options: ProfileOptions) -> Selection:
     return select_variants(options.suite, options.pattern, options.sizes)
 
 
-def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = None) -> tuple[Path, RunResults]:
-    """Profile the selected variants. Whatever happens once the run directory exists (a variant
-    failing, ncu failing, the timeout, Ctrl-C), results.json is written there with what was done.
+def profile(
+    options: ProfileOptions, on_event: Callable[[dict], None] | None = None, gpu: Gpu | None = None
+) -> tuple[Path, RunResults]:
+    """Profile the selected variants (on `gpu` alone where given, each kernel tagged with it). Whatever
+    happens once the run directory exists (a variant failing, ncu failing, the timeout, Ctrl-C),
+    results.json is written there with what was done.
 
     Importing the suite here (a second or so with Numba) overlaps the run: ncu starts first, and
     the profiled program checks the same selection before it launches anything. Should the selection be wrong,
@@ -173,7 +178,7 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
         run_dir = new_run_dir(options.out_dir)
         machine = background.submit(machine_of, root)
         try:
-            return _profile(options, on_event, ncu, run_dir, selection, machine)
+            return _profile(options, on_event, ncu, run_dir, selection, machine, gpu)
         except ConfigError:
             if selection.done() and selection.exception() is not None:
                 shutil.rmtree(run_dir, ignore_errors=True)
@@ -182,45 +187,94 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
 
 def _profile(
     options: ProfileOptions, on_event: Callable[[dict], None] | None, ncu: Ncu, run_dir: Path,
-    selection: Future[Selection], machine: Future[Machine],
+    selection: Future[Selection], machine: Future[Machine], gpu: Gpu | None = None,
 ) -> tuple[Path, RunResults]:  # fmt: skip
-    request = ProfileRequest(
-        metrics=ncu_metric_names(options.fast),
-        report=run_dir / REPORT_STEM,
-        log=run_dir / NCU_LOG,
-        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/",
-        clock_control=options.clock_control,
-        cache_control=options.cache_control,
-    )
-    events = Events(run_dir / EVENTS)
-    argv = profile_argv(ncu, request, app_argv(suite_root(options.suite), options, events.path))
+    files = profile_files(run_dir)
     started = now()
+    shard = Shard(files, env=None if gpu is None else gpu.environment())
+    events, cause = run_shard(options, ncu, shard, selection, on_event)
+    with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
+        results, error = conclude(options, ncu, shard, selection.result(), machine.result(), started, events, cause)
+        if gpu is not None:
+            results = gpu.tag(results)
+        return save(options, run_dir, results, error)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One ncu run: the files it writes, the environment it runs in (None: memlens's own), and the
+    variants it profiles (None: the whole selection)."""
+
+    files: ProfileFiles
+    env: dict[str, str] | None = None
+    labels: tuple[str, ...] | None = None
+    sizes: tuple[str, ...] | None = None  # the --size items that apply to its variants (None: all)
+
+
+def run_shard(
+    options: ProfileOptions, ncu: Ncu, shard: Shard, selection: Future[Selection],
+    on_event: Callable[[dict], None] | None = None, stop: threading.Event | None = None,
+) -> tuple[Events, BaseException | None]:  # fmt: skip
+    """Run ncu over the profiled program: what the program reported, and what cut the run short
+    (None when it ran to its end). `stop`, once set, ends ncu as a Ctrl-C would."""
+    events = Events(shard.files.events)
+    app = app_argv(suite_root(options.suite), options, events.path, shard.labels, shard.sizes)
+    argv = profile_argv(ncu, _request(options, shard.files), app)
 
     def poll() -> None:
         if selection.done() and selection.exception() is not None:
             raise selection.exception()  # stops ncu: the profiled program refuses this selection too
+        if stop is not None and stop.is_set():
+            raise KeyboardInterrupt
         for event in events.poll():
             if on_event:
                 on_event(event)
 
-    cause = _run_profiler(argv, options.timeout, request, events, poll)
-    selected = selection.result()
-    with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
-        poll()
-        error, stopped = _explain(cause, events, run_dir)
-        info = RunInfo(
-            **take_provenance(machine.result(), selected.suite.path, options.command, started),
-            ncu_version=ncu.version_text,
-            clock_control=options.clock_control,
-            cache_control=options.cache_control,
-            fast=options.fast,
-        )
-        results = collect(run_dir, info, events.outcomes(selected.variants, stopped), complete=error is None)
-        if error is None:
-            error = _nothing_measured(results, request)
-            results = replace(results, complete=error is None)
-        write_json_output(run_dir / RESULTS, results.to_json())  # OutputError (exit 2) on an OS error
-        link_error = point_latest(options.out_dir, run_dir)
+    request = _request(options, shard.files)
+    return events, _run_profiler(argv, options.timeout, request, events, poll, shard.env, shard.files.command)
+
+
+def _request(options: ProfileOptions, files: ProfileFiles) -> ProfileRequest:
+    return ProfileRequest(
+        metrics=ncu_metric_names(options.fast),
+        report=files.report_stem,
+        log=files.log,
+        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/",
+        clock_control=options.clock_control,
+        cache_control=options.cache_control,
+    )
+
+
+def conclude(
+    options: ProfileOptions, ncu: Ncu, shard: Shard, selected: Selection, machine: Machine, started: dt.datetime,
+    events: Events, cause: BaseException | None,
+) -> tuple[RunResults, BaseException | None]:  # fmt: skip
+    """The results of a run of ncu, and the error to raise once they are saved (None: none)."""
+    events.poll()
+    error, stopped = _explain(cause, events, shard.files.log.parent)
+    info = RunInfo(
+        **take_provenance(machine, selected.suite.path, options.command, started),
+        ncu_version=ncu.version_text,
+        clock_control=options.clock_control,
+        cache_control=options.cache_control,
+        fast=options.fast,
+    )
+    variants = selected.variants
+    if shard.labels is not None:
+        variants = [v for v in variants if v.label in shard.labels]
+    results = collect(shard.files.report, info, events.outcomes(variants, stopped), complete=error is None)
+    if error is None:
+        error = _nothing_measured(results, _request(options, shard.files))
+        results = replace(results, complete=error is None)
+    return results, error
+
+
+def save(
+    options: ProfileOptions, run_dir: Path, results: RunResults, error: BaseException | None
+) -> tuple[Path, RunResults]:
+    """Write results.json, point `latest` at the run, then raise the run's error, if any."""
+    write_json_output(run_dir / RESULTS, results.to_json())  # OutputError (exit 2) on an OS error
+    link_error = point_latest(options.out_dir, run_dir)
     error = error or link_error
     if error is not None:
         raise error
@@ -228,21 +282,23 @@ def _profile(
     if bad:
         first = bad[0]
         label = f"{first.family}/{first.variant}"
+        where = "" if first.gpu_index is None else f" on GPU {first.gpu_index}"
         raise ProfilerError(
-            f"{len(bad)} of {len(results.outcomes)} variants did not profile cleanly, first {label}: "
+            f"{len(bad)} of {len(results.outcomes)} variants did not profile cleanly, first {label}{where}: "
             f"{first.status}: {first.message.removeprefix(label + ': ')}; results in {run_dir}"
         )
     return run_dir, results
 
 
 def _run_profiler(
-    argv: list[str], timeout: float | None, request: ProfileRequest, events: Events, poll: Callable[[], None]
-) -> BaseException | None:
+    argv: list[str], timeout: float | None, request: ProfileRequest, events: Events, poll: Callable[[], None],
+    env: dict[str, str] | None = None, command_file: Path | None = None,
+) -> BaseException | None:  # fmt: skip
     """Run ncu over the profiled program; what cut the run short (None when it ran to its end). Never raises a
     MemlensError or KeyboardInterrupt: the caller saves what was done first."""
     try:
-        write_output(request.log.with_name(NCU_COMMAND), command_line(argv) + "\n")
-        run = run_ncu(argv, timeout, poll=poll, log=request.log)
+        write_output(command_file or request.log.with_name(NCU_COMMAND), command_line(argv) + "\n")
+        run = run_ncu(argv, timeout, poll=poll, log=request.log, env=env)
         poll()
         _check_run(run, events, request)
     except (MemlensError, KeyboardInterrupt) as exc:
@@ -266,7 +322,7 @@ def _check_run(run: NcuRun, events: Events, request: ProfileRequest) -> None:
     check_log(run.log_text)
     if run.returncode != 0:  # every variant verified, so the profiled program exited 0: ncu itself failed
         raise ProfilerError(f"ncu exited with code {run.returncode}{because}; see {request.log}")
-    report = request.report.with_name(NCU_REPORT)
+    report = request.report.with_name(request.report.name + ".ncu-rep")
     if events.done and not report.exists():
         raise ProfilerError(f"ncu exited with code {run.returncode} and wrote no report {report}; see {request.log}")
 
@@ -292,23 +348,29 @@ def _nothing_measured(results: RunResults, request: ProfileRequest) -> ProfilerE
     return None
 
 
-def app_argv(suite: Path, options: ProfileOptions, events: Path) -> list[str]:
+def app_argv(
+    suite: Path, options: ProfileOptions, events: Path, labels: Sequence[str] | None = None,
+    sizes: Sequence[str] | None = None,
+) -> list[str]:  # fmt: skip
+    """The profiled program's command line; `labels`: only these variants (one GPU's share), `sizes`:
+    only these --size items (those that apply to its families)."""
     argv = [sys.executable, "-m", PROFILED_PROGRAM, "--suite", str(suite.resolve()), "--events", str(events)]
-    if options.pattern:
+    if labels is not None:
+        argv += ["-k", labels_pattern(labels)]
+    elif options.pattern:
         argv += ["-k", options.pattern]
-    for item in options.sizes:
+    for item in options.sizes if sizes is None else sizes:
         argv += ["--size", item]
     if options.small:
         argv.append("--small")
     return argv + ["--seed", str(options.seed)]
 
 
-def collect(run_dir: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], complete: bool) -> RunResults:
+def collect(report: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], complete: bool) -> RunResults:
     """Kernels from the raw report, kept only for variants whose output verified."""
     from .readers import read_report
     from .roofline import run_ceilings
 
-    report = run_dir / NCU_REPORT
     kernels: tuple[KernelResult, ...] = ()
     if report.exists():
         try:

@@ -62,6 +62,9 @@ class KernelResult:
     missing: dict[str, str] = field(default_factory=dict)  # catalogue key -> reason
     # its shared- and local-memory SASS instructions (source_lines.py); empty where not read
     instructions: tuple[InstructionRecord, ...] = ()
+    gpu_index: int | None = None  # the GPU that ran it (nvidia-smi's index), where memlens chose one (--gpus)
+    gpu_name: str | None = None
+    gpu_uuid: str | None = None
 
     @property
     def label(self) -> str:
@@ -148,6 +151,7 @@ class VariantOutcome:
     expect: Expectation | None = None  # None in results written before the field existed
     baseline: bool = False  # the family's baseline, the variant others are compared with
     sources: tuple[str, ...] = ()  # the CUDA C++ files its declared kernels come from, as declared
+    gpu_index: int | None = None  # the GPU it ran on, where memlens chose one (--gpus)
 
     def __post_init__(self) -> None:
         if self.expect is not None and not isinstance(self.expect, Expectation):

@@ -7,11 +7,13 @@
         ncu.log                NCU_LOG
         ncu-command.txt        NCU_COMMAND: the exact ncu command line
         events.jsonl           EVENTS: what the profiled program reported, one JSON line each
+        profile.gpu<i>.ncu-rep, ncu.gpu<i>.log, ncu-command.gpu<i>.txt, events.gpu<i>.jsonl
+                               profile_files(run_dir, i): the same, per GPU, for `--gpus` over several
         results.json           RESULTS: RunResults (profiling/results.py)
         bench.json             BENCH: BenchResults (profiling/bench_results.py)
         report.html|md|json    report_file(): `memlens report`
 
-Provenance (GPU, driver, suite commit, command, start and wall time, memlens version) is one
+Provenance (GPU, host, driver, suite commit, command, start and wall time, memlens version) is one
 record, `Provenance`, taken by `take_provenance` for profile and bench alike; RunInfo and BenchInfo
 extend it and are written flat, as earlier versions wrote them.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shlex
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -49,6 +52,32 @@ GIT_TIMEOUT_S = 10.0
 
 def report_file(run_dir: Path, fmt: str) -> Path:
     return run_dir / f"{REPORT_FILE_STEM}.{fmt}"
+
+
+@dataclass(frozen=True)
+class ProfileFiles:
+    """The files one ncu run writes into a run directory."""
+
+    report_stem: Path  # ncu is given the stem and adds .ncu-rep
+    log: Path
+    command: Path
+    events: Path
+
+    @property
+    def report(self) -> Path:
+        return self.report_stem.with_name(self.report_stem.name + ".ncu-rep")
+
+
+def profile_files(run_dir: Path, gpu: int | None = None) -> ProfileFiles:
+    """The files of the one ncu run of a run directory, or (`gpu` given) of the ncu run on GPU `gpu`
+    of several: `profile.gpu1.ncu-rep` beside `profile.gpu0.ncu-rep`, never one over the other."""
+    tag = "" if gpu is None else f".gpu{gpu}"
+    return ProfileFiles(
+        report_stem=run_dir / f"{REPORT_STEM}{tag}",
+        log=run_dir / NCU_LOG.replace(".log", f"{tag}.log"),
+        command=run_dir / NCU_COMMAND.replace(".txt", f"{tag}.txt"),
+        events=run_dir / EVENTS.replace(".jsonl", f"{tag}.jsonl"),
+    )
 
 
 def new_run_dir(out_dir: Path) -> Path:
@@ -87,6 +116,7 @@ class Provenance:
     """Where, when and by what a run was made: shared by RunInfo (profile) and BenchInfo (bench)."""
 
     gpu_name: str | None = None
+    host: str | None = None  # the machine's host name
     driver_version: str | None = None  # as nvidia-smi prints it, e.g. 580.159.04
     command: str | None = None
     started_at: str | None = None  # ISO 8601
@@ -124,6 +154,7 @@ def take_provenance(
     for RunInfo or BenchInfo."""
     record = Provenance(
         gpu_name=gpu_name,
+        host=socket.gethostname() or None,
         driver_version=machine.driver_version,
         command=command,
         started_at=started.isoformat(timespec="seconds"),

@@ -97,7 +97,7 @@ def build_run(
             "exact excess wavefronts are not in this run (a --fast run or a plain ncu report):"
             f" bank conflicts are shown from the {HW_LABEL}, which reports conflicts where there are none"
         )
-    items = header(results.info)
+    items = header(results.info) + gpus_header(results)
     summary = None
     if bench is not None:
         summary = bench_summary(bench, bench_source)
@@ -119,6 +119,21 @@ def build_run(
         notes=tuple(notes),
         bench=summary,
     )
+
+
+def gpus_header(results: RunResults) -> tuple[HeaderItem, ...]:
+    """Which GPU ran how many variants, for a run made with --gpus (the host and each GPU)."""
+    counts: dict[int, int] = {}
+    for outcome in results.outcomes:
+        if outcome.gpu_index is not None:
+            counts[outcome.gpu_index] = counts.get(outcome.gpu_index, 0) + 1
+    if not counts:
+        return ()
+    names = {k.gpu_index: k.gpu_name for k in results.kernels if k.gpu_index is not None and k.gpu_name}
+    parts = [f"GPU {i}{f' ({names[i]})' if i in names else ''}: {n} variant{'s' if n != 1 else ''}"
+             for i, n in sorted(counts.items())]  # fmt: skip
+    host = f" on {results.info.host}" if results.info.host else ""
+    return (HeaderItem("GPUs", "; ".join(parts) + host),)
 
 
 def header(info: RunInfo) -> tuple[HeaderItem, ...]:

@@ -7,7 +7,7 @@ from profiling.catalogue import CATALOGUE
 
 from .build import BENCH_COLUMNS, BENCH_MEDIAN, COLUMNS
 from .formatting import format_value, signed_percent
-from .model import CompareCell, CompareMetric, Comparison, Direction, Row, RunSection
+from .model import Column, CompareCell, CompareMetric, Comparison, Direction, Row, RunSection
 
 COMPARED = (
     "duration",
@@ -23,8 +23,23 @@ COMPARED = (
 # counter's false conflicts vary by tens of percent between identical runs.
 NOISE = 0.02
 NOISE_BY_KEY = {"hw_bank_conflicts": 0.25}
+# Runs on different GPU models: each figure also as a share of its own GPU's ceilings, so a kernel
+# memory-bound on one GPU and not on the other shows it. DRAM % of peak is ncu's own, per kernel;
+# % of copy is the DRAM bandwidth over the run's bench copy bandwidth (bench.json, where it has one).
+DRAM_PCT_OF_COPY, MEMORY_BOUND = "dram_pct_of_copy", "memory_bound"
+# ncu's Speed Of Light rule reads throughput below 60% of peak as latency-bound: at or above, memory-bound
+MEMORY_BOUND_PCT = 60.0
+CEILING_COLUMNS = (
+    Column("dram_pct_of_peak", "DRAM % of its GPU's peak", "DRAM", "percent", "ncu's DRAM throughput, % of peak"),
+    Column(DRAM_PCT_OF_COPY, "DRAM % of its GPU's copy", "DRAM", "percent",
+           "DRAM bandwidth over the copy bandwidth memlens bench measured on the run's GPU"),
+    Column(MEMORY_BOUND, f"memory-bound (DRAM ≥ {MEMORY_BOUND_PCT:g}% of peak)", "DRAM", "percent",
+           "DRAM throughput at or above the share of peak where ncu stops calling a kernel latency-bound"),
+)  # fmt: skip
+BOUND_TEXT = {True: "memory-bound", False: "not memory-bound"}
+
 # figures outside the catalogue: (better, deterministic)
-EXTRA_RULES = {BENCH_MEDIAN: ("lower", False)}
+EXTRA_RULES = {BENCH_MEDIAN: ("lower", False), DRAM_PCT_OF_COPY: ("higher", False), MEMORY_BOUND: (None, False)}
 
 
 def compare(runs: tuple[RunSection, ...]) -> tuple[Comparison, ...]:
@@ -35,9 +50,33 @@ def compare(runs: tuple[RunSection, ...]) -> tuple[Comparison, ...]:
     keys = COMPARED
     if runs[0].bench is not None and any(run.bench is not None for run in runs[1:]):
         keys = (*COMPARED, BENCH_MEDIAN)
+    if len(gpu_models(runs)) > 1:
+        with_copy = (DRAM_PCT_OF_COPY,) if any(run.bench is not None for run in runs) else ()
+        keys = (*keys, "dram_pct_of_peak", *with_copy, MEMORY_BOUND)
     tables = [_rows_by_label(run) for run in runs]
     labels = list(dict.fromkeys(label for table in tables for label in table))
     return tuple(_comparison(label, [t.get(label) for t in tables], runs, keys) for label in labels)
+
+
+def gpu_models(runs: tuple[RunSection, ...]) -> list[str]:
+    """The GPU models of the runs, each once, in order."""
+    return list(dict.fromkeys(run.info.get("gpu_name") for run in runs if run.info.get("gpu_name")))
+
+
+def _value(key: str, row: Row | None, run: RunSection) -> float | None:
+    """A compared figure of one row: its cell, or a share of its own GPU's ceilings."""
+    if row is None or not row.valid:
+        return None
+    if key == DRAM_PCT_OF_COPY:
+        bandwidth = _value("dram_bandwidth", row, run)
+        if bandwidth is None or run.bench is None or run.bench.copy_gb_per_s <= 0:
+            return None
+        return 100.0 * bandwidth / (run.bench.copy_gb_per_s * 1e9)
+    if key == MEMORY_BOUND:
+        share = _value("dram_pct_of_peak", row, run)
+        return None if share is None else float(share >= MEMORY_BOUND_PCT)
+    cell = row.cells.get(key)
+    return None if cell is None else cell.value
 
 
 def _rows_by_label(run: RunSection) -> dict[str, Row]:
@@ -49,11 +88,18 @@ def _rows_by_label(run: RunSection) -> dict[str, Row]:
 
 def _comparison(label: str, rows: list[Row | None], runs: tuple[RunSection, ...], keys: tuple[str, ...]) -> Comparison:
     statuses = tuple("absent" if row is None else row.status for row in rows)
-    columns = {c.key: c for c in (*COLUMNS, *BENCH_COLUMNS)}
+    columns = {c.key: c for c in (*COLUMNS, *BENCH_COLUMNS, *CEILING_COLUMNS)}
     metrics = []
     for key in keys:
-        values = [row.cells[key].value if row is not None and row.valid and key in row.cells else None for row in rows]
+        values = [_value(key, row, run) for row, run in zip(rows, runs, strict=True)]
         column = columns[key]
+        if key == MEMORY_BOUND:
+            cells = [
+                CompareCell(run.label, v, "n/a" if v is None else BOUND_TEXT[v >= 1])
+                for v, run in zip(values, runs, strict=True)
+            ]
+            metrics.append(CompareMetric(key, column.header, None, tuple(cells)))
+            continue
         cells = _cells(key, values, column.kind, [r.label for r in runs])
         metrics.append(CompareMetric(key, column.header, _rule(key)[0], tuple(cells)))
     return Comparison(label, statuses, tuple(metrics))

@@ -130,7 +130,9 @@ def test_intensities_of_the_naive_matmul(full: RunResults) -> None:
 def test_intensity_without_flop_counters_says_which_counter_is_missing() -> None:
     kernel = KernelResult("k", raw={"dram_read_bytes": 64.0, "dram_write_bytes": 64.0})
     reason = kernel.metric("arithmetic_intensity").missing_reason
-    assert reason == "needs flops: needs flops_fp32: needs smsp__sass_thread_inst_executed_op_ffma_pred_on.sum: not in the report"
+    assert reason == (
+        "needs flops: needs flops_fp32: needs smsp__sass_thread_inst_executed_op_ffma_pred_on.sum: not in the report"
+    )
 
 
 # --- global memory ---------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from profiling.run_dir import (
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures"
-SHARED = {"gpu_name", "driver_version", "command", "started_at", "wall_seconds", "suite", "suite_commit",
+SHARED = {"gpu_name", "host", "driver_version", "command", "started_at", "wall_seconds", "suite", "suite_commit",
           "memlens_version"}  # fmt: skip
 
 

@@ -15,8 +15,10 @@ from rich.table import Table
 
 from ..bench import DEFAULT_REPEATS, L2_MULTIPLE, MIN_REPEATS, BenchOptions
 from ..bench import bench as run_bench
+from ..bench_gpus import bench_on_gpus
 from ..bench_results import BENCH_FILE, BenchResults, VariantTiming
 from ..errors import ProfilerError
+from ..gpus import chosen_gpus
 from ..run_dir import DEFAULT_OUT, shell_command
 from ..terminal import interactive, progress_bar, table_console
 from ..units import format_bytes, format_duration, format_percent
@@ -37,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"timed launches per variant, at least {MIN_REPEATS} (default {DEFAULT_REPEATS})",
     )  # fmt: skip
     add_size_arguments(parser)
+    parser.add_argument("--gpus", metavar="all|0,1,...",
+                        help="share the variants out over these GPUs (nvidia-smi's indices), all at once")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,8 +54,12 @@ def run(args: argparse.Namespace) -> int:
         small=args.small,
         command=shell_command(sys.argv[1:]),
     )
-    with BenchProgress(enabled=interactive()) as progress:
-        run_dir, results = run_bench(options, on_progress=progress.update)
+    gpus = chosen_gpus(args.gpus)
+    if gpus is not None:
+        run_dir, results = bench_on_gpus(options, gpus)
+    else:
+        with BenchProgress(enabled=interactive()) as progress:
+            run_dir, results = run_bench(options, on_progress=progress.update)
     print_table(results, run_dir)
     if results.failures:
         raise ProfilerError(failure_message(results, run_dir))

@@ -2,9 +2,10 @@
 
 RUN is a run directory, results.json, .ncu-rep or ncu CSV, or the JSON of `memlens check --json`.
 Relative rules (`max_regression`) compare with --baseline FILE (`memlens baseline save`); without
-one they are skipped and say so. A baseline from another GPU model is refused unless
---allow-mismatch. --junit, --summary (GitHub Markdown) and --json are written even when the gate
-fails, so CI can publish them."""
+one they are skipped and say so. --baseline-dir FOLDER picks FOLDER/<gpu>.json for the run's GPU
+model (e.g. kernels/baselines/nvidia_h200.json); no file for it is a usage error (exit 2). A baseline
+from another GPU model is refused unless --allow-mismatch. --junit, --summary (GitHub Markdown) and
+--json are written even when the gate fails, so CI can publish them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..baseline import compatibility, load_baseline
+from ..baseline import baseline_for, compatibility, load_baseline
 from ..errors import GateFailed
 from ..fileio import input_files, write_output
 from ..gate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
@@ -25,7 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = format_help()
     parser.add_argument("source", metavar="RUN", help="run directory, results.json, .ncu-rep, ncu CSV or check JSON")
     parser.add_argument("--rules", required=True, type=Path, help="rules file (TOML; its format is below)")
-    parser.add_argument("--baseline", type=Path, help="baseline JSON for max_regression rules")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--baseline", type=Path, help="baseline JSON for max_regression rules")
+    which.add_argument("--baseline-dir", type=Path, metavar="FOLDER",
+                       help="pick FOLDER/<gpu model>.json for the run's GPU, e.g. kernels/baselines")  # fmt: skip
     parser.add_argument("--allow-mismatch", action="store_true",
                         help="compare with a baseline from another GPU model or target anyway")  # fmt: skip
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML, one testcase per check")
@@ -38,9 +42,13 @@ def run(args: argparse.Namespace) -> int:
     measurements = read_measurements(args.source)
     notes: list[str] = []
     baseline = None
-    if args.baseline is not None:
-        baseline = load_baseline(args.baseline)
-        notes = compatibility(baseline, measurements, args.allow_mismatch)
+    path = args.baseline
+    if args.baseline_dir is not None:
+        path = baseline_for(args.baseline_dir, measurements.environment)
+        notes.append(f"baseline {path} (for {measurements.environment.gpu_name})")
+    if path is not None:
+        baseline = load_baseline(path)
+        notes += compatibility(baseline, measurements, args.allow_mismatch)
     result = evaluate(rules, measurements, baseline, notes)
     inputs = [*input_files(args.source), args.rules, args.baseline]
     write_outputs(result, args.junit, args.summary, args.json, inputs)

@@ -11,9 +11,11 @@ import os
 import sys
 from pathlib import Path
 
+from ..gpus import chosen_gpus
 from ..ncu import CACHE_CONTROLS, CLOCK_CONTROLS
 from ..profile_run import ProfileOptions, profile
 from ..run_dir import DEFAULT_OUT, shell_command
+from ..shards import profile_on_gpus
 from ..terminal import Progress, interactive
 from .common import add_size_arguments, add_suite_arguments
 
@@ -31,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fast", action="store_true", help="skip the instrumented pass: no exact bank-conflict count")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before ncu is stopped (default 1800)")
     parser.add_argument("--ncu", help="path of the ncu executable (default: $MEMLENS_NCU or PATH)")
+    parser.add_argument(
+        "--gpus", metavar="all|0,1,...",
+        help="share the variants out over these GPUs (nvidia-smi's indices), one ncu per GPU at once, "
+             "into one run directory (default: the one GPU CUDA picks)",
+    )  # fmt: skip
     add_size_arguments(parser)
 
 
@@ -48,7 +55,11 @@ def run(args: argparse.Namespace) -> int:
         small=args.small,
         command=shell_command(sys.argv[1:]),
     )
+    gpus = chosen_gpus(args.gpus)
     with Progress(enabled=interactive()) as progress:
-        run_dir, results = profile(options, on_event=progress.update)
+        if gpus is None:
+            run_dir, results = profile(options, on_event=progress.update)
+        else:
+            run_dir, results = profile_on_gpus(options, gpus, on_event=progress.update)
     print(f"{len(results.kernels)} kernels from {len(results.outcomes)} variants profiled: {run_dir}")
     return 0

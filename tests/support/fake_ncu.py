@@ -6,11 +6,13 @@ FAKE_NCU_VERSION_TEXT, FAKE_NCU_REPORT (a recorded .ncu-rep to copy), FAKE_NCU_L
 log), FAKE_NCU_STDOUT (recorded text to print), FAKE_NCU_EXIT (exit code), FAKE_NCU_MODE:
 normal; hang (sleep before starting the app); stubborn (ignore SIGINT, as a wedged ncu might, run
 the app, which inherits that, then hang: only SIGKILL ends them); no-app (never start the app).
-On SIGINT it stops, writes its report and log and exits with code 130, without a traceback.
+FAKE_NCU_RECORD=FILE appends one JSON line per run: its argv and the CUDA_VISIBLE_DEVICES and TMPDIR
+it was given. On SIGINT it stops, writes its report and log and exits with code 130, without a traceback.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -46,6 +48,11 @@ def main() -> int:
         sys.stdout.write(os.environ.get("FAKE_NCU_VERSION_TEXT", VERSION_TEXT))
         return 0
     options, app = parse(argv)
+    record = os.environ.get("FAKE_NCU_RECORD")
+    if record:
+        with open(record, "a", encoding="utf-8") as handle:
+            seen = {key: os.environ.get(key) for key in ("CUDA_VISIBLE_DEVICES", "TMPDIR")}
+            handle.write(json.dumps({"argv": argv, **seen}) + "\n")
     mode = os.environ.get("FAKE_NCU_MODE", "normal")
     if mode == "stubborn":
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the app inherits it: both need SIGKILL

@@ -1,0 +1,230 @@
+"""`memlens profile --gpus`: the selected variants shared out over several GPUs of one host, one ncu
+per GPU, all running at once, merged into one run directory.
+
+Each GPU's ncu runs the profiled program with CUDA_VISIBLE_DEVICES=<that GPU's UUID> (see
+profiling/gpus.py), not with ncu's `--devices`: `--devices` only filters which device ncu profiles,
+while the program would still launch every kernel on its device 0. Each ncu gets a temporary
+folder of its own (TMPDIR), so nothing ncu keeps there is shared between the concurrent runs.
+
+The split balances expected cost, from one source for every selected variant (simple on purpose):
+1. the seconds each variant took under ncu in the previous run (`<out>/latest`, its events files),
+   where that run measured every selected variant;
+2. else the bytes each variant's family must move (`min_bytes` at the run's sizes), where every
+   selected family declares it;
+3. else one each: round robin.
+Largest first, each to the GPU with the least expected work so far; each GPU then runs its share
+in suite order. The run directory holds each GPU's raw report, log, command and events
+(`profile.gpu<i>.ncu-rep`, ...: run_dir.profile_files) and one results.json; every kernel and
+variant outcome records its GPU. A GPU that fails leaves the others' results; the error names it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .errors import MemlensError
+from .gpus import Gpu
+from .ncu import Ncu, find_ncu, hold_interrupts, sigterm_as_interrupt
+from .profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
+from .results import RunResults
+from .run_dir import LATEST, Machine, machine_of, new_run_dir, now, profile_files, take_provenance
+from .suite import Selection, Variant, select_variants, suite_root
+
+COST_PREVIOUS, COST_MIN_BYTES, COST_EQUAL = "previous run", "min_bytes", "equal"
+
+
+# --- the split -------------------------------------------------------------------------------------
+
+
+def previous_seconds(out_dir: Path) -> dict[str, float]:
+    """Seconds each variant took under ncu in `<out_dir>/latest`: from its start to its done event."""
+    latest = out_dir / LATEST
+    seconds: dict[str, float] = {}
+    if not latest.is_dir():
+        return seconds
+    for path in sorted(latest.glob("events*.jsonl")):
+        started: dict[str, float] = {}
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+                kind, label, time = event["event"], event.get("variant"), float(event["time"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if kind == "start" and isinstance(label, str):
+                started[label] = time
+            elif kind == "done" and label in started:
+                seconds[label] = max(0.0, time - started[label])
+    return seconds
+
+
+def expected_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[dict[str, float], str]:
+    """Each selected variant's expected cost, and which source gave them (see the module's notes)."""
+    labels = [v.label for v in selection.variants]
+    measured = previous_seconds(out_dir)
+    if all(label in measured for label in labels):
+        return {label: measured[label] for label in labels}, COST_PREVIOUS
+    families = {v.family.name: v.family for v in selection.variants}
+    if all(f.min_bytes is not None for f in families.values()):
+        by_family = {name: float(f.min_bytes(f.size(selection.sizes, small))) for name, f in families.items()}
+        return {v.label: by_family[v.family.name] for v in selection.variants}, COST_MIN_BYTES
+    return dict.fromkeys(labels, 1.0), COST_EQUAL
+
+
+def split(variants: Sequence[Variant], costs: dict[str, float], count: int) -> list[list[Variant]]:
+    """`count` shares, largest cost first to the least loaded share (ties: the lower share), each in
+    suite order. With equal costs this is round robin."""
+    loads = [0.0] * count
+    shares: list[list[int]] = [[] for _ in range(count)]
+    order = sorted(range(len(variants)), key=lambda i: -costs.get(variants[i].label, 1.0))  # stable
+    for position in order:
+        target = min(range(count), key=lambda s: (loads[s], s))
+        loads[target] += costs.get(variants[position].label, 1.0)
+        shares[target].append(position)
+    return [[variants[i] for i in sorted(share)] for share in shares]
+
+
+def sizes_for(share: Sequence[Variant], items: Sequence[str]) -> tuple[str, ...]:
+    """The --size items that name a size of a family in `share` (the profiled program refuses others)."""
+    families = {v.family.name: v.family for v in share}
+    kept = []
+    for item in items:
+        family, dot, name = item.partition("=")[0].rpartition(".")
+        candidates = [families[family]] if dot and family in families else [] if dot else families.values()
+        if any(name in f.default_size for f in candidates):
+            kept.append(item)
+    return tuple(kept)
+
+
+# --- running the shares at once --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    """What one GPU's ncu run gave: its results (tagged with the GPU) and its error, if any."""
+
+    gpu: Gpu
+    results: RunResults
+    error: BaseException | None
+
+
+class _Relay:
+    """Passes the events of every GPU's program to one progress display: one plan, of every variant."""
+
+    def __init__(self, on_event: Callable[[dict], None] | None, labels: list[str]) -> None:
+        self._on_event, self._labels = on_event, labels
+        self._lock = threading.Lock()
+        self._planned = False
+
+    def __call__(self, event: dict) -> None:
+        if self._on_event is None:
+            return
+        with self._lock:
+            if event.get("event") == "plan":
+                if self._planned:
+                    return
+                self._planned = True
+                event = {**event, "variants": self._labels}
+            self._on_event(event)
+
+
+def profile_on_gpus(
+    options: ProfileOptions, gpus: Sequence[Gpu], on_event: Callable[[dict], None] | None = None
+) -> tuple[Path, RunResults]:
+    """Profile the selected variants over `gpus`; one GPU is the single-GPU run, on that GPU."""
+    if len(gpus) == 1:
+        return profile(options, on_event, gpus[0])
+    selection = select_variants(options.suite, options.pattern, options.sizes)
+    ncu = find_ncu(options.ncu)
+    costs, _ = expected_costs(selection, options.small, options.out_dir)
+    plan = [(gpu, share) for gpu, share in zip(gpus, split(selection.variants, costs, len(gpus)), strict=True)
+            if share]  # fmt: skip
+    run_dir = new_run_dir(options.out_dir)
+    started = now()
+    done: Future[Selection] = Future()
+    done.set_result(selection)
+    relay = _Relay(on_event, [v.label for v in selection.variants])
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=len(plan) + 1, thread_name_prefix="memlens-gpu") as pool:
+        machine = pool.submit(machine_of, suite_root(options.suite))
+        futures = [pool.submit(_run_share, options, ncu, run_dir, gpu, share, done, machine, started, relay, stop)
+                   for gpu, share in plan]  # fmt: skip
+        _wait(futures, stop)
+        parts = [future.result() for future in futures]
+    with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
+        results, error = merge(parts, selection, machine.result(), options.command, started)
+        return save(options, run_dir, results, error)
+
+
+def _run_share(
+    options: ProfileOptions, ncu: Ncu, run_dir: Path, gpu: Gpu, share: list[Variant], selection: Future[Selection],
+    machine: Future[Machine], started, relay: _Relay, stop: threading.Event,
+) -> Part:  # fmt: skip
+    scratch = tempfile.mkdtemp(prefix=f"memlens-gpu{gpu.index}-")
+    try:
+        shard = Shard(
+            profile_files(run_dir, gpu.index),
+            env={**gpu.environment(), "TMPDIR": scratch},
+            labels=tuple(v.label for v in share),
+            sizes=sizes_for(share, options.sizes),
+        )
+        events, cause = run_shard(options, ncu, shard, selection, relay, stop)
+        results, error = conclude(options, ncu, shard, selection.result(), machine.result(), started, events, cause)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return Part(gpu, gpu.tag(results), error)
+
+
+def _wait(futures: list[Future[Part]], stop: threading.Event) -> None:
+    """Wait for every GPU's run; on Ctrl-C (or SIGTERM) stop them all and wait for them to save."""
+    try:
+        with sigterm_as_interrupt():
+            while not all(future.done() for future in futures):
+                concurrent.futures.wait(futures, timeout=0.2)
+    except KeyboardInterrupt:
+        stop.set()
+        with hold_interrupts():
+            concurrent.futures.wait(futures)
+
+
+# --- the merge -------------------------------------------------------------------------------------
+
+
+def merge(
+    parts: Sequence[Part], selection: Selection, machine: Machine, command: str, started
+) -> tuple[RunResults, BaseException | None]:
+    """One RunResults of every GPU's, in suite order, and the first GPU's error (named with its GPU)."""
+    order = {v.label: i for i, v in enumerate(selection.variants)}
+
+    def position(label: str) -> int:
+        return order.get(label, len(order))
+
+    outcomes = sorted((o for p in parts for o in p.results.outcomes), key=lambda o: position(f"{o.family}/{o.variant}"))
+    kernels = sorted((k for p in parts for k in p.results.kernels), key=lambda k: position(k.label))
+    infos = [p.results.info for p in parts]
+    names = list(dict.fromkeys(info.gpu_name for info in infos if info.gpu_name))
+    sources = [info.source for info in infos if info.source]
+    provenance = take_provenance(machine, selection.suite.path, command, started)
+    provenance.update(
+        gpu_name=" + ".join(names) or None,
+        compute_capability=next((i.compute_capability for i in infos if i.compute_capability), None),
+        source=", ".join(sources) or None,
+    )
+    info = replace(infos[0], **provenance)
+    complete = all(p.results.complete for p in parts)
+    error = next((_named(p.error, p.gpu) for p in parts if p.error is not None), None)
+    return RunResults(info, tuple(kernels), tuple(outcomes), complete), error
+
+
+def _named(error: BaseException, gpu: Gpu) -> BaseException:
+    """`error` with its message naming the GPU it happened on; its kind (and exit code) kept."""
+    if isinstance(error, (MemlensError, KeyboardInterrupt)):
+        error.args = (f"{gpu}: {error}", *error.args[1:])
+    return error
