@@ -8,7 +8,8 @@ SUITE  ?= kernels
 # K=REGEX: only the variants (family/variant) it matches, in profile and bench alike.
 K ?=
 SELECT = $(if $(K),-k '$(K)')
-PROFILE_ARGS ?=
+# --roofline: the roofline counters too (FLOPs, coalescing, the GPU's peaks), at 2 more replay passes a kernel
+PROFILE_ARGS ?= --roofline
 BENCH_ARGS ?=
 
 ifeq ($(PYTHON),$(VENV)/bin/python)

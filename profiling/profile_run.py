@@ -62,6 +62,7 @@ class ProfileOptions:
     clock_control: str = "base"
     cache_control: str = "all"
     fast: bool = False
+    roofline: bool = False  # also the roofline's counters (more replay passes)
     timeout: float | None = None
     ncu: str | None = None
     sizes: tuple[str, ...] = ()  # NAME=VALUE overrides
@@ -236,7 +237,7 @@ def run_shard(
 
 def _request(options: ProfileOptions, files: ProfileFiles) -> ProfileRequest:
     return ProfileRequest(
-        metrics=ncu_metric_names(options.fast),
+        metrics=ncu_metric_names(options.fast, options.roofline),
         report=files.report_stem,
         log=files.log,
         nvtx_include=f"regex:{NVTX_DOMAIN}@.*/",

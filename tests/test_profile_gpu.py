@@ -73,6 +73,10 @@ def test_lines_name_the_conflict_and_local_lines(run_dir):
     assert conflict.file == "kernels/transpose.cu" and conflict.shared_ld.ways == 32
     assert "tile[tx][tile_col<SWIZZLE>(tx, r)]" in (conflict.source or "")
     local_lines = kernel_lines(results, [by_label["running_mean/local"]], REPO)[0].lines
-    local = next(line for line in local_lines if line.line == 36)
-    assert local.file == "kernels/running_mean.cu" and local.local_ld_executions
-    assert local.source == "for (unsigned int j = 0; j < W; ++j) sum += window[(j + n) % W];"
+    source = (REPO / "kernels" / "running_mean.cu").read_text().splitlines()
+    load_line = source.index("    for (unsigned int j = 0; j < W; ++j) sum += window[(j + n) % W];") + 1
+    store_line = source.index("    for (unsigned int j = 0; j < W; ++j) window[(j + n) % W] = x[i + j];") + 1
+    by_line = {line.line: line for line in local_lines if line.file == "kernels/running_mean.cu"}
+    assert by_line[load_line].local_ld_executions and not by_line[load_line].local_st_executions
+    assert by_line[store_line].local_st_executions and not by_line[store_line].local_ld_executions
+    assert by_line[load_line].source == "for (unsigned int j = 0; j < W; ++j) sum += window[(j + n) % W];"

@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cache-control", choices=CACHE_CONTROLS, default="all", help="flush caches between passes (default: all)"
     )
     parser.add_argument("--fast", action="store_true", help="skip the instrumented pass: no exact bank-conflict count")
+    parser.add_argument("--roofline", action="store_true",
+                        help="also collect the roofline's counters (FLOPs, global sectors and requests, L2 bytes, hit "
+                        "rates, the GPU's peaks): 2 more replay passes a kernel on an H200")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before ncu is stopped (default 1800)")
     parser.add_argument("--ncu", help="path of the ncu executable (default: $MEMLENS_NCU or PATH)")
     parser.add_argument(
@@ -49,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         clock_control=args.clock_control,
         cache_control=args.cache_control,
         fast=args.fast,
+        roofline=args.roofline,
         timeout=args.timeout if args.timeout > 0 else None,
         ncu=args.ncu,
         sizes=tuple(args.size),

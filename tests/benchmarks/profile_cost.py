@@ -4,6 +4,7 @@
     memlens  memlens profile (every catalogue metric, with the instrumented pass)
     bare     ncu with memlens's own argv (metric list, NVTX filter, replay and cache options, app)
     fast     memlens profile --fast (no instrumented pass)
+    roofline memlens profile --roofline (the roofline's counters too: more replay passes)
     full     ncu --set full over the same NVTX ranges, otherwise the same argv as bare
 
 Prints each time and the ratios memlens / bare (target <= 1.15: memlens adds little to ncu),
@@ -39,7 +40,7 @@ from profiling.suite import NVTX_DOMAIN, load_suite  # noqa: E402
 
 CLOCK_CONTROL = "none"
 TARGETS = {"memlens_over_bare": 1.15, "memlens_over_full": 0.3}
-STEPS = ("app", "memlens", "bare", "fast", "full")
+STEPS = ("app", "memlens", "bare", "fast", "roofline", "full")
 
 
 def main() -> int:
@@ -85,11 +86,11 @@ def step_argv(step: str, ncu: Ncu, suite, options: ProfileOptions, stem: Path) -
     """The command of one step; bare and full share memlens's own ncu argv."""
     if step == "app":
         return app_argv(suite.path, options, stem.with_suffix(".events"))
-    if step in ("memlens", "fast"):
+    if step in ("memlens", "fast", "roofline"):
         argv = [sys.executable, "-m", "profiling", "profile", str(suite.path), "--out", str(stem),
                 "--clock-control", CLOCK_CONTROL, "--ncu", str(ncu.path)]  # fmt: skip
         argv += (["-k", options.pattern] if options.pattern else []) + (["--small"] if options.small else [])
-        return argv + (["--fast"] if step == "fast" else [])
+        return argv + {"fast": ["--fast"], "roofline": ["--roofline"]}.get(step, [])
     request = ProfileRequest(
         metrics=ncu_metric_names(), report=stem, log=stem.with_suffix(".log"),
         nvtx_include=f"regex:{NVTX_DOMAIN}@.*/", clock_control=CLOCK_CONTROL,
@@ -141,6 +142,8 @@ def summarize(seconds: dict[str, list[float]], ncu: Ncu, suite: Path, args: argp
         "ratios": ratios,
         "targets": {name: {"at_most": TARGETS[name], "met": ratios[name] <= TARGETS[name]} for name in TARGETS},
         "exact_pass_seconds": median["memlens"] - median["fast"],
+        "roofline_over_full": median["roofline"] / median["full"],  # --roofline's cost: no target
+        "roofline_extra_seconds": median["roofline"] - median["memlens"],
         "ncu_overhead_over_app_seconds": median["bare"] - median["app"],
     }
 
@@ -163,6 +166,8 @@ def print_summary(result: dict) -> None:
         target = result["targets"][name]
         print(f"  {name:18} {ratio:6.3f}  (target <= {target['at_most']}: {'met' if target['met'] else 'NOT met'})")
     print(f"  exact pass cost (memlens - fast) {result['exact_pass_seconds']:.2f} s")
+    extra, share = result["roofline_extra_seconds"], result["roofline_over_full"]
+    print(f"  --roofline: {extra:+.2f} s over memlens, {share:.3f} of full")
 
 
 if __name__ == "__main__":
