@@ -8,7 +8,7 @@ SUITE  ?= kernels
 # K=REGEX: only the variants (family/variant) it matches, in profile and bench alike.
 K ?=
 SELECT = $(if $(K),-k '$(K)')
-# --roofline: the roofline counters too (FLOPs, coalescing, the GPU's peaks), at 2 more replay passes a kernel
+# --roofline: the FLOP and L1 global-sector counters too (roofline, coalescing): 2 more replay passes a kernel
 PROFILE_ARGS ?= --roofline
 BENCH_ARGS ?=
 

@@ -37,7 +37,9 @@ class Metric:
     # why a derived figure has no value although its inputs are there (None: "an input is zero or missing")
     na_reason: Callable[[Values], str | None] | None = None
     aliases: tuple[str, ...] = ()  # other ncu names of the same counter, read where `ncu` is absent
-    roofline: bool = False  # collected only with `memlens profile --roofline` (it costs replay passes)
+    # collected only with `memlens profile --roofline`: on an H200 the FLOP counters cost a replay pass
+    # together and L1's global sector counters another (tests/benchmarks/ncu_passes.py)
+    roofline: bool = False
 
     @property
     def ncu_names(self) -> tuple[str, ...]:
@@ -231,20 +233,17 @@ _ROOFLINE_RAW = [
     # The GPU's own ceilings, as ncu's SpeedOfLight roofline sections compute them (per kernel: clocks
     # are measured during the kernel).
     Metric("peak_ffma_per_cycle", "inst/cycle", "the GPU's peak FFMA thread instructions per SM cycle, all SMs",
-           "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", over_launches="duration_weighted",
-           roofline=True),
+           "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", over_launches="duration_weighted"),
     Metric("peak_dfma_per_cycle", "inst/cycle", "the GPU's peak DFMA thread instructions per SM cycle, all SMs",
-           "sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained", over_launches="duration_weighted",
-           roofline=True),
+           "sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained", over_launches="duration_weighted"),
     Metric("peak_hfma_per_cycle", "inst/cycle", "the GPU's peak HFMA thread instructions per SM cycle, all SMs",
-           "sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained", over_launches="duration_weighted",
-           roofline=True),
+           "sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained", over_launches="duration_weighted"),
     Metric("sm_clock", "hz", "SM cycles per second during the kernel", "sm__cycles_elapsed.avg.per_second",
-           over_launches="duration_weighted", roofline=True),
+           over_launches="duration_weighted"),
     Metric("peak_dram_bytes_per_cycle", "byte/cycle", "the GPU's peak DRAM bytes per DRAM cycle",
-           "dram__bytes.sum.peak_sustained", over_launches="duration_weighted", roofline=True),
+           "dram__bytes.sum.peak_sustained", over_launches="duration_weighted"),
     Metric("dram_clock", "hz", "DRAM cycles per second during the kernel", "dram__cycles_elapsed.avg.per_second",
-           over_launches="duration_weighted", roofline=True),
+           over_launches="duration_weighted"),
     # Global memory: coalescing, L1 and L2 traffic. A warp's global load or store instruction is one
     # L1TEX request (as for local memory above: instruction counters, not L1TEX's request counters).
     Metric("global_load_sectors", "sector", "32-byte sectors global loads asked of L1TEX",
@@ -252,15 +251,15 @@ _ROOFLINE_RAW = [
     Metric("global_store_sectors", "sector", "32-byte sectors global stores sent to L1TEX",
            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "lower", deterministic=True, roofline=True),
     Metric("global_load_requests", "inst", "warp-level global load instructions executed (LDG: one request each)",
-           "smsp__inst_executed_op_global_ld.sum", deterministic=True, roofline=True),
+           "smsp__inst_executed_op_global_ld.sum", deterministic=True),
     Metric("global_store_requests", "inst", "warp-level global store instructions executed (STG: one request each)",
-           "smsp__inst_executed_op_global_st.sum", deterministic=True, roofline=True),
+           "smsp__inst_executed_op_global_st.sum", deterministic=True),
     Metric("l2_sectors_from_l1", "sector", "32-byte sectors the L1TEX units read from or wrote to L2",
-           "lts__t_sectors_srcunit_tex.sum", "lower", roofline=True),
+           "lts__t_sectors_srcunit_tex.sum", "lower"),
     Metric("l1_hit_rate", "%", "share of L1TEX sector lookups that hit", "l1tex__t_sector_hit_rate.pct", "higher",
-           over_launches="duration_weighted", roofline=True),
+           over_launches="duration_weighted"),
     Metric("l2_hit_rate", "%", "share of L2 sector lookups that hit", "lts__t_sector_hit_rate.pct", "higher",
-           over_launches="duration_weighted", roofline=True),
+           over_launches="duration_weighted"),
 ]
 
 
@@ -440,7 +439,7 @@ DEVICE_ATTRIBUTES = {
 
 def ncu_metric_names(fast: bool = False, roofline: bool = False) -> list[str]:
     """The `--metrics` list for ncu; `fast` leaves out the instrumented pass, `roofline` adds the
-    roofline's counters (on an H200 they take the list from 4 replay passes a kernel to 6)."""
+    FLOP and L1 global-sector counters (on an H200 they take the list from 4 replay passes a kernel to 6)."""
     names = [m.ncu for m in RAW_METRICS if m.ncu and not (fast and m.instrumented) and (roofline or not m.roofline)]
     per_pc = [] if fast else [PER_PC_EXECUTIONS]
     return names + per_pc + list(DEVICE_ATTRIBUTES.values())

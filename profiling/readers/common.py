@@ -18,7 +18,7 @@ _NAME = r"[A-Za-z][A-Za-z0-9_]*"
 RANGE_PATTERN = re.compile(rf"^({_NAME})\.({_NAME})(?::|$)")
 
 NOT_IN_REPORT = "not in the report"
-ROOFLINE_SKIPPED = "not collected: profile with --roofline (the roofline's counters cost replay passes)"
+ROOFLINE_SKIPPED = "not collected: profile with --roofline (the FLOP and L1 global-sector counters cost replay passes)"
 FAST_SKIPPED = "not collected: run without --fast (--fast skips the instrumented pass)"
 CSV_NO_INSTRUCTIONS = "a CSV cannot carry per-instruction values: read the .ncu-rep"
 INSTRUMENTED_ABSENT = "not in the report (an instrumented metric: ncu collects it only when asked by name)"
