@@ -56,13 +56,17 @@ class KernelResult:
     launch_id: int = 0  # ncu's ID of the launch, unique within a report
     raw: dict[str, float | None] = field(default_factory=dict)  # catalogue key -> value
     missing: dict[str, str] = field(default_factory=dict)  # catalogue key -> reason
+    # A program's NVTX push/pop ranges open at the launch ("iteration > transpose/conflict", see
+    # readers.common.program_label); None for suite runs and launches outside any range.
+    nvtx: str | None = None
 
     @property
     def label(self) -> str:
-        """family/variant for suite kernels, the kernel name otherwise."""
+        """family/variant for suite kernels and "family/variant" ranges, else the program's NVTX
+        range path, else the kernel name."""
         if self.family and self.variant:
             return f"{self.family}/{self.variant}"
-        return self.kernel
+        return self.nvtx or self.kernel
 
     def values(self) -> dict[str, float | None]:
         """Raw and derived figures by catalogue key."""

@@ -301,18 +301,18 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
 def _group(results: RunResults) -> tuple[list[FamilySection], list[Row]]:
     outcomes = {(o.family, o.variant): o for o in results.outcomes if o.family and o.variant}
     launches: dict[tuple[str, str], list[KernelResult]] = {}
-    plain: dict[str, list[KernelResult]] = {}
+    plain: dict[tuple[str, str], list[KernelResult]] = {}  # (label, kernel): a range's kernels apart
     for kernel in results.kernels:
         if kernel.family and kernel.variant:
             launches.setdefault((kernel.family, kernel.variant), []).append(kernel)
         else:
-            plain.setdefault(kernel.kernel, []).append(kernel)
+            plain.setdefault((kernel.label, kernel.kernel), []).append(kernel)
     order = list(dict.fromkeys([*outcomes, *launches]))
     families: dict[str, list[tuple[str, str]]] = {}
     for key in order:
         families.setdefault(key[0], []).append(key)
     sections = [_family(name, keys, outcomes, launches) for name, keys in families.items()]
-    others = [_row(name, name, group, None) for name, group in plain.items()]
+    others = [_row(label, name, group, None) for (label, name), group in plain.items()]
     return sections, others
 
 

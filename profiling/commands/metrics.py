@@ -143,10 +143,17 @@ def _static_shared(kernel: KernelResult) -> str:
     return _show(kernel, "static_shared_per_block", lambda v: format_bytes(v, binary=True))
 
 
+def _kernel_label(kernel: KernelResult) -> str:
+    """The label; for a kernel a program's NVTX range labels, the kernel's name on the line below."""
+    if kernel.nvtx is not None and kernel.kernel != kernel.label:
+        return f"{kernel.label}\n  {kernel.kernel}"
+    return kernel.label
+
+
 KERNEL_MIN_WIDTH = 28  # characters of a kernel label kept on one line however narrow the terminal
 
 COLUMNS = (
-    Column("kernel", "kernel", (), lambda k: k.label),
+    Column("kernel", "kernel", (), lambda k: _kernel_label(k)),
     Column("duration", "duration", ("duration",), lambda k: _show(k, "duration", format_duration)),
     Column("DRAM GB/s", "DRAM\nGB/s", ("dram_bandwidth",), lambda k: _show(k, "dram_bandwidth", _gb_per_s)),
     Column("DRAM % of peak", "DRAM %\nof peak", ("dram_pct_of_peak",),
@@ -352,6 +359,7 @@ def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
                 "kernel": k.kernel,
                 "family": k.family,
                 "variant": k.variant,
+                "nvtx": k.nvtx,
                 "launch_id": k.launch_id,
                 "metrics": _metrics_json(k),
             }

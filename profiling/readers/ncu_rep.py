@@ -22,13 +22,25 @@ from ..catalogue import CATALOGUE, DEVICE_ATTRIBUTES
 from ..demangle import kernel_name
 from ..errors import InputError, ProfilerError
 from ..results import KernelResult, RunInfo, RunResults, printable
-from .common import NCU_METRICS, Cell, absent_reason, compute_capability, convert, is_memlens_domain, suite_range
+from .common import (
+    NCU_METRICS,
+    Cell,
+    ProgramLabel,
+    absent_reason,
+    compute_capability,
+    convert,
+    is_memlens_domain,
+    program_label,
+    suite_range,
+    with_label,
+)
 
 # ncu_report.IMetric.value() returns str, int, float or None; as_string for the device name.
 Action = Any
 Context = Any
 Slot = tuple[int, int]  # (range index, action index) of an action in the report
-Launch = tuple[str, list[object], tuple[str, str] | None]  # kernel name, metric values, memlens range
+Labels = tuple[tuple[str, str] | None, ProgramLabel | None]  # the memlens range, or else the program's label
+Launch = tuple[str, list[object], Labels]  # kernel name, metric values, labels
 
 DURATION = CATALOGUE["duration"].ncu
 
@@ -46,7 +58,7 @@ def read_ncu_rep(path: Path) -> RunResults:
     if reader.first is None:
         raise InputError(f"{path}: no profiled kernels (an empty report, or not an Nsight Compute report)")
     launches = reader.launches
-    from_memlens = any(r is not None for _, _, r in launches)
+    from_memlens = any(r is not None for _, _, (r, _) in launches)
     kernels = tuple(
         _kernel(name, launch_id, values, r, reader.metrics.units, from_memlens)
         for launch_id, (name, values, r) in enumerate(launches)
@@ -102,7 +114,7 @@ class _LaunchReader:
                 raise InputError(
                     f"{self.path}: truncated or damaged report (launch {launch_id} has no name or no metrics)"
                 )
-            self.launches.append((_kernel_name(action), values, _suite_range(action)))
+            self.launches.append((_kernel_name(action), values, _labels(action)))
             if self.first is None:
                 self.first = action
 
@@ -230,17 +242,27 @@ def _has_metrics(action: Action, duration: object) -> bool:
     return duration is not _ABSENT or bool(action.metric_names())
 
 
-def _suite_range(action: Action) -> tuple[str, str] | None:
-    """(family, variant) of the innermost memlens push/pop range open at the launch: the ranges of
-    the memlens domain(s), innermost first, up to the first that names one (suite_range's choice)."""
+def _labels(action: Action) -> Labels:
+    """The innermost memlens suite range (family, variant) open at the launch, or else the label of
+    the program's own push/pop ranges (program_label)."""
     state = action.nvtx_state()
     if state is None:
-        return None
-    memlens = []
+        return None, None
+    domains = []
     for domain_id in state.domains():
         domain = state.domain_by_id(domain_id)
-        if domain is not None and is_memlens_domain(domain.name()):
-            memlens.append(domain)
+        if domain is not None:
+            domains.append((str(domain.name()), domain))
+    suite = _suite_range([domain for name, domain in domains if is_memlens_domain(name)])
+    if suite is not None:
+        return suite, None
+    opened = [(name, str(range_name)) for name, domain in domains for range_name in domain.push_pop_ranges()]
+    return None, program_label(opened)
+
+
+def _suite_range(memlens: list[Any]) -> tuple[str, str] | None:
+    """(family, variant) of the innermost memlens push/pop range: the ranges of the memlens
+    domain(s), innermost first, up to the first that names one (suite_range's choice)."""
     for domain in reversed(memlens):
         names = domain.push_pop_ranges()
         if len(names) == 1:  # the usual case: its name as listed, not from its range object (slow as the state)
@@ -337,7 +359,7 @@ def _kernel(
     name: str,
     launch_id: int,
     values: list[object],
-    ranges: tuple[str, str] | None,
+    labels: Labels,
     units: dict[str, str],
     from_memlens: bool,
 ) -> KernelResult:
@@ -351,8 +373,7 @@ def _kernel(
         raw[metric.key] = converted
         if reason is not None:
             missing[metric.key] = reason
-    family, variant = ranges if ranges else (None, None)
-    return KernelResult(name, family, variant, launch_id, raw, missing)
+    return with_label(KernelResult(name, None, None, launch_id, raw, missing), *labels)
 
 
 def _kernel_name(action: Action) -> str:
