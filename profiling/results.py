@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalogue import CATALOGUE, RETIRED_KEYS, derive_all
-from .errors import InputError
+from .errors import InputError, ProfilerError
 from .fileio import read_json
 
 SCHEMA_VERSION = 1
@@ -171,6 +171,23 @@ class RunResults:
             "outcomes": [asdict(o) for o in self.outcomes],
             "kernels": [asdict(k) for k in self.kernels],
         }
+
+    def dataframe(self) -> Any:
+        """One row per launch: label, kernel, family, variant, nvtx, launch_id, then every catalogue
+        figure in its catalogue unit (NaN where missing). Needs pandas (the `pandas` extra)."""
+        try:
+            import pandas
+        except ImportError as exc:
+            raise ProfilerError(f"a DataFrame needs pandas ({exc}): pip install \"memlens[pandas]\"") from None
+        rows = [
+            {"label": k.label, "kernel": k.kernel, "family": k.family, "variant": k.variant, "nvtx": k.nvtx,
+             "launch_id": k.launch_id, **{key: k.metric(key).value for key in CATALOGUE}}
+            for k in self.kernels
+        ]  # fmt: skip
+        columns = ["label", "kernel", "family", "variant", "nvtx", "launch_id", *CATALOGUE]
+        return pandas.DataFrame(rows, columns=columns)
+
+    to_dataframe = dataframe
 
     @classmethod
     def from_json(cls, data: Any, source: str = "results.json") -> RunResults:

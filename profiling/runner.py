@@ -333,7 +333,7 @@ def _point_latest(out_dir: Path, run_dir: Path) -> ProfilerError | None:
 
 
 def app_argv(suite: Path, options: ProfileOptions, events: Path) -> list[str]:
-    argv = [sys.executable, "-m", "profiling.app", "--suite", str(suite.resolve()), "--events", str(events)]
+    argv = [sys.executable, "-m", f"{__package__}.app", "--suite", str(suite.resolve()), "--events", str(events)]
     if options.pattern:
         argv += ["-k", options.pattern]
     for item in options.sizes:

@@ -8,14 +8,14 @@ from collections.abc import Iterable
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
-from profiling.results import KernelResult, RunInfo, RunResults, VariantOutcome
-from profiling.units import format_bytes
+from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.units import format_bytes
 
 from .formatting import format_count, format_value
 from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
 
 if TYPE_CHECKING:
-    from profiling.bench import BenchResults, CopyBandwidth
+    from memlens.bench import BenchResults, CopyBandwidth
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"

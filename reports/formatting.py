@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from profiling.units import (
+from memlens.units import (
     format_bandwidth,
     format_bytes,
     format_count,

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from profiling import __version__
-from profiling.results import RunResults
+from memlens import __version__
+from memlens.results import RunResults
 
 from .build import BENCH_COLUMNS, COLUMNS, build_run, labels
 from .compare import compare
@@ -25,7 +25,7 @@ from .formatting import short_kernel
 from .model import Column, Report
 
 if TYPE_CHECKING:
-    from profiling.bench import BenchResults
+    from memlens.bench import BenchResults
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 

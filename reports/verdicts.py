@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from profiling.results import Expectation as Declared  # the suite's, as results.json carries it
-from profiling.results import KernelResult
+from memlens.results import Expectation as Declared  # the suite's, as results.json carries it
+from memlens.results import KernelResult
 
 from .formatting import compact_count, format_value, per_instruction, ways
 from .model import Check, CheckState, ExpectationCheck, Finding

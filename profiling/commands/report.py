@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from reports import FORMATS
+from memlens.reports import FORMATS
 
 from ..bench import BENCH_FILE, BenchResults, find_bench
 from ..errors import InputError
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reports.render import build_report, render  # jinja2 and matplotlib only for this command
+    from memlens.reports.render import build_report, render  # jinja2 and matplotlib only for this command
 
     runs = [(path, read_report(path)) for path in args.runs]
     benches = [bench_of(path) for path in args.runs]
