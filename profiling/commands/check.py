@@ -5,7 +5,8 @@ shared memory, and whether the PTX declares local memory (`.local`).
 CUDA C++ goes through nvcc where a toolkit has one, else NVRTC (the pip wheel; `--compiler`
 picks); Numba kernels through numba.cuda.compile_ptx and ptxas. `--json FILE` writes the figures
 for `memlens gate FILE --rules kernels/gates-static.toml`. Exit 3 when a kernel does not compile
-or no compiler is found."""
+or no compiler is found (`pip install 'memlens[check]'` brings NVRTC, NVVM and ptxas); exit 2
+when no selected variant declares a kernel (Launch(kernels=...)): nothing to check."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import ProfilerError
+from ..errors import ConfigError, ProfilerError
 from ..fileio import write_json_atomic
 from ..static_check import Progress, StaticResults, check_suite, rows, without_kernels
 from ..suite import load_suite
@@ -46,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
         if find_nvcc() is None:
             raise ProfilerError("--compiler nvcc: nvcc not found (install a CUDA toolkit or set MEMLENS_NVCC)")
     total = sum(len(v.kernels) for v in suite.variants(args.pattern))
+    if total == 0:
+        which = f" matching -k {args.pattern!r}" if args.pattern else ""
+        raise ConfigError(f"suite {suite.path}: no variant{which} declares its kernels (CudaKernel or NumbaKernel "
+                          "in Launch(kernels=...)): nothing to compile")  # fmt: skip
     with _progress(total) as progress:
         results = check_suite(suite, args.pattern, args.arch, prefer, progress)
     if args.json is not None:
@@ -56,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
     if results.failures:
         for failure in results.failures:
             print(f"memlens: {failure.label} ({failure.kernel}): {failure.message}", file=sys.stderr)
-        raise ProfilerError(f"{len(results.failures)} of {total} kernels did not compile")
+        hint = ""
+        if any("libnvrtc" in f.message or "NVVM" in f.message or "ptxas" in f.message for f in results.failures):
+            hint = " (a compiler is missing: pip install 'memlens[check]', or install a CUDA toolkit)"
+        raise ProfilerError(f"{len(results.failures)} of {total} kernels did not compile{hint}")
     return 0
 
 
