@@ -8,7 +8,6 @@ import sys
 import pytest
 
 import memlens
-import profiling
 from profiling.cli import main
 from profiling.errors import ConfigError, ProfilerError
 from tests.conftest import FIXTURES
