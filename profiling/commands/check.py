@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         if find_nvcc() is None:
             raise ProfilerError("--compiler nvcc: nvcc not found (install a CUDA toolkit or set MEMLENS_NVCC)")
     total = sum(len(v.kernels) for v in suite.variants(args.pattern))
-    if total == 0:
+    if total == 0 and next(suite.variants(args.pattern), None) is not None:  # (none selected: said below)
         which = f" matching -k {args.pattern!r}" if args.pattern else ""
         raise ConfigError(f"suite {suite.path}: no variant{which} declares its kernels (CudaKernel or NumbaKernel "
                           "in Launch(kernels=...)): nothing to compile")  # fmt: skip
