@@ -313,7 +313,19 @@ def _group(results: RunResults) -> tuple[list[FamilySection], list[Row]]:
         families.setdefault(key[0], []).append(key)
     sections = [_family(name, keys, outcomes, launches) for name, keys in families.items()]
     others = [_row(label, name, group, None) for (label, name), group in plain.items()]
+    if len(others) > OTHERS_SHOWN:  # a program of many kernels: the longest first, the rest folded
+        others.sort(key=_total_duration, reverse=True)
     return sections, others
+
+
+# A report shows this many kernels outside families, the longest first when there are more; the rest
+# are folded under them (report.html.j2), and charts draw at most this many rows.
+OTHERS_SHOWN = 25
+
+
+def _total_duration(row: Row) -> float:
+    cell = row.cells.get("duration")
+    return cell.value if cell is not None and cell.value is not None else -1.0
 
 
 def _family(
