@@ -50,6 +50,12 @@ DURATION = CATALOGUE["duration"].ncu
 # more the later it comes.
 PARALLEL_MIN_ACTIONS = 100
 HELPER_SHARE = 0.44
+# From this many actions on (a program's thousands of launches), helpers read chunks of CHUNK_ACTIONS
+# each, as many at a time as there are CPUs, and exit: ncu_report keeps every action it decoded for as
+# long as the process lives (about 0.5 GB per 1,000), so no process holds more than a chunk's worth.
+CHUNKED_MIN_ACTIONS = 2000
+CHUNK_ACTIONS = 1000
+MAX_HELPERS = 8
 
 
 def read_ncu_rep(path: Path) -> RunResults:
@@ -71,6 +77,9 @@ def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
     which a helper forked after it has loaded already), then the rest, with a helper where there are
     PARALLEL_MIN_ACTIONS or more."""
     reader.read(slots[:1])
+    if len(slots) >= CHUNKED_MIN_ACTIONS and _can_fork():
+        _read_chunks(reader, slots[1:])
+        return
     split = len(slots) - int(len(slots) * HELPER_SHARE)
     helper = _Helper.start(reader, slots[split:]) if len(slots) >= PARALLEL_MIN_ACTIONS and _can_fork() else None
     if helper is None:
@@ -86,6 +95,31 @@ def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
         reader.read(slots[split:])
     else:
         reader.merge(*helped)
+
+
+def _read_chunks(reader: _LaunchReader, slots: list[Slot]) -> None:
+    """Reads `slots` in chunks, each by a helper of its own, up to one a CPU at a time, merged in
+    order; a chunk whose helper failed (or could not start) is read here, with the same errors."""
+    chunks = [slots[start : start + CHUNK_ACTIONS] for start in range(0, len(slots), CHUNK_ACTIONS)]
+    workers = max(1, min(MAX_HELPERS, len(os.sched_getaffinity(0))))
+    running: list[_Helper | None] = []
+    started = 0
+    try:
+        for chunk in chunks:
+            while started < len(chunks) and len(running) < workers:
+                running.append(_Helper.start(reader, chunks[started]))
+                started += 1
+            helper = running.pop(0)
+            helped = helper.result() if helper is not None else None
+            if helped is None:
+                reader.read(chunk)
+            else:
+                reader.merge(*helped)
+    except BaseException:
+        for helper in running:
+            if helper is not None:
+                helper.stop()
+        raise
 
 
 class _LaunchReader:
