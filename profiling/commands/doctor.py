@@ -110,6 +110,11 @@ def check_compilers() -> list[Check]:
         checks.append(Check("check: CUDA C++ compiler", True, detail, required=False))
     else:
         checks.append(Check("check: CUDA C++ compiler", False, "no nvcc, no NVRTC", CHECK_EXTRA, required=False))
+    if nvrtc is not None:
+        checks.append(Check("check: NVRTC (Numba kernels)", True, "NVRTC {}.{}".format(*nvrtc), required=False))
+    else:
+        checks.append(Check("check: NVRTC (Numba kernels)", False, "not found (numba.cuda.compile_ptx needs it)",
+                            CHECK_EXTRA, required=False))  # fmt: skip
     if ptxas is not None:
         checks.append(Check("check: ptxas", True, str(ptxas), required=False))
     else:
