@@ -33,12 +33,16 @@ lint: $(SETUP)
 	$(PYTHON) -m ruff check profiling reports kernels tests
 
 # Needs an NVIDIA GPU and Nsight Compute (ncu) on PATH. Profiles, times the variants into the same
-# run, and writes its report; a run that failed part-way still gets its report, and make fails.
+# run, adds the static check (check.json: spills, stack frames; it needs ptxas, and without one the
+# report says the cause of local memory is unknown), and writes its report; a run that failed
+# part-way still gets its report, and make fails.
 profile: $(SETUP)
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ]; then $(VENV)/bin/pip install -q -e ".[cuda$(CUDA)]"; fi
 	@before=$$(readlink runs/latest); status=0; \
 	$(PYTHON) -m profiling profile $(SUITE) $(SELECT) $(PROFILE_ARGS) || status=$$?; \
 	if [ $$status -eq 0 ]; then $(PYTHON) -m profiling bench $(SUITE) --into runs/latest $(SELECT) $(BENCH_ARGS) || status=$$?; fi; \
+	if [ "$$(readlink runs/latest)" != "$$before" ]; then $(PYTHON) -m profiling check $(SUITE) --into runs/latest $(SELECT) \
+		> /dev/null || echo "memlens: memlens check failed: the report cannot name the cause of local memory" >&2; fi; \
 	if [ "$$(readlink runs/latest)" != "$$before" ]; then $(PYTHON) -m profiling report runs/latest || status=$$?; fi; \
 	exit $$status
 

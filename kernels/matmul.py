@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numba import cuda, float32
+from numba import config, cuda, float32
 
 from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
 
@@ -116,7 +116,10 @@ matmul = Family(
 
 @functools.cache
 def _jit(function: Callable[..., Any]) -> Any:
-    return cuda.jit(function, cache=True, lineinfo=True)  # on-disk cache: later runs skip the compile
+    # On-disk cache: later runs skip the compile. Line info lets ncu name each instruction's source
+    # line; the CUDA simulator (CPU tests) takes no such option.
+    options = {} if config.ENABLE_CUDASIM else {"lineinfo": True}
+    return cuda.jit(function, cache=True, **options)
 
 
 def _numba_launch(function: Callable[..., Any], inputs: Inputs, rows_from_x: bool) -> Launch:

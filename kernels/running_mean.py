@@ -1,6 +1,7 @@
 """Running mean over a window of 32 floats, the window held in a per-thread array: in
 registers, or in local memory when the array is indexed with a value known only at run time
-(after the CUDA local-memory article). CUDA C++ in running_mean.cu, compiled by CuPy."""
+(after the CUDA local-memory article), or spilled there when a register cap leaves too few
+registers for it. CUDA C++ in running_mean.cu, compiled by CuPy."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ _spec.loader.exec_module(common)
 
 SOURCE = Path(__file__).with_name("running_mean.cu")
 WINDOW = 32  # W in running_mean.cu
-BLOCK = 256
+BLOCK = 256  # also SPILL_BLOCK, running_mean_spill's __launch_bounds__
+OUTPUTS_PER_THREAD = 8  # R in running_mean.cu, of running_mean_spill
 
 
 def make_inputs(rng: np.random.Generator, size: Size) -> Inputs:
@@ -45,18 +47,20 @@ running_mean = Family(
 )
 
 
-def _launch(kernel: CudaKernel, inputs: Inputs) -> Launch:
+def _launch(kernel: CudaKernel, inputs: Inputs, outputs_per_thread: int = 1) -> Launch:
     cupy = common.import_cupy()
     n = inputs["x"].size - WINDOW + 1
     common.check_int32("running_mean", inputs["x"].size)
     function = common.cupy_function(kernel)
     x = common.on_device(inputs["x"])
     out = cupy.empty(n, dtype=cupy.float32)  # poisoned by reset(), a memset
-    return common.cupy_launch(function, (common.cdiv(n, BLOCK),), (BLOCK,), (x, out, np.uint32(n)), out)
+    blocks = common.cdiv(common.cdiv(n, outputs_per_thread), BLOCK)
+    return common.cupy_launch(function, (blocks,), (BLOCK,), (x, out, np.uint32(n)), out)
 
 
 REGISTER = CudaKernel(SOURCE, "running_mean_register")
 LOCAL = CudaKernel(SOURCE, "running_mean_local")
+SPILL = CudaKernel(SOURCE, "running_mean_spill")
 
 
 @running_mean.variant(
@@ -78,3 +82,15 @@ def register(inputs: Inputs, size: Size) -> Launch:
 )
 def local(inputs: Inputs, size: Size) -> Launch:
     return _launch(LOCAL, inputs)
+
+
+@running_mean.variant(
+    "spill",
+    demonstrates="window indexed at compile time as in register, 8 outputs a thread, capped at 32 registers"
+    " by __launch_bounds__(256, 8): ptxas spills registers to local memory",
+    expect=Expect(bank_conflicts=False, local_memory=True,
+                  note="local memory: register spill (ptxas spill stores and loads), no .local array"),
+    kernels=(SPILL,),
+)
+def spill(inputs: Inputs, size: Size) -> Launch:
+    return _launch(SPILL, inputs, OUTPUTS_PER_THREAD)

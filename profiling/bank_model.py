@@ -14,10 +14,11 @@ The model (Volta to Hopper, as the CUDA programming guide and ncu's counters des
   beyond the ideal are the excess that ncu reports as
   `memory_l1_wavefronts_shared - memory_l1_wavefronts_shared_ideal`.
 
-The model predicts the exact counts measured on an H200 for this suite's kernels (see
-/work/shared/device/NOTES.md): the transpose's column read of `tile[32][32]` takes 32 wavefronts
-(31 excess) and the Numba article's matmul takes 96 wavefronts per 16-wide tile and warp against
-an ideal of 34 (its `sA[tx, j]` reads compile to 16-byte loads).
+The model predicts the exact counts measured on an H200 for this suite's kernels (recorded in
+tests/fixtures/nvidia_h200/suite.results.json by tests/fixtures/record.sh): the transpose's column
+read of `tile[32][32]` takes 32 wavefronts (31 excess) and the Numba article's matmul takes 96
+wavefronts per 16-wide tile and warp against an ideal of 34 (its `sA[tx, j]` reads compile to
+16-byte loads).
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 Better = Literal["lower", "higher"] | None
+# How the launches of one variant add up: counts and times sum, per-launch settings (registers,
+# shared memory, grid and block) take the largest, a percentage of peak is weighted by duration.
+OverLaunches = Literal["sum", "max", "duration_weighted"]
 Values = Mapping[str, "float | None"]
 
 SECTOR_BYTES = 32  # an L1TEX sector is 32 bytes
@@ -29,6 +32,8 @@ class Metric:
     formula: str = ""  # for derived figures, in words over catalogue keys
     derive: Callable[[Values], float | None] | None = None
     deterministic: bool = False  # a count that does not vary between runs of one input
+    over_launches: OverLaunches = "sum"  # how a variant's launches combine into one figure
+    problem_above_zero: bool = False  # any value above zero marks a problem (excess wavefronts, local traffic)
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
@@ -61,6 +66,7 @@ _RAW = [
         "DRAM throughput as a percentage of the peak sustained rate",
         "dram__throughput.avg.pct_of_peak_sustained_elapsed",
         "higher",
+        over_launches="duration_weighted",
     ),
     Metric(
         "shared_ld_instructions", "inst", "warp-level shared-memory load instructions executed",
@@ -117,13 +123,14 @@ _RAW = [
         "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", "lower", deterministic=True,
     ),
     Metric("registers_per_thread", "register", "registers allocated per thread",
-           "launch__registers_per_thread", "lower", deterministic=True),
+           "launch__registers_per_thread", "lower", deterministic=True, over_launches="max"),
     Metric("static_shared_per_block", "byte", "static shared memory per block",
-           "launch__shared_mem_per_block_static", deterministic=True),
+           "launch__shared_mem_per_block_static", deterministic=True, over_launches="max"),
     Metric("dynamic_shared_per_block", "byte", "dynamic shared memory per block",
-           "launch__shared_mem_per_block_dynamic", deterministic=True),
-    Metric("grid_size", "block", "blocks in the grid", "launch__grid_size", deterministic=True),
-    Metric("block_size", "thread", "threads per block", "launch__block_size", deterministic=True),
+           "launch__shared_mem_per_block_dynamic", deterministic=True, over_launches="max"),
+    Metric("grid_size", "block", "blocks in the grid", "launch__grid_size", deterministic=True, over_launches="max"),
+    Metric("block_size", "thread", "threads per block", "launch__block_size", deterministic=True,
+           over_launches="max"),
 ]
 
 _DERIVED = [
@@ -152,7 +159,7 @@ _DERIVED = [
     Metric(
         "exact_excess_wavefronts", "wavefront",
         "shared-memory wavefronts beyond the conflict-free ideal: the exact cost of bank conflicts",
-        better="lower", instrumented=True, deterministic=True,
+        better="lower", instrumented=True, deterministic=True, problem_above_zero=True,
         formula="shared_wavefronts - shared_wavefronts_ideal",
         derive=lambda v: _diff(v.get("shared_wavefronts"), v.get("shared_wavefronts_ideal")),
     ),
@@ -172,12 +179,12 @@ _DERIVED = [
     ),
     Metric(
         "local_ld_bytes", "byte", "bytes of local-memory loads",
-        better="lower", deterministic=True, formula=f"local_ld_sectors * {SECTOR_BYTES}",
+        better="lower", deterministic=True, problem_above_zero=True, formula=f"local_ld_sectors * {SECTOR_BYTES}",
         derive=lambda v: _scale(v.get("local_ld_sectors"), SECTOR_BYTES),
     ),
     Metric(
         "local_st_bytes", "byte", "bytes of local-memory stores",
-        better="lower", deterministic=True, formula=f"local_st_sectors * {SECTOR_BYTES}",
+        better="lower", deterministic=True, problem_above_zero=True, formula=f"local_st_sectors * {SECTOR_BYTES}",
         derive=lambda v: _scale(v.get("local_st_sectors"), SECTOR_BYTES),
     ),
     Metric(

@@ -371,8 +371,8 @@ def _markdown_table(verdicts: Sequence[Verdict]) -> list[str]:
              "|---|---|---|---|---:|---|---:|---|"]  # fmt: skip
     for v in verdicts:
         cells = [_ICON[v.status], markdown_escape(v.rule), markdown_escape(v.subject or "—"),
-                 markdown_escape(v.metric or "—"), _number(v.value), markdown_escape(v.bound or "—"),
-                 _number(v.baseline), markdown_escape(v.message)]  # fmt: skip
+                 markdown_escape(v.metric or "—"), number_text(v.value), markdown_escape(v.bound or "—"),
+                 number_text(v.baseline), markdown_escape(v.message)]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -382,7 +382,8 @@ def _code(text: str) -> str:
     return " ".join(text.replace("`", "'").splitlines())
 
 
-def _number(value: float | None) -> str:
+def number_text(value: float | None) -> str:
+    """A figure of a gate or a baseline: whole numbers exact, others to 4 significant digits."""
     if value is None:
         return "—"
     return format_count(value) if float(value).is_integer() else significant(value, 4)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError, ProfilerError
+from .processes import CommandFailed, run_command
 
 # The oldest ncu whose reports the readers have been checked against.
 MIN_VERSION = (2023, 1)
@@ -59,8 +60,8 @@ def find_ncu(explicit: str | None = None) -> Ncu:
 
 def query_version(path: Path) -> tuple[int, ...]:
     try:
-        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = run_command([str(path), "--version"], timeout=60)
+    except CommandFailed as exc:
         raise ProfilerError(f"{path} --version failed: {exc}") from None
     match = re.search(r"Version (\d+(?:\.\d+)+)", done.stdout)
     if done.returncode != 0 or not match:

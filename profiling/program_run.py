@@ -32,7 +32,7 @@ from typing import BinaryIO
 from . import __version__
 from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
-from .fileio import point_symlink, write_json_atomic, write_text_atomic
+from .fileio import write_json_atomic, write_text_atomic
 from .ncu import (
     NcuRun,
     NcuTimeout,
@@ -45,7 +45,7 @@ from .ncu import (
     run_ncu,
 )
 from .results import RunInfo, RunResults, printable
-from .runner import REPORT_STEM, driver_version, new_run_dir
+from .run_dir import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS, driver_version, new_run_dir, point_latest
 
 DEFAULT_FILTERS = ("regex:.*/",)
 DEFAULT_LAUNCH_COUNT = 100
@@ -124,14 +124,14 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     request = ProfileRequest(
         metrics=ncu_metric_names(options.fast),
         report=run_dir / REPORT_STEM,
-        log=run_dir / "ncu.log",
+        log=run_dir / NCU_LOG,
         nvtx_include=options.filters,
         clock_control=options.clock_control,
         cache_control=options.cache_control,
         launch_count=options.launches,
     )
     argv = profile_argv(ncu, request, options.command)
-    write_text_atomic(run_dir / "ncu-command.txt", command_line(argv) + "\n")
+    write_text_atomic(run_dir / NCU_COMMAND, command_line(argv) + "\n")
     started = dt.datetime.now(dt.timezone.utc)
     stderr = _StderrTee(run_dir / STDERR_FILE)
     error: BaseException | None = None
@@ -163,14 +163,11 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         error = ProfilerError(_nothing_profiled(options, run_dir))
         results = replace(results, complete=False)
     try:
-        write_json_atomic(run_dir / "results.json", results.to_json())
+        write_json_atomic(run_dir / RESULTS, results.to_json())
     except OSError as exc:
-        raise ProfilerError(f"cannot write {run_dir / 'results.json'}: {exc.strerror or exc}") from None
-    try:
-        point_symlink(options.out_dir / "latest", run_dir.name)
-    except OSError as exc:
-        error = error or ProfilerError(f"cannot point {options.out_dir / 'latest'} at {run_dir.name} "
-                                       f"({exc.strerror or exc}); results in {run_dir}")  # fmt: skip
+        raise ProfilerError(f"cannot write {run_dir / RESULTS}: {exc.strerror or exc}") from None
+    link_error = point_latest(options.out_dir, run_dir)  # always: a failed run is the latest too
+    error = error or link_error
     if error is not None:
         raise error
     return run_dir, results
@@ -188,7 +185,7 @@ def _failure(run: NcuRun, options: ProgramOptions, last_line: str, run_dir: Path
     if run.returncode != 0:
         reason = first_error(run.log_text)
         because = f" ({reason})" if reason else ""
-        return ProfilerError(f"ncu exited with code {run.returncode}{because}; see {run_dir / 'ncu.log'}")
+        return ProfilerError(f"ncu exited with code {run.returncode}{because}; see {run_dir / NCU_LOG}")
     if "No kernels were profiled" in run.log_text:
         return ProfilerError(_nothing_profiled(options, run_dir))
     return None
@@ -196,18 +193,18 @@ def _failure(run: NcuRun, options: ProgramOptions, last_line: str, run_dir: Path
 
 def _nothing_profiled(options: ProgramOptions, run_dir: Path) -> str:
     if options.all_kernels:
-        return f"ncu profiled no kernel: the program launched none; see {run_dir / 'ncu.log'}"
+        return f"ncu profiled no kernel: the program launched none; see {run_dir / NCU_LOG}"
     filters = " ".join(f"--nvtx-include {f!r}" for f in options.filters)
     default = " (the default)" if not options.nvtx_include else ""
     return (f"ncu profiled no kernel: {filters}{default} matched no push/pop range that launched one "
             f"(ranges in a domain of their own need 'regex:DOMAIN@.*/'; --all-kernels profiles every kernel); "
-            f"see {run_dir / 'ncu.log'}")  # fmt: skip
+            f"see {run_dir / NCU_LOG}")  # fmt: skip
 
 
 def _collect(run_dir: Path, info: RunInfo, complete: bool) -> tuple[RunResults, MemlensError | None]:
     from .readers import read_report
 
-    report = run_dir / f"{REPORT_STEM}.ncu-rep"
+    report = run_dir / NCU_REPORT
     if not report.exists():
         return RunResults(info, (), (), False), None
     try:

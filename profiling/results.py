@@ -8,7 +8,7 @@ import math
 import re
 import types
 import typing
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from .catalogue import CATALOGUE, RETIRED_KEYS, derive_all
 from .errors import InputError, ProfilerError
 from .fileio import read_json
+from .run_dir import RESULTS, Provenance
 
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMAS = (1,)
@@ -110,11 +111,26 @@ class KernelResult:
 
 @dataclass(frozen=True)
 class Expectation:
-    """A variant's declared expectation (the suite's `Expect`), carried into results.json."""
+    """What memlens should measure for a variant, as a suite declares it (`suite.Expect` is this
+    class) and as results.json carries it (with `note` filled in by `described`)."""
 
     bank_conflicts: bool | None = None  # exact excess shared wavefronts > 0
     local_memory: bool | None = None  # local-memory load or store traffic > 0
-    note: str = ""  # the expectation in words
+    note: str = ""  # the expectation in words, e.g. "shared loads: 32-way conflict"
+
+    def describe(self) -> str:
+        if self.note:
+            return self.note
+        parts = []
+        if self.bank_conflicts is not None:
+            parts.append("bank conflicts" if self.bank_conflicts else "no bank conflicts")
+        if self.local_memory is not None:
+            parts.append("local memory" if self.local_memory else "no local memory")
+        return ", ".join(parts) or "no expectation declared"
+
+    def described(self) -> Expectation:
+        """This expectation with its words in `note`, as results.json records it."""
+        return replace(self, note=self.describe())
 
 
 @dataclass(frozen=True)
@@ -130,29 +146,19 @@ class VariantOutcome:
     baseline: bool = False  # the family's baseline, the variant others are compared with
 
     def __post_init__(self) -> None:
-        if isinstance(self.expect, dict):  # as the runner and results.json give it
-            object.__setattr__(self, "expect", Expectation(**self.expect))
-        elif self.expect is not None and not isinstance(self.expect, Expectation):
+        if self.expect is not None and not isinstance(self.expect, Expectation):
             raise TypeError(f"expect must be an object, not {type(self.expect).__name__}")
 
 
 @dataclass(frozen=True)
-class RunInfo:
-    """Where and how a run was made."""
+class RunInfo(Provenance):
+    """Where and how a profile run was made: the provenance every run has, and profile's own."""
 
-    gpu_name: str | None = None
     compute_capability: str | None = None
-    driver_version: str | None = None
     ncu_version: str | None = None
     clock_control: str | None = None
     cache_control: str | None = None
     fast: bool = False
-    command: str | None = None
-    started_at: str | None = None  # ISO 8601
-    wall_seconds: float | None = None
-    suite: str | None = None
-    suite_commit: str | None = None
-    memlens_version: str | None = None
     source: str | None = None  # the report file the kernels were read from
 
 
@@ -190,7 +196,7 @@ class RunResults:
     to_dataframe = dataframe
 
     @classmethod
-    def from_json(cls, data: Any, source: str = "results.json") -> RunResults:
+    def from_json(cls, data: Any, source: str = RESULTS) -> RunResults:
         if not isinstance(data, dict):
             raise InputError(f"{source}: not a memlens results object")
         version = data.get("schema_version")

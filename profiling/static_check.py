@@ -16,21 +16,25 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .catalogue import Metric
 from .errors import ConfigError, InputError, ProfilerError
 from .fileio import read_json
+from .processes import CommandFailed, CommandTimeout, run_command
 from .results import MetricValue
 
 SCHEMA_VERSION = 1
 KIND = "memlens-static-check"
 PTXAS_TIMEOUT_S = 180.0
+CHECK_FILE = "check.json"  # `memlens check --into RUN` writes it into a run directory, beside bench.json
+# The most a thread's registers hold: 255 registers of 4 bytes. A stack frame larger than this is
+# an array that no register allocation could have kept.
+REGISTER_FILE_BYTES = 255 * 4
 
 STATIC_METRICS: dict[str, Metric] = {m.key: m for m in (
     Metric("static.registers", "register", "registers per thread, as ptxas allocated them",
@@ -108,6 +112,12 @@ class StaticResults:
     kernels: tuple[StaticKernel, ...]
     failures: tuple[CompileFailure, ...] = ()
 
+    def for_kernel(self, label: str, kernel: str) -> tuple[StaticKernel, ...]:
+        """The static figures of a profiled kernel: the variant's declared kernels where `label` is a
+        suite variant's family/variant, else the kernels named `kernel` (a plain ncu report)."""
+        found = tuple(k for k in self.kernels if k.label == label)
+        return found or tuple(k for k in self.kernels if kernel in (k.kernel, k.symbol))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": KIND, "schema_version": SCHEMA_VERSION, "arch": self.arch, "compiler": self.compiler,
@@ -145,6 +155,31 @@ def is_static_json(path: Path) -> bool:
 
 def load_static(path: Path) -> StaticResults:
     return StaticResults.from_json(read_json(path), str(path))
+
+
+def find_static(run_dir: str | Path) -> StaticResults | None:
+    """The static figures of a run directory (its check.json), None if it has none (InputError if
+    the file is damaged)."""
+    path = Path(run_dir) / CHECK_FILE
+    return load_static(path) if path.is_file() else None
+
+
+LocalCause = Literal["spill", "large_array", "indexed_array", "none"]
+
+
+def local_memory_cause(kernels: Iterable[StaticKernel]) -> LocalCause:
+    """Why kernels use local memory, by ptxas's figures: register spill (spill stores or loads),
+    an array too large for registers (a stack frame above REGISTER_FILE_BYTES, no spills), an array
+    indexed at run time (a smaller stack frame or PTX `.local`, no spills), or none of these."""
+    kernels = list(kernels)
+    if any(k.spill_store_bytes or k.spill_load_bytes for k in kernels):
+        return "spill"
+    frame = max((max(k.stack_frame_bytes, k.ptx_local_bytes) for k in kernels), default=0)
+    if frame > REGISTER_FILE_BYTES:
+        return "large_array"
+    if frame > 0 or any(k.ptx_local for k in kernels):
+        return "indexed_array"
+    return "none"
 
 
 def numba_cc(arch: str) -> tuple[int, int]:
@@ -197,9 +232,7 @@ def check_suite(suite: Any, pattern: str | None = None, arch: str = "sm_90", pre
     from . import toolchain
 
     numba_cc(arch)
-    variants = list(suite.variants(pattern))
-    if not variants:
-        raise ConfigError(f"no variant of suite {suite.path} matches -k {pattern!r}")
+    variants = suite.selected(pattern)
     names: dict[tuple[Path, tuple[str, ...]], set[str]] = {}
     for kernel in (k for v in variants for k in v.kernels if hasattr(k, "source")):
         names.setdefault(_build_key(kernel), set()).add(kernel.name)
@@ -306,10 +339,10 @@ def run_ptxas(ptx: str, arch: str, toolchain: Any) -> str:
         source.write_text(ptx, encoding="utf-8")
         argv = [str(ptxas), "-v", f"-arch={arch}", str(source), "-o", str(Path(tmp) / "kernel.cubin")]
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=PTXAS_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+            done = run_command(argv, timeout=PTXAS_TIMEOUT_S)
+        except CommandTimeout:
             raise ProfilerError(f"ptxas timed out after {PTXAS_TIMEOUT_S:.0f} s") from None
-    output = done.stdout + done.stderr
+    output = done.output
     if done.returncode != 0:
         first = next((line for line in output.splitlines() if "error" in line or "fatal" in line), output.strip())
         raise ProfilerError(f"ptxas ({ptxas}) failed (exit {done.returncode}): {first}")
@@ -324,8 +357,8 @@ def ptxas_version(toolchain: Any) -> str | None:
 @functools.cache
 def _tool_version(tool: str) -> str | None:
     try:
-        done = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        done = run_command([tool, "--version"], timeout=30)
+    except CommandFailed:
         return None
     found = re.search(r"V(\d+\.\d+\.\d+)", done.stdout)
     return found.group(1) if found else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -19,30 +19,15 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, VerificationError
-from .labels import NAME_PATTERN, compile_filter
-from .labels import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and the runner name ranges with it
+from .nvtx_names import NAME_PATTERN, compile_filter
+from .nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and profile_run name ranges with it
+from .results import Expectation
 
 Inputs = dict[str, np.ndarray]
 Size = Mapping[str, int]
 
 
-@dataclass(frozen=True)
-class Expect:
-    """What the tool should measure for a variant, so report and tests can compare."""
-
-    bank_conflicts: bool | None = None  # exact excess shared wavefronts > 0
-    local_memory: bool | None = None  # local-memory load or store traffic > 0
-    note: str = ""  # the expectation in words, e.g. "shared loads: 32-way conflict"
-
-    def describe(self) -> str:
-        if self.note:
-            return self.note
-        parts = []
-        if self.bank_conflicts is not None:
-            parts.append("bank conflicts" if self.bank_conflicts else "no bank conflicts")
-        if self.local_memory is not None:
-            parts.append("local memory" if self.local_memory else "no local memory")
-        return ", ".join(parts) or "no expectation declared"
+Expect = Expectation  # what memlens should measure for a variant: the suite's name for the record
 
 
 @dataclass(frozen=True)
@@ -246,6 +231,13 @@ class Suite:
                 if regex is None or regex.search(variant.label):
                     yield variant
 
+    def selected(self, pattern: str | None = None) -> list[Variant]:
+        """`variants(pattern)`, ConfigError where the pattern selects none."""
+        variants = list(self.variants(pattern))
+        if not variants:
+            raise ConfigError(f"no variant of suite {self.path} matches -k {pattern!r}")
+        return variants
+
     def check_sizes(self, overrides: Mapping[str, int], variants: list[Variant]) -> None:
         """Every override must name a size of some selected family."""
         families = {v.family.name: v.family for v in variants}
@@ -302,17 +294,36 @@ def load_suite(path: str | Path | None = None) -> Suite:
     return Suite(root, families)
 
 
-def select_variants(
-    path: str | Path | None, pattern: str | None, sizes: Mapping[str, int]
-) -> tuple[Suite, list[Variant]]:
-    """The suite and the variants `pattern` selects; ConfigError where it selects none or a size
-    override names no size of theirs. memlens and the profiled app both check a run's selection."""
+def parse_sizes(items: Iterable[str]) -> dict[str, int]:
+    """`--size` items, NAME=N or FAMILY.NAME=N, as {name: N}; ConfigError for a malformed one."""
+    sizes = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value.isdigit() or int(value) <= 0:
+            raise ConfigError(f"bad --size {item!r}: expected NAME=POSITIVE_INTEGER, e.g. m=1024")
+        sizes[key] = int(value)
+    return sizes
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The variants a command works on, and the size overrides, every one checked."""
+
+    suite: Suite
+    variants: list[Variant]
+    sizes: dict[str, int]
+
+
+def select_variants(path: str | Path | None, pattern: str | None, sizes: Iterable[str] = ()) -> Selection:
+    """The one way every command (profile, the profiled program, bench, check, list) selects variants:
+    the suite, the variants `pattern` selects and the parsed `--size` items. ConfigError where an
+    item is malformed, the pattern is not a regex or selects nothing, or a size override names no size
+    of the selected families; nothing here touches a GPU or a compiler."""
+    parsed = parse_sizes(sizes)
     suite = load_suite(path)
-    variants = list(suite.variants(pattern))
-    if not variants:
-        raise ConfigError(f"no variant of suite {suite.path} matches -k {pattern!r}")
-    suite.check_sizes(sizes, variants)
-    return suite, variants
+    variants = suite.selected(pattern)
+    suite.check_sizes(parsed, variants)
+    return Selection(suite, variants, parsed)
 
 
 def _import_file(file: Path) -> ModuleType:

@@ -19,13 +19,13 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ProfilerError
+from .processes import CommandFailed, CommandTimeout, run_command
 
 log = logging.getLogger(__name__)
 
@@ -129,8 +129,8 @@ def nvcc_command(
 def nvcc_version(nvcc: Path) -> str | None:
     """The release `nvcc --version` names, such as "13.0"; None where it cannot be read."""
     try:
-        done = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60, env=nvcc_env(nvcc))
-    except (OSError, subprocess.TimeoutExpired):
+        done = run_command([str(nvcc), "--version"], timeout=60, env=nvcc_env(nvcc))
+    except CommandFailed:
         return None
     match = re.search(r"release (\d+\.\d+)", done.stdout)
     return match[1] if match else None
@@ -243,12 +243,11 @@ def compile_cuda(
 
 
 def _run(argv: list[str], env: dict[str, str], source: Path) -> str:
-    log.info("running %s", subprocess.list2cmdline(argv))
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=COMPILE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+        done = run_command(argv, timeout=COMPILE_TIMEOUT_S, env=env)
+    except CommandTimeout:
         raise ProfilerError(f"{Path(argv[0]).name} timed out after {COMPILE_TIMEOUT_S:.0f} s on {source}") from None
-    output = done.stdout + done.stderr
+    output = done.output
     if done.returncode != 0:
         errors = [line for line in output.splitlines() if "error" in line] or output.splitlines()[-1:]
         raise ProfilerError(
@@ -298,7 +297,7 @@ def _resolve_names(names: Sequence[str], resources: Mapping[str, KernelResources
     demangler = shutil.which("c++filt") or shutil.which("cu++filt")
     short: dict[str, str] = {}
     if mangled and demangler:
-        done = subprocess.run([demangler], input="\n".join(mangled), capture_output=True, text=True, timeout=30)
+        done = run_command([demangler], input="\n".join(mangled), timeout=30)
         short = {_short_name(d): s for d, s in zip(done.stdout.splitlines(), mangled, strict=False)}
     symbols = {}
     for name in names:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
+from memlens.catalogue import CATALOGUE
 from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from memlens.units import format_bytes
 
@@ -15,7 +16,8 @@ from .formatting import format_count, format_value
 from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
 
 if TYPE_CHECKING:
-    from memlens.bench import BenchResults, CopyBandwidth
+    from memlens.bench_results import BenchResults, CopyBandwidth
+    from memlens.static_check import StaticResults
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"
@@ -61,17 +63,9 @@ BENCH_COLUMNS: tuple[Column, ...] = (
 BENCH_UNITS = {BENCH_MEDIAN: "ms", BENCH_BANDWIDTH: "GB/s", BENCH_PCT: "%"}
 NO_MIN_BYTES = "the family declares no min_bytes: no bandwidth"
 
-# figures that mark a problem when above zero
-FLAG_POSITIVE = {"exact_excess_wavefronts", "local_ld_bytes", "local_st_bytes"}
-
 # n-way of a side with no instruction is not a missing figure: there is nothing to divide
 NO_ACCESS = {"shared_ld_ways": "shared_ld_instructions", "shared_st_ways": "shared_st_instructions"}
 NO_ACCESS_REASON = "no shared-memory instruction of this kind"
-
-# How launches of one variant add up: most figures sum, per-launch settings take the largest,
-# and a percentage of peak is weighted by duration.
-TAKE_MAX = {"registers_per_thread", "static_shared_per_block", "dynamic_shared_per_block", "block_size", "grid_size"}
-WEIGHTED = {"dram_pct_of_peak"}
 
 STATUS_WORDS = {
     "wrong": "output wrong",
@@ -82,12 +76,14 @@ STATUS_WORDS = {
 
 
 def build_run(
-    results: RunResults, label: str, bench: BenchResults | None = None, bench_source: str = ""
-) -> RunSection:
+    results: RunResults, label: str, bench: BenchResults | None = None, bench_source: str = "",
+    static: StaticResults | None = None,
+) -> RunSection:  # fmt: skip
     """The report of one run; with `bench` (its bench.json, read from `bench_source`) the family
     tables gain the bench columns, each family the copy its percentages are of (where that is not
-    the bench's one copy), and the header the measured copy bandwidth."""
-    families, others = _group(results)
+    the bench's one copy), and the header the measured copy bandwidth. With `static` (its
+    check.json) verdicts name the cause of local-memory traffic."""
+    families, others = _group(results, static)
     exact = any(k.metric("exact_excess_wavefronts").available for k in results.kernels)
     notes = [
         f"{STATUS_WORDS.get(o.status, o.status)}: {o.message}" for o in results.outcomes if not (o.family and o.variant)
@@ -298,7 +294,7 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
 # --- grouping -----------------------------------------------------------------------------------
 
 
-def _group(results: RunResults) -> tuple[list[FamilySection], list[Row]]:
+def _group(results: RunResults, static: StaticResults | None = None) -> tuple[list[FamilySection], list[Row]]:
     outcomes = {(o.family, o.variant): o for o in results.outcomes if o.family and o.variant}
     launches: dict[tuple[str, str], list[KernelResult]] = {}
     plain: dict[tuple[str, str], list[KernelResult]] = {}  # (label, kernel): a range's kernels apart
@@ -311,8 +307,8 @@ def _group(results: RunResults) -> tuple[list[FamilySection], list[Row]]:
     families: dict[str, list[tuple[str, str]]] = {}
     for key in order:
         families.setdefault(key[0], []).append(key)
-    sections = [_family(name, keys, outcomes, launches) for name, keys in families.items()]
-    others = [_row(label, name, group, None) for (label, name), group in plain.items()]
+    sections = [_family(name, keys, outcomes, launches, static) for name, keys in families.items()]
+    others = [_row(label, name, group, None, static=static) for (label, name), group in plain.items()]
     if len(others) > OTHERS_SHOWN:  # a program of many kernels: the longest first, the rest folded
         others.sort(key=_total_duration, reverse=True)
     return sections, others
@@ -333,11 +329,12 @@ def _family(
     keys: list[tuple[str, str]],
     outcomes: dict[tuple[str, str], VariantOutcome],
     launches: dict[tuple[str, str], list[KernelResult]],
+    static: StaticResults | None = None,
 ) -> FamilySection:
     marked = [k for k in keys if k in outcomes and outcomes[k].baseline]
     baseline_key = marked[0] if marked else keys[0]
     rows = [
-        _row(f"{f}/{v}", v, launches.get((f, v), []), outcomes.get((f, v)), baseline=(f, v) == baseline_key)
+        _row(f"{f}/{v}", v, launches.get((f, v), []), outcomes.get((f, v)), (f, v) == baseline_key, static)
         for f, v in keys
     ]
     baseline = next(r for r in rows if r.baseline)
@@ -346,8 +343,9 @@ def _family(
 
 
 def _row(
-    label: str, name: str, kernels: list[KernelResult], outcome: VariantOutcome | None, baseline: bool = False
-) -> Row:
+    label: str, name: str, kernels: list[KernelResult], outcome: VariantOutcome | None, baseline: bool = False,
+    static: StaticResults | None = None,
+) -> Row:  # fmt: skip
     status = outcome.status if outcome else "unverified"
     if status == "ok" and not kernels:
         status = "no_kernel"
@@ -366,7 +364,7 @@ def _row(
     if not row.valid:
         return replace(row, verdict=(_invalid_finding(status, row.message),))
     kernel = aggregate(kernels)
-    measured = judge(kernel)
+    measured = judge(kernel, static.for_kernel(label, kernel.kernel) if static is not None else ())
     expectation = check(outcome.expect if outcome else None, measured)
     return replace(row, cells=_cells(kernel), verdict=measured.findings, expectation=expectation)
 
@@ -401,9 +399,11 @@ def aggregate(kernels: list[KernelResult]) -> KernelResult:
 
 
 def _combine(key: str, values: list[float], kernels: list[KernelResult]) -> float | None:
-    if key in TAKE_MAX:
+    """One figure of a variant's launches, as the catalogue says its metric combines."""
+    how = CATALOGUE[key].over_launches
+    if how == "max":
         return max(values)
-    if key in WEIGHTED:
+    if how == "duration_weighted":
         weights = [k.raw.get("duration") for k in kernels]
         if any(w is None for w in weights) or not sum(weights):  # type: ignore[arg-type]
             return None
@@ -423,7 +423,7 @@ def _cells(kernel: KernelResult) -> dict[str, Cell]:
             cells[column.key] = Cell(column.key, None, "wavefront/inst", "—", missing_reason=NO_ACCESS_REASON)
             continue
         metric = kernel.metric(column.key)
-        flag = "bad" if column.key in FLAG_POSITIVE and (metric.value or 0) > 0 else None
+        flag = "bad" if CATALOGUE[column.key].problem_above_zero and (metric.value or 0) > 0 else None
         exact = format_count(metric.value) if metric.value is not None and column.kind == "compact" else ""
         cells[column.key] = Cell(
             column.key, metric.value, metric.unit, format_value(metric.value, column.kind), exact,

@@ -25,24 +25,28 @@ from .formatting import short_kernel
 from .model import Column, Report
 
 if TYPE_CHECKING:
-    from memlens.bench import BenchResults
+    from memlens.bench_results import BenchResults
+    from memlens.static_check import StaticResults
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def build_report(
-    runs: Sequence[tuple[str, RunResults]], benches: Sequence[tuple[str, BenchResults] | None] | None = None
-) -> Report:
+    runs: Sequence[tuple[str, RunResults]], benches: Sequence[tuple[str, BenchResults] | None] | None = None,
+    statics: Sequence[StaticResults | None] | None = None,
+) -> Report:  # fmt: skip
     """The report's content for runs given as (label, results), the first the reference; `benches`
-    gives each run's bench results as (the bench.json read, results), or None where it has none."""
+    gives each run's bench results as (the bench.json read, results), or None where it has none;
+    `statics` each run's `memlens check` figures (its check.json), or None."""
     names = labels(label for label, _ in runs)
     benches = list(benches) if benches is not None else [None] * len(runs)
     if len(benches) != len(runs):
         raise ValueError(f"{len(benches)} bench results for {len(runs)} runs")
     sections = []
-    for name, (_, results), bench in zip(names, runs, benches, strict=True):
+    statics = list(statics) if statics is not None else [None] * len(runs)
+    for name, (_, results), bench, static in zip(names, runs, benches, statics, strict=True):
         source, timed = bench if bench is not None else ("", None)
-        sections.append(build_run(results, name, timed, source))
+        sections.append(build_run(results, name, timed, source, static))
     runs_built = tuple(sections)
     return Report(__version__, COLUMNS, runs_built, compare(runs_built), BENCH_COLUMNS)
 

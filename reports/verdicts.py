@@ -7,10 +7,14 @@ hardware counter over-counts and is only quoted, clearly labelled, when the exac
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlens.results import Expectation as Declared  # the suite's, as results.json carries it
-from memlens.results import KernelResult
+from memlens.results import (
+    Expectation,  # the suite's, as results.json carries it
+    KernelResult,
+)
+from memlens.static_check import StaticKernel, local_memory_cause
 
 from .formatting import compact_count, format_value, per_instruction, ways
 from .model import Check, CheckState, ExpectationCheck, Finding
@@ -33,10 +37,11 @@ def _value(kernel: KernelResult, key: str) -> float | None:
     return kernel.metric(key).value
 
 
-def judge(kernel: KernelResult) -> Measured:
-    """Findings about shared and local memory of one (possibly aggregated) kernel."""
+def judge(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> Measured:
+    """Findings about shared and local memory of one (possibly aggregated) kernel; `static`, the
+    `memlens check` figures of its kernels where the run has them, names the cause of local memory."""
     conflicts, shared = _shared(kernel)
-    local, local_finding = _local(kernel)
+    local, local_finding = local_memory(kernel, static)
     if conflicts is False and local is False:
         return Measured(False, False, (Finding("clean", "ok", f"{shared.text}, no local memory"),))
     return Measured(conflicts, local, (shared, local_finding))
@@ -137,11 +142,15 @@ def _hardware_only(kernel: KernelResult) -> str:
 # --- local memory -------------------------------------------------------------------------------
 
 
-def _local(kernel: KernelResult) -> tuple[bool | None, Finding]:
+UNKNOWN_CAUSE = "cause unknown: run `memlens check` or compile with -Xptxas -v"
+
+
+def local_memory(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> tuple[bool | None, Finding]:
+    """Whether the kernel has local-memory traffic (None: not measured) and the finding in words."""
     ld, st = _value(kernel, "local_ld_bytes"), _value(kernel, "local_st_bytes")
     known = [v for v in (ld, st) if v is not None]
     if any(v > 0 for v in known):
-        return True, Finding("local", "bad", _local_text(kernel, ld or 0, st or 0))
+        return True, Finding("local", "bad", _local_text(ld or 0, st or 0, static))
     if len(known) == 2:
         return False, Finding("local", "ok", "no local memory")
     key = "local_ld_bytes" if ld is None else "local_st_bytes"
@@ -149,29 +158,41 @@ def _local(kernel: KernelResult) -> tuple[bool | None, Finding]:
     return None, Finding("local", "unknown", f"local memory: not measured ({reason})")
 
 
-def _local_text(kernel: KernelResult, ld: float, st: float) -> str:
+def _local_text(ld: float, st: float, static: Sequence[StaticKernel]) -> str:
+    """The traffic and its cause: register spill, an array indexed at run time or one too large for
+    registers, from the static check's figures of the kernels; without them, the cause is unknown."""
     amounts = [f"{format_value(v, 'bytes')} of local {what}" for v, what in ((ld, "loads"), (st, "stores")) if v > 0]
     text = "local memory: " + " and ".join(amounts)
-    registers = _value(kernel, "registers_per_thread")
-    if registers is None:
-        return text
-    regs = f"{registers:.0f} registers/thread"
-    if registers >= MAX_REGISTERS:
-        return f"{text}: register spills ({regs}, the most a thread can have)"
-    if registers >= 128:
-        return f"{text}: register spills or an array indexed at run time ({regs})"
-    return f"{text}: likely an array indexed at run time ({regs}, far from the {MAX_REGISTERS} limit)"
+    cause = local_memory_cause_text(static)
+    return f"{text} ({cause})" if cause.startswith("cause unknown") else f"{text}: {cause}"
+
+
+def local_memory_cause_text(static: Sequence[StaticKernel]) -> str:
+    """Why kernels with these static figures (none: no static check) use local memory, in words."""
+    if not static:
+        return UNKNOWN_CAUSE
+    cause = local_memory_cause(static)
+    frame = max(max(k.stack_frame_bytes, k.ptx_local_bytes) for k in static)
+    if cause == "spill":
+        stores = sum(k.spill_store_bytes for k in static)
+        loads = sum(k.spill_load_bytes for k in static)
+        registers = max(k.registers for k in static)
+        return (f"register spill (ptxas: {stores:,} B of spill stores and {loads:,} B of spill loads"
+                f" per thread at {registers} registers)")  # fmt: skip
+    if cause == "large_array":
+        return (f"an array too large for registers ({frame:,} B stack frame per thread, more than"
+                f" {MAX_REGISTERS} registers hold; no spills)")  # fmt: skip
+    if cause == "indexed_array":
+        return f"an array indexed at run time ({frame:,} B stack frame per thread, no spills)"
+    return (f"cause unknown: `memlens check` found no spills, stack frame or .local in"
+            f" {', '.join(k.kernel for k in static)}: the profiled binary was compiled differently")  # fmt: skip
 
 
 # --- expectation --------------------------------------------------------------------------------
 
 
-def describe(declared: Declared | None) -> str:
-    if declared is None:
-        return "no expectation declared"
-    if declared.note:
-        return declared.note
-    return _words(declared.bank_conflicts, declared.local_memory) or "no expectation declared"
+def describe(declared: Expectation | None) -> str:
+    return "no expectation declared" if declared is None else declared.describe()
 
 
 def _words(conflicts: bool | None, local: bool | None, unknown: bool = False) -> str:
@@ -187,7 +208,7 @@ def _words(conflicts: bool | None, local: bool | None, unknown: bool = False) ->
     return ", ".join(parts)
 
 
-def check(declared: Declared | None, measured: Measured) -> ExpectationCheck:
+def check(declared: Expectation | None, measured: Measured) -> ExpectationCheck:
     """Each declared aspect against the measurement; a mismatch in any aspect flags the whole."""
     checks = (
         _check("bank_conflicts", declared.bank_conflicts if declared else None, measured.bank_conflicts),

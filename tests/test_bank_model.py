@@ -1,5 +1,5 @@
-"""The shared-memory bank model against hand-computed cases and the H200 measurements in
-/work/shared/device/NOTES.md (8192^2 transpose, 2048^3 Numba matmul)."""
+"""The shared-memory bank model against hand-computed cases and the H200 measurements recorded in
+tests/fixtures/nvidia_h200/suite.results.json (8192^2 transpose, 2048^3 Numba matmul)."""
 
 from __future__ import annotations
 

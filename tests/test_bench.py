@@ -13,20 +13,15 @@ import pytest
 
 import profiling.bench as bench_module
 from profiling.bench import (
-    BENCH_FILE,
     MAX_SETS,
     MEMORY_SHARE,
-    BenchResults,
-    CopyBandwidth,
     SameBytesCopies,
-    TimeSummary,
     copy_buffer_bytes,
-    find_bench,
     input_set_count,
-    load_bench,
     same_bytes_buffer,
     set_bytes_of,
 )
+from profiling.bench_results import BENCH_FILE, BenchResults, CopyBandwidth, TimeSummary, find_bench, load_bench
 from profiling.cli import main
 from profiling.errors import InputError, ProfilerError
 from tests.conftest import _gpu_present
@@ -462,6 +457,7 @@ def test_into_writes_beside_a_profile(device, tmp_path):
     [
         (["--repeats", "19"], "--repeats 19: at least 20 launches make a median"),
         (["--size", "m=big"], "bad --size 'm=big': expected NAME=POSITIVE_INTEGER"),
+        (["--size", "nosuch=5"], "--size nosuch: no selected family has that size"),
         (["-k", "nothing"], "matches -k 'nothing'"),
         (["-k", "("], "bad -k pattern '('"),
         (["--into", "/nonexistent/run"], "--into /nonexistent/run: not a run directory"),
@@ -475,6 +471,14 @@ def test_usage_errors_exit_2_before_touching_the_gpu(tmp_path, capsys, extra, me
     assert err.startswith("memlens: error: ") and message in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.skipif(_gpu_present(), reason="checks the error on a machine with no GPU")
+def test_a_size_no_family_has_exits_2_on_a_machine_with_no_gpu(tmp_path, capsys):
+    """Checked with the selection, before the GPU is looked for: not exit 3 for "no GPU"."""
+    assert bench_cli(tmp_path, CPU_SUITE, "--size", "nosuch=5") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--size nosuch: no selected family has that size" in err[0]
 
 
 @pytest.mark.skipif(_gpu_present(), reason="checks the error on a machine with no GPU")

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from profiling.bench import HOLD_SOURCE, CudaDevice, SameBytesCopies, TimeSummary, load_bench, measure_copy
+from profiling.bench import HOLD_SOURCE, CudaDevice, SameBytesCopies, measure_copy
+from profiling.bench_results import TimeSummary, load_bench
 from profiling.cli import main
 from profiling.suite import load_suite
 from tests.conftest import REPO

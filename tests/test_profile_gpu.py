@@ -48,6 +48,8 @@ def test_counters_show_the_physics(run_dir):
         assert kernels[label].metric("exact_excess_wavefronts").value == 0, label
     assert kernels["running_mean/local"].metric("local_ld_sectors").value > 0
     assert kernels["running_mean/register"].metric("local_bytes").value == 0
+    spill = kernels["running_mean/spill"]  # capped at 32 registers: the spills reach local memory
+    assert spill.metric("local_st_sectors").value > 0 and spill.metric("local_ld_sectors").value > 0
     assert kernels["matmul/tiled_article"].metric("exact_excess_wavefronts").value > 0
 
 

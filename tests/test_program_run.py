@@ -17,7 +17,7 @@ from tests.conftest import FIXTURES
 from tests.support.fake import install_fake_ncu
 
 PROGRAMS = FIXTURES / "nvidia_h100_80gb_hbm3" / "programs"
-OK_LOG = "==PROF== Connected to process 615 (/tmp/cuda_app)\n==PROF== Disconnected from process 615\n"
+OK_LOG = "==PROF== Connected to process 615 (cuda_app)\n==PROF== Disconnected from process 615\n"
 
 
 @pytest.fixture

@@ -102,7 +102,7 @@ def test_without_units_row_values_are_taken_as_base_units() -> None:
 
 def test_prof_warning_lines_and_junk_before_the_header() -> None:
     prelude = ("probe ok\n==WARNING== Note: Running with unmodified GPU clocks.\n"
-               'some "quoted" junk, with commas\n==PROF== Report: /root/out/probe.ncu-rep\n')
+               'some "quoted" junk, with commas\n==PROF== Report: out/probe.ncu-rep\n')
     text = raw_csv([all_metrics(), all_metrics()], prelude=prelude)
     lines = text.splitlines()
     lines.insert(len(lines) - 1, "==PROF== Profiling \"tr\" - 1: 0%....50%....100% - 6 passes")

@@ -22,7 +22,7 @@ import pytest
 
 import profiling.ncu
 from profiling.cli import main
-from profiling.runner import new_run_dir
+from profiling.run_dir import new_run_dir
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_FAILURES, CPU_SUITE, MARKER, alive, fake_ncu_env, install_fake_ncu, marked_processes
 from tests.test_bench import device  # noqa: F401 - the fake GPU timer fixture, for bench --into
@@ -337,7 +337,7 @@ def test_a_wrong_result_fails_the_gate_and_is_no_measurement_in_the_report(tmp_p
 SOURCES = sorted(p for folder in ("profiling", "reports") for p in (REPO / folder).rglob("*.py"))
 # Writers allowed outside profiling/fileio.py: the app's event log (appended one line at a time,
 # read back line by line) and compilers' scratch files in a private temporary directory.
-UNATOMIC_ALLOWED = {("profiling/app.py", "open"), ("profiling/static_check.py", "write_text")}
+UNATOMIC_ALLOWED = {("profiling/profiled_program.py", "open"), ("profiling/static_check.py", "write_text")}
 
 
 def _calls(path: Path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling.bench import (
+from profiling.bench_results import (
     BENCH_FILE,
     BenchFailure,
     BenchInfo,

@@ -44,13 +44,14 @@ def test_whole_suite_compiles(suite_results: StaticResults) -> None:
     assert suite_results.arch == "sm_90"
     assert sorted(by_label(suite_results)) == [
         "matmul/naive", "matmul/tiled", "matmul/tiled_article", "matmul/tiled_pmpp",
-        "running_mean/local", "running_mean/register",
+        "running_mean/local", "running_mean/register", "running_mean/spill",
         "transpose/conflict", "transpose/padded", "transpose/swizzled",
         "transpose/tile64_padded", "transpose/tile64_swizzled", "transpose/vec4_padded", "transpose/vec4_swizzled",
     ]  # fmt: skip
     for item in suite_results.kernels:
         assert 0 < item.registers <= 255, item
-        assert (item.spill_store_bytes, item.spill_load_bytes) == (0, 0), item
+        spills = item.spill_store_bytes > 0 and item.spill_load_bytes > 0
+        assert spills == (item.label == "running_mean/spill"), item  # the one capped at 32 registers
 
 
 @needs_compiler
@@ -91,6 +92,7 @@ def test_nvrtc_route_matches(suite_results: StaticResults) -> None:
     figures = {k.label: (k.shared_bytes, k.stack_frame_bytes, k.ptx_local) for k in nvrtc.kernels}
     assert figures == {
         "running_mean/register": (0, 0, False), "running_mean/local": (0, 128, True),
+        "running_mean/spill": (0, 112, False),
         "transpose/conflict": (4096, 0, False), "transpose/padded": (4224, 0, False),
         "transpose/swizzled": (4096, 0, False), "transpose/tile64_padded": (16640, 0, False),
         "transpose/tile64_swizzled": (16384, 0, False), "transpose/vec4_padded": (17408, 0, False),
@@ -105,10 +107,10 @@ def test_check_json_then_gate(capsys: pytest.CaptureFixture[str], tmp_path: Path
     table = capsys.readouterr().out
     assert "running_mean/local" in table and "yes (128 B)" in table and "4224" in table
     data = json.loads(out.read_text())
-    assert data["kind"] == "memlens-static-check" and data["complete"] is True and len(data["kernels"]) == 13
+    assert data["kind"] == "memlens-static-check" and data["complete"] is True and len(data["kernels"]) == 14
     assert load_static(out).kernels[0].values()["static.spill_bytes"] == 0
     assert main(["gate", str(out), "--rules", str(REPO / "kernels" / "gates-static.toml")]) == 0
-    assert "PASSED: 43 checks (43 pass)" in capsys.readouterr().out
+    assert "PASSED: 46 checks (46 pass)" in capsys.readouterr().out
 
 
 @needs_compiler

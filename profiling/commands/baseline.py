@@ -16,9 +16,8 @@ from rich.text import Text
 
 from ..baseline import from_measurements, load_baseline, save_baseline
 from ..errors import InputError
-from ..gate import read_measurements
+from ..gate import number_text, read_measurements
 from ..terminal import console
-from ..units import format_count, significant
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,13 +45,9 @@ def run(args: argparse.Namespace) -> int:
     for column in ("kernel", "figures"):
         table.add_column(column, overflow="fold")
     for key, values in baseline.values.items():
-        table.add_row(Text(key), Text(", ".join(f"{m}={_number(v)}" for m, v in values.items())))
+        table.add_row(Text(key), Text(", ".join(f"{m}={number_text(v)}" for m, v in values.items())))
     out = console()
     if not out.is_terminal:
         out.width = 200
     out.print(table)
     return 0
-
-
-def _number(value: float) -> str:
-    return format_count(value) if float(value).is_integer() else significant(value, 4)

@@ -14,18 +14,11 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..bench import (
-    BENCH_FILE,
-    DEFAULT_REPEATS,
-    L2_MULTIPLE,
-    MIN_REPEATS,
-    BenchOptions,
-    BenchResults,
-    VariantTiming,
-)
+from ..bench import DEFAULT_REPEATS, L2_MULTIPLE, MIN_REPEATS, BenchOptions
 from ..bench import bench as run_bench
+from ..bench_results import BENCH_FILE, BenchResults, VariantTiming
 from ..errors import ProfilerError
-from ..runner import shell_command
+from ..run_dir import DEFAULT_OUT, shell_command
 from ..terminal import console, interactive, progress_bar
 from ..units import format_bytes, format_duration, format_percent
 from .common import add_size_arguments, add_suite_arguments
@@ -38,7 +31,8 @@ PIPE_WIDTH = 200  # rich's 80 columns would fold the table when stdout is a file
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_arguments(parser)
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--out", default="runs", help="folder for a new run directory (default: runs)")
+    where.add_argument("--out", default=str(DEFAULT_OUT),
+                       help=f"folder for a new run directory (default: {DEFAULT_OUT})")  # fmt: skip
     where.add_argument("--into", metavar="RUN", help="write bench.json into this existing run directory")
     parser.add_argument(
         "--repeats", type=int, default=DEFAULT_REPEATS, metavar="N",

@@ -4,9 +4,12 @@ shared memory, and whether the PTX declares local memory (`.local`).
 
 CUDA C++ goes through nvcc where a toolkit has one, else NVRTC (the pip wheel; `--compiler`
 picks); Numba kernels through numba.cuda.compile_ptx and ptxas. `--json FILE` writes the figures
-for `memlens gate FILE --rules kernels/gates-static.toml`. Exit 3 when a kernel does not compile
-or no compiler is found (`pip install 'memlens[check]'` brings NVRTC, NVVM and ptxas); exit 2
-when no selected variant declares a kernel (Launch(kernels=...)): nothing to check."""
+for `memlens gate FILE --rules kernels/gates-static.toml`; `--into RUN` writes them as check.json
+into a run directory, where `memlens report` and `memlens metrics` read them to name the cause of
+local-memory traffic (register spill, an array indexed at run time, an array too large for
+registers). Exit 3 when a kernel does not compile or no compiler is found (`pip install
+'memlens[check]'` brings NVRTC, NVVM and ptxas); exit 2 when no selected variant declares a kernel
+(Launch(kernels=...)): nothing to check."""
 
 from __future__ import annotations
 
@@ -19,10 +22,10 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import ConfigError, ProfilerError
+from ..errors import ConfigError, InputError, ProfilerError
 from ..fileio import write_json_atomic
-from ..static_check import Progress, StaticResults, check_suite, rows, without_kernels
-from ..suite import load_suite
+from ..static_check import CHECK_FILE, Progress, StaticResults, check_suite, rows, without_kernels
+from ..suite import select_variants
 from ..terminal import console, interactive
 from .common import add_suite_arguments
 
@@ -36,18 +39,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
                         help="for CUDA C++: nvcc where found, else NVRTC (auto, the default), or one")  # fmt: skip
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the figures as JSON, for `memlens gate`")
+    parser.add_argument("--into", type=Path, metavar="RUN",
+                        help=f"write the figures as {CHECK_FILE} into this run directory, for its report")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
-    suite = load_suite(args.suite)
+    if args.into is not None and not args.into.is_dir():
+        raise InputError(f"--into {args.into}: not a run directory")
+    selection = select_variants(args.suite, args.pattern)
+    suite = selection.suite
     prefer = "nvrtc" if args.compiler == "nvrtc" else "nvcc"
     if args.compiler == "nvcc":
         from ..toolchain import find_nvcc
 
         if find_nvcc() is None:
             raise ProfilerError("--compiler nvcc: nvcc not found (install a CUDA toolkit or set MEMLENS_NVCC)")
-    total = sum(len(v.kernels) for v in suite.variants(args.pattern))
-    if total == 0 and next(suite.variants(args.pattern), None) is not None:  # (none selected: said below)
+    total = sum(len(v.kernels) for v in selection.variants)
+    if total == 0 and selection.variants:
         which = f" matching -k {args.pattern!r}" if args.pattern else ""
         raise ConfigError(f"suite {suite.path}: no variant{which} declares its kernels (CudaKernel or NumbaKernel "
                           "in Launch(kernels=...)): nothing to compile")  # fmt: skip
@@ -55,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         results = check_suite(suite, args.pattern, args.arch, prefer, progress)
     if args.json is not None:
         write_json_atomic(args.json, results.to_json())
+    if args.into is not None:
+        write_json_atomic(args.into / CHECK_FILE, results.to_json())
     _print(results)
     for label in without_kernels(suite, args.pattern):
         print(f"memlens: {label} declares no kernels: nothing to compile", file=sys.stderr)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from rich.table import Table
 
 from ..errors import EXIT_PROFILER, MemlensError
 from ..ncu import PERMISSION_HINT, find_ncu
+from ..processes import CommandFailed, run_command
 from ..terminal import console
 
 PACKAGES = ("numpy", "numba", "numba-cuda", "nvtx", "ncu-report", "jinja2", "matplotlib", "rich")
@@ -61,8 +61,8 @@ def check_ncu(explicit: str | None) -> Check:
 
 def check_gpu() -> Check:
     try:
-        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        done = run_command(["nvidia-smi", "-L"], timeout=30)
+    except CommandFailed:
         return Check("GPU", False, "nvidia-smi not found or not answering", "install the NVIDIA driver")
     gpus = done.stdout.strip().splitlines()
     if done.returncode != 0 or not gpus:
@@ -131,8 +131,8 @@ def check_probe(explicit: str | None) -> Check:
         argv = [str(ncu.path), "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
                 "--log-file", f"{tmp}/log", sys.executable, "-c", PROBE]  # fmt: skip
         try:
-            subprocess.run(argv, capture_output=True, timeout=300)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            run_command(argv, timeout=300)
+        except CommandFailed as exc:
             return Check("profile probe", False, f"ncu failed: {exc}")
         log = Path(f"{tmp}/log").read_text(errors="replace") if Path(f"{tmp}/log").exists() else ""
     if "ERR_NVGPUCTRPERM" in log:

@@ -6,7 +6,7 @@ import argparse
 
 from rich.table import Table
 
-from ..suite import load_suite
+from ..suite import select_variants
 from ..terminal import console
 from .common import add_suite_arguments
 
@@ -16,11 +16,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    suite = load_suite(args.suite)
+    selection = select_variants(args.suite, args.pattern)
+    suite = selection.suite
     table = Table(title=f"suite {suite.path}", show_lines=False)
     for column in ("family", "variant", "demonstrates", "expect"):
         table.add_column(column, overflow="fold")
-    for variant in suite.variants(args.pattern):
+    for variant in selection.variants:
         name = variant.name + (" (baseline)" if variant is variant.family.baseline else "")
         table.add_row(variant.family.name, name, variant.demonstrates, variant.expect.describe())
     console().print(table)

@@ -2,50 +2,40 @@
 .ncu-rep or ncu CSV, including ones made with plain ncu and no memlens ranges.
 
 A metric that is missing prints "n/a"; why it is missing is said once below the table.
---json and --csv print every catalogue metric of every kernel, with its unit."""
+--json and --csv print every catalogue metric of every kernel, with its unit. Kernels with
+local-memory traffic get its cause below the table, once a label (and as "local_memory_cause" in
+--json): register spill, an array indexed at run time or one too large for registers where the run
+directory holds `memlens check --into RUN`'s check.json, else "cause unknown"."""
 
 from __future__ import annotations
 
 import argparse
 import csv
-import json
-import math
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError, InputError
-from ..labels import compile_filter
+from ..nvtx_names import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
+from ..run_dir import LATEST_RUN
+from ..tables import LABEL_MIN_WIDTH, TableColumn, dumps_indented, fast_table, rich_table
 from ..terminal import console
 from ..units import format_bytes, format_count, format_duration, format_percent
 
-if TYPE_CHECKING:  # imported where a table is drawn: --json and --csv do without them
-    from rich.box import Box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-LATEST_RUN = Path("runs") / "latest"
 NA = "n/a"
 PIPE_WIDTH = 240  # rich's 80 columns would fold the table when stdout is a file or a pipe
 # On a terminal, tables up to this many kernels are drawn by rich itself; larger ones, and any table
 # written to a file or a pipe, by the fast printer (the same text: rich's column widths, box and
 # wrapping, without rich's cost per cell, seconds for 1,000 kernels).
 RICH_MAX_ROWS = 200
-
-
-def _table_box() -> Box:
-    from rich import box
-
-    return box.HEAVY_HEAD  # rich's Table default
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,20 +50,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     results = _read(args.path)
-    render(results, _select(results, args.pattern), "json" if args.json else "csv" if args.csv else "table")
+    kernels = _select(results, args.pattern)
+    output = "json" if args.json else "csv" if args.csv else "table"
+    render(results, kernels, output, local_memory_causes(Path(args.path or LATEST_RUN), kernels))
     return 0
 
 
-def render(results: RunResults, kernels: list[KernelResult], output: str = "table") -> None:
-    """Print `kernels` of `results` on stdout as "table", "json" or "csv"."""
+def render(results: RunResults, kernels: list[KernelResult], output: str = "table",
+           local: dict[int, str] | None = None) -> None:  # fmt: skip
+    """Print `kernels` of `results` on stdout as "table", "json" or "csv"; `local` gives the cause
+    of local memory of kernels (by position in `kernels`) that have local traffic."""
+    local = local or {}
     if output == "json":
-        print(dumps_indented(to_json(results, kernels)))
+        data = to_json(results, kernels)
+        for index, text in local.items():
+            data["kernels"][index]["local_memory_cause"] = text
+        print(dumps_indented(data))
     elif output == "csv":
         write_csv(kernels, sys.stdout)
     elif output == "table":
         print_table(results, kernels)
+        for line in dict.fromkeys(f"{kernels[i].label}: local memory: {text}" for i, text in local.items()):
+            console().print(line, markup=False, highlight=False, soft_wrap=True)
     else:
         raise ValueError(f"unknown output {output!r}")
+
+
+def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, str]:
+    """The cause of local memory of each kernel with local traffic, from the static check's figures
+    where the run directory of `path` has a check.json (see `memlens check --into`)."""
+    from memlens.reports.verdicts import local_memory, local_memory_cause_text  # the report's wording, one home
+
+    from ..static_check import find_static
+
+    static = find_static(path if path.is_dir() else path.parent)
+    found = {}
+    for index, kernel in enumerate(kernels):
+        figures = static.for_kernel(kernel.label, kernel.kernel) if static is not None else ()
+        if local_memory(kernel, figures)[0]:
+            found[index] = local_memory_cause_text(figures)
+    return found
 
 
 def _read(path: str | None) -> RunResults:
@@ -150,8 +166,6 @@ def _kernel_label(kernel: KernelResult) -> str:
     return kernel.label
 
 
-KERNEL_MIN_WIDTH = 28  # characters of a kernel label kept on one line however narrow the terminal
-
 COLUMNS = (
     Column("kernel", "kernel", (), lambda k: _kernel_label(k)),
     Column("duration", "duration", ("duration",), lambda k: _show(k, "duration", format_duration)),
@@ -181,9 +195,10 @@ def print_table(results: RunResults, kernels: list[KernelResult], fast: bool | N
     # never squeeze a figure: on a narrow terminal the table is wider than the screen, not truncated
     out.width = max(out.width, _narrowest_table(rows))
     out.print(_title(results))
-    text = fast_table(out, rows) if fast else None
+    columns = [TableColumn(column.header, numeric=column.name != "kernel") for column in COLUMNS]
+    text = fast_table(out, columns, rows) if fast else None
     if text is None:
-        out.print(_rich_table(rows))
+        out.print(rich_table(columns, rows))
     else:
         out.print(text, soft_wrap=True)  # every line already fits the width
     for line in notes(kernels):
@@ -196,118 +211,9 @@ def _narrowest_table(rows: list[list[str]]) -> int:
     def widest(texts: list[str]) -> int:
         return max((cell_len(line) for text in texts for line in text.split("\n")), default=0)
 
-    label_width = min(widest([row[0] for row in rows]), KERNEL_MIN_WIDTH)
+    label_width = min(widest([row[0] for row in rows]), LABEL_MIN_WIDTH)
     numeric = [widest([column.header] + [row[index] for row in rows]) for index, column in enumerate(COLUMNS)][1:]
     return label_width + sum(numeric) + 2 * len(COLUMNS) + len(COLUMNS) + 1
-
-
-def _rich_table(rows: list[list[str]]) -> Table:
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(box=_table_box())
-    # the kernel column keeps room for a label (up to KERNEL_MIN_WIDTH) on a narrow terminal
-    label_width = min(max((cell_len(row[0]) for row in rows), default=0), KERNEL_MIN_WIDTH) + 2
-    for column in COLUMNS:
-        numeric = column.name != "kernel"
-        table.add_column(column.header, justify="right" if numeric else "left", overflow="fold", no_wrap=numeric,
-                         min_width=None if numeric else label_width)  # fmt: skip
-    for row in rows:
-        table.add_row(*(Text(cell) for cell in row))  # Text: kernel names print as they are (no emoji codes)
-    return table
-
-
-def fast_table(out: Console, rows: list[list[str]]) -> Text | None:
-    """The table `_rich_table(rows)` draws on `out`, made without rich's renderer per cell: rich sizes
-    the columns (from a table of the few cells that decide their widths) and draws only the cells that
-    do not fit on one line or are not plain text. None where the widths cannot be had."""
-    from rich.text import Text
-
-    widths = _column_widths(out, rows)
-    if widths is None:
-        return None
-    edges = _table_box().substitute(out.options, safe=out.safe_box)
-    header_style = out.get_style("table.header")
-    text = Text(edges.get_top(widths) + "\n")
-    layout = list(zip(COLUMNS, widths, strict=True))
-    header = [_cell_lines(out, column.header, width, column, header=True) for column, width in layout]
-    height = max(len(lines) for lines in header)
-    header = [[" " * width] * (height - len(lines)) + lines for lines, width in zip(header, widths, strict=True)]
-    for line_no in range(height):  # header cells are aligned to the bottom, each styled as rich styles it
-        text.append(edges.head_left)
-        for index, lines in enumerate(header):
-            if index:
-                text.append(edges.head_vertical)
-            text.append(lines[line_no], header_style)
-        text.append(edges.head_right + "\n")
-    body = [edges.get_row(widths, "head", edge=True)]
-    for number, row in enumerate(rows, 1):
-        left, divider, right = (
-            (edges.foot_left, edges.foot_vertical, edges.foot_right) if number == len(rows)
-            else (edges.mid_left, edges.mid_vertical, edges.mid_right)
-        )  # fmt: skip
-        cells = [_cell_lines(out, cell, width, column) for cell, (column, width) in zip(row, layout, strict=True)]
-        height = max(len(lines) for lines in cells)
-        if height == 1:
-            body.append(left + divider.join(lines[0] for lines in cells) + right)
-            continue
-        cells = [lines + [" " * width] * (height - len(lines)) for lines, width in zip(cells, widths, strict=True)]
-        body.extend(left + divider.join(lines[line_no] for lines in cells) + right for line_no in range(height))
-    body.append(edges.get_bottom(widths))
-    text.append("\n".join(body))
-    return text
-
-
-def _column_widths(out: Console, rows: list[list[str]]) -> list[int] | None:
-    """Each column's width (padding included) as rich sets it for `rows`. rich sizes a column from the
-    largest minimum (longest word) and the largest maximum (longest line) of its cells, so a table of
-    the cells that hold those, and of any cell that is not plain text, gets the same widths."""
-    deciding: list[list[str]] = []
-    for index in range(len(COLUMNS)):
-        plain: list[str] = []
-        picked: list[str] = []  # every cell that is not plain text, and three plain ones
-        for row in rows:
-            (plain if _plain(row[index]) else picked).append(row[index])
-        # the longest cell, the longest of one word, and the one of several with the longest word
-        for candidates, key in ((plain, cell_len), ([cell for cell in plain if " " not in cell], cell_len),
-                                ([cell for cell in plain if " " in cell], _longest_word)):  # fmt: skip
-            if candidates:
-                picked.append(max(candidates, key=key))
-        deciding.append(picked)
-    proxy = _rich_table([[cells[r] if r < len(cells) else "" for cells in deciding]
-                         for r in range(max(map(len, deciding)))])  # fmt: skip
-    lines = out.render_lines(proxy, out.options, pad=False)
-    top = "".join(segment.text for segment in lines[0]) if lines else ""
-    edges = _table_box().substitute(out.options, safe=out.safe_box)
-    if len(top) < 2 or not (top[0] == edges.top_left and top[-1] == edges.top_right):
-        return None
-    widths = [len(part) for part in top[1:-1].split(edges.top_divider)]
-    return widths if len(widths) == len(COLUMNS) and all(widths) else None
-
-
-def _longest_word(cell: str) -> int:
-    return max(map(cell_len, cell.split()), default=0)
-
-
-def _plain(cell: str) -> bool:
-    """One line of printable text with no space at either end: drawn by padding it alone."""
-    return cell.isprintable() and cell == cell.strip()
-
-
-def _cell_lines(out: Console, cell: str, width: int, column: Column, header: bool = False) -> list[str]:
-    """The lines of one cell padded to `width` as rich draws it in `column` (a header is a str to rich,
-    a body cell a Text)."""
-    numeric = column.name != "kernel"
-    if _plain(cell) and (room := width - 2 - cell_len(cell)) >= 0:
-        return [f" {' ' * room}{cell} " if numeric else f" {cell}{' ' * room} "]
-    from rich.padding import Padding
-    from rich.text import Text
-
-    renderable = cell if header else Text(cell)
-    options = out.options.update(width=width, justify="right" if numeric else "left", no_wrap=numeric,
-                                 overflow="fold", height=None, highlight=False)  # fmt: skip
-    lines = out.render_lines(Padding(renderable, (0, 1)), options, pad=True)
-    return ["".join(segment.text for segment in line) for line in lines] or [" " * width]  # a row is 1 line or more
 
 
 def _title(results: RunResults) -> str:
@@ -366,84 +272,6 @@ def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
             for k in kernels
         ],
     }
-
-
-def dumps_indented(data: Any) -> str:
-    """The text of `json.dumps(data, indent=2)`, made several times faster for a large report (the
-    standard library encodes indented JSON in pure Python, one generator per level). Anything but
-    dicts with str keys, lists, tuples, str, int, float, bool and None goes to json.dumps."""
-    parts: list[str] = []
-    try:
-        _encode(data, parts, "\n")
-    except _NotPlain:
-        return json.dumps(data, indent=2)
-    return "".join(parts)
-
-
-class _NotPlain(Exception):
-    pass
-
-
-_STRING = json.encoder.encode_basestring_ascii  # json.dumps's (ensure_ascii)
-
-
-def _scalar(value: Any) -> str:
-    kind = type(value)
-    if kind is str:
-        return _STRING(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if kind is int:
-        return int.__repr__(value)
-    if kind is float:
-        if value != value:
-            return "NaN"
-        if value in (math.inf, -math.inf):
-            return "Infinity" if value > 0 else "-Infinity"
-        return float.__repr__(value)
-    raise _NotPlain
-
-
-def _encode(value: Any, parts: list[str], newline: str) -> None:
-    kind = type(value)
-    if kind is dict:
-        if not value:
-            parts.append("{}")
-            return
-        inner = newline + "  "
-        opening = "{" + inner
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotPlain
-            item_kind = type(item)
-            if item_kind is str:  # the common leaves inline, the rest through _scalar and _encode
-                parts.append(f"{opening}{_STRING(key)}: {_STRING(item)}")
-            elif item_kind is float and math.isfinite(item):
-                parts.append(f"{opening}{_STRING(key)}: {float.__repr__(item)}")
-            elif item_kind is dict or item_kind is list or item_kind is tuple:
-                parts.append(f"{opening}{_STRING(key)}: ")
-                _encode(item, parts, inner)
-            else:
-                parts.append(f"{opening}{_STRING(key)}: {_scalar(item)}")
-            opening = "," + inner
-        parts.append(newline + "}")
-    elif kind is list or kind is tuple:
-        if not value:
-            parts.append("[]")
-            return
-        inner = newline + "  "
-        opening = "[" + inner
-        for item in value:
-            parts.append(opening)
-            _encode(item, parts, inner)
-            opening = "," + inner
-        parts.append(newline + "]")
-    else:
-        parts.append(_scalar(value))
 
 
 CSV_IDENTITY = ("label", "kernel", "family", "variant", "launch_id")

@@ -16,14 +16,15 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..ncu import CACHE_CONTROLS, CLOCK_CONTROLS
-from ..runner import ProfileOptions, profile, shell_command
+from ..profile_run import ProfileOptions, profile
+from ..run_dir import DEFAULT_OUT, shell_command
 from ..terminal import Progress, interactive
 from .common import add_size_arguments, add_suite_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_arguments(parser)
-    parser.add_argument("--out", default="runs", help="folder for run directories (default: runs)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help=f"folder for run directories (default: {DEFAULT_OUT})")
     parser.add_argument(
         "--clock-control", choices=CLOCK_CONTROLS, default=os.environ.get("MEMLENS_CLOCK_CONTROL", "base"),
         help="ncu clock control (default: base, or $MEMLENS_CLOCK_CONTROL)",

@@ -6,7 +6,9 @@ words. Several runs add a comparison of every kernel across them, the first run 
 RUN is a run directory, a results.json, a .ncu-rep or an ncu CSV. Where the run directory (the
 folder of a file given) holds a bench.json from `memlens bench --into RUN`, the family tables add
 its median times, bandwidths and % of the measured copy bandwidth, with a chart per family, and
-the header the copy bandwidth; a damaged bench.json is an error. The report is written
+the header the copy bandwidth; a damaged bench.json is an error. Where it holds a check.json from
+`memlens check --into RUN`, verdicts name the cause of local-memory traffic (register spill, an
+array indexed at run time, an array too large for registers). The report is written
 atomically: to RUN/report.<ext> for one run directory (beside the file for a file), to
 ./memlens-report.<ext> for several; `-o -` prints it. HTML is one self-contained file;
 `--format md` suits a CI job summary; `--format json` is the same content for machines."""
@@ -19,10 +21,12 @@ from pathlib import Path
 
 from memlens.reports import FORMATS
 
-from ..bench import BENCH_FILE, BenchResults, find_bench
+from ..bench_results import BENCH_FILE, BenchResults, find_bench
 from ..errors import InputError
 from ..fileio import write_text_atomic
 from ..readers import find_report, read_report
+from ..run_dir import report_file
+from ..static_check import find_static
 
 STDOUT = "-"
 
@@ -38,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
     runs = [(path, read_report(path)) for path in args.runs]
     benches = [bench_of(path) for path in args.runs]
-    text = render(build_report(runs, benches), args.format)
+    statics = [find_static(run_directory(path)) for path in args.runs]
+    text = render(build_report(runs, benches, statics), args.format)
     if args.output == STDOUT:
         sys.stdout.write(text)
         return 0
@@ -64,10 +69,9 @@ def bench_of(path: str | Path) -> tuple[str, BenchResults] | None:
 
 
 def default_output(runs: list[str], fmt: str) -> Path:
-    name = f"report.{fmt}"
     if len(runs) == 1:
         path = Path(runs[0])
-        return path / name if path.is_dir() else path.parent / name
+        return report_file(path if path.is_dir() else path.parent, fmt)
     return Path(f"memlens-report.{fmt}")
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..results import RunResults, load_results
+from ..run_dir import RESULTS
 from .ncu_csv import parse_csv, read_csv
 from .ncu_rep import read_ncu_rep
 
 __all__ = ["read_report", "parse_csv", "find_report"]
 
-RESULTS_FILE = "results.json"
+RESULTS_FILE = RESULTS
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 CSV_SUFFIXES = (".csv", ".txt", ".log")
 SNIFF_BYTES = 64 * 1024

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..catalogue import RAW_METRICS, Metric
-from ..labels import NVTX_DOMAIN
+from ..nvtx_names import NVTX_DOMAIN
 from ..results import KernelResult, printable
 from ..units import UnitError, conversion_factor
 

@@ -1,6 +1,6 @@
 """What profiling costs, measured in one run on a GPU machine with ncu (wall clock, seconds):
 
-    app      the profiled app alone: python -m profiling.app on the suite, no ncu
+    app      the profiled app alone: python -m profiling.profiled_program on the suite, no ncu
     memlens  memlens profile (every catalogue metric, with the instrumented pass)
     bare     ncu with memlens's own argv (metric list, NVTX filter, replay and cache options, app)
     fast     memlens profile --fast (no instrumented pass)
@@ -33,7 +33,8 @@ sys.path.insert(0, str(REPO))
 from profiling.catalogue import ncu_metric_names  # noqa: E402
 from profiling.fileio import write_json_atomic  # noqa: E402
 from profiling.ncu import Ncu, ProfileRequest, check_log, find_ncu, profile_argv  # noqa: E402
-from profiling.runner import ProfileOptions, app_argv, driver_version  # noqa: E402
+from profiling.profile_run import ProfileOptions, app_argv  # noqa: E402
+from profiling.run_dir import driver_version  # noqa: E402
 from profiling.suite import NVTX_DOMAIN, load_suite  # noqa: E402
 
 CLOCK_CONTROL = "none"

@@ -34,7 +34,7 @@ from profiling.errors import MemlensError  # noqa: E402
 from profiling.ncu import ProfileRequest, check_log, command_line, find_ncu, profile_argv, run_ncu  # noqa: E402
 from profiling.program_run import DEFAULT_FILTERS  # noqa: E402
 from profiling.readers import read_report  # noqa: E402
-from profiling.runner import driver_version  # noqa: E402
+from profiling.run_dir import driver_version  # noqa: E402
 from profiling.suite import NVTX_DOMAIN  # noqa: E402
 
 FAMILY = "many"

@@ -1,28 +1,22 @@
 """`memlens profile`: run a suite's variants in one process under one ncu invocation.
 
-Each run gets a new directory `<out>/<timestamp>-<pid>/` holding the raw report (profile.ncu-rep,
-never overwritten), ncu's log, the app's events and results.json; `<out>/latest` points at it.
+Each run gets a new run directory (its layout: profiling/run_dir.py) holding the raw report (never
+overwritten), ncu's log, the profiled program's events and results.json; `<out>/latest` points at it.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import os
-import shlex
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__
-from .app import parse_sizes
 from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
-from .fileio import point_symlink, write_json_atomic, write_text_atomic
+from .fileio import write_json_atomic, write_text_atomic
 from .ncu import (
     Ncu,
     NcuRun,
@@ -38,16 +32,31 @@ from .ncu import (
     run_ncu,
 )
 from .results import KernelResult, RunInfo, RunResults, VariantOutcome
-from .suite import NVTX_DOMAIN, Suite, Variant, select_variants, suite_root
+from .run_dir import (
+    DEFAULT_OUT,
+    EVENTS,
+    NCU_COMMAND,
+    NCU_LOG,
+    NCU_REPORT,
+    REPORT_STEM,
+    RESULTS,
+    Machine,
+    machine_of,
+    new_run_dir,
+    now,
+    point_latest,
+    take_provenance,
+)
+from .suite import NVTX_DOMAIN, Selection, Variant, select_variants, suite_root
 
-REPORT_STEM = "profile"  # ncu writes profile.ncu-rep
+PROFILED_PROGRAM = f"{__package__}.profiled_program"  # the module ncu runs: each variant once in its NVTX range
 
 
 @dataclass(frozen=True)
 class ProfileOptions:
     suite: str | None = None
     pattern: str | None = None
-    out_dir: Path = Path("runs")
+    out_dir: Path = DEFAULT_OUT
     clock_control: str = "base"
     cache_control: str = "all"
     fast: bool = False
@@ -61,14 +70,14 @@ class ProfileOptions:
 
 @dataclass
 class Events:
-    """What the profiled app reported so far (it appends JSON lines to one file)."""
+    """What the profiled program reported so far (it appends JSON lines to one file)."""
 
     path: Path
     plan: list[str] = field(default_factory=list)
     done: dict[str, dict] = field(default_factory=dict)
     running: str | None = None
     error: str | None = None
-    started: bool = False  # the app sent its plan: the suite loaded under ncu
+    started: bool = False  # the profiled program sent its plan: the suite loaded under ncu
     app_pid: int | None = None
     _offset: int = 0
 
@@ -134,46 +143,14 @@ class Events:
 
 def _outcome(variant: Variant | None, label: str, status: str, message: str) -> VariantOutcome:
     family, _, name = label.partition("/")
-    outcome = VariantOutcome(family, name, status, message)
     if variant is None:
-        return outcome
-    extra = {
-        "demonstrates": variant.demonstrates,
-        "expect": {
-            "bank_conflicts": variant.expect.bank_conflicts,
-            "local_memory": variant.expect.local_memory,
-            "note": variant.expect.describe(),
-        },
-        "baseline": variant is variant.family.baseline,
-    }
-    fields = VariantOutcome.__dataclass_fields__
-    return replace(outcome, **{k: v for k, v in extra.items() if k in fields})
+        return VariantOutcome(family, name, status, message)
+    return VariantOutcome(family, name, status, message, demonstrates=variant.demonstrates,
+                          expect=variant.expect.described(), baseline=variant is variant.family.baseline)  # fmt: skip
 
 
-def new_run_dir(out_dir: Path) -> Path:
-    """A directory no other run uses: mkdir is exclusive, the pid tells concurrent runs apart."""
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for attempt in range(1000):
-            suffix = f"-{attempt}" if attempt else ""
-            path = out_dir / f"{stamp}-{os.getpid()}{suffix}"
-            try:
-                path.mkdir()
-                return path
-            except FileExistsError:
-                continue
-    except OSError as exc:
-        raise ConfigError(f"--out {out_dir}: cannot create a run directory there ({exc.strerror or exc})") from None
-    raise ProfilerError(f"cannot create a new run directory in {out_dir}")
-
-
-def _selection(options: ProfileOptions) -> tuple[Suite, list[Variant]]:
-    try:
-        sizes = parse_sizes(list(options.sizes))
-    except MemlensError as exc:
-        raise ConfigError(str(exc)) from None
-    return select_variants(options.suite, options.pattern, sizes)
+def _selection(options: ProfileOptions) -> Selection:
+    return select_variants(options.suite, options.pattern, options.sizes)
 
 
 def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = None) -> tuple[Path, RunResults]:
@@ -181,7 +158,7 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
     failing, ncu failing, the timeout, Ctrl-C), results.json is written there with what was done.
 
     Importing the suite here (a second or so with Numba) overlaps the run: ncu starts first, and
-    the app checks the same selection before it launches anything. Should the selection be wrong,
+    the profiled program checks the same selection before it launches anything. Should the selection be wrong,
     ncu is stopped and the run directory, which then holds no profile, is removed."""
     root = suite_root(options.suite)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens") as background:
@@ -192,9 +169,9 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
             selection.result()  # a wrong selection is the first thing to say
             raise
         run_dir = new_run_dir(options.out_dir)
-        environment = background.submit(lambda: (driver_version(), git_commit(root)))
+        machine = background.submit(machine_of, root)
         try:
-            return _profile(options, on_event, root, ncu, run_dir, selection, environment)
+            return _profile(options, on_event, ncu, run_dir, selection, machine)
         except ConfigError:
             if selection.done() and selection.exception() is not None:
                 shutil.rmtree(run_dir, ignore_errors=True)
@@ -202,56 +179,49 @@ def profile(options: ProfileOptions, on_event: Callable[[dict], None] | None = N
 
 
 def _profile(
-    options: ProfileOptions, on_event: Callable[[dict], None] | None, root: Path, ncu: Ncu, run_dir: Path,
-    selection: Future[tuple[Suite, list[Variant]]], environment: Future[tuple[str | None, str | None]],
+    options: ProfileOptions, on_event: Callable[[dict], None] | None, ncu: Ncu, run_dir: Path,
+    selection: Future[Selection], machine: Future[Machine],
 ) -> tuple[Path, RunResults]:  # fmt: skip
     request = ProfileRequest(
         metrics=ncu_metric_names(options.fast),
         report=run_dir / REPORT_STEM,
-        log=run_dir / "ncu.log",
+        log=run_dir / NCU_LOG,
         nvtx_include=f"regex:{NVTX_DOMAIN}@.*/",
         clock_control=options.clock_control,
         cache_control=options.cache_control,
     )
-    events = Events(run_dir / "events.jsonl")
-    argv = profile_argv(ncu, request, app_argv(root, options, events.path))
-    started = dt.datetime.now(dt.timezone.utc)
+    events = Events(run_dir / EVENTS)
+    argv = profile_argv(ncu, request, app_argv(suite_root(options.suite), options, events.path))
+    started = now()
 
     def poll() -> None:
         if selection.done() and selection.exception() is not None:
-            raise selection.exception()  # stops ncu: the app refuses this selection too
+            raise selection.exception()  # stops ncu: the profiled program refuses this selection too
         for event in events.poll():
             if on_event:
                 on_event(event)
 
     cause = _run_profiler(argv, options.timeout, request, events, poll)
-    suite, variants = selection.result()
+    selected = selection.result()
     with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
         poll()
         error, stopped = _explain(cause, events, run_dir)
-        driver, suite_commit = environment.result()
         info = RunInfo(
+            **take_provenance(machine.result(), selected.suite.path, options.command, started),
             ncu_version=ncu.version_text,
-            driver_version=driver,
             clock_control=options.clock_control,
             cache_control=options.cache_control,
             fast=options.fast,
-            command=options.command,
-            started_at=started.isoformat(timespec="seconds"),
-            wall_seconds=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds(), 2),
-            suite=str(suite.path),
-            suite_commit=suite_commit,
-            memlens_version=__version__,
         )
-        results = collect(run_dir, info, events.outcomes(variants, stopped), complete=error is None)
+        results = collect(run_dir, info, events.outcomes(selected.variants, stopped), complete=error is None)
         if error is None:
             error = _nothing_measured(results, request)
             results = replace(results, complete=error is None)
         try:
-            write_json_atomic(run_dir / "results.json", results.to_json())
+            write_json_atomic(run_dir / RESULTS, results.to_json())
         except OSError as exc:
-            raise ProfilerError(f"cannot write {run_dir / 'results.json'}: {exc.strerror or exc}") from None
-        link_error = _point_latest(options.out_dir, run_dir)
+            raise ProfilerError(f"cannot write {run_dir / RESULTS}: {exc.strerror or exc}") from None
+        link_error = point_latest(options.out_dir, run_dir)
     error = error or link_error
     if error is not None:
         raise error
@@ -269,10 +239,10 @@ def _profile(
 def _run_profiler(
     argv: list[str], timeout: float | None, request: ProfileRequest, events: Events, poll: Callable[[], None]
 ) -> BaseException | None:
-    """Run ncu over the app; what cut the run short (None when it ran to its end). Never raises a
+    """Run ncu over the profiled program; what cut the run short (None when it ran to its end). Never raises a
     MemlensError or KeyboardInterrupt: the caller saves what was done first."""
     try:
-        write_text_atomic(request.log.with_name("ncu-command.txt"), command_line(argv) + "\n")
+        write_text_atomic(request.log.with_name(NCU_COMMAND), command_line(argv) + "\n")
         run = run_ncu(argv, timeout, poll=poll, log=request.log)
         poll()
         _check_run(run, events, request)
@@ -295,9 +265,9 @@ def _check_run(run: NcuRun, events: Events, request: ProfileRequest) -> None:
     if any(event.get("status") != "ok" for event in events.done.values()):
         return  # the variant that failed says why; reported with the outcomes
     check_log(run.log_text)
-    if run.returncode != 0:  # every variant verified, so the app exited 0: ncu itself failed
+    if run.returncode != 0:  # every variant verified, so the profiled program exited 0: ncu itself failed
         raise ProfilerError(f"ncu exited with code {run.returncode}{because}; see {request.log}")
-    report = request.report.with_name(request.report.name + ".ncu-rep")
+    report = request.report.with_name(NCU_REPORT)
     if events.done and not report.exists():
         raise ProfilerError(f"ncu exited with code {run.returncode} and wrote no report {report}; see {request.log}")
 
@@ -323,17 +293,8 @@ def _nothing_measured(results: RunResults, request: ProfileRequest) -> ProfilerE
     return None
 
 
-def _point_latest(out_dir: Path, run_dir: Path) -> ProfilerError | None:
-    try:
-        point_symlink(out_dir / "latest", run_dir.name)
-    except OSError as exc:
-        return ProfilerError(f"cannot point {out_dir / 'latest'} at {run_dir.name} ({exc.strerror or exc}); "
-                             f"results in {run_dir}")  # fmt: skip
-    return None
-
-
 def app_argv(suite: Path, options: ProfileOptions, events: Path) -> list[str]:
-    argv = [sys.executable, "-m", f"{__package__}.app", "--suite", str(suite.resolve()), "--events", str(events)]
+    argv = [sys.executable, "-m", PROFILED_PROGRAM, "--suite", str(suite.resolve()), "--events", str(events)]
     if options.pattern:
         argv += ["-k", options.pattern]
     for item in options.sizes:
@@ -347,7 +308,7 @@ def collect(run_dir: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], 
     """Kernels from the raw report, kept only for variants whose output verified."""
     from .readers import read_report
 
-    report = run_dir / f"{REPORT_STEM}.ncu-rep"
+    report = run_dir / NCU_REPORT
     kernels: tuple[KernelResult, ...] = ()
     if report.exists():
         try:
@@ -364,32 +325,3 @@ def collect(run_dir: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], 
                 source=report.name,
             )
     return RunResults(info, kernels, outcomes, complete)
-
-
-def driver_version() -> str | None:
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = done.stdout.strip().splitlines()
-    return lines[0].strip() if done.returncode == 0 and lines else None
-
-
-def git_commit(path: Path) -> str | None:
-    folder = path if path.is_dir() else path.parent
-    git = ["git", "-C", str(folder)]
-    try:
-        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run([*git, "status", "--porcelain", "--", "."], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return head.stdout.strip() + (" (modified)" if dirty.stdout.strip() else "")
-
-
-def shell_command(argv: Sequence[str]) -> str:
-    return "memlens " + shlex.join(argv)

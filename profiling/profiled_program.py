@@ -1,10 +1,10 @@
 """The program ncu profiles: runs each selected variant once inside its NVTX range.
 
-    python -m profiling.app --suite kernels --events run/events.jsonl [-k RE] [--size m=512] [--small]
+    python -m profiling.profiled_program --suite kernels --events run/events.jsonl [-k RE] [--size m=512] [--small]
 
 Per family: make inputs and the NumPy reference once. Per variant: prepare (compile) and warm up
 outside any range, poison the output, launch once inside the `memlens` NVTX range "family.variant",
-verify that launch's output (the runner keeps only verified variants' kernels). Outputs on the GPU
+verify that launch's output (profile_run keeps only verified variants' kernels). Outputs on the GPU
 are checked there, in one kernel launch, against one device copy of the reference per family: under
 ncu every extra launch and host copy costs time. Progress and
 outcomes go to the events file (JSON lines) that the parent memlens process reads.
@@ -40,16 +40,6 @@ class EventLog:
         event["time"] = time.time()
         self._handle.write(json.dumps(event) + "\n")
         self._handle.flush()
-
-
-def parse_sizes(items: list[str]) -> dict[str, int]:
-    sizes = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key or not value.isdigit() or int(value) <= 0:
-            raise MemlensError(f"bad --size {item!r}: expected NAME=POSITIVE_INTEGER, e.g. m=1024")
-        sizes[key] = int(value)
-    return sizes
 
 
 class Problems:
@@ -102,7 +92,7 @@ def run_variant(variant: Variant, problems: Problems, family_index: int) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m profiling.app")
+    parser = argparse.ArgumentParser(prog="python -m profiling.profiled_program")
     parser.add_argument("--suite", required=True)
     parser.add_argument("--events", required=True, type=Path)
     parser.add_argument("-k", dest="pattern")
@@ -113,13 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     events = EventLog(args.events)
     try:
         try:
-            sizes = parse_sizes(args.size)
-            _, variants = select_variants(args.suite, args.pattern, sizes)
+            selection = select_variants(args.suite, args.pattern, args.size)
         except MemlensError as exc:
             events.emit(event="error", message=str(exc))
             return 2
+        variants = selection.variants
         events.emit(event="plan", version=EVENTS_VERSION, variants=[v.label for v in variants], pid=os.getpid())
-        return run_all(variants, sizes, args, events)
+        return run_all(variants, selection.sizes, args, events)
     except KeyboardInterrupt:  # memlens stops the whole process group with SIGINT: leave quietly
         events.emit(event="interrupted")
         return 130

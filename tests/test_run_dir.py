@@ -1,0 +1,80 @@
+"""The run directory's one home: its names, the latest pointer, and provenance as one record that
+profile and bench share (and that results written by earlier versions still load into)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import fields
+
+import pytest
+
+from profiling import __version__
+from profiling.bench_results import BenchInfo
+from profiling.readers import RESULTS_FILE
+from profiling.results import RunInfo, load_results
+from profiling.run_dir import (
+    BENCH,
+    LATEST,
+    NCU_REPORT,
+    RESULTS,
+    Machine,
+    Provenance,
+    new_run_dir,
+    point_latest,
+    report_file,
+    shell_command,
+    take_provenance,
+)
+from tests.conftest import REPO
+
+FIXTURES = REPO / "tests" / "fixtures"
+SHARED = {"gpu_name", "driver_version", "command", "started_at", "wall_seconds", "suite", "suite_commit",
+          "memlens_version"}  # fmt: skip
+
+
+def test_the_layout_names():
+    assert (NCU_REPORT, RESULTS, BENCH, LATEST) == ("profile.ncu-rep", "results.json", "bench.json", "latest")
+    assert RESULTS_FILE == RESULTS
+    assert report_file(REPO / "runs" / "x", "md") == REPO / "runs" / "x" / "report.md"
+
+
+def test_profile_and_bench_share_one_provenance_record():
+    assert {f.name for f in fields(Provenance)} == SHARED
+    assert issubclass(RunInfo, Provenance) and issubclass(BenchInfo, Provenance)
+
+
+def test_provenance_is_taken_in_one_place():
+    started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=3)
+    taken = take_provenance(Machine("580.159.04", "abc123 (modified)"), REPO / "kernels",
+                            shell_command(["bench", "-k", "a b"]), started, gpu_name="NVIDIA H200")  # fmt: skip
+    assert set(taken) == SHARED
+    assert taken["command"] == "memlens bench -k 'a b'"
+    assert taken["started_at"] == started.isoformat(timespec="seconds")
+    assert 3 <= taken["wall_seconds"] < 60
+    assert (taken["driver_version"], taken["suite_commit"]) == ("580.159.04", "abc123 (modified)")
+    assert (taken["suite"], taken["memlens_version"]) == (str(REPO / "kernels"), __version__)
+    run = RunInfo(**taken, ncu_version="2025.3.1", fast=True)
+    bench = BenchInfo(**taken, l2_bytes=1 << 20, repeats=50)
+    assert run.gpu_name == bench.gpu_name == "NVIDIA H200" and run.fast and bench.repeats == 50
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("**/results.json")), ids=lambda p: p.parent.name)
+def test_results_written_by_earlier_versions_still_load_and_write_back_flat(path):
+    written = json.loads(path.read_text())
+    results = load_results(path)
+    assert results.info.started_at == written["info"].get("started_at")
+    assert results.info.suite_commit == written["info"].get("suite_commit")
+    again = results.to_json()["info"]
+    assert {k: v for k, v in again.items() if k in written["info"]} == written["info"]
+
+
+def test_new_run_directories_and_the_latest_pointer(tmp_path):
+    first, second = new_run_dir(tmp_path / "runs"), new_run_dir(tmp_path / "runs")
+    assert first != second and first.parent == second.parent == tmp_path / "runs"
+    assert point_latest(tmp_path / "runs", second) is None
+    assert (tmp_path / "runs" / LATEST).resolve() == second.resolve()
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    error = point_latest(blocked, second)
+    assert error is not None and f"results in {second}" in str(error)
