@@ -307,6 +307,7 @@ def app_argv(suite: Path, options: ProfileOptions, events: Path) -> list[str]:
 def collect(run_dir: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], complete: bool) -> RunResults:
     """Kernels from the raw report, kept only for variants whose output verified."""
     from .readers import read_report
+    from .roofline import run_ceilings
 
     report = run_dir / NCU_REPORT
     kernels: tuple[KernelResult, ...] = ()
@@ -323,5 +324,6 @@ def collect(run_dir: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], 
                 gpu_name=measured.info.gpu_name,
                 compute_capability=measured.info.compute_capability,
                 source=report.name,
+                **run_ceilings(kernels),
             )
     return RunResults(info, kernels, outcomes, complete)

@@ -94,7 +94,8 @@ class KernelResult:
             for other in _FORMULA_INPUTS[key]:
                 if values.get(other) is None:
                     return f"needs {other}: {self.missing_reason(other)}"
-            return "an input is zero or missing"
+            reason = metric.na_reason(values) if metric.na_reason else None
+            return reason or "an input is zero or missing"
         return "not in the report"
 
     # Caches, computed once per kernel on first use: `raw` and `missing` are never changed after
@@ -160,6 +161,11 @@ class RunInfo(Provenance):
     cache_control: str | None = None
     fast: bool = False
     source: str | None = None  # the report file the kernels were read from
+    # The GPU's roofline ceilings (profiling/roofline.py): medians over the run's kernels of ncu's figures
+    peak_flops_fp32: float | None = None  # FLOP/s
+    peak_flops_fp64: float | None = None
+    peak_flops_fp16: float | None = None
+    peak_dram_bandwidth: float | None = None  # byte/s
 
 
 @dataclass(frozen=True)

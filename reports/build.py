@@ -18,6 +18,7 @@ from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Findi
 if TYPE_CHECKING:
     from memlens.bench_results import BenchResults, CopyBandwidth
     from memlens.static_check import StaticResults
+from .roofline import add_roofline
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"
@@ -105,6 +106,7 @@ def build_run(
         ]
         items += bench_header(bench, summary)
         notes.extend(bench_notes(bench, summary, results.info))
+    families = add_roofline(families, results, aggregate, bench)
     return RunSection(
         label=label,
         info=asdict(results.info),

@@ -7,7 +7,10 @@ HTML and Markdown templates only lay out and the JSON carries the same content f
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .roofline import FamilyRoofline
 
 REPORT_FORMAT = "memlens-report"
 REPORT_VERSION = 1
@@ -43,7 +46,7 @@ class Cell:
 class Finding:
     """One sentence of a verdict, about one topic."""
 
-    topic: Literal["shared", "local", "clean", "status"]
+    topic: Literal["shared", "local", "clean", "status", "roofline"]
     severity: Severity
     text: str
 
@@ -138,6 +141,7 @@ class FamilySection:
     baseline: str | None  # the baseline variant's name
     rows: tuple[Row, ...]
     bench_copy: str = ""  # the copy its bench percentages are of, where it is not the run's one copy
+    roofline: FamilyRoofline | None = None  # None: no variant with floating-point work (reports/roofline.py)
 
     @property
     def declared(self) -> bool:
@@ -247,7 +251,8 @@ class Report:
 def _run_json(run: RunSection) -> dict[str, Any]:
     data = asdict(run)
     data["families"] = [
-        {"name": f.name, "baseline": f.baseline, "variants": [_row_json(r) for r in f.rows], "bench_copy": f.bench_copy}
+        {"name": f.name, "baseline": f.baseline, "variants": [_row_json(r) for r in f.rows], "bench_copy": f.bench_copy,
+         "roofline": asdict(f.roofline) if f.roofline else None}
         for f in run.families
     ]
     data["others"] = [_row_json(r) for r in run.others]

@@ -66,6 +66,7 @@ def render(report: Report, fmt: str) -> str:
 
 def render_html(report: Report) -> str:
     from .charts import bench_chart, comparison_chart, family_chart  # matplotlib only when charts are drawn
+    from .roofline import roofline_chart
 
     charts: dict[str, Markup] = {}
     for index, run in enumerate(report.runs):
@@ -77,6 +78,9 @@ def render_html(report: Report) -> str:
                 svg = bench_chart(family.rows, f"memlens-{index}-{family.name}-bench", run.bench.copy_text)
                 if svg:
                     charts[f"{index}/{family.name}/bench"] = Markup(svg)
+            svg = roofline_chart(family, f"memlens-{index}-{family.name}-roofline")
+            if svg:
+                charts[f"{index}/{family.name}/roofline"] = Markup(svg)
         svg = family_chart(run.others, f"memlens-{index}-others", run.exact_available)
         if svg:
             charts[f"{index}/others"] = Markup(svg)

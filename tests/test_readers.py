@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -467,7 +468,12 @@ def test_suite_results_json_holds_the_report_kernels(where: Path) -> None:
     stored = read_report(where / "suite.results.json").kernels
     assert stored
     for kernel in stored:
-        assert kernel == measured[kernel.launch_id]
+        fresh = measured[kernel.launch_id]
+        # Metrics the catalogue gained after the recording: in neither file (the report lacks them too).
+        newer = set(fresh.raw) - set(kernel.raw)
+        assert all(fresh.raw[k] is None and fresh.missing[k] == "not in the report" for k in newer)
+        kept = {k: v for k, v in fresh.missing.items() if k not in newer}
+        assert kernel == replace(fresh, raw={k: v for k, v in fresh.raw.items() if k not in newer}, missing=kept)
 
 
 @recordings

@@ -297,7 +297,9 @@ def test_launches_combine_as_the_catalogue_declares():
 
     assert {k for k, m in CATALOGUE.items() if m.over_launches == "max"} == {
         "registers_per_thread", "static_shared_per_block", "dynamic_shared_per_block", "grid_size", "block_size"}
-    assert {k for k, m in CATALOGUE.items() if m.over_launches == "duration_weighted"} == {"dram_pct_of_peak"}
+    assert {k for k, m in CATALOGUE.items() if m.over_launches == "duration_weighted"} == {
+        "dram_pct_of_peak", "peak_ffma_per_cycle", "peak_dfma_per_cycle", "peak_hfma_per_cycle",
+        "peak_dram_bytes_per_cycle", "sm_clock", "dram_clock", "l1_hit_rate", "l2_hit_rate"}
     assert {k for k, m in CATALOGUE.items() if m.problem_above_zero} == {
         "exact_excess_wavefronts", "local_ld_bytes", "local_st_bytes"}
     first = kernel("k", "f", "v", {**PADDED, "duration": 1000.0, "dram_pct_of_peak": 40.0, "registers_per_thread": 16})

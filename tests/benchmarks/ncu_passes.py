@@ -7,7 +7,9 @@ of what profiling costs. GPU machine with ncu.
 Profiles one launch of a small transpose (kernels/transpose.cu, in a memlens NVTX range) with the
 catalogue's metrics, then with each metric left out, and prints the passes ncu reports for each list;
 --try NAME adds a list with NAME in place of nothing, to see whether another metric fits the passes
-there are. Always --clock-control none.
+there are; --drop PREFIX a list without every metric whose name starts with PREFIX (e.g. the nine
+FLOP counters, smsp__sass_thread_inst_executed_op_, which may cost a pass together but not one by one).
+Always --clock-control none.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="the --fast list (no instrumented metrics)")
     parser.add_argument("--try", dest="extra", action="append", default=[], help="a metric to add to the list")
+    parser.add_argument("--drop", action="append", default=[], metavar="PREFIX",
+                        help="also a list without every metric whose name starts with PREFIX")
     args = parser.parse_args()
     ncu = find_ncu().path
     names = ncu_metric_names(fast=args.fast)
@@ -67,6 +71,9 @@ def main() -> int:
                 print(f"  without {name}: {passes(ncu, [n for n in names if n != name], work)}", flush=True)
         for name in args.extra:
             print(f"  with {name} added: {passes(ncu, [*names, name], work)}", flush=True)
+        for prefix in args.drop:
+            kept = [n for n in names if not n.startswith(prefix)]
+            print(f"  without every {prefix}* ({len(names) - len(kept)}): {passes(ncu, kept, work)}", flush=True)
     return 0
 
 

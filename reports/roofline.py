@@ -1,0 +1,264 @@
+"""The roofline of each family in PMPP's terms (chapter 5): verdicts, the global-load cut of tiling,
+and the log-log chart with the GPU's own ceilings and a point per variant at each memory level."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from memlens.results import KernelResult, RunResults
+from memlens.roofline import LEVELS, PRECISIONS, Bound, bound, run_ceilings
+from memlens.units import format_count, significant
+
+from .model import Cell, FamilySection, Finding, Row
+
+if TYPE_CHECKING:
+    from memlens.bench import BenchResults
+
+COMPUTE_BOUND_COPY = "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One variant under the roofline: its achieved FLOP/s and its intensity at each memory level."""
+
+    name: str
+    baseline: bool
+    achieved: float  # FLOP/s
+    intensities: tuple[tuple[str, float | None], ...]  # (level, FLOP/byte) for DRAM, L2, L1
+    memory_bound: bool | None = None  # None: no ceilings to judge by
+    pct_of_limit: float | None = None
+
+
+@dataclass(frozen=True)
+class FamilyRoofline:
+    """A family's roofline: the run's ceilings, a point per variant with FLOPs, and the words."""
+
+    peak_flops: tuple[tuple[str, float], ...]  # (precision, FLOP/s) for the precisions the variants use
+    dram_bandwidth: float | None  # bytes/s, ncu's peak
+    copy_bandwidth: float | None  # bytes/s, memlens bench's device-to-device copy (the practical roof)
+    points: tuple[RooflinePoint, ...]
+    notes: tuple[str, ...] = ()  # e.g. the global-load cut against the baseline
+    compute_bound: bool = False  # every judged variant is compute-bound
+
+
+def flop_rate_text(value: float) -> str:
+    for scale, name in ((1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s")):
+        if value >= scale:
+            return f"{significant(value / scale)} {name}"
+    return f"{significant(value)} FLOP/s"
+
+
+def intensity_text(value: float) -> str:
+    return f"{significant(value)} FLOP/B"
+
+
+def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | None = None) -> Finding | None:
+    """The roofline sentence of one variant; None where its FLOPs were not measured (a run recorded
+    before memlens counted them, or a plain ncu report without the counters: nothing to say). With
+    `copy_bandwidth` (memlens bench's copy, bytes/s) a memory-bound variant's practical bound too."""
+    flops = kernel.metric("flops")
+    if flops.value is None:
+        return None
+    if flops.value == 0:
+        return Finding("roofline", "ok", "roofline: no floating-point work (moves data only): no intensity figure")
+    if where is None:
+        missing = next(
+            (m for m in (kernel.metric("arithmetic_intensity"), kernel.metric("flop_rate")) if not m.available), None
+        )
+        why = missing.missing_reason if missing else "the GPU's ceilings are not in the run"
+        return Finding("roofline", "unknown", f"roofline: not placed ({why})")
+    kind = "memory-bound" if where.memory_bound else "compute-bound"
+    limit = "DRAM roof" if where.memory_bound else f"{where.precision} peak"
+    text = (
+        f"{kind} at {intensity_text(where.intensity)} (DRAM; ridge {intensity_text(where.ridge)}):"
+        f" at most {flop_rate_text(where.limit)} on this GPU ({limit}), achieved {flop_rate_text(where.achieved)}"
+        f" ({significant(where.pct_of_limit)}% of that bound)"
+    )
+    if where.memory_bound and copy_bandwidth:
+        practical = min(where.intensity * copy_bandwidth, where.peak_flops)
+        text += (
+            f", {significant(100 * where.achieved / practical)}% of {flop_rate_text(practical)}"
+            " at the measured copy bandwidth"
+        )
+    l1 = kernel.metric("arithmetic_intensity_l1").value
+    if l1 is not None:
+        text += f"; {intensity_text(l1)} of global loads and stores at L1"
+    return Finding("roofline", "ok", text)
+
+
+def load_cut_note(family: str, points: Sequence[tuple[Row, KernelResult]]) -> str:
+    """Global load sectors of each variant against the baseline's, measured: tiling's cut of traffic."""
+    base = next(((row, k) for row, k in points if row.baseline), None)
+    base_sectors = base[1].metric("global_load_sectors").value if base else None
+    if base is None or not base_sectors:
+        return ""
+    parts = []
+    for row, kernel in points:
+        sectors = kernel.metric("global_load_sectors").value
+        if row.baseline or sectors is None:
+            continue
+        cut = _cut(base_sectors, sectors)
+        parts.append(f"{row.name} {format_count(sectors)} ({cut})")
+    if not parts:
+        return ""
+    return f"global load sectors at L1, against {base[0].name}'s {format_count(base_sectors)}: " + "; ".join(parts)
+
+
+def _cut(before: float, after: float) -> str:
+    if not after:
+        return "no global loads"
+    ratio = before / after
+    if abs(ratio - 1) < 0.005:
+        return "the same"
+    return f"{significant(ratio)}x fewer" if ratio > 1 else f"{significant(1 / ratio)}x more"
+
+
+def ceilings_of(results: RunResults) -> dict[str, float | None]:
+    """The run's ceilings: those results.json records, else the medians of its kernels' figures."""
+    recorded = {f"peak_flops_{p}": getattr(results.info, f"peak_flops_{p}") for p in PRECISIONS}
+    recorded["peak_dram_bandwidth"] = results.info.peak_dram_bandwidth
+    if any(v is not None for v in recorded.values()):
+        return recorded
+    return run_ceilings(results.kernels)
+
+
+def add_roofline(
+    families: Sequence[FamilySection],
+    results: RunResults,
+    aggregate: Callable[[list[KernelResult]], KernelResult],
+    bench: BenchResults | None = None,
+) -> list[FamilySection]:
+    """Each family with its roofline and each variant with its roofline verdict; a compute-bound
+    family's "% of copy" cells become n/a (its verdicts give the % of its roofline bound)."""
+    ceilings = ceilings_of(results)
+    launches: dict[tuple[str | None, str | None], list[KernelResult]] = {}
+    for kernel in results.kernels:
+        launches.setdefault((kernel.family, kernel.variant), []).append(kernel)
+    copy = bench.copy.gb_per_s * 1e9 if bench is not None else None
+    out = []
+    for family in families:
+        rows, judged = [], []
+        for row in family.rows:
+            kernels = launches.get((family.name, row.name))
+            if not row.valid or not kernels:
+                rows.append(row)
+                continue
+            kernel = aggregate(kernels)
+            where = bound(kernel, ceilings)
+            judged.append((row, kernel, where))
+            finding = verdict(kernel, where, copy)
+            rows.append(replace(row, verdict=(*row.verdict, finding)) if finding else row)
+        out.append(_with_roofline(family, tuple(rows), judged, ceilings, copy))
+    return out
+
+
+def _with_roofline(
+    family: FamilySection,
+    rows: tuple[Row, ...],
+    judged: list[tuple[Row, KernelResult, Bound | None]],
+    ceilings: Mapping[str, float | None],
+    copy: float | None,
+) -> FamilySection:
+    points = []
+    precisions = set()
+    for row, kernel, where in judged:
+        achieved = kernel.metric("flop_rate").value
+        if not achieved:
+            continue
+        intensities = tuple((level, kernel.metric(key).value) for level, key in LEVELS)
+        precisions.add(where.precision if where else "fp32")
+        points.append(RooflinePoint(
+            row.name, row.baseline, achieved, intensities,
+            where.memory_bound if where else None, where.pct_of_limit if where else None,
+        ))  # fmt: skip
+    if not points:
+        return replace(family, rows=rows)
+    verdicts = [p.memory_bound for p in points if p.memory_bound is not None]
+    compute_bound = bool(verdicts) and not any(verdicts)
+    if compute_bound:
+        rows = tuple(_without_copy_pct(r) for r in rows)
+    peaks = tuple(
+        (p, ceilings[f"peak_flops_{p}"]) for p in PRECISIONS if p in precisions and ceilings.get(f"peak_flops_{p}")
+    )
+    note = load_cut_note(family.name, [(r, k) for r, k, _ in judged])
+    roofline = FamilyRoofline(
+        peaks, ceilings.get("peak_dram_bandwidth"), copy, tuple(points), (note,) if note else (), compute_bound
+    )
+    return replace(family, rows=rows, roofline=roofline)
+
+
+def _without_copy_pct(row: Row) -> Row:
+    cell = row.cells.get("bench_pct_of_copy")
+    if cell is None or cell.value is None:
+        return row
+    judged = Cell(cell.key, None, cell.unit, "n/a", missing_reason=COMPUTE_BOUND_COPY)
+    return replace(row, cells={**row.cells, cell.key: judged})
+
+
+# --- the chart --------------------------------------------------------------------------------------
+
+LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1": "^"}
+
+
+def roofline_chart(family: FamilySection, salt: str) -> str | None:
+    """Log-log roofline of a family: FLOP/s against FLOP/byte, the GPU's labelled ceilings, and a
+    point per variant at each memory level (marker shape) joined at its achieved FLOP/s."""
+    roof = family.roofline
+    if roof is None or not roof.points:
+        return None
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    from .charts import FAINT, INK, RUN_COLOURS, STYLE, short, to_svg
+
+    xs = [x for p in roof.points for _, x in p.intensities if x]
+    ys = [p.achieved for p in roof.points]
+    peaks = [value for _, value in roof.peak_flops]
+    low_x, high_x = min([*xs, 0.1]) / 4, max([*xs, 100.0]) * 4
+    with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
+        figure = Figure(figsize=(11, 4.2))
+        ax = figure.subplots()
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        grid = [low_x * (high_x / low_x) ** (i / 200) for i in range(201)]
+        top = max(peaks) if peaks else max(ys) * 10
+        for precision, peak in roof.peak_flops:
+            ax.axhline(peak, color=INK, linewidth=1.2)
+            ax.text(high_x, peak, f"{precision} peak {flop_rate_text(peak)} ", ha="right", va="bottom", fontsize=8)
+        for label, bandwidth, style in (
+            ("DRAM peak", roof.dram_bandwidth, "-"),
+            ("copy (memlens bench)", roof.copy_bandwidth, "--"),
+        ):
+            if not bandwidth:
+                continue
+            line = [min(x * bandwidth, top) for x in grid]
+            ax.plot(grid, line, color=FAINT, linestyle=style, linewidth=1.2)
+            x_text = low_x * 1.5
+            ax.text(x_text, x_text * bandwidth * 1.15, f"{label} {significant(bandwidth / 1e12)} TB/s",
+                    fontsize=8, color=FAINT, rotation=0, ha="left", va="bottom")  # fmt: skip
+        handles = []
+        for index, point in enumerate(roof.points):
+            colour = RUN_COLOURS[index % len(RUN_COLOURS)]
+            shown = [(level, x) for level, x in point.intensities if x]
+            if len(shown) > 1:
+                ax.plot([x for _, x in shown], [point.achieved] * len(shown), color=colour, linewidth=0.8, alpha=0.6)
+            for level, x in shown:
+                ax.plot([x], [point.achieved], marker=LEVEL_MARKERS[level], color=colour, markersize=7, linestyle="")
+            name = short(point.name) + (" (baseline)" if point.baseline else "")
+            if point.pct_of_limit is not None:
+                name += f": {significant(point.pct_of_limit)}% of its bound"
+            handles.append(Line2D([], [], color=colour, marker="o", linestyle="", label=name))
+        handles += [Line2D([], [], color=INK, marker=m, linestyle="", label=f"{lvl} intensity", markerfacecolor="none")
+                    for lvl, m in LEVEL_MARKERS.items()]  # fmt: skip
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        ax.set_xlim(low_x, high_x)
+        ax.set_ylim(min(ys) / 10, top * 3)
+        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+        ax.set_ylabel("FLOP/s")
+        ax.set_title(f"roofline of {family.name} (achieved FLOP/s; ceilings measured by ncu on this GPU)",
+                     fontsize=9, loc="left", color=INK)  # fmt: skip
+        figure.subplots_adjust(left=0.07, right=0.68, top=0.92, bottom=0.12)
+        return to_svg(figure, salt)
