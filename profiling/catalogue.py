@@ -167,12 +167,10 @@ _DERIVED = [
     ),
     Metric(
         "excess_wavefronts_per_shared_ld", "wavefront/inst",
-        "exact excess wavefronts per shared-load instruction",
+        "exact excess wavefronts of load instructions per shared-load instruction",
         better="lower", instrumented=True,
-        formula="exact_excess_wavefronts / shared_ld_instructions",
-        derive=lambda v: _ratio(
-            _diff(v.get("shared_wavefronts"), v.get("shared_wavefronts_ideal")), v.get("shared_ld_instructions")
-        ),
+        formula="exact_excess_wavefronts_ld / shared_ld_instructions",
+        derive=lambda v: _ratio(v.get("exact_excess_wavefronts_ld"), v.get("shared_ld_instructions")),
     ),
     Metric(
         "hw_bank_conflicts", "conflict", "hardware bank-conflict counter, loads plus stores (over-counts)",
@@ -370,9 +368,49 @@ _RAW += _ROOFLINE_RAW
 _DERIVED += _ROOFLINE_DERIVED
 
 
-CATALOGUE: dict[str, Metric] = {m.key: m for m in _RAW + _DERIVED}
+# Figures summed over per-instruction values (profiling/source_lines.py): the readers fill them in
+# from the instrumented metrics' instances, one per SASS instruction; a CSV cannot carry them.
+_PER_INSTRUCTION = [
+    Metric(
+        "exact_excess_wavefronts_ld", "wavefront",
+        "exact excess shared-memory wavefronts of load instructions (LDS, LDSM)",
+        better="lower", instrumented=True, deterministic=True,
+        formula="sum over shared-load instructions of shared_wavefronts - shared_wavefronts_ideal",
+    ),
+    Metric(
+        "exact_excess_wavefronts_st", "wavefront",
+        "exact excess shared-memory wavefronts of store instructions (STS, STSM, ATOMS, LDGSTS)",
+        better="lower", instrumented=True, deterministic=True,
+        formula="sum over shared-store instructions of shared_wavefronts - shared_wavefronts_ideal",
+    ),
+    Metric(
+        "exact_shared_ld_ways", "wavefront/ideal",
+        "shared-load wavefronts over the conflict-free ideal of the same loads (n-way; 1 = no conflict,"
+        " whatever the access width)",
+        better="lower", instrumented=True, deterministic=True,
+        formula="sum over shared-load instructions of shared_wavefronts / of shared_wavefronts_ideal",
+    ),
+    Metric(
+        "exact_shared_st_ways", "wavefront/ideal",
+        "shared-store wavefronts over the conflict-free ideal of the same stores (n-way; 1 = no conflict)",
+        better="lower", instrumented=True, deterministic=True,
+        formula="sum over shared-store instructions of shared_wavefronts / of shared_wavefronts_ideal",
+    ),
+    Metric(
+        "excess_wavefronts_per_shared_st", "wavefront/inst",
+        "exact excess wavefronts of store instructions per shared-store instruction",
+        better="lower", instrumented=True,
+        formula="exact_excess_wavefronts_st / shared_st_instructions",
+        derive=lambda v: _ratio(v.get("exact_excess_wavefronts_st"), v.get("shared_st_instructions")),
+    ),
+]
+# The source-level metric of per-instruction warp-level executions (the lines' local loads/stores).
+PER_PC_EXECUTIONS = "inst_executed"
+
+CATALOGUE: dict[str, Metric] = {m.key: m for m in _RAW + _DERIVED + _PER_INSTRUCTION}
 RAW_METRICS: tuple[Metric, ...] = tuple(_RAW)
-DERIVED_METRICS: tuple[Metric, ...] = tuple(_DERIVED)
+DERIVED_METRICS: tuple[Metric, ...] = tuple(_DERIVED) + tuple(m for m in _PER_INSTRUCTION if m.derive)
+PER_INSTRUCTION_METRICS: tuple[Metric, ...] = tuple(m for m in _PER_INSTRUCTION if not m.derive)
 BY_NCU_NAME: dict[str, Metric] = {m.ncu: m for m in _RAW if m.ncu}
 
 # Keys earlier memlens versions wrote and this one no longer collects: results files that hold them
@@ -390,7 +428,8 @@ DEVICE_ATTRIBUTES = {
 def ncu_metric_names(fast: bool = False) -> list[str]:
     """The `--metrics` list for ncu; `fast` leaves out the instrumented pass."""
     names = [m.ncu for m in RAW_METRICS if m.ncu and not (fast and m.instrumented)]
-    return names + list(DEVICE_ATTRIBUTES.values())
+    per_pc = [] if fast else [PER_PC_EXECUTIONS]
+    return names + per_pc + list(DEVICE_ATTRIBUTES.values())
 
 
 def derive_all(raw: Values) -> dict[str, float | None]:

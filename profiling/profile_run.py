@@ -145,8 +145,10 @@ def _outcome(variant: Variant | None, label: str, status: str, message: str) -> 
     family, _, name = label.partition("/")
     if variant is None:
         return VariantOutcome(family, name, status, message)
+    sources = tuple(str(k.source) for k in variant.kernels if hasattr(k, "source"))
     return VariantOutcome(family, name, status, message, demonstrates=variant.demonstrates,
-                          expect=variant.expect.described(), baseline=variant is variant.family.baseline)  # fmt: skip
+                          expect=variant.expect.described(), baseline=variant is variant.family.baseline,
+                          sources=sources)  # fmt: skip
 
 
 def _selection(options: ProfileOptions) -> Selection:
@@ -313,7 +315,7 @@ def collect(run_dir: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], 
     kernels: tuple[KernelResult, ...] = ()
     if report.exists():
         try:
-            measured = read_report(report)
+            measured = read_report(report, instructions=True)
         except MemlensError as exc:  # unreadable, or no ncu-report package: results.json is still written
             outcomes += (VariantOutcome("", "", "failed", f"report unreadable: {exc}"),)
         else:

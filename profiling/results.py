@@ -17,9 +17,11 @@ from .catalogue import CATALOGUE, RETIRED_KEYS, derive_all
 from .errors import InputError, ProfilerError
 from .fileio import read_json
 from .run_dir import RESULTS, Provenance
+from .source_lines import InstructionRecord
 
-SCHEMA_VERSION = 1
-SUPPORTED_SCHEMAS = (1,)
+# 2: kernels carry their shared- and local-memory `instructions`, outcomes their declared `sources`
+SCHEMA_VERSION = 2
+SUPPORTED_SCHEMAS = (1, 2)
 
 # A derived metric -> the other catalogue keys its formula names, in catalogue order (missing_reason
 # names the first one missing).
@@ -57,6 +59,8 @@ class KernelResult:
     launch_id: int = 0  # ncu's ID of the launch, unique within a report
     raw: dict[str, float | None] = field(default_factory=dict)  # catalogue key -> value
     missing: dict[str, str] = field(default_factory=dict)  # catalogue key -> reason
+    # its shared- and local-memory SASS instructions (source_lines.py); empty where not read
+    instructions: tuple[InstructionRecord, ...] = ()
     # A program's NVTX push/pop ranges open at the launch ("iteration > transpose/conflict", see
     # readers.common.program_label); None for suite runs and launches outside any range.
     nvtx: str | None = None
@@ -145,6 +149,7 @@ class VariantOutcome:
     demonstrates: str = ""  # the suite's one line on what the variant shows
     expect: Expectation | None = None  # None in results written before the field existed
     baseline: bool = False  # the family's baseline, the variant others are compared with
+    sources: tuple[str, ...] = ()  # the CUDA C++ files its declared kernels come from, as declared
 
     def __post_init__(self) -> None:
         if self.expect is not None and not isinstance(self.expect, Expectation):
@@ -174,6 +179,8 @@ class RunResults:
     kernels: tuple[KernelResult, ...]
     outcomes: tuple[VariantOutcome, ...] = ()
     complete: bool = True  # False when profiling was cut short (timeout, Ctrl-C, ncu failed) or measured nothing
+    # file name -> text of the sources a .ncu-rep embeds (ncu --import-source yes); not in results.json
+    embedded_sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -295,7 +302,11 @@ def _checked(cls: type, data: Any, where: str, nested: tuple[str, ...] = ()) -> 
 
 
 def _outcome_from_json(data: Any, where: str) -> VariantOutcome:
-    fields = _checked(VariantOutcome, data, where, nested=("expect",))
+    fields = _checked(VariantOutcome, data, where, nested=("expect", "sources"))
+    sources = fields.get("sources", [])
+    if not isinstance(sources, (list, tuple)) or not all(isinstance(item, str) for item in sources):
+        raise ValueError(f"{where}.sources must be a list of text")
+    fields["sources"] = tuple(printable(item) for item in sources)
     if fields.get("status") not in STATUSES:
         raise ValueError(f"{where}.status {_short(fields.get('status'))} is not one of {', '.join(STATUSES)}")
     if fields.get("expect") is not None:
@@ -304,7 +315,14 @@ def _outcome_from_json(data: Any, where: str) -> VariantOutcome:
 
 
 def _kernel_from_json(data: Any, where: str = "kernel") -> KernelResult:
-    fields = _checked(KernelResult, data, where, nested=("raw", "missing"))
+    fields = _checked(KernelResult, data, where, nested=("raw", "missing", "instructions"))
+    records = fields.get("instructions", [])
+    if not isinstance(records, (list, tuple)):
+        raise ValueError(f"{where}.instructions must be a list, not {_short(records)}")
+    fields["instructions"] = tuple(
+        InstructionRecord(**_checked(InstructionRecord, record, f"{where}.instructions[{i}]"))
+        for i, record in enumerate(records)
+    )
     for key, kind in (("raw", float | None), ("missing", str)):
         mapping = fields.get(key, {})
         if not isinstance(mapping, dict) or not all(_is(v, kind) for v in mapping.values()):

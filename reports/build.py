@@ -18,6 +18,7 @@ from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Findi
 if TYPE_CHECKING:
     from memlens.bench_results import BenchResults, CopyBandwidth
     from memlens.static_check import StaticResults
+from .hot_lines import hot_lines, line_findings
 from .roofline import add_roofline
 from .verdicts import HW_LABEL, check, describe, judge
 
@@ -368,7 +369,9 @@ def _row(
     kernel = aggregate(kernels)
     measured = judge(kernel, static.for_kernel(label, kernel.kernel) if static is not None else ())
     expectation = check(outcome.expect if outcome else None, measured)
-    return replace(row, cells=_cells(kernel), verdict=measured.findings, expectation=expectation)
+    lines = hot_lines(kernels, outcome)
+    return replace(row, cells=_cells(kernel), verdict=measured.findings + line_findings(lines),
+                   expectation=expectation, hot_lines=lines)  # fmt: skip
 
 
 def _invalid_finding(status: str, message: str) -> Finding:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from .roofline import FamilyRoofline
 
+from memlens.source_lines import LineRecord
+
 REPORT_FORMAT = "memlens-report"
 REPORT_VERSION = 1
 
@@ -123,6 +125,7 @@ class Row:
     verdict: tuple[Finding, ...] = ()
     expectation: ExpectationCheck | None = None
     bench: BenchTiming | None = None  # the variant's `memlens bench` timing, when the run has one
+    hot_lines: tuple[LineRecord, ...] = ()  # lines with excess wavefronts or local accesses (hot_lines.py)
 
     @property
     def verdict_text(self) -> str:

@@ -89,6 +89,11 @@ def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
     so then the figure is the ratio of wavefronts to the conflict-free ideal."""
     ideal = _value(kernel, "shared_wavefronts_ideal")
     actual = _value(kernel, "shared_wavefronts")
+    exact = [_value(kernel, key) for key in ("exact_shared_ld_ways", "exact_shared_st_ways")]
+    sides = [_value(kernel, key) for key in ("exact_excess_wavefronts_ld", "exact_excess_wavefronts_st")]
+    conflicting = [ways_of for ways_of, excess in zip(exact, sides, strict=True) if excess and ways_of]
+    if len(conflicting) == 1:  # one side conflicts: its wavefronts over its own accesses' ideal
+        return f"{conflicting[0]:.3g}-way bank conflicts"
     if ideal and abs(ideal / accesses - 1) < 0.02:
         if per_instruction(per).isdigit():
             return f"{round(1 + per)}-way bank conflicts"
@@ -99,8 +104,12 @@ def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
 
 
 def _conflicting_sides(kernel: KernelResult, loads: float, stores: float) -> list[str]:
-    """Which side the exact excess belongs to; the exact count is not split by loads and stores,
-    so each side is weighed by its hardware figures (conflicts, else wavefronts, per instruction)."""
+    """Which side the exact excess belongs to: from its per-instruction split where the report
+    has one (a .ncu-rep, results.json of schema 2); else each side is weighed by its hardware
+    figures (conflicts, else wavefronts, per instruction)."""
+    exact_ld, exact_st = _value(kernel, "exact_excess_wavefronts_ld"), _value(kernel, "exact_excess_wavefronts_st")
+    if exact_ld is not None and exact_st is not None and exact_ld + exact_st > 0:
+        return [side for side, excess in (("loads", exact_ld), ("stores", exact_st)) if excess > 0]
     sides = []
     for side, count, hw_key, ways_key in (
         ("loads", loads, "hw_ld_bank_conflicts", "shared_ld_ways"),

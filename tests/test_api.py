@@ -13,7 +13,7 @@ from profiling.errors import ConfigError, ProfilerError
 from tests.conftest import FIXTURES
 from tests.support.fake import CPU_SUITE
 
-CUDA_APP_CSV = FIXTURES / "nvidia_h100_80gb_hbm3" / "programs" / "cuda_app.csv"
+CUDA_APP_CSV = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.csv"
 
 
 def test_memlens_is_the_checkout_package_not_a_copy():

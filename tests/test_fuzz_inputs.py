@@ -128,7 +128,7 @@ def test_fuzz_one_field_of_a_recorded_results_json(path: tuple, value: Any, dele
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        (("schema_version",), 2, "unsupported schema_version 2 (this memlens reads 1)"),
+        (("schema_version",), 99, "unsupported schema_version 99 (this memlens reads 1, 2)"),
         (("schema_version",), True, "unsupported schema_version True"),
         (("info", "wall_seconds"), "abc", "info.wall_seconds must be a finite number or null, not \"abc\""),
         (("kernels", 0, "launch_id"), 1e400, "kernels[0].launch_id must be an integer, not inf"),

@@ -58,6 +58,6 @@ def test_installed_memlens_lists_the_suite_and_reads_reports_from_another_direct
     listed = memlens("list")
     assert listed.returncode == 0, listed.stderr
     assert str(target / "memlens" / "kernels") in listed.stdout and "transpose" in listed.stdout
-    metrics = memlens("metrics", str(FIXTURES / "nvidia_h100_80gb_hbm3" / "programs" / "cuda_app.ncu-rep"))
+    metrics = memlens("metrics", str(FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"))
     assert metrics.returncode == 0, metrics.stderr
     assert "cudaapp@spill/capped" in metrics.stdout

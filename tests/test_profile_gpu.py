@@ -60,3 +60,19 @@ def test_metrics_prints_every_kernel(run_dir):
     assert done.returncode == 0, done.stderr
     for variant in load_suite(REPO / "kernels").variants():
         assert variant.label in done.stdout
+
+
+def test_lines_name_the_conflict_and_local_lines(run_dir):
+    """`memlens lines` on a fresh run: results.json holds the instructions, CuPy's temporary copy
+    maps back to the declared .cu, and inst_executed gives the local lines their executions."""
+    from profiling.commands.lines import kernel_lines, read_lines
+
+    results = read_lines(run_dir)
+    by_label = {k.label: k for k in results.kernels}
+    conflict = kernel_lines(results, [by_label["transpose/conflict"]], REPO)[0].lines[0]
+    assert conflict.file == "kernels/transpose.cu" and conflict.shared_ld.ways == 32
+    assert "tile[tx][tile_col<SWIZZLE>(tx, r)]" in (conflict.source or "")
+    local_lines = kernel_lines(results, [by_label["running_mean/local"]], REPO)[0].lines
+    local = next(line for line in local_lines if line.line == 36)
+    assert local.file == "kernels/running_mean.cu" and local.local_ld_executions
+    assert local.source == "for (unsigned int j = 0; j < W; ++j) sum += window[(j + n) % W];"

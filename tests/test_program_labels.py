@@ -1,5 +1,5 @@
 """A program's own NVTX push/pop ranges label its kernels: in both readers, the same from CSV and
-.ncu-rep of one recording (tests/fixtures/nvidia_h100_80gb_hbm3/programs, made by
+.ncu-rep of one recording (tests/fixtures/programs/nvidia_h100_80gb_hbm3, made by
 tests/fixtures/record_programs.sh), and in metrics, the report, the gate and cross-run comparison."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from profiling.readers.common import ProgramLabel, program_label
 from profiling.readers.ncu_csv import parse_csv
 from reports.build import build_run
 
-PROGRAMS = Path(__file__).resolve().parent / "fixtures" / "nvidia_h100_80gb_hbm3" / "programs"
+PROGRAMS = Path(__file__).resolve().parent / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"
 CUDA_APP_REP = PROGRAMS / "cuda_app.ncu-rep"
 CUDA_APP_CSV = PROGRAMS / "cuda_app.csv"
 

@@ -16,7 +16,7 @@ from profiling.program_run import validate_filter
 from tests.conftest import FIXTURES
 from tests.support.fake import install_fake_ncu
 
-PROGRAMS = FIXTURES / "nvidia_h100_80gb_hbm3" / "programs"
+PROGRAMS = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3"
 OK_LOG = "==PROF== Connected to process 615 (cuda_app)\n==PROF== Disconnected from process 615\n"
 
 

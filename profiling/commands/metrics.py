@@ -134,15 +134,26 @@ def _gb_per_s(value: float) -> str:
 
 
 def _ways(kernel: KernelResult) -> str:
+    """Wavefronts over the ideal of the loads themselves where the report has per-instruction
+    values (a conflict-free 16-byte load reads 1.00), else the hardware's wavefronts per load."""
     if _value(kernel, "shared_ld_instructions") == 0:
         return "-"  # no shared-memory loads: the ratio has no meaning
+    if _value(kernel, "exact_shared_ld_ways") is not None:
+        return _show(kernel, "exact_shared_ld_ways", lambda v: f"{v:.2f}")
     return _show(kernel, "shared_ld_ways", lambda v: f"{v:.2f}")
 
 
 def _excess(kernel: KernelResult) -> str:
+    """The exact excess, and per instruction of the side(s) it comes from: "(31/ld)" only where
+    the loads conflict (a .ncu-rep or results.json splits it; a CSV cannot)."""
     total = _show(kernel, "exact_excess_wavefronts", format_count)
-    per_load = _value(kernel, "excess_wavefronts_per_shared_ld")
-    return total if per_load is None else f"{total} ({per_load:.3g}/ld)"
+    per_access = [
+        f"{per_instruction:.3g}/{side}"
+        for side in ("ld", "st")
+        if _value(kernel, f"exact_excess_wavefronts_{side}")
+        and (per_instruction := _value(kernel, f"excess_wavefronts_per_shared_{side}")) is not None
+    ]
+    return f"{total} ({', '.join(per_access)})" if per_access else total
 
 
 def _local(kernel: KernelResult) -> str:

@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from memlens.reports.render import build_report, render  # jinja2 and matplotlib only for this command
 
-    runs = [(path, read_report(path)) for path in args.runs]
+    runs = [(path, read_report(path, instructions=True)) for path in args.runs]
     benches = [bench_of(path) for path in args.runs]
     statics = [find_static(run_directory(path)) for path in args.runs]
     text = render(build_report(runs, benches, statics), args.format)

@@ -14,7 +14,7 @@ from ..run_dir import RESULTS
 from .ncu_csv import parse_csv, read_csv
 from .ncu_rep import read_ncu_rep
 
-__all__ = ["read_report", "parse_csv", "find_report"]
+__all__ = ["read_report", "parse_csv", "find_report", "report_kind"]
 
 RESULTS_FILE = RESULTS
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
@@ -23,10 +23,11 @@ SNIFF_BYTES = 64 * 1024
 REPORT_MAGIC = b"NVR\x00"  # the first bytes of a .ncu-rep written by ncu 2025.3
 
 
-def read_report(path: str | Path) -> RunResults:
+def read_report(path: str | Path, instructions: bool = False) -> RunResults:
     """Kernels and run information from a run directory (its results.json, else its one
-    .ncu-rep or ncu CSV), a results.json, a .ncu-rep, or an ncu CSV export."""
-    return _read_file(find_report(Path(path)))
+    .ncu-rep or ncu CSV), a results.json, a .ncu-rep, or an ncu CSV export. `instructions`: read
+    a .ncu-rep's per-instruction records too (results.json holds them where its run did)."""
+    return _read_file(find_report(Path(path)), instructions)
 
 
 def find_report(path: Path) -> Path:
@@ -54,13 +55,18 @@ def _in_directory(directory: Path) -> Path:
     raise InputError(f"{directory}: no {RESULTS_FILE}, .ncu-rep or ncu CSV in this directory")
 
 
-def _read_file(path: Path) -> RunResults:
+def report_kind(path: Path) -> str:
+    """"json", "csv" or "ncu-rep": what `read_report` reads `path` (a file) as."""
+    return _kind(path)
+
+
+def _read_file(path: Path, instructions: bool = False) -> RunResults:
     kind = _kind(path)
     if kind == "json":
         return load_results(path)
     if kind == "csv":
         return read_csv(path)
-    return read_ncu_rep(path)
+    return read_ncu_rep(path, instructions)
 
 
 def _kind(path: Path) -> str:

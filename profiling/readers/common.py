@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from ..catalogue import RAW_METRICS, Metric
+from ..catalogue import PER_INSTRUCTION_METRICS, RAW_METRICS, Metric
 from ..nvtx_names import NVTX_DOMAIN
 from ..results import KernelResult, printable
 from ..units import UnitError, conversion_factor
@@ -31,6 +31,7 @@ RANGE_JOINER = " > "
 
 NOT_IN_REPORT = "not in the report"
 FAST_SKIPPED = "not collected: run without --fast (--fast skips the instrumented pass)"
+CSV_NO_INSTRUCTIONS = "a CSV cannot carry per-instruction values: read the .ncu-rep"
 INSTRUMENTED_ABSENT = "not in the report (an instrumented metric: ncu collects it only when asked by name)"
 
 # units.to_base without working the factor out again for each cell: a report repeats a few units.
@@ -143,6 +144,9 @@ def make_kernel(
     program: ProgramLabel | None = None,
 ) -> KernelResult:
     raw, missing = raw_values(lookup, from_memlens)
+    for metric in PER_INSTRUCTION_METRICS:  # a CSV has one value a metric, not one an instruction
+        raw[metric.key] = None
+        missing[metric.key] = missing.get("shared_wavefronts") or CSV_NO_INSTRUCTIONS
     return with_label(KernelResult(printable(kernel), None, None, launch_id, raw, missing), ranges, program)
 
 

@@ -18,10 +18,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..catalogue import CATALOGUE, DEVICE_ATTRIBUTES
+from ..catalogue import CATALOGUE, DEVICE_ATTRIBUTES, PER_INSTRUCTION_METRICS
 from ..demangle import kernel_name
 from ..errors import InputError, ProfilerError
 from ..results import KernelResult, RunInfo, RunResults, printable
+from ..source_lines import InstructionRecord
 from .common import (
     NCU_METRICS,
     Cell,
@@ -34,15 +35,20 @@ from .common import (
     suite_range,
     with_label,
 )
+from .ncu_instructions import InstructionReader, SharedSplit, embedded_sources
 
 # ncu_report.IMetric.value() returns str, int, float or None; as_string for the device name.
 Action = Any
 Context = Any
 Slot = tuple[int, int]  # (range index, action index) of an action in the report
 Labels = tuple[tuple[str, str] | None, ProgramLabel | None]  # the memlens range, or else the program's label
-Launch = tuple[str, list[object], Labels]  # kernel name, metric values, labels
+# kernel name, metric values, labels, excess shared wavefronts of loads and of stores (None: no
+# per-instruction values), the launch's shared- and local-memory instructions (where asked for)
+Launch = tuple[str, list[object], Labels, SharedSplit | None, tuple[InstructionRecord, ...]]
 
 DURATION = CATALOGUE["duration"].ncu
+NO_INSTANCES = "no per-instruction values in the report"
+NO_ACCESS = "no shared-memory instruction of this side"
 
 # From this many actions on, a forked helper process reads the later ones while this one reads the
 # rest: decoding is ncu_report's (about half a millisecond an action, the GIL held), so two processes
@@ -58,18 +64,21 @@ CHUNK_ACTIONS = 1000
 MAX_HELPERS = 8
 
 
-def read_ncu_rep(path: Path) -> RunResults:
-    reader = _LaunchReader(path, _load(path))
+def read_ncu_rep(path: Path, instructions: bool = False) -> RunResults:
+    """The report's launches; with `instructions`, each with its shared- and local-memory
+    instructions (file, line, figures) and the run with the sources the report embeds."""
+    reader = _LaunchReader(path, _load(path), instructions)
     _read_all(reader, reader.slots())
     if reader.first is None:
         raise InputError(f"{path}: no profiled kernels (an empty report, or not an Nsight Compute report)")
     launches = reader.launches
-    from_memlens = any(r is not None for _, _, (r, _) in launches)
+    from_memlens = any(launch[2][0] is not None for launch in launches)
     kernels = tuple(
-        _kernel(name, launch_id, values, r, reader.metrics.units, from_memlens)
-        for launch_id, (name, values, r) in enumerate(launches)
+        _kernel(name, launch_id, values, r, reader.metrics.units, from_memlens, split, records)
+        for launch_id, (name, values, r, split, records) in enumerate(launches)
     )
-    return RunResults(_run_info(reader.first, path), kernels)
+    embedded = embedded_sources(reader.first) if instructions else {}
+    return RunResults(_run_info(reader.first, path), kernels, embedded_sources=embedded)
 
 
 def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
@@ -125,8 +134,10 @@ def _read_chunks(reader: _LaunchReader, slots: list[Slot]) -> None:
 class _LaunchReader:
     """The launches of a report's actions, read in report order (launch ids count them from 0)."""
 
-    def __init__(self, path: Path, context: Context) -> None:
+    def __init__(self, path: Path, context: Context, instructions: bool = False) -> None:
         self.path = path
+        self.with_instructions = instructions
+        self.instructions = InstructionReader()
         self.ranges = [context.range_by_idx(index) for index in range(context.num_ranges())]
         self.metrics = _MetricReader()
         self.launches: list[Launch] = []
@@ -148,7 +159,10 @@ class _LaunchReader:
                 raise InputError(
                     f"{self.path}: truncated or damaged report (launch {launch_id} has no name or no metrics)"
                 )
-            self.launches.append((_kernel_name(action), values, _labels(action)))
+            name = _kernel_name(action)
+            split = self.instructions.shared_split(action, name)
+            records = self.instructions.instructions(action, name) if self.with_instructions else ()
+            self.launches.append((name, values, _labels(action), split, records))
             if self.first is None:
                 self.first = action
 
@@ -396,6 +410,8 @@ def _kernel(
     labels: Labels,
     units: dict[str, str],
     from_memlens: bool,
+    split: SharedSplit | None = None,
+    instructions: tuple[InstructionRecord, ...] = (),
 ) -> KernelResult:
     raw: dict[str, float | None] = {}
     missing: dict[str, str] = {}
@@ -407,7 +423,11 @@ def _kernel(
         raw[metric.key] = converted
         if reason is not None:
             missing[metric.key] = reason
-    return with_label(KernelResult(name, None, None, launch_id, raw, missing), *labels)
+    for metric, value in zip(PER_INSTRUCTION_METRICS, split or (None,) * len(PER_INSTRUCTION_METRICS), strict=True):
+        raw[metric.key] = value
+        if value is None:
+            missing[metric.key] = missing.get("shared_wavefronts") or (NO_INSTANCES if split is None else NO_ACCESS)
+    return with_label(KernelResult(name, None, None, launch_id, raw, missing, instructions), *labels)
 
 
 def _kernel_name(action: Action) -> str:
