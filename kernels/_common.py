@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from profiling.errors import ConfigError, ProfilerError
-from profiling.suite import CudaKernel, Launch
+from memlens.errors import ConfigError, ProfilerError
+from memlens.suite import CudaKernel, Launch
 
 MAX_GRID_Y = 65535  # gridDim.y and gridDim.z limit
 MAX_INT32 = 2**31 - 1

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numba import config, cuda, float32
 
-from profiling.suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
+from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
 common = importlib.util.module_from_spec(_spec)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from profiling.suite import CudaKernel, Expect, Family, Inputs, Launch, Size
+from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, Size
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
 common = importlib.util.module_from_spec(_spec)

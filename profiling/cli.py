@@ -13,7 +13,7 @@ from .errors import EXIT_INPUT, EXIT_PROFILER, MemlensError
 # command name -> (module under profiling.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("list_suite", "list families, variants and what each demonstrates"),
-    "profile": ("profile", "profile a suite under Nsight Compute"),
+    "profile": ("profile", "profile a suite, or any program (-- COMMAND), under Nsight Compute"),
     "metrics": ("metrics", "print per-kernel metrics from a run, results.json, .ncu-rep or ncu CSV"),
     "doctor": ("doctor", "check ncu, the GPU, counter permissions and Python packages"),
     "bench": ("bench", "time each variant with CUDA events outside ncu: ms, GB/s, %% of copy bandwidth"),
@@ -50,7 +50,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
+    program: list[str] = []
+    if command == "profile" and "--" in argv:  # memlens profile [options] -- COMMAND [ARGS...]
+        split = argv.index("--")
+        argv, program = argv[:split], argv[split + 1 :]
     args = parser.parse_args(argv)
+    if command == "profile":
+        args.program = program
     try:
         return int(args.run(args))
     except MemlensError as exc:

@@ -78,9 +78,10 @@ class ProfileRequest:
     metrics: Sequence[str]
     report: Path  # written as <report>.ncu-rep
     log: Path
-    nvtx_include: str  # e.g. "regex:memlens@.*/"
+    nvtx_include: str | tuple[str, ...]  # e.g. "regex:memlens@.*/"; () for every kernel
     clock_control: str = "base"
     cache_control: str = "all"
+    launch_count: int | None = None  # ncu --launch-count: profile at most this many launches
 
     def __post_init__(self) -> None:
         if self.clock_control not in CLOCK_CONTROLS:
@@ -90,12 +91,14 @@ class ProfileRequest:
 
 
 def profile_argv(ncu: Ncu, request: ProfileRequest, app: Sequence[str]) -> list[str]:
+    filters = (request.nvtx_include,) if isinstance(request.nvtx_include, str) else request.nvtx_include
     return [
         str(ncu.path),
         "--clock-control", request.clock_control,
         "--cache-control", request.cache_control,
         "--replay-mode", "kernel",
-        "--nvtx", "--nvtx-include", request.nvtx_include,
+        "--nvtx", *[arg for nvtx_filter in filters for arg in ("--nvtx-include", nvtx_filter)],
+        *(["--launch-count", str(request.launch_count)] if request.launch_count else []),
         "--metrics", ",".join(request.metrics),
         "--export", str(request.report),
         "--log-file", str(request.log),
@@ -117,16 +120,18 @@ def run_ncu(
     poll: Callable[[], None] | None = None,
     log: Path | None = None,
     env: dict[str, str] | None = None,
+    stderr: int | None = None,
 ) -> NcuRun:
     """Run ncu in its own process group; on timeout, Ctrl-C or SIGTERM end the whole group.
 
     ncu gets a session of its own, so a Ctrl-C at the terminal reaches memlens alone: memlens then
     stops ncu and the profiled app together (end_group) and keeps what they wrote. SIGTERM (a CI
-    job cancelled) is taken as a Ctrl-C for as long as ncu runs. `env`: ncu's environment (None: memlens's)."""
+    job cancelled) is taken as a Ctrl-C for as long as ncu runs. `env`: ncu's environment (None: memlens's);
+    `stderr`: a file descriptor for the stderr of ncu and the profiled app (default: this process's)."""
     started = time.monotonic()
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_child_setup(),
-                                   env=env)  # fmt: skip
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                                   preexec_fn=_child_setup(), env=env)  # fmt: skip
     except OSError as exc:
         raise ProfilerError(f"cannot start {argv[0]}: {exc.strerror}") from None
     try:

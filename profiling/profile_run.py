@@ -51,7 +51,7 @@ from .run_dir import (
 )
 from .suite import NVTX_DOMAIN, Selection, Variant, select_variants, suite_root
 
-PROFILED_PROGRAM = "profiling.profiled_program"  # the module ncu runs: each variant once in its NVTX range
+PROFILED_PROGRAM = f"{__package__}.profiled_program"  # the module ncu runs: each variant once in its NVTX range
 
 
 @dataclass(frozen=True)

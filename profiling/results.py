@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalogue import CATALOGUE, RETIRED_KEYS, derive_all
-from .errors import InputError
+from .errors import InputError, ProfilerError
 from .fileio import read_json
 from .kernel_names import kernel_label, neutral
 from .run_dir import RESULTS, Provenance
@@ -65,14 +65,18 @@ class KernelResult:
     gpu_index: int | None = None  # the GPU that ran it (nvidia-smi's index), where memlens chose one (--gpus)
     gpu_name: str | None = None
     gpu_uuid: str | None = None
+    # A program's NVTX push/pop ranges open at the launch ("iteration > transpose/conflict", see
+    # readers.common.program_label); None for suite runs and launches outside any range.
+    nvtx: str | None = None
 
     @property
     def label(self) -> str:
-        """family/variant for suite kernels, the kernel name otherwise (a Numba kernel's function
-        name, so a CSV and a .ncu-rep of one run give one label)."""
+        """family/variant for suite kernels and "family/variant" ranges, else the program's NVTX
+        range path, else the kernel name (a Numba kernel's function name, so a CSV and a .ncu-rep of
+        one run give one label)."""
         if self.family and self.variant:
             return f"{self.family}/{self.variant}"
-        return kernel_label(self.kernel)
+        return self.nvtx or kernel_label(self.kernel)
 
     def values(self) -> dict[str, float | None]:
         """Raw and derived figures by catalogue key."""
@@ -192,6 +196,23 @@ class RunResults:
             "outcomes": [asdict(o) for o in self.outcomes],
             "kernels": [asdict(k) for k in self.kernels],
         }
+
+    def dataframe(self) -> Any:
+        """One row per launch: label, kernel, family, variant, nvtx, launch_id, then every catalogue
+        figure in its catalogue unit (NaN where missing). Needs pandas (the `pandas` extra)."""
+        try:
+            import pandas
+        except ImportError as exc:
+            raise ProfilerError(f"a DataFrame needs pandas ({exc}): pip install \"memlens[pandas]\"") from None
+        rows = [
+            {"label": k.label, "kernel": k.kernel, "family": k.family, "variant": k.variant, "nvtx": k.nvtx,
+             "launch_id": k.launch_id, **{key: k.metric(key).value for key in CATALOGUE}}
+            for k in self.kernels
+        ]  # fmt: skip
+        columns = ["label", "kernel", "family", "variant", "nvtx", "launch_id", *CATALOGUE]
+        return pandas.DataFrame(rows, columns=columns)
+
+    to_dataframe = dataframe
 
     @classmethod
     def from_json(cls, data: Any, source: str = RESULTS) -> RunResults:

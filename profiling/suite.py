@@ -257,11 +257,14 @@ class Suite:
 
 
 def default_suite_path() -> Path:
-    """./kernels if it exists, else the built-in suite next to this package (a source checkout)."""
+    """./kernels if it exists, else the built-in suite: inside the installed package
+    (memlens/kernels), or beside this folder in a source checkout."""
     here = Path("kernels")
     if here.is_dir():
         return here
-    return Path(__file__).resolve().parent.parent / "kernels"
+    package = Path(__file__).resolve().parent
+    installed = package / "kernels"
+    return installed if installed.is_dir() else package.parent / "kernels"
 
 
 def suite_root(path: str | Path | None = None) -> Path:

@@ -8,16 +8,16 @@ from collections.abc import Iterable
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
-from profiling.catalogue import CATALOGUE
-from profiling.results import KernelResult, RunInfo, RunResults, VariantOutcome
-from profiling.units import format_bytes
+from memlens.catalogue import CATALOGUE
+from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.units import format_bytes
 
 from .formatting import format_count, format_value, short_kernel
 from .model import BenchSummary, BenchTiming, Cell, Column, FamilySection, Finding, HeaderItem, Row, RunSection
 
 if TYPE_CHECKING:
-    from profiling.bench_results import BenchResults, CopyBandwidth
-    from profiling.static_check import StaticResults
+    from memlens.bench_results import BenchResults, CopyBandwidth
+    from memlens.static_check import StaticResults
 from .hot_lines import hot_lines, line_findings
 from .roofline import add_roofline
 from .verdicts import HW_LABEL, check, describe, judge
@@ -315,19 +315,34 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
 def _group(results: RunResults, static: StaticResults | None = None) -> tuple[list[FamilySection], list[Row]]:
     outcomes = {(o.family, o.variant): o for o in results.outcomes if o.family and o.variant}
     launches: dict[tuple[str, str], list[KernelResult]] = {}
-    plain: dict[str, list[KernelResult]] = {}
+    plain: dict[tuple[str, str], list[KernelResult]] = {}  # (label, kernel): a range's kernels apart
     for kernel in results.kernels:
         if kernel.family and kernel.variant:
             launches.setdefault((kernel.family, kernel.variant), []).append(kernel)
         else:
-            plain.setdefault(kernel.label, []).append(kernel)  # one label for a Numba kernel from CSV or .ncu-rep
+            # one label for a Numba kernel from CSV or .ncu-rep
+            plain.setdefault((kernel.label, kernel.kernel), []).append(kernel)
     order = list(dict.fromkeys([*outcomes, *launches]))
     families: dict[str, list[tuple[str, str]]] = {}
     for key in order:
         families.setdefault(key[0], []).append(key)
     sections = [_family(name, keys, outcomes, launches, static) for name, keys in families.items()]
-    others = [_row(label, short_kernel(label), group, None, static=static) for label, group in plain.items()]
+    # a kernel in a program's NVTX range shows its range as the label and its own name beside it
+    others = [_row(label, label if group[0].nvtx is None else short_kernel(name), group, None, static=static)
+              for (label, name), group in plain.items()]  # fmt: skip
+    if len(others) > OTHERS_SHOWN:  # a program of many kernels: the longest first, the rest folded
+        others.sort(key=_total_duration, reverse=True)
     return sections, others
+
+
+# A report shows this many kernels outside families, the longest first when there are more; the rest
+# are folded under them (report.html.j2), and charts draw at most this many rows.
+OTHERS_SHOWN = 25
+
+
+def _total_duration(row: Row) -> float:
+    cell = row.cells.get("duration")
+    return cell.value if cell is not None and cell.value is not None else -1.0
 
 
 def _family(

@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from profiling.kernel_names import elide_middle, neutral, short_kernel  # noqa: E402
+from memlens.kernel_names import elide_middle, neutral, short_kernel  # noqa: E402
 
 from .formatting import format_value  # noqa: E402
 from .model import Comparison, Row  # noqa: E402
@@ -64,9 +64,20 @@ def short(label: str, suffix: str = "", width: int = LABEL_CHARS) -> str:
     return elide_middle(neutral(label), max(8, width - len(suffix))) + suffix
 
 
+CHART_ROWS = 25  # rows a chart draws at most: the longest by duration
+
+
+def _duration(row: Row) -> float:
+    cell = row.cells.get("duration")
+    return cell.value if cell is not None and cell.value is not None else -1.0
+
+
 def family_chart(rows: Sequence[Row], salt: str, exact: bool) -> str | None:
     """Four panels of horizontal bars, one bar per valid variant; None when nothing to draw."""
     rows = [r for r in rows if r.valid and r.cells]
+    if len(rows) > CHART_ROWS:  # many kernels: the longest (and the baseline), not ten thousand bars
+        longest = {id(r) for r in sorted(rows, key=_duration, reverse=True)[:CHART_ROWS]}
+        rows = [r for r in rows if r.baseline or id(r) in longest][: CHART_ROWS + 1]
     if not rows:
         return None
     panels = PANELS if exact else (PANELS[0], HW_PANEL, *PANELS[2:])

@@ -3,7 +3,7 @@ figure beside the first run's with its change, better or worse by the catalogue'
 
 from __future__ import annotations
 
-from profiling.catalogue import CATALOGUE
+from memlens.catalogue import CATALOGUE
 
 from .build import BENCH_COLUMNS, BENCH_MEDIAN, COLUMNS
 from .formatting import format_value, signed_percent

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiling.results import KernelResult, VariantOutcome
-from profiling.source_lines import LineRecord, SideFigures, SourceMap, roll_up
+from memlens.results import KernelResult, VariantOutcome
+from memlens.source_lines import LineRecord, SideFigures, SourceMap, roll_up
 
 from .formatting import compact_count
 from .model import Finding

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from .roofline import FamilyRoofline
 
-from profiling.source_lines import LineRecord
+from memlens.source_lines import LineRecord
 
 REPORT_FORMAT = "memlens-report"
 REPORT_VERSION = 1

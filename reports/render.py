@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from profiling import __version__
-from profiling.kernel_names import NAME_WIDTH, elide_middle
-from profiling.markdown import MdSafe, md_code, md_escape
-from profiling.results import RunResults
+from memlens import __version__
+from memlens.kernel_names import NAME_WIDTH, elide_middle
+from memlens.markdown import MdSafe, md_code, md_escape
+from memlens.results import RunResults
 
 from .build import BENCH_COLUMNS, COLUMNS, build_run, labels
 from .compare import compare
@@ -27,8 +27,8 @@ from .formatting import short_kernel
 from .model import Column, Report
 
 if TYPE_CHECKING:
-    from profiling.bench_results import BenchResults
-    from profiling.static_check import StaticResults
+    from memlens.bench_results import BenchResults
+    from memlens.static_check import StaticResults
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 

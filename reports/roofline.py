@@ -7,14 +7,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from profiling.results import KernelResult, RunResults
-from profiling.roofline import LEVELS, PRECISIONS, Bound, bound, run_ceilings
-from profiling.units import format_count, significant
+from memlens.results import KernelResult, RunResults
+from memlens.roofline import LEVELS, PRECISIONS, Bound, bound, run_ceilings
+from memlens.units import format_count, significant
 
 from .model import Cell, FamilySection, Finding, Row
 
 if TYPE_CHECKING:
-    from profiling.bench_results import BenchResults
+    from memlens.bench_results import BenchResults
 
 COMPUTE_BOUND_COPY = "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from profiling.results import (
+from memlens.results import (
     Expectation,  # the suite's, as results.json carries it
     KernelResult,
 )
-from profiling.static_check import StaticKernel, local_memory_cause
+from memlens.static_check import StaticKernel, local_memory_cause
 
 from .formatting import compact_count, format_value, per_instruction, ways
 from .model import Check, CheckState, ExpectationCheck, Finding

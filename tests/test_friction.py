@@ -20,13 +20,14 @@ def test_every_package_folder_is_listed_so_setuptools_does_not_warn() -> None:
 
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     listed = set(setuptools["packages"])
-    for top in ("profiling", "reports"):
+    installed_as = {top: name for name, top in setuptools["package-dir"].items()}  # folder -> package
+    for top in ("profiling", "reports", "kernels"):
         for folder in [REPO / top, *(p for p in (REPO / top).rglob("*") if p.is_dir())]:
             if folder.name == "__pycache__":
                 continue
-            dotted = ".".join(folder.relative_to(REPO).parts)
+            dotted = ".".join((installed_as[top], *folder.relative_to(REPO / top).parts))
             assert dotted in listed, f"{dotted}: setuptools warns 'absent from the packages configuration'"
-    assert setuptools["package-data"] == {"reports.templates": ["*.j2"]}
+    assert setuptools["package-data"]["memlens.reports.templates"] == ["*.j2"]
 
 
 # --- item 16: the README's own-suite example without CuPy -------------------------------------------

@@ -310,7 +310,7 @@ def test_a_gate_rule_on_the_store_side(tmp_path, capsys):
     assert main(["gate", str(CUDA_APP), "--rules", str(rules), "--json", str(tmp_path / "gate.json")]) == 1
     verdicts = json.loads((tmp_path / "gate.json").read_text())["verdicts"]
     failed = [v for v in verdicts if v["status"] == "fail"]
-    assert [v["subject"] for v in failed] == ["transpose_store_conflict(float *, const float *, int)"]
+    assert [v["subject"] for v in failed] == ["transpose/store_conflict"]  # its NVTX range labels it
     assert failed[0]["value"] == 4_063_232
 
 
@@ -318,7 +318,7 @@ def test_report_of_a_programs_ncu_rep_shows_its_hot_lines(tmp_path):
     out = tmp_path / "app.html"
     assert main(["report", str(CUDA_APP), "-o", str(out)]) == 0
     html = out.read_text()
-    assert "hot lines of <code>transpose_store_conflict(float *, const float *, int)</code>" in html
+    assert "hot lines of <code>transpose/store_conflict</code>" in html  # labelled by its NVTX range
     assert "<code>tests/fixtures/programs/cuda_app.cu:39</code>" in html
     assert "tests/fixtures/programs/cuda_app.cu:62 `for (int j = 0; j &lt; 32; ++j) sum += window[(j + i) % 32];`:" \
         " 4.19 M local loads" in html

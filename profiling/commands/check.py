@@ -7,7 +7,9 @@ picks); Numba kernels through numba.cuda.compile_ptx and ptxas. `--json FILE` wr
 for `memlens gate FILE --rules kernels/gates-static.toml`; `--into RUN` writes them as check.json
 into a run directory, where `memlens report` and `memlens metrics` read them to name the cause of
 local-memory traffic (register spill, an array indexed at run time, an array too large for
-registers). Exit 3 when a kernel does not compile or no compiler is found."""
+registers). Exit 3 when a kernel does not compile or no compiler is found (`pip install
+'memlens[check]'` brings NVRTC, NVVM and ptxas); exit 2 when no selected variant declares a kernel
+(Launch(kernels=...)): nothing to check."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import InputError, ProfilerError
+from ..errors import ConfigError, InputError, ProfilerError
 from ..fileio import input_files, write_json_output
 from ..static_check import CHECK_FILE, Progress, StaticResults, check_suite, rows, without_kernels
 from ..suite import select_variants
@@ -52,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
         if find_nvcc() is None:
             raise ProfilerError("--compiler nvcc: nvcc not found (install a CUDA toolkit or set MEMLENS_NVCC)")
     total = sum(len(v.kernels) for v in selection.variants)
+    if total == 0 and selection.variants:
+        which = f" matching -k {args.pattern!r}" if args.pattern else ""
+        raise ConfigError(f"suite {suite.path}: no variant{which} declares its kernels (CudaKernel or NumbaKernel "
+                          "in Launch(kernels=...)): nothing to compile")  # fmt: skip
     with _progress(total) as progress:
         results = check_suite(suite, args.pattern, args.arch, prefer, progress)
     if args.json is not None:
@@ -64,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
     if results.failures:
         for failure in results.failures:
             print(f"memlens: {failure.label} ({failure.kernel}): {failure.message}", file=sys.stderr)
-        raise ProfilerError(f"{len(results.failures)} of {total} kernels did not compile")
+        hint = ""
+        if any("libnvrtc" in f.message or "NVVM" in f.message or "ptxas" in f.message for f in results.failures):
+            hint = " (a compiler is missing: pip install 'memlens[check]', or install a CUDA toolkit)"
+        raise ProfilerError(f"{len(results.failures)} of {total} kernels did not compile{hint}")
     return 0
 
 

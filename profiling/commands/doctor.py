@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    checks = [check_ncu(args.ncu), check_gpu(), check_permission(), *check_packages()]
+    checks = [check_ncu(args.ncu), check_gpu(), check_permission(), *check_packages(), *check_compilers()]
     if args.probe:
         checks.append(check_probe(args.ncu))
     table = Table(title="memlens doctor")
@@ -103,6 +103,33 @@ def _package(name: str) -> Check:
         return Check(name, True, importlib.metadata.version(name))
     except importlib.metadata.PackageNotFoundError:
         return Check(name, False, "not installed", "make setup (or pip install memlens)")
+
+
+CHECK_EXTRA = "pip install 'memlens[check]' (NVRTC, NVVM and ptxas wheels), or install a CUDA toolkit"
+
+
+def check_compilers() -> list[Check]:
+    """What `memlens check` compiles with: nvcc or NVRTC for CUDA C++, NVVM and ptxas for Numba.
+    Not required for profiling: warnings only."""
+    from ..toolchain import find_nvcc, find_ptxas, nvrtc_version
+
+    nvcc, ptxas, nvrtc = find_nvcc(), find_ptxas(), nvrtc_version()
+    checks = []
+    if nvcc is not None or nvrtc is not None:
+        detail = f"nvcc {nvcc}" if nvcc is not None else "NVRTC {}.{}".format(*nvrtc)  # type: ignore[str-format]
+        checks.append(Check("check: CUDA C++ compiler", True, detail, required=False))
+    else:
+        checks.append(Check("check: CUDA C++ compiler", False, "no nvcc, no NVRTC", CHECK_EXTRA, required=False))
+    if nvrtc is not None:
+        checks.append(Check("check: NVRTC (Numba kernels)", True, "NVRTC {}.{}".format(*nvrtc), required=False))
+    else:
+        checks.append(Check("check: NVRTC (Numba kernels)", False, "not found (numba.cuda.compile_ptx needs it)",
+                            CHECK_EXTRA, required=False))  # fmt: skip
+    if ptxas is not None:
+        checks.append(Check("check: ptxas", True, str(ptxas), required=False))
+    else:
+        checks.append(Check("check: ptxas", False, "not found (Numba kernels need it)", CHECK_EXTRA, required=False))
+    return checks
 
 
 def check_probe(explicit: str | None) -> Check:

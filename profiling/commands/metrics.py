@@ -81,7 +81,7 @@ def render(results: RunResults, kernels: list[KernelResult], output: str = "tabl
 def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, str]:
     """The cause of local memory of each kernel with local traffic, from the static check's figures
     where the run directory of `path` has a check.json (see `memlens check --into`)."""
-    from reports.verdicts import local_memory, local_memory_cause_text  # the report's wording, one home
+    from memlens.reports.verdicts import local_memory, local_memory_cause_text  # the report's wording, one home
 
     from ..static_check import find_static
 
@@ -172,8 +172,16 @@ def _static_shared(kernel: KernelResult) -> str:
     return _show(kernel, "static_shared_per_block", format_bytes)
 
 
+def _kernel_label(kernel: KernelResult) -> str:
+    """The label; for a kernel a program's NVTX range labels, the kernel's name on the line below."""
+    label = elide_middle(kernel.label, NAME_WIDTH)
+    if kernel.nvtx is not None and kernel.kernel != kernel.label:
+        return f"{label}\n  {elide_middle(kernel.kernel, NAME_WIDTH)}"
+    return label
+
+
 COLUMNS = (
-    Column("kernel", "kernel", (), lambda k: elide_middle(k.label, NAME_WIDTH)),
+    Column("kernel", "kernel", (), lambda k: _kernel_label(k)),
     Column("duration", "duration", ("duration",), lambda k: _show(k, "duration", format_duration)),
     Column("DRAM GB/s", "DRAM\nGB/s", ("dram_bandwidth",), lambda k: _show(k, "dram_bandwidth", _gb_per_s)),
     Column("DRAM % of peak", "DRAM %\nof peak", ("dram_pct_of_peak",),
@@ -272,6 +280,7 @@ def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
                 "kernel": k.kernel,
                 "family": k.family,
                 "variant": k.variant,
+                "nvtx": k.nvtx,
                 "launch_id": k.launch_id,
                 "metrics": _metrics_json(k),
             }

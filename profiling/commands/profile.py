@@ -1,4 +1,7 @@
-"""Profile every selected variant of a suite in one process under one ncu invocation.
+"""Profile every selected variant of a suite in one process under one ncu invocation, or any
+program: `memlens profile [options] -- COMMAND [ARGS...]` profiles the kernels its NVTX push/pop
+ranges select (--nvtx-include FILTER in ncu's syntax, repeatable; default 'regex:.*/', every range
+of the default domain), or with --all-kernels every kernel up to --launch-count (default 100).
 
 Clock control defaults to ncu's own (base: clocks locked to base, what most users want on
 their own machine); set MEMLENS_CLOCK_CONTROL=none on machines whose clocks must be left alone.
@@ -11,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..gpus import chosen_gpus
 from ..ncu import CACHE_CONTROLS, CLOCK_CONTROLS
 from ..profile_run import ProfileOptions, profile
@@ -42,9 +46,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "into one run directory (default: the one GPU CUDA picks)",
     )  # fmt: skip
     add_size_arguments(parser)
+    program = parser.add_argument_group("a program (memlens profile [options] -- COMMAND [ARGS...])")
+    program.add_argument(
+        "--nvtx-include", action="append", default=[], metavar="FILTER",
+        help="profile kernels in the push/pop ranges FILTER selects, ncu's syntax: RANGE/, DOMAIN@RANGE/, "
+             "regex:EXPR/ (repeatable; default 'regex:.*/', every range of the default domain)",
+    )  # fmt: skip
+    program.add_argument("--all-kernels", action="store_true", help="profile every kernel, not NVTX ranges")
+    program.add_argument("--launch-count", type=int, metavar="N",
+                         help="profile at most N launches (default with --all-kernels: 100)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "program", None) or args.nvtx_include or args.all_kernels or args.launch_count is not None:
+        return _run_program(args)
     options = ProfileOptions(
         suite=args.suite,
         pattern=args.pattern,
@@ -66,4 +81,34 @@ def run(args: argparse.Namespace) -> int:
         else:
             run_dir, results = profile_on_gpus(options, gpus, on_event=progress.update)
     print(f"{len(results.kernels)} kernels from {len(results.outcomes)} variants profiled: {run_dir}")
+    return 0
+
+
+def _run_program(args: argparse.Namespace) -> int:
+    from ..program_run import ProgramOptions, profile_program
+
+    if not getattr(args, "program", None):
+        raise ConfigError("--nvtx-include, --all-kernels and --launch-count profile a program: "
+                          "memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
+    suite_only = [name for name, given in (("a suite", args.suite), ("-k", args.pattern), ("--size", args.size),
+                                           ("--small", args.small), ("--gpus", args.gpus)) if given]  # fmt: skip
+    if suite_only:
+        raise ConfigError(f"{', '.join(suite_only)} select suite variants, not a program's kernels: "
+                          "use --nvtx-include FILTER with -- COMMAND")  # fmt: skip
+    options = ProgramOptions(
+        command=tuple(args.program),
+        nvtx_include=tuple(args.nvtx_include),
+        all_kernels=args.all_kernels,
+        launch_count=args.launch_count,
+        out_dir=Path(args.out),
+        clock_control=args.clock_control,
+        cache_control=args.cache_control,
+        fast=args.fast,
+        roofline=args.roofline,
+        timeout=args.timeout if args.timeout > 0 else None,
+        ncu=args.ncu,
+        invocation=shell_command(sys.argv[1:]),
+    )
+    run_dir, results = profile_program(options)
+    print(f"{len(results.kernels)} kernels profiled: {run_dir}")
     return 0

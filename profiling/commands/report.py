@@ -23,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-from reports import FORMATS
+from memlens.reports import FORMATS
 
 from ..bench_results import BENCH_FILE, BenchResults, find_bench
 from ..fileio import write_output
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reports.render import build_report, render  # jinja2 and matplotlib only for this command
+    from memlens.reports.render import build_report, render  # jinja2 and matplotlib only for this command
 
     runs = [(path, read_report(path, instructions=True)) for path in args.runs]
     benches = [bench_of(path) for path in args.runs]

@@ -1,11 +1,18 @@
-"""What both report readers share: NVTX range names, unit conversion and missing-metric reasons."""
+"""What both report readers share: NVTX range names, unit conversion and missing-metric reasons.
+
+A program's own NVTX push/pop ranges label its kernels (`program_label`), the same from CSV and
+.ncu-rep: the ranges open at the launch, outermost first, joined by " > "; a domain other than the
+default one is named once before its ranges, as ncu's filters write it ("cudaapp@spill/capped").
+The innermost range shaped "family/variant" makes the kernel part of that family, as in a suite run;
+its family carries the domain where that is not the default ("cudaapp@spill").
+"""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..catalogue import PER_INSTRUCTION_METRICS, RAW_METRICS, Metric
@@ -16,6 +23,11 @@ from ..units import UnitError, conversion_factor
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
 # A memlens push/pop range "family.variant"; ncu's CSV may append ":none:none:..." attribute fields.
 RANGE_PATTERN = re.compile(rf"^({_NAME})\.({_NAME})(?::|$)")
+
+# A program's range shaped "family/variant" (one slash, names with no spaces) groups into a family.
+FAMILY_RANGE_PATTERN = re.compile(r"^([^/\s@>]+)/([^/\s@>]+)$")
+DEFAULT_DOMAIN = "<default domain>"  # ncu's name for NVTX's default domain, in CSV and .ncu-rep alike
+RANGE_JOINER = " > "
 
 NOT_IN_REPORT = "not in the report"
 ROOFLINE_SKIPPED = "not collected: profile with --roofline (the FLOP and L1 global-sector counters cost replay passes)"
@@ -43,6 +55,39 @@ def suite_range(ranges: Iterable[str]) -> tuple[str, str] | None:
         if match:
             return match.group(1), match.group(2)
     return None
+
+
+@dataclass(frozen=True)
+class ProgramLabel:
+    """What a program's NVTX ranges say about a launch: the range path, and its family/variant."""
+
+    nvtx: str
+    family: str | None = None
+    variant: str | None = None
+
+
+def program_label(ranges: Iterable[tuple[str, str]]) -> ProgramLabel | None:
+    """The label of a launch from its open push/pop ranges, (domain, name) pairs in report order
+    (each domain's ranges outermost first); None where no range is open."""
+    parts: list[str] = []
+    named: set[str] = set()
+    family: tuple[str, str] | None = None
+    for domain, name in ranges:
+        domain, name = domain.strip(), name.strip()
+        if not name:
+            continue
+        prefix = f"{domain}@" if domain and domain != DEFAULT_DOMAIN else ""
+        parts.append(name if not prefix or domain in named else prefix + name)
+        named.add(domain)
+        match = FAMILY_RANGE_PATTERN.match(name)
+        if match:
+            family = (prefix + match.group(1), match.group(2))
+    if not parts:
+        return None
+    path = printable(RANGE_JOINER.join(parts))
+    if family is None:
+        return ProgramLabel(path)
+    return ProgramLabel(path, printable(family[0]), printable(family[1]))
 
 
 def is_memlens_domain(name: str) -> bool:
@@ -99,13 +144,22 @@ def make_kernel(
     ranges: tuple[str, str] | None,
     lookup: Callable[[str], Cell | None],
     from_memlens: bool,
+    program: ProgramLabel | None = None,
 ) -> KernelResult:
     raw, missing = raw_values(lookup, from_memlens)
     for metric in PER_INSTRUCTION_METRICS:  # a CSV has one value a metric, not one an instruction
         raw[metric.key] = None
         missing[metric.key] = missing.get("shared_wavefronts") or CSV_NO_INSTRUCTIONS
-    family, variant = ranges if ranges else (None, None)
-    return KernelResult(printable(kernel), family, variant, launch_id, raw, missing)
+    return with_label(KernelResult(printable(kernel), None, None, launch_id, raw, missing), ranges, program)
+
+
+def with_label(kernel: KernelResult, suite: tuple[str, str] | None, program: ProgramLabel | None) -> KernelResult:
+    """The kernel with its suite range (family, variant), or else its program's NVTX label."""
+    if suite is not None:
+        return replace(kernel, family=suite[0], variant=suite[1])
+    if program is not None:
+        return replace(kernel, family=program.family, variant=program.variant, nvtx=program.nvtx)
+    return kernel
 
 
 def compute_capability(major: float | None, minor: float | None) -> str | None:

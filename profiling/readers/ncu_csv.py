@@ -21,7 +21,15 @@ from ..errors import InputError
 from ..fileio import read_bytes_limited
 from ..kernel_names import kernel_name
 from ..results import KernelResult, RunInfo, RunResults, printable
-from .common import Cell, compute_capability, is_memlens_domain, make_kernel, suite_range
+from .common import (
+    Cell,
+    ProgramLabel,
+    compute_capability,
+    is_memlens_domain,
+    make_kernel,
+    program_label,
+    suite_range,
+)
 
 ID, KERNEL = "ID", "Kernel Name"
 METRIC_NAME, METRIC_UNIT, METRIC_VALUE = "Metric Name", "Metric Unit", "Metric Value"
@@ -71,11 +79,12 @@ def parse_csv(text: str, source: str = "<csv>") -> RunResults:
     launches = list(_long_launches(table, source) if long_layout else _wide_launches(table, source))
     if not launches:
         raise InputError(f"{source}: ncu CSV with no kernel rows (were any kernels profiled?)")
-    ranges = [_memlens_range(cells) for _, cells, _ in launches]
+    opened = [_open_ranges(cells) for _, cells, _ in launches]
+    ranges = [_memlens_range(o) for o in opened]
     from_memlens = any(r is not None for r in ranges)
     kernels = [
-        _kernel(launch_id, cells, metrics, r, from_memlens)
-        for (launch_id, cells, metrics), r in zip(launches, ranges, strict=True)
+        _kernel(launch_id, cells, metrics, r, from_memlens, None if r else program_label(o))
+        for (launch_id, cells, metrics), r, o in zip(launches, ranges, opened, strict=True)
     ]
     return RunResults(_run_info(launches[0], source), tuple(sorted(kernels, key=lambda k: k.launch_id)))
 
@@ -207,32 +216,53 @@ def _number(text: str, line: int, column: str, source: str) -> float | None:
 # --- kernels and run information -----------------------------------------------------------------
 
 
-def _memlens_range(cells: dict[str, str]) -> tuple[str, str] | None:
-    names: list[str] = []
+def _open_ranges(cells: dict[str, str]) -> list[tuple[str, str]]:
+    """(domain, name) of each push/pop range open at the launch, as the NVTX columns list them."""
+    found: list[tuple[str, str]] = []
     for column, value in cells.items():
         if NVTX_MARK in column:
-            names.extend(_nvtx_ranges(value))
-    return suite_range(names)
+            found.extend(_nvtx_ranges(value))
+    return found
 
 
-def _nvtx_ranges(cell: str) -> list[str]:
-    """Range names of the memlens domain in an NVTX cell such as
-    `1346  "memlens:transpose.conflict:none:none:none:none:none:none"`."""
+def _memlens_range(opened: list[tuple[str, str]]) -> tuple[str, str] | None:
+    return suite_range(name for domain, name in opened if is_memlens_domain(domain))
+
+
+# ncu appends a range's attributes to its name: PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg, where Msg
+# repeats the name of a range pushed with attributes (nvtxDomainRangePushEx), else is "none".
+ATTRIBUTE_FIELDS = 6
+
+
+def _nvtx_ranges(cell: str) -> list[tuple[str, str]]:
+    """(domain, name) of the ranges in an NVTX cell such as
+    `1346  "<default domain>:iteration:none:none:none:none:none:none"  "memlens:transpose.conflict:none:..."`."""
     segments = _QUOTED.findall(cell) or cell.split()
-    names = []
+    found = []
     for segment in segments:
         domain, sep, rest = segment.partition(":")
-        if sep and is_memlens_domain(domain):
-            names.append(rest)
-    return names
+        if sep:
+            found.append((domain, _range_name(rest)))
+    return found
+
+
+def _range_name(text: str) -> str:
+    """The range's name from "name:PL_Type:...:Msg" (name and Msg may hold colons themselves)."""
+    for index, char in enumerate(text):  # Msg repeating the name: the split that makes them equal
+        if char == ":" and text.endswith(":" + text[:index]) and text[index + 1 :].count(":") >= ATTRIBUTE_FIELDS - 1:
+            attributes = text[index + 1 :].split(":", ATTRIBUTE_FIELDS - 1)
+            if attributes[-1] == text[:index]:
+                return text[:index]
+    parts = text.rsplit(":", ATTRIBUTE_FIELDS)
+    return parts[0] if len(parts) == ATTRIBUTE_FIELDS + 1 else text
 
 
 def _kernel(
     launch_id: int, cells: dict[str, str], metrics: dict[str, Cell], ranges: tuple[str, str] | None,
-    from_memlens: bool,
+    from_memlens: bool, program: ProgramLabel | None,
 ) -> KernelResult:
     name = kernel_name(cells.get(KERNEL, ""))
-    return make_kernel(name, launch_id, ranges, metrics.get, from_memlens)
+    return make_kernel(name, launch_id, ranges, metrics.get, from_memlens, program)
 
 
 def _run_info(first: Launch, source: str) -> RunInfo:

@@ -23,16 +23,28 @@ from ..errors import InputError, ProfilerError
 from ..kernel_names import kernel_name
 from ..results import KernelResult, RunInfo, RunResults, printable
 from ..source_lines import InstructionRecord
-from .common import NCU_METRICS, Cell, absent_reason, compute_capability, convert, is_memlens_domain, suite_range
+from .common import (
+    NCU_METRICS,
+    Cell,
+    ProgramLabel,
+    absent_reason,
+    compute_capability,
+    convert,
+    is_memlens_domain,
+    program_label,
+    suite_range,
+    with_label,
+)
 from .ncu_instructions import InstructionReader, SharedSplit, embedded_sources
 
 # ncu_report.IMetric.value() returns str, int, float or None; as_string for the device name.
 Action = Any
 Context = Any
 Slot = tuple[int, int]  # (range index, action index) of an action in the report
-# kernel name, metric values, memlens range, excess shared wavefronts of loads and of stores (None:
-# no per-instruction values), the launch's shared- and local-memory instructions (where asked for)
-Launch = tuple[str, list[object], tuple[str, str] | None, SharedSplit | None, tuple[InstructionRecord, ...]]
+Labels = tuple[tuple[str, str] | None, ProgramLabel | None]  # the memlens range, or else the program's label
+# kernel name, metric values, labels, excess shared wavefronts of loads and of stores (None: no
+# per-instruction values), the launch's shared- and local-memory instructions (where asked for)
+Launch = tuple[str, list[object], Labels, SharedSplit | None, tuple[InstructionRecord, ...]]
 
 DURATION = CATALOGUE["duration"].ncu
 NO_INSTANCES = "no per-instruction values in the report"
@@ -44,6 +56,12 @@ NO_ACCESS = "no shared-memory instruction of this side"
 # more the later it comes.
 PARALLEL_MIN_ACTIONS = 100
 HELPER_SHARE = 0.44
+# From this many actions on (a program's thousands of launches), helpers read chunks of CHUNK_ACTIONS
+# each, as many at a time as there are CPUs, and exit: ncu_report keeps every action it decoded for as
+# long as the process lives (about 0.5 GB per 1,000), so no process holds more than a chunk's worth.
+CHUNKED_MIN_ACTIONS = 2000
+CHUNK_ACTIONS = 1000
+MAX_HELPERS = 8
 
 
 def read_ncu_rep(path: Path, instructions: bool = False) -> RunResults:
@@ -54,7 +72,7 @@ def read_ncu_rep(path: Path, instructions: bool = False) -> RunResults:
     if reader.first is None:
         raise InputError(f"{path}: no profiled kernels (an empty report, or not an Nsight Compute report)")
     launches = reader.launches
-    from_memlens = any(launch[2] is not None for launch in launches)
+    from_memlens = any(launch[2][0] is not None for launch in launches)
     kernels = tuple(
         _kernel(name, launch_id, values, r, reader.metrics.units, from_memlens, split, records)
         for launch_id, (name, values, r, split, records) in enumerate(launches)
@@ -68,6 +86,9 @@ def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
     which a helper forked after it has loaded already), then the rest, with a helper where there are
     PARALLEL_MIN_ACTIONS or more."""
     reader.read(slots[:1])
+    if len(slots) >= CHUNKED_MIN_ACTIONS and _can_fork():
+        _read_chunks(reader, slots[1:])
+        return
     split = len(slots) - int(len(slots) * HELPER_SHARE)
     helper = _Helper.start(reader, slots[split:]) if len(slots) >= PARALLEL_MIN_ACTIONS and _can_fork() else None
     if helper is None:
@@ -83,6 +104,31 @@ def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
         reader.read(slots[split:])
     else:
         reader.merge(*helped)
+
+
+def _read_chunks(reader: _LaunchReader, slots: list[Slot]) -> None:
+    """Reads `slots` in chunks, each by a helper of its own, up to one a CPU at a time, merged in
+    order; a chunk whose helper failed (or could not start) is read here, with the same errors."""
+    chunks = [slots[start : start + CHUNK_ACTIONS] for start in range(0, len(slots), CHUNK_ACTIONS)]
+    workers = max(1, min(MAX_HELPERS, len(os.sched_getaffinity(0))))
+    running: list[_Helper | None] = []
+    started = 0
+    try:
+        for chunk in chunks:
+            while started < len(chunks) and len(running) < workers:
+                running.append(_Helper.start(reader, chunks[started]))
+                started += 1
+            helper = running.pop(0)
+            helped = helper.result() if helper is not None else None
+            if helped is None:
+                reader.read(chunk)
+            else:
+                reader.merge(*helped)
+    except BaseException:
+        for helper in running:
+            if helper is not None:
+                helper.stop()
+        raise
 
 
 class _LaunchReader:
@@ -116,7 +162,7 @@ class _LaunchReader:
             name = _kernel_name(action)
             split = self.instructions.shared_split(action, name)
             records = self.instructions.instructions(action, name) if self.with_instructions else ()
-            self.launches.append((name, values, _suite_range(action), split, records))
+            self.launches.append((name, values, _labels(action), split, records))
             if self.first is None:
                 self.first = action
 
@@ -244,17 +290,27 @@ def _has_metrics(action: Action, duration: object) -> bool:
     return duration is not _ABSENT or bool(action.metric_names())
 
 
-def _suite_range(action: Action) -> tuple[str, str] | None:
-    """(family, variant) of the innermost memlens push/pop range open at the launch: the ranges of
-    the memlens domain(s), innermost first, up to the first that names one (suite_range's choice)."""
+def _labels(action: Action) -> Labels:
+    """The innermost memlens suite range (family, variant) open at the launch, or else the label of
+    the program's own push/pop ranges (program_label)."""
     state = action.nvtx_state()
     if state is None:
-        return None
-    memlens = []
+        return None, None
+    domains = []
     for domain_id in state.domains():
         domain = state.domain_by_id(domain_id)
-        if domain is not None and is_memlens_domain(domain.name()):
-            memlens.append(domain)
+        if domain is not None:
+            domains.append((str(domain.name()), domain))
+    suite = _suite_range([domain for name, domain in domains if is_memlens_domain(name)])
+    if suite is not None:
+        return suite, None
+    opened = [(name, str(range_name)) for name, domain in domains for range_name in domain.push_pop_ranges()]
+    return None, program_label(opened)
+
+
+def _suite_range(memlens: list[Any]) -> tuple[str, str] | None:
+    """(family, variant) of the innermost memlens push/pop range: the ranges of the memlens
+    domain(s), innermost first, up to the first that names one (suite_range's choice)."""
     for domain in reversed(memlens):
         names = domain.push_pop_ranges()
         if len(names) == 1:  # the usual case: its name as listed, not from its range object (slow as the state)
@@ -356,7 +412,7 @@ def _kernel(
     name: str,
     launch_id: int,
     values: list[object],
-    ranges: tuple[str, str] | None,
+    labels: Labels,
     units: dict[str, str],
     from_memlens: bool,
     split: SharedSplit | None = None,
@@ -376,8 +432,7 @@ def _kernel(
         raw[metric.key] = value
         if value is None:
             missing[metric.key] = missing.get("shared_wavefronts") or (NO_INSTANCES if split is None else NO_ACCESS)
-    family, variant = ranges if ranges else (None, None)
-    return KernelResult(name, family, variant, launch_id, raw, missing, instructions)
+    return with_label(KernelResult(name, None, None, launch_id, raw, missing, instructions), *labels)
 
 
 def _kernel_name(action: Action) -> str:

@@ -4,6 +4,15 @@ kernel launched N times (default 1000), each launch in its own memlens NVTX rang
 catalogue's metric list minus the instrumented metrics (to keep it quick), --clock-control none.
 
     python tests/benchmarks/record_many.py OUT_DIR [--launches N] [--ncu PATH]
+    python tests/benchmarks/record_many.py OUT_DIR --program --launches 10000 --kernels 8
+
+--program records what `memlens profile -- COMMAND` makes of a program instead: K kernels of
+distinct names (--kernels, default 8), launch i runs kernel i % K inside the default-domain ranges
+"step<i // K>" > "many/k<i % K>", selected by memlens's default program filter 'regex:.*/'; its
+report groups into the family "many" with K variants of N / K launches each. Time under ncu: about
+0.15 s a launch (1,000 launches took 146 s on an H200), so 10,000 launches take about 25 minutes:
+more than one 10-minute command: pass --timeout 2400, run it in the background (nohup ... &) and
+wait for many.txt.
 
 OUT_DIR (new or empty) receives many.ncu-rep (the raw report), many.csv (`ncu -i many.ncu-rep --csv
 --page raw --print-units base`), many.log (ncu's log) and many.txt (GPU, driver, ncu, command, seconds).
@@ -23,6 +32,7 @@ sys.path.insert(0, str(REPO))
 from profiling.catalogue import ncu_metric_names  # noqa: E402
 from profiling.errors import MemlensError  # noqa: E402
 from profiling.ncu import ProfileRequest, check_log, command_line, find_ncu, profile_argv, run_ncu  # noqa: E402
+from profiling.program_run import DEFAULT_FILTERS  # noqa: E402
 from profiling.readers import read_report  # noqa: E402
 from profiling.run_dir import driver_version  # noqa: E402
 from profiling.suite import NVTX_DOMAIN  # noqa: E402
@@ -42,21 +52,29 @@ def range_name(index: int) -> str:
     return f"{FAMILY}.launch{index:04d}"
 
 
-def app(launches: int) -> int:
-    """The profiled program: one launch per NVTX range, the kernel compiled outside any range."""
+def app(launches: int, kernels: int = 0) -> int:
+    """The profiled program: one launch per NVTX range, the kernels compiled outside any range.
+    kernels = 0: the suite layout (memlens domain); K > 0: the program layout (see --program)."""
     import cupy
     import numpy as np
     import nvtx
 
-    kernel = cupy.RawKernel(KERNEL, "many_scale")
+    names = [f"many_scale_{j}" for j in range(max(kernels, 1))]
+    source = "\n".join(KERNEL.replace("many_scale", name) for name in names)
+    compiled = [cupy.RawModule(code=source).get_function(name) for name in names]
     x = cupy.random.random(ELEMENTS, dtype=cupy.float32)
     y = cupy.full_like(x, np.nan)
     grid, block = (ELEMENTS // 256,), (256,)
-    kernel(grid, block, (y, x, np.int32(ELEMENTS)))
+    for kernel in compiled:
+        kernel(grid, block, (y, x, np.int32(ELEMENTS)))
     cupy.cuda.runtime.deviceSynchronize()
     for index in range(launches):
+        if kernels:
+            with nvtx.annotate(f"step{index // kernels}"), nvtx.annotate(f"{FAMILY}/k{index % kernels}"):
+                compiled[index % kernels](grid, block, (y, x, np.int32(ELEMENTS)))
+            continue
         with nvtx.annotate(range_name(index), domain=NVTX_DOMAIN):
-            kernel(grid, block, (y, x, np.int32(ELEMENTS)))
+            compiled[0](grid, block, (y, x, np.int32(ELEMENTS)))
     cupy.cuda.runtime.deviceSynchronize()
     if not bool((y == 2 * x).all()):
         print("record_many: wrong result", file=sys.stderr)
@@ -64,16 +82,17 @@ def app(launches: int) -> int:
     return 0
 
 
-def record(out: Path, launches: int, ncu_path: str | None, timeout: float) -> int:
+def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kernels: int = 0) -> int:
     ncu = find_ncu(ncu_path)
     out.mkdir(parents=True, exist_ok=True)
     if any(out.iterdir()):
         sys.exit(f"record_many: {out} is not empty (ncu never overwrites a report here)")
     request = ProfileRequest(
         metrics=ncu_metric_names(fast=True), report=out / STEM, log=out / f"{STEM}.log",
-        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/", clock_control="none",
+        nvtx_include=DEFAULT_FILTERS if kernels else f"regex:{NVTX_DOMAIN}@.*/", clock_control="none",
     )  # fmt: skip
-    argv = profile_argv(ncu, request, [sys.executable, str(Path(__file__).resolve()), "--app", str(launches)])
+    app_argv = [sys.executable, str(Path(__file__).resolve()), "--app", str(launches), "--kernels", str(kernels)]
+    argv = profile_argv(ncu, request, app_argv)
     run = run_ncu(argv, timeout, log=request.log)
     check_log(run.log_text)
     report = out / f"{STEM}.ncu-rep"
@@ -104,14 +123,18 @@ def main() -> int:
     parser.add_argument("--launches", type=int, default=1000, help="kernel launches, one per range (default 1000)")
     parser.add_argument("--ncu", help="path of ncu (default: $MEMLENS_NCU or PATH)")
     parser.add_argument("--timeout", type=float, default=540.0, help="seconds before ncu is stopped (default 540)")
+    parser.add_argument("--program", action="store_true", help="record the program layout (see above)")
+    parser.add_argument("--kernels", type=int, default=8, help="distinct kernels with --program (default 8)")
     parser.add_argument("--app", type=int, metavar="N", help=argparse.SUPPRESS)  # the profiled program
     args = parser.parse_args()
     if args.app is not None:
-        return app(args.app)
+        return app(args.app, args.kernels)
     if args.out is None:
         parser.error("OUT_DIR is required")
+    if args.program and args.kernels < 1:
+        parser.error("--kernels must be at least 1")
     try:
-        return record(args.out, args.launches, args.ncu, args.timeout)
+        return record(args.out, args.launches, args.ncu, args.timeout, args.kernels if args.program else 0)
     except MemlensError as exc:
         sys.exit(f"record_many: {exc}")
 

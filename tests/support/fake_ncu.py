@@ -7,7 +7,9 @@ log), FAKE_NCU_STDOUT (recorded text to print), FAKE_NCU_EXIT (exit code), FAKE_
 normal; hang (sleep before starting the app); stubborn (ignore SIGINT, as a wedged ncu might, run
 the app, which inherits that, then hang: only SIGKILL ends them); no-app (never start the app).
 FAKE_NCU_RECORD=FILE appends one JSON line per run: its argv and the CUDA_VISIBLE_DEVICES and TMPDIR
-it was given. On SIGINT it stops, writes its report and log and exits with code 130, without a traceback.
+it was given. FAKE_NCU_APP_EXIT=1: where the app fails, log ncu's "The application returned an error
+code (N)." and exit with N, as ncu does. On SIGINT it stops, writes its report and log and exits with
+code 130, without a traceback.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ VERSION_TEXT = (
 )
 # ncu options that take a value, as memlens passes them
 WITH_VALUE = {"--clock-control", "--cache-control", "--replay-mode", "--nvtx-include", "--metrics", "--export",
-              "--log-file", "-o", "-k", "-c"}  # fmt: skip
+              "--log-file", "-o", "-k", "-c", "--launch-count"}  # fmt: skip
 
 
 def parse(argv: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -59,14 +61,20 @@ def main() -> int:
     try:
         if mode == "hang":
             time.sleep(3600)
+        app_status = 0
         if mode != "no-app" and app:
-            subprocess.run(app, check=False)
+            app_status = subprocess.run(app, check=False).returncode
         if mode == "stubborn":
             time.sleep(3600)
     except KeyboardInterrupt:
         finish(options)  # ncu writes what it profiled so far
         return 130
     finish(options)
+    if os.environ.get("FAKE_NCU_APP_EXIT") == "1" and app_status != 0:
+        if "--log-file" in options:
+            with open(options["--log-file"], "a", encoding="utf-8") as log:
+                log.write(f"==ERROR== The application returned an error code ({app_status}).\n")
+        return app_status
     return int(os.environ.get("FAKE_NCU_EXIT", "0"))
 
 

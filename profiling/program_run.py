@@ -1,0 +1,252 @@
+"""`memlens profile -- COMMAND`: any program under ncu with memlens's metrics, into a run directory.
+
+What is profiled: the kernels launched inside the program's NVTX push/pop ranges that the filters
+select, in ncu's own `--nvtx-include` syntax (validated here, passed through as written):
+
+- `RANGE/`, `DOMAIN@RANGE/`: a push/pop range of the default domain or of DOMAIN; a trailing `/` is
+  what makes ncu match push/pop ranges (without it ncu matches start/end ranges only, silently).
+- `regex:EXPR/`, `regex:DOMAIN@EXPR/`: the same with a regular expression.
+- default: `regex:.*/`, every push/pop range of the default domain: where `memlens.range`,
+  `torch.cuda.nvtx.range` and `nvtxRangePushA` put them. A domain of its own needs its filter
+  (`--nvtx-include 'regex:DOMAIN@.*/'`).
+
+`--all-kernels` profiles every kernel instead, the first `--launch-count` launches (default 100).
+The run directory is a suite run's: the raw profile.ncu-rep (never overwritten), ncu's log, the
+command, the program's stderr, results.json; `<out>/latest` points at it. Errors (exit 3 unless said):
+the program fails (its exit status and last stderr line), the filters match nothing, ncu missing,
+a command that is not there (2), a bad filter (2). The raw report is kept whatever happens.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import sys
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import BinaryIO
+
+from . import __version__
+from .catalogue import ncu_metric_names
+from .errors import ConfigError, MemlensError, ProfilerError
+from .fileio import write_json_atomic, write_text_atomic
+from .ncu import (
+    NcuRun,
+    NcuTimeout,
+    ProfileRequest,
+    check_permission,
+    command_line,
+    find_ncu,
+    first_error,
+    profile_argv,
+    run_ncu,
+)
+from .results import RunInfo, RunResults, printable
+from .run_dir import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS, driver_version, new_run_dir, point_latest
+
+DEFAULT_FILTERS = ("regex:.*/",)
+DEFAULT_LAUNCH_COUNT = 100
+STDERR_FILE = "program.stderr"
+_APP_FAILED = re.compile(r"The application returned an error code \((-?\d+)\)")
+
+
+@dataclass(frozen=True)
+class ProgramOptions:
+    command: tuple[str, ...]
+    nvtx_include: tuple[str, ...] = ()  # () -> DEFAULT_FILTERS, unless all_kernels
+    all_kernels: bool = False
+    launch_count: int | None = None
+    out_dir: Path = Path("runs")
+    clock_control: str = "base"
+    cache_control: str = "all"
+    fast: bool = False
+    roofline: bool = False  # also the FLOP and L1 global-sector counters (more replay passes)
+    timeout: float | None = None
+    ncu: str | None = None
+    invocation: str = ""  # the memlens command line, for results.json
+
+    @property
+    def filters(self) -> tuple[str, ...]:
+        if self.all_kernels:
+            return ()
+        return self.nvtx_include or DEFAULT_FILTERS
+
+    @property
+    def launches(self) -> int | None:
+        if self.all_kernels and self.launch_count is None:
+            return DEFAULT_LAUNCH_COUNT
+        return self.launch_count
+
+
+def validate_filter(nvtx_filter: str) -> str:
+    """One --nvtx-include filter as ncu takes it, or ConfigError saying what is wrong with it."""
+    shown = f"--nvtx-include {nvtx_filter!r}"
+    body = nvtx_filter.removeprefix("regex:")
+    if not body.strip("/"):
+        raise ConfigError(f"{shown}: names no range (e.g. 'mine/v1/', 'regex:.*/')")
+    if not body.endswith("/"):
+        raise ConfigError(f"{shown}: a push/pop range filter ends in '/' (ncu matches a filter without it against "
+                          f"start/end ranges only): did you mean {nvtx_filter + '/'!r}?")  # fmt: skip
+    domain, at, ranges = body.rpartition("@") if "@" in body else ("", "", body)
+    if at and not domain:
+        raise ConfigError(f"{shown}: empty domain before '@' (leave out '@' for the default domain)")
+    if nvtx_filter.startswith("regex:"):
+        for part in (domain, ranges[:-1]):
+            try:
+                re.compile(part)
+            except re.error as exc:
+                raise ConfigError(f"{shown}: bad regular expression {part!r}: {exc}") from None
+    return nvtx_filter
+
+
+def validate(options: ProgramOptions) -> None:
+    if not options.command:
+        raise ConfigError("no program to profile: memlens profile [options] -- COMMAND [ARGS...]")
+    if options.all_kernels and options.nvtx_include:
+        raise ConfigError("--all-kernels profiles every kernel: leave out --nvtx-include, or --all-kernels")
+    if options.launch_count is not None and options.launch_count < 1:
+        raise ConfigError(f"--launch-count {options.launch_count}: give 1 or more")
+    for nvtx_filter in options.nvtx_include:
+        validate_filter(nvtx_filter)
+    program = options.command[0]
+    if shutil.which(program) is None:
+        where = "not an executable file" if os.sep in program else "not found on PATH"
+        raise ConfigError(f"cannot run {program!r}: {where}")
+
+
+def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
+    """Profile the program; results.json is written whatever happens once the run directory exists."""
+    validate(options)
+    ncu = find_ncu(options.ncu)
+    run_dir = new_run_dir(options.out_dir)
+    request = ProfileRequest(
+        metrics=ncu_metric_names(options.fast, options.roofline),
+        report=run_dir / REPORT_STEM,
+        log=run_dir / NCU_LOG,
+        nvtx_include=options.filters,
+        clock_control=options.clock_control,
+        cache_control=options.cache_control,
+        launch_count=options.launches,
+    )
+    argv = profile_argv(ncu, request, options.command)
+    write_text_atomic(run_dir / NCU_COMMAND, command_line(argv) + "\n")
+    started = dt.datetime.now(dt.timezone.utc)
+    stderr = _StderrTee(run_dir / STDERR_FILE)
+    error: BaseException | None = None
+    run: NcuRun | None = None
+    try:
+        run = run_ncu(argv, options.timeout, log=request.log, stderr=stderr.write_end)
+    except NcuTimeout as exc:
+        error = ProfilerError(f"{exc}; partial results in {run_dir}")
+    except KeyboardInterrupt:
+        error = KeyboardInterrupt(f"partial results in {run_dir}")
+    finally:
+        last_line = stderr.close()
+    if run is not None:
+        error = _failure(run, options, last_line, run_dir)
+    info = RunInfo(
+        ncu_version=ncu.version_text,
+        driver_version=driver_version(),
+        clock_control=options.clock_control,
+        cache_control=options.cache_control,
+        fast=options.fast,
+        command=options.invocation or command_line(options.command),
+        started_at=started.isoformat(timespec="seconds"),
+        wall_seconds=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds(), 2),
+        memlens_version=__version__,
+    )
+    results, read_error = _collect(run_dir, info, complete=error is None)
+    error = error or read_error
+    if error is None and not results.kernels:
+        error = ProfilerError(_nothing_profiled(options, run_dir))
+        results = replace(results, complete=False)
+    try:
+        write_json_atomic(run_dir / RESULTS, results.to_json())
+    except OSError as exc:
+        raise ProfilerError(f"cannot write {run_dir / RESULTS}: {exc.strerror or exc}") from None
+    link_error = point_latest(options.out_dir, run_dir)  # always: a failed run is the latest too
+    error = error or link_error
+    if error is not None:
+        raise error
+    return run_dir, results
+
+
+def _failure(run: NcuRun, options: ProgramOptions, last_line: str, run_dir: Path) -> ProfilerError | None:
+    """What went wrong in a run of ncu that ended by itself, or None."""
+    check_permission(run.log_text)
+    failed = _APP_FAILED.search(run.log_text)
+    if failed or (run.returncode != 0 and "Connected to process" in run.log_text):
+        status = failed.group(1) if failed else str(run.returncode)
+        said = f": {last_line}" if last_line else " (it wrote nothing to stderr)"
+        return ProfilerError(f"the program {command_line(options.command[:1])} exited with status {status}{said}; "
+                             f"what was profiled is in {run_dir}")  # fmt: skip
+    if run.returncode != 0:
+        reason = first_error(run.log_text)
+        because = f" ({reason})" if reason else ""
+        return ProfilerError(f"ncu exited with code {run.returncode}{because}; see {run_dir / NCU_LOG}")
+    if "No kernels were profiled" in run.log_text:
+        return ProfilerError(_nothing_profiled(options, run_dir))
+    return None
+
+
+def _nothing_profiled(options: ProgramOptions, run_dir: Path) -> str:
+    if options.all_kernels:
+        return f"ncu profiled no kernel: the program launched none; see {run_dir / NCU_LOG}"
+    filters = " ".join(f"--nvtx-include {f!r}" for f in options.filters)
+    default = " (the default)" if not options.nvtx_include else ""
+    return (f"ncu profiled no kernel: {filters}{default} matched no push/pop range that launched one "
+            f"(ranges in a domain of their own need 'regex:DOMAIN@.*/'; --all-kernels profiles every kernel); "
+            f"see {run_dir / NCU_LOG}")  # fmt: skip
+
+
+def _collect(run_dir: Path, info: RunInfo, complete: bool) -> tuple[RunResults, MemlensError | None]:
+    from .readers import read_report
+
+    report = run_dir / NCU_REPORT
+    if not report.exists():
+        return RunResults(info, (), (), False), None
+    try:
+        measured = read_report(report)
+    except MemlensError as exc:
+        return RunResults(info, (), (), False), ProfilerError(f"report unreadable: {exc}; kept in {run_dir}")
+    info = replace(info, gpu_name=measured.info.gpu_name, compute_capability=measured.info.compute_capability,
+                   source=report.name)  # fmt: skip
+    return RunResults(info, measured.kernels, (), complete), None
+
+
+class _StderrTee:
+    """The profiled program's stderr (and ncu's), shown here as it comes and kept in a file: its last
+    line names why a failing program failed."""
+
+    def __init__(self, path: Path) -> None:
+        read_end, self.write_end = os.pipe()
+        self.reader = os.fdopen(read_end, "rb")
+        self.file: BinaryIO = path.open("wb")
+        self.last_line = b""
+        self.thread = threading.Thread(target=self._copy, name="memlens-stderr", daemon=True)
+        self.thread.start()
+
+    def _copy(self) -> None:
+        target = getattr(sys.stderr, "buffer", None)
+        for line in self.reader:
+            self.file.write(line)
+            if line.strip():
+                self.last_line = line
+            if target is not None:
+                target.write(line)
+                target.flush()
+            else:
+                sys.stderr.write(line.decode("utf-8", errors="replace"))
+
+    def close(self) -> str:
+        """Stops copying (once the program and ncu are gone) and returns the last non-empty line."""
+        os.close(self.write_end)
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():  # else a process the program left holds the pipe: leave it be
+            self.file.close()
+            self.reader.close()
+        text = printable(self.last_line.decode("utf-8", errors="replace").strip())
+        return text if len(text) <= 200 else text[:197] + "..."

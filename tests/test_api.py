@@ -1,0 +1,136 @@
+"""`import memlens`: the range marker, load() and its DataFrame, the suite contract; `memlens check`
+of a suite without kernels; `memlens doctor`'s compiler checks."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import memlens
+from profiling.cli import main
+from profiling.errors import ConfigError, ProfilerError
+from tests.conftest import FIXTURES
+from tests.support.fake import CPU_SUITE
+
+CUDA_APP_CSV = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.csv"
+
+
+def test_memlens_is_the_checkout_package_not_a_copy():
+    import memlens.reports.build
+    import memlens.results
+    import profiling.results
+    import reports.build
+
+    assert memlens is profiling
+    assert memlens.results is profiling.results and memlens.reports.build is reports.build
+
+
+def test_suite_contract_importable_from_memlens():
+    from memlens import CudaKernel, Expect, Family, Launch, NumbaKernel
+    from profiling import suite
+
+    assert (Family, Launch, Expect, CudaKernel, NumbaKernel) == (
+        suite.Family, suite.Launch, suite.Expect, suite.CudaKernel, suite.NumbaKernel)
+
+
+class _Recorder:
+    """Stands in for nvtx.annotate: records each range pushed and popped."""
+
+    def __init__(self, events):
+        self.events = events
+
+    def __call__(self, message, color=None, domain="unset"):
+        self.events.append(("annotate", message, domain))
+        recorder = self
+
+        class Range:
+            def __enter__(self):
+                recorder.events.append(("push", message))
+
+            def __exit__(self, *exc):
+                recorder.events.append(("pop", message))
+
+            def __call__(self, function):
+                def wrapped(*args, **kwargs):
+                    with self:
+                        return function(*args, **kwargs)
+
+                return wrapped
+
+        return Range()
+
+
+def test_range_is_a_context_manager_and_a_decorator_in_the_default_domain(monkeypatch):
+    import nvtx
+
+    events: list[tuple] = []
+    monkeypatch.setattr(nvtx, "annotate", _Recorder(events))
+    with memlens.range("mine/v1"):
+        events.append(("body",))
+
+    @memlens.range("mine/v2")
+    def step(x):
+        events.append(("call", x))
+        return x * 2
+
+    assert step(21) == 42
+    assert events == [("annotate", "mine/v1", None), ("push", "mine/v1"), ("body",), ("pop", "mine/v1"),
+                      ("annotate", "mine/v2", None), ("push", "mine/v2"), ("call", 21), ("pop", "mine/v2")]
+
+
+def test_range_with_the_real_nvtx_package_runs_without_a_profiler():
+    with memlens.range("mine/v1"):
+        pass
+    assert memlens.range("mine/v2")(lambda: 7)() == 7
+
+
+@pytest.mark.parametrize("name", ["", "  ", "mine/v1/", "app@mine/v1", "a > b", 3])
+def test_range_refuses_names_that_mean_something_else(name):
+    with pytest.raises(ConfigError):
+        memlens.range(name)
+
+
+def test_load_returns_typed_results_labelled_by_ranges():
+    results = memlens.load(CUDA_APP_CSV)
+    assert isinstance(results, memlens.RunResults)
+    assert [k.label for k in results.kernels][:2] == ["transpose/conflict", "transpose/padded"]
+
+
+def test_dataframe_one_row_per_launch():
+    pytest.importorskip("pandas")
+    frame = memlens.load(CUDA_APP_CSV).dataframe()
+    assert list(frame.columns[:6]) == ["label", "kernel", "family", "variant", "nvtx", "launch_id"]
+    assert len(frame) == 6
+    row = frame.set_index("label").loc["transpose/conflict"]
+    assert row["exact_excess_wavefronts"] == 4_063_232 and row["nvtx"] == "iteration > transpose/conflict"
+    assert memlens.load(CUDA_APP_CSV).to_dataframe().equals(frame)
+
+
+def test_dataframe_without_pandas_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ProfilerError, match=r"memlens\[pandas\]"):
+        memlens.load(CUDA_APP_CSV).dataframe()
+
+
+def test_check_of_a_suite_without_kernels_is_a_clear_usage_error(capsys):
+    assert main(["check", str(CPU_SUITE)]) == 2
+    captured = capsys.readouterr()
+    assert "declares its kernels" in captured.err and "nothing to compile" in captured.err
+    assert "no compiler used" not in captured.out
+
+
+def test_doctor_checks_the_static_check_compilers(monkeypatch):
+    from profiling import toolchain
+    from profiling.commands.doctor import CHECK_EXTRA, check_compilers
+
+    monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
+    monkeypatch.setattr(toolchain, "find_ptxas", lambda: None)
+    monkeypatch.setattr(toolchain, "nvrtc_version", lambda: None)
+    checks = check_compilers()
+    assert [(c.name, c.ok, c.required) for c in checks] == [
+        ("check: CUDA C++ compiler", False, False), ("check: NVRTC (Numba kernels)", False, False),
+        ("check: ptxas", False, False)]
+    assert all("memlens[check]" in c.fix for c in checks) and "memlens[check]" in CHECK_EXTRA
+    monkeypatch.setattr(toolchain, "nvrtc_version", lambda: (12, 9))
+    assert check_compilers()[0].detail == "NVRTC 12.9"

@@ -1,0 +1,88 @@
+"""GPU tier: `memlens profile -- COMMAND` on programs that are not suites (tests/fixtures/programs/):
+the CUDA C++ binary built with nvcc, and the PyTorch + Triton script. Checks the labels their NVTX
+ranges give and the figures the kernels are written to show. Needs ncu, nvcc, PyTorch and Triton."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.gpu
+PROGRAMS = REPO / "tests" / "fixtures" / "programs"
+
+
+def memlens_profile(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run(
+        [sys.executable, "-m", "profiling", "profile", "--out", str(out),
+         "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "600", *args],
+        capture_output=True, text=True, env=env, timeout=700,
+    )  # fmt: skip
+
+
+def kernels(run_dir: Path) -> dict[str, dict]:
+    data = json.loads((run_dir / "results.json").read_text())
+    return {f"{k['family']}/{k['variant']}" if k["family"] else k["nvtx"]: k for k in data["kernels"]}
+
+
+@pytest.fixture(scope="module")
+def cuda_app(tmp_path_factory):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not found")
+    work = tmp_path_factory.mktemp("cuda_app")
+    binary = work / "cuda_app"
+    subprocess.run(["nvcc", "-lineinfo", "-arch=sm_90", "-o", str(binary), str(PROGRAMS / "cuda_app.cu")],
+                   check=True, timeout=300)  # fmt: skip
+    return binary
+
+
+def test_cuda_binary_kernels_are_labelled_and_measured(cuda_app, tmp_path):
+    done = memlens_profile(tmp_path, "--nvtx-include", "regex:.*/", "--nvtx-include", "regex:cudaapp@.*/",
+                           "--", str(cuda_app))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = kernels((tmp_path / "latest").resolve())
+    assert set(found) == {"transpose/conflict", "transpose/padded", "transpose/store_conflict",
+                          "copy/float2_shared", "local/running_sum", "cudaapp@spill/capped"}  # fmt: skip
+    assert found["transpose/conflict"]["nvtx"] == "iteration > transpose/conflict"
+    raw = {label: k["raw"] for label, k in found.items()}
+    conflict, padded = raw["transpose/conflict"], raw["transpose/padded"]
+    assert conflict["shared_wavefronts"] - conflict["shared_wavefronts_ideal"] > 0
+    assert padded["shared_wavefronts"] == padded["shared_wavefronts_ideal"]
+    assert raw["local/running_sum"]["local_ld_sectors"] > 0
+    assert raw["cudaapp@spill/capped"]["local_st_sectors"] > 0
+    report = tmp_path / "report.md"
+    assert subprocess.run([sys.executable, "-m", "profiling", "report", str(tmp_path / "latest"), "--format", "md",
+                           "-o", str(report)], cwd=REPO, timeout=120).returncode == 0  # fmt: skip
+    assert "### family `transpose`" in report.read_text()
+
+
+def test_cuda_binary_default_filter_takes_the_default_domain(cuda_app, tmp_path):
+    done = memlens_profile(tmp_path, "--", str(cuda_app))
+    assert done.returncode == 0, done.stderr
+    assert "transpose/conflict" in kernels((tmp_path / "latest").resolve())
+
+
+def test_torch_triton_script(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    done = memlens_profile(tmp_path, "--nvtx-include", "regex:.*/", "--nvtx-include", "regex:torchapp@.*/",
+                           "--", sys.executable, str(PROGRAMS / "torch_triton_app.py"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = kernels((tmp_path / "latest").resolve())
+    assert {"add/torch", "add/triton"} <= set(found)
+    assert found["add/triton"]["kernel"] == "add_kernel"
+    assert found["add/torch"]["raw"]["duration"] > 0
+
+
+def test_failing_program_exit_3(tmp_path):
+    done = memlens_profile(tmp_path, "--", sys.executable, "-c", "import sys; sys.exit('boom')")
+    assert done.returncode == 3
+    assert "exited with status 1: boom" in done.stderr

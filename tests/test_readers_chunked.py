@@ -1,0 +1,84 @@
+"""A .ncu-rep of thousands of launches is read in chunks by helper processes that exit (ncu_report
+keeps what it decodes for as long as a process lives); here on the recorded suite, with chunks of
+3 actions from 2 actions on, so every path runs on a small report. Each chunked read runs in a fresh
+process, as `memlens` does: a process that has read a report already has ncu_report's threads, and
+memlens forks only a process of one thread (`_can_fork`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from profiling.errors import InputError
+from profiling.readers import ncu_rep, read_report
+from tests.conftest import FIXTURES, REPO
+
+SUITE = FIXTURES / "nvidia_h200" / "suite.ncu-rep"
+PROBE = FIXTURES / "probe" / "probe.ncu-rep"
+
+CHILD = """
+import json, os, sys
+import profiling
+from profiling.errors import InputError
+from profiling.readers import ncu_rep, read_report
+ncu_rep.CHUNKED_MIN_ACTIONS, ncu_rep.CHUNK_ACTIONS = 2, int(sys.argv[2])
+handed = []
+result = ncu_rep._Helper.result
+ncu_rep._Helper.result = lambda helper: handed.append(result(helper)) or handed[-1]
+if sys.argv[3] == "fail":
+    ncu_rep._help = lambda *_: os._exit(3)
+try:
+    data = read_report(sys.argv[1]).to_json()
+except InputError as exc:
+    data = {"error": str(exc)}
+ncu_rep._reap_helpers(wait=True)
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = True
+except ChildProcessError:
+    left = False
+print(json.dumps({"results": data, "helpers": [h is not None for h in handed], "child_left": left}))
+"""
+
+
+def read_chunked(path, chunk: int = 3, mode: str = "ok") -> dict:
+    done = subprocess.run([sys.executable, "-c", CHILD, str(path), str(chunk), mode], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def read_alone(path):
+    with pytest.MonkeyPatch.context() as alone:
+        alone.setattr(ncu_rep, "_can_fork", lambda: False)
+        return read_report(path)
+
+
+def test_chunks_read_what_one_process_reads() -> None:
+    expected = read_alone(SUITE)
+    chunked = read_chunked(SUITE)
+    assert chunked["results"] == json.loads(json.dumps(expected.to_json()))
+    chunks = -(-(len(expected.kernels) - 1) // 3)  # the first action is read here, the rest in chunks
+    assert chunked["helpers"] == [True] * chunks and chunks >= 3
+    assert chunked["child_left"] is False
+
+
+def test_a_failed_chunk_is_read_here() -> None:
+    expected = read_alone(SUITE)
+    chunked = read_chunked(SUITE, mode="fail")
+    assert chunked["results"] == json.loads(json.dumps(expected.to_json()))
+    assert chunked["helpers"] and not any(chunked["helpers"])
+    assert chunked["child_left"] is False
+
+
+@pytest.mark.parametrize("percent", [50, 90, 99])
+def test_truncated_report_errors_alike_in_chunks(tmp_path, percent: int) -> None:
+    data = PROBE.read_bytes()
+    path = tmp_path / "cut.ncu-rep"
+    path.write_bytes(data[: len(data) * percent // 100])
+    with pytest.raises(InputError) as alone:
+        read_alone(path)
+    assert read_chunked(path, chunk=2)["results"] == {"error": str(alone.value)}
