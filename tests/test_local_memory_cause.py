@@ -209,8 +209,9 @@ def test_the_recorded_run_without_a_static_check_says_cause_unknown(tmp_path: Pa
     results = read_report(str(H200 / "suite.results.json"))
     found = verdicts(results, None)
     # the recording has line info and roofline counters now: their clauses follow the local-memory one
-    assert f"local memory: 2.08 GB of local loads and 2.15 GB of local stores {UNKNOWN}; " in found["running_mean/local"]
-    assert f"local memory: 755 MB of local loads and 503 MB of local stores {UNKNOWN}; " in found["running_mean/spill"]
+    local, spill = found["running_mean/local"], found["running_mean/spill"]
+    assert f"local memory: 2.08 GB of local loads and 2.15 GB of local stores {UNKNOWN}; " in local
+    assert f"local memory: 755 MB of local loads and 503 MB of local stores {UNKNOWN}; " in spill
 
 
 def test_check_into_a_missing_directory_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -138,7 +138,9 @@ def test_column_values(run_dir):
     # the recording's roofline counters find matmul compute-bound: no % of copy bandwidth in its table
     naive_pct = rows["matmul/naive"].cells["bench_pct_of_copy"]
     assert (naive_pct.value, naive_pct.text) == (None, "n/a")
-    assert naive_pct.missing_reason == "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
+    assert naive_pct.missing_reason == (
+        "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
+    )
     # the ncu figures beside them are unchanged
     assert padded.cells["duration"].text == "0.148 ms" and padded.cells["speedup"].text == "2.06×"
 
