@@ -355,8 +355,9 @@ def test_kernel_name_matches_ncu_csv(name: str, shown: str) -> None:
 # --- the recordings from the GPU machine (tests/fixtures/probe, see its README) ------------------
 
 probe = pytest.mark.skipif(not (PROBE / "probe.ncu-rep").exists(), reason="probe fixtures not recorded")
-# ncu's CSV prints ratios to 2 decimals; counts and durations exactly
-CSV_ROUNDED = {"dram_pct_of_peak"}
+# ncu's CSV prints the non-counts (percentages, and the clocks: averages per second) to 2 decimals;
+# counts and durations exactly
+CSV_ROUNDED = {m.key for m in RAW_METRICS if m.unit in ("%", "hz")}
 # only a .ncu-rep carries per-instruction values: a CSV has the total exact excess, not its split
 PER_INSTRUCTION = {m.key for m in PER_INSTRUCTION_METRICS}
 

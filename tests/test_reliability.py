@@ -233,7 +233,8 @@ BAD_FILES = [
     ("empty.csv", b"", "empty file"),
     ("empty.json", b" \n", "empty file"),
     ("empty.ncu-rep", b"", "empty file"),
-    ("cut.ncu-rep", (H200 / "suite.ncu-rep").read_bytes()[:100_000], "truncated or damaged report"),
+    # cut inside the first launch's record (a cut between records can read as no kernels at all)
+    ("cut.ncu-rep", (H200 / "suite.ncu-rep").read_bytes()[:50_000], "truncated or damaged report"),
     ("cut.csv", PROBE_CSV[: len(PROBE_CSV) - 1200], "line 5: malformed CSV (unexpected end of data)"),
     ("cut.json", (H200 / "suite.results.json").read_bytes()[:3000], "invalid JSON at line"),
     ("junk.csv", bytes(range(256)) * 8, "binary data, not an ncu CSV export"),

@@ -134,9 +134,15 @@ def test_column_values(run_dir):
     assert rows["transpose/conflict"].cells["bench_pct_of_copy"].text == "46.7%"
     assert rows["running_mean/register"].cells["bench_pct_of_copy"].text == "29.2%"
     assert rows["matmul/naive"].cells["bench_median"].text == "17.5 ms"
-    assert rows["matmul/naive"].cells["bench_pct_of_copy"].text == "0.075%"
+    assert rows["matmul/naive"].bench.pct_of_copy == pytest.approx(0.075)
+    # the recording's roofline counters find matmul compute-bound: no % of copy bandwidth in its table
+    naive_pct = rows["matmul/naive"].cells["bench_pct_of_copy"]
+    assert (naive_pct.value, naive_pct.text) == (None, "n/a")
+    assert naive_pct.missing_reason == (
+        "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
+    )
     # the ncu figures beside them are unchanged
-    assert padded.cells["duration"].text == "0.149 ms" and padded.cells["speedup"].text == "2.06×"
+    assert padded.cells["duration"].text == "0.148 ms" and padded.cells["speedup"].text == "2.06×"
 
 
 def test_a_variant_the_bench_could_not_time_is_n_a_with_the_reason(run_dir):
@@ -163,18 +169,22 @@ def test_a_variant_missing_from_the_bench_and_a_family_without_min_bytes(tmp_pat
     assert conflict.cells["bench_pct_of_copy"].missing_reason == "the family declares no min_bytes: no bandwidth"
     assert padded.cells["bench_median"].missing_reason == "not timed by memlens bench (not in its bench.json)"
     html = render(report, "html")
-    assert html.count("<svg") == 3 + 2  # no % of copy chart for transpose: no variant has the figure
-    assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 2
+    # 3 ncu charts, 2 roofline charts (matmul, running_mean), 1 % of copy chart: none for transpose (no variant
+    # has the figure), none for matmul (compute-bound)
+    assert html.count("<svg") == 3 + 2 + 1
+    assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 1
 
 
 def test_html_has_the_column_the_chart_and_the_copy_bandwidth(run_dir, capsys):
     assert main(["report", str(run_dir)]) == 0
     html = (run_dir / "report.html").read_text(encoding="utf-8")
-    assert html.count("<svg") == 6  # per family: the ncu chart and the % of copy chart
-    assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 3
+    # per family the ncu chart; the % of copy chart but for compute-bound matmul; roofline charts of matmul and
+    # running_mean
+    assert html.count("<svg") == 3 + 2 + 2
+    assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 2
     charts = re.findall(r'<div class="chart bench-chart">(.*?)</div>', html, re.S)
-    assert len(charts) == 3 and all(c.lstrip().startswith("<svg") for c in charts)
-    transpose = charts[2]  # matmul, running_mean, transpose: the order of results.json
+    assert len(charts) == 2 and all(c.lstrip().startswith("<svg") for c in charts)
+    transpose = charts[1]  # running_mean, transpose: the order of results.json
     assert ">padded<" in transpose and "93.3%" in transpose and "(3.58 TB/s, median 0.150 ms)" in transpose
     assert html.count('<span class="nw">%</span> <span class="nw">of</span> <span class="nw">copy</span>') == 3
     spread = "median 0.15 ms; p10 0.149 ms, p90 0.151 ms over 21 launches"
@@ -226,10 +236,10 @@ def test_each_family_says_the_copy_of_its_bytes_its_percentages_are_of(tmp_path,
     html = render(report, "html")
     assert html.count('<p class="subtitle bench-copy">% of copy bandwidth: of a device-to-device copy of ') == 3
     assert "median 0.142 ms over 21 launches</p>" in html
-    assert html.count("% of copy bandwidth (memlens bench; copy of the same bytes as the variants)") == 3
+    assert html.count("% of copy bandwidth (memlens bench; copy of the same bytes as the variants)") == 2  # not matmul
     md = render(report, "md")
     assert "\n\n% of copy bandwidth: of a device-to-device copy of 537 MB, the variants' min\\_bytes" in md
-    assert "| **padded** | ok | 0.149 ms | 2.06× | 0.150 ms | 3.58 TB/s | 94.7% | " in md
+    assert "| **padded** | ok | 0.148 ms | 2.06× | 0.150 ms | 3.58 TB/s | 94.7% | " in md
     assert "| copy, same bytes | each variant's % of copy bandwidth is of a device-to-device copy" in md
     assert main(["report", str(directory), "--format", "json", "-o", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -257,8 +267,8 @@ def test_markdown(run_dir, capsys):
     md = capsys.readouterr().out
     header = "| variant | status | duration | speedup | bench median | bench bandwidth | % of copy bandwidth |"
     assert md.count(header) == 3
-    assert "| **padded** | ok | 0.149 ms | 2.06× | 0.150 ms | 3.58 TB/s | 93.3% | " in md
-    assert "| **tiled\\_pmpp** | ok | 2.10 ms | 8.41× | n/a | n/a | n/a | " in md
+    assert "| **padded** | ok | 0.148 ms | 2.06× | 0.150 ms | 3.58 TB/s | 93.3% | " in md
+    assert "| **tiled\\_pmpp** | ok | 2.10 ms | 8.40× | n/a | n/a | n/a | " in md
     assert "| copy bandwidth | 3.83 TB/s (memlens bench: device-to-device copy of 1.07 GB, read plus written," in md
     assert "> ⚠️ memlens bench did not time: matmul/tiled\\_pmpp: output wrong" in md
 
@@ -290,11 +300,13 @@ def test_a_run_without_bench_json_renders_as_before(tmp_path, capsys):
     assert all(item.label not in ("copy bandwidth", "bench") for item in run.header)
     assert report_of(directory) == build_report([(str(directory), read_report(directory))])
     html = render(report, "html")
-    for absent in ("memlens bench", "bench median", "bench-chart", "num bench", "% of copy", "copy bandwidth"):
+    for absent in ("memlens bench", "bench median", "bench-chart", "num bench"):
         assert absent not in html
-    assert html.count("<svg") == 3
+    # only the roofline's note on compute-bound matmul names copy bandwidth
+    assert html.count("% of copy") == html.count("copy bandwidth") == html.count("not by % of copy bandwidth") == 1
+    assert html.count("<svg") == 3 + 2  # the ncu charts and the roofline charts of matmul and running_mean
     md = render(report, "md")
-    assert "bench median" not in md and "copy bandwidth" not in md
+    assert "bench median" not in md and md.count("copy bandwidth") == md.count("not by % of copy bandwidth") == 1
     assert "| variant | status | duration | speedup | bandwidth |" in md
     data = json.loads(render(report, "json"))
     assert data["runs"][0]["bench"] is None

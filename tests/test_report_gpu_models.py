@@ -31,7 +31,12 @@ def test_the_same_variant_of_both_gpus_is_one_row_with_shares_of_each_gpus_peak(
     (h100, h100_kernels), (h200, h200_kernels) = recorded(H100), recorded(H200)
     report = build_report([("h100", h100), ("h200", h200)])
     by_label = {c.label: c for c in report.comparisons}
-    assert len(by_label) == 13 and by_label["transpose/padded"].statuses == ("ok", "ok")
+    assert len(by_label) == 14 and by_label["transpose/padded"].statuses == ("ok", "ok")
+    # running_mean/spill came after the H100 recording: a row of the H200 run alone
+    assert by_label["running_mean/spill"].statuses == ("absent", "ok")
+    spill = metrics_of(by_label.pop("running_mean/spill"))
+    assert [c.text for c in spill["dram_pct_of_peak"].cells] == ["n/a", "23.3%"]
+    assert [c.text for c in spill["memory_bound"].cells] == ["n/a", "not memory-bound"]
     for label, comparison in by_label.items():
         metrics = metrics_of(comparison)
         peaks = [c.value for c in metrics["dram_pct_of_peak"].cells]
@@ -41,10 +46,10 @@ def test_the_same_variant_of_both_gpus_is_one_row_with_shares_of_each_gpus_peak(
         assert bound == ["memory-bound" if p >= MEMORY_BOUND_PCT else "not memory-bound" for p in peaks]
         assert "dram_pct_of_copy" not in metrics  # neither run has bench.json
     padded = metrics_of(by_label["transpose/padded"])
-    assert [c.text for c in padded["dram_pct_of_peak"].cells] == ["82.4%", "71.8%"]
+    assert [c.text for c in padded["dram_pct_of_peak"].cells] == ["82.4%", "72.6%"]
     assert [c.text for c in padded["memory_bound"].cells] == ["memory-bound", "memory-bound"]
     conflict = metrics_of(by_label["transpose/conflict"])
-    assert [c.text for c in conflict["dram_pct_of_peak"].cells] == ["50.1%", "35.0%"]
+    assert [c.text for c in conflict["dram_pct_of_peak"].cells] == ["50.1%", "35.3%"]
     assert [c.text for c in conflict["memory_bound"].cells] == ["not memory-bound", "not memory-bound"]
     assert padded["memory_bound"].cells[1].direction == "n/a" and padded["memory_bound"].cells[1].change_text == ""
 
