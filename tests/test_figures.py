@@ -134,7 +134,7 @@ def test_an_ncu_rep_with_ncus_other_name_for_shared_loads_is_measured(monkeypatc
               "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": Metric(67_633_152.0, "")}  # fmt: skip
     reader = ncu_rep._MetricReader()
     values = reader.values(action)
-    kernel = ncu_rep._kernel("k", 0, values, None, reader.units, False)
+    kernel = ncu_rep._kernel("k", 0, values, (None, None), reader.units, False)
     assert kernel.metric("shared_ld_instructions").value == 2_097_152.0
     assert kernel.metric("shared_st_instructions").value == 2_097_152.0
     assert kernel.metric("shared_ld_ways").value == pytest.approx(32.25)

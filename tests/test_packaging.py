@@ -5,6 +5,7 @@ built-in suite memlens.kernels with its .cu sources, rules and baselines) and no
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
 import zipfile
@@ -45,13 +46,16 @@ def test_installed_memlens_lists_the_suite_and_reads_reports_from_another_direct
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(target), "COLUMNS": "200"}
+    # -S: the dependencies from this interpreter's site-packages, but not its .pth files, whose
+    # editable-install finder (a checkout's, possibly stale) would make `profiling` importable
+    path = os.pathsep.join([str(target), *site.getsitepackages()])
+    env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
 
     def memlens(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "memlens", *args], cwd=elsewhere, env=env,
+        return subprocess.run([sys.executable, "-S", "-m", "memlens", *args], cwd=elsewhere, env=env,
                               capture_output=True, text=True, timeout=300)  # fmt: skip
 
-    where = subprocess.run([sys.executable, "-c", "import memlens, importlib.util as u; print(memlens.__file__);"
+    where = subprocess.run([sys.executable, "-S", "-c", "import memlens, importlib.util as u; print(memlens.__file__);"
                             "print(u.find_spec('profiling'), u.find_spec('reports'))"],
                            cwd=elsewhere, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert where.stdout.splitlines() == [str(target / "memlens" / "__init__.py"), "None None"]

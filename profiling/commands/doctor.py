@@ -41,9 +41,12 @@ def run(args: argparse.Namespace) -> int:
     checks = [check_ncu(args.ncu), check_gpu(), check_permission(), *check_packages(), *check_compilers()]
     if args.probe:
         checks.append(check_probe(args.ncu))
-    table = Table(title="memlens doctor")
-    for column in ("check", "status", "detail", "fix"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="memlens doctor", expand=True)
+    table.add_column("check", overflow="fold")
+    table.add_column("status", overflow="fold")
+    # detail holds paths and versions that must read whole; the fix column's advice wraps well
+    table.add_column("detail", overflow="fold", ratio=3)
+    table.add_column("fix", overflow="fold", ratio=2)
     for check in checks:
         status = "ok" if check.ok else ("MISSING" if check.required else "warning")
         table.add_row(check.name, status, check.detail, check.fix)
