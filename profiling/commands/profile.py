@@ -63,13 +63,7 @@ def run(args: argparse.Namespace) -> int:
     options = ProfileOptions(
         suite=args.suite,
         pattern=args.pattern,
-        out_dir=Path(args.out),
-        clock_control=args.clock_control,
-        cache_control=args.cache_control,
-        fast=args.fast,
-        roofline=args.roofline,
-        timeout=args.timeout if args.timeout > 0 else None,
-        ncu=args.ncu,
+        **_ncu_options(args),
         sizes=tuple(args.size),
         small=args.small,
         command=shell_command(sys.argv[1:]),
@@ -82,6 +76,19 @@ def run(args: argparse.Namespace) -> int:
             run_dir, results = profile_on_gpus(options, gpus, on_event=progress.update)
     print(f"{len(results.kernels)} kernels from {len(results.outcomes)} variants profiled: {run_dir}")
     return 0
+
+
+def _ncu_options(args: argparse.Namespace) -> dict[str, object]:
+    """What a suite run and a program run ask of ncu alike."""
+    return {
+        "out_dir": Path(args.out),
+        "clock_control": args.clock_control,
+        "cache_control": args.cache_control,
+        "fast": args.fast,
+        "roofline": args.roofline,
+        "timeout": args.timeout if args.timeout > 0 else None,
+        "ncu": args.ncu,
+    }
 
 
 def _run_program(args: argparse.Namespace) -> int:
@@ -100,13 +107,7 @@ def _run_program(args: argparse.Namespace) -> int:
         nvtx_include=tuple(args.nvtx_include),
         all_kernels=args.all_kernels,
         launch_count=args.launch_count,
-        out_dir=Path(args.out),
-        clock_control=args.clock_control,
-        cache_control=args.cache_control,
-        fast=args.fast,
-        roofline=args.roofline,
-        timeout=args.timeout if args.timeout > 0 else None,
-        ncu=args.ncu,
+        **_ncu_options(args),
         invocation=shell_command(sys.argv[1:]),
     )
     run_dir, results = profile_program(options)
