@@ -259,13 +259,13 @@ def test_shipped_roofline_rules_pass_on_the_h100_recording() -> None:
 
 
 def test_roofline_rules_fail_on_a_run_without_the_counters() -> None:
-    """Nothing passes silently: the H200 recording predates the counters."""
-    run = FIXTURES / "nvidia_h200" / "suite.results.json"
+    """Nothing passes silently: the H200 run recorded without --roofline (suite_fast) lacks the counters."""
+    run = FIXTURES / "nvidia_h200" / "suite_fast.results.json"
+    assert json.loads(run.read_text())["kernels"][0]["raw"].get("fp32_ffma_inst") is None
     result = evaluate(load_rules(REPO / "kernels" / "gates.toml"), read_measurements(run))
     verdicts = [v for v in result.verdicts if v.rule in ROOFLINE_RULES]
-    if "fp32_ffma_inst" in json.loads(run.read_text())["kernels"][0]["raw"]:
-        pytest.skip("the H200 recording holds the counters now")
-    assert verdicts and all(v.status == "fail" and "not in the report" in v.message for v in verdicts)
+    failed = [v for v in verdicts if v.status == "fail"]
+    assert failed and all("profile with --roofline" in v.message for v in failed)
 
 
 def test_compute_bound_family_drops_pct_of_copy_and_the_chart_shows_the_copy_roof(full: RunResults) -> None:
@@ -297,10 +297,9 @@ def test_compute_bound_family_drops_pct_of_copy_and_the_chart_shows_the_copy_roo
 
 
 def test_a_run_without_flop_counters_gets_no_roofline_words() -> None:
-    """Runs recorded before the counters keep their verdicts as they were, with no roofline."""
-    recorded = load_results(FIXTURES / "nvidia_h200" / "suite.results.json")
-    if "fp32_ffma_inst" in recorded.kernels[0].raw:
-        pytest.skip("the H200 recording holds the counters now")
+    """Runs recorded without the counters (suite_fast: no --roofline) get no roofline words."""
+    recorded = load_results(FIXTURES / "nvidia_h200" / "suite_fast.results.json")
+    assert recorded.kernels[0].raw.get("fp32_ffma_inst") is None
     run = build_run(recorded, "h200")
     assert all(f.roofline is None for f in run.families)
     assert not any(finding.topic == "roofline" for row in run.variants for finding in row.verdict)
