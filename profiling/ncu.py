@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from .errors import ConfigError, ProfilerError
 from .processes import CommandFailed, run_command
+from .processes import command_line as command_line  # re-exported: one way to print a command
 
 # The oldest ncu whose reports the readers have been checked against.
 MIN_VERSION = (2023, 1)
@@ -276,7 +276,3 @@ def first_error(log_text: str) -> str | None:
         if line.startswith("==ERROR=="):
             return line.removeprefix("==ERROR==").strip() or None
     return None
-
-
-def command_line(argv: Sequence[str]) -> str:
-    return shlex.join(argv)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,7 @@ REAP_SECONDS = 5.0  # after the group is killed, how long to wait for its pipes 
 
 def command_line(argv: Sequence[str]) -> str:
     """The command as one line a shell would run (for logs and messages)."""
-    return subprocess.list2cmdline(list(argv))
+    return shlex.join(argv)
 
 
 @dataclass(frozen=True)

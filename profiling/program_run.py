@@ -32,7 +32,7 @@ from typing import BinaryIO
 from . import __version__
 from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
-from .fileio import write_json_atomic, write_text_atomic
+from .fileio import write_json_output, write_output
 from .ncu import (
     NcuRun,
     NcuTimeout,
@@ -132,7 +132,7 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         launch_count=options.launches,
     )
     argv = profile_argv(ncu, request, options.command)
-    write_text_atomic(run_dir / NCU_COMMAND, command_line(argv) + "\n")
+    write_output(run_dir / NCU_COMMAND, command_line(argv) + "\n")
     started = dt.datetime.now(dt.timezone.utc)
     stderr = _StderrTee(run_dir / STDERR_FILE)
     error: BaseException | None = None
@@ -163,10 +163,7 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     if error is None and not results.kernels:
         error = ProfilerError(_nothing_profiled(options, run_dir))
         results = replace(results, complete=False)
-    try:
-        write_json_atomic(run_dir / RESULTS, results.to_json())
-    except OSError as exc:
-        raise ProfilerError(f"cannot write {run_dir / RESULTS}: {exc.strerror or exc}") from None
+    write_json_output(run_dir / RESULTS, results.to_json())  # OutputError (exit 2) on an OS error
     link_error = point_latest(options.out_dir, run_dir)  # always: a failed run is the latest too
     error = error or link_error
     if error is not None:
