@@ -30,8 +30,12 @@ COLUMNS: tuple[Column, ...] = (
     Column(SPEEDUP, "speedup", "time", "speedup", "the family's baseline duration divided by this duration"),
     Column("dram_bandwidth", "bandwidth", "DRAM", "bandwidth", "bytes read plus written, per second"),
     Column("dram_pct_of_peak", "% of peak", "DRAM", "percent", "DRAM throughput as a percentage of peak"),
-    Column("shared_ld_ways", "ld n-way", "shared memory", "ways", "load wavefronts per shared-load instruction"),
-    Column("shared_st_ways", "st n-way", "shared memory", "ways", "store wavefronts per shared-store instruction"),
+    Column("shared_ld_ways", "ld n-way", "shared memory", "ways",
+           "shared loads' wavefronts over the conflict-free ideal of the same loads (exact; 1 = no conflict at any "
+           "width); without the exact pass, wavefronts per load instruction (hover: the hardware figure)"),
+    Column("shared_st_ways", "st n-way", "shared memory", "ways",
+           "shared stores' wavefronts over the conflict-free ideal of the same stores (exact; 1 = no conflict at any "
+           "width); without the exact pass, wavefronts per store instruction (hover: the hardware figure)"),
     Column(
         "exact_excess_wavefronts", "excess wavefronts", "shared memory", "compact",
         "exact: instrumented wavefronts minus the conflict-free ideal",
@@ -67,6 +71,9 @@ NO_MIN_BYTES = "the family declares no min_bytes: no bandwidth"
 
 # n-way of a side with no instruction is not a missing figure: there is nothing to divide
 NO_ACCESS = {"shared_ld_ways": "shared_ld_instructions", "shared_st_ways": "shared_st_instructions"}
+# The n-way columns show the exact figure where the run has it (a conflict-free 16-byte load reads 1,
+# not the 4 wavefronts the hardware counts per instruction), as `memlens metrics` and `lines` do.
+EXACT_WAYS = {"shared_ld_ways": "exact_shared_ld_ways", "shared_st_ways": "exact_shared_st_ways"}
 NO_ACCESS_REASON = "no shared-memory instruction of this kind"
 
 STATUS_WORDS = {
@@ -446,6 +453,12 @@ def _cells(kernel: KernelResult) -> dict[str, Cell]:
             cells[column.key] = Cell(column.key, None, "wavefront/inst", "—", missing_reason=NO_ACCESS_REASON)
             continue
         metric = kernel.metric(column.key)
+        if column.key in EXACT_WAYS and kernel.metric(EXACT_WAYS[column.key]).value is not None:
+            exact_ways = kernel.metric(EXACT_WAYS[column.key]).value
+            hardware = f"exact; the hardware counts {format_value(metric.value, column.kind)} wavefronts per instruction"
+            cells[column.key] = Cell(column.key, exact_ways, "wavefront/ideal", format_value(exact_ways, column.kind),
+                                     hardware, flag="bad" if exact_ways > 1 else None)  # fmt: skip
+            continue
         flag = "bad" if CATALOGUE[column.key].problem_above_zero and (metric.value or 0) > 0 else None
         exact = format_count(metric.value) if metric.value is not None and column.kind == "compact" else ""
         cells[column.key] = Cell(

@@ -128,6 +128,11 @@ def _conflicting_sides(kernel: KernelResult, loads: float, stores: float) -> lis
 
 
 def _ways_detail(kernel: KernelResult) -> str:
+    """The n-way of each side: exact where the run has it (its wavefronts over the ideal of the same
+    accesses), else the hardware's wavefronts per instruction."""
+    exact_ld, exact_st = _value(kernel, "exact_shared_ld_ways"), _value(kernel, "exact_shared_st_ways")
+    if exact_ld is not None and exact_st is not None:
+        return f" ({exact_ld:.3g}-way loads, {exact_st:.3g}-way stores)"
     ld, st = _value(kernel, "shared_ld_ways"), _value(kernel, "shared_st_ways")
     if ld is None or st is None:
         return ""

@@ -349,3 +349,23 @@ def test_verdict_n_way_of_wide_loads_is_against_their_own_ideal():
            "exact_shared_ld_ways": 2.0, "exact_shared_st_ways": 1.0}  # fmt: skip
     shared = next(f for f in judge(KernelResult("k", raw=raw)).findings if f.topic == "shared")
     assert shared.text.startswith("shared loads: 2-way bank conflicts, 4.00 K excess wavefronts"), shared.text
+
+
+def test_report_table_and_verdict_give_the_exact_n_way_as_metrics_and_lines_do(suite, app):
+    from reports.render import build_report
+    from reports.verdicts import judge
+
+    outcomes = tuple(VariantOutcome(k.family, k.variant, "ok") for k in suite.kernels)
+    report = build_report([("h100", replace(suite, outcomes=outcomes))])
+    rows = {row.label: row for family in report.runs[0].families for row in family.rows}
+    ld, st = rows["matmul/tiled_article"].cells["shared_ld_ways"], rows["matmul/tiled_article"].cells["shared_st_ways"]
+    assert (ld.text, st.text) == ("2.5", "8.0")  # not the hardware's 4.0 wavefronts per LDS.128 load
+    assert ld.exact.startswith("exact; the hardware counts 4.0 wavefronts per instruction") and ld.flag == "bad"
+    assert rows["transpose/padded"].cells["shared_ld_ways"].text == "1.0"
+    assert rows["transpose/padded"].cells["shared_ld_ways"].flag is None
+    shared = next(f for f in judge(next(k for k in suite.kernels if k.label == "matmul/tiled_article")).findings
+                  if f.topic == "shared")  # fmt: skip
+    assert shared.text.startswith("shared loads and stores: bank conflicts (2.5-way loads, 8-way stores)"), shared.text
+    copy = build_report([("app", RunResults(suite.info, (app["copy_float2_shared"],)))])
+    cell = copy.runs[0].families[0].rows[0].cells["shared_ld_ways"]
+    assert cell.text == "1.0" and cell.flag is None  # 8-byte loads at their own ideal: no conflict

@@ -6,9 +6,11 @@ of what profiling costs. GPU machine with ncu.
 
 Profiles one launch of a small transpose (kernels/transpose.cu, in a memlens NVTX range) with the
 catalogue's metrics, then with each metric left out, and prints the passes ncu reports for each list;
---try NAME adds a list with NAME in place of nothing, to see whether another metric fits the passes
+--try NAME[,NAME...] adds a list with those metrics added, to see whether another metric fits the passes
 there are; --drop PREFIX a list without every metric whose name starts with PREFIX (e.g. the nine
-FLOP counters, smsp__sass_thread_inst_executed_op_, which may cost a pass together but not one by one).
+FLOP counters, smsp__sass_thread_inst_executed_op_, which may cost a pass together but not one by one;
+PREFIX,PREFIX,... drops several groups in one list); --only NAME,NAME,... a list of just those
+metrics (what a pass holds); --no-singles skips the one-metric-less lists.
 Always --clock-control none.
 """
 
@@ -56,9 +58,13 @@ def passes(ncu: Path, metrics: list[str], work: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="the --fast list (no instrumented metrics)")
-    parser.add_argument("--try", dest="extra", action="append", default=[], help="a metric to add to the list")
-    parser.add_argument("--drop", action="append", default=[], metavar="PREFIX",
-                        help="also a list without every metric whose name starts with PREFIX")
+    parser.add_argument("--try", dest="extra", action="append", default=[], metavar="NAME[,NAME...]",
+                        help="metrics to add to the list")
+    parser.add_argument("--drop", action="append", default=[], metavar="PREFIX[,PREFIX...]",
+                        help="also a list without every metric whose name starts with one of these prefixes")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME[,NAME...]",
+                        help="also a list of just these metrics")
+    parser.add_argument("--no-singles", action="store_true", help="skip the lists with one metric left out")
     args = parser.parse_args()
     ncu = find_ncu().path
     names = ncu_metric_names(fast=args.fast)
@@ -66,14 +72,16 @@ def main() -> int:
         work = Path(tmp)
         (work / "app.py").write_text(APP, encoding="utf-8")
         print(f"{len(names)} metrics: {passes(ncu, names, work)} passes", flush=True)
-        for name in names:
+        for name in [] if args.no_singles else names:
             if not name.startswith(("launch__", "device__")):  # launch and device attributes take no pass
                 print(f"  without {name}: {passes(ncu, [n for n in names if n != name], work)}", flush=True)
-        for name in args.extra:
-            print(f"  with {name} added: {passes(ncu, [*names, name], work)}", flush=True)
-        for prefix in args.drop:
-            kept = [n for n in names if not n.startswith(prefix)]
-            print(f"  without every {prefix}* ({len(names) - len(kept)}): {passes(ncu, kept, work)}", flush=True)
+        for added in args.extra:
+            print(f"  with {added} added: {passes(ncu, [*names, *added.split(',')], work)}", flush=True)
+        for prefixes in args.drop:
+            kept = [n for n in names if not n.startswith(tuple(prefixes.split(",")))]
+            print(f"  without every {prefixes}* ({len(names) - len(kept)}): {passes(ncu, kept, work)}", flush=True)
+        for only in args.only:
+            print(f"  only {only}: {passes(ncu, only.split(','), work)}", flush=True)
     return 0
 
 
