@@ -455,7 +455,8 @@ def _cells(kernel: KernelResult) -> dict[str, Cell]:
         metric = kernel.metric(column.key)
         if column.key in EXACT_WAYS and kernel.metric(EXACT_WAYS[column.key]).value is not None:
             exact_ways = kernel.metric(EXACT_WAYS[column.key]).value
-            hardware = f"exact; the hardware counts {format_value(metric.value, column.kind)} wavefronts per instruction"
+            counted = format_value(metric.value, column.kind)
+            hardware = f"exact; the hardware counts {counted} wavefronts per instruction"
             cells[column.key] = Cell(column.key, exact_ways, "wavefront/ideal", format_value(exact_ways, column.kind),
                                      hardware, flag="bad" if exact_ways > 1 else None)  # fmt: skip
             continue
