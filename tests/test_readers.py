@@ -328,6 +328,14 @@ def test_empty_junk_and_truncated_ncu_rep(tmp_path: Path, size: int) -> None:
     assert str(info.value).startswith(str(path))
 
 
+@pytest.mark.parametrize("size", [100, 1000])
+def test_a_report_cut_before_its_first_kernel_is_called_truncated(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "cut.ncu-rep"
+    path.write_bytes((PROBE / "probe.ncu-rep").read_bytes()[:size])
+    with pytest.raises(InputError, match="truncated or damaged Nsight Compute report"):
+        read_report(path)
+
+
 def test_text_named_ncu_rep_is_not_a_report(tmp_path: Path) -> None:
     path = tmp_path / "text.ncu-rep"
     path.write_text("not a report\n", encoding="utf-8")

@@ -13,7 +13,7 @@ from ..fileio import missing_reason
 from ..results import RunResults, load_results
 from ..run_dir import RESULTS
 from .ncu_csv import parse_csv, read_csv
-from .ncu_rep import read_ncu_rep
+from .ncu_rep import REPORT_MAGIC, read_ncu_rep
 
 __all__ = ["read_report", "parse_csv", "find_report", "report_kind"]
 
@@ -21,7 +21,6 @@ RESULTS_FILE = RESULTS
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 CSV_SUFFIXES = (".csv", ".txt", ".log")
 SNIFF_BYTES = 64 * 1024
-REPORT_MAGIC = b"NVR\x00"  # the first bytes of a .ncu-rep written by ncu 2025.3
 
 
 def read_report(path: str | Path, instructions: bool = False) -> RunResults:

@@ -59,6 +59,7 @@ HELPER_SHARE = 0.44
 # From this many actions on (a program's thousands of launches), helpers read chunks of CHUNK_ACTIONS
 # each, as many at a time as there are CPUs, and exit: ncu_report keeps every action it decoded for as
 # long as the process lives (about 0.5 GB per 1,000), so no process holds more than a chunk's worth.
+REPORT_MAGIC = b"NVR\x00"  # the first bytes of a .ncu-rep written by ncu 2025.3
 CHUNKED_MIN_ACTIONS = 2000
 CHUNK_ACTIONS = 1000
 MAX_HELPERS = 8
@@ -70,7 +71,7 @@ def read_ncu_rep(path: Path, instructions: bool = False) -> RunResults:
     reader = _LaunchReader(path, _load(path), instructions)
     _read_all(reader, reader.slots())
     if reader.first is None:
-        raise InputError(f"{path}: no profiled kernels (an empty report, or not an Nsight Compute report)")
+        raise InputError(f"{path}: {_why_no_kernels(path)}")
     launches = reader.launches
     from_memlens = any(launch[2][0] is not None for launch in launches)
     kernels = tuple(
@@ -79,6 +80,19 @@ def read_ncu_rep(path: Path, instructions: bool = False) -> RunResults:
     )
     embedded = embedded_sources(reader.first) if instructions else {}
     return RunResults(_run_info(reader.first, path), kernels, embedded_sources=embedded)
+
+
+def _why_no_kernels(path: Path) -> str:
+    """A file that starts as ncu writes its reports but holds no kernel was cut short: ncu writes no
+    report at all when it profiles nothing."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(REPORT_MAGIC))
+    except OSError:
+        head = b""
+    if head == REPORT_MAGIC and path.stat().st_size > len(REPORT_MAGIC):
+        return "no complete kernel in it: a truncated or damaged Nsight Compute report (copy it again, or re-profile)"
+    return "no profiled kernels (an empty report, or not an Nsight Compute report)"
 
 
 def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
