@@ -9,7 +9,6 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from memlens.catalogue import CATALOGUE
-from memlens.nvtx_names import parse_swept, swept_name
 from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from memlens.units import format_bytes
 
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from memlens.static_check import StaticResults
 from .hot_lines import hot_lines, line_findings
 from .roofline import add_roofline
+from .sweeps import same_size_baseline
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"
@@ -360,17 +360,9 @@ def _family(
         for f, v in keys
     ]
     baseline = next(r for r in rows if r.baseline)
-    rows = [_with_speedup(r, _same_size_baseline(r, rows, baseline)) for r in rows]
+    rows = [_with_speedup(r, same_size_baseline(r, rows, baseline)) for r in rows]
     return FamilySection(name, baseline_key[1], tuple(rows))
 
-
-def _same_size_baseline(row: Row, rows: list[Row], baseline: Row) -> Row:
-    """The row a swept row's speedup is against: the baseline variant at the same size of the sweep."""
-    swept, base = parse_swept(row.name), parse_swept(baseline.name)
-    if swept is None or base is None:
-        return baseline
-    name = swept_name(base[0], swept[1], swept[2])
-    return next((r for r in rows if r.name == name), baseline)
 
 
 def _row(

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlens.nvtx_names import parse_swept
+from memlens.nvtx_names import parse_swept, swept_name
 
-from .model import FamilySection
+from .model import FamilySection, Row
 
 DECADE_SPAN = 10.0  # values spanning at least this ratio are drawn on a log axis
 
@@ -35,6 +35,15 @@ def family_sweep(family: FamilySection) -> Sweep | None:
     for row, (variant, _, _) in named:
         variants[variant] = variants.get(variant, False) or row.baseline
     return Sweep(named[0][1][1], tuple(sorted({s[2] for _, s in named})), tuple(variants.items()))
+
+
+def same_size_baseline(row: Row, rows: Sequence[Row], baseline: Row) -> Row:
+    """The row a swept row's speedup is against: the baseline variant at the same size of the sweep."""
+    swept, base = parse_swept(row.name), parse_swept(baseline.name)
+    if swept is None or base is None:
+        return baseline
+    name = swept_name(base[0], swept[1], swept[2])
+    return next((r for r in rows if r.name == name), baseline)
 
 
 def sweep_values(family: FamilySection, key: str) -> dict[str, tuple[tuple[int, float | None], ...]]:
