@@ -33,6 +33,15 @@ def reference(inputs: Inputs, size: Size) -> np.ndarray:
     return inputs["a"].T
 
 
+def check_size(size: Size) -> None:
+    """The sizes every variant's launch accepts (as _launch checks them): 32-bit element counts, and
+    grids of at most 65535 tiles in y (32-wide tiles down the rows; 64-wide tiles across the columns)."""
+    rows, cols = size["rows"], size["cols"]
+    common.check_int32("transpose", rows * cols)
+    common.check_grid((common.cdiv(cols, TILE), common.cdiv(rows, TILE)), "transpose")
+    common.check_grid((common.cdiv(rows, TILE64), common.cdiv(cols, TILE64)), "transpose")
+
+
 transpose = Family(
     "transpose",
     "out = a.T for an fp32 rows x cols matrix, through a 32x32 or 64x64 shared-memory tile",
@@ -41,6 +50,7 @@ transpose = Family(
     default_size={"rows": 8192, "cols": 8192},
     small_size={"rows": 67, "cols": 45},  # neither a multiple of 32: partial tiles on both edges
     min_bytes=lambda size: 2 * 4 * size["rows"] * size["cols"],  # read a, write out
+    check_size=check_size,
 )
 
 

@@ -30,7 +30,7 @@ from .bench_results import BenchFailure, BenchInfo, BenchResults, CopyBandwidth,
 from .errors import ConfigError, ProfilerError, VerificationError
 from .fileio import write_json_output
 from .run_dir import BENCH, DEFAULT_OUT, machine_of, new_run_dir, now, take_provenance
-from .suite import Family, Launch, Variant, select_variants
+from .suite import Case, Family, Launch, Variant, select_variants
 
 MIN_REPEATS = 20
 DEFAULT_REPEATS = 50
@@ -208,6 +208,7 @@ class BenchOptions:
     into: Path | None = None  # an existing run directory to write bench.json into
     repeats: int = DEFAULT_REPEATS
     sizes: tuple[str, ...] = ()  # NAME=VALUE overrides
+    sweeps: tuple[str, ...] = ()  # FAMILY.NAME=V1,V2,... items: each value timed as its own variant
     small: bool = False
     seed: int = 0
     command: str = ""
@@ -222,8 +223,8 @@ def bench(
 ) -> tuple[Path, BenchResults]:
     """Time the selected variants; write bench.json into a new run directory or `options.into`."""
     check_options(options)
-    selection = select_variants(options.suite, options.pattern, options.sizes)
-    variants, sizes = selection.variants, selection.sizes
+    selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
+    variants, sizes = selection.cases(), selection.sizes
     progress = on_progress or (lambda *_: None)
     started = now()
     device = (device_factory or open_device)()
@@ -296,40 +297,42 @@ class SameBytesCopies:
 
 
 def time_variants(
-    variants: list[Variant], device: Device, copies: SameBytesCopies, sizes: dict[str, int],
+    variants: list[Case], device: Device, copies: SameBytesCopies, sizes: dict[str, int],
     options: BenchOptions, progress: Progress,
 ) -> tuple[list[VariantTiming], list[BenchFailure]]:  # fmt: skip
     """Time each variant; a wrong result or a bad declaration is recorded and the bench goes on,
     any other error stops it (the CUDA context may be unusable) and the rest are not run."""
     timings: list[VariantTiming] = []
     failures: list[BenchFailure] = []
-    for index, variant in enumerate(variants, 1):
-        progress("start", variant.label, index, len(variants))
+    for index, case in enumerate(variants, 1):
+        family = case.variant.family.name
+        progress("start", case.label, index, len(variants))
         try:
-            timings.append(time_variant(variant, device, copies, sizes, options, seed=options.seed + index))
+            timings.append(time_variant(case, device, copies, sizes, options, seed=options.seed + index))
         except (VerificationError, ConfigError) as exc:
             status = "wrong" if isinstance(exc, VerificationError) else "failed"
-            failures.append(BenchFailure(variant.family.name, variant.name, status, str(exc)))
+            failures.append(BenchFailure(family, case.name, status, str(exc)))
         except Exception as exc:  # noqa: BLE001 - any error in user code is reported, then the bench stops
             message = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
-            failures.append(BenchFailure(variant.family.name, variant.name, "failed", message))
-            failures.extend(BenchFailure(v.family.name, v.name, "not_run", "the bench stopped earlier")
-                            for v in variants[index:])  # fmt: skip
+            failures.append(BenchFailure(family, case.name, "failed", message))
+            failures.extend(BenchFailure(c.variant.family.name, c.name, "not_run", "the bench stopped earlier")
+                            for c in variants[index:])  # fmt: skip
             break
         finally:
-            progress("done", variant.label, index, len(variants))
+            progress("done", case.label, index, len(variants))
     return timings, failures
 
 
 def time_variant(
-    variant: Variant, device: Device, copies: SameBytesCopies, sizes: dict[str, int], options: BenchOptions, seed: int
+    case: Case, device: Device, copies: SameBytesCopies, sizes: dict[str, int], options: BenchOptions, seed: int
 ) -> VariantTiming:
     """Prepare and verify each input set, time the launches, then verify the first set's output again
     (timing launched it at least once more: a kernel that is not idempotent, or races, shows there);
     then the copy of the same bytes, once its buffers are given back (timed already for an earlier
     variant of the same byte count)."""
+    variant = case.variant
     family = variant.family
-    size = family.size(sizes, options.small)
+    size = case.size(sizes, options.small)
     min_bytes = declared_min_bytes(family, size)
     rng = np.random.default_rng(seed)
     first_inputs = family.make_inputs(rng, size)
@@ -348,7 +351,7 @@ def time_variant(
         launches.clear()
         device.release()
     copy = None if min_bytes is None else copies.of(min_bytes)
-    return VariantTiming.build(family.name, variant.name, size, min_bytes, count, set_bytes, times, copy)
+    return VariantTiming.build(family.name, case.name, size, min_bytes, count, set_bytes, times, copy)
 
 
 def declared_min_bytes(family: Family, size: Mapping[str, int]) -> int | None:

@@ -36,7 +36,7 @@ def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, Ben
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[0].uuid  # before CuPy first touches CUDA
         return bench(options)
     check_options(options)  # here, not in each child: a usage error is exit 2 before anything starts
-    selection = select_variants(options.suite, options.pattern, options.sizes)
+    selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
     costs, _ = expected_costs(selection, options.small, Path(os.devnull))  # no ncu run to learn from
     plan = [(g, s) for g, s in zip(gpus, split(selection.variants, costs, len(gpus)), strict=True) if s]
     run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
@@ -48,7 +48,7 @@ def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, Ben
                  for (gpu, share), code in zip(plan, returncodes, strict=True)]  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    order = {v.label: i for i, v in enumerate(selection.variants)}
+    order = {c.label: i for i, c in enumerate(selection.cases())}
     timed = [p for p in parts if isinstance(p, BenchResults)]
     failures = [f for p in parts for f in (p.failures if isinstance(p, BenchResults) else p)]
     if not timed:
@@ -72,6 +72,8 @@ def child_argv(options: BenchOptions, suite: Path, share: Sequence[Variant], out
     argv += ["-k", labels_pattern([v.label for v in share]), "--repeats", str(options.repeats), "--out", str(out)]
     for item in sizes_for(share, options.sizes):
         argv += ["--size", item]
+    for item in sizes_for(share, options.sweeps):
+        argv += ["--sweep", item]
     return argv + (["--small"] if options.small else [])
 
 

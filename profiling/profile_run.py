@@ -34,7 +34,7 @@ from .ncu import (
     profile_argv,
     run_ncu,
 )
-from .nvtx_names import labels_pattern
+from .nvtx_names import labels_pattern, parse_swept
 from .results import KernelResult, RunInfo, RunResults, VariantOutcome
 from .run_dir import (
     DEFAULT_OUT,
@@ -66,6 +66,7 @@ class ProfileOptions:
     timeout: float | None = None
     ncu: str | None = None
     sizes: tuple[str, ...] = ()  # NAME=VALUE overrides
+    sweeps: tuple[str, ...] = ()  # FAMILY.NAME=V1,V2,... items: each value of a family in its own range
     small: bool = False
     seed: int = 0
     command: str = ""
@@ -134,13 +135,16 @@ class Events:
         by_label = {v.label: v for v in suite_variants}
         outcomes = []
         for label in self.plan or list(by_label):
+            family, _, name = label.partition("/")
+            swept = parse_swept(name)
+            variant = by_label.get(label) or (by_label.get(f"{family}/{swept[0]}") if swept else None)
             event = self.done.get(label)
             if event is None:
                 status = "failed" if label == self.running else "not_run"
                 message = stopped if status == "failed" else "not run: the suite stopped earlier"
             else:
                 status, message = str(event.get("status")), str(event.get("message", ""))
-            outcomes.append(_outcome(by_label.get(label), label, status, message))
+            outcomes.append(_outcome(variant, label, status, message))
         return tuple(outcomes)
 
 
@@ -155,7 +159,7 @@ def _outcome(variant: Variant | None, label: str, status: str, message: str) -> 
 
 
 def _selection(options: ProfileOptions) -> Selection:
-    return select_variants(options.suite, options.pattern, options.sizes)
+    return select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
 
 
 def profile(
@@ -171,6 +175,8 @@ def profile(
     root = suite_root(options.suite)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens") as background:
         selection = background.submit(_selection, options)
+        if options.sweeps:
+            selection.result()  # a sweep is checked in full before ncu starts
         try:
             ncu = find_ncu(options.ncu)
         except MemlensError:
@@ -210,6 +216,7 @@ class Shard:
     env: dict[str, str] | None = None
     labels: tuple[str, ...] | None = None
     sizes: tuple[str, ...] | None = None  # the --size items that apply to its variants (None: all)
+    sweeps: tuple[str, ...] | None = None  # the --sweep items that apply to its variants (None: all)
 
 
 def run_shard(
@@ -219,7 +226,7 @@ def run_shard(
     """Run ncu over the profiled program: what the program reported, and what cut the run short
     (None when it ran to its end). `stop`, once set, ends ncu as a Ctrl-C would."""
     events = Events(shard.files.events)
-    app = app_argv(suite_root(options.suite), options, events.path, shard.labels, shard.sizes)
+    app = app_argv(suite_root(options.suite), options, events.path, shard.labels, shard.sizes, shard.sweeps)
     argv = profile_argv(ncu, _request(options, shard.files), app)
 
     def poll() -> None:
@@ -351,10 +358,10 @@ def _nothing_measured(results: RunResults, request: ProfileRequest) -> ProfilerE
 
 def app_argv(
     suite: Path, options: ProfileOptions, events: Path, labels: Sequence[str] | None = None,
-    sizes: Sequence[str] | None = None,
+    sizes: Sequence[str] | None = None, sweeps: Sequence[str] | None = None,
 ) -> list[str]:  # fmt: skip
-    """The profiled program's command line; `labels`: only these variants (one GPU's share), `sizes`:
-    only these --size items (those that apply to its families)."""
+    """The profiled program's command line; `labels`: only these variants (one GPU's share), `sizes`
+    and `sweeps`: only these --size and --sweep items (those that apply to its families)."""
     argv = [sys.executable, "-m", PROFILED_PROGRAM, "--suite", str(suite.resolve()), "--events", str(events)]
     if labels is not None:
         argv += ["-k", labels_pattern(labels)]
@@ -362,6 +369,8 @@ def app_argv(
         argv += ["-k", options.pattern]
     for item in options.sizes if sizes is None else sizes:
         argv += ["--size", item]
+    for item in options.sweeps if sweeps is None else sweeps:
+        argv += ["--sweep", item]
     if options.small:
         argv.append("--small")
     return argv + ["--seed", str(options.seed)]

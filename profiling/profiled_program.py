@@ -1,10 +1,12 @@
 """The program ncu profiles: runs each selected variant once inside its NVTX range.
 
     python -m profiling.profiled_program --suite kernels --events run/events.jsonl [-k RE] [--size m=512] [--small]
+        [--sweep transpose.rows=1024,4096]
 
 Per family: make inputs and the NumPy reference once. Per variant: prepare (compile) and warm up
 outside any range, poison the output, launch once inside the `memlens` NVTX range "family.variant",
-verify that launch's output (profile_run keeps only verified variants' kernels). Outputs on the GPU
+verify that launch's output (profile_run keeps only verified variants' kernels). A swept family
+runs once per value, each variant in its own range "family.variant@NAME=VALUE" (suite.Case). Outputs on the GPU
 are checked there, in one kernel launch, against one device copy of the reference per family: under
 ncu every extra launch and host copy costs time. Progress and
 outcomes go to the events file (JSON lines) that the parent memlens process reads.
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .errors import MemlensError, VerificationError
-from .suite import NVTX_DOMAIN, Family, Inputs, Variant, on_gpu, select_variants
+from .suite import NVTX_DOMAIN, Case, Family, Inputs, on_gpu, select_variants
 
 EVENTS_VERSION = 1
 
@@ -48,17 +50,19 @@ class Problems:
 
     def __init__(self, sizes: dict[str, int], small: bool, seed: int) -> None:
         self.sizes, self.small, self.seed = sizes, small, seed
-        self._family: Family | None = None
+        self._family: tuple[Family, dict[str, int] | None] | None = None
         self._problem: tuple[dict[str, int], Inputs, np.ndarray] | None = None
         self._device_expected: Any = None
 
-    def of(self, family: Family, index: int) -> tuple[dict[str, int], Inputs, np.ndarray]:
-        if self._family is not family or self._problem is None:
+    def of(self, case: Case, index: int) -> tuple[dict[str, int], Inputs, np.ndarray]:
+        family = case.variant.family
+        size = case.size(self.sizes, self.small)
+        current = self._family
+        if current is None or current[0] is not family or current[1] != size or self._problem is None:
             self._problem = self._device_expected = None  # free the previous family's arrays first
-            size = family.size(self.sizes, self.small)
             inputs = family.make_inputs(np.random.default_rng(self.seed + index), size)
             self._problem = (size, inputs, family.reference(inputs, size))
-            self._family = family
+            self._family = (family, size)
         return self._problem
 
     def expected_like(self, got: Any) -> Any:
@@ -75,16 +79,17 @@ class Problems:
         return self._device_expected
 
 
-def run_variant(variant: Variant, problems: Problems, family_index: int) -> dict[str, int]:
+def run_variant(case: Case, problems: Problems, family_index: int) -> dict[str, int]:
     import nvtx  # only where a profiled launch happens
 
+    variant = case.variant
     family = variant.family
-    size, inputs, _ = problems.of(family, family_index)
+    size, inputs, _ = problems.of(case, family_index)
     launch = variant.prepare(inputs, size)
     launch.run()  # warm-up: JIT compilation and module load stay outside the range
     if launch.reset:
         launch.reset()
-    with nvtx.annotate(variant.range_name, domain=NVTX_DOMAIN):
+    with nvtx.annotate(case.range_name, domain=NVTX_DOMAIN):
         launch.run()
     got = launch.checked_output()
     family.verify(variant, got, problems.expected_like(got))
@@ -98,41 +103,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", dest="pattern")
     parser.add_argument("--size", action="append", default=[])
     parser.add_argument("--small", action="store_true")
+    parser.add_argument("--sweep", action="append", default=[])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     events = EventLog(args.events)
     try:
         try:
-            selection = select_variants(args.suite, args.pattern, args.size)
+            selection = select_variants(args.suite, args.pattern, args.size, args.sweep, args.small)
         except MemlensError as exc:
             events.emit(event="error", message=str(exc))
             return 2
-        variants = selection.variants
-        events.emit(event="plan", version=EVENTS_VERSION, variants=[v.label for v in variants], pid=os.getpid())
-        return run_all(variants, selection.sizes, args, events)
+        cases = selection.cases()
+        events.emit(event="plan", version=EVENTS_VERSION, variants=[c.label for c in cases], pid=os.getpid())
+        return run_all(cases, selection.sizes, args, events)
     except KeyboardInterrupt:  # memlens stops the whole process group with SIGINT: leave quietly
         events.emit(event="interrupted")
         return 130
 
 
-def run_all(variants: list[Variant], sizes: dict[str, int], args: argparse.Namespace, events: EventLog) -> int:
+def run_all(cases: list[Case], sizes: dict[str, int], args: argparse.Namespace, events: EventLog) -> int:
     failed = False
     problems = Problems(sizes, args.small, args.seed)
-    families = list(dict.fromkeys(v.family.name for v in variants))
-    for index, variant in enumerate(variants, 1):
-        events.emit(event="start", variant=variant.label, index=index, total=len(variants))
+    families = list(dict.fromkeys(c.variant.family.name for c in cases))
+    for index, case in enumerate(cases, 1):
+        events.emit(event="start", variant=case.label, index=index, total=len(cases))
         try:
-            size = run_variant(variant, problems, families.index(variant.family.name))
+            size = run_variant(case, problems, families.index(case.variant.family.name))
         except VerificationError as exc:
-            events.emit(event="done", variant=variant.label, status="wrong", message=str(exc))
+            events.emit(event="done", variant=case.label, status="wrong", message=str(exc))
             failed = True
             continue
         except Exception as exc:  # noqa: BLE001 - any error in user code is reported, then the run stops
             message = (f"{type(exc).__name__}: {exc}".strip().splitlines() or [type(exc).__name__])[0]
-            events.emit(event="done", variant=variant.label, status="failed", message=message,
+            events.emit(event="done", variant=case.label, status="failed", message=message,
                         traceback=traceback.format_exc())  # fmt: skip
             return 1
-        events.emit(event="done", variant=variant.label, status="ok", size=size)
+        events.emit(event="done", variant=case.label, status="ok", size=size)
     return 1 if failed else 0
 
 

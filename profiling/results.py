@@ -68,6 +68,10 @@ class KernelResult:
     # A program's NVTX push/pop ranges open at the launch ("iteration > transpose/conflict", see
     # readers.common.program_label); None for suite runs and launches outside any range.
     nvtx: str | None = None
+    # The size a sweep ran it at (--sweep FAMILY.NAME=V1,V2: its variant is "variant@NAME=VALUE");
+    # None outside sweeps, and then not written to results.json
+    sweep_size: str | None = None
+    sweep_value: int | None = None
 
     @property
     def label(self) -> str:
@@ -194,7 +198,7 @@ class RunResults:
             "info": asdict(self.info),
             "complete": self.complete,
             "outcomes": [asdict(o) for o in self.outcomes],
-            "kernels": [asdict(k) for k in self.kernels],
+            "kernels": [_kernel_json(k) for k in self.kernels],
         }
 
     def dataframe(self) -> Any:
@@ -233,6 +237,13 @@ class RunResults:
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{source}: malformed results ({exc})") from None
         return cls(info, kernels, outcomes, complete)
+
+
+def _kernel_json(kernel: KernelResult) -> dict[str, Any]:
+    data = asdict(kernel)
+    if kernel.sweep_size is None and kernel.sweep_value is None:
+        del data["sweep_size"], data["sweep_value"]  # a run without sweeps: results.json as before them
+    return data
 
 
 # --- reading results.json: every field checked against its type, so nothing odd gets further ----

@@ -141,7 +141,7 @@ def profile_on_gpus(
     """Profile the selected variants over `gpus`; one GPU is the single-GPU run, on that GPU."""
     if len(gpus) == 1:
         return profile(options, on_event, gpus[0])
-    selection = select_variants(options.suite, options.pattern, options.sizes)
+    selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
     ncu = find_ncu(options.ncu)
     costs, _ = expected_costs(selection, options.small, options.out_dir)
     plan = [(gpu, share) for gpu, share in zip(gpus, split(selection.variants, costs, len(gpus)), strict=True)
@@ -174,6 +174,7 @@ def _run_share(
             env={**gpu.environment(), "TMPDIR": scratch},
             labels=tuple(v.label for v in share),
             sizes=sizes_for(share, options.sizes),
+            sweeps=sizes_for(share, options.sweeps),
         )
         events, cause = run_shard(options, ncu, shard, selection, relay, stop)
         results, error = conclude(options, ncu, shard, selection.result(), machine.result(), started, events, cause)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from memlens.static_check import StaticResults
 from .hot_lines import hot_lines, line_findings
 from .roofline import add_roofline
+from .sweeps import same_size_baseline
 from .verdicts import HW_LABEL, check, describe, judge
 
 SPEEDUP = "speedup"
@@ -366,8 +367,9 @@ def _family(
         for f, v in keys
     ]
     baseline = next(r for r in rows if r.baseline)
-    rows = [_with_speedup(r, baseline) for r in rows]
+    rows = [_with_speedup(r, same_size_baseline(r, rows, baseline)) for r in rows]
     return FamilySection(name, baseline_key[1], tuple(rows))
+
 
 
 def _row(

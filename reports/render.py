@@ -69,6 +69,7 @@ def render(report: Report, fmt: str) -> str:
 def render_html(report: Report) -> str:
     from .charts import bench_chart, comparison_chart, family_chart  # matplotlib only when charts are drawn
     from .roofline import roofline_chart
+    from .sweeps import sweep_chart
 
     charts: dict[str, Markup] = {}
     for index, run in enumerate(report.runs):
@@ -76,6 +77,9 @@ def render_html(report: Report) -> str:
             svg = family_chart(family.rows, f"memlens-{index}-{family.name}", run.exact_available)
             if svg:
                 charts[f"{index}/{family.name}"] = Markup(svg)  # matplotlib escapes the text it writes
+            svg = sweep_chart(family, f"memlens-{index}-{family.name}-sweep", run.exact_available)
+            if svg:
+                charts[f"{index}/{family.name}/sweep"] = Markup(svg)
             if run.bench is not None:
                 svg = bench_chart(family.rows, f"memlens-{index}-{family.name}-bench", run.bench.copy_text)
                 if svg:

@@ -41,6 +41,10 @@ class FamilyRoofline:
     points: tuple[RooflinePoint, ...]
     notes: tuple[str, ...] = ()  # e.g. the global-load cut against the baseline
     compute_bound: bool = False  # every judged variant is compute-bound
+    # A family that does no floating-point work (every variant measured at 0 FLOPs): no points, and
+    # each variant's achieved DRAM bandwidth (variant, byte/s) drawn against the DRAM peak instead
+    no_flops: bool = False
+    dram_achieved: tuple[tuple[str, float], ...] = ()
 
 
 def flop_rate_text(value: float) -> str:
@@ -174,7 +178,7 @@ def _with_roofline(
             where.memory_bound if where else None, where.pct_of_limit if where else None,
         ))  # fmt: skip
     if not points:
-        return replace(family, rows=rows)
+        return _without_flops(family, rows, judged, ceilings, copy)
     verdicts = [p.memory_bound for p in points if p.memory_bound is not None]
     compute_bound = bool(verdicts) and not any(verdicts)
     if compute_bound:
@@ -187,6 +191,39 @@ def _with_roofline(
         peaks, ceilings.get("peak_dram_bandwidth"), copy, tuple(points), (note,) if note else (), compute_bound
     )
     return replace(family, rows=rows, roofline=roofline)
+
+
+NO_FLOPS_WORDS = "no floating-point work: arithmetic intensity n/a, memory-bound by definition"
+
+
+def _without_flops(
+    family: FamilySection, rows: tuple[Row, ...], judged: list[tuple[Row, KernelResult, Bound | None]],
+    ceilings: Mapping[str, float | None], copy: float | None,
+) -> FamilySection:  # fmt: skip
+    """A family whose every variant was measured at 0 FLOPs: the GPU's ceilings with no point, and its
+    achieved DRAM bandwidth against the peak; unchanged where FLOPs were not measured (no --roofline)."""
+    if not judged or any(kernel.metric("flops").value != 0 for _, kernel, _ in judged):
+        return replace(family, rows=rows)
+    achieved = tuple(
+        (row.name, value) for row, kernel, _ in judged if (value := kernel.metric("dram_bandwidth").value)
+    )
+    peak = ceilings.get("peak_dram_bandwidth")
+    note = NO_FLOPS_WORDS
+    if achieved:
+        best = max(achieved, key=lambda pair: pair[1])
+        low = min(value for _, value in achieved)
+        span = bandwidth_text(best[1]) if low == best[1] else f"{bandwidth_text(low)} to {bandwidth_text(best[1])}"
+        note += f"; achieved DRAM bandwidth {span} (best: {best[0]})"
+        if peak:
+            note += f" of the {bandwidth_text(peak)} peak ({significant(100 * best[1] / peak)}% at best)"
+    peaks = (("fp32", value),) if (value := ceilings.get("peak_flops_fp32")) else ()
+    roofline = FamilyRoofline(peaks, peak, copy, (), (note,), no_flops=True, dram_achieved=achieved)
+    return replace(family, rows=rows, roofline=roofline)
+
+
+def bandwidth_text(value: float) -> str:
+    """Bytes per second in TB/s or GB/s."""
+    return f"{significant(value / 1e12)} TB/s" if value >= 1e12 else f"{significant(value / 1e9)} GB/s"
 
 
 def _without_copy_pct(row: Row) -> Row:
@@ -206,7 +243,7 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
     """Log-log roofline of a family: FLOP/s against FLOP/byte, the GPU's labelled ceilings, and a
     point per variant at each memory level (marker shape) joined at its achieved FLOP/s."""
     roof = family.roofline
-    if roof is None or not roof.points:
+    if roof is None or not (roof.points or roof.no_flops):
         return None
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
@@ -215,7 +252,7 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
     from .charts import FAINT, INK, RUN_COLOURS, STYLE, short, to_svg
 
     xs = [x for p in roof.points for _, x in p.intensities if x]
-    ys = [p.achieved for p in roof.points]
+    ys = [p.achieved for p in roof.points] or [0.1 / 4 * min([b for _, b in roof.dram_achieved] or [1e9])]
     peaks = [value for _, value in roof.peak_flops]
     low_x, high_x = min([*xs, 0.1]) / 4, max([*xs, 100.0]) * 4
     with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
@@ -239,7 +276,7 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
             x_text = low_x * 1.5
             ax.text(x_text, x_text * bandwidth * 1.15, f"{label} {significant(bandwidth / 1e12)} TB/s",
                     fontsize=8, color=FAINT, rotation=0, ha="left", va="bottom")  # fmt: skip
-        handles = []
+        handles = _achieved_bandwidths(ax, roof, grid, top, low_x)
         for index, point in enumerate(roof.points):
             colour = RUN_COLOURS[index % len(RUN_COLOURS)]
             shown = [(level, x) for level, x in point.intensities if x]
@@ -251,8 +288,9 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
             if point.pct_of_limit is not None:
                 name += f": {significant(point.pct_of_limit)}% of its bound"
             handles.append(Line2D([], [], color=colour, marker="o", linestyle="", label=name))
-        handles += [Line2D([], [], color=INK, marker=m, linestyle="", label=f"{lvl} intensity", markerfacecolor="none")
-                    for lvl, m in LEVEL_MARKERS.items()]  # fmt: skip
+        if roof.points:
+            handles += [Line2D([], [], color=INK, marker=m, linestyle="", label=f"{lvl} intensity",
+                               markerfacecolor="none") for lvl, m in LEVEL_MARKERS.items()]  # fmt: skip
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         ax.set_xlim(low_x, high_x)
         ax.set_ylim(min(ys) / 10, top * 3)
@@ -262,3 +300,24 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
                      fontsize=9, loc="left", color=INK)  # fmt: skip
         figure.subplots_adjust(left=0.07, right=0.68, top=0.92, bottom=0.12)
         return to_svg(figure, salt)
+
+
+def _achieved_bandwidths(ax, roof: FamilyRoofline, grid: list[float], top: float, low_x: float) -> list:
+    """A family without FLOPs: no point to place, so each variant's achieved DRAM bandwidth as a dotted
+    roof under the peak's, and the reason in words on the chart. Returns the legend's handles."""
+    if not roof.no_flops:
+        return []
+    from matplotlib.lines import Line2D
+
+    from .charts import INK, RUN_COLOURS, short
+
+    handles = []
+    for index, (name, bandwidth) in enumerate(roof.dram_achieved):
+        colour = RUN_COLOURS[index % len(RUN_COLOURS)]
+        ax.plot(grid, [min(x * bandwidth, top) for x in grid], color=colour, linestyle=":", linewidth=1.2)
+        label = f"{short(name)}: DRAM {bandwidth_text(bandwidth)} achieved"
+        handles.append(Line2D([], [], color=colour, linestyle=":", label=label))
+    ax.text(0.98, 0.04, "no floating-point work: intensity n/a, memory-bound by definition\n"
+            "(dotted: each variant's achieved DRAM bandwidth, under the DRAM peak)", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=9, color=INK)  # fmt: skip
+    return handles

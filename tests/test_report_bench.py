@@ -169,18 +169,18 @@ def test_a_variant_missing_from_the_bench_and_a_family_without_min_bytes(tmp_pat
     assert conflict.cells["bench_pct_of_copy"].missing_reason == "the family declares no min_bytes: no bandwidth"
     assert padded.cells["bench_median"].missing_reason == "not timed by memlens bench (not in its bench.json)"
     html = render(report, "html")
-    # 3 ncu charts, 2 roofline charts (matmul, running_mean), 1 % of copy chart: none for transpose (no variant
-    # has the figure), none for matmul (compute-bound)
-    assert html.count("<svg") == 3 + 2 + 1
+    # 3 ncu charts, 3 roofline charts (transpose's without points), 1 % of copy chart: none for transpose (no
+    # variant has the figure), none for matmul (compute-bound)
+    assert html.count("<svg") == 3 + 3 + 1
     assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 1
 
 
 def test_html_has_the_column_the_chart_and_the_copy_bandwidth(run_dir, capsys):
     assert main(["report", str(run_dir)]) == 0
     html = (run_dir / "report.html").read_text(encoding="utf-8")
-    # per family the ncu chart; the % of copy chart but for compute-bound matmul; roofline charts of matmul and
-    # running_mean
-    assert html.count("<svg") == 3 + 2 + 2
+    # per family the ncu chart; the % of copy chart but for compute-bound matmul; roofline charts of every
+    # family (transpose's without points: no floating-point work)
+    assert html.count("<svg") == 3 + 2 + 3
     assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 2
     charts = re.findall(r'<div class="chart bench-chart">(.*?)</div>', html, re.S)
     assert len(charts) == 2 and all(c.lstrip().startswith("<svg") for c in charts)
@@ -304,7 +304,7 @@ def test_a_run_without_bench_json_renders_as_before(tmp_path, capsys):
         assert absent not in html
     # only the roofline's note on compute-bound matmul names copy bandwidth
     assert html.count("% of copy") == html.count("copy bandwidth") == html.count("not by % of copy bandwidth") == 1
-    assert html.count("<svg") == 3 + 2  # the ncu charts and the roofline charts of matmul and running_mean
+    assert html.count("<svg") == 3 + 3  # the ncu charts and the roofline charts (transpose's without points)
     md = render(report, "md")
     assert "bench median" not in md and md.count("copy bandwidth") == md.count("not by % of copy bandwidth") == 1
     assert "| variant | status | duration | speedup | bandwidth |" in md

@@ -227,7 +227,13 @@ def test_report_verdicts_in_pmpps_terms(full: RunResults) -> None:
         "global load sectors at L1, against naive's 57,815: tiled_article 9,674 (5.98x fewer);"
         " tiled 3,246 (17.8x fewer); tiled_pmpp 3,246 (17.8x fewer)",
     )
-    assert families["transpose"].roofline is None
+    transpose = families["transpose"].roofline  # every family gets a roofline: the transposes without points
+    assert transpose.no_flops and transpose.points == ()
+    assert [name for name, _ in transpose.dram_achieved] == [r.name for r in families["transpose"].rows]
+    assert transpose.notes == (
+        "no floating-point work: arithmetic intensity n/a, memory-bound by definition; achieved DRAM bandwidth"
+        " 5.31 GB/s to 6.18 GB/s (best: vec4_padded) of the 3.32 TB/s peak (0.186% at best)",
+    )
     for row in families["transpose"].rows:
         assert row.verdict[-1].text == "roofline: no floating-point work (moves data only): no intensity figure"
 
@@ -243,7 +249,10 @@ def test_compute_bound_family_is_judged_by_its_roofline_bound(full: RunResults) 
 
 def test_html_report_draws_a_roofline_per_family_with_flops(full: RunResults) -> None:
     html = render(build_report([("h100", full)]), "html")
-    assert html.count('class="chart roofline-chart"') == 2  # matmul and running_mean; not transpose
+    assert html.count('class="chart roofline-chart"') == 3  # matmul, running_mean and transpose (no points)
+    for text in ("roofline of transpose", "no floating-point work: intensity n/a, memory-bound by definition",
+                 "conflict: DRAM 5.31 GB/s achieved"):  # fmt: skip
+        assert text in html, text
     for text in ("roofline of matmul", "fp32 peak 70.2 TFLOP/s", "DRAM peak 3.32 TB/s", "DRAM intensity",
                  "L2 intensity", "L1 intensity", "naive (baseline): 0.0985% of its bound"):  # fmt: skip
         assert text in html, text

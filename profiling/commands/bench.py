@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         into=Path(args.into) if args.into else None,
         repeats=args.repeats,
         sizes=tuple(args.size),
+        sweeps=tuple(args.sweep),
         small=args.small,
         command=shell_command(sys.argv[1:]),
     )

@@ -16,3 +16,8 @@ def add_size_arguments(parser: argparse.ArgumentParser) -> None:
         help="override a problem size: n=1024 in every family with an n, matmul.n=1024 in one",
     )  # fmt: skip
     parser.add_argument("--small", action="store_true", help="use each family's small test sizes")
+    parser.add_argument(
+        "--sweep", action="append", default=[], metavar="FAMILY.NAME=V1,V2,...",
+        help="run a family at each of these values of one size, in this one run (one per family): "
+             "transpose.rows=1024,4096; each value's kernels are labelled variant@NAME=VALUE",
+    )  # fmt: skip

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         pattern=args.pattern,
         **_ncu_options(args),
         sizes=tuple(args.size),
+        sweeps=tuple(args.sweep),
         small=args.small,
         command=shell_command(sys.argv[1:]),
     )
@@ -98,7 +99,8 @@ def _run_program(args: argparse.Namespace) -> int:
         raise ConfigError("--nvtx-include, --all-kernels and --launch-count profile a program: "
                           "memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
     suite_only = [name for name, given in (("a suite", args.suite), ("-k", args.pattern), ("--size", args.size),
-                                           ("--small", args.small), ("--gpus", args.gpus)) if given]  # fmt: skip
+                                           ("--sweep", args.sweep), ("--small", args.small),
+                                           ("--gpus", args.gpus)) if given]  # fmt: skip
     if suite_only:
         raise ConfigError(f"{', '.join(suite_only)} select suite variants, not a program's kernels: "
                           "use --nvtx-include FILTER with -- COMMAND")  # fmt: skip

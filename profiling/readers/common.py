@@ -16,13 +16,14 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..catalogue import PER_INSTRUCTION_METRICS, RAW_METRICS, Metric
-from ..nvtx_names import NVTX_DOMAIN
+from ..nvtx_names import NVTX_DOMAIN, parse_swept
 from ..results import KernelResult, printable
 from ..units import UnitError, conversion_factor
 
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
-# A memlens push/pop range "family.variant"; ncu's CSV may append ":none:none:..." attribute fields.
-RANGE_PATTERN = re.compile(rf"^({_NAME})\.({_NAME})(?::|$)")
+# A memlens push/pop range "family.variant", or "family.variant@NAME=VALUE" for one size of a sweep;
+# ncu's CSV may append ":none:none:..." attribute fields.
+RANGE_PATTERN = re.compile(rf"^({_NAME})\.({_NAME}(?:@{_NAME}=[0-9]+)?)(?::|$)")
 
 # A program's range shaped "family/variant" (one slash, names with no spaces) groups into a family.
 FAMILY_RANGE_PATTERN = re.compile(r"^([^/\s@>]+)/([^/\s@>]+)$")
@@ -154,8 +155,12 @@ def make_kernel(
 
 
 def with_label(kernel: KernelResult, suite: tuple[str, str] | None, program: ProgramLabel | None) -> KernelResult:
-    """The kernel with its suite range (family, variant), or else its program's NVTX label."""
+    """The kernel with its suite range (family, variant, and the size a sweep ran it at), or else its
+    program's NVTX label."""
     if suite is not None:
+        swept = parse_swept(suite[1])
+        if swept is not None:
+            return replace(kernel, family=suite[0], variant=suite[1], sweep_size=swept[1], sweep_value=swept[2])
         return replace(kernel, family=suite[0], variant=suite[1])
     if program is not None:
         return replace(kernel, family=program.family, variant=program.variant, nvtx=program.nvtx)
