@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memlens.catalogue import CATALOGUE
 
-from .build import BENCH_COLUMNS, BENCH_MEDIAN, COLUMNS
+from .columns import BENCH_COLUMNS, BENCH_MEDIAN, COLUMNS
 from .formatting import format_value, signed_percent
 from .model import Column, CompareCell, CompareMetric, Comparison, Direction, Row, RunSection
 

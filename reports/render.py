@@ -21,7 +21,8 @@ from memlens.kernel_names import NAME_WIDTH, elide_middle
 from memlens.markdown import MdSafe, md_code, md_escape
 from memlens.results import RunResults
 
-from .build import BENCH_COLUMNS, COLUMNS, build_run, labels
+from .build import build_run, labels
+from .columns import BENCH_COLUMNS, COLUMNS
 from .compare import compare
 from .formatting import short_kernel
 from .model import Column, Report

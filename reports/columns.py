@@ -1,0 +1,103 @@
+"""The columns of a family's table and the cells of one kernel's row: which figure each column shows
+and how (the n-way columns: the exact figure where the run has it)."""
+
+from __future__ import annotations
+
+from memlens.catalogue import CATALOGUE
+from memlens.results import KernelResult
+
+from .formatting import format_count, format_value
+from .model import Cell, Column
+from .verdicts import HW_LABEL
+
+SPEEDUP = "speedup"
+SHARED_PER_BLOCK = "shared_per_block"
+
+COLUMNS: tuple[Column, ...] = (
+    Column("duration", "duration", "time", "duration", "kernel duration on the GPU (all launches of the variant)"),
+    Column(SPEEDUP, "speedup", "time", "speedup", "the family's baseline duration divided by this duration"),
+    Column("dram_bandwidth", "bandwidth", "DRAM", "bandwidth", "bytes read plus written, per second"),
+    Column("dram_pct_of_peak", "% of peak", "DRAM", "percent", "DRAM throughput as a percentage of peak"),
+    Column("shared_ld_ways", "ld n-way", "shared memory", "ways",
+           "shared loads' wavefronts over the conflict-free ideal of the same loads (exact; 1 = no conflict at any "
+           "width); without the exact pass, wavefronts per load instruction (hover: the hardware figure)"),
+    Column("shared_st_ways", "st n-way", "shared memory", "ways",
+           "shared stores' wavefronts over the conflict-free ideal of the same stores (exact; 1 = no conflict at any "
+           "width); without the exact pass, wavefronts per store instruction (hover: the hardware figure)"),
+    Column(
+        "exact_excess_wavefronts", "excess wavefronts", "shared memory", "compact",
+        "exact: instrumented wavefronts minus the conflict-free ideal",
+    ),
+    Column(
+        "hw_bank_conflicts", HW_LABEL, "shared memory", "compact",
+        "l1tex bank-conflict counter, loads plus stores: counts conflicts where there are none",
+    ),
+    Column("local_ld_bytes", "local loads", "local memory", "bytes", "bytes of local-memory loads"),
+    Column("local_st_bytes", "local stores", "local memory", "bytes", "bytes of local-memory stores"),
+    Column("registers_per_thread", "registers", "resources", "count", "registers per thread"),
+    Column(SHARED_PER_BLOCK, "shared / block", "resources", "exact_bytes", "static plus dynamic shared memory"),
+)
+# `memlens bench` figures (bench.json in the run directory): in the family tables of runs that have one
+BENCH_MEDIAN, BENCH_BANDWIDTH, BENCH_PCT = "bench_median", "bench_bandwidth", "bench_pct_of_copy"
+BENCH_COLUMNS: tuple[Column, ...] = (
+    Column(
+        BENCH_MEDIAN, "bench median", "memlens bench", "milliseconds",
+        "median launch time timed by memlens bench with CUDA events, outside ncu (hover for p10–p90)",
+    ),
+    Column(
+        BENCH_BANDWIDTH, "bench bandwidth", "memlens bench", "gb_per_s",
+        "the family's min_bytes (the fewest bytes the kernel must move) over the bench median",
+    ),
+    Column(
+        BENCH_PCT, "% of copy bandwidth", "memlens bench", "percent",
+        "bench bandwidth as a percentage of a device-to-device copy of the same bytes (the family's min_bytes,"
+        " half read, half written) timed the same way by the same bench (hover for the copy)",
+    ),
+)
+BENCH_UNITS = {BENCH_MEDIAN: "ms", BENCH_BANDWIDTH: "GB/s", BENCH_PCT: "%"}
+NO_MIN_BYTES = "the family declares no min_bytes: no bandwidth"
+
+# n-way of a side with no instruction is not a missing figure: there is nothing to divide
+NO_ACCESS = {"shared_ld_ways": "shared_ld_instructions", "shared_st_ways": "shared_st_instructions"}
+# The n-way columns show the exact figure where the run has it (a conflict-free 16-byte load reads 1,
+# not the 4 wavefronts the hardware counts per instruction), as `memlens metrics` and `lines` do.
+EXACT_WAYS = {"shared_ld_ways": "exact_shared_ld_ways", "shared_st_ways": "exact_shared_st_ways"}
+NO_ACCESS_REASON = "no shared-memory instruction of this kind"
+
+
+def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
+    cells = {}
+    for column in COLUMNS:
+        if column.key == SPEEDUP:
+            continue
+        if column.key == SHARED_PER_BLOCK:
+            cells[column.key] = _shared_per_block(kernel, column)
+            continue
+        if column.key in NO_ACCESS and kernel.raw.get(NO_ACCESS[column.key]) == 0:
+            cells[column.key] = Cell(column.key, None, "wavefront/inst", "—", missing_reason=NO_ACCESS_REASON)
+            continue
+        metric = kernel.metric(column.key)
+        if column.key in EXACT_WAYS and kernel.metric(EXACT_WAYS[column.key]).value is not None:
+            exact_ways = kernel.metric(EXACT_WAYS[column.key]).value
+            counted = format_value(metric.value, column.kind)
+            hardware = f"exact; the hardware counts {counted} wavefronts per instruction"
+            cells[column.key] = Cell(column.key, exact_ways, "wavefront/ideal", format_value(exact_ways, column.kind),
+                                     hardware, flag="bad" if exact_ways > 1 else None)  # fmt: skip
+            continue
+        flag = "bad" if CATALOGUE[column.key].problem_above_zero and (metric.value or 0) > 0 else None
+        exact = format_count(metric.value) if metric.value is not None and column.kind == "compact" else ""
+        cells[column.key] = Cell(
+            column.key, metric.value, metric.unit, format_value(metric.value, column.kind), exact,
+            metric.missing_reason, flag,
+        )
+    return cells
+
+
+def _shared_per_block(kernel: KernelResult, column: Column) -> Cell:
+    static = kernel.metric("static_shared_per_block")
+    dynamic = kernel.metric("dynamic_shared_per_block")
+    if static.value is None or dynamic.value is None:
+        reason = static.missing_reason or dynamic.missing_reason
+        return Cell(column.key, None, "byte", "n/a", missing_reason=reason)
+    total = static.value + dynamic.value
+    return Cell(column.key, total, "byte", format_value(total, column.kind))
