@@ -102,12 +102,16 @@ def _column_widths(out: Console, columns: Sequence[TableColumn], rows: list[list
     deciding: list[list[str]] = []
     for index in range(len(columns)):
         plain: list[str] = []
-        picked: list[str] = []  # every cell that is not plain text, and three plain ones
+        lines: list[str] = []  # cells of several plain lines (a label above its kernel's name)
+        picked: list[str] = []  # every cell that is neither, and three plain ones and two of lines
         for row in rows:
-            (plain if _plain(row[index]) else picked).append(row[index])
-        # the longest cell, the longest of one word, and the one of several with the longest word
+            cell = row[index]
+            (plain if _plain(cell) else lines if _plain_lines(cell) else picked).append(cell)
+        # the longest cell, the longest of one word, and the one of several with the longest word;
+        # of the cells of lines (measured by their longest line and longest word), the two that hold those
         for candidates, key in ((plain, cell_len), ([cell for cell in plain if " " not in cell], cell_len),
-                                ([cell for cell in plain if " " in cell], _longest_word)):  # fmt: skip
+                                ([cell for cell in plain if " " in cell], _longest_word),
+                                (lines, _longest_line), (lines, _longest_word)):  # fmt: skip
             if candidates:
                 picked.append(max(candidates, key=key))
         deciding.append(picked)
@@ -126,9 +130,24 @@ def _longest_word(cell: str) -> int:
     return max(map(cell_len, cell.split()), default=0)
 
 
+def _longest_line(cell: str) -> int:
+    return max(map(cell_len, cell.split("\n")), default=0)
+
+
 def _plain(cell: str) -> bool:
     """One line of printable text with no space at either end: drawn by padding it alone."""
     return cell.isprintable() and cell == cell.strip()
+
+
+def _plain_lines(cell: str) -> list[str] | None:
+    """The lines of a cell of several lines, each printable text with no space at its end (nor at the
+    start of the first): rich draws each as a cell of its own, where it fits. None for any other cell."""
+    lines = cell.split("\n")
+    if len(lines) < 2 or not _plain(lines[0]):
+        return None
+    if all(line.isprintable() and line.strip() and line == line.rstrip() for line in lines[1:]):
+        return lines
+    return None
 
 
 def _cell_lines(out: Console, cell: str, width: int, column: TableColumn, header: bool = False) -> list[str]:
@@ -137,6 +156,9 @@ def _cell_lines(out: Console, cell: str, width: int, column: TableColumn, header
     numeric = column.numeric
     if _plain(cell) and (room := width - 2 - cell_len(cell)) >= 0:
         return [f" {' ' * room}{cell} " if numeric else f" {cell}{' ' * room} "]
+    lines = None if numeric or header else _plain_lines(cell)
+    if lines is not None and all(cell_len(line) <= width - 2 for line in lines):
+        return [f" {line}{' ' * (width - 2 - cell_len(line))} " for line in lines]
     from rich.padding import Padding
     from rich.text import Text
 

@@ -19,6 +19,7 @@ from profiling.results import KernelResult, RunInfo, RunResults
 
 PROBE = Path(__file__).resolve().parent / "fixtures" / "probe"
 SUITE = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200"
+PROGRAM = Path(__file__).resolve().parent / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"
 pytestmark = pytest.mark.skipif(not (PROBE / "probe.ncu-rep").exists(), reason="probe fixtures not recorded")
 
 
@@ -197,7 +198,7 @@ def test_fast_table_prints_what_rich_prints(capsys: pytest.CaptureFixture[str], 
                                             columns: str) -> None:
     monkeypatch.setenv("COLUMNS", columns)
     reports = [read_report(path) for path in (PROBE / "probe.ncu-rep", PROBE / "probe_fast.csv",
-                                              SUITE / "suite.csv", SUITE / "plain_ncu.csv") if path.exists()]
+                                              SUITE / "suite.csv", SUITE / "plain_ncu.csv", PROGRAM) if path.exists()]
     reports += [RunResults(RunInfo(source="awkward"), tuple(awkward_kernels())), RunResults(RunInfo(), ())]
     for results in reports:
         printed = []

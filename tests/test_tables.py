@@ -15,6 +15,9 @@ ROWS = [
     ["transpose<float, 32, 32, 0>(T1 *, const T1 *, int) with a long tail of words", "1,024", "3.5 ms"],
     ["f<[a]> :smile:", "7", "n/a"],
     ["x", "65,011,712", "0 (0/ld)"],
+    # a program's label above its kernel's name, as `memlens metrics` prints them; one line too long to fit
+    ["iteration > cudaapp@spill/capped\n  spill_capped(float *, int)", "12", "1 ms"],
+    ["step12 > many/k3\n  many_scale_3 with a name long enough to be folded on a narrow terminal", "3", "2 ms"],
 ]
 
 
@@ -31,6 +34,29 @@ def test_the_fast_table_is_what_rich_draws_for_any_columns():
         assert _text(width, fast=True) == _text(width, fast=False)
     wide = _text(160, fast=False)
     assert "f<[a]> :smile:" in wide and "65,011,712" in wide  # names print as they are
+
+
+def test_the_fast_table_draws_cells_of_lines_without_rich():
+    """Thousands of labelled kernels (two lines a cell) cost rich's renderer a few cells, not one a row."""
+    out = Console(width=160, record=True, markup=False, highlight=False, force_terminal=False, color_system=None)
+    rendered, depth = [], [0]
+    render_lines = out.render_lines
+
+    def counted(renderable, *args, **kwargs):  # what fast_table asks rich to draw (not what rich draws inside)
+        if not depth[0]:
+            rendered.append(type(renderable).__name__)
+        depth[0] += 1
+        try:
+            return render_lines(renderable, *args, **kwargs)
+        finally:
+            depth[0] -= 1
+
+    out.render_lines = counted  # type: ignore[method-assign]
+    rows = [[f"step{i} > many/k{i % 8}\n  many_scale_{i % 8}", str(i), "1 ms"] for i in range(1000)]
+    drawn = fast_table(out, COLUMNS, rows)
+    assert drawn is not None
+    assert rendered == ["Table", "Padding"]  # the table that sizes the columns, the two-line header
+    assert "│ step999 > many/k7" in drawn.plain and "│   many_scale_7 " in drawn.plain
 
 
 def test_dumps_indented_writes_what_json_dumps_writes():
