@@ -95,6 +95,17 @@ def fast_table(out: Console, columns: Sequence[TableColumn], rows: list[list[str
     return text
 
 
+def print_drawn(out: Console, text: Text) -> None:
+    """Prints what fast_table drew, as `out.print(text, soft_wrap=True)` prints it. Where the console
+    draws no style (a pipe or a file), the characters are written as they are: rich would make a Text of
+    each line again (a second per 40,000 lines) to print the same."""
+    if out.color_system is None and not out.record and not out.is_terminal:
+        out.file.write(text.plain + "\n")
+        out.file.flush()
+    else:
+        out.print(text, soft_wrap=True)
+
+
 def _column_widths(out: Console, columns: Sequence[TableColumn], rows: list[list[str]]) -> list[int] | None:
     """Each column's width (padding included) as rich sets it for `rows`. rich sizes a column from the
     largest minimum (longest word) and the largest maximum (longest line) of its cells, so a table of

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -221,6 +222,17 @@ def test_cached_figures_leave_the_dataclass_as_it_was() -> None:
     assert kernel == fresh and replace(kernel, launch_id=4).launch_id == 4
     assert RunResults(RunInfo(), (kernel,)).to_json() == RunResults(RunInfo(), (fresh,)).to_json()
     assert replace(kernel, raw={**raw, "dram_write_bytes": 1e6}).metric("dram_bandwidth").value == pytest.approx(1e12)
+
+
+def test_value_is_the_metrics_value_without_making_it() -> None:
+    kernels = [*read_report(SUITE / "suite_fast.results.json").kernels, *read_report(PROGRAM).kernels]
+    kernels.append(KernelResult(kernel="k", raw={"duration": math.inf, "dram_read_bytes": math.nan}))
+    for kernel in kernels:
+        assert {key: kernel.value(key) for key in CATALOGUE} == {key: kernel.metric(key).value for key in CATALOGUE}
+    assert kernels[-1].value("duration") is None and kernels[-1].value("dram_read_bytes") is None
+    assert kernels[0].value("duration") == kernels[0].raw["duration"] > 0
+    with pytest.raises(KeyError):
+        kernels[0].value("no_such_metric")
 
 
 @pytest.mark.parametrize("columns", ["60", "80", "120"])
