@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
@@ -193,6 +193,40 @@ def dumps_indented(data: Any) -> str:
     except _NotPlain:
         return json.dumps(data, indent=2)
     return "".join(parts)
+
+
+def write_indented(data: Any, stream: TextIO, levels: int = 2) -> None:
+    """Writes `dumps_indented(data)` and a newline to `stream`, the items of its containers down to
+    `levels` deep one at a time: the text of 10,000 kernels (over 100 MB) is never held whole."""
+    _write(data, stream.write, "\n", levels)
+    stream.write("\n")
+
+
+def _write(value: Any, write: Callable[[str], Any], newline: str, levels: int) -> None:
+    kind = type(value)
+    if kind is dict and value and levels and all(type(key) is str for key in value):
+        inner = newline + "  "
+        opening = "{" + inner
+        for key, item in value.items():
+            write(f"{opening}{_STRING(key)}: ")
+            _write(item, write, inner, levels - 1)
+            opening = "," + inner
+        write(newline + "}")
+    elif (kind is list or kind is tuple) and value and levels:
+        inner = newline + "  "
+        opening = "[" + inner
+        for item in value:
+            write(opening)
+            _write(item, write, inner, levels - 1)
+            opening = "," + inner
+        write(newline + "]")
+    else:
+        parts: list[str] = []
+        try:
+            _encode(value, parts, newline)
+        except _NotPlain:  # json.dumps's text of this value, indented where it stands
+            parts = [json.dumps(value, indent=2).replace("\n", newline)]
+        write("".join(parts))
 
 
 class _NotPlain(Exception):

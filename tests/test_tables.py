@@ -3,12 +3,13 @@ the fast printer draws what rich draws, and the encoder writes what json.dumps w
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
 from rich.console import Console
 
-from profiling.tables import TableColumn, dumps_indented, fast_table, rich_table
+from profiling.tables import TableColumn, dumps_indented, fast_table, rich_table, write_indented
 
 COLUMNS = [TableColumn("name", numeric=False), TableColumn("count"), TableColumn("two-line\nheader")]
 ROWS = [
@@ -63,3 +64,20 @@ def test_dumps_indented_writes_what_json_dumps_writes():
     data = {"a": [1, 2.5, None, True, "é<&>"], "b": {}, "c": [], "d": {"e": (1, 2)}, "f": math.inf}
     assert dumps_indented(data) == json.dumps(data, indent=2)
     assert dumps_indented({1: "int key"}) == json.dumps({1: "int key"}, indent=2)
+
+
+def test_write_indented_writes_it_a_piece_at_a_time():
+    kernels = [{"label": f"k{i}", "metrics": {"d": {"value": 1.5 * i, "unit": "ns"}, "x": {"value": None}}}
+               for i in range(3)]  # fmt: skip
+    data = {"info": {"gpu": "H200", "n": 3}, "kernels": kernels, "empty": [], "odd": {1: [math.nan, {2: "x"}]},
+            "deep": [[{"a": [1, {"b": ()}]}]], "none": {}}  # fmt: skip
+    for levels in (0, 1, 2, 5):
+        pieces: list[str] = []
+        stream = io.StringIO()
+        stream.write = lambda text, pieces=pieces: pieces.append(text)  # type: ignore[method-assign]
+        write_indented(data, stream, levels)
+        assert "".join(pieces) == json.dumps(data, indent=2) + "\n"
+        assert len(pieces) > (8 if levels == 2 else 1) or levels == 0
+        if levels == 2:  # one piece a kernel, none holding two
+            labelled = [piece.count('"label"') for piece in pieces]
+            assert sum(labelled) == 3 and max(labelled) == 1

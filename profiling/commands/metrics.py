@@ -26,7 +26,7 @@ from ..nvtx_names import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
 from ..run_dir import LATEST_RUN
-from ..tables import LABEL_MIN_WIDTH, TableColumn, dumps_indented, fast_table, print_drawn, rich_table
+from ..tables import LABEL_MIN_WIDTH, TableColumn, fast_table, print_drawn, rich_table, write_indented
 from ..terminal import console, table_console
 from ..units import format_bytes, format_count, format_duration, format_percent
 
@@ -67,7 +67,7 @@ def render(results: RunResults, kernels: list[KernelResult], output: str = "tabl
         data = to_json(results, kernels)
         for index, text in local.items():
             data["kernels"][index]["local_memory_cause"] = text
-        print(dumps_indented(data))
+        write_indented(data, sys.stdout)
     elif output == "csv":
         write_csv(kernels, sys.stdout)
     elif output == "table":
