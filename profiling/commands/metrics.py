@@ -263,7 +263,7 @@ def _metrics_json(kernel: KernelResult) -> dict[str, dict[str, Any]]:
     for key, unit in _UNITS:
         value = kernel.value(key)
         if value is None:
-            out[key] = {"value": None, "unit": unit, "reason": kernel.metric(key).missing_reason}
+            out[key] = {"value": None, "unit": unit, "reason": kernel.missing_reason(key)}
         else:
             out[key] = {"value": value, "unit": unit}
     return out
