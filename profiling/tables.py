@@ -273,6 +273,8 @@ def _encode(value: Any, parts: list[str], newline: str) -> None:
                 parts.append(f"{opening}{_STRING(key)}: {_STRING(item)}")
             elif item_kind is float and math.isfinite(item):
                 parts.append(f"{opening}{_STRING(key)}: {float.__repr__(item)}")
+            elif item is None:
+                parts.append(f"{opening}{_STRING(key)}: null")
             elif item_kind is dict or item_kind is list or item_kind is tuple:
                 parts.append(f"{opening}{_STRING(key)}: ")
                 _encode(item, parts, inner)
