@@ -11,9 +11,10 @@
 then `memlens profile -- python app.py`, and `memlens.load("runs/latest").dataframe()`.
 
 `range` pushes an NVTX push/pop range (the `nvtx` package) in NVTX's default domain, the one
-`memlens profile`'s default filter ('regex:.*/') selects and whose ranges its labels show without a
-domain. A name shaped "family/variant" groups with the family's other variants in reports.
-The suite contract (Family, Launch, Expect, CudaKernel, NumbaKernel, Inputs, Size) is here too.
+`memlens profile`'s default filters select ('regex:.*/'; 'regex:.*@.*/' takes every named domain)
+and whose ranges its labels show without a domain. A name shaped "family/variant" groups with the
+family's other variants in reports. The suite contract (Family, Launch, Expect, CudaKernel,
+NumbaKernel, Inputs, Size) is here too.
 """
 
 from __future__ import annotations

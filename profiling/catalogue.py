@@ -263,11 +263,19 @@ _ROOFLINE_RAW = [
 ]
 
 
+# precision -> its counters' (key, FLOPs per instruction): _flops runs for every kernel read
+_FLOP_WEIGHTS = {precision: tuple((key, weight) for key, _, weight in _FLOP_COUNTERS if key.startswith(precision))
+                 for precision in _PRECISIONS}  # fmt: skip
+
+
 def _flops(values: Values, precision: str) -> float | None:
-    parts = [(values.get(key), weight) for key, _, weight in _FLOP_COUNTERS if key.startswith(precision)]
-    if any(count is None for count, _ in parts):
-        return None
-    return float(sum(count * weight for count, weight in parts))  # type: ignore[operator]
+    total = 0
+    for key, weight in _FLOP_WEIGHTS[precision]:
+        count = values.get(key)
+        if count is None:
+            return None
+        total += count * weight
+    return float(total)
 
 
 def _all_flops(values: Values) -> float | None:

@@ -26,6 +26,9 @@ MIN_VERSION = (2023, 1)
 CLOCK_CONTROLS = ("base", "none")
 STOP_GRACE_S = 5.0  # after SIGINT, how long ncu gets to write its report before SIGKILL
 CACHE_CONTROLS = ("all", "none")
+# kernel: each kernel replayed in place (memory saved and restored per pass); application: the whole
+# program run once per pass (it must launch the same kernels each run)
+REPLAY_MODES = ("kernel", "application")
 PERMISSION_HINT = (
     "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run as root, or allow all users "
     "with `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d and reboot; see "
@@ -82,8 +85,12 @@ class ProfileRequest:
     clock_control: str = "base"
     cache_control: str = "all"
     launch_count: int | None = None  # ncu --launch-count: profile at most this many launches
+    nvtx_exclude: tuple[str, ...] = ()  # ncu --nvtx-exclude: kernels in these ranges are not profiled
+    replay_mode: str = "kernel"  # ncu --replay-mode: "application" runs the program once per pass
 
     def __post_init__(self) -> None:
+        if self.replay_mode not in REPLAY_MODES:
+            raise ConfigError(f"replay mode {self.replay_mode!r} is not one of {', '.join(REPLAY_MODES)}")
         if self.clock_control not in CLOCK_CONTROLS:
             raise ConfigError(f"clock control {self.clock_control!r} is not one of {', '.join(CLOCK_CONTROLS)}")
         if self.cache_control not in CACHE_CONTROLS:
@@ -96,8 +103,9 @@ def profile_argv(ncu: Ncu, request: ProfileRequest, app: Sequence[str]) -> list[
         str(ncu.path),
         "--clock-control", request.clock_control,
         "--cache-control", request.cache_control,
-        "--replay-mode", "kernel",
+        "--replay-mode", request.replay_mode,
         "--nvtx", *[arg for nvtx_filter in filters for arg in ("--nvtx-include", nvtx_filter)],
+        *[arg for nvtx_filter in request.nvtx_exclude for arg in ("--nvtx-exclude", nvtx_filter)],
         *(["--launch-count", str(request.launch_count)] if request.launch_count else []),
         "--metrics", ",".join(request.metrics),
         "--export", str(request.report),

@@ -6,11 +6,13 @@ select, in ncu's own `--nvtx-include` syntax (validated here, passed through as 
 - `RANGE/`, `DOMAIN@RANGE/`: a push/pop range of the default domain or of DOMAIN; a trailing `/` is
   what makes ncu match push/pop ranges (without it ncu matches start/end ranges only, silently).
 - `regex:EXPR/`, `regex:DOMAIN@EXPR/`: the same with a regular expression.
-- default: `regex:.*/`, every push/pop range of the default domain: where `memlens.range`,
-  `torch.cuda.nvtx.range` and `nvtxRangePushA` put them. A domain of its own needs its filter
-  (`--nvtx-include 'regex:DOMAIN@.*/'`).
+- default: `regex:.*/` and `regex:.*@.*/`, every push/pop range of every domain: the first takes
+  NVTX's default domain (where `memlens.range`, `torch.cuda.nvtx.range` and `nvtxRangePushA` put
+  them), the second every named one (`nvtx.annotate(..., domain="mine")`, `nvtxDomainRangePushEx`).
 
-`--all-kernels` profiles every kernel instead, the first `--launch-count` launches (default 100).
+`--nvtx-exclude FILTER` (same syntax, repeatable) leaves out the kernels in the ranges it selects, from
+the filters above or from --all-kernels. `--all-kernels` profiles every kernel instead of NVTX
+ranges, the first `--launch-count` launches (default 100).
 The run directory is a suite run's: the raw profile.ncu-rep (never overwritten), ncu's log, the
 command, the program's stderr, results.json; `<out>/latest` points at it. Errors (exit 3 unless said):
 the program fails (its exit status and last stderr line), the filters match nothing, ncu missing,
@@ -47,7 +49,7 @@ from .ncu import (
 from .results import RunInfo, RunResults, printable
 from .run_dir import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS, driver_version, new_run_dir, point_latest
 
-DEFAULT_FILTERS = ("regex:.*/",)
+DEFAULT_FILTERS = ("regex:.*/", "regex:.*@.*/")  # the default domain, every named domain
 DEFAULT_LAUNCH_COUNT = 100
 STDERR_FILE = "program.stderr"
 _APP_FAILED = re.compile(r"The application returned an error code \((-?\d+)\)")
@@ -57,6 +59,7 @@ _APP_FAILED = re.compile(r"The application returned an error code \((-?\d+)\)")
 class ProgramOptions:
     command: tuple[str, ...]
     nvtx_include: tuple[str, ...] = ()  # () -> DEFAULT_FILTERS, unless all_kernels
+    nvtx_exclude: tuple[str, ...] = ()
     all_kernels: bool = False
     launch_count: int | None = None
     out_dir: Path = Path("runs")
@@ -81,9 +84,10 @@ class ProgramOptions:
         return self.launch_count
 
 
-def validate_filter(nvtx_filter: str) -> str:
-    """One --nvtx-include filter as ncu takes it, or ConfigError saying what is wrong with it."""
-    shown = f"--nvtx-include {nvtx_filter!r}"
+def validate_filter(nvtx_filter: str, option: str = "--nvtx-include") -> str:
+    """One --nvtx-include (or --nvtx-exclude) filter as ncu takes it, or ConfigError saying what is
+    wrong with it."""
+    shown = f"{option} {nvtx_filter!r}"
     body = nvtx_filter.removeprefix("regex:")
     if not body.strip("/"):
         raise ConfigError(f"{shown}: names no range (e.g. 'mine/v1/', 'regex:.*/')")
@@ -111,6 +115,8 @@ def validate(options: ProgramOptions) -> None:
         raise ConfigError(f"--launch-count {options.launch_count}: give 1 or more")
     for nvtx_filter in options.nvtx_include:
         validate_filter(nvtx_filter)
+    for nvtx_filter in options.nvtx_exclude:
+        validate_filter(nvtx_filter, "--nvtx-exclude")
     program = options.command[0]
     if shutil.which(program) is None:
         where = "not an executable file" if os.sep in program else "not found on PATH"
@@ -127,6 +133,7 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         report=run_dir / REPORT_STEM,
         log=run_dir / NCU_LOG,
         nvtx_include=options.filters,
+        nvtx_exclude=options.nvtx_exclude,
         clock_control=options.clock_control,
         cache_control=options.cache_control,
         launch_count=options.launches,
@@ -190,13 +197,14 @@ def _failure(run: NcuRun, options: ProgramOptions, last_line: str, run_dir: Path
 
 
 def _nothing_profiled(options: ProgramOptions, run_dir: Path) -> str:
+    excluded = "".join(f" --nvtx-exclude {f!r}" for f in options.nvtx_exclude)
     if options.all_kernels:
-        return f"ncu profiled no kernel: the program launched none; see {run_dir / NCU_LOG}"
+        but = f" outside{excluded}" if excluded else ""
+        return f"ncu profiled no kernel: the program launched none{but}; see {run_dir / NCU_LOG}"
     filters = " ".join(f"--nvtx-include {f!r}" for f in options.filters)
     default = " (the default)" if not options.nvtx_include else ""
-    return (f"ncu profiled no kernel: {filters}{default} matched no push/pop range that launched one "
-            f"(ranges in a domain of their own need 'regex:DOMAIN@.*/'; --all-kernels profiles every kernel); "
-            f"see {run_dir / NCU_LOG}")  # fmt: skip
+    return (f"ncu profiled no kernel: {filters}{default}{excluded} matched no push/pop range that launched one "
+            f"(--all-kernels profiles every kernel); see {run_dir / NCU_LOG}")  # fmt: skip
 
 
 def _collect(run_dir: Path, info: RunInfo, complete: bool) -> tuple[RunResults, MemlensError | None]:

@@ -86,6 +86,13 @@ class KernelResult:
         """Raw and derived figures by catalogue key."""
         return dict(self._values)
 
+    def value(self, key: str) -> float | None:
+        """metric(key).value, without making the MetricValue: what a table of thousands of kernels asks."""
+        if key not in CATALOGUE:
+            raise KeyError(key)
+        value = self._values.get(key)
+        return value if value is not None and math.isfinite(value) else None
+
     def metric(self, key: str) -> MetricValue:
         cached = self._metrics.get(key)
         if cached is None:
@@ -210,7 +217,7 @@ class RunResults:
             raise ProfilerError(f"a DataFrame needs pandas ({exc}): pip install \"memlens[pandas]\"") from None
         rows = [
             {"label": k.label, "kernel": k.kernel, "family": k.family, "variant": k.variant, "nvtx": k.nvtx,
-             "launch_id": k.launch_id, **{key: k.metric(key).value for key in CATALOGUE}}
+             "launch_id": k.launch_id, **{key: k.value(key) for key in CATALOGUE}}
             for k in self.kernels
         ]  # fmt: skip
         columns = ["label", "kernel", "family", "variant", "nvtx", "launch_id", *CATALOGUE]

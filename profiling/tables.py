@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
@@ -95,6 +95,17 @@ def fast_table(out: Console, columns: Sequence[TableColumn], rows: list[list[str
     return text
 
 
+def print_drawn(out: Console, text: Text) -> None:
+    """Prints what fast_table drew, as `out.print(text, soft_wrap=True)` prints it. Where the console
+    draws no style (a pipe or a file), the characters are written as they are: rich would make a Text of
+    each line again (a second per 40,000 lines) to print the same."""
+    if out.color_system is None and not out.record and not out.is_terminal:
+        out.file.write(text.plain + "\n")
+        out.file.flush()
+    else:
+        out.print(text, soft_wrap=True)
+
+
 def _column_widths(out: Console, columns: Sequence[TableColumn], rows: list[list[str]]) -> list[int] | None:
     """Each column's width (padding included) as rich sets it for `rows`. rich sizes a column from the
     largest minimum (longest word) and the largest maximum (longest line) of its cells, so a table of
@@ -102,12 +113,16 @@ def _column_widths(out: Console, columns: Sequence[TableColumn], rows: list[list
     deciding: list[list[str]] = []
     for index in range(len(columns)):
         plain: list[str] = []
-        picked: list[str] = []  # every cell that is not plain text, and three plain ones
+        lines: list[str] = []  # cells of several plain lines (a label above its kernel's name)
+        picked: list[str] = []  # every cell that is neither, and three plain ones and two of lines
         for row in rows:
-            (plain if _plain(row[index]) else picked).append(row[index])
-        # the longest cell, the longest of one word, and the one of several with the longest word
+            cell = row[index]
+            (plain if _plain(cell) else lines if _plain_lines(cell) else picked).append(cell)
+        # the longest cell, the longest of one word, and the one of several with the longest word;
+        # of the cells of lines (measured by their longest line and longest word), the two that hold those
         for candidates, key in ((plain, cell_len), ([cell for cell in plain if " " not in cell], cell_len),
-                                ([cell for cell in plain if " " in cell], _longest_word)):  # fmt: skip
+                                ([cell for cell in plain if " " in cell], _longest_word),
+                                (lines, _longest_line), (lines, _longest_word)):  # fmt: skip
             if candidates:
                 picked.append(max(candidates, key=key))
         deciding.append(picked)
@@ -126,9 +141,24 @@ def _longest_word(cell: str) -> int:
     return max(map(cell_len, cell.split()), default=0)
 
 
+def _longest_line(cell: str) -> int:
+    return max(map(cell_len, cell.split("\n")), default=0)
+
+
 def _plain(cell: str) -> bool:
     """One line of printable text with no space at either end: drawn by padding it alone."""
     return cell.isprintable() and cell == cell.strip()
+
+
+def _plain_lines(cell: str) -> list[str] | None:
+    """The lines of a cell of several lines, each printable text with no space at its end (nor at the
+    start of the first): rich draws each as a cell of its own, where it fits. None for any other cell."""
+    lines = cell.split("\n")
+    if len(lines) < 2 or not _plain(lines[0]):
+        return None
+    if all(line.isprintable() and line.strip() and line == line.rstrip() for line in lines[1:]):
+        return lines
+    return None
 
 
 def _cell_lines(out: Console, cell: str, width: int, column: TableColumn, header: bool = False) -> list[str]:
@@ -137,6 +167,9 @@ def _cell_lines(out: Console, cell: str, width: int, column: TableColumn, header
     numeric = column.numeric
     if _plain(cell) and (room := width - 2 - cell_len(cell)) >= 0:
         return [f" {' ' * room}{cell} " if numeric else f" {cell}{' ' * room} "]
+    lines = None if numeric or header else _plain_lines(cell)
+    if lines is not None and all(cell_len(line) <= width - 2 for line in lines):
+        return [f" {line}{' ' * (width - 2 - cell_len(line))} " for line in lines]
     from rich.padding import Padding
     from rich.text import Text
 
@@ -160,6 +193,40 @@ def dumps_indented(data: Any) -> str:
     except _NotPlain:
         return json.dumps(data, indent=2)
     return "".join(parts)
+
+
+def write_indented(data: Any, stream: TextIO, levels: int = 2) -> None:
+    """Writes `dumps_indented(data)` and a newline to `stream`, the items of its containers down to
+    `levels` deep one at a time: the text of 10,000 kernels (over 100 MB) is never held whole."""
+    _write(data, stream.write, "\n", levels)
+    stream.write("\n")
+
+
+def _write(value: Any, write: Callable[[str], Any], newline: str, levels: int) -> None:
+    kind = type(value)
+    if kind is dict and value and levels and all(type(key) is str for key in value):
+        inner = newline + "  "
+        opening = "{" + inner
+        for key, item in value.items():
+            write(f"{opening}{_STRING(key)}: ")
+            _write(item, write, inner, levels - 1)
+            opening = "," + inner
+        write(newline + "}")
+    elif (kind is list or kind is tuple) and value and levels:
+        inner = newline + "  "
+        opening = "[" + inner
+        for item in value:
+            write(opening)
+            _write(item, write, inner, levels - 1)
+            opening = "," + inner
+        write(newline + "]")
+    else:
+        parts: list[str] = []
+        try:
+            _encode(value, parts, newline)
+        except _NotPlain:  # json.dumps's text of this value, indented where it stands
+            parts = [json.dumps(value, indent=2).replace("\n", newline)]
+        write("".join(parts))
 
 
 class _NotPlain(Exception):
@@ -206,6 +273,8 @@ def _encode(value: Any, parts: list[str], newline: str) -> None:
                 parts.append(f"{opening}{_STRING(key)}: {_STRING(item)}")
             elif item_kind is float and math.isfinite(item):
                 parts.append(f"{opening}{_STRING(key)}: {float.__repr__(item)}")
+            elif item is None:
+                parts.append(f"{opening}{_STRING(key)}: null")
             elif item_kind is dict or item_kind is list or item_kind is tuple:
                 parts.append(f"{opening}{_STRING(key)}: ")
                 _encode(item, parts, inner)

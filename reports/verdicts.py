@@ -34,7 +34,7 @@ class Measured:
 
 
 def _value(kernel: KernelResult, key: str) -> float | None:
-    return kernel.metric(key).value
+    return kernel.value(key)
 
 
 def judge(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> Measured:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from profiling.results import KernelResult, RunInfo, RunResults
 
 PROBE = Path(__file__).resolve().parent / "fixtures" / "probe"
 SUITE = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200"
+PROGRAM = Path(__file__).resolve().parent / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"
 pytestmark = pytest.mark.skipif(not (PROBE / "probe.ncu-rep").exists(), reason="probe fixtures not recorded")
 
 
@@ -197,7 +199,7 @@ def test_fast_table_prints_what_rich_prints(capsys: pytest.CaptureFixture[str], 
                                             columns: str) -> None:
     monkeypatch.setenv("COLUMNS", columns)
     reports = [read_report(path) for path in (PROBE / "probe.ncu-rep", PROBE / "probe_fast.csv",
-                                              SUITE / "suite.csv", SUITE / "plain_ncu.csv") if path.exists()]
+                                              SUITE / "suite.csv", SUITE / "plain_ncu.csv", PROGRAM) if path.exists()]
     reports += [RunResults(RunInfo(source="awkward"), tuple(awkward_kernels())), RunResults(RunInfo(), ())]
     for results in reports:
         printed = []
@@ -220,6 +222,17 @@ def test_cached_figures_leave_the_dataclass_as_it_was() -> None:
     assert kernel == fresh and replace(kernel, launch_id=4).launch_id == 4
     assert RunResults(RunInfo(), (kernel,)).to_json() == RunResults(RunInfo(), (fresh,)).to_json()
     assert replace(kernel, raw={**raw, "dram_write_bytes": 1e6}).metric("dram_bandwidth").value == pytest.approx(1e12)
+
+
+def test_value_is_the_metrics_value_without_making_it() -> None:
+    kernels = [*read_report(SUITE / "suite_fast.results.json").kernels, *read_report(PROGRAM).kernels]
+    kernels.append(KernelResult(kernel="k", raw={"duration": math.inf, "dram_read_bytes": math.nan}))
+    for kernel in kernels:
+        assert {key: kernel.value(key) for key in CATALOGUE} == {key: kernel.metric(key).value for key in CATALOGUE}
+    assert kernels[-1].value("duration") is None and kernels[-1].value("dram_read_bytes") is None
+    assert kernels[0].value("duration") == kernels[0].raw["duration"] > 0
+    with pytest.raises(KeyError):
+        kernels[0].value("no_such_metric")
 
 
 @pytest.mark.parametrize("columns", ["60", "80", "120"])

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from profiling.cli import main
+from profiling.errors import ConfigError
 from profiling.ncu import ProfileRequest, find_ncu, profile_argv
 from profiling.profile_run import Events
 from tests.conftest import FIXTURES
@@ -109,6 +110,18 @@ def test_argv_filters_memlens_ranges_and_exports_report(fake_ncu, tmp_path):
                         "--nvtx-include", "regex:memlens@.*/", "--metrics", "gpu__time_duration.sum",
                         "--export", str(tmp_path / "r"), "--log-file", str(tmp_path / "l"),
                         "python", "app.py"]  # fmt: skip
+
+
+def test_argv_application_replay_and_excludes(fake_ncu, tmp_path):
+    request = ProfileRequest(metrics=["gpu__time_duration.sum"], report=tmp_path / "r", log=tmp_path / "l",
+                             nvtx_include=("regex:.*/", "regex:.*@.*/"), nvtx_exclude=("regex:NCCL@.*/",),
+                             replay_mode="application")  # fmt: skip
+    argv = profile_argv(find_ncu(), request, ["app"])
+    assert argv[argv.index("--replay-mode") : argv.index("--metrics")] == [
+        "--replay-mode", "application", "--nvtx", "--nvtx-include", "regex:.*/", "--nvtx-include", "regex:.*@.*/",
+        "--nvtx-exclude", "regex:NCCL@.*/"]  # fmt: skip
+    with pytest.raises(ConfigError, match="replay mode 'range' is not one of kernel, application"):
+        ProfileRequest(metrics=[], report=tmp_path / "r", log=tmp_path / "l", nvtx_include=(), replay_mode="range")
 
 
 def test_two_runs_get_different_directories(fake_ncu, tmp_path):

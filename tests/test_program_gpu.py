@@ -17,6 +17,8 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.gpu
 PROGRAMS = REPO / "tests" / "fixtures" / "programs"
+CUDA_APP_LABELS = {"transpose/conflict", "transpose/padded", "transpose/store_conflict", "copy/float2_shared",
+                   "local/running_sum", "cudaapp@spill/capped"}  # fmt: skip
 
 
 def memlens_profile(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -49,8 +51,7 @@ def test_cuda_binary_kernels_are_labelled_and_measured(cuda_app, tmp_path):
                            "--", str(cuda_app))  # fmt: skip
     assert done.returncode == 0, done.stderr
     found = kernels((tmp_path / "latest").resolve())
-    assert set(found) == {"transpose/conflict", "transpose/padded", "transpose/store_conflict",
-                          "copy/float2_shared", "local/running_sum", "cudaapp@spill/capped"}  # fmt: skip
+    assert set(found) == CUDA_APP_LABELS
     assert found["transpose/conflict"]["nvtx"] == "iteration > transpose/conflict"
     raw = {label: k["raw"] for label, k in found.items()}
     conflict, padded = raw["transpose/conflict"], raw["transpose/padded"]
@@ -64,22 +65,54 @@ def test_cuda_binary_kernels_are_labelled_and_measured(cuda_app, tmp_path):
     assert "### family `transpose`" in report.read_text()
 
 
-def test_cuda_binary_default_filter_takes_the_default_domain(cuda_app, tmp_path):
+def test_cuda_binary_default_filters_take_every_domain(cuda_app, tmp_path):
     done = memlens_profile(tmp_path, "--", str(cuda_app))
     assert done.returncode == 0, done.stderr
-    assert "transpose/conflict" in kernels((tmp_path / "latest").resolve())
+    assert set(kernels((tmp_path / "latest").resolve())) == CUDA_APP_LABELS
 
 
-def test_torch_triton_script(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    done = memlens_profile(tmp_path, "--nvtx-include", "regex:.*/", "--nvtx-include", "regex:torchapp@.*/",
-                           "--", sys.executable, str(PROGRAMS / "torch_triton_app.py"))  # fmt: skip
+def test_cuda_binary_exclude_drops_a_domain(cuda_app, tmp_path):
+    done = memlens_profile(tmp_path, "--nvtx-exclude", "regex:cudaapp@.*/", "--", str(cuda_app))
     assert done.returncode == 0, done.stderr
-    found = kernels((tmp_path / "latest").resolve())
-    assert {"add/torch", "add/triton"} <= set(found)
-    assert found["add/triton"]["kernel"] == "add_kernel"
-    assert found["add/torch"]["raw"]["duration"] > 0
+    assert set(kernels((tmp_path / "latest").resolve())) == CUDA_APP_LABELS - {"cudaapp@spill/capped"}
+
+
+TORCH_APP_RANGES = ("triton_add", "bf16_matmul", "softmax", "transpose_copy")  # its "torchapp" domain's
+
+
+def torch_app(tmp_path: Path, *options: str) -> list[dict]:
+    """The kernels of torch_triton_app.py profiled with `options`; its "torchapp" domain needs the nvtx package."""
+    for module in ("torch", "triton", "nvtx"):
+        pytest.importorskip(module)
+    done = memlens_profile(tmp_path, *options, "--", sys.executable, str(PROGRAMS / "torch_triton_app.py"))
+    assert done.returncode == 0, done.stderr
+    return json.loads(((tmp_path / "latest").resolve() / "results.json").read_text())["kernels"]
+
+
+def in_range(found: list[dict], label: str) -> list[dict]:
+    return [k for k in found if k["nvtx"] and label in k["nvtx"].split(" > ")]
+
+
+def test_torch_triton_default_filters_take_the_default_and_the_own_domain(tmp_path):
+    found = torch_app(tmp_path)  # no filter option: the default filters
+    # the default domain: "step" > "add/torch", "add/triton", grouped as family "add"
+    variants = {k["variant"]: k for k in found if k["family"] == "add"}
+    assert set(variants) == {"torch", "triton"}
+    assert variants["triton"]["kernel"] == "add_kernel"
+    assert variants["triton"]["nvtx"] == "step > add/triton"
+    assert variants["torch"]["raw"]["duration"] > 0
+    # the program's own domain, labelled with it
+    for name in TORCH_APP_RANGES:
+        assert in_range(found, f"torchapp@{name}"), f"no kernel labelled torchapp@{name}: {[k['nvtx'] for k in found]}"
+    assert [k["kernel"] for k in in_range(found, "torchapp@triton_add")] == ["add_kernel"]
+
+
+def test_torch_triton_exclude_drops_one_range(tmp_path):
+    found = torch_app(tmp_path, "--nvtx-exclude", "torchapp@softmax/")
+    assert not in_range(found, "torchapp@softmax")
+    for name in ("triton_add", "bf16_matmul", "transpose_copy"):
+        assert in_range(found, f"torchapp@{name}")
+    assert {k["variant"] for k in found if k["family"] == "add"} == {"torch", "triton"}
 
 
 def test_failing_program_exit_3(tmp_path):

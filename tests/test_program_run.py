@@ -58,14 +58,36 @@ def test_program_run_writes_the_suite_run_directory(fake_ncu, tmp_path, capsys):
     assert "### family `transpose`" in (tmp_path / "r.md").read_text()
 
 
-def test_default_filter_every_push_pop_range_of_the_default_domain(fake_ncu, tmp_path):
+def filter_args(argv: list[str], option: str) -> list[str]:
+    return [argv[i + 1] for i, arg in enumerate(argv) if arg == option]
+
+
+def test_default_filters_every_push_pop_range_of_every_domain(fake_ncu, tmp_path):
     assert profile(tmp_path) == 0
     argv = ncu_argv(tmp_path)
     app = argv.index("--log-file") + 2
     assert argv[app:] == program("print('app ran')")
-    assert argv.count("--nvtx-include") == 1
-    assert argv[argv.index("--nvtx-include") + 1] == "regex:.*/"
+    # the default domain, then every named one ("torchapp@...", "cudaapp@...")
+    assert filter_args(argv, "--nvtx-include") == ["regex:.*/", "regex:.*@.*/"]
+    assert "--nvtx-exclude" not in argv
     assert "--nvtx" in argv and "--launch-count" not in argv
+    assert argv[argv.index("--replay-mode") + 1] == "kernel"
+
+
+def test_excludes_pass_through_after_the_includes(fake_ncu, tmp_path):
+    assert profile(tmp_path, "--nvtx-exclude", "regex:NCCL@.*/", "--nvtx-exclude", "warmup/") == 0
+    argv = ncu_argv(tmp_path)
+    assert filter_args(argv, "--nvtx-include") == ["regex:.*/", "regex:.*@.*/"]  # still the default
+    assert filter_args(argv, "--nvtx-exclude") == ["regex:NCCL@.*/", "warmup/"]
+    assert argv.index("--nvtx-exclude") > max(i for i, arg in enumerate(argv) if arg == "--nvtx-include")
+    assert profile(tmp_path, "--nvtx-include", "app@step/", "--nvtx-exclude", "app@step/warmup/") == 0
+    argv = ncu_argv(tmp_path)
+    assert filter_args(argv, "--nvtx-include") == ["app@step/"]
+    assert filter_args(argv, "--nvtx-exclude") == ["app@step/warmup/"]
+    # with --all-kernels: every kernel but those in the excluded ranges
+    assert profile(tmp_path, "--all-kernels", "--nvtx-exclude", "regex:NCCL@.*/") == 0
+    argv = ncu_argv(tmp_path)
+    assert "--nvtx-include" not in argv and filter_args(argv, "--nvtx-exclude") == ["regex:NCCL@.*/"]
 
 
 def test_filters_pass_through_as_written_in_order(fake_ncu, tmp_path):
@@ -95,18 +117,21 @@ def test_all_kernels_with_a_launch_limit(fake_ncu, tmp_path):
         ("regex:/", "names no range"),
     ],
 )
-def test_bad_filters_are_refused_before_ncu_starts(fake_ncu, tmp_path, capsys, nvtx_filter, message):
-    assert profile(tmp_path, "--nvtx-include", nvtx_filter) == 2
+@pytest.mark.parametrize("option", ["--nvtx-include", "--nvtx-exclude"])
+def test_bad_filters_are_refused_before_ncu_starts(fake_ncu, tmp_path, capsys, nvtx_filter, message, option):
+    assert profile(tmp_path, option, nvtx_filter) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+    assert f"{option} {nvtx_filter!r}" in err  # names the option it came with
     assert not (tmp_path / "runs").exists()  # nothing started
 
 
 def test_good_filters_validate():
-    for nvtx_filter in ("mine/v1/", "regex:.*/", "regex:cudaapp@.*/", "app@step/", "a/b/c/"):
+    for nvtx_filter in ("mine/v1/", "regex:.*/", "regex:.*@.*/", "regex:cudaapp@.*/", "app@step/", "a/b/c/"):
         assert validate_filter(nvtx_filter) == nvtx_filter
-    with pytest.raises(ConfigError):
-        validate_filter("regex:[@.*/")
+        assert validate_filter(nvtx_filter, "--nvtx-exclude") == nvtx_filter
+    with pytest.raises(ConfigError, match="^--nvtx-exclude 'regex:\\[@.\\*/': bad regular expression"):
+        validate_filter("regex:[@.*/", "--nvtx-exclude")
 
 
 def test_failing_program_names_its_status_and_last_stderr_line(fake_ncu, tmp_path, capsys):
@@ -127,7 +152,11 @@ def test_filter_matching_nothing_says_which_filter(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     assert "ncu profiled no kernel: --nvtx-include 'regex:mine@.*/' matched no push/pop range" in err
     assert profile(tmp_path) == 3
-    assert "'regex:.*/' (the default)" in capsys.readouterr().err
+    assert "--nvtx-include 'regex:.*/' --nvtx-include 'regex:.*@.*/' (the default) matched" in capsys.readouterr().err
+    assert profile(tmp_path, "--nvtx-exclude", "step/") == 3
+    assert "(the default) --nvtx-exclude 'step/' matched no push/pop range" in capsys.readouterr().err
+    assert profile(tmp_path, "--all-kernels", "--nvtx-exclude", "step/") == 3
+    assert "the program launched none outside --nvtx-exclude 'step/';" in capsys.readouterr().err
 
 
 def test_ncu_missing_is_exit_3(tmp_path, monkeypatch, capsys):
@@ -140,6 +169,8 @@ def test_program_not_found_and_option_mixups_are_usage_errors(fake_ncu, tmp_path
     assert profile(tmp_path, command=["./no-such-program"]) == 2
     assert "cannot run './no-such-program': not an executable file" in capsys.readouterr().err
     assert main(["profile", "--nvtx-include", "x/"]) == 2
+    assert "-- COMMAND" in capsys.readouterr().err
+    assert main(["profile", "--nvtx-exclude", "x/"]) == 2
     assert "-- COMMAND" in capsys.readouterr().err
     assert main(["profile", "-k", "x", "--", "true"]) == 2
     assert "-k select suite variants" in capsys.readouterr().err

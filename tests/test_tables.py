@@ -3,18 +3,22 @@ the fast printer draws what rich draws, and the encoder writes what json.dumps w
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
 from rich.console import Console
 
-from profiling.tables import TableColumn, dumps_indented, fast_table, rich_table
+from profiling.tables import TableColumn, dumps_indented, fast_table, rich_table, write_indented
 
 COLUMNS = [TableColumn("name", numeric=False), TableColumn("count"), TableColumn("two-line\nheader")]
 ROWS = [
     ["transpose<float, 32, 32, 0>(T1 *, const T1 *, int) with a long tail of words", "1,024", "3.5 ms"],
     ["f<[a]> :smile:", "7", "n/a"],
     ["x", "65,011,712", "0 (0/ld)"],
+    # a program's label above its kernel's name, as `memlens metrics` prints them; one line too long to fit
+    ["iteration > cudaapp@spill/capped\n  spill_capped(float *, int)", "12", "1 ms"],
+    ["step12 > many/k3\n  many_scale_3 with a name long enough to be folded on a narrow terminal", "3", "2 ms"],
 ]
 
 
@@ -33,7 +37,47 @@ def test_the_fast_table_is_what_rich_draws_for_any_columns():
     assert "f<[a]> :smile:" in wide and "65,011,712" in wide  # names print as they are
 
 
+def test_the_fast_table_draws_cells_of_lines_without_rich():
+    """Thousands of labelled kernels (two lines a cell) cost rich's renderer a few cells, not one a row."""
+    out = Console(width=160, record=True, markup=False, highlight=False, force_terminal=False, color_system=None)
+    rendered, depth = [], [0]
+    render_lines = out.render_lines
+
+    def counted(renderable, *args, **kwargs):  # what fast_table asks rich to draw (not what rich draws inside)
+        if not depth[0]:
+            rendered.append(type(renderable).__name__)
+        depth[0] += 1
+        try:
+            return render_lines(renderable, *args, **kwargs)
+        finally:
+            depth[0] -= 1
+
+    out.render_lines = counted  # type: ignore[method-assign]
+    rows = [[f"step{i} > many/k{i % 8}\n  many_scale_{i % 8}", str(i), "1 ms"] for i in range(1000)]
+    drawn = fast_table(out, COLUMNS, rows)
+    assert drawn is not None
+    assert rendered == ["Table", "Padding"]  # the table that sizes the columns, the two-line header
+    assert "│ step999 > many/k7" in drawn.plain and "│   many_scale_7 " in drawn.plain
+
+
 def test_dumps_indented_writes_what_json_dumps_writes():
     data = {"a": [1, 2.5, None, True, "é<&>"], "b": {}, "c": [], "d": {"e": (1, 2)}, "f": math.inf}
     assert dumps_indented(data) == json.dumps(data, indent=2)
     assert dumps_indented({1: "int key"}) == json.dumps({1: "int key"}, indent=2)
+
+
+def test_write_indented_writes_it_a_piece_at_a_time():
+    kernels = [{"label": f"k{i}", "metrics": {"d": {"value": 1.5 * i, "unit": "ns"}, "x": {"value": None}}}
+               for i in range(3)]  # fmt: skip
+    data = {"info": {"gpu": "H200", "n": 3}, "kernels": kernels, "empty": [], "odd": {1: [math.nan, {2: "x"}]},
+            "deep": [[{"a": [1, {"b": ()}]}]], "none": {}}  # fmt: skip
+    for levels in (0, 1, 2, 5):
+        pieces: list[str] = []
+        stream = io.StringIO()
+        stream.write = lambda text, pieces=pieces: pieces.append(text)  # type: ignore[method-assign]
+        write_indented(data, stream, levels)
+        assert "".join(pieces) == json.dumps(data, indent=2) + "\n"
+        assert len(pieces) > (8 if levels == 2 else 1) or levels == 0
+        if levels == 2:  # one piece a kernel, none holding two
+            labelled = [piece.count('"label"') for piece in pieces]
+            assert sum(labelled) == 3 and max(labelled) == 1

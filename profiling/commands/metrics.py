@@ -26,7 +26,7 @@ from ..nvtx_names import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
 from ..run_dir import LATEST_RUN
-from ..tables import LABEL_MIN_WIDTH, TableColumn, dumps_indented, fast_table, rich_table
+from ..tables import LABEL_MIN_WIDTH, TableColumn, fast_table, print_drawn, rich_table, write_indented
 from ..terminal import console, table_console
 from ..units import format_bytes, format_count, format_duration, format_percent
 
@@ -67,7 +67,7 @@ def render(results: RunResults, kernels: list[KernelResult], output: str = "tabl
         data = to_json(results, kernels)
         for index, text in local.items():
             data["kernels"][index]["local_memory_cause"] = text
-        print(dumps_indented(data))
+        write_indented(data, sys.stdout)
     elif output == "csv":
         write_csv(kernels, sys.stdout)
     elif output == "table":
@@ -123,7 +123,7 @@ class Column:
 
 
 def _value(kernel: KernelResult, key: str) -> float | None:
-    return kernel.metric(key).value
+    return kernel.value(key)
 
 
 def _show(kernel: KernelResult, key: str, form: Callable[[float], str]) -> str:
@@ -214,7 +214,7 @@ def print_table(
     if text is None:
         out.print(rich_table(columns, rows))
     else:
-        out.print(text, soft_wrap=True)  # every line already fits the width
+        print_drawn(out, text)  # every line already fits the width
     for line in notes(kernels):
         out.print(line)
 
@@ -239,15 +239,13 @@ def _title(results: RunResults, named: str | None = None) -> str:
 
 def notes(kernels: list[KernelResult]) -> list[str]:
     """One line per distinct (column, reason) of a missing metric, naming the kernels when not all."""
-    seen: dict[tuple[str, str], list[str]] = {}
+    seen: dict[tuple[str, str], dict[str, None]] = {}  # the labels of each, in order, each once
     for kernel in kernels:
         for column in COLUMNS:
             for key in column.keys:
-                metric = kernel.metric(key)
-                if metric.value is None and not (key == "shared_ld_ways" and _ways(kernel) == "-"):
-                    labels = seen.setdefault((column.name, metric.missing_reason or "missing"), [])
-                    if kernel.label not in labels:
-                        labels.append(kernel.label)
+                if kernel.value(key) is None and not (key == "shared_ld_ways" and _ways(kernel) == "-"):
+                    reason = kernel.metric(key).missing_reason
+                    seen.setdefault((column.name, reason or "missing"), {})[kernel.label] = None
     lines = []
     for (title, reason), labels in seen.items():
         which = "" if len(labels) == len(kernels) else f" ({', '.join(labels)})"
@@ -262,13 +260,16 @@ def notes(kernels: list[KernelResult]) -> list[str]:
 
 def _metrics_json(kernel: KernelResult) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for key in CATALOGUE:
-        metric = kernel.metric(key)
-        if metric.value is None:
-            out[key] = {"value": None, "unit": metric.unit, "reason": metric.missing_reason}
+    for key, unit in _UNITS:
+        value = kernel.value(key)
+        if value is None:
+            out[key] = {"value": None, "unit": unit, "reason": kernel.missing_reason(key)}
         else:
-            out[key] = {"value": metric.value, "unit": metric.unit}
+            out[key] = {"value": value, "unit": unit}
     return out
+
+
+_UNITS = tuple((key, metric.unit) for key, metric in CATALOGUE.items())
 
 
 def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
@@ -302,7 +303,7 @@ def write_csv(kernels: list[KernelResult], stream: Any) -> None:
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(csv_header())
     for k in kernels:
-        values = [_csv_number(k.metric(key).value) for key in CATALOGUE]
+        values = [_csv_number(k.value(key)) for key in CATALOGUE]
         writer.writerow([k.label, k.kernel, k.family or "", k.variant or "", k.launch_id, *values])
 
 

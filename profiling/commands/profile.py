@@ -1,7 +1,8 @@
 """Profile every selected variant of a suite in one process under one ncu invocation, or any
 program: `memlens profile [options] -- COMMAND [ARGS...]` profiles the kernels its NVTX push/pop
-ranges select (--nvtx-include FILTER in ncu's syntax, repeatable; default 'regex:.*/', every range
-of the default domain), or with --all-kernels every kernel up to --launch-count (default 100).
+ranges select (--nvtx-include FILTER in ncu's syntax, repeatable; default 'regex:.*/' and
+'regex:.*@.*/', every range of every domain; --nvtx-exclude FILTER leaves ranges out), or with
+--all-kernels every kernel up to --launch-count (default 100).
 
 Clock control defaults to ncu's own (base: clocks locked to base, what most users want on
 their own machine); set MEMLENS_CLOCK_CONTROL=none on machines whose clocks must be left alone.
@@ -50,7 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     program.add_argument(
         "--nvtx-include", action="append", default=[], metavar="FILTER",
         help="profile kernels in the push/pop ranges FILTER selects, ncu's syntax: RANGE/, DOMAIN@RANGE/, "
-             "regex:EXPR/ (repeatable; default 'regex:.*/', every range of the default domain)",
+             "regex:EXPR/, regex:DOMAIN@EXPR/ (repeatable; default 'regex:.*/' and 'regex:.*@.*/': every "
+             "range of the default domain and of every named one)",
+    )  # fmt: skip
+    program.add_argument(
+        "--nvtx-exclude", action="append", default=[], metavar="FILTER",
+        help="leave out the kernels in the push/pop ranges FILTER selects, same syntax (repeatable; "
+             "e.g. 'regex:NCCL@.*/')",
     )  # fmt: skip
     program.add_argument("--all-kernels", action="store_true", help="profile every kernel, not NVTX ranges")
     program.add_argument("--launch-count", type=int, metavar="N",
@@ -58,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "program", None) or args.nvtx_include or args.all_kernels or args.launch_count is not None:
+    if (getattr(args, "program", None) or args.nvtx_include or args.nvtx_exclude or args.all_kernels
+            or args.launch_count is not None):  # fmt: skip
         return _run_program(args)
     options = ProfileOptions(
         suite=args.suite,
@@ -96,7 +104,7 @@ def _run_program(args: argparse.Namespace) -> int:
     from ..program_run import ProgramOptions, profile_program
 
     if not getattr(args, "program", None):
-        raise ConfigError("--nvtx-include, --all-kernels and --launch-count profile a program: "
+        raise ConfigError("--nvtx-include, --nvtx-exclude, --all-kernels and --launch-count profile a program: "
                           "memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
     suite_only = [name for name, given in (("a suite", args.suite), ("-k", args.pattern), ("--size", args.size),
                                            ("--sweep", args.sweep), ("--small", args.small),
@@ -107,6 +115,7 @@ def _run_program(args: argparse.Namespace) -> int:
     options = ProgramOptions(
         command=tuple(args.program),
         nvtx_include=tuple(args.nvtx_include),
+        nvtx_exclude=tuple(args.nvtx_exclude),
         all_kernels=args.all_kernels,
         launch_count=args.launch_count,
         **_ncu_options(args),

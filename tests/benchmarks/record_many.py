@@ -4,15 +4,25 @@ kernel launched N times (default 1000), each launch in its own memlens NVTX rang
 catalogue's metric list minus the instrumented metrics (to keep it quick), --clock-control none.
 
     python tests/benchmarks/record_many.py OUT_DIR [--launches N] [--ncu PATH]
-    python tests/benchmarks/record_many.py OUT_DIR --program --launches 10000 --kernels 8
+    python tests/benchmarks/record_many.py OUT_DIR --program --launches 10000 --kernels 8 [--replay kernel]
 
 --program records what `memlens profile -- COMMAND` makes of a program instead: K kernels of
 distinct names (--kernels, default 8), launch i runs kernel i % K inside the default-domain ranges
-"step<i // K>" > "many/k<i % K>", selected by memlens's default program filter 'regex:.*/'; its
-report groups into the family "many" with K variants of N / K launches each. Time under ncu: about
-0.15 s a launch (1,000 launches took 146 s on an H200), so 10,000 launches take about 25 minutes:
-more than one 10-minute command: pass --timeout 2400, run it in the background (nohup ... &) and
-wait for many.txt.
+"step<i // K>" > "many/k<i % K>", selected by memlens's default program filters; its report groups
+into the family "many" with K variants of N / K launches each.
+
+--replay picks ncu's replay mode, which sets what a launch costs to record:
+- application (the default here): ncu runs the whole program once per replay pass and collects each
+  pass's counters from every launch as it comes; no launch is saved, restored or replayed, so a
+  launch costs about what it costs to run under ncu's launch interception, times the passes (the
+  metric list minus the instrumented metrics needs few), plus one start of the program per pass.
+  Fit for a report meant for reading: the program is deterministic (the same kernels in the same
+  order each run, which application replay requires).
+- kernel (what `memlens profile` uses): each launch is replayed in place, its device memory saved
+  before and restored between passes: about 0.14 s a launch (1,000 launches took 141.5 s on an H200,
+  results/record_many_h200.txt), so 10,000 launches take about 25 minutes, more than one 10-minute
+  command (pass --timeout 2400, run it in the background with nohup ... & and wait for many.txt).
+many.txt records the replay mode and ncu's seconds.
 
 OUT_DIR (new or empty) receives many.ncu-rep (the raw report), many.csv (`ncu -i many.ncu-rep --csv
 --page raw --print-units base`), many.log (ncu's log) and many.txt (GPU, driver, ncu, command, seconds).
@@ -31,7 +41,15 @@ sys.path.insert(0, str(REPO))
 
 from profiling.catalogue import ncu_metric_names  # noqa: E402
 from profiling.errors import MemlensError  # noqa: E402
-from profiling.ncu import ProfileRequest, check_log, command_line, find_ncu, profile_argv, run_ncu  # noqa: E402
+from profiling.ncu import (  # noqa: E402
+    REPLAY_MODES,
+    ProfileRequest,
+    check_log,
+    command_line,
+    find_ncu,
+    profile_argv,
+    run_ncu,
+)
 from profiling.program_run import DEFAULT_FILTERS  # noqa: E402
 from profiling.readers import read_report  # noqa: E402
 from profiling.run_dir import driver_version  # noqa: E402
@@ -82,7 +100,8 @@ def app(launches: int, kernels: int = 0) -> int:
     return 0
 
 
-def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kernels: int = 0) -> int:
+def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kernels: int = 0,
+           replay: str = "application") -> int:  # fmt: skip
     ncu = find_ncu(ncu_path)
     out.mkdir(parents=True, exist_ok=True)
     if any(out.iterdir()):
@@ -90,6 +109,7 @@ def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kerne
     request = ProfileRequest(
         metrics=ncu_metric_names(fast=True), report=out / STEM, log=out / f"{STEM}.log",
         nvtx_include=DEFAULT_FILTERS if kernels else f"regex:{NVTX_DOMAIN}@.*/", clock_control="none",
+        replay_mode=replay,
     )  # fmt: skip
     app_argv = [sys.executable, str(Path(__file__).resolve()), "--app", str(launches), "--kernels", str(kernels)]
     argv = profile_argv(ncu, request, app_argv)
@@ -109,10 +129,11 @@ def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kerne
         f"recorded: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} by tests/benchmarks/record_many.py",
         f"gpu: {recorded.info.gpu_name} (cc {recorded.info.compute_capability})", f"driver: {driver_version()}",
         f"ncu: {ncu.version_text}", f"launches: {launches}; kernels in the report: {len(recorded.kernels)}, "
-        f"in {FAMILY}.* ranges: {ranges}", f"ncu seconds: {run.seconds:.1f}", f"command: {command_line(argv)}",
+        f"in the {FAMILY} family: {ranges}", f"replay: {replay}", f"ncu seconds: {run.seconds:.1f}",
+        f"command: {command_line(argv)}",
     ]  # fmt: skip
     (out / f"{STEM}.txt").write_text("\n".join(notes) + "\n", encoding="utf-8")
-    print("\n".join(notes[1:6]))
+    print("\n".join(notes[1:7]))
     print(f"written: {report}, {out / f'{STEM}.csv'}")
     return 0 if ranges == launches else 1
 
@@ -125,6 +146,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=540.0, help="seconds before ncu is stopped (default 540)")
     parser.add_argument("--program", action="store_true", help="record the program layout (see above)")
     parser.add_argument("--kernels", type=int, default=8, help="distinct kernels with --program (default 8)")
+    parser.add_argument("--replay", choices=REPLAY_MODES, default="application",
+                        help="ncu's replay mode (default application: see above)")  # fmt: skip
     parser.add_argument("--app", type=int, metavar="N", help=argparse.SUPPRESS)  # the profiled program
     args = parser.parse_args()
     if args.app is not None:
@@ -134,7 +157,8 @@ def main() -> int:
     if args.program and args.kernels < 1:
         parser.error("--kernels must be at least 1")
     try:
-        return record(args.out, args.launches, args.ncu, args.timeout, args.kernels if args.program else 0)
+        return record(args.out, args.launches, args.ncu, args.timeout, args.kernels if args.program else 0,
+                      args.replay)  # fmt: skip
     except MemlensError as exc:
         sys.exit(f"record_many: {exc}")
 

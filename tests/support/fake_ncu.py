@@ -27,8 +27,8 @@ VERSION_TEXT = (
     "Version 2025.3.1.0 (build 36398880) (public-release)\n"
 )
 # ncu options that take a value, as memlens passes them
-WITH_VALUE = {"--clock-control", "--cache-control", "--replay-mode", "--nvtx-include", "--metrics", "--export",
-              "--log-file", "-o", "-k", "-c", "--launch-count"}  # fmt: skip
+WITH_VALUE = {"--clock-control", "--cache-control", "--replay-mode", "--nvtx-include", "--nvtx-exclude", "--metrics",
+              "--export", "--log-file", "-o", "-k", "-c", "--launch-count"}  # fmt: skip
 
 
 def parse(argv: list[str]) -> tuple[dict[str, str], list[str]]:
