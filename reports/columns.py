@@ -77,8 +77,8 @@ def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
             cells[column.key] = Cell(column.key, None, "wavefront/inst", "—", missing_reason=NO_ACCESS_REASON)
             continue
         metric = kernel.metric(column.key)
-        if column.key in EXACT_WAYS and kernel.metric(EXACT_WAYS[column.key]).value is not None:
-            exact_ways = kernel.metric(EXACT_WAYS[column.key]).value
+        exact_ways = kernel.value(EXACT_WAYS[column.key]) if column.key in EXACT_WAYS else None
+        if exact_ways is not None:
             counted = format_value(metric.value, column.kind)
             hardware = f"exact; the hardware counts {counted} wavefronts per instruction"
             cells[column.key] = Cell(column.key, exact_ways, "wavefront/ideal", format_value(exact_ways, column.kind),
