@@ -162,6 +162,14 @@ def run_ncu(
     return NcuRun(argv, process.returncode, time.monotonic() - started, text)
 
 
+def start_disassembler(report: Path) -> None:
+    """Start, on the first kernel ncu has written to `report`, the disassembler that reading the
+    report after ncu needs (readers/warm_up.py); imported once ncu runs."""
+    from .readers import warm_up
+
+    warm_up.start(report)
+
+
 def _child_setup() -> Callable[[], None] | None:
     """Where memlens itself ignores SIGINT (started in the background by a shell without job control,
     or under nohup), ncu would inherit that and ignore the SIGINT that asks it to stop and write its

@@ -33,6 +33,7 @@ from .ncu import (
     hold_interrupts,
     profile_argv,
     run_ncu,
+    start_disassembler,
 )
 from .nvtx_names import labels_pattern, parse_swept
 from .results import KernelResult, RunInfo, RunResults, VariantOutcome
@@ -234,6 +235,8 @@ def run_shard(
             raise selection.exception()  # stops ncu: the profiled program refuses this selection too
         if stop is not None and stop.is_set():
             raise KeyboardInterrupt
+        if not options.fast:
+            start_disassembler(shard.files.report)
         for event in events.poll():
             if on_event:
                 on_event(event)

@@ -45,6 +45,7 @@ from .ncu import (
     first_error,
     profile_argv,
     run_ncu,
+    start_disassembler,
 )
 from .results import RunInfo, RunResults, printable
 from .run_dir import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS, driver_version, new_run_dir, point_latest
@@ -145,7 +146,8 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     error: BaseException | None = None
     run: NcuRun | None = None
     try:
-        run = run_ncu(argv, options.timeout, log=request.log, stderr=stderr.write_end)
+        warm = None if options.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
+        run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end)
     except NcuTimeout as exc:
         error = ProfilerError(f"{exc}; partial results in {run_dir}")
     except KeyboardInterrupt:

@@ -6,11 +6,13 @@ profiling/gpus.py), not with ncu's `--devices`: `--devices` only filters which d
 while the program would still launch every kernel on its device 0. Each ncu gets a temporary
 folder of its own (TMPDIR), so nothing ncu keeps there is shared between the concurrent runs.
 
-The split balances expected cost, from one source for every selected variant (simple on purpose):
-1. the seconds each variant took under ncu in the previous run (`<out>/latest`, its events files),
-   where that run measured every selected variant;
-2. else the bytes each variant's family must move (`min_bytes` at the run's sizes), where every
-   selected family declares it;
+The split hands out units: a variant, or a swept family's variants at one value of its sweep (they
+share one set of inputs, drawn on that GPU alone; each GPU's program gets only its values). It
+balances expected cost, from one source for every case (a variant at one value; simple on purpose):
+1. the seconds each case took under ncu in the previous run (`<out>/latest`, its events files),
+   where that run measured every selected case;
+2. else the bytes each case's family must move (`min_bytes` at its sizes), where every selected
+   family declares it;
 3. else one each: round robin.
 Largest first, each to the GPU with the least expected work so far; each GPU then runs its share
 in suite order. The run directory holds each GPU's raw report, log, command and events
@@ -29,6 +31,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from .errors import MemlensError
 from .gpus import Gpu
@@ -36,9 +39,10 @@ from .ncu import Ncu, find_ncu, hold_interrupts, sigterm_as_interrupt
 from .profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
 from .results import RunResults
 from .run_dir import LATEST, Machine, machine_of, new_run_dir, now, profile_files, take_provenance
-from .suite import Selection, Variant, select_variants, suite_root
+from .suite import Case, Selection, Variant, select_variants, suite_root
 
 COST_PREVIOUS, COST_MIN_BYTES, COST_EQUAL = "previous run", "min_bytes", "equal"
+Item = TypeVar("Item", "Variant", "Unit")  # what split() shares out: anything with a label
 
 
 # --- the split -------------------------------------------------------------------------------------
@@ -65,30 +69,92 @@ def previous_seconds(out_dir: Path) -> dict[str, float]:
     return seconds
 
 
-def expected_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[dict[str, float], str]:
-    """Each selected variant's expected cost, and which source gave them (see the module's notes)."""
-    labels = [v.label for v in selection.variants]
+def case_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[dict[str, float], str]:
+    """Each case's expected cost (a case: a variant, or a swept variant at one value), and which source
+    gave them (see the module's notes)."""
+    cases = selection.cases()
     measured = previous_seconds(out_dir)
-    if all(label in measured for label in labels):
-        return {label: measured[label] for label in labels}, COST_PREVIOUS
-    families = {v.family.name: v.family for v in selection.variants}
-    if all(f.min_bytes is not None for f in families.values()):
-        by_family = {name: float(f.min_bytes(f.size(selection.sizes, small))) for name, f in families.items()}
-        return {v.label: by_family[v.family.name] for v in selection.variants}, COST_MIN_BYTES
-    return dict.fromkeys(labels, 1.0), COST_EQUAL
+    if all(case.label in measured for case in cases):
+        return {case.label: measured[case.label] for case in cases}, COST_PREVIOUS
+    if all(case.variant.family.min_bytes is not None for case in cases):
+        return {
+            case.label: float(case.variant.family.min_bytes(case.size(selection.sizes, small))) for case in cases
+        }, COST_MIN_BYTES
+    return {case.label: 1.0 for case in cases}, COST_EQUAL
 
 
-def split(variants: Sequence[Variant], costs: dict[str, float], count: int) -> list[list[Variant]]:
-    """`count` shares, largest cost first to the least loaded share (ties: the lower share), each in
-    suite order. With equal costs this is round robin."""
+def expected_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[dict[str, float], str]:
+    """Each selected variant's expected cost: that of its cases (all the values of its sweep)."""
+    costs, source = case_costs(selection, small, out_dir)
+    totals = dict.fromkeys((v.label for v in selection.variants), 0.0)
+    for case in selection.cases():
+        totals[case.variant.label] += costs[case.label]
+    return totals, source
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What the split hands a GPU whole: one variant, or every selected variant of a swept family at
+    one value of its sweep (they share one set of inputs, drawn once, on that GPU alone)."""
+
+    variants: tuple[Variant, ...]
+    swept: tuple[str, int] | None = None  # (size name, value)
+
+    @property
+    def label(self) -> str:
+        if self.swept is None:
+            return self.variants[0].label
+        return f"{self.variants[0].family.name}@{self.swept[0]}={self.swept[1]}"
+
+    def cases(self) -> list[Case]:
+        return [Case(v, self.swept) for v in self.variants]
+
+
+def units(selection: Selection) -> list[Unit]:
+    """The selection as units, in suite order."""
+    sweeps = {sweep.family: sweep for sweep in selection.sweeps}
+    found: list[Unit] = []
+    for family in dict.fromkeys(v.family.name for v in selection.variants):
+        variants = tuple(v for v in selection.variants if v.family.name == family)
+        sweep = sweeps.get(family)
+        if sweep is None:
+            found.extend(Unit((v,)) for v in variants)
+        else:
+            found.extend(Unit(variants, (sweep.name, value)) for value in sweep.values)
+    return found
+
+
+def unit_costs(selection: Selection, small: bool, out_dir: Path) -> dict[str, float]:
+    costs, _ = case_costs(selection, small, out_dir)
+    return {unit.label: sum(costs[case.label] for case in unit.cases()) for unit in units(selection)}
+
+
+def split(items: Sequence[Item], costs: dict[str, float], count: int) -> list[list[Item]]:
+    """`count` shares of the items (variants or units), largest cost first to the least loaded share
+    (ties: the lower share), each in suite order. With equal costs this is round robin."""
     loads = [0.0] * count
     shares: list[list[int]] = [[] for _ in range(count)]
-    order = sorted(range(len(variants)), key=lambda i: -costs.get(variants[i].label, 1.0))  # stable
+    order = sorted(range(len(items)), key=lambda i: -costs.get(items[i].label, 1.0))  # stable
     for position in order:
         target = min(range(count), key=lambda s: (loads[s], s))
-        loads[target] += costs.get(variants[position].label, 1.0)
+        loads[target] += costs.get(items[position].label, 1.0)
         shares[target].append(position)
-    return [[variants[i] for i in sorted(share)] for share in shares]
+    return [[items[i] for i in sorted(share)] for share in shares]
+
+
+def share_arguments(share: Sequence[Unit], options: ProfileOptions) -> tuple[tuple[str, ...], ...]:
+    """The variant labels, --size items and --sweep items of the profiled program that runs `share`:
+    a swept family at the values of its sweep in the share alone."""
+    variants = list({v.label: v for unit in share for v in unit.variants}.values())
+    values: dict[str, list[int]] = {}
+    names: dict[str, str] = {}
+    for unit in share:
+        if unit.swept is not None:
+            family = unit.variants[0].family.name
+            names[family] = unit.swept[0]
+            values.setdefault(family, []).append(unit.swept[1])
+    sweeps = tuple(f"{family}.{names[family]}={','.join(map(str, found))}" for family, found in values.items())
+    return tuple(v.label for v in variants), sizes_for(variants, options.sizes), sweeps
 
 
 def sizes_for(share: Sequence[Variant], items: Sequence[str]) -> tuple[str, ...]:
@@ -143,14 +209,13 @@ def profile_on_gpus(
         return profile(options, on_event, gpus[0])
     selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
     ncu = find_ncu(options.ncu)
-    costs, _ = expected_costs(selection, options.small, options.out_dir)
-    plan = [(gpu, share) for gpu, share in zip(gpus, split(selection.variants, costs, len(gpus)), strict=True)
-            if share]  # fmt: skip
+    shares = split(units(selection), unit_costs(selection, options.small, options.out_dir), len(gpus))
+    plan = [(gpu, share) for gpu, share in zip(gpus, shares, strict=True) if share]
     run_dir = new_run_dir(options.out_dir)
     started = now()
     done: Future[Selection] = Future()
     done.set_result(selection)
-    relay = _Relay(on_event, [v.label for v in selection.variants])
+    relay = _Relay(on_event, [case.label for case in selection.cases()])
     stop = threading.Event()
     with ThreadPoolExecutor(max_workers=len(plan) + 1, thread_name_prefix="memlens-gpu") as pool:
         machine = pool.submit(machine_of, suite_root(options.suite))
@@ -164,18 +229,14 @@ def profile_on_gpus(
 
 
 def _run_share(
-    options: ProfileOptions, ncu: Ncu, run_dir: Path, gpu: Gpu, share: list[Variant], selection: Future[Selection],
+    options: ProfileOptions, ncu: Ncu, run_dir: Path, gpu: Gpu, share: list[Unit], selection: Future[Selection],
     machine: Future[Machine], started, relay: _Relay, stop: threading.Event,
 ) -> Part:  # fmt: skip
     scratch = tempfile.mkdtemp(prefix=f"memlens-gpu{gpu.index}-")
+    labels, sizes, sweeps = share_arguments(share, options)
     try:
-        shard = Shard(
-            profile_files(run_dir, gpu.index),
-            env={**gpu.environment(), "TMPDIR": scratch},
-            labels=tuple(v.label for v in share),
-            sizes=sizes_for(share, options.sizes),
-            sweeps=sizes_for(share, options.sweeps),
-        )
+        files, env = profile_files(run_dir, gpu.index), {**gpu.environment(), "TMPDIR": scratch}
+        shard = Shard(files, env, labels, sizes, sweeps)
         events, cause = run_shard(options, ncu, shard, selection, relay, stop)
         results, error = conclude(options, ncu, shard, selection.result(), machine.result(), started, events, cause)
     finally:
@@ -202,7 +263,7 @@ def merge(
     parts: Sequence[Part], selection: Selection, machine: Machine, command: str, started
 ) -> tuple[RunResults, BaseException | None]:
     """One RunResults of every GPU's, in suite order, and the first GPU's error (named with its GPU)."""
-    order = {v.label: i for i, v in enumerate(selection.variants)}
+    order = {case.label: i for i, case in enumerate(selection.cases())}
 
     def position(label: str) -> int:
         return order.get(label, len(order))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -18,7 +19,22 @@ import pytest
 from profiling.cli import main
 from profiling.errors import ConfigError
 from profiling.gpus import Gpu, choose_gpus, parse_gpu_list, parse_gpus_option
-from profiling.shards import COST_EQUAL, COST_MIN_BYTES, COST_PREVIOUS, expected_costs, sizes_for, split
+from profiling.profile_run import ProfileOptions
+from profiling.results import RunInfo, RunResults, VariantOutcome
+from profiling.run_dir import Machine
+from profiling.shards import (
+    COST_EQUAL,
+    COST_MIN_BYTES,
+    COST_PREVIOUS,
+    Part,
+    expected_costs,
+    merge,
+    share_arguments,
+    sizes_for,
+    split,
+    unit_costs,
+    units,
+)
 from profiling.suite import select_variants
 from tests.conftest import FIXTURES
 from tests.support.fake import CPU_SUITE, install_fake_ncu
@@ -347,3 +363,71 @@ def test_bench_on_gpus_refuses_bad_options_before_any_child(tmp_path, monkeypatc
     monkeypatch.setattr("profiling.gpus.list_gpus", lambda: GPUS)
     assert main(["bench", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--gpus", "all", *extra]) == 2
     assert message in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_a_swept_variant_costs_all_its_values():
+    kernels = Path(__file__).resolve().parent.parent / "kernels"
+    selection = select_variants(kernels, "transpose|running_mean", (), ("transpose.rows=64,128,256",), True)
+    costs, source = expected_costs(selection, True, Path("/nonexistent"))
+    assert source == COST_MIN_BYTES
+    transpose = next(v.family for v in selection.variants if v.family.name == "transpose")
+    cols = transpose.size({}, True)["cols"]
+    assert costs["transpose/conflict"] == sum(transpose.min_bytes({"rows": r, "cols": cols}) for r in (64, 128, 256))
+    running_mean = next(v.family for v in selection.variants if v.family.name == "running_mean")
+    assert costs["running_mean/local"] == running_mean.min_bytes(running_mean.size({}, True))
+
+
+def test_a_swept_variant_costs_the_seconds_of_all_its_values_in_the_previous_run(tmp_path):
+    selection = select_variants(CPU_SUITE, "transpose/conflict|running_mean/local", (), ("transpose.m=8,16",), False)
+    assert expected_costs(selection, False, tmp_path / "runs") == (
+        {"transpose/conflict": 2.0, "running_mean/local": 1.0}, COST_EQUAL)  # one a value
+    previous = tmp_path / "runs" / "20260101-000000-1"
+    previous.mkdir(parents=True)
+    (tmp_path / "runs" / "latest").symlink_to(previous.name)
+    seconds = {"transpose/conflict@m=8": 1.5, "transpose/conflict@m=16": 2.5, "running_mean/local": 0.5}
+    events = [e for index, (label, took) in enumerate(seconds.items())
+              for e in ({"event": "start", "variant": label, "time": 10.0 * index},
+                        {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took})]  # fmt: skip
+    (previous / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert expected_costs(selection, False, tmp_path / "runs") == (
+        {"transpose/conflict": 4.0, "running_mean/local": 0.5}, COST_PREVIOUS)
+
+
+def test_a_swept_run_over_two_gpus_merges_in_suite_order():
+    selection = select_variants(CPU_SUITE, None, (), ("transpose.m=8,16",), False)
+    cases = [case.label for case in selection.cases()]
+    assert cases[:3] == ["transpose/conflict@m=8", "transpose/padded@m=8", "transpose/swizzled@m=8"]
+    parts = []
+    for gpu in GPUS:  # each GPU's outcomes in its own order, as its share ran
+        mine = [label for position, label in enumerate(cases) if position % 2 == gpu.index]
+        outcomes = tuple(VariantOutcome(*label.split("/"), "ok", gpu_index=gpu.index) for label in reversed(mine))
+        parts.append(Part(gpu, RunResults(RunInfo(), (), outcomes, True), None))
+    results, error = merge(parts, selection, Machine(None, None), "memlens profile", dt.datetime.now(dt.timezone.utc))
+    assert error is None
+    assert [f"{o.family}/{o.variant}" for o in results.outcomes] == cases
+
+
+def test_a_swept_family_is_shared_out_by_value_and_each_gpu_runs_only_its_values():
+    selection = select_variants(CPU_SUITE, None, (), ("transpose.m=8,16,32",), False)
+    found = units(selection)
+    assert [u.label for u in found] == ["transpose@m=8", "transpose@m=16", "transpose@m=32", "running_mean/register",
+                                        "running_mean/local"]  # fmt: skip
+    costs = unit_costs(selection, False, Path("/nonexistent"))  # the CPU suite declares no min_bytes: 1 a case
+    assert costs == {"transpose@m=8": 3.0, "transpose@m=16": 3.0, "transpose@m=32": 3.0,
+                     "running_mean/register": 1.0, "running_mean/local": 1.0}  # fmt: skip
+    shares = split(found, costs, 2)
+    assert [[u.label for u in share] for share in shares] == [
+        ["transpose@m=8", "transpose@m=32"], ["transpose@m=16", "running_mean/register", "running_mean/local"]]
+    options = ProfileOptions(suite=str(CPU_SUITE), sizes=("running_mean.n=64",), sweeps=("transpose.m=8,16,32",))
+    assert share_arguments(shares[0], options) == (tuple(LABELS[:3]), (), ("transpose.m=8,32",))
+    assert share_arguments(shares[1], options) == (tuple(LABELS), ("running_mean.n=64",), ("transpose.m=16",))
+
+
+def test_each_gpus_program_is_given_its_own_values_of_a_sweep(two_gpus, tmp_path):
+    profile_cli(tmp_path, "--gpus", "all", "--sweep", "transpose.m=8,16")  # the probe holds no swept kernel
+    sweeps = set()
+    for ncu_run in ncu_runs(two_gpus):
+        argv = ncu_run["argv"]
+        sweeps |= {argv[i + 1] for i, arg in enumerate(argv) if arg == "--sweep"}
+        assert argv.count("--sweep") == 1
+    assert sweeps == {"transpose.m=8", "transpose.m=16"}

@@ -23,6 +23,7 @@ from ..errors import InputError, ProfilerError
 from ..kernel_names import kernel_name
 from ..results import KernelResult, RunInfo, RunResults, printable
 from ..source_lines import InstructionRecord
+from . import warm_up
 from .common import (
     NCU_METRICS,
     Cell,
@@ -68,6 +69,7 @@ MAX_HELPERS = 8
 def read_ncu_rep(path: Path, instructions: bool = False) -> RunResults:
     """The report's launches; with `instructions`, each with its shared- and local-memory
     instructions (file, line, figures) and the run with the sources the report embeds."""
+    warm_up.settle()
     reader = _LaunchReader(path, _load(path), instructions)
     _read_all(reader, reader.slots())
     if reader.first is None:
