@@ -1,7 +1,8 @@
 """Record, on a GPU machine with ncu, a report of many kernel launches for read_many.py: a tiny
 kernel launched N times (default 1000), each launch in its own memlens NVTX range
 "many.launch0000", "many.launch0001", ..., profiled by ncu with memlens's own argv and the
-catalogue's metric list minus the instrumented metrics (to keep it quick), --clock-control none.
+catalogue's metric list minus the instrumented metrics (to keep it quick; --lines: with them, the
+per-instruction figures `memlens lines` reads), --clock-control none.
 
     python tests/benchmarks/record_many.py OUT_DIR [--launches N] [--ncu PATH]
     python tests/benchmarks/record_many.py OUT_DIR --program --launches 10000 --kernels 8 [--replay kernel]
@@ -103,13 +104,13 @@ def app(launches: int, kernels: int = 0) -> int:
 
 
 def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kernels: int = 0,
-           replay: str = "application") -> int:  # fmt: skip
+           replay: str = "application", lines: bool = False) -> int:  # fmt: skip
     ncu = find_ncu(ncu_path)
     out.mkdir(parents=True, exist_ok=True)
     if any(out.iterdir()):
         sys.exit(f"record_many: {out} is not empty (ncu never overwrites a report here)")
     request = ProfileRequest(
-        metrics=ncu_metric_names(fast=True), report=out / STEM, log=out / f"{STEM}.log",
+        metrics=ncu_metric_names(fast=not lines), report=out / STEM, log=out / f"{STEM}.log",
         nvtx_include=DEFAULT_FILTERS if kernels else f"regex:{NVTX_DOMAIN}@.*/", clock_control="none",
         replay_mode=replay,
     )  # fmt: skip
@@ -131,11 +132,12 @@ def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kerne
         f"recorded: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} by tests/benchmarks/record_many.py",
         f"gpu: {recorded.info.gpu_name} (cc {recorded.info.compute_capability})", f"driver: {driver_version()}",
         f"ncu: {ncu.version_text}", f"launches: {launches}; kernels in the report: {len(recorded.kernels)}, "
-        f"in the {FAMILY} family: {ranges}", f"replay: {replay}", f"ncu seconds: {run.seconds:.1f}",
+        f"in the {FAMILY} family: {ranges}", f"replay: {replay}; per-instruction metrics: {'yes' if lines else 'no'}",
+        f"ncu seconds: {run.seconds:.1f}",
         f"command: {command_line(argv)}",
     ]  # fmt: skip
     (out / f"{STEM}.txt").write_text("\n".join(notes) + "\n", encoding="utf-8")
-    print("\n".join(notes[1:7]))
+    print("\n".join(notes[1:8]))
     print(f"written: {report}, {out / f'{STEM}.csv'}")
     return 0 if ranges == launches else 1
 
@@ -150,6 +152,8 @@ def main() -> int:
     parser.add_argument("--kernels", type=int, default=8, help="distinct kernels with --program (default 8)")
     parser.add_argument("--replay", choices=REPLAY_MODES, default="application",
                         help="ncu's replay mode (default application: see above)")  # fmt: skip
+    parser.add_argument("--lines", action="store_true",
+                        help="memlens's default list, the instrumented per-instruction metrics too (a pass more)")
     parser.add_argument("--app", type=int, metavar="N", help=argparse.SUPPRESS)  # the profiled program
     args = parser.parse_args()
     if args.app is not None:
@@ -160,7 +164,7 @@ def main() -> int:
         parser.error("--kernels must be at least 1")
     try:
         return record(args.out, args.launches, args.ncu, args.timeout, args.kernels if args.program else 0,
-                      args.replay)  # fmt: skip
+                      args.replay, args.lines)  # fmt: skip
     except MemlensError as exc:
         sys.exit(f"record_many: {exc}")
 
