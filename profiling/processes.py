@@ -110,6 +110,18 @@ def start_command(argv: Sequence[str], *, env: Mapping[str, str], output: Path) 
         raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
 
 
+def start_pipe(argv: Sequence[str], *, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """Start `argv` with pipes to its stdin and from its stdout (stderr discarded), without waiting:
+    for helpers that run at once and hand back what they made (readers/helpers.py); the caller writes,
+    reads and waits. CommandFailed where it cannot start."""
+    argv = tuple(str(a) for a in argv)
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=dict(env))  # fmt: skip
+    except OSError as exc:
+        raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
+
+
 def _end_group(process: subprocess.Popen[str]) -> str:
     """Kill the command's process group; the output it wrote before, where it can be read."""
     try:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from profiling.catalogue import BY_NCU_NAME, CATALOGUE, PER_INSTRUCTION_METRICS, RAW_METRICS
 from profiling.errors import InputError
 from profiling.kernel_names import kernel_name
-from profiling.readers import ncu_rep, read_report
+from profiling.readers import helpers, ncu_rep, read_report
 from profiling.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT, ROOFLINE_SKIPPED
 from profiling.readers.ncu_csv import parse_csv
 from profiling.results import KernelResult, RunInfo, RunResults
@@ -540,20 +540,20 @@ def test_plain_ncu_report_names_kernels(where: Path) -> None:
 def with_helper(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """A helper process reads every .ncu-rep of 2 actions or more; what it hands back is recorded."""
     monkeypatch.setattr(ncu_rep, "PARALLEL_MIN_ACTIONS", 2)
-    monkeypatch.setattr(ncu_rep, "_can_fork", lambda: True)
+    monkeypatch.setattr(helpers, "can_fork", lambda: True)
     handed: list[object] = []
-    result = ncu_rep._Helper.result
+    result = helpers.Helper.result
 
-    def recorded(helper: ncu_rep._Helper) -> object:
+    def recorded(helper: helpers.Helper) -> object:
         handed.append(result(helper))
         return handed[-1]
 
-    monkeypatch.setattr(ncu_rep._Helper, "result", recorded)
+    monkeypatch.setattr(helpers.Helper, "result", recorded)
     return handed
 
 
 def assert_no_child_left() -> None:
-    ncu_rep._reap_helpers(wait=True)  # those that handed over what they read are reaped later
+    helpers.reap_helpers(wait=True)  # those that handed over what they read are reaped later
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
 
@@ -563,7 +563,7 @@ def assert_no_child_left() -> None:
 def test_helper_reads_what_one_process_reads(where: Path, stem: str, with_helper: list[object]) -> None:
     path = where / f"{stem}.ncu-rep"
     with pytest.MonkeyPatch.context() as alone:
-        alone.setattr(ncu_rep, "_can_fork", lambda: False)
+        alone.setattr(helpers, "can_fork", lambda: False)
         expected = read_report(path)
     assert read_report(path) == expected
     assert len(with_helper) == 1 and with_helper[0] is not None  # the helper read its share
@@ -576,7 +576,7 @@ def test_a_failed_helper_share_is_read_here(
 ) -> None:
     expected = read_report(where / "suite.ncu-rep")
     with_helper.clear()
-    monkeypatch.setattr(ncu_rep, "_help", lambda *_: os._exit(3))
+    monkeypatch.setattr(helpers, "help_and_exit", lambda *_: os._exit(3))
     assert read_report(where / "suite.ncu-rep") == expected
     assert with_helper == [None]
     assert_no_child_left()
@@ -593,7 +593,7 @@ def test_truncated_report_errors_alike_with_a_helper(
     with pytest.raises(InputError) as alone:
         read_report(path)
     monkeypatch.setattr(ncu_rep, "PARALLEL_MIN_ACTIONS", 2)
-    monkeypatch.setattr(ncu_rep, "_can_fork", lambda: True)
+    monkeypatch.setattr(helpers, "can_fork", lambda: True)
     with pytest.raises(InputError) as helped:
         read_report(path)
     assert str(helped.value) == str(alone.value)

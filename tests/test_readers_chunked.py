@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from profiling.errors import InputError
-from profiling.readers import ncu_rep, read_report
+from profiling.readers import helpers, read_report
 from tests.conftest import FIXTURES, REPO
 
 SUITE = FIXTURES / "nvidia_h200" / "suite.ncu-rep"
@@ -21,31 +21,45 @@ PROBE = FIXTURES / "probe" / "probe.ncu-rep"
 
 CHILD = """
 import json, os, sys
+if sys.argv[4] == "threads":
+    import numpy  # starts BLAS threads: no fork, each chunk read by a new process
 import profiling
 from profiling.errors import InputError
-from profiling.readers import ncu_rep, read_report
+from profiling.readers import helpers, ncu_rep, read_report
 ncu_rep.CHUNKED_MIN_ACTIONS, ncu_rep.CHUNK_ACTIONS = 2, int(sys.argv[2])
 handed = []
-result = ncu_rep._Helper.result
-ncu_rep._Helper.result = lambda helper: handed.append(result(helper)) or handed[-1]
-if sys.argv[3] == "fail":
-    ncu_rep._help = lambda *_: os._exit(3)
+def recording(result):
+    def recorded(helper):
+        handed.append(result(helper))
+        kinds.append(type(helper).__name__)
+        return handed[-1]
+    return recorded
+kinds = []
+helpers.Helper.result = recording(helpers.Helper.result)
+helpers.SpawnedHelper.result = recording(helpers.SpawnedHelper.result)
+if sys.argv[3] == "fail":  # every helper fails, forked or new
+    import subprocess
+    helpers.help_and_exit = lambda *_: os._exit(3)
+    failing = [sys.executable, "-c", "raise SystemExit(3)"]
+    helpers.SpawnedHelper.start = classmethod(lambda cls, *_: cls(subprocess.Popen(failing, stdout=subprocess.PIPE)))
 try:
     data = read_report(sys.argv[1]).to_json()
 except InputError as exc:
     data = {"error": str(exc)}
-ncu_rep._reap_helpers(wait=True)
+helpers.reap_helpers(wait=True)
 try:
     os.waitpid(-1, os.WNOHANG)
     left = True
 except ChildProcessError:
     left = False
-print(json.dumps({"results": data, "helpers": [h is not None for h in handed], "child_left": left}))
+print(json.dumps({"results": data, "helpers": [h is not None for h in handed], "child_left": left,
+                  "kinds": sorted(set(kinds)), "forks": helpers.can_fork()}))
 """
 
 
-def read_chunked(path, chunk: int = 3, mode: str = "ok") -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(path), str(chunk), mode], cwd=REPO,
+def read_chunked(path, chunk: int = 3, mode: str = "ok", threads: bool = False) -> dict:
+    argv = [sys.executable, "-c", CHILD, str(path), str(chunk), mode, "threads" if threads else "one"]
+    done = subprocess.run(argv, cwd=REPO,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -53,7 +67,7 @@ def read_chunked(path, chunk: int = 3, mode: str = "ok") -> dict:
 
 def read_alone(path):
     with pytest.MonkeyPatch.context() as alone:
-        alone.setattr(ncu_rep, "_can_fork", lambda: False)
+        alone.setattr(helpers, "can_fork", lambda: False)
         return read_report(path)
 
 
@@ -82,3 +96,22 @@ def test_truncated_report_errors_alike_in_chunks(tmp_path, percent: int) -> None
     with pytest.raises(InputError) as alone:
         read_alone(path)
     assert read_chunked(path, chunk=2)["results"] == {"error": str(alone.value)}
+
+
+def test_a_process_with_threads_reads_its_chunks_in_new_processes() -> None:
+    expected = read_alone(SUITE)
+    chunked = read_chunked(SUITE, threads=True)
+    assert chunked["forks"] is False and chunked["kinds"] == ["SpawnedHelper"]
+    assert chunked["results"] == json.loads(json.dumps(expected.to_json()))
+    assert chunked["helpers"] == [True] * -(-(len(expected.kernels) - 1) // 3)
+    assert chunked["child_left"] is False
+
+
+@pytest.mark.parametrize("percent", [50, 99])
+def test_truncated_report_errors_alike_in_new_processes(tmp_path, percent: int) -> None:
+    data = PROBE.read_bytes()
+    path = tmp_path / "cut.ncu-rep"
+    path.write_bytes(data[: len(data) * percent // 100])
+    with pytest.raises(InputError) as alone:
+        read_alone(path)
+    assert read_chunked(path, chunk=2, threads=True)["results"] == {"error": str(alone.value)}

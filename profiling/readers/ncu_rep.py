@@ -2,17 +2,12 @@
 
 `ncu_report` (PyPI `ncu-report`) opens reports without a GPU or ncu. Each action of each range is
 one profiled kernel launch; launch ids count actions in report order from 0, as ncu's CSV "ID".
-A report of many launches is read by two processes (see PARALLEL_MIN_ACTIONS).
+A report of many launches is read by two processes or more (see PARALLEL_MIN_ACTIONS; readers/helpers.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import os
-import pickle
-import signal
-import sys
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -23,7 +18,7 @@ from ..errors import InputError, ProfilerError
 from ..kernel_names import kernel_name
 from ..results import KernelResult, RunInfo, RunResults, printable
 from ..source_lines import InstructionRecord
-from . import warm_up
+from . import helpers, warm_up
 from .common import (
     NCU_METRICS,
     Cell,
@@ -102,11 +97,12 @@ def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
     which a helper forked after it has loaded already), then the rest, with a helper where there are
     PARALLEL_MIN_ACTIONS or more."""
     reader.read(slots[:1])
-    if len(slots) >= CHUNKED_MIN_ACTIONS and _can_fork():
+    if len(slots) >= CHUNKED_MIN_ACTIONS and helpers.cpus() >= 2:
         _read_chunks(reader, slots[1:])
         return
     split = len(slots) - int(len(slots) * HELPER_SHARE)
-    helper = _Helper.start(reader, slots[split:]) if len(slots) >= PARALLEL_MIN_ACTIONS and _can_fork() else None
+    parallel = len(slots) >= PARALLEL_MIN_ACTIONS and helpers.can_fork()
+    helper = helpers.Helper.start(reader, slots[split:]) if parallel else None
     if helper is None:
         reader.read(slots[1:])
         return
@@ -123,16 +119,17 @@ def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
 
 
 def _read_chunks(reader: _LaunchReader, slots: list[Slot]) -> None:
-    """Reads `slots` in chunks, each by a helper of its own, up to one a CPU at a time, merged in
-    order; a chunk whose helper failed (or could not start) is read here, with the same errors."""
+    """Reads `slots` in chunks, each by a helper of its own (forked, or a new process where this one
+    cannot fork), up to one a CPU at a time, merged in order; a chunk whose helper failed (or could not
+    start) is read here, with the same errors."""
     chunks = [slots[start : start + CHUNK_ACTIONS] for start in range(0, len(slots), CHUNK_ACTIONS)]
-    workers = max(1, min(MAX_HELPERS, len(os.sched_getaffinity(0))))
-    running: list[_Helper | None] = []
+    workers = max(1, min(MAX_HELPERS, helpers.cpus()))
+    running: list[helpers.Helper | helpers.SpawnedHelper | None] = []
     started = 0
     try:
         for chunk in chunks:
             while started < len(chunks) and len(running) < workers:
-                running.append(_Helper.start(reader, chunks[started]))
+                running.append(helpers.start(reader, chunks[started]))
                 started += 1
             helper = running.pop(0)
             helped = helper.result() if helper is not None else None
@@ -187,101 +184,6 @@ class _LaunchReader:
         self.launches.extend(launches)
         for name, unit in units.items():
             self.metrics.units.setdefault(name, unit)
-
-
-def _can_fork() -> bool:
-    """Linux, two CPUs or more for this process, and one thread in it (a fork copies only the one
-    that calls it: another's locks would stay held in the child)."""
-    if sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
-        return False
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return False
-
-
-class _Helper:
-    """A forked process reading the later actions of a report into a pipe (see PARALLEL_MIN_ACTIONS)."""
-
-    def __init__(self, pid: int, read_end: int) -> None:
-        self.pid = pid
-        self.pipe = open(read_end, "rb")  # closed by result() or stop()
-
-    @classmethod
-    def start(cls, reader: _LaunchReader, slots: Sequence[Slot]) -> _Helper | None:
-        """The helper reading `slots` with a copy of `reader`, or None where no process can be forked."""
-        _reap_helpers()
-        try:
-            read_end, write_end = os.pipe()
-        except OSError:
-            return None
-        # SIGINT stays blocked in the child: Ctrl-C interrupts this process, which then stops the child.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            pid = os.fork()
-        except OSError:
-            pid = -1
-        if pid == 0:
-            _help(reader, slots, read_end, write_end)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.close(write_end)
-        if pid < 0:
-            os.close(read_end)
-            return None
-        return cls(pid, read_end)
-
-    def result(self) -> tuple[list[Launch], dict[str, str]] | None:
-        """The launches the helper read and the units it met, or None where it failed (a pickle cut
-        short does not load). Its exit is not waited for (tens of ms, freeing what it decoded): it is
-        reaped later, see _reap_helpers."""
-        with self.pipe:
-            data = self.pipe.read()
-        _EXITING.append(self.pid)
-        self.pid = 0
-        try:
-            return pickle.loads(data)
-        except Exception:
-            return None
-
-    def stop(self) -> None:
-        self.pipe.close()
-        if self.pid:
-            with contextlib.suppress(OSError):  # gone already
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            self.pid = 0
-
-
-_EXITING: list[int] = []  # helpers that handed over what they read, and may be exiting still
-
-
-def _reap_helpers(wait: bool = False) -> None:
-    """Reaps the helpers that have exited (all, waiting for them, where `wait`); called as the next
-    helper starts. Those a process leaves at its end are reaped by init."""
-    for pid in _EXITING[:]:
-        try:
-            done, _ = os.waitpid(pid, 0 if wait else os.WNOHANG)
-        except ChildProcessError:  # reaped already
-            done = pid
-        if done:
-            _EXITING.remove(pid)
-
-
-def _help(reader: _LaunchReader, slots: Sequence[Slot], read_end: int, write_end: int) -> None:
-    """The helper process: reads `slots`, writes what it read to the pipe, and exits (with 0 only
-    where it wrote it all); it never returns, whatever happens."""
-    status = 1
-    try:
-        os.close(read_end)
-        reader.launches = []
-        reader.read(slots)
-        unsent = memoryview(pickle.dumps((reader.launches, reader.metrics.units), pickle.HIGHEST_PROTOCOL))
-        while unsent:
-            unsent = unsent[os.write(write_end, unsent) :]
-        os.close(write_end)  # now, not as the exit frees all this process decoded (tens of ms)
-        status = 0
-    finally:
-        os._exit(status)
 
 
 def _load(path: Path) -> Context:

@@ -1,0 +1,197 @@
+"""Helper processes that read a share of a report's actions, for readers/ncu_rep.py.
+
+A forked helper starts with the report loaded and NVIDIA's libraries started, but memlens forks only
+a process of one thread. Where another thread runs (NumPy starts its BLAS threads on import, and
+`memlens report` or a notebook has imported it), a chunk's helper is a new Python process instead,
+`python -m <this module> REPORT [--instructions]`, that loads the report itself (tenths of a second
+more) and reads the actions named on its standard input (processes.start_pipe: several run at
+once, each read as it ends). Either way ncu_report's memory
+(about 0.5 GB per 1,000 actions decoded, kept for as long as a process lives) goes with the helper.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..processes import CommandFailed, start_pipe
+
+LaunchReader = Any  # ncu_rep._LaunchReader (not imported: ncu_rep imports this module)
+Slot = tuple[int, int]  # (range index, action index) of an action in the report
+Read = tuple[list, dict[str, str]]  # the launches read, and the units met
+ROOT = Path(__file__).resolve().parents[2]  # the folder holding this package
+
+
+def cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def start(reader: LaunchReader, slots: Sequence[Slot]) -> Helper | SpawnedHelper | None:
+    """A helper reading `slots`: forked where this process can fork, else a new process."""
+    if can_fork():
+        return Helper.start(reader, slots)
+    return SpawnedHelper.start(reader.path, reader.with_instructions, slots)
+
+
+def can_fork() -> bool:
+    """Linux, two CPUs or more for this process, and one thread in it (a fork copies only the one
+    that calls it: another's locks would stay held in the child)."""
+    if sys.platform != "linux" or cpus() < 2:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+class Helper:
+    """A forked process reading the later actions of a report into a pipe (see PARALLEL_MIN_ACTIONS)."""
+
+    def __init__(self, pid: int, read_end: int) -> None:
+        self.pid = pid
+        self.pipe = open(read_end, "rb")  # closed by result() or stop()
+
+    @classmethod
+    def start(cls, reader: LaunchReader, slots: Sequence[Slot]) -> Helper | None:
+        """The helper reading `slots` with a copy of `reader`, or None where no process can be forked."""
+        reap_helpers()
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:
+            return None
+        # SIGINT stays blocked in the child: Ctrl-C interrupts this process, which then stops the child.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:
+            help_and_exit(reader, slots, read_end, write_end)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(write_end)
+        if pid < 0:
+            os.close(read_end)
+            return None
+        return cls(pid, read_end)
+
+    def result(self) -> Read | None:
+        """The launches the helper read and the units it met, or None where it failed (a pickle cut
+        short does not load). Its exit is not waited for (tens of ms, freeing what it decoded): it is
+        reaped later, see reap_helpers."""
+        with self.pipe:
+            data = self.pipe.read()
+        EXITING.append(self.pid)
+        self.pid = 0
+        try:
+            return pickle.loads(data)
+        except Exception:
+            return None
+
+    def stop(self) -> None:
+        self.pipe.close()
+        if self.pid:
+            with contextlib.suppress(OSError):  # gone already
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            self.pid = 0
+
+
+EXITING: list[int] = []  # helpers that handed over what they read, and may be exiting still
+
+
+def reap_helpers(wait: bool = False) -> None:
+    """Reaps the helpers that have exited (all, waiting for them, where `wait`); called as the next
+    helper starts. Those a process leaves at its end are reaped by init."""
+    for pid in EXITING[:]:
+        try:
+            done, _ = os.waitpid(pid, 0 if wait else os.WNOHANG)
+        except ChildProcessError:  # reaped already
+            done = pid
+        if done:
+            EXITING.remove(pid)
+
+
+def help_and_exit(reader: LaunchReader, slots: Sequence[Slot], read_end: int, write_end: int) -> None:
+    """The helper process: reads `slots`, writes what it read to the pipe, and exits (with 0 only
+    where it wrote it all); it never returns, whatever happens."""
+    status = 1
+    try:
+        os.close(read_end)
+        reader.launches = []
+        reader.read(slots)
+        unsent = memoryview(pickle.dumps((reader.launches, reader.metrics.units), pickle.HIGHEST_PROTOCOL))
+        while unsent:
+            unsent = unsent[os.write(write_end, unsent) :]
+        os.close(write_end)  # now, not as the exit frees all this process decoded (tens of ms)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+class SpawnedHelper:
+    """A new Python process reading actions of a report into its standard output."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+
+    @classmethod
+    def start(cls, path: Path, instructions: bool, slots: Sequence[Slot]) -> SpawnedHelper | None:
+        argv = [sys.executable, "-m", __name__, str(path), *(["--instructions"] if instructions else [])]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
+        try:
+            process = start_pipe(argv, env=env)
+        except CommandFailed:
+            return None
+        helper = cls(process)
+        try:
+            with process.stdin:  # type: ignore[union-attr]
+                process.stdin.write(json.dumps(list(slots)).encode())  # type: ignore[union-attr]
+        except OSError:  # it died at once: its chunk is read here
+            helper.stop()
+            return None
+        return helper
+
+    def result(self) -> Read | None:
+        """What the helper read, or None where it failed (its chunk is then read here)."""
+        data = self.process.stdout.read()  # type: ignore[union-attr]
+        self.process.stdout.close()  # type: ignore[union-attr]
+        if self.process.wait() != 0:
+            return None
+        try:
+            return pickle.loads(data)
+        except Exception:
+            return None
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.process.wait()
+        with contextlib.suppress(OSError):
+            self.process.stdout.close()  # type: ignore[union-attr]
+
+
+def main(argv: Sequence[str]) -> int:
+    """The new process: reads the actions its standard input names, pickles them to its output."""
+    from .ncu_rep import _LaunchReader, _load
+
+    path = Path(argv[0])
+    slots = [(int(r), int(a)) for r, a in json.loads(sys.stdin.buffer.read())]
+    reader = _LaunchReader(path, _load(path), instructions="--instructions" in argv[1:])
+    reader.read(slots)
+    sys.stdout.buffer.write(pickle.dumps((reader.launches, reader.metrics.units), pickle.HIGHEST_PROTOCOL))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
