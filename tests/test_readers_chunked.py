@@ -88,14 +88,15 @@ def test_a_failed_chunk_is_read_here() -> None:
     assert chunked["child_left"] is False
 
 
+@pytest.mark.parametrize("threads", [False, True])  # chunks read by forked helpers, or by new processes
 @pytest.mark.parametrize("percent", [50, 90, 99])
-def test_truncated_report_errors_alike_in_chunks(tmp_path, percent: int) -> None:
+def test_truncated_report_errors_alike_in_chunks(tmp_path, percent: int, threads: bool) -> None:
     data = PROBE.read_bytes()
     path = tmp_path / "cut.ncu-rep"
     path.write_bytes(data[: len(data) * percent // 100])
     with pytest.raises(InputError) as alone:
         read_alone(path)
-    assert read_chunked(path, chunk=2)["results"] == {"error": str(alone.value)}
+    assert read_chunked(path, chunk=2, threads=threads)["results"] == {"error": str(alone.value)}
 
 
 def test_a_process_with_threads_reads_its_chunks_in_new_processes() -> None:
@@ -106,12 +107,3 @@ def test_a_process_with_threads_reads_its_chunks_in_new_processes() -> None:
     assert chunked["helpers"] == [True] * -(-(len(expected.kernels) - 1) // 3)
     assert chunked["child_left"] is False
 
-
-@pytest.mark.parametrize("percent", [50, 99])
-def test_truncated_report_errors_alike_in_new_processes(tmp_path, percent: int) -> None:
-    data = PROBE.read_bytes()
-    path = tmp_path / "cut.ncu-rep"
-    path.write_bytes(data[: len(data) * percent // 100])
-    with pytest.raises(InputError) as alone:
-        read_alone(path)
-    assert read_chunked(path, chunk=2, threads=True)["results"] == {"error": str(alone.value)}
