@@ -111,17 +111,13 @@ class Unit:
 
 
 def units(selection: Selection) -> list[Unit]:
-    """The selection as units, in suite order."""
-    sweeps = {sweep.family: sweep for sweep in selection.sweeps}
-    found: list[Unit] = []
-    for family in dict.fromkeys(v.family.name for v in selection.variants):
-        variants = tuple(v for v in selection.variants if v.family.name == family)
-        sweep = sweeps.get(family)
-        if sweep is None:
-            found.extend(Unit((v,)) for v in variants)
-        else:
-            found.extend(Unit(variants, (sweep.name, value)) for value in sweep.values)
-    return found
+    """The selection's cases (Selection.cases: a swept family value by value) as units, in suite order."""
+    found: dict[str, Unit] = {}
+    for case in selection.cases():
+        unit = Unit((case.variant,), case.swept)
+        grown = found.get(unit.label)
+        found[unit.label] = unit if grown is None else Unit((*grown.variants, case.variant), case.swept)
+    return list(found.values())
 
 
 def unit_costs(selection: Selection, small: bool, out_dir: Path) -> dict[str, float]:
@@ -146,14 +142,11 @@ def share_arguments(share: Sequence[Unit], options: ProfileOptions) -> tuple[tup
     """The variant labels, --size items and --sweep items of the profiled program that runs `share`:
     a swept family at the values of its sweep in the share alone."""
     variants = list({v.label: v for unit in share for v in unit.variants}.values())
-    values: dict[str, list[int]] = {}
-    names: dict[str, str] = {}
+    values: dict[tuple[str, str], list[int]] = {}  # (family, size name) -> the share's values
     for unit in share:
         if unit.swept is not None:
-            family = unit.variants[0].family.name
-            names[family] = unit.swept[0]
-            values.setdefault(family, []).append(unit.swept[1])
-    sweeps = tuple(f"{family}.{names[family]}={','.join(map(str, found))}" for family, found in values.items())
+            values.setdefault((unit.variants[0].family.name, unit.swept[0]), []).append(unit.swept[1])
+    sweeps = tuple(f"{family}.{name}={','.join(map(str, found))}" for (family, name), found in values.items())
     return tuple(v.label for v in variants), sizes_for(variants, options.sizes), sweeps
 
 
