@@ -15,8 +15,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .errors import InputError
 from .fileio import read_json
 from .run_dir import BENCH, Provenance
@@ -49,6 +47,8 @@ class TimeSummary:
             raise ValueError("no time samples")
         if not all(math.isfinite(s) and s >= 0 for s in samples):
             raise ValueError("time samples must be finite and not negative")
+        import numpy as np  # here, not at import: NumPy's threads would stop `memlens report` forking its readers
+
         p10, median, p90 = (float(v) for v in np.percentile(samples, [10, 50, 90]))
         return cls(samples, median, min(samples), max(samples), p10, p90)
 

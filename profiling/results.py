@@ -106,6 +106,12 @@ class KernelResult:
         return cached
 
     def missing_reason(self, key: str) -> str:
+        reason = self._reasons.get(key)
+        if reason is None:
+            reason = self._reasons[key] = self._find_missing_reason(key)
+        return reason
+
+    def _find_missing_reason(self, key: str) -> str:
         metric = CATALOGUE[key]
         if key in self.missing:
             return self.missing[key]
@@ -127,6 +133,10 @@ class KernelResult:
 
     @cached_property
     def _metrics(self) -> dict[str, MetricValue]:
+        return {}
+
+    @cached_property
+    def _reasons(self) -> dict[str, str]:
         return {}
 
 

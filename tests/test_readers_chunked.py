@@ -26,7 +26,8 @@ if sys.argv[4] == "threads":
 import profiling
 from profiling.errors import InputError
 from profiling.readers import helpers, ncu_rep, read_report
-ncu_rep.CHUNKED_MIN_ACTIONS, ncu_rep.CHUNK_ACTIONS = 2, int(sys.argv[2])
+ncu_rep.CHUNKED_MIN_ACTIONS = 2
+ncu_rep.CHUNK_ACTIONS = ncu_rep.CHUNK_ACTIONS_WITH_INSTRUCTIONS = int(sys.argv[2])
 handed = []
 def recording(result):
     def recorded(helper):
@@ -107,3 +108,31 @@ def test_a_process_with_threads_reads_its_chunks_in_new_processes() -> None:
     assert chunked["helpers"] == [True] * -(-(len(expected.kernels) - 1) // 3)
     assert chunked["child_left"] is False
 
+
+
+COMMAND = """
+import json, sys
+from profiling import cli
+from profiling.commands import metrics, report
+from profiling.readers import helpers
+seen = []
+def spying(read):
+    def spied(*args, **kwargs):
+        seen.append({"numpy": "numpy" in sys.modules, "forks": helpers.can_fork()})
+        return read(*args, **kwargs)
+    return spied
+report.read_report = spying(report.read_report)
+metrics.read_report = spying(metrics.read_report)
+status = cli.main(sys.argv[1:])
+print(json.dumps({"status": status, "seen": seen}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("command", [["report", "-o", "-"], ["metrics", "--json"], ["metrics"]])
+def test_commands_read_before_numpy_starts_its_threads(command: list[str]) -> None:
+    """NumPy's BLAS threads stop memlens forking its readers: the report's charts import it only after reading."""
+    argv = [sys.executable, "-c", COMMAND, command[0], str(SUITE), *command[1:]]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stderr.strip().splitlines()[-1])
+    assert outcome == {"status": 0, "seen": [{"numpy": False, "forks": helpers.cpus() >= 2}]}

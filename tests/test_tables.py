@@ -7,6 +7,7 @@ import io
 import json
 import math
 
+import pytest
 from rich.console import Console
 
 from profiling.tables import TableColumn, dumps_indented, fast_table, rich_table, write_indented
@@ -61,15 +62,23 @@ def test_the_fast_table_draws_cells_of_lines_without_rich():
 
 
 def test_dumps_indented_writes_what_json_dumps_writes():
-    data = {"a": [1, 2.5, None, True, "é<&>"], "b": {}, "c": [], "d": {"e": (1, 2)}, "f": math.inf}
+    data = {"a": [1, 2.5, None, True, "é<&>", "😀"], "b": {}, "c": [], "d": {"e": (1, 2)}, "big": 2**70}
     assert dumps_indented(data) == json.dumps(data, indent=2)
     assert dumps_indented({1: "int key"}) == json.dumps({1: "int key"}, indent=2)
+
+
+def test_dumps_indented_writes_valid_json_for_what_json_dumps_would_not():
+    text = dumps_indented({"nan": math.nan, "inf": [math.inf, -math.inf], "small": 1e-05})
+    assert json.loads(text) == {"nan": None, "inf": [None, None], "small": 1e-05}
+    assert "NaN" not in text and "Infinity" not in text
+    with pytest.raises(TypeError):
+        dumps_indented({"path": object()})
 
 
 def test_write_indented_writes_it_a_piece_at_a_time():
     kernels = [{"label": f"k{i}", "metrics": {"d": {"value": 1.5 * i, "unit": "ns"}, "x": {"value": None}}}
                for i in range(3)]  # fmt: skip
-    data = {"info": {"gpu": "H200", "n": 3}, "kernels": kernels, "empty": [], "odd": {1: [math.nan, {2: "x"}]},
+    data = {"info": {"gpu": "H200", "n": 3}, "kernels": kernels, "empty": [], "odd": {1: [None, {2: "x"}]},
             "deep": [[{"a": [1, {"b": ()}]}]], "none": {}}  # fmt: skip
     for levels in (0, 1, 2, 5):
         pieces: list[str] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -260,12 +261,13 @@ def notes(kernels: list[KernelResult]) -> list[str]:
 
 def _metrics_json(kernel: KernelResult) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
+    values = kernel.values()
     for key, unit in _UNITS:
-        value = kernel.value(key)
-        if value is None:
-            out[key] = {"value": None, "unit": unit, "reason": kernel.missing_reason(key)}
-        else:
+        value = values.get(key)
+        if value is not None and math.isfinite(value):
             out[key] = {"value": value, "unit": unit}
+        else:
+            out[key] = {"value": None, "unit": unit, "reason": kernel.missing_reason(key)}
     return out
 
 

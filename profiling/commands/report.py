@@ -43,9 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memlens.reports.render import build_report, render  # jinja2 and matplotlib only for this command
-
     runs = [(path, read_report(path, instructions=True)) for path in args.runs]
+    # jinja2 and matplotlib only for this command, and after reading: NumPy's threads would stop the
+    # reader forking its helpers (readers/helpers.py)
+    from memlens.reports.render import build_report, render
+
     benches = [bench_of(path) for path in args.runs]
     statics = [find_static(run_directory(path)) for path in args.runs]
     text = render(build_report(runs, benches, statics), args.format)

@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -54,17 +55,39 @@ def targets(kernels: int) -> tuple[float, int | None]:
     return TARGET_SECONDS + share * (TARGET_SECONDS_10K - TARGET_SECONDS), TARGET_BYTES_10K
 
 
-def run_measured(argv: list[str]) -> tuple[float, int]:
-    """Wall-clock seconds and peak resident bytes (Linux ru_maxrss) of one process running argv."""
+def run_measured(argv: list[str]) -> tuple[float, int, int]:
+    """Wall-clock seconds, peak resident bytes of its largest process (Linux ru_maxrss: what
+    `/usr/bin/time -v` prints) and the peak of the proportional set size summed over the process and
+    its helpers (sampled every 50 ms: shared pages counted once) of one run of argv."""
     started = time.perf_counter()
     process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    tree_peak = [0]
+    sampler = threading.Thread(target=_sample_tree, args=(process.pid, tree_peak), daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
+    sampler.join()
     process.returncode = os.waitstatus_to_exitcode(status)
     stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
     if process.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited with code {process.returncode}: {stderr.strip()}")
-    return seconds, usage.ru_maxrss * 1024
+    return seconds, usage.ru_maxrss * 1024, tree_peak[0]
+
+
+def _sample_tree(root: int, peak: list[int]) -> None:
+    """Keeps in peak[0] the largest sum of Pss over `root` and its descendants, until root exits."""
+    while os.path.exists(f"/proc/{root}/smaps_rollup"):
+        pids, total = [root], 0
+        while pids:
+            pid = pids.pop()
+            with contextlib.suppress(OSError, ValueError):
+                with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                    total += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:")) * 1024
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{task}/children") as children:
+                        pids += [int(child) for child in children.read().split()]
+        peak[0] = max(peak[0], total)
+        time.sleep(0.05)
 
 
 def wall(argv: list[str]) -> float:
@@ -77,8 +100,9 @@ def summary(seconds: list[float]) -> dict:
 
 def end_to_end(argv: list[str], rounds: int) -> dict:
     runs = [run_measured(argv) for _ in range(rounds + 1)]
-    figures = summary([seconds for seconds, _ in runs])
-    figures["peak_bytes"] = max(peak for _, peak in runs)
+    figures = summary([seconds for seconds, _, _ in runs])
+    figures["peak_bytes"] = max(peak for _, peak, _ in runs)
+    figures["tree_peak_bytes"] = max(tree for _, _, tree in runs)
     return figures
 
 
@@ -152,6 +176,7 @@ def report(results: list[dict], python: float, rounds: int) -> None:
                 f", {figures['target_bytes'] / 2**30:g} GiB" if figures["target_bytes"] else "")
             print(f"    {name:8} {figures['first']:7.3f} / {figures['median']:7.3f}   "
                   f"{figures['ratio_to_target']:5.2f} x target  {figures['peak_bytes'] / 2**20:7.0f} MiB  "
+                  f"(all processes {figures['tree_peak_bytes'] / 2**20:5.0f} MiB)  "
                   f"target {limit}: {'met' if met else 'NOT met'}")  # fmt: skip
         print("  phases (one process a round; imports = memlens's before the command runs):")
         for name, figures in result["phases"].items():
