@@ -27,7 +27,7 @@ import profiling
 from profiling.errors import InputError
 from profiling.readers import helpers, ncu_rep, read_report
 ncu_rep.CHUNKED_MIN_ACTIONS = 2
-ncu_rep.CHUNK_ACTIONS = ncu_rep.CHUNK_ACTIONS_WITH_INSTRUCTIONS = int(sys.argv[2])
+ncu_rep.IN_FLIGHT_ACTIONS, ncu_rep.MIN_CHUNK_ACTIONS = 0, int(sys.argv[2])
 handed = []
 def recording(result):
     def recorded(helper):

@@ -6,7 +6,7 @@ a process of one thread. Where another thread runs (NumPy starts its BLAS thread
 `python -m <this module> REPORT [--instructions]`, that loads the report itself (tenths of a second
 more) and reads the actions named on its standard input (processes.start_pipe: several run at
 once, each read as it ends). Either way ncu_report's memory (what it decoded, kept for as long as a
-process lives: see ncu_rep.CHUNK_ACTIONS) goes with the helper.
+process lives: see ncu_rep.IN_FLIGHT_ACTIONS) goes with the helper.
 """
 
 from __future__ import annotations

@@ -47,21 +47,23 @@ NO_INSTANCES = "no per-instruction values in the report"
 NO_ACCESS = "no shared-memory instruction of this side"
 
 # From this many actions on, a forked helper process reads the later ones while this one reads the
-# rest: decoding is ncu_report's (about half a millisecond an action, the GIL held), so two processes
+# rest: decoding is ncu_report's (half a millisecond to a few an action, the GIL held), so two processes
 # halve it where two CPUs are free. The helper takes the smaller share: an action's NVTX state costs
 # more the later it comes.
 PARALLEL_MIN_ACTIONS = 100
 HELPER_SHARE = 0.44
-# From this many actions on (a program's thousands of launches), helpers read chunks of CHUNK_ACTIONS
-# each, as many at a time as there are CPUs, and exit: ncu_report keeps every action it decoded for as
-# long as the process lives, so no process holds more than a chunk's worth. Measured on an H200's
-# 2,000-launch report: a helper of 1,000 actions peaked at 0.16 GB reading their metrics, at 0.99 GB
-# with their SASS (`instructions`), hence the smaller chunks then.
+# From this many actions on (a program's thousands of launches), helpers read chunks of them, as many
+# at a time as there are CPUs (up to MAX_HELPERS), and exit: ncu_report keeps every action it decoded
+# for as long as the process lives (about 0.6 MB an action), so the helpers at work hold at most
+# IN_FLIGHT_ACTIONS actions between them (chunks of IN_FLIGHT_ACTIONS / helpers, MIN_CHUNK_ACTIONS at
+# least). An action takes about 2.3 ms of a CPU to decode. Measured on an H200's 10,000-launch report
+# (16 CPUs), chunks x helpers: 1,000 x 8: 6.2 s, 6.1 GB summed over all processes; 250 x 8: 3.4 s,
+# 1.4 GB; 125 x 8: 4.0 s, 0.77 GB.
 REPORT_MAGIC = b"NVR\x00"  # the first bytes of a .ncu-rep written by ncu 2025.3
 CHUNKED_MIN_ACTIONS = 2000
-CHUNK_ACTIONS = 1000
-CHUNK_ACTIONS_WITH_INSTRUCTIONS = 250
-MAX_HELPERS = 8
+IN_FLIGHT_ACTIONS = 800
+MIN_CHUNK_ACTIONS = 50
+MAX_HELPERS = 16
 
 
 def read_ncu_rep(path: Path, instructions: bool = False) -> RunResults:
@@ -125,9 +127,9 @@ def _read_chunks(reader: _LaunchReader, slots: list[Slot]) -> None:
     """Reads `slots` in chunks, each by a helper of its own (forked, or a new process where this one
     cannot fork), up to one a CPU at a time, merged in order; a chunk whose helper failed (or could not
     start) is read here, with the same errors."""
-    size = CHUNK_ACTIONS_WITH_INSTRUCTIONS if reader.with_instructions else CHUNK_ACTIONS
-    chunks = [slots[start : start + size] for start in range(0, len(slots), size)]
     workers = max(1, min(MAX_HELPERS, helpers.cpus()))
+    size = max(MIN_CHUNK_ACTIONS, IN_FLIGHT_ACTIONS // workers)
+    chunks = [slots[start : start + size] for start in range(0, len(slots), size)]
     running: list[helpers.Helper | helpers.SpawnedHelper | None] = []
     started = 0
     try:
