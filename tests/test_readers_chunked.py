@@ -7,13 +7,14 @@ memlens forks only a process of one thread (`_can_fork`)."""
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 
 import pytest
 
 from profiling.errors import InputError
-from profiling.readers import helpers, read_report
+from profiling.readers import helpers, ncu_rep, read_report
 from tests.conftest import FIXTURES, REPO
 
 SUITE = FIXTURES / "nvidia_h200" / "suite.ncu-rep"
@@ -100,14 +101,44 @@ def test_truncated_report_errors_alike_in_chunks(tmp_path, percent: int, threads
     assert read_chunked(path, chunk=2, threads=threads)["results"] == {"error": str(alone.value)}
 
 
-def test_a_process_with_threads_reads_its_chunks_in_new_processes() -> None:
+def test_a_process_with_threads_has_one_new_process_read_its_chunks() -> None:
     expected = read_alone(SUITE)
     chunked = read_chunked(SUITE, threads=True)
     assert chunked["forks"] is False and chunked["kinds"] == ["SpawnedHelper"]
     assert chunked["results"] == json.loads(json.dumps(expected.to_json()))
-    assert chunked["helpers"] == [True] * -(-(len(expected.kernels) - 1) // 3)
+    assert chunked["helpers"] == [True]
     assert chunked["child_left"] is False
 
+
+SPAWNED = """
+import json, sys
+from profiling.readers import helpers
+forked = []
+start = helpers.Helper.start
+def counted(reader, slots):
+    forked.append(len(slots))
+    return start(reader, slots)
+helpers.Helper.start = counted
+status = helpers.main(sys.argv[1:])
+print(json.dumps(forked), file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def test_the_new_process_reads_in_forked_chunks() -> None:
+    """What `python -m profiling.readers.helpers REPORT CHUNK` hands back: the actions named on its
+    input, in order, read by helpers it forked, CHUNK actions each."""
+    here = ncu_rep._LaunchReader(SUITE, ncu_rep._load(SUITE))
+    slots = here.slots()[1:]
+    here.read(slots)
+    argv = [sys.executable, "-c", SPAWNED, str(SUITE), "3"]
+    done = subprocess.run(argv, cwd=REPO, input=json.dumps(slots).encode(), capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    launches, _ = pickle.loads(done.stdout)
+    assert launches == here.launches and len(launches) == len(slots) >= 9
+    chunks = json.loads(done.stderr.decode().strip().splitlines()[-1])
+    forked = [3] * (len(slots) // 3) + ([len(slots) % 3] if len(slots) % 3 else [])
+    assert chunks == (forked if helpers.cpus() >= 2 else [])  # one CPU: no helper, all read there
 
 
 COMMAND = """

@@ -1,12 +1,12 @@
 """Helper processes that read a share of a report's actions, for readers/ncu_rep.py.
 
 A forked helper starts with the report loaded and NVIDIA's libraries started, but memlens forks only
-a process of one thread. Where another thread runs (NumPy starts its BLAS threads on import, and
-`memlens report` or a notebook has imported it), a chunk's helper is a new Python process instead,
-`python -m <this module> REPORT [--instructions]`, that loads the report itself (tenths of a second
-more) and reads the actions named on its standard input (processes.start_pipe: several run at
-once, each read as it ends). Either way ncu_report's memory (what it decoded, kept for as long as a
-process lives: see ncu_rep.IN_FLIGHT_ACTIONS) goes with the helper.
+a process of one thread. Where another thread runs (NumPy starts its BLAS threads on import, and a
+notebook has imported it), one new Python process, `python -m <this module> REPORT CHUNK
+[--instructions]`, loads the report itself (tenths of a second more), reads the actions named on its
+standard input in chunks of CHUNK by helpers it forks, and hands them all back on its standard output
+(processes.start_pipe). Either way ncu_report's memory (what it decoded, kept for as long as a
+process lives: see ncu_rep.IN_FLIGHT_ACTIONS) goes with the helper that decoded it.
 """
 
 from __future__ import annotations
@@ -35,13 +35,6 @@ def cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
-
-
-def start(reader: LaunchReader, slots: Sequence[Slot]) -> Helper | SpawnedHelper | None:
-    """A helper reading `slots`: forked where this process can fork, else a new process."""
-    if can_fork():
-        return Helper.start(reader, slots)
-    return SpawnedHelper.start(reader.path, reader.with_instructions, slots)
 
 
 def can_fork() -> bool:
@@ -140,14 +133,15 @@ def help_and_exit(reader: LaunchReader, slots: Sequence[Slot], read_end: int, wr
 
 
 class SpawnedHelper:
-    """A new Python process reading actions of a report into its standard output."""
+    """A new Python process reading actions of a report, in chunks by helpers it forks, into its
+    standard output."""
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
 
     @classmethod
-    def start(cls, path: Path, instructions: bool, slots: Sequence[Slot]) -> SpawnedHelper | None:
-        argv = [sys.executable, "-m", __name__, str(path), *(["--instructions"] if instructions else [])]
+    def start(cls, path: Path, instructions: bool, slots: Sequence[Slot], chunk: int) -> SpawnedHelper | None:
+        argv = [sys.executable, "-m", __name__, str(path), str(chunk), *(["--instructions"] if instructions else [])]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
         try:
             process = start_pipe(argv, env=env)
@@ -157,13 +151,13 @@ class SpawnedHelper:
         try:
             with process.stdin:  # type: ignore[union-attr]
                 process.stdin.write(json.dumps(list(slots)).encode())  # type: ignore[union-attr]
-        except OSError:  # it died at once: its chunk is read here
+        except OSError:  # it died at once: the actions are read by the caller
             helper.stop()
             return None
         return helper
 
     def result(self) -> Read | None:
-        """What the helper read, or None where it failed (its chunk is then read here)."""
+        """What the helper read, or None where it failed (the caller then reads the actions itself)."""
         data = self.process.stdout.read()  # type: ignore[union-attr]
         self.process.stdout.close()  # type: ignore[union-attr]
         if self.process.wait() != 0:
@@ -183,12 +177,15 @@ class SpawnedHelper:
 
 def main(argv: Sequence[str]) -> int:
     """The new process: reads the actions its standard input names, pickles them to its output."""
-    from .ncu_rep import _LaunchReader, _load
+    from .ncu_rep import _LaunchReader, _load, read_in_forked_chunks
 
-    path = Path(argv[0])
+    path, chunk = Path(argv[0]), int(argv[1])
     slots = [(int(r), int(a)) for r, a in json.loads(sys.stdin.buffer.read())]
-    reader = _LaunchReader(path, _load(path), instructions="--instructions" in argv[1:])
-    reader.read(slots)
+    reader = _LaunchReader(path, _load(path), instructions="--instructions" in argv[2:])
+    if slots:  # decoding an action loads NVIDIA's libraries: once here, not in every helper forked
+        range_index, action_index = slots[0]
+        reader.ranges[range_index].action_by_idx(action_index)
+    read_in_forked_chunks(reader, slots, chunk)
     sys.stdout.buffer.write(pickle.dumps((reader.launches, reader.metrics.units), pickle.HIGHEST_PROTOCOL))
     return 0
 

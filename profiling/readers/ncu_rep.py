@@ -124,18 +124,45 @@ def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
 
 
 def _read_chunks(reader: _LaunchReader, slots: list[Slot]) -> None:
-    """Reads `slots` in chunks, each by a helper of its own (forked, or a new process where this one
-    cannot fork), up to one a CPU at a time, merged in order; a chunk whose helper failed (or could not
-    start) is read here, with the same errors."""
-    workers = max(1, min(MAX_HELPERS, helpers.cpus()))
-    size = max(MIN_CHUNK_ACTIONS, IN_FLIGHT_ACTIONS // workers)
+    """Reads `slots` in chunks by forked helpers (read_in_forked_chunks). A process that cannot fork
+    (another thread runs in it) has one new process read them so, forking helpers of its own; where
+    that fails, they are read here, with the same errors."""
+    if helpers.can_fork():
+        read_in_forked_chunks(reader, slots, chunk_actions())
+        return
+    helper = helpers.SpawnedHelper.start(reader.path, reader.with_instructions, slots, chunk_actions())
+    try:
+        helped = helper.result() if helper is not None else None
+    except BaseException:
+        if helper is not None:
+            helper.stop()
+        raise
+    if helped is None:
+        reader.read(slots)
+    else:
+        reader.merge(*helped)
+
+
+def chunk_actions() -> int:
+    return max(MIN_CHUNK_ACTIONS, IN_FLIGHT_ACTIONS // _workers())
+
+
+def _workers() -> int:
+    return max(1, min(MAX_HELPERS, helpers.cpus()))
+
+
+def read_in_forked_chunks(reader: _LaunchReader, slots: Sequence[Slot], size: int) -> None:
+    """Reads `slots` in chunks of `size`, each by a forked helper of its own, up to one a CPU at a
+    time, merged in order; a chunk whose helper failed (or could not be forked) is read here, with the
+    same errors."""
     chunks = [slots[start : start + size] for start in range(0, len(slots), size)]
-    running: list[helpers.Helper | helpers.SpawnedHelper | None] = []
+    workers = _workers()
+    running: list[helpers.Helper | None] = []
     started = 0
     try:
         for chunk in chunks:
             while started < len(chunks) and len(running) < workers:
-                running.append(helpers.start(reader, chunks[started]))
+                running.append(helpers.Helper.start(reader, chunks[started]) if helpers.can_fork() else None)
                 started += 1
             helper = running.pop(0)
             helped = helper.result() if helper is not None else None
