@@ -54,7 +54,8 @@ def test_counters_show_the_physics(run_dir):
 
 
 def test_metrics_prints_every_kernel(run_dir):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))),
+           "COLUMNS": "250"}  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "profiling", "metrics", str(run_dir)],
                           capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -53,12 +53,13 @@ NO_ACCESS = "no shared-memory instruction of this side"
 PARALLEL_MIN_ACTIONS = 100
 HELPER_SHARE = 0.44
 # From this many actions on (a program's thousands of launches), helpers read chunks of them, as many
-# at a time as there are CPUs (up to MAX_HELPERS), and exit: ncu_report keeps every action it decoded
-# for as long as the process lives (about 0.6 MB an action), so the helpers at work hold at most
-# IN_FLIGHT_ACTIONS actions between them (chunks of IN_FLIGHT_ACTIONS / helpers, MIN_CHUNK_ACTIONS at
-# least). An action takes about 2.3 ms of a CPU to decode. Measured on an H200's 10,000-launch report
-# (16 CPUs), chunks x helpers: 1,000 x 8: 6.2 s, 6.1 GB summed over all processes; 250 x 8: 3.4 s,
-# 1.4 GB; 125 x 8: 4.0 s, 0.77 GB.
+# at a time as there are CPUs (up to MAX_HELPERS), and exit: a helper grows by about 0.6 MB an action
+# it decodes (what ncu_report keeps for as long as the process lives, and the pages of the loaded
+# report it copies), so the helpers at work hold at most IN_FLIGHT_ACTIONS actions between them
+# (chunks of IN_FLIGHT_ACTIONS / helpers, MIN_CHUNK_ACTIONS at least). An action takes about 2.3 ms of
+# a CPU to decode. Measured on an H200's 10,000-launch report (16 CPUs; memory of all processes at
+# once), in-flight actions x helpers: 8,000 x 8 (chunks of 1,000): 6.2 s, 6.0 GiB; 1,000 x 8: 3.4-3.7 s,
+# 0.8 GiB; 800 x 16: 2.9 s, 0.55 GiB (tests/benchmarks/RESULTS.md).
 REPORT_MAGIC = b"NVR\x00"  # the first bytes of a .ncu-rep written by ncu 2025.3
 CHUNKED_MIN_ACTIONS = 2000
 IN_FLIGHT_ACTIONS = 800
@@ -128,9 +129,9 @@ def _read_chunks(reader: _LaunchReader, slots: list[Slot]) -> None:
     (another thread runs in it) has one new process read them so, forking helpers of its own; where
     that fails, they are read here, with the same errors."""
     if helpers.can_fork():
-        read_in_forked_chunks(reader, slots, chunk_actions())
+        read_in_forked_chunks(reader, slots, _chunk_actions())
         return
-    helper = helpers.SpawnedHelper.start(reader.path, reader.with_instructions, slots, chunk_actions())
+    helper = helpers.SpawnedHelper.start(reader.path, reader.with_instructions, slots, _chunk_actions())
     try:
         helped = helper.result() if helper is not None else None
     except BaseException:
@@ -143,7 +144,8 @@ def _read_chunks(reader: _LaunchReader, slots: list[Slot]) -> None:
         reader.merge(*helped)
 
 
-def chunk_actions() -> int:
+def _chunk_actions() -> int:
+    """Actions a helper reads: IN_FLIGHT_ACTIONS over the helpers at work, MIN_CHUNK_ACTIONS at least."""
     return max(MIN_CHUNK_ACTIONS, IN_FLIGHT_ACTIONS // _workers())
 
 

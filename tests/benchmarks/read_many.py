@@ -185,16 +185,53 @@ def report(results: list[dict], python: float, rounds: int) -> None:
             print(f"    {name:8} {figures['first']:7.3f} / {figures['median']:7.3f}")
 
 
+def chunking(path: Path, settings: list[tuple[int, int]], rounds: int) -> list[dict]:
+    """`memlens metrics PATH` (the table) with the chunked reader's settings (readers/ncu_rep.py's
+    IN_FLIGHT_ACTIONS and MAX_HELPERS) in place of its defaults: seconds and memory of each round."""
+    figures = []
+    for in_flight, most in settings:
+        code = (f"from profiling.readers import ncu_rep; ncu_rep.IN_FLIGHT_ACTIONS = {in_flight}; "
+                f"ncu_rep.MAX_HELPERS = {most}; "
+                f"from profiling.cli import main; main(['metrics', {str(path)!r}])")  # fmt: skip
+        for _ in range(rounds):
+            seconds, peak, tree = run_measured([sys.executable, "-c", code])
+            figures.append({"in_flight": in_flight, "max_helpers": most, "seconds": seconds, "peak_bytes": peak,
+                            "tree_peak_bytes": tree})  # fmt: skip
+            print(f"  in flight {in_flight:5}, helpers at most {most:2}: {seconds:6.2f} s  "
+                  f"all processes {tree / 2**20:5.0f} MiB (largest {peak / 2**20:5.0f} MiB)", flush=True)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", type=Path, help="recordings: .ncu-rep or ncu CSV")
     parser.add_argument("--rounds", type=int, default=3, help="rounds after the first (default 3)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of each output per path")
+    parser.add_argument("--chunking", metavar="IN_FLIGHTxHELPERS,...",
+                        help="instead: time `memlens metrics` on each .ncu-rep with these settings of the "
+                             "chunked reader, e.g. 800x16,1000x8 (in-flight actions x helpers at most), "
+                             "--rounds each")  # fmt: skip
     parser.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)  # the child of measure()
     args = parser.parse_args()
     if args.phases:
         print(json.dumps(phases(args.paths[0])))
+        return 0
+    if args.chunking:
+        try:
+            settings = [tuple(int(n) for n in item.split("x")) for item in args.chunking.split(",")]
+        except ValueError:
+            parser.error(f"--chunking {args.chunking!r}: write IN_FLIGHTxHELPERS,... e.g. 800x16,1000x8")
+        if any(len(setting) != 2 or min(setting) < 1 for setting in settings):
+            parser.error(f"--chunking {args.chunking!r}: two positive numbers a setting, e.g. 800x16")
+        for path in args.paths:
+            print(f"{path}: chunked reading, {args.rounds} round(s) a setting")
+            figures = chunking(path.resolve(), settings, args.rounds)  # type: ignore[arg-type]
+            if args.json:
+                sys.path.insert(0, str(REPO))
+                from profiling.fileio import write_json_atomic
+
+                write_json_atomic(args.json, {"benchmark": "read_many --chunking", "path": str(path), "runs": figures})
         return 0
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
