@@ -96,12 +96,11 @@ class KernelResult:
     def metric(self, key: str) -> MetricValue:
         cached = self._metrics.get(key)
         if cached is None:
-            metric = CATALOGUE[key]
-            value = self._values.get(key)
-            if value is not None and math.isfinite(value):
-                cached = MetricValue(key, value, metric.unit)
+            unit, value = CATALOGUE[key].unit, self.value(key)
+            if value is not None:
+                cached = MetricValue(key, value, unit)
             else:
-                cached = MetricValue(key, None, metric.unit, self.missing_reason(key))
+                cached = MetricValue(key, None, unit, self.missing_reason(key))
             self._metrics[key] = cached
         return cached
 

@@ -1,7 +1,7 @@
 """Tables and JSON for the terminal, fast enough for thousands of kernels.
 
 `rich_table` is a rich Table; `fast_table` draws the same text without rich's renderer per cell
-(rich's column widths, box and wrapping; seconds saved for 1,000 rows). `dumps_indented` lays JSON
+(rich's column widths, box and wrapping; seconds saved for 1,000 rows). `write_indented` lays JSON
 out as `json.dumps(data, indent=2)` does, encoded by orjson, many times faster for large reports.
 """
 
@@ -184,18 +184,13 @@ def _cell_lines(out: Console, cell: str, width: int, column: TableColumn, header
 # --- JSON ------------------------------------------------------------------------------------------
 
 
-def dumps_indented(data: Any) -> str:
-    """JSON text laid out as `json.dumps(data, indent=2)` lays it out, encoded by orjson (the standard
-    library encodes indented JSON in pure Python: seconds for 10,000 kernels). Numbers are the
-    shortest text that reads back the same (`1e-05` may print as `0.00001`); NaN and infinities print
-    as null, which JSON has, not as NaN, which it lacks; text beyond ASCII is escaped as json.dumps
-    escapes it."""
-    return _dumps(data, "\n")
-
-
 def write_indented(data: Any, stream: TextIO, levels: int = 2) -> None:
-    """Writes `dumps_indented(data)` and a newline to `stream`, the items of its containers down to
-    `levels` deep one at a time: the text of 10,000 kernels (over 100 MB) is never held whole."""
+    """Writes `data` as JSON laid out as `json.dumps(data, indent=2)` lays it out, and a newline, to
+    `stream`, the items of its containers down to `levels` deep one at a time: the text of 10,000
+    kernels (over 100 MB) is never held whole. Encoded by orjson (the standard library encodes
+    indented JSON in pure Python: seconds for 10,000 kernels). Numbers are the shortest text that
+    reads back the same (`1e-05` may print as `0.00001`); NaN and infinities print as null, which JSON
+    has, not as NaN, which it lacks; text beyond ASCII is escaped as json.dumps escapes it."""
     _write(data, stream.write, "\n", levels)
     stream.write("\n")
 

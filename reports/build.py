@@ -328,7 +328,6 @@ def _family(
     return FamilySection(name, baseline_key[1], tuple(rows))
 
 
-
 def _row(
     label: str, name: str, kernels: list[KernelResult], outcome: VariantOutcome | None, baseline: bool = False,
     static: StaticResults | None = None,

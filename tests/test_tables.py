@@ -10,7 +10,7 @@ import math
 import pytest
 from rich.console import Console
 
-from profiling.tables import TableColumn, dumps_indented, fast_table, rich_table, write_indented
+from profiling.tables import TableColumn, fast_table, rich_table, write_indented
 
 COLUMNS = [TableColumn("name", numeric=False), TableColumn("count"), TableColumn("two-line\nheader")]
 ROWS = [
@@ -61,18 +61,25 @@ def test_the_fast_table_draws_cells_of_lines_without_rich():
     assert "│ step999 > many/k7" in drawn.plain and "│   many_scale_7 " in drawn.plain
 
 
-def test_dumps_indented_writes_what_json_dumps_writes():
+def indented(data, levels: int = 2) -> str:
+    stream = io.StringIO()
+    write_indented(data, stream, levels)
+    return stream.getvalue()
+
+
+@pytest.mark.parametrize("levels", [0, 2])  # encoded whole, and a piece at a time
+def test_write_indented_writes_what_json_dumps_writes(levels: int):
     data = {"a": [1, 2.5, None, True, "é<&>", "😀"], "b": {}, "c": [], "d": {"e": (1, 2)}, "big": 2**70}
-    assert dumps_indented(data) == json.dumps(data, indent=2)
-    assert dumps_indented({1: "int key"}) == json.dumps({1: "int key"}, indent=2)
+    assert indented(data, levels) == json.dumps(data, indent=2) + "\n"
+    assert indented({1: "int key"}, levels) == json.dumps({1: "int key"}, indent=2) + "\n"
 
 
-def test_dumps_indented_writes_valid_json_for_what_json_dumps_would_not():
-    text = dumps_indented({"nan": math.nan, "inf": [math.inf, -math.inf], "small": 1e-05})
+def test_write_indented_writes_valid_json_for_what_json_dumps_would_not():
+    text = indented({"nan": math.nan, "inf": [math.inf, -math.inf], "small": 1e-05}, levels=0)
     assert json.loads(text) == {"nan": None, "inf": [None, None], "small": 1e-05}
     assert "NaN" not in text and "Infinity" not in text
     with pytest.raises(TypeError):
-        dumps_indented({"path": object()})
+        indented({"path": object()})
 
 
 def test_write_indented_writes_it_a_piece_at_a_time():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -245,8 +244,7 @@ def notes(kernels: list[KernelResult]) -> list[str]:
         for column in COLUMNS:
             for key in column.keys:
                 if kernel.value(key) is None and not (key == "shared_ld_ways" and _ways(kernel) == "-"):
-                    reason = kernel.metric(key).missing_reason
-                    seen.setdefault((column.name, reason or "missing"), {})[kernel.label] = None
+                    seen.setdefault((column.name, kernel.missing_reason(key) or "missing"), {})[kernel.label] = None
     lines = []
     for (title, reason), labels in seen.items():
         which = "" if len(labels) == len(kernels) else f" ({', '.join(labels)})"
@@ -261,13 +259,12 @@ def notes(kernels: list[KernelResult]) -> list[str]:
 
 def _metrics_json(kernel: KernelResult) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    values = kernel.values()
     for key, unit in _UNITS:
-        value = values.get(key)
-        if value is not None and math.isfinite(value):
-            out[key] = {"value": value, "unit": unit}
-        else:
+        value = kernel.value(key)
+        if value is None:
             out[key] = {"value": None, "unit": unit, "reason": kernel.missing_reason(key)}
+        else:
+            out[key] = {"value": value, "unit": unit}
     return out
 
 

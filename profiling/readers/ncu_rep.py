@@ -158,13 +158,13 @@ def read_in_forked_chunks(reader: _LaunchReader, slots: Sequence[Slot], size: in
     time, merged in order; a chunk whose helper failed (or could not be forked) is read here, with the
     same errors."""
     chunks = [slots[start : start + size] for start in range(0, len(slots), size)]
-    workers = _workers()
+    workers, forks = _workers(), helpers.can_fork()
     running: list[helpers.Helper | None] = []
     started = 0
     try:
         for chunk in chunks:
             while started < len(chunks) and len(running) < workers:
-                running.append(helpers.Helper.start(reader, chunks[started]) if helpers.can_fork() else None)
+                running.append(helpers.Helper.start(reader, chunks[started]) if forks else None)
                 started += 1
             helper = running.pop(0)
             helped = helper.result() if helper is not None else None
