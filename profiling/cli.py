@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from . import __version__
 from .errors import EXIT_INPUT, EXIT_PROFILER, MemlensError
 
+INTERRUPT_AGAIN_S = 0.05  # see _interrupt_again
 # command name -> (module under profiling.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("list_suite", "list families, variants and what each demonstrates"),
@@ -57,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if command == "profile":
         args.program = program
+    hook, sys.unraisablehook = sys.unraisablehook, _interrupt_again
     try:
         return int(args.run(args))
     except MemlensError as exc:
@@ -67,6 +71,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_PROFILER
     except BrokenPipeError:
         return EXIT_INPUT
+    finally:
+        sys.unraisablehook = hook
+
+
+def _interrupt_again(unraisable: sys.UnraisableHookArgs) -> None:
+    """A Ctrl-C (or a SIGTERM, raised as one) that landed in a callback Python cannot raise from (the
+    weakref callback of an import lock, while a thread imports) would be printed as a traceback and
+    lost: it is delivered to the main thread again instead (a SIGINT, which wakes a sleep or a wait),
+    to stop memlens as any Ctrl-C does. From another thread, a moment later: sent from here, it would
+    land in this hook."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        main_thread = threading.main_thread().ident
+        again = threading.Timer(INTERRUPT_AGAIN_S, signal.pthread_kill, (main_thread, signal.SIGINT))
+        again.daemon = True
+        again.start()
+    else:
+        sys.__unraisablehook__(unraisable)
 
 
 if __name__ == "__main__":

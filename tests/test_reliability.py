@@ -147,6 +147,38 @@ def test_interrupt_saves_partial_results_and_leaves_nothing(tmp_path, signum, ti
     assert_nothing_left(tag, app_pid(runs))
 
 
+LOST_INTERRUPT = """
+import sys, time, weakref
+from profiling import cli
+from profiling.commands import list_suite
+
+class Lock:
+    pass
+
+def interrupted(_):
+    raise KeyboardInterrupt  # as a Ctrl-C does when it lands in an import lock's weakref callback
+
+def run(args):
+    lock = Lock()
+    ref = weakref.ref(lock, interrupted)
+    del lock  # the callback runs here, where Python cannot raise what it raises
+    time.sleep(20)
+    return 0
+
+list_suite.run = run
+sys.exit(cli.main(["list"]))
+"""
+
+
+def test_a_ctrl_c_that_lands_in_a_callback_still_stops_memlens_without_a_traceback():
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", LOST_INTERRUPT], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 3 and time.monotonic() - started < 15
+    assert done.stderr.splitlines()[-1].startswith("memlens: interrupted")
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+
+
 # --- concurrent runs and the raw report ---------------------------------------------------------------
 
 
