@@ -26,7 +26,7 @@ from typing import Any
 
 from .catalogue import CATALOGUE
 from .errors import ConfigError, InputError
-from .fileio import input_files, read_json, write_json_output
+from .fileio import Output, input_files, read_json, write_json_output
 from .gate import Environment, Kind, Measurements
 from .static_check import STATIC_METRICS
 
@@ -68,9 +68,18 @@ def from_measurements(measurements: Measurements, created_at: str | None = None)
     return Baseline(measurements.kind, measurements.environment, measurements.source, stamp, kernels, values)
 
 
-def save_baseline(baseline: Baseline, path: Path, inputs: Sequence[Path] = ()) -> None:
-    """Write atomically; never over an input (`inputs`, the run's source) nor a raw profiler report."""
-    write_json_output(path, baseline.to_json(), inputs=[*inputs, *input_files(baseline.source or None)])
+def save_baseline(baseline: Baseline, path: str | Path, inputs: Sequence[Path] = ()) -> Output:
+    """Write atomically (see fileio.write_output); never over an input (`inputs`, the run's source)
+    nor a raw profiler report. A folder (`path` ending in /) gets `baseline_name(baseline)`."""
+    return write_json_output(path, baseline.to_json(), inputs=[*inputs, *input_files(baseline.source or None)],
+                             default_name=baseline_name(baseline))  # fmt: skip
+
+
+def baseline_name(baseline: Baseline) -> str:
+    """The baseline's file name in a folder: `<gpu slug>.json`, as `baseline_for` looks it up, or
+    `<arch>.json` for a static check's."""
+    environment = baseline.environment
+    return f"{gpu_slug(environment.gpu_name or environment.arch or 'baseline') or 'baseline'}.json"
 
 
 def load_baseline(path: Path) -> Baseline:

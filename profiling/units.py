@@ -8,6 +8,7 @@ ncu's byte prefixes are decimal (16,896 bytes print as "16.896 Kbyte").
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 TIME_NS = {
     "ns": 1.0, "nsecond": 1.0,
@@ -147,6 +148,17 @@ def format_count(value: float) -> str:
     if float(value).is_integer():
         return f"{value:,.0f}"
     return significant(value)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """The count and its noun: "1 kernel", "2 kernels", "1,024 kernels" (`nouns` where an s is wrong)."""
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def shown_list(items: Sequence[str], limit: int) -> str:
+    """The first `limit` items, comma-separated, and how many are left: "a, b, c and 11 more"; "none"."""
+    shown = ", ".join(items[:limit]) or "none"
+    return shown if len(items) <= limit else f"{shown} and {len(items) - limit:,} more"
 
 
 def format_percent(value: float) -> str:

@@ -3,6 +3,8 @@
     memlens baseline save RUN -o FILE    RUN: run directory, results.json, .ncu-rep, ncu CSV or check JSON
     memlens baseline show FILE
 
+`-o FOLDER/` writes FOLDER/<gpu model>.json (e.g. nvidia_h200.json), the file `memlens gate
+--baseline-dir FOLDER` picks for a run on that GPU (a static check's: <arch>.json); `-o -` prints it.
 The baseline records the GPU, compute capability, driver and ncu versions (or the static target and
 compiler) and every figure of every kernel."""
 
@@ -21,14 +23,15 @@ from ..gate import read_measurements
 from ..kernel_names import NAME_WIDTH, elide_middle
 from ..rules import ALL_METRICS
 from ..terminal import table_console
-from ..units import format_value
+from ..units import format_value, plural
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     save = actions.add_parser("save", help="write a baseline from a run")
     save.add_argument("source", metavar="RUN", help="run directory, results.json, .ncu-rep, ncu CSV or check JSON")
-    save.add_argument("-o", "--output", required=True, type=Path, metavar="FILE", help="baseline JSON to write")
+    save.add_argument("-o", "--output", required=True, metavar="FILE",
+                      help="baseline JSON to write; FOLDER/ for FOLDER/<gpu model>.json; - for stdout")  # fmt: skip
     show = actions.add_parser("show", help="print what a baseline holds")
     show.add_argument("file", type=Path, metavar="FILE")
 
@@ -39,9 +42,11 @@ def run(args: argparse.Namespace) -> int:
         if not measurements.subjects:
             raise InputError(f"{args.source}: no kernels to save as a baseline")
         baseline = from_measurements(measurements)
-        save_baseline(baseline, args.output, inputs=input_files(args.source))
+        written = save_baseline(baseline, args.output, inputs=input_files(args.source))
         where = baseline.environment.gpu_name or baseline.environment.arch or "unknown GPU"
-        print(f"memlens: baseline of {len(baseline.values)} kernels ({where}) written to {args.output}")
+        if written.kind == "file":  # not where the baseline itself went: standard output, a FIFO...
+            kernels = plural(len(baseline.values), "kernel")
+            print(f"memlens: baseline of {kernels} ({where}) written to {written.named}")
         return 0
     baseline = load_baseline(args.file)
     environment = ", ".join(f"{k} {v}" for k, v in vars(baseline.environment).items() if v)

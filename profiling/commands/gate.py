@@ -5,7 +5,9 @@ Relative rules (`max_regression`) compare with --baseline FILE (`memlens baselin
 one they are skipped and say so. --baseline-dir FOLDER picks FOLDER/<gpu>.json for the run's GPU
 model (e.g. kernels/baselines/nvidia_h200.json); no file for it is a usage error (exit 2). A baseline
 from another GPU model is refused unless --allow-mismatch. --junit, --summary (GitHub Markdown) and
---json are written even when the gate fails, so CI can publish them."""
+--json are written even when the gate fails, so CI can publish them; two of them on one file are
+refused before any is written (exit 2), FOLDER/ writes gate.xml, gate.md or gate.json into FOLDER, and
+`-` prints that document on standard output instead of the table."""
 
 from __future__ import annotations
 
@@ -15,10 +17,13 @@ from pathlib import Path
 
 from ..baseline import baseline_for, compatibility, load_baseline
 from ..errors import GateFailed
-from ..fileio import input_files, write_output
+from ..fileio import Output, input_files, resolve_outputs, write_output
 from ..gate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
 from ..rules import format_help, load_rules
 from ..terminal import table_console
+
+# the file each output gets in a folder named with a trailing / (`--junit build/`)
+JUNIT_NAME, SUMMARY_NAME, JSON_NAME = "gate.xml", "gate.md", "gate.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,9 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="pick FOLDER/<gpu model>.json for the run's GPU, e.g. kernels/baselines")  # fmt: skip
     parser.add_argument("--allow-mismatch", action="store_true",
                         help="compare with a baseline from another GPU model or target anyway")  # fmt: skip
-    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML, one testcase per check")
-    parser.add_argument("--summary", type=Path, metavar="FILE", help="write a GitHub-flavoured Markdown summary")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
+    parser.add_argument("--junit", metavar="FILE", help=f"write JUnit XML, one testcase per check ({JUNIT_NAME} in "
+                        "a FOLDER/; - prints it instead of the table)")  # fmt: skip
+    parser.add_argument("--summary", metavar="FILE",
+                        help=f"write a GitHub-flavoured Markdown summary ({SUMMARY_NAME} in a FOLDER/; -: stdout)")
+    parser.add_argument("--json", metavar="FILE",
+                        help=f"write the verdicts as JSON ({JSON_NAME} in a FOLDER/; -: stdout)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,19 +59,26 @@ def run(args: argparse.Namespace) -> int:
         notes += compatibility(baseline, measurements, args.allow_mismatch)
     result = evaluate(rules, measurements, baseline, notes)
     inputs = [*input_files(args.source), args.rules, args.baseline]
-    write_outputs(result, args.junit, args.summary, args.json, inputs)
-    show(result)
+    written = write_outputs(result, args.junit, args.summary, args.json, inputs)
+    if not any(output.kind == "stdout" for output in written):
+        show(result)  # with `--json -` (or --junit, --summary), that document is standard output
     if not result.passed:
         raise GateFailed(f"gate {result.summary()}")
     return 0
 
 
-def write_outputs(result: GateResult, junit: Path | None, summary: Path | None, json_path: Path | None,
-                  inputs: Sequence[Path | None] = ()) -> None:  # fmt: skip
-    """Each file asked for; a write error is OutputError (exit 2), never a gate failure (exit 1)."""
-    for path, render in ((junit, to_junit), (summary, to_markdown), (json_path, to_json_text)):
-        if path is not None:
-            write_output(path, render(result), inputs)
+def write_outputs(result: GateResult, junit: str | Path | None, summary: str | Path | None,
+                  json_path: str | Path | None, inputs: Sequence[Path | None] = ()) -> list[Output]:  # fmt: skip
+    """Each file asked for, what was written; a write error is OutputError (exit 2), never a gate
+    failure (exit 1). Two of them on one file are refused before any is written."""
+    outputs = resolve_outputs(
+        [("--junit", junit, JUNIT_NAME), ("--summary", summary, SUMMARY_NAME), ("--json", json_path, JSON_NAME)]
+    )
+    written = []
+    for output, render in zip(outputs, (to_junit, to_markdown, to_json_text), strict=True):
+        if output is not None:
+            written.append(write_output(output, render(result), inputs))
+    return written
 
 
 def show(result: GateResult) -> None:

@@ -13,14 +13,14 @@ registers). The report is written atomically, never over an input: to RUN/report
 memlens run directory you may write (given as the directory or its results.json); for any other
 single input to ./STEM.report.<ext> in the current directory, named after the input
 (a/seed.ncu-rep -> ./seed.report.html), never into the data's folder; to ./memlens-report.<ext>
-for several; `-o -` prints it. HTML is one self-contained file; `--format md` suits a CI job
+for several; `-o -` prints it, `-o FOLDER/` writes that name into FOLDER, and a device, FIFO or
+/dev/stdout is written in place. HTML is one self-contained file; `--format md` suits a CI job
 summary; `--format json` is the same content for machines."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from memlens.reports import FORMATS
@@ -31,14 +31,12 @@ from ..readers import RESULTS_FILE, find_report, read_report
 from ..run_dir import report_file
 from ..static_check import find_static
 
-STDOUT = "-"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run directory, results.json, .ncu-rep or ncu CSV")
-    parser.add_argument("-o", "--output", help="file to write, - for stdout (default: RUN/report.<ext> for a writable "
-                        "memlens run directory, else ./STEM.report.<ext> named after the input, or "
-                        "./memlens-report.<ext> for several runs)")
+    parser.add_argument("-o", "--output", help="file to write, - for stdout, FOLDER/ for the default name in FOLDER "
+                        "(default: RUN/report.<ext> for a writable memlens run directory, else ./STEM.report.<ext> "
+                        "named after the input, or ./memlens-report.<ext> for several runs)")
     parser.add_argument("--format", choices=FORMATS, default="html", help="html (default), md or json")
 
 
@@ -51,14 +49,12 @@ def run(args: argparse.Namespace) -> int:
     benches = [bench_of(path) for path in args.runs]
     statics = [find_static(run_directory(path)) for path in args.runs]
     text = render(build_report(runs, benches, statics), args.format)
-    if args.output == STDOUT:
-        sys.stdout.write(text)
-        return 0
-    target = Path(args.output) if args.output else default_output(args.runs, args.format)
+    default = default_output(args.runs, args.format)
     inputs = [find_report(Path(path)) for path in args.runs]
     inputs += [Path(source) for source, _ in filter(None, benches)]
-    write_output(target, text, inputs)
-    print(target)
+    written = write_output(args.output or default, text, inputs, default_name=default.name)
+    if written.kind == "file":
+        print(written.named)
     return 0
 
 
