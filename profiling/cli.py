@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import signal
 import sys
+import textwrap
 import threading
 from collections.abc import Sequence
 
 from . import __version__
-from .errors import EXIT_INPUT, EXIT_PROFILER, MemlensError
+from .errors import EXIT_PIPE_CLOSED, EXIT_PROFILER, MemlensError, StdoutClosed
+from .terminal import guarded_streams, point_at_null_device
 
 INTERRUPT_AGAIN_S = 0.05  # see _interrupt_again
 # command name -> (module under profiling.commands, one-line help)
@@ -28,28 +31,66 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, but a description keeps its paragraphs (blank lines between them) and its
+    indented lines (examples) as written; the other lines are filled to the terminal's width."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = re.split(r"\n[ \t]*\n", textwrap.dedent(text).strip("\n"))
+        return "\n\n".join(
+            "\n".join(indent + line for line in paragraph.splitlines())
+            if any(line[:1].isspace() for line in paragraph.splitlines())
+            else textwrap.fill(" ".join(paragraph.split()), width, initial_indent=indent, subsequent_indent=indent,
+                               break_on_hyphens=False, break_long_words=False)
+            for paragraph in paragraphs
+        )
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument that no parser takes is refused by the parser of the command it was given to,
+    with that command's usage (argparse would show memlens's own), and before a missing COMMAND."""
+
+    commands: dict[str, argparse.ArgumentParser]
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: object = None) -> argparse.Namespace:  # type: ignore[override]
+        parsed, extra = self.parse_known_args(args, namespace)  # type: ignore[arg-type]
+        if extra:
+            self.commands.get(parsed.command, self).error(f"unrecognized arguments: {' '.join(extra)}")
+        if parsed.command is None:
+            self.error("the following arguments are required: COMMAND")
+        return parsed
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only `command`'s module is imported (all of them when None), so one command
     does not pay for the imports of the others."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="memlens",
         description="What your CUDA kernels do to the memory hierarchy, from Nsight Compute's counters.",
-        epilog="exit codes: 0 ok, 1 gate failed, 2 usage/config/input error, 3 profiler or environment failure",
-    )
+        epilog="exit codes: 0 ok, 1 gate failed, 2 usage/config/input error, 3 profiler or environment failure; "
+               f"{EXIT_PIPE_CLOSED} when standard output's reader went away (`memlens metrics | head -1`)",
+        formatter_class=HelpFormatter,
+    )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"memlens {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.commands = {}
     for name, (module_name, help_text) in COMMANDS.items():
         if command not in (None, name):
             sub.add_parser(name, help=help_text)
             continue
         module = importlib.import_module(f".commands.{module_name}", __package__)
-        subparser = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
+        subparser = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip(),
+                                   formatter_class=HelpFormatter)  # fmt: skip
         module.add_arguments(subparser)
         subparser.set_defaults(run=module.run)
+        parser.commands[name] = subparser
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code. Standard output is guarded while it runs (terminal.GuardedStream):
+    a closed pipe ends the command quietly with EXIT_PIPE_CLOSED, any other write error there is
+    one line and exit 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
@@ -62,17 +103,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.program = program
     hook, sys.unraisablehook = sys.unraisablehook, _interrupt_again
     try:
-        return int(args.run(args))
+        with guarded_streams():
+            return _run(args)
+    finally:
+        sys.unraisablehook = hook
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        try:
+            return int(args.run(args))
+        finally:
+            sys.stdout.flush()  # what is still buffered fails here, as this command's error
+    except StdoutClosed:
+        return EXIT_PIPE_CLOSED
+    except BrokenPipeError:  # a write past the guard (a stream's buffer): the same closed pipe
+        point_at_null_device(sys.stdout)
+        return EXIT_PIPE_CLOSED
     except MemlensError as exc:
         print(f"memlens: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:
         print(f"memlens: interrupted {exc}".rstrip(), file=sys.stderr)
         return EXIT_PROFILER
-    except BrokenPipeError:
-        return EXIT_INPUT
-    finally:
-        sys.unraisablehook = hook
 
 
 def _interrupt_again(unraisable: sys.UnraisableHookArgs) -> None:

@@ -6,6 +6,9 @@ EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_INPUT = 2
 EXIT_PROFILER = 3
+# Standard output closed by its reader (`memlens metrics | head -1`): quiet, and the status a shell
+# gives a process that SIGPIPE ended (128 + 13), which a `set -o pipefail` script can tell from 2.
+EXIT_PIPE_CLOSED = 141
 
 
 class MemlensError(Exception):
@@ -30,6 +33,16 @@ class OutputError(MemlensError):
     """A file memlens was asked to write cannot be written, or would replace one of its inputs."""
 
     exit_code = EXIT_INPUT
+
+
+class StdoutError(OutputError):
+    """Standard output cannot be written (a full disk, an I/O error, closed): one line, exit 2."""
+
+
+class StdoutClosed(MemlensError):
+    """Standard output's reader went away (a closed pipe): memlens stops quietly, exit 141."""
+
+    exit_code = EXIT_PIPE_CLOSED
 
 
 class ProfilerError(MemlensError):

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .errors import StdoutClosed, StdoutError
 
 if TYPE_CHECKING:  # rich.console takes tens of ms to import: only where a console is made
     from rich.console import Console
@@ -79,3 +84,82 @@ class Progress:
             if event.get("message"):
                 line += f": {event['message']}"
             print(line, file=sys.stderr)
+
+
+# --- standard output and error while a command runs -----------------------------------------------
+
+
+class GuardedStream:
+    """sys.stdout (or sys.stderr) while a command runs. On stdout, a closed pipe raises StdoutClosed
+    (memlens stops quietly) and any other write error StdoutError (one line, exit 2), never an
+    OSError's traceback; on stderr, where nothing is left to tell it to, the error is dropped. After
+    the first error the stream's descriptor is pointed at the null device, as the Python docs advise
+    for SIGPIPE, so what Python still holds does not fail again at exit ("Exception ignored ...
+    BrokenPipeError"), and later writes are dropped."""
+
+    def __init__(self, stream: TextIO | None, raising: bool) -> None:
+        self._stream = stream  # None where the descriptor was closed when Python started (`>&-`)
+        self._raising = raising
+        self._failed = False
+
+    def write(self, text: str) -> int:
+        if not self._failed:
+            try:
+                if self._stream is None:
+                    raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+                return self._stream.write(text)
+            except OSError as exc:
+                self._fail(exc)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if not self._failed and self._stream is not None:
+            try:
+                self._stream.flush()
+            except OSError as exc:
+                self._fail(exc)
+
+    def isatty(self) -> bool:
+        return not self._failed and self._stream is not None and self._stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno, buffer...: the stream's own
+        return getattr(self._stream, name)
+
+    def _fail(self, exc: OSError) -> None:
+        self._failed = True
+        point_at_null_device(self._stream)
+        if not self._raising:
+            return
+        if exc.errno == errno.EPIPE:
+            raise StdoutClosed("standard output closed") from None
+        raise StdoutError(f"standard output: cannot write ({exc.strerror or exc})") from None
+
+
+def point_at_null_device(stream: TextIO | None) -> None:
+    """Point `stream`'s descriptor at the null device (where it has one)."""
+    try:
+        descriptor = stream.fileno()  # type: ignore[union-attr]
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (AttributeError, OSError, ValueError):  # no descriptor (a test's capture): nothing to point
+        return
+    try:
+        os.dup2(null, descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(null)
+
+
+@contextmanager
+def guarded_streams() -> Iterator[None]:
+    """sys.stdout and sys.stderr as GuardedStream while the block runs, the streams as they were after."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = GuardedStream(out, raising=True), GuardedStream(err, raising=False)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
