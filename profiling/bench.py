@@ -29,7 +29,7 @@ import numpy as np
 from .bench_results import BenchFailure, BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
 from .errors import ConfigError, ProfilerError, VerificationError
 from .fileio import write_json_output
-from .run_dir import BENCH, DEFAULT_OUT, machine_of, new_run_dir, now, take_provenance
+from .run_dir import BENCH, DEFAULT_OUT, NO_RUN_YET, machine_of, new_run_dir, no_run_yet, now, take_provenance
 from .suite import Case, Family, Launch, Variant, select_variants
 
 MIN_REPEATS = 20
@@ -252,7 +252,7 @@ def check_options(options: BenchOptions) -> None:
     if options.repeats < MIN_REPEATS:
         raise ConfigError(f"--repeats {options.repeats}: at least {MIN_REPEATS} launches make a median")
     if options.into is not None and not options.into.is_dir():
-        raise ConfigError(f"--into {options.into}: not a run directory")
+        raise ConfigError(NO_RUN_YET if no_run_yet(options.into) else f"--into {options.into}: not a run directory")
 
 
 def measure_copy(device: Device, repeats: int, buffer_bytes: int | None = None, sets: int = 1) -> CopyBandwidth:

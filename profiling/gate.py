@@ -24,11 +24,12 @@ from .markdown import md_code, md_escape
 from .results import MetricValue, RunResults
 from .rules import ALL_METRICS, AbsoluteBound, RegressionBound, Rule, RuleSet
 from .static_check import StaticResults, is_static_json, load_static
-from .units import format_value
+from .units import format_value, plural, shown_list
 
 Status = Literal["pass", "warn", "fail", "skip"]
 Kind = Literal["profile", "static"]
 RUN_CHECK = "run"  # the rule name of checks on the run itself
+SHOWN_LABELS = 8  # labels a rule that selects nothing lists, and how many more there are
 
 
 class Measured(Protocol):
@@ -103,7 +104,7 @@ class GateResult:
 
     def summary(self) -> str:
         counts = ", ".join(f"{self.count(s)} {s}" for s in ("pass", "warn", "fail", "skip") if self.count(s))
-        return f"{'PASSED' if self.passed else 'FAILED'}: {len(self.verdicts)} checks ({counts or 'none'})"
+        return f"{'PASSED' if self.passed else 'FAILED'}: {plural(len(self.verdicts), 'check')} ({counts or 'none'})"
 
 
 # --- what can be gated -------------------------------------------------------------------------
@@ -143,11 +144,10 @@ def read_measurements(path: str | Path) -> Measurements:
 
     path = Path(path)
     if is_static_json(path):
-        return from_static(load_static(path))
-    run = read_report(path)
-    measurements = from_run(run)
-    return measurements if measurements.source else Measurements(
-        "profile", str(path), measurements.environment, measurements.subjects, measurements.problems)
+        static = from_static(load_static(path))
+        return Measurements("static", str(path), static.environment, static.subjects, static.problems)
+    measurements = from_run(read_report(path))  # named as the user gave it, not as the file it was made from
+    return Measurements("profile", str(path), measurements.environment, measurements.subjects, measurements.problems)
 
 
 # --- evaluation --------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def _run_verdicts(measurements: Measurements) -> Iterable[Verdict]:
 def _rule_verdicts(rule: Rule, measurements: Measurements, baseline: BaselineValues | None) -> Iterable[Verdict]:
     selected = [s for s in measurements.subjects if rule.selector.matches(s.label)]
     if not selected:
-        labels = ", ".join(sorted({s.label for s in measurements.subjects})[:8]) or "none"
+        labels = shown_list(sorted({s.label for s in measurements.subjects}), SHOWN_LABELS)
         message = f"selects no kernel ({rule.selector.describe()}); labels in the run: {labels}"
         yield Verdict(rule.name, "", "fail", message, rule.metric.key, line=rule.line)
         return

@@ -37,6 +37,8 @@ from .processes import CommandFailed, run_command
 DEFAULT_OUT = Path("runs")
 LATEST = "latest"
 LATEST_RUN = DEFAULT_OUT / LATEST
+NO_RUN_YET = (f"{LATEST_RUN}: no run yet; run `memlens profile` or name a run directory, results.json, .ncu-rep "
+              "or ncu CSV")  # fmt: skip
 REPORT_STEM = "profile"  # ncu is given the stem and adds .ncu-rep
 NCU_REPORT = f"{REPORT_STEM}.ncu-rep"
 NCU_LOG = "ncu.log"
@@ -48,6 +50,12 @@ REPORT_FILE_STEM = "report"  # memlens report writes report.<format> into a run 
 
 SMI_TIMEOUT_S = 30.0
 GIT_TIMEOUT_S = 10.0
+
+
+def no_run_yet(path: str | Path) -> bool:
+    """Whether `path` is the default run (runs/latest) and no profile run has made it yet: every
+    command then says NO_RUN_YET."""
+    return os.path.normpath(path) == str(LATEST_RUN) and not os.path.lexists(path)
 
 
 def report_file(run_dir: Path, fmt: str) -> Path:

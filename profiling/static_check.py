@@ -260,6 +260,25 @@ def check_suite(suite: Any, pattern: str | None = None, arch: str = "sm_90", pre
     return StaticResults(arch, "; ".join(sorted(compilers)), str(suite.path), tuple(kernels), tuple(failures))
 
 
+# How each compiler rejects an architecture it does not know: nvcc ("Unsupported gpu architecture
+# 'sm_1000'"), ptxas ("Value 'sm_1000' is not defined for option 'gpu-name'"), NVRTC ("invalid value
+# for --gpu-architecture (-arch)"), NVVM through Numba ("-arch=compute_1000").
+_ARCH_REJECTED = re.compile(r"unsupported gpu architecture|for option 'gpu-name'|--gpu-architecture|-arch=compute",
+                            re.IGNORECASE)  # fmt: skip
+_COMPILER = re.compile(r"nvcc|nvrtc|nvvm|ptxas|numba-cuda|cuda compiler", re.IGNORECASE)
+_MISSING = re.compile(r"not found|cannot be found|not installed|not available|could not be loaded", re.IGNORECASE)
+
+
+def arch_rejection(failures: Iterable[CompileFailure]) -> str | None:
+    """The compiler's own words where it rejected the architecture (the first such failure), else None."""
+    return next((f.message for f in failures if _ARCH_REJECTED.search(f.message)), None)
+
+
+def compiler_missing(failures: Iterable[CompileFailure]) -> bool:
+    """Whether a failure says a compiler (nvcc, NVRTC, NVVM, ptxas, numba-cuda) is missing, not that it failed."""
+    return any(_COMPILER.search(f.message) and _MISSING.search(f.message) for f in failures)
+
+
 def without_kernels(suite: Any, pattern: str | None) -> list[str]:
     """Labels of matching variants that declare no kernels (nothing to compile statically)."""
     return [v.label for v in suite.variants(pattern) if not v.kernels]

@@ -451,6 +451,9 @@ def _import_file(file: Path) -> ModuleType:
         if (exc.name or "").partition(".")[0] == "cupy":  # an environment to fix, not a suite error
             raise ProfilerError(f"suite file {file} needs CuPy ({exc}): {CUPY_INSTALL}") from None
         raise ConfigError(f"suite file {file} failed to import: {type(exc).__name__}: {exc}") from exc
+    except SystemExit as exc:  # sys.exit() in a suite file would end memlens silently with its code
+        del sys.modules[name]
+        raise ConfigError(f"suite file {file} called sys.exit({exc.code!r}) while being imported") from None
     except Exception as exc:
         del sys.modules[name]
         raise ConfigError(f"suite file {file} failed to import: {type(exc).__name__}: {exc}") from exc

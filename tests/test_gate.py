@@ -324,7 +324,7 @@ def test_terminal_table_prints_names_verbatim() -> None:
     console = Console(record=True, width=200, markup=False, highlight=False)
     console.print(to_table(result))
     text = console.export_text()
-    assert name in text and "rule [red]" in text and "bad [i]" in text and "FAILED: 1 checks (1 fail)" in text
+    assert name in text and "rule [red]" in text and "bad [i]" in text and "FAILED: 1 check (1 fail)" in text
 
 
 # --- the command ------------------------------------------------------------------------------------------
@@ -415,7 +415,7 @@ def test_usage_errors_are_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: P
     code, _, err = gate(capsys, str(run), "--rules", str(good), "--baseline", str(tmp_path / "none.json"))
     assert code == 2 and "cannot read baseline" in err
     code, out, _ = gate(capsys, str(run), "--rules", str(good))
-    assert code == 0 and "PASSED: 1 checks (1 pass)" in out
+    assert code == 0 and "PASSED: 1 check (1 pass)" in out
 
 
 def test_read_measurements_tells_static_json_from_runs(tmp_path: Path) -> None:

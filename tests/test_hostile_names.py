@@ -94,10 +94,14 @@ def gate_outputs(hostile, tmp_path, capsys, monkeypatch) -> dict[str, str]:
     monkeypatch.setenv("COLUMNS", "400")
     rules = tmp_path / "rules.toml"
     rules.write_text(RULE)
+    given = tmp_path / "run <b>|`x`&" / "results.json"  # the gate names the path given, hostile too
+    given.parent.mkdir()
+    given.write_bytes(hostile.read_bytes())
     outputs = {kind: tmp_path / f"gate.{kind}" for kind in ("junit", "summary", "json")}
-    out = run_cli(capsys, "gate", str(hostile), "--rules", str(rules), *(f"--{k}={p}" for k, p in outputs.items()),
+    out = run_cli(capsys, "gate", str(given), "--rules", str(rules), *(f"--{k}={p}" for k, p in outputs.items()),
                   code=1)  # every kernel has local memory: the rule fails for each  # fmt: skip
-    return {"table": out, **{kind: path.read_text(encoding="utf-8") for kind, path in outputs.items()}}
+    written = {kind: path.read_text(encoding="utf-8") for kind, path in outputs.items()}
+    return {"table": out, "given": str(given), **written}
 
 
 def test_gate_table_prints_names_as_text(gate_outputs):
@@ -125,7 +129,7 @@ def test_gate_markdown_summary_escapes_every_name(gate_outputs):
     for span in spans:
         assert span in summary, span
     assert r"rule &lt;b&gt;\[bold\]\|\`x\`&amp;" in summary  # other text escaped
-    assert f"results `{SCRIPT}.ncu-rep`" in summary  # a code span: shown literally
+    assert f"results `{gate_outputs['given'].replace('`', chr(39))}`" in summary  # a code span: shown literally
     table = "\n".join(line for line in summary.splitlines() if line.startswith("|"))
     for span in sorted(spans, key=len, reverse=True):
         table = table.replace(span, "KERNEL")

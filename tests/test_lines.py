@@ -180,7 +180,7 @@ def test_lines_cli_names_the_store_line_of_a_program(capsys):
     out = capsys.readouterr().out
     assert "tests/fixtures/programs/cuda_app.cu:39  32-way stores, 4,063,232 excess wavefronts  [STS]" in out
     assert "tile[threadIdx.x][threadIdx.y + j] = in[(y + j) * n + x];" in out
-    assert "transpose_conflict" not in out and "1 more lines" in out
+    assert "transpose_conflict" not in out and "1 more line (--top 0" in out
 
 
 def test_lines_json_entries_carry_file_line_source_and_figures(capsys):

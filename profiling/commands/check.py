@@ -23,8 +23,18 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import ConfigError, InputError, ProfilerError
-from ..fileio import input_files, write_json_output
-from ..static_check import CHECK_FILE, Progress, StaticResults, check_suite, rows, without_kernels
+from ..fileio import input_files, resolve_outputs, write_json_output
+from ..run_dir import NO_RUN_YET, no_run_yet
+from ..static_check import (
+    CHECK_FILE,
+    Progress,
+    StaticResults,
+    arch_rejection,
+    check_suite,
+    compiler_missing,
+    rows,
+    without_kernels,
+)
 from ..suite import select_variants
 from ..terminal import console, interactive, table_console
 from .common import add_suite_arguments
@@ -37,14 +47,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", default="sm_90", help="target architecture (default: sm_90)")
     parser.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
                         help="for CUDA C++: nvcc where found, else NVRTC (auto, the default), or one")  # fmt: skip
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the figures as JSON, for `memlens gate`")
+    parser.add_argument("--json", metavar="FILE", help=f"write the figures as JSON, for `memlens gate` ({CHECK_FILE} "
+                        "in a FOLDER/; - prints it instead of the table)")  # fmt: skip
     parser.add_argument("--into", type=Path, metavar="RUN",
                         help=f"write the figures as {CHECK_FILE} into this run directory, for its report")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     if args.into is not None and not args.into.is_dir():
-        raise InputError(f"--into {args.into}: not a run directory")
+        raise InputError(NO_RUN_YET if no_run_yet(args.into) else f"--into {args.into}: not a run directory")
+    outputs = resolve_outputs([("--json", args.json, CHECK_FILE),
+                               ("--into", args.into and args.into / CHECK_FILE, None)])  # fmt: skip
     selection = select_variants(args.suite, args.pattern)
     suite = selection.suite
     prefer = "nvrtc" if args.compiler == "nvrtc" else "nvcc"
@@ -60,18 +73,22 @@ def run(args: argparse.Namespace) -> int:
                           "in Launch(kernels=...)): nothing to compile")  # fmt: skip
     with _progress(total) as progress:
         results = check_suite(suite, args.pattern, args.arch, prefer, progress)
-    if args.json is not None:
-        write_json_output(args.json, results.to_json(), inputs=input_files(suite.path))
-    if args.into is not None:
-        write_json_output(args.into / CHECK_FILE, results.to_json())
-    _print(results)
+    rejected = arch_rejection(results.failures)
+    if rejected is not None and not results.kernels:  # every kernel failed, on the architecture
+        raise ConfigError(f"--arch {args.arch}: the compiler rejects it ({rejected})")
+    for output in filter(None, outputs):
+        write_json_output(output, results.to_json(), inputs=input_files(suite.path))
+    if not any(output is not None and output.kind == "stdout" for output in outputs):
+        _print(results)  # with `--json -`, the JSON is standard output
     for label in without_kernels(suite, args.pattern):
         print(f"memlens: {label} declares no kernels: nothing to compile", file=sys.stderr)
     if results.failures:
         for failure in results.failures:
             print(f"memlens: {failure.label} ({failure.kernel}): {failure.message}", file=sys.stderr)
         hint = ""
-        if any("libnvrtc" in f.message or "NVVM" in f.message or "ptxas" in f.message for f in results.failures):
+        if rejected is not None:
+            hint = f" (--arch {args.arch}: the compiler rejects it: {rejected})"
+        elif compiler_missing(results.failures):
             hint = " (a compiler is missing: pip install 'memlens[check]', or install a CUDA toolkit)"
         raise ProfilerError(f"{len(results.failures)} of {total} kernels did not compile{hint}")
     return 0

@@ -18,7 +18,7 @@ from ..nvtx_names import compile_filter
 from ..readers import RESULTS_FILE, find_report, read_report, report_kind
 from ..results import KernelResult, RunResults
 from ..source_lines import LINE_INFO_HINT, LineRecord, SideFigures, SourceMap, has_line_info, roll_up
-from ..units import format_count
+from ..units import format_count, plural
 
 DEFAULT_TOP = 5
 NO_INSTRUCTIONS = (
@@ -132,7 +132,7 @@ def render_text(found: list[KernelLines], top: int) -> list[str]:
             if line.source:
                 out.append(f"      {line.source}")
         if len(entry.lines) > len(shown):
-            out.append(f"  ... {len(entry.lines) - len(shown)} more lines (--top 0 shows all)")
+            out.append(f"  ... {plural(len(entry.lines) - len(shown), 'more line')} (--top 0 shows all)")
         if entry.lines and not entry.line_info:
             out.append(f"  hint: {LINE_INFO_HINT}")
         out.append("")

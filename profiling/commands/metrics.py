@@ -20,7 +20,7 @@ from typing import Any
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
 from ..catalogue import CATALOGUE
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..kernel_names import NAME_WIDTH, elide_middle
 from ..nvtx_names import compile_filter
 from ..readers import read_report
@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     results = _read(args.path)
-    kernels = _select(results, args.pattern)
+    kernels = _select(results, args.pattern, args.path or str(LATEST_RUN))
     output = "json" if args.json else "csv" if args.csv else "table"
     causes = local_memory_causes(Path(args.path or LATEST_RUN), kernels)
     render(results, kernels, output, causes, title=args.path or str(LATEST_RUN))
@@ -95,19 +95,15 @@ def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, st
 
 
 def _read(path: str | None) -> RunResults:
-    if path is None and not LATEST_RUN.exists():
-        raise InputError(
-            f"{LATEST_RUN}: no run yet; run `memlens profile` or name a run directory, results.json, "
-            ".ncu-rep or ncu CSV"
-        )
-    return read_report(path if path is not None else LATEST_RUN)
+    return read_report(path if path is not None else LATEST_RUN)  # runs/latest missing: "no run yet"
 
 
-def _select(results: RunResults, pattern: str | None) -> list[KernelResult]:
+def _select(results: RunResults, pattern: str | None, named: str | None = None) -> list[KernelResult]:
+    """The kernels `pattern` matches; ConfigError naming `named` (the path the user gave) when none does."""
     regex = compile_filter(pattern)
     kernels = [k for k in results.kernels if regex is None or regex.search(k.label) or regex.search(k.kernel)]
     if not kernels and results.kernels:
-        raise ConfigError(f"no kernel in {results.info.source or 'the report'} matches -k {pattern!r}")
+        raise ConfigError(f"no kernel in {named or results.info.source or 'the report'} matches -k {pattern!r}")
     return kernels
 
 

@@ -22,6 +22,7 @@ from ..profile_run import ProfileOptions, profile
 from ..run_dir import DEFAULT_OUT, shell_command
 from ..shards import profile_on_gpus
 from ..terminal import Progress, interactive
+from ..units import plural
 from .common import add_size_arguments, add_suite_arguments
 
 
@@ -83,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
             run_dir, results = profile(options, on_event=progress.update)
         else:
             run_dir, results = profile_on_gpus(options, gpus, on_event=progress.update)
-    print(f"{len(results.kernels)} kernels from {len(results.outcomes)} variants profiled: {run_dir}")
+    kernels, variants = plural(len(results.kernels), "kernel"), plural(len(results.outcomes), "variant")
+    print(f"{kernels} from {variants} profiled: {run_dir}")
     return 0
 
 
@@ -122,5 +124,5 @@ def _run_program(args: argparse.Namespace) -> int:
         invocation=shell_command(sys.argv[1:]),
     )
     run_dir, results = profile_program(options)
-    print(f"{len(results.kernels)} kernels profiled: {run_dir}")
+    print(f"{plural(len(results.kernels), 'kernel')} profiled: {run_dir}")
     return 0

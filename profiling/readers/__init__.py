@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..fileio import missing_reason
 from ..results import RunResults, load_results
-from ..run_dir import RESULTS
+from ..run_dir import NO_RUN_YET, RESULTS, no_run_yet
 from .ncu_csv import parse_csv, read_csv
 from .ncu_rep import REPORT_MAGIC, read_ncu_rep
 
@@ -35,7 +35,7 @@ def find_report(path: Path) -> Path:
     if path.is_dir():
         return _in_directory(path)
     if not path.exists():
-        raise InputError(f"{path}: {missing_reason(path)}")
+        raise InputError(NO_RUN_YET if no_run_yet(path) else f"{path}: {missing_reason(path)}")
     if not path.is_file():
         raise InputError(f"{path}: not a regular file")
     return path
