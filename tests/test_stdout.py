@@ -1,0 +1,220 @@
+"""Standard output and error as Unix tools treat them: a closed pipe ends a command quietly with
+exit 141 (128 + SIGPIPE), any other write error on stdout (a full disk, an I/O error, a closed
+descriptor) is one line and exit 2, never a traceback and never exit 1 ("gate failed"); and the
+command line's own usage and help."""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiling.cli import COMMANDS, build_parser, main
+from profiling.errors import EXIT_INPUT, EXIT_PIPE_CLOSED
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+RUN = FIXTURES / "nvidia_h200" / "suite.results.json"
+PASSING_RULES = 'version = 1\n[[rule]]\nname = "always"\nselect = "*"\nmetric = "duration"\nmin = 0\n'
+
+
+class FailingOutput(io.RawIOBase):
+    """A descriptor whose writes fail with `error` while `broken` (then succeed: what is still
+    buffered when the test ends is dropped quietly)."""
+
+    def __init__(self, error: int) -> None:
+        self.error = error
+        self.broken = True
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:  # type: ignore[no-untyped-def, override]
+        if self.broken:
+            raise (BrokenPipeError if self.error == errno.EPIPE else OSError)(self.error, os.strerror(self.error))
+        return len(data)
+
+
+@pytest.fixture
+def rules(tmp_path: Path) -> Path:
+    path = tmp_path / "rules.toml"
+    path.write_text(PASSING_RULES, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def printing(rules: Path, tmp_path: Path, monkeypatch) -> dict[str, list[str]]:
+    """Every command that prints on standard output, and what makes it print there."""
+    from profiling.commands import check
+    from profiling.static_check import StaticKernel, StaticResults
+
+    kernel = StaticKernel("transpose", "padded", "transpose_padded", "transpose_padded", "cuda", 28, 0, 0, 0, 4224,
+                          0, False)  # fmt: skip
+    monkeypatch.setattr(check, "check_suite", lambda *a: StaticResults("sm_90", "nvcc", "kernels", (kernel,)))
+    baseline = tmp_path / "baseline.json"
+    assert main(["baseline", "save", str(RUN), "-o", str(baseline)]) == 0
+    return {
+        "list": ["list", "kernels"],
+        "metrics": ["metrics", str(RUN)],
+        "metrics --json": ["metrics", str(RUN), "--json"],
+        "metrics --csv": ["metrics", str(RUN), "--csv"],
+        "lines": ["lines", str(RUN)],
+        "lines --json": ["lines", str(RUN), "--json"],
+        "gate": ["gate", str(RUN), "--rules", str(rules)],
+        "gate --json -": ["gate", str(RUN), "--rules", str(rules), "--json", "-"],
+        "check": ["check", "kernels", "-k", "^transpose/padded$"],
+        "check --json -": ["check", "kernels", "-k", "^transpose/padded$", "--json", "-"],
+        "baseline save": ["baseline", "save", str(RUN), "-o", str(tmp_path / "again.json")],
+        "baseline save -o -": ["baseline", "save", str(RUN), "-o", "-"],
+        "baseline show": ["baseline", "show", str(baseline)],
+        "report": ["report", str(RUN), "-o", str(tmp_path / "r.md"), "--format", "md"],
+        "report -o -": ["report", str(RUN), "-o", "-", "--format", "md"],
+        "doctor": ["doctor"],
+    }
+
+
+PRINTING = ["list", "metrics", "metrics --json", "metrics --csv", "lines", "lines --json", "gate", "gate --json -",
+            "check", "check --json -", "baseline save", "baseline save -o -", "baseline show", "report",
+            "report -o -", "doctor"]  # fmt: skip
+
+
+def run_with_stdout(monkeypatch, argv: list[str], error: int) -> int:
+    raw = FailingOutput(error)
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8"))
+    try:
+        return main(argv)
+    finally:
+        raw.broken = False
+
+
+@pytest.mark.parametrize("command", PRINTING)
+def test_a_full_disk_on_stdout_is_one_line_and_exit_2(capsys, monkeypatch, printing, command: str) -> None:
+    assert run_with_stdout(monkeypatch, printing[command], errno.ENOSPC) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert err.endswith("memlens: error: standard output: cannot write (No space left on device)\n"), err
+    assert err.count("memlens: error:") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", PRINTING)
+def test_an_io_error_on_stdout_is_one_line_and_exit_2(capsys, monkeypatch, printing, command: str) -> None:
+    assert run_with_stdout(monkeypatch, printing[command], errno.EIO) == EXIT_INPUT
+    assert capsys.readouterr().err.endswith("memlens: error: standard output: cannot write (Input/output error)\n")
+
+
+@pytest.mark.parametrize("command", PRINTING)
+def test_a_closed_pipe_ends_quietly_with_141(capsys, monkeypatch, printing, command: str) -> None:
+    assert run_with_stdout(monkeypatch, printing[command], errno.EPIPE) == EXIT_PIPE_CLOSED == 141
+    assert "memlens: error" not in capsys.readouterr().err
+
+
+def test_a_failing_gate_with_a_full_stdout_is_a_write_error_not_a_gate_failure(capsys, monkeypatch, tmp_path) -> None:
+    rules = tmp_path / "fail.toml"
+    rules.write_text(PASSING_RULES.replace("min = 0", "max = 0"), encoding="utf-8")
+    assert run_with_stdout(monkeypatch, ["gate", str(RUN), "--rules", str(rules)], errno.ENOSPC) == EXIT_INPUT
+    assert capsys.readouterr().err == "memlens: error: standard output: cannot write (No space left on device)\n"
+
+
+# --- the real thing, in a process of its own --------------------------------------------------------
+
+
+def memlens(*argv: str, **streams) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
+    """`memlens ARGV` in a process of its own, its stdout and stderr as `streams` give them (else captured)."""
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **streams}
+    return subprocess.run([sys.executable, "-m", "profiling", *argv], cwd=REPO, text=True, timeout=120, **streams)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("argv", [["gate", str(RUN), "--rules", "{rules}"], ["metrics", str(RUN)],
+                                  ["report", str(RUN), "-o", "-"], ["list"]])  # fmt: skip
+def test_dev_full_as_stdout_is_one_line_and_exit_2(rules: Path, argv: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        done = memlens(*(a.format(rules=rules) for a in argv), stdout=full)
+    assert done.returncode == EXIT_INPUT
+    assert done.stderr == "memlens: error: standard output: cannot write (No space left on device)\n"
+
+
+@pytest.mark.parametrize("argv", [["metrics", str(RUN)], ["report", str(RUN), "-o", "-"],
+                                  ["report", str(RUN), "-o", "/dev/stdout"], ["list"]])  # fmt: skip
+def test_a_pipe_closed_by_its_reader_is_quiet_and_141(argv: list[str]) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "profiling", *argv], cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)  # fmt: skip
+    process.stdout.close()  # type: ignore[union-attr]  # the reader had enough before the first line
+    assert process.wait(timeout=120) == EXIT_PIPE_CLOSED
+    assert process.stderr.read() == b""  # type: ignore[union-attr]  # nor "Exception ignored ... BrokenPipeError"
+    process.stderr.close()  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(shutil.which("head") is None or shutil.which("bash") is None, reason="needs bash and head")
+def test_head_in_a_pipefail_script_sees_141() -> None:
+    script = f"set -o pipefail; {sys.executable} -m profiling metrics {RUN} --csv | head -1; echo status $?"
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines() == [done.stdout.splitlines()[0], "status 141"]
+    assert done.stdout.startswith("label,kernel,family") and done.stderr == ""
+
+
+def test_a_closed_stdout_is_one_line_and_exit_2() -> None:
+    done = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); from profiling.cli import main; "
+                           f"sys.exit(main(['metrics', {str(RUN)!r}]))"], cwd=REPO, stderr=subprocess.PIPE,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == EXIT_INPUT
+    assert done.stderr == "memlens: error: standard output: cannot write (Bad file descriptor)\n"
+
+
+def test_an_error_with_stderr_full_keeps_its_exit_code() -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        done = memlens("metrics", "no-such-file", stderr=full)
+    assert done.returncode == EXIT_INPUT and done.stdout == ""
+
+
+# --- usage and help --------------------------------------------------------------------------------
+
+
+def usage_error(capsys, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == EXIT_INPUT
+    return capsys.readouterr().err
+
+
+def test_an_extra_argument_shows_the_commands_own_usage(capsys) -> None:
+    err = usage_error(capsys, ["metrics", "X", "X"])
+    assert err.startswith("usage: memlens metrics ") and "memlens metrics: error: unrecognized arguments: X" in err
+    err = usage_error(capsys, ["baseline", "save", str(RUN), "-o", "b.json", "extra"])
+    assert err.startswith("usage: memlens baseline ")
+    assert "memlens baseline: error: unrecognized arguments: extra" in err
+
+
+def test_an_unknown_option_is_named_before_a_missing_command(capsys) -> None:
+    assert usage_error(capsys, ["--bogus"]).endswith("memlens: error: unrecognized arguments: --bogus\n")
+    assert usage_error(capsys, []).endswith("memlens: error: the following arguments are required: COMMAND\n")
+
+
+def test_baseline_help_keeps_its_paragraphs_and_examples(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit):
+        main(["baseline", "--help"])
+    out = capsys.readouterr().out
+    assert "show one.\n\n    memlens baseline save RUN -o FILE    RUN: run directory" in out
+    assert "\n    memlens baseline show FILE\n\n" in out
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_commands_help_keeps_its_paragraphs(capsys, monkeypatch, command: str) -> None:
+    """Each paragraph of a command's description starts a paragraph of its --help (argparse would
+    run them together)."""
+    monkeypatch.setenv("COLUMNS", "100")
+    description = build_parser(command).commands[command].description or ""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    help_text = capsys.readouterr().out
+    for paragraph in description.split("\n\n")[1:]:
+        first_words = " ".join(paragraph.split()[:3])
+        assert f"\n\n{first_words}" in help_text or f"\n\n    {first_words}" in help_text, (command, first_words)
