@@ -9,7 +9,8 @@ into a run directory, where `memlens report` and `memlens metrics` read them to 
 local-memory traffic (register spill, an array indexed at run time, an array too large for
 registers). Exit 3 when a kernel does not compile or no compiler is found (`pip install
 'memlens[check]'` brings NVRTC, NVVM and ptxas); exit 2 when no selected variant declares a kernel
-(Launch(kernels=...)): nothing to check."""
+(Launch(kernels=...)): nothing to check, or when the compiler rejects --arch for every kernel (its
+words quoted). `--json -` prints the JSON instead of the table."""
 
 from __future__ import annotations
 
