@@ -135,7 +135,7 @@ def write_json_output(path: str | Path | Output, data: Any, inputs: Iterable[str
     return write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n", inputs, default_name)
 
 
-_DESCRIPTORS = re.compile(r"/proc/[^/]+/fd|/dev/fd")
+_DESCRIPTORS = re.compile(r"/proc/[^/]+(?:/task/[^/]+)?/fd|/dev/fd")
 
 
 def _descriptor(path: Path) -> str | None:
