@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numba import config, cuda, float32
 
+from memlens import bank_model
 from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
@@ -144,7 +145,8 @@ def _numba_launch(function: Callable[..., Any], inputs: Inputs, rows_from_x: boo
 @matmul.variant(
     "naive",
     demonstrates="the Numba article's naive kernel: every operand read from global memory",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no shared memory; a read with stride k"),
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no shared memory; a read with stride k",
+                  excess_wavefronts=0),
     baseline=True,
     kernels=(NumbaKernel(matmul_naive, SIGNATURE),),
 )
@@ -155,7 +157,8 @@ def naive(inputs: Inputs, size: Size) -> Launch:
 @matmul.variant(
     "tiled_article",
     demonstrates="the Numba article's shared-memory tiles, sA[tx, ty] with tx fastest: bank conflicts",
-    expect=Expect(bank_conflicts=True, local_memory=False, note="shared: 8-way stores, 4-way 16-byte loads"),
+    expect=Expect(bank_conflicts=True, local_memory=False, note="shared: 8-way stores, 4-way 16-byte loads",
+                  excess_wavefronts=lambda size: bank_model.matmul_article_excess(size["m"], size["k"], size["n"])),
     kernels=(NumbaKernel(matmul_tiled_article, SIGNATURE),),
 )
 def tiled_article(inputs: Inputs, size: Size) -> Launch:
@@ -165,7 +168,7 @@ def tiled_article(inputs: Inputs, size: Size) -> Launch:
 @matmul.variant(
     "tiled",
     demonstrates="the same tiles indexed sA[ty, tx]: conflict-free shared memory, coalesced loads",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts"),
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts", excess_wavefronts=0),
     kernels=(NumbaKernel(matmul_tiled, SIGNATURE),),
 )
 def tiled(inputs: Inputs, size: Size) -> Launch:
@@ -175,7 +178,7 @@ def tiled(inputs: Inputs, size: Size) -> Launch:
 @matmul.variant(
     "tiled_pmpp",
     demonstrates="PMPP chapter 5's tiled kernel with boundary checks, in CUDA C++",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts"),
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts", excess_wavefronts=0),
     kernels=(PMPP,),
 )
 def tiled_pmpp(inputs: Inputs, size: Size) -> Launch:

@@ -38,6 +38,7 @@ STATUS_WORDS = {
     "wrong": "output wrong",
     "failed": "failed",
     "not_run": "not run",
+    "skipped": "skipped (GPU too old)",
     "no_kernel": "no kernel profiled",
 }
 

@@ -22,7 +22,7 @@ from ..profile_run import ProfileOptions, profile
 from ..run_dir import DEFAULT_OUT, shell_command
 from ..shards import profile_on_gpus
 from ..terminal import Progress, interactive
-from .common import add_size_arguments, add_suite_arguments
+from .common import add_size_arguments, add_suite_arguments, skipped_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             run_dir, results = profile_on_gpus(options, gpus, on_event=progress.update)
     print(f"{len(results.kernels)} kernels from {len(results.outcomes)} variants profiled: {run_dir}")
+    for line in skipped_lines(results.outcomes):
+        print(line)
     return 0
 
 
