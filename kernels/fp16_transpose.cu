@@ -104,16 +104,38 @@ __device__ __forceinline__ void transpose_tile(unsigned char* S, unsigned char* 
     *reinterpret_cast<uint4*>(out + (size_t)(col0 + r) * n + row0 + 8 * c) = v;
 }
 
-#define FP16_TRANSPOSE(name, layout)                                                                   \
-    extern "C" __global__ void __launch_bounds__(THREADS) name(const half_bits* __restrict__ in,      \
-                                                               half_bits* __restrict__ out, int n) {   \
-        __shared__ __align__(128) unsigned char S[Layout<layout>::BYTES];                              \
-        __shared__ __align__(128) unsigned char U[Layout<layout>::BYTES];                              \
-        transpose_tile<layout>(S, U, in, out, n);                                                      \
-    }
+// One kernel a layout: S and U, the two tiles, in static shared memory.
+extern "C" __global__ void __launch_bounds__(THREADS) fp16_transpose_dense(const half_bits* __restrict__ in,
+                                                                    half_bits* __restrict__ out, int n) {
+    __shared__ __align__(128) unsigned char S[Layout<LAYOUT_DENSE>::BYTES];
+    __shared__ __align__(128) unsigned char U[Layout<LAYOUT_DENSE>::BYTES];
+    transpose_tile<LAYOUT_DENSE>(S, U, in, out, n);
+}
 
-FP16_TRANSPOSE(fp16_transpose_dense, LAYOUT_DENSE)
-FP16_TRANSPOSE(fp16_transpose_pitch128, LAYOUT_PITCH128)
-FP16_TRANSPOSE(fp16_transpose_padded, LAYOUT_PADDED)
-FP16_TRANSPOSE(fp16_transpose_xor_row, LAYOUT_XOR_ROW)
-FP16_TRANSPOSE(fp16_transpose_xor_128b, LAYOUT_XOR_128B)
+extern "C" __global__ void __launch_bounds__(THREADS) fp16_transpose_pitch128(const half_bits* __restrict__ in,
+                                                                    half_bits* __restrict__ out, int n) {
+    __shared__ __align__(128) unsigned char S[Layout<LAYOUT_PITCH128>::BYTES];
+    __shared__ __align__(128) unsigned char U[Layout<LAYOUT_PITCH128>::BYTES];
+    transpose_tile<LAYOUT_PITCH128>(S, U, in, out, n);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) fp16_transpose_padded(const half_bits* __restrict__ in,
+                                                                    half_bits* __restrict__ out, int n) {
+    __shared__ __align__(128) unsigned char S[Layout<LAYOUT_PADDED>::BYTES];
+    __shared__ __align__(128) unsigned char U[Layout<LAYOUT_PADDED>::BYTES];
+    transpose_tile<LAYOUT_PADDED>(S, U, in, out, n);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) fp16_transpose_xor_row(const half_bits* __restrict__ in,
+                                                                    half_bits* __restrict__ out, int n) {
+    __shared__ __align__(128) unsigned char S[Layout<LAYOUT_XOR_ROW>::BYTES];
+    __shared__ __align__(128) unsigned char U[Layout<LAYOUT_XOR_ROW>::BYTES];
+    transpose_tile<LAYOUT_XOR_ROW>(S, U, in, out, n);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) fp16_transpose_xor_128b(const half_bits* __restrict__ in,
+                                                                    half_bits* __restrict__ out, int n) {
+    __shared__ __align__(128) unsigned char S[Layout<LAYOUT_XOR_128B>::BYTES];
+    __shared__ __align__(128) unsigned char U[Layout<LAYOUT_XOR_128B>::BYTES];
+    transpose_tile<LAYOUT_XOR_128B>(S, U, in, out, n);
+}
