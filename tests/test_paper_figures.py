@@ -240,3 +240,11 @@ def test_a_bad_min_compute_capability_is_refused() -> None:
 
     with pytest.raises(ConfigError, match=r"family 'f': min_compute_capability '9\.0' is not \(major, minor\)"):
         Family("f", "d", lambda rng, size: {}, lambda inputs, size: None, default_size={}, min_compute_capability="9.0")
+
+
+def test_list_names_the_gpu_a_family_needs(capsys) -> None:
+    assert main(["list", str(REPO / "kernels"), "-k", "^fp16_transpose/"]) == 0
+    out = capsys.readouterr().out
+    needs = "fp16_transpose: needs compute capability 9.0 or newer (stmatrix); profile and bench skip it on an older"
+    assert needs in out
+    assert "on paper" in out
