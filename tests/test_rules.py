@@ -81,7 +81,7 @@ def test_the_suite_rules_files_parse() -> None:
     profile = load_rules(REPO / "kernels" / "gates.toml")
     static = load_rules(REPO / "kernels" / "gates-static.toml")
     assert len(profile.rules) == 14 and not any(r.static for r in profile.rules)
-    assert len(static.rules) == 9 and all(r.static for r in static.rules)
+    assert len(static.rules) == 11 and all(r.static for r in static.rules)
     assert profile.needs_baseline and not static.needs_baseline
 
 
