@@ -66,7 +66,8 @@ SPILL = CudaKernel(SOURCE, "running_mean_spill")
 @running_mean.variant(
     "register",
     demonstrates="window[j] with j fixed at compile time (unrolled loops): the array lives in registers",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no local memory: window in registers"),
+    expect=Expect(bank_conflicts=False, excess_wavefronts=0, local_memory=False,
+                  note="no local memory: window in registers"),
     baseline=True,
     kernels=(REGISTER,),
 )
@@ -77,7 +78,8 @@ def register(inputs: Inputs, size: Size) -> Launch:
 @running_mean.variant(
     "local",
     demonstrates="window[(j + n) % 32] with n known only at run time: the array goes to local memory",
-    expect=Expect(bank_conflicts=False, local_memory=True, note="local memory: a 128-byte window per thread"),
+    expect=Expect(bank_conflicts=False, excess_wavefronts=0, local_memory=True,
+                  note="local memory: a 128-byte window per thread"),
     kernels=(LOCAL,),
 )
 def local(inputs: Inputs, size: Size) -> Launch:
@@ -88,7 +90,7 @@ def local(inputs: Inputs, size: Size) -> Launch:
     "spill",
     demonstrates="window indexed at compile time as in register, 8 outputs a thread, capped at 32 registers"
     " by __launch_bounds__(256, 8): ptxas spills registers to local memory",
-    expect=Expect(bank_conflicts=False, local_memory=True,
+    expect=Expect(bank_conflicts=False, excess_wavefronts=0, local_memory=True,
                   note="local memory: register spill (ptxas spill stores and loads), no .local array"),
     kernels=(SPILL,),
 )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memlens import bank_model
 from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, Size
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
@@ -85,7 +86,8 @@ VEC4_SWIZZLED = CudaKernel(SOURCE, "transpose_vec4_swizzled")
 @transpose.variant(
     "conflict",
     demonstrates="tile[32][32]: a warp reading a tile column hits one bank 32 times",
-    expect=Expect(bank_conflicts=True, local_memory=False, note="shared loads: 32-way conflict"),
+    expect=Expect(bank_conflicts=True, local_memory=False, note="shared loads: 32-way conflict",
+                  excess_wavefronts=lambda size: bank_model.transpose_conflict_excess(size["rows"], size["cols"])),
     baseline=True,
     kernels=(CONFLICT,),
 )
@@ -96,7 +98,8 @@ def conflict(inputs: Inputs, size: Size) -> Launch:
 @transpose.variant(
     "padded",
     demonstrates="tile[32][33]: one float of padding per row spreads a column over all 32 banks",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (padding)"),
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (padding)",
+                  excess_wavefronts=0),
     kernels=(PADDED,),
 )
 def padded(inputs: Inputs, size: Size) -> Launch:
@@ -106,7 +109,8 @@ def padded(inputs: Inputs, size: Size) -> Launch:
 @transpose.variant(
     "swizzled",
     demonstrates="tile[y][x ^ y]: an XOR swizzle spreads a column over all 32 banks with no padding",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (XOR swizzle)"),
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (XOR swizzle)",
+                  excess_wavefronts=0),
     kernels=(SWIZZLED,),
 )
 def swizzled(inputs: Inputs, size: Size) -> Launch:
@@ -119,7 +123,8 @@ def swizzled(inputs: Inputs, size: Size) -> Launch:
 @transpose.variant(
     "tile64_padded",
     demonstrates="tile[64][65], block 32x16: 8 floats a thread (two 128-byte rows a warp per pass), tiles down first",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (padding), 8 loads in flight"),
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (padding), 8 loads in flight",
+                  excess_wavefronts=0),
     kernels=(TILE64_PADDED,),
 )
 def tile64_padded(inputs: Inputs, size: Size) -> Launch:
@@ -129,7 +134,8 @@ def tile64_padded(inputs: Inputs, size: Size) -> Launch:
 @transpose.variant(
     "tile64_swizzled",
     demonstrates="tile[64][64] at [r][c ^ (r % 32)], block 32x16: the same tiling as tile64_padded, swizzled",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (XOR swizzle), 8 loads in flight"),
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (XOR swizzle), 8 loads in flight",
+                  excess_wavefronts=0),
     kernels=(TILE64_SWIZZLED,),
 )
 def tile64_swizzled(inputs: Inputs, size: Size) -> Launch:
@@ -139,7 +145,8 @@ def tile64_swizzled(inputs: Inputs, size: Size) -> Launch:
 @transpose.variant(
     "vec4_padded",
     demonstrates="float4 loads and stores, 4x4 transposed in registers, tile[64][68]: 16-byte chunk padding",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (16-byte chunk padding)"),
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (16-byte chunk padding)",
+                  excess_wavefronts=0),
     kernels=(VEC4_PADDED,),
 )
 def vec4_padded(inputs: Inputs, size: Size) -> Launch:
@@ -149,7 +156,8 @@ def vec4_padded(inputs: Inputs, size: Size) -> Launch:
 @transpose.variant(
     "vec4_swizzled",
     demonstrates="float4 loads and stores, 4x4 transposed in registers, tile[64][64] with 16-byte chunks swizzled",
-    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (16-byte chunk XOR swizzle)"),
+    expect=Expect(bank_conflicts=False, local_memory=False, note="no bank conflicts (16-byte chunk XOR swizzle)",
+                  excess_wavefronts=0),
     kernels=(VEC4_SWIZZLED,),
 )
 def vec4_swizzled(inputs: Inputs, size: Size) -> Launch:

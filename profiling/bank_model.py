@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .errors import ConfigError
-from .swizzle import swizzle
+from .swizzle import swizzle, swizzled_offset
 
 BANKS = 32
 BANK_BYTES = 4
@@ -180,3 +180,140 @@ def matmul_tile_wavefronts(order: str, warp: int = 0, vector_bytes: int = 16) ->
         sum(wavefronts(a, w) for a, w in accesses),
         sum(ideal_wavefronts(a, w) for a, w in accesses),
     )
+
+
+# --- Matrix instructions and cp.async ------------------------------------------------------------
+# ldmatrix and stmatrix (m8n8, b16) move one, two or four 8x8 matrices of 16-bit values; each
+# matrix row is 16 contiguous bytes whose address one lane gives (lanes 0-7 the rows of matrix
+# 0, 8-15 of matrix 1, ...). Shared memory serves one matrix a phase: 8 row addresses, 128 bytes,
+# ideally one wavefront; the rows of a matrix that fall in one 16-byte bank group (4 banks) are
+# served one a wavefront. That is the 16-byte access's quarter-warp rule with 8 lanes a matrix.
+# cp.async of 4, 8 or 16 bytes writes shared memory as a store of that width does.
+
+MATRIX_COUNTS = (1, 2, 4)  # .x1, .x2, .x4
+MATRIX_ROW_BYTES = 16
+LANES_PER_MATRIX = 8
+
+
+def _matrix_rows(row_addresses: Addresses, matrices: int) -> list[int | None]:
+    if matrices not in MATRIX_COUNTS:
+        raise ConfigError(f"bank model: ldmatrix/stmatrix move {MATRIX_COUNTS} matrices, not {matrices}")
+    needed = LANES_PER_MATRIX * matrices
+    if len(row_addresses) < needed:
+        raise ConfigError(f"bank model: .x{matrices} needs {needed} row addresses, {len(row_addresses)} given")
+    return list(row_addresses[:needed])  # the other lanes' addresses are not read
+
+
+def matrix_wavefronts(row_addresses: Addresses, matrices: int = 4) -> int:
+    """Wavefronts of one warp's ldmatrix or stmatrix .x`matrices`: lane i gives the address of
+    row i % 8 of matrix i // 8 (16-byte aligned)."""
+    return wavefronts(_matrix_rows(row_addresses, matrices), MATRIX_ROW_BYTES)
+
+
+def matrix_ideal_wavefronts(row_addresses: Addresses, matrices: int = 4) -> int:
+    return ideal_wavefronts(_matrix_rows(row_addresses, matrices), MATRIX_ROW_BYTES)
+
+
+def matrix_excess_wavefronts(row_addresses: Addresses, matrices: int = 4) -> int:
+    return matrix_wavefronts(row_addresses, matrices) - matrix_ideal_wavefronts(row_addresses, matrices)
+
+
+def cp_async_excess_wavefronts(addresses: Addresses, size: int = 16) -> int:
+    """Excess wavefronts of one warp's cp.async of `size` bytes a lane (its shared-memory writes)."""
+    return excess_wavefronts(addresses, size)
+
+
+# --- The fp16 transpose (kernels/fp16_transpose.cu) ---------------------------------------------
+# One block of 4 warps per 32x32 fp16 tile; a tile row is 4 chunks of 16 bytes and off(r, c) is
+# the byte offset of chunk c of row r in a layout. Per tile and warp w, each instruction once:
+#   cp.async 16 B   lane l: row 8w + l // 4, chunk l % 4           (quarter-warp phases: 2 rows)
+#   ldmatrix.x4     lane l: row l, chunk w                         (matrix m: rows 8m..8m+7)
+#   stmatrix.x4     lane l: row 8w + l % 8, chunk l // 8           (matrix m: chunk m)
+#   LDS.128         as cp.async
+
+Layout = Callable[[int, int], int]
+FP16_ROW_ELEMS, FP16_BYTES, CHUNK_BYTES = 32, 2, 16
+FP16_WARPS = 4
+FP16_INSTRUCTIONS = ("cp.async", "ldmatrix", "stmatrix", "lds128")
+
+
+def _xor_layout(swizzle_bytes: int) -> Layout:
+    def offset(row: int, chunk: int) -> int:
+        return swizzled_offset(row, chunk * CHUNK_BYTES // FP16_BYTES, FP16_ROW_ELEMS, FP16_BYTES, CHUNK_BYTES,
+                               swizzle_bytes)  # fmt: skip
+
+    return offset
+
+
+FP16_LAYOUTS: dict[str, Layout] = {
+    "dense": lambda r, c: 64 * r + 16 * c,
+    "pitch128": lambda r, c: 128 * r + 16 * c,
+    "padded": lambda r, c: 80 * r + 16 * c,
+    "xor_row": _xor_layout(64),  # the article's formula, one 64-byte row a swizzle line: chunk c ^ (r % 4)
+    "xor_128b": _xor_layout(128),  # over 128-byte lines of two rows: what one phase serves
+}
+
+
+def fp16_layout(name: str) -> Layout:
+    if name not in FP16_LAYOUTS:
+        raise ConfigError(f"bank model: unknown fp16 tile layout {name!r}; one of {sorted(FP16_LAYOUTS)}")
+    return FP16_LAYOUTS[name]
+
+
+def fp16_transpose_access(layout: Layout | str, instruction: str, warp: int = 0) -> list[int]:
+    """The 32 shared addresses (byte offsets in the buffer) that warp `warp` gives `instruction`."""
+    off = fp16_layout(layout) if isinstance(layout, str) else layout
+    lanes = range(WARP_SIZE)
+    if instruction in ("cp.async", "lds128"):
+        return [off(8 * warp + lane // 4, lane % 4) for lane in lanes]
+    if instruction == "ldmatrix":
+        return [off(lane, warp) for lane in lanes]
+    if instruction == "stmatrix":
+        return [off(8 * warp + lane % 8, lane // 8) for lane in lanes]
+    raise ConfigError(f"bank model: instruction {instruction!r} is not one of {FP16_INSTRUCTIONS}")
+
+
+def fp16_transpose_figures(layout: Layout | str, warp: int = 0) -> dict[str, int]:
+    """Excess wavefronts of each instruction of one warp's tile (its four executions), by instruction."""
+    figures = {}
+    for instruction in FP16_INSTRUCTIONS:
+        addresses = fp16_transpose_access(layout, instruction, warp)
+        if instruction in ("ldmatrix", "stmatrix"):
+            figures[instruction] = matrix_excess_wavefronts(addresses, 4)
+        else:
+            figures[instruction] = excess_wavefronts(addresses, CHUNK_BYTES)
+    return figures
+
+
+def fp16_transpose_excess(layout: Layout | str, n: int) -> int:
+    """Exact excess wavefronts of the whole n x n transpose (n a multiple of 32): every warp of
+    every tile, all four instructions."""
+    tiles = (n // FP16_ROW_ELEMS) ** 2
+    return tiles * sum(sum(fp16_transpose_figures(layout, warp).values()) for warp in range(FP16_WARPS))
+
+
+# --- Paper figures of the other built-in families (their sizes as the suite names them) ----------
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def transpose_conflict_excess(rows: int, cols: int) -> int:
+    """kernels/transpose.cu's transpose_conflict: each warp's column read of tile[32][32] takes one
+    wavefront per active lane (31 excess for a full column: `transpose_tile_access`); in an edge
+    tile only the lanes whose output column lies in the matrix read, and only the reads of output
+    rows inside it happen."""
+    reads = sum(min(TRANSPOSE_TILE, cols - TRANSPOSE_TILE * tile) for tile in range(_cdiv(cols, TRANSPOSE_TILE)))
+    per_read = sum(min(TRANSPOSE_TILE, rows - TRANSPOSE_TILE * tile) - 1 for tile in range(_cdiv(rows, TRANSPOSE_TILE)))
+    return reads * per_read
+
+
+def matmul_article_excess(m: int, k: int, n: int) -> int:
+    """The Numba article's matmul (sA[tx, ty]): every thread of every block takes part in every
+    16-wide tile of k (edge tiles are zero-filled), each warp spending the bank model's excess a tile."""
+    per_block_tile = 0
+    for warp in range(MATMUL_TILE * MATMUL_TILE // WARP_SIZE):
+        spent, ideal = matmul_tile_wavefronts("tx_ty", warp)
+        per_block_tile += spent - ideal
+    return _cdiv(m, MATMUL_TILE) * _cdiv(n, MATMUL_TILE) * _cdiv(k, MATMUL_TILE) * per_block_tile

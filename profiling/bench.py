@@ -30,7 +30,7 @@ from .bench_results import BenchFailure, BenchInfo, BenchResults, CopyBandwidth,
 from .errors import ConfigError, ProfilerError, VerificationError
 from .fileio import write_json_output
 from .run_dir import BENCH, DEFAULT_OUT, NO_RUN_YET, machine_of, new_run_dir, no_run_yet, now, take_provenance
-from .suite import Case, Family, Launch, Variant, select_variants
+from .suite import SKIPPED, Case, Family, Launch, Variant, select_variants
 
 MIN_REPEATS = 20
 DEFAULT_REPEATS = 50
@@ -86,6 +86,8 @@ class Device(Protocol):
     name: str
     l2_bytes: int
     cuda_driver_version: str | None
+    # (major, minor): families needing a newer GPU are skipped; a device without it skips none
+    compute_capability: tuple[int, int] | None
 
     def free_bytes(self) -> int: ...
 
@@ -132,6 +134,7 @@ class CudaDevice:
         self.name = name.decode() if isinstance(name, bytes) else str(name)
         self.l2_bytes = int(props["l2CacheSize"])
         self.cuda_driver_version = f"{version // 1000}.{version % 1000 // 10}"
+        self.compute_capability = (int(props["major"]), int(props["minor"]))
         self._hold_kernel = cupy.RawKernel(HOLD_SOURCE, "memlens_hold")
 
     def free_bytes(self) -> int:
@@ -304,9 +307,15 @@ def time_variants(
     any other error stops it (the CUDA context may be unusable) and the rest are not run."""
     timings: list[VariantTiming] = []
     failures: list[BenchFailure] = []
+    capability = getattr(device, "compute_capability", None)
     for index, case in enumerate(variants, 1):
         family = case.variant.family.name
         progress("start", case.label, index, len(variants))
+        skipped = case.variant.family.unsupported_on(capability)
+        if skipped:
+            failures.append(BenchFailure(family, case.name, SKIPPED, skipped))
+            progress("done", case.label, index, len(variants))
+            continue
         try:
             timings.append(time_variant(case, device, copies, sizes, options, seed=options.seed + index))
         except (VerificationError, ConfigError) as exc:

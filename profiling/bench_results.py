@@ -131,7 +131,7 @@ class VariantTiming:
 class BenchFailure:
     family: str
     variant: str
-    status: str  # "wrong" (output differs from the reference), "failed" (raised), "not_run"
+    status: str  # "wrong" (output differs from the reference), "failed" (raised), "not_run", "skipped" (GPU too old)
     message: str = ""
 
 

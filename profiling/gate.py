@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 from xml.etree import ElementTree
@@ -21,8 +21,9 @@ from rich.text import Text
 from .catalogue import Metric
 from .kernel_names import NAME_WIDTH, elide_middle, neutral
 from .markdown import md_code, md_escape
+from .paper import PaperCheck, checks
 from .results import MetricValue, RunResults
-from .rules import ALL_METRICS, AbsoluteBound, RegressionBound, Rule, RuleSet
+from .rules import ALL_METRICS, AbsoluteBound, PaperBound, RegressionBound, Rule, RuleSet
 from .static_check import StaticResults, is_static_json, load_static
 from .units import format_value, plural, shown_list
 
@@ -68,6 +69,7 @@ class Measurements:
     environment: Environment
     subjects: tuple[Subject, ...]
     problems: tuple[tuple[str, str], ...] = ()  # (subject, message): the run's own failures
+    paper: dict[str, PaperCheck] = field(default_factory=dict)  # label -> figure on paper against the measured
 
 
 class BaselineValues(Protocol):
@@ -128,7 +130,8 @@ def from_run(run: RunResults) -> Measurements:
     environment = Environment(
         info.gpu_name, info.compute_capability, info.driver_version, info.ncu_version, info.clock_control
     )
-    return Measurements("profile", info.source or "", environment, _subjects(run.kernels), tuple(problems))
+    return Measurements("profile", info.source or "", environment, _subjects(run.kernels), tuple(problems),
+                        checks(run))  # fmt: skip
 
 
 def from_static(results: StaticResults) -> Measurements:
@@ -145,9 +148,9 @@ def read_measurements(path: str | Path) -> Measurements:
     path = Path(path)
     if is_static_json(path):
         static = from_static(load_static(path))
-        return Measurements("static", str(path), static.environment, static.subjects, static.problems)
+        return replace(static, source=str(path))
     measurements = from_run(read_report(path))  # named as the user gave it, not as the file it was made from
-    return Measurements("profile", str(path), measurements.environment, measurements.subjects, measurements.problems)
+    return replace(measurements, source=str(path))
 
 
 # --- evaluation --------------------------------------------------------------------------------
@@ -177,7 +180,10 @@ def _rule_verdicts(rule: Rule, measurements: Measurements, baseline: BaselineVal
         yield Verdict(rule.name, "", "fail", message, rule.metric.key, line=rule.line)
         return
     for subject in selected:
-        yield _check(rule, subject, measurements.kind, baseline)
+        if isinstance(rule.bound, PaperBound):
+            yield _check_paper(rule, subject, measurements)
+        else:
+            yield _check(rule, subject, measurements.kind, baseline)
 
 
 def _check(rule: Rule, subject: Subject, kind: Kind, baseline: BaselineValues | None) -> Verdict:
@@ -198,6 +204,24 @@ def _check(rule: Rule, subject: Subject, kind: Kind, baseline: BaselineValues | 
         return verdict("fail", f"{subject.key} has no {metric.key} in the baseline (save a new baseline)",
                        measured.value)  # fmt: skip
     return _check_regression(rule.bound, metric, measured.value, before, verdict)
+
+
+def _check_paper(rule: Rule, subject: Subject, measurements: Measurements) -> Verdict:
+    """`equals_paper`: the label's exact excess (all its launches) against its declared figure."""
+    verdict = _verdict_maker(rule, subject)
+    if measurements.kind == "static":
+        return verdict("fail", f"{rule.metric.key} is a profiler metric, not part of this static result")
+    found = measurements.paper.get(subject.label)
+    if found is None:
+        return verdict("fail", f"{subject.label} declares no exact excess wavefronts on paper "
+                               "(Expect(excess_wavefronts=...) in its suite)")  # fmt: skip
+    words = f"== paper {found.paper:,}"
+    if found.measured is None:
+        reason = subject.measured.metric(rule.metric.key).missing_reason or "no value"
+        return verdict("fail", f"{rule.metric.key} missing: {reason}", None, words)
+    if not found.as_on_paper:
+        return verdict("fail", f"{rule.metric.key} {found.words()}", found.measured, words)
+    return verdict("pass", f"{rule.metric.key} = {found.paper:,}, {found.words()}", found.measured, words)
 
 
 VerdictMaker = Callable[..., Verdict]

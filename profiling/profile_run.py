@@ -50,7 +50,7 @@ from .run_dir import (
     profile_files,
     take_provenance,
 )
-from .suite import NVTX_DOMAIN, Selection, Variant, select_variants, suite_root
+from .suite import NVTX_DOMAIN, SKIPPED, Selection, Variant, select_variants, suite_root
 
 PROFILED_PROGRAM = f"{__package__}.profiled_program"  # the module ncu runs: each variant once in its NVTX range
 
@@ -140,22 +140,35 @@ class Events:
             swept = parse_swept(name)
             variant = by_label.get(label) or (by_label.get(f"{family}/{swept[0]}") if swept else None)
             event = self.done.get(label)
+            size = None
             if event is None:
                 status = "failed" if label == self.running else "not_run"
                 message = stopped if status == "failed" else "not run: the suite stopped earlier"
             else:
                 status, message = str(event.get("status")), str(event.get("message", ""))
-            outcomes.append(_outcome(variant, label, status, message))
+                size = event.get("size") if isinstance(event.get("size"), dict) else None
+            outcomes.append(_outcome(variant, label, status, message, size))
         return tuple(outcomes)
 
 
-def _outcome(variant: Variant | None, label: str, status: str, message: str) -> VariantOutcome:
+def _outcome(
+    variant: Variant | None, label: str, status: str, message: str, size: dict[str, int] | None = None
+) -> VariantOutcome:
+    """The outcome of one case; its paper figure, where a function of the size, evaluated at the size
+    it ran (none where it did not run)."""
     family, _, name = label.partition("/")
     if variant is None:
         return VariantOutcome(family, name, status, message)
     sources = tuple(str(k.source) for k in variant.kernels if hasattr(k, "source"))
+    expect = variant.expect
+    if callable(expect.excess_wavefronts):
+        try:
+            expect = expect.at_size(size) if size is not None else replace(expect, excess_wavefronts=None)
+        except Exception as exc:  # noqa: BLE001 - the suite's function: its error is the variant's, not the run's
+            expect = replace(expect, excess_wavefronts=None)
+            message = (message + "; " if message else "") + f"paper figure not computed: {type(exc).__name__}: {exc}"
     return VariantOutcome(family, name, status, message, demonstrates=variant.demonstrates,
-                          expect=variant.expect.described(), baseline=variant is variant.family.baseline,
+                          expect=expect.described(), baseline=variant is variant.family.baseline,
                           sources=sources)  # fmt: skip
 
 
@@ -289,7 +302,7 @@ def save(
     error = error or link_error
     if error is not None:
         raise error
-    bad = [o for o in results.outcomes if o.status != "ok"]
+    bad = [o for o in results.outcomes if o.status not in ("ok", SKIPPED)]
     if bad:
         first = bad[0]
         label = f"{first.family}/{first.variant}"
@@ -328,13 +341,13 @@ def _check_run(run: NcuRun, events: Events, request: ProfileRequest) -> None:
         raise ProfilerError(
             f"the suite never started under ncu (ncu exit code {run.returncode}{because}); see {request.log}"
         )
-    if any(event.get("status") != "ok" for event in events.done.values()):
+    if any(event.get("status") not in ("ok", SKIPPED) for event in events.done.values()):
         return  # the variant that failed says why; reported with the outcomes
     check_log(run.log_text)
     if run.returncode != 0:  # every variant verified, so the profiled program exited 0: ncu itself failed
         raise ProfilerError(f"ncu exited with code {run.returncode}{because}; see {request.log}")
     report = request.report.with_name(request.report.name + ".ncu-rep")
-    if events.done and not report.exists():
+    if any(event.get("status") == "ok" for event in events.done.values()) and not report.exists():
         raise ProfilerError(f"ncu exited with code {run.returncode} and wrote no report {report}; see {request.log}")
 
 

@@ -10,7 +10,8 @@ runs once per value, each variant in its own range "family.variant@NAME=VALUE" (
 are checked there, in one kernel launch, against one device copy of the reference per family: under
 ncu every extra launch and host copy costs time. Progress and
 outcomes go to the events file (JSON lines) that the parent memlens process reads.
-A wrong result is recorded and the suite goes on; any other error stops it (the CUDA context
+A variant whose family needs a newer GPU (Family.min_compute_capability) is recorded as skipped, with the
+reason, and never launched. A wrong result is recorded and the suite goes on; any other error stops it (the CUDA context
 may be unusable), and the variants after it are recorded as not run. The plan event carries the
 app's pid; a SIGINT from memlens (timeout, Ctrl-C) ends the app quietly with exit code 130.
 """
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .errors import MemlensError, VerificationError
-from .suite import NVTX_DOMAIN, Case, Family, Inputs, on_gpu, select_variants
+from .suite import NVTX_DOMAIN, SKIPPED, Case, Family, Inputs, gpu_compute_capability, on_gpu, select_variants
 
 EVENTS_VERSION = 1
 
@@ -125,8 +126,14 @@ def run_all(cases: list[Case], sizes: dict[str, int], args: argparse.Namespace, 
     failed = False
     problems = Problems(sizes, args.small, args.seed)
     families = list(dict.fromkeys(c.variant.family.name for c in cases))
+    needy = any(c.variant.family.min_compute_capability for c in cases)
+    capability = gpu_compute_capability() if needy else None
     for index, case in enumerate(cases, 1):
         events.emit(event="start", variant=case.label, index=index, total=len(cases))
+        skipped = case.variant.family.unsupported_on(capability)
+        if skipped:
+            events.emit(event="done", variant=case.label, status=SKIPPED, message=skipped)
+            continue
         try:
             size = run_variant(case, problems, families.index(case.variant.family.name))
         except VerificationError as exc:

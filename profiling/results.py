@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import json
 import math
+import numbers
 import re
 import types
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -139,6 +141,14 @@ class KernelResult:
         return {}
 
 
+PaperFigure = Callable[[Mapping[str, int]], int]  # a figure on paper as a function of the size
+
+
+def _check_paper_figure(value: Any, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"Expect: {what} is {value!r}, not a count (an int >= 0)")
+
+
 @dataclass(frozen=True)
 class Expectation:
     """What memlens should measure for a variant, as a suite declares it (`suite.Expect` is this
@@ -147,6 +157,25 @@ class Expectation:
     bank_conflicts: bool | None = None  # exact excess shared wavefronts > 0
     local_memory: bool | None = None  # local-memory load or store traffic > 0
     note: str = ""  # the expectation in words, e.g. "shared loads: 32-way conflict"
+    # The exact excess shared wavefronts on paper (profiling/bank_model.py, or by hand): a number or,
+    # in a suite, a function of the size (the family's sizes by name) that `at_size` evaluates;
+    # results.json records the number at the size the variant ran.
+    excess_wavefronts: int | PaperFigure | None = None
+
+    def __post_init__(self) -> None:
+        figure = self.excess_wavefronts
+        if figure is not None and not callable(figure):
+            _check_paper_figure(figure, "excess_wavefronts")
+            object.__setattr__(self, "excess_wavefronts", int(figure))
+
+    def at_size(self, size: Mapping[str, int]) -> Expectation:
+        """This expectation with its paper figure as a number at `size`."""
+        figure = self.excess_wavefronts
+        if not callable(figure):
+            return self
+        value = figure(size)
+        _check_paper_figure(value, f"excess_wavefronts({dict(size)})")
+        return replace(self, excess_wavefronts=int(value))
 
     def describe(self) -> str:
         if self.note:
@@ -169,7 +198,7 @@ class VariantOutcome:
 
     family: str
     variant: str
-    status: str  # "ok", "wrong" (output differs from reference), "failed" (raised), "not_run"
+    status: str  # "ok", "wrong" (output differs from reference), "failed" (raised), "not_run", "skipped" (GPU too old)
     message: str = ""
     demonstrates: str = ""  # the suite's one line on what the variant shows
     expect: Expectation | None = None  # None in results written before the field existed
@@ -264,7 +293,7 @@ def _kernel_json(kernel: KernelResult) -> dict[str, Any]:
 
 # --- reading results.json: every field checked against its type, so nothing odd gets further ----
 
-STATUSES = ("ok", "wrong", "failed", "not_run")
+STATUSES = ("ok", "wrong", "failed", "not_run", "skipped")
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -313,7 +342,8 @@ _WORDS = {str: "text", int: "an integer", float: "a finite number", bool: "true 
 
 def _describe(hint: Any) -> str:
     options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    return " or ".join(_WORDS.get(option, getattr(option, "__name__", str(option))) for option in options)
+    return " or ".join(_WORDS.get(option, getattr(option, "__name__", str(option))) for option in options
+                       if typing.get_origin(option) is not Callable)  # a suite's function never reaches JSON
 
 
 @functools.cache

@@ -29,6 +29,11 @@ Keys of a rule:
   - `min = N`: fail when the value is below N;
   - `equals = N`: fail unless the value is exactly N. Only for metrics the catalogue marks
     deterministic (counts that do not vary between runs of one input); they are compared exactly.
+  - `equals_paper = true`: fail unless the variant's exact excess wavefronts (all its launches
+    together) equal the figure its suite declares on paper, `Expect(excess_wavefronts=...)` (a
+    number, or a function of the size computed with profiling/bank_model.py), as results.json
+    records it at the size the variant ran. Only with `metric = "exact_excess_wavefronts"`; a
+    variant that declares no figure fails.
   - `max_regression = "10%"` (relative to the baseline value) or `= N` (absolute, in the metric's
     unit): fail when the value is worse than the baseline's by more than that. "Worse" is the
     catalogue's `better` direction: up for "lower is better", down for "higher is better". Needs
@@ -68,8 +73,9 @@ else:  # pragma: no cover - Python 3.10
 FORMAT_VERSION = 1
 MAX_RULES_BYTES = 2**20
 RULE_KEYS = ("name", "select", "select_regex", "exclude", "metric", "equals", "max", "min",
-             "max_regression", "warn", "description")  # fmt: skip
-BOUND_KEYS = ("equals", "max", "min", "max_regression")
+             "max_regression", "equals_paper", "warn", "description")  # fmt: skip
+BOUND_KEYS = ("equals", "max", "min", "max_regression", "equals_paper")
+PAPER_METRIC = "exact_excess_wavefronts"  # the one figure a suite declares on paper
 TOP_LEVEL_KEYS = ("version", "rule")
 FORMAT_HEADING = "The file format\n---------------\n"
 
@@ -137,7 +143,12 @@ class RegressionBound:
     warn: Tolerance | None = None
 
 
-Bound = AbsoluteBound | RegressionBound
+@dataclass(frozen=True)
+class PaperBound:
+    """`equals_paper = true`: the variant's figure equals the one its suite declares on paper."""
+
+
+Bound = AbsoluteBound | RegressionBound | PaperBound
 
 
 @dataclass(frozen=True)
@@ -324,6 +335,8 @@ def _bound(table: dict[str, Any], metric: Metric, where: _Where) -> Bound:
     kind = given[0]
     if kind == "max_regression":
         return _regression(table, metric, where)
+    if kind == "equals_paper":
+        return _paper(table, metric, where)
     limit = _number(table, kind, where)
     if kind == "equals":
         if not metric.deterministic:
@@ -339,6 +352,18 @@ def _bound(table: dict[str, Any], metric: Metric, where: _Where) -> Bound:
         side = "below" if kind == "max" else "above"
         raise where.error(f"warn ({warn:g}) must be {side} {kind} ({limit:g}): it warns before the rule fails", "warn")
     return AbsoluteBound(kind, limit, warn)  # type: ignore[arg-type]
+
+
+def _paper(table: dict[str, Any], metric: Metric, where: _Where) -> PaperBound:
+    if table["equals_paper"] is not True:
+        raise where.error(f"'equals_paper' must be true, not {table['equals_paper']!r}", "equals_paper")
+    if metric.key != PAPER_METRIC:
+        raise where.error(
+            f"'equals_paper' compares {PAPER_METRIC}, the figure suites declare on paper, not {metric.key}", "metric"
+        )
+    if "warn" in table:
+        raise where.error("'equals_paper' takes no 'warn' level", "warn")
+    return PaperBound()
 
 
 def _number(table: dict[str, Any], key: str, where: _Where) -> float:

@@ -107,9 +107,32 @@ class Family:
     variants: list[Variant] = field(default_factory=list)
     # raises ConfigError for a size its kernels cannot run (checked for each size of a --sweep)
     check_size: Callable[[Size], None] | None = None
+    # the oldest GPU its kernels run on, (major, minor), and why in a few words ("stmatrix"): on an
+    # older GPU profile and bench skip the family's variants, saying so in one line
+    min_compute_capability: tuple[int, int] | None = None
+    needs: str = ""
 
     def __post_init__(self) -> None:
         _check_name(self.name, "family")
+        need = self.min_compute_capability
+        if need is not None and not (isinstance(need, tuple) and len(need) == 2
+                                     and all(isinstance(v, int) and v >= 0 for v in need)):  # fmt: skip
+            raise ConfigError(f"family {self.name!r}: min_compute_capability {need!r} is not (major, minor)")
+
+    def requirement(self) -> str:
+        """What GPU the family needs, in words ("" where any will do)."""
+        need = self.min_compute_capability
+        if need is None:
+            return ""
+        return f"needs compute capability {need[0]}.{need[1]} or newer" + (f" ({self.needs})" if self.needs else "")
+
+    def unsupported_on(self, capability: tuple[int, int] | None) -> str | None:
+        """Why the family cannot run on a GPU of `capability`, in one line; None where it can or the
+        capability is unknown (the launch then says what went wrong)."""
+        need = self.min_compute_capability
+        if need is None or capability is None or tuple(capability) >= need:
+            return None
+        return f"{self.requirement()}; this GPU is {capability[0]}.{capability[1]}"
 
     def variant(
         self,
@@ -202,6 +225,21 @@ def _wrong_counter(cupy: Any) -> Any:
         "T got, U want, float64 rtol, float64 atol", "int64 wrong", f"!{close}", "a + b", "wrong = a", "0",
         "memlens_count_wrong",
     )
+
+
+def gpu_compute_capability() -> tuple[int, int] | None:
+    """Compute capability (major, minor) of the GPU CuPy launches on (device 0 of the process);
+    None where CuPy is missing or sees no GPU (then nothing is skipped for it)."""
+    try:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no GPU: the capability is unknown
+        return None
+    return int(props["major"]), int(props["minor"])
+
+
+SKIPPED = "skipped"  # the status of a variant its family's GPU requirement left out (Family.unsupported_on)
 
 
 def on_gpu(array: Any) -> bool:

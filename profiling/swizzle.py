@@ -17,6 +17,14 @@ is swizzled with the row's key y, so that a column read over consecutive rows st
 conflict-free (keying by the line's linear index, as an XOR of address bits would, repeats
 keys and conflicts). With one line per row the result is the article's.
 
+And lines holding several rows (SWIZZLE_SIZE a multiple of NX * sizeof(T), `swizzled_offset`):
+the article's formula as written, over the linear chunk index, with y_chunk the line's index.
+A chunk may then move to another row of its line, so the result is a byte offset, not a column.
+This is the form for 16-byte accesses to narrow rows (a 32-half fp16 tile row is 64 bytes): a
+quarter-warp's LDS.128 or cp.async, or one 8x8 matrix of ldmatrix/stmatrix, is served 128 bytes
+at a time, and a 128-byte line spanning two rows is what one such phase touches
+(profiling/bank_model.py: `fp16_transpose_figures`).
+
 The transpose kernels' `tile[y][x ^ y]` is the case T = TC = float, NX = 32 (SWIZZLE_SIZE 128).
 """
 
@@ -52,6 +60,21 @@ def check_swizzle(nx: int, elem_bytes: int, chunk_bytes: int, swizzle_bytes: int
         )
 
 
+def check_line_of_rows(nx: int, elem_bytes: int, chunk_bytes: int, swizzle_bytes: int) -> None:
+    """Raise ConfigError, in one line, unless the parameters fit the article's constraints with
+    rows of whole chunks and either rows of whole lines or lines of whole rows."""
+    row_bytes = nx * elem_bytes
+    if nx <= 0 or row_bytes % swizzle_bytes == 0:
+        check_swizzle(nx, elem_bytes, chunk_bytes, swizzle_bytes)
+        return
+    check_swizzle(swizzle_bytes // elem_bytes, elem_bytes, chunk_bytes, swizzle_bytes)  # the line as one row
+    if swizzle_bytes % row_bytes or row_bytes % chunk_bytes:
+        raise ConfigError(
+            f"swizzle: a row of NX={nx} elements of {elem_bytes} bytes ({row_bytes} bytes) must be a multiple"
+            f" or a divisor of the swizzle size {swizzle_bytes}, and a multiple of the chunk size {chunk_bytes}"
+        )
+
+
 def swizzle(
     y: int,
     x: int,
@@ -68,6 +91,11 @@ def swizzle(
     """
     chunk_bytes = elem_bytes if chunk_bytes is None else chunk_bytes
     swizzle_bytes = nx * elem_bytes if swizzle_bytes is None else swizzle_bytes
+    if nx > 0 and swizzle_bytes > nx * elem_bytes:
+        raise ConfigError(
+            f"swizzle: a {swizzle_bytes}-byte line holds several rows of {nx * elem_bytes} bytes and moves chunks"
+            " between them: use swizzled_offset"
+        )
     check_swizzle(nx, elem_bytes, chunk_bytes, swizzle_bytes)
     if y < 0 or not 0 <= x < nx:
         raise ConfigError(f"swizzle: index [{y}][{x}] is outside an array of rows of {nx} elements")
@@ -84,3 +112,21 @@ def swizzled_row(
 ) -> list[int]:
     """Stored column of every element of row y, in logical column order."""
     return [swizzle(y, x, nx, elem_bytes, chunk_bytes, swizzle_bytes) for x in range(nx)]
+
+
+def swizzled_offset(y: int, x: int, nx: int, elem_bytes: int, chunk_bytes: int, swizzle_bytes: int) -> int:
+    """Byte offset, from the array's start, where element [y][x] of `T array[][nx]` is stored once
+    swizzled, for rows of whole lines (as `swizzle`) or lines of whole rows (the article's formula
+    over the linear chunk index: a chunk may move to another row of its line). One-to-one over
+    the array, and each chunk stays whole."""
+    check_line_of_rows(nx, elem_bytes, chunk_bytes, swizzle_bytes)
+    row_bytes = nx * elem_bytes
+    if row_bytes % swizzle_bytes == 0:
+        return y * row_bytes + swizzle(y, x, nx, elem_bytes, chunk_bytes, swizzle_bytes) * elem_bytes
+    if y < 0 or not 0 <= x < nx:
+        raise ConfigError(f"swizzle: index [{y}][{x}] is outside an array of rows of {nx} elements")
+    chunks_per_line = swizzle_bytes // chunk_bytes
+    i_chunk, byte_in_chunk = divmod((y * nx + x) * elem_bytes, chunk_bytes)
+    y_chunk, x_chunk = divmod(i_chunk, chunks_per_line)
+    x_chunk_swz = (y_chunk % chunks_per_line) ^ x_chunk
+    return (y_chunk * chunks_per_line + x_chunk_swz) * chunk_bytes + byte_in_chunk

@@ -9,6 +9,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from memlens.catalogue import CATALOGUE
+from memlens.paper import check as paper_check
 from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from memlens.units import format_bytes
 
@@ -38,6 +39,7 @@ STATUS_WORDS = {
     "wrong": "output wrong",
     "failed": "failed",
     "not_run": "not run",
+    "skipped": "skipped (GPU too old)",
     "no_kernel": "no kernel profiled",
 }
 
@@ -351,7 +353,9 @@ def _row(
         return replace(row, verdict=(_invalid_finding(status, row.message),))
     kernel = aggregate(kernels)
     measured = judge(kernel, static.for_kernel(label, kernel.kernel) if static is not None else ())
-    expectation = check(outcome.expect if outcome else None, measured)
+    figure = outcome.expect.excess_wavefronts if outcome and outcome.expect else None
+    on_paper = paper_check(label, figure, kernels) if isinstance(figure, int) else None
+    expectation = check(outcome.expect if outcome else None, measured, on_paper)
     lines = hot_lines(kernels, outcome)
     return replace(row, cells=kernel_cells(kernel), verdict=measured.findings + line_findings(lines),
                    expectation=expectation, hot_lines=lines)  # fmt: skip

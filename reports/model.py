@@ -57,9 +57,9 @@ class Finding:
 class Check:
     """A declared expectation against what was measured, for one aspect."""
 
-    aspect: Literal["bank_conflicts", "local_memory"]
-    expected: bool | None
-    measured: bool | None
+    aspect: Literal["bank_conflicts", "local_memory", "excess_wavefronts"]
+    expected: bool | int | None  # excess_wavefronts: the figure on paper
+    measured: bool | float | None  # excess_wavefronts: the exact figure measured
     state: CheckState
 
 

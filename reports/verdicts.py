@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memlens.paper import PaperCheck
 from memlens.results import (
     Expectation,  # the suite's, as results.json carries it
     KernelResult,
@@ -224,7 +225,11 @@ def local_memory_cause_text(static: Sequence[StaticKernel]) -> str:
 
 
 def describe(declared: Expectation | None) -> str:
-    return "no expectation declared" if declared is None else declared.describe()
+    if declared is None:
+        return "no expectation declared"
+    figure = declared.excess_wavefronts
+    on_paper = f"; on paper {figure:,} excess wavefronts" if isinstance(figure, int) else ""
+    return declared.describe() + on_paper
 
 
 def _words(conflicts: bool | None, local: bool | None, unknown: bool = False) -> str:
@@ -240,12 +245,18 @@ def _words(conflicts: bool | None, local: bool | None, unknown: bool = False) ->
     return ", ".join(parts)
 
 
-def check(declared: Expectation | None, measured: Measured) -> ExpectationCheck:
-    """Each declared aspect against the measurement; a mismatch in any aspect flags the whole."""
+def check(declared: Expectation | None, measured: Measured, on_paper: PaperCheck | None = None) -> ExpectationCheck:
+    """Each declared aspect against the measurement; a mismatch in any aspect flags the whole.
+    `on_paper`, where the variant declares its exact excess wavefronts, is one more aspect: "as on
+    paper", or both figures where they differ."""
     checks = (
         _check("bank_conflicts", declared.bank_conflicts if declared else None, measured.bank_conflicts),
         _check("local_memory", declared.local_memory if declared else None, measured.local_memory),
     )
+    if on_paper is not None:
+        agrees = on_paper.as_on_paper
+        paper_state: CheckState = "unchecked" if agrees is None else "match" if agrees else "mismatch"
+        checks += (Check("excess_wavefronts", on_paper.paper, on_paper.measured, paper_state),)
     states = {c.state for c in checks}
     state: CheckState
     if "mismatch" in states:
@@ -257,6 +268,8 @@ def check(declared: Expectation | None, measured: Measured) -> ExpectationCheck:
     else:
         state = "undeclared"
     words = _words(measured.bank_conflicts, measured.local_memory, unknown=True)
+    if on_paper is not None:
+        words += f"; exact excess wavefronts {on_paper.words()}"
     return ExpectationCheck(describe(declared), words, checks, state)
 
 

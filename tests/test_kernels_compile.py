@@ -33,6 +33,12 @@ SHARED_BYTES = {  # static shared memory per block, from each kernel's tile decl
     "running_mean_local": 0,
     "running_mean_spill": 0,
     "matmul_pmpp<16>": 2 * 16 * 16 * 4,
+    # two fp16 tiles S and U a block: 64-byte rows, 128-byte rows, 80-byte rows, swizzled 64-byte rows
+    "fp16_transpose_dense": 2 * 32 * 64,
+    "fp16_transpose_pitch128": 2 * 32 * 128,
+    "fp16_transpose_padded": 2 * 32 * 80,
+    "fp16_transpose_xor_row": 2 * 32 * 64,
+    "fp16_transpose_xor_128b": 2 * 32 * 64,
 }
 
 

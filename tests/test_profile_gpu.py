@@ -81,3 +81,12 @@ def test_lines_name_the_conflict_and_local_lines(run_dir):
     assert by_line[load_line].local_ld_executions and not by_line[load_line].local_st_executions
     assert by_line[store_line].local_st_executions and not by_line[store_line].local_ld_executions
     assert by_line[load_line].source == "for (unsigned int j = 0; j < W; ++j) sum += window[(j + n) % W];"
+
+
+def test_every_paper_figure_holds(run_dir):
+    """Each variant's exact excess equals the figure its suite declares on paper (bank_model.py)."""
+    from profiling import paper
+
+    found = paper.checks(read_report(run_dir / "results.json"))
+    assert set(found) == {v.label for v in load_suite(REPO / "kernels").variants()}
+    assert {label: c.words() for label, c in found.items()} == {label: paper.AS_ON_PAPER for label in found}

@@ -81,7 +81,7 @@ def test_the_suite_rules_files_parse() -> None:
     profile = load_rules(REPO / "kernels" / "gates.toml")
     static = load_rules(REPO / "kernels" / "gates-static.toml")
     assert len(profile.rules) == 14 and not any(r.static for r in profile.rules)
-    assert len(static.rules) == 9 and all(r.static for r in static.rules)
+    assert len(static.rules) == 11 and all(r.static for r in static.rules)
     assert profile.needs_baseline and not static.needs_baseline
 
 
@@ -101,7 +101,8 @@ BAD = [
     ("unknown metric", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "exact_excess_wavefront"\nmax = 1\n'),
      r"^g\.toml:12: rule 2: unknown metric 'exact_excess_wavefront' \(did you mean exact_excess_wavefronts"),
     ("two bounds", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = 1\nmin = 0\n'),
-     r"^g\.toml:14: rule 2: give exactly one bound of equals, max, min, max_regression \(found max, min\)"),
+     r"^g\.toml:14: rule 2: give exactly one bound of equals, max, min, max_regression, equals_paper "
+      r"\(found max, min\)"),
     ("no bound", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\n'),
      r"^g\.toml:9: rule 2: give exactly one bound .*\(found none\)"),
     ("bound not a number", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = "fast"\n'),

@@ -43,6 +43,8 @@ def test_whole_suite_compiles(suite_results: StaticResults) -> None:
     assert suite_results.failures == ()
     assert suite_results.arch == "sm_90"
     assert sorted(by_label(suite_results)) == [
+        "fp16_transpose/dense", "fp16_transpose/padded", "fp16_transpose/pitch128", "fp16_transpose/xor_128b",
+        "fp16_transpose/xor_row",
         "matmul/naive", "matmul/tiled", "matmul/tiled_article", "matmul/tiled_pmpp",
         "running_mean/local", "running_mean/register", "running_mean/spill",
         "transpose/conflict", "transpose/padded", "transpose/swizzled",
@@ -107,10 +109,10 @@ def test_check_json_then_gate(capsys: pytest.CaptureFixture[str], tmp_path: Path
     table = capsys.readouterr().out
     assert "running_mean/local" in table and "yes (128 B)" in table and "4224" in table
     data = json.loads(out.read_text())
-    assert data["kind"] == "memlens-static-check" and data["complete"] is True and len(data["kernels"]) == 14
+    assert data["kind"] == "memlens-static-check" and data["complete"] is True and len(data["kernels"]) == 19
     assert load_static(out).kernels[0].values()["static.spill_bytes"] == 0
     assert main(["gate", str(out), "--rules", str(REPO / "kernels" / "gates-static.toml")]) == 0
-    assert "PASSED: 46 checks (46 pass)" in capsys.readouterr().out
+    assert "PASSED: 65 checks (65 pass)" in capsys.readouterr().out
 
 
 @needs_compiler

@@ -24,8 +24,11 @@ EXPECTED = {
     ),
     "running_mean": (["register", "local", "spill"], "register"),
     "matmul": (["naive", "tiled_article", "tiled", "tiled_pmpp"], "naive"),
+    "fp16_transpose": (["dense", "pitch128", "padded", "xor_row", "xor_128b"], "dense"),
 }
 TILES = {"transpose": 32, "running_mean": 256, "matmul": 16}  # block or tile edge of each family
+WHOLE_TILES = {"fp16_transpose": 32}  # families whose sizes must be whole tiles (check_size refuses others)
+DTYPES = {"fp16_transpose": np.float16}  # the input type where not float32
 
 # The README's example of a user's own suite file: two variants of one family.
 USER_SUITE = re.search(r"```python\n(# my_suite.py.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
@@ -54,7 +57,7 @@ def suite() -> Suite:
 def test_families_variants_and_baselines(suite: Suite) -> None:
     found = {f.name: ([v.name for v in f.variants], f.baseline.name) for f in suite.families}
     assert found == EXPECTED
-    assert [v.label for v in suite.variants("transpose/(padded|swizzled)")] == [
+    assert [v.label for v in suite.variants("^transpose/(padded|swizzled)")] == [
         "transpose/padded",
         "transpose/swizzled",
     ]
@@ -92,15 +95,19 @@ def test_kernels_name_what_their_sources_define(suite: Suite) -> None:
 def test_inputs_are_fresh_random_and_references_fit(suite: Suite, family_name: str) -> None:
     family: Family = suite.family(family_name)
     size = family.size(small=True)
-    assert all(v % TILES[family_name] for v in size.values()), "small sizes must not be multiples of the tile"
+    if family_name in WHOLE_TILES:
+        assert all(v % WHOLE_TILES[family_name] == 0 and v > WHOLE_TILES[family_name] for v in size.values())
+    else:
+        assert all(v % TILES[family_name] for v in size.values()), "small sizes must not be multiples of the tile"
     first = family.make_inputs(np.random.default_rng(1), size)
     second = family.make_inputs(np.random.default_rng(2), size)
     for name, array in first.items():
-        assert array.dtype == np.float32 and np.all(array != 0) and np.all(np.isfinite(array))
+        assert array.dtype == DTYPES.get(family_name, np.float32)
+        assert np.all(array != 0) and np.all(np.isfinite(array))
         assert not np.array_equal(array, second[name])
     expected = family.reference(first, size)
     variant = family.variants[0]
-    family.verify(variant, expected.astype(np.float32), expected)  # a float32 copy is within tolerance
+    family.verify(variant, expected.astype(DTYPES.get(family_name, np.float32)), expected)  # within tolerance
     with pytest.raises(VerificationError, match=rf"{family_name}/{variant.name}: wrong result at index (0|\(0, 0\))"):
         family.verify(variant, np.full_like(expected, np.nan), expected)  # reset()'s poison never passes
 
@@ -110,7 +117,8 @@ def test_min_bytes_count_each_input_and_output_once(suite: Suite) -> None:
         size = family.size(small=True)
         inputs = family.make_inputs(np.random.default_rng(0), size)
         output = family.reference(inputs, size)
-        moved = sum(a.nbytes for a in inputs.values()) + output.size * 4  # outputs are fp32
+        itemsize = 2 if output.dtype == np.float16 else 4  # outputs are fp32 (references may be fp64), or fp16
+        moved = sum(a.nbytes for a in inputs.values()) + output.size * itemsize
         assert family.min_bytes is not None and family.min_bytes(size) == moved, family.name
 
 

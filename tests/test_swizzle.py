@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from profiling import bank_model
 from profiling.errors import ConfigError
-from profiling.swizzle import swizzle, swizzled_row
+from profiling.swizzle import swizzle, swizzled_offset, swizzled_row
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 
@@ -112,3 +112,74 @@ def test_article_example_with_16_byte_chunks() -> None:
 def test_invalid_parameters_raise_config_error(args: tuple[int, ...], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         swizzle(*args)
+
+
+# --- lines of several rows (swizzled_offset) ------------------------------------------------------
+
+
+@st.composite
+def lines_of_rows(draw: st.DrawFn) -> tuple[int, int, int, int, int]:
+    """(rows, nx, elem_bytes, chunk_bytes, swizzle_bytes) with a swizzle line of 2 to 8 whole rows."""
+    swizzle_bytes = 2 ** draw(st.integers(6, 10))  # 64 .. 1024 bytes
+    rows_per_line = 2 ** draw(st.integers(1, 3))
+    row_bytes = swizzle_bytes // rows_per_line
+    elem_bytes = 2 ** draw(st.integers(0, min(4, row_bytes.bit_length() - 1)))
+    chunk_bytes = 2 ** draw(st.integers(elem_bytes.bit_length() - 1, row_bytes.bit_length() - 1))
+    rows = rows_per_line * draw(st.integers(1, 8))
+    return rows, row_bytes // elem_bytes, elem_bytes, chunk_bytes, swizzle_bytes
+
+
+@settings(max_examples=120, deadline=None)
+@given(lines_of_rows())
+def test_lines_of_rows_one_to_one_and_chunks_whole(layout: tuple[int, int, int, int, int]) -> None:
+    rows, nx, elem_bytes, chunk_bytes, swizzle_bytes = layout
+    offsets = {(y, x): swizzled_offset(y, x, nx, elem_bytes, chunk_bytes, swizzle_bytes)
+               for y in range(rows) for x in range(nx)}  # fmt: skip
+    assert sorted(offsets.values()) == [elem_bytes * i for i in range(rows * nx)]
+    for (y, x), offset in offsets.items():
+        logical = (y * nx + x) * elem_bytes
+        assert offset % chunk_bytes == logical % chunk_bytes  # the element keeps its place in its chunk
+        assert offset // swizzle_bytes == logical // swizzle_bytes  # and its swizzle line
+
+
+@settings(max_examples=60, deadline=None)
+@given(layouts(), st.data())
+def test_offsets_of_rows_of_whole_lines_are_the_column_swizzle(layout, data: st.DataObject) -> None:
+    rows, nx, elem_bytes, chunk_bytes, swizzle_bytes = layout
+    y, x = data.draw(st.integers(0, rows - 1)), data.draw(st.integers(0, nx - 1))
+    column = swizzle(y, x, nx, elem_bytes, chunk_bytes, swizzle_bytes)
+    assert swizzled_offset(y, x, nx, elem_bytes, chunk_bytes, swizzle_bytes) == (y * nx + column) * elem_bytes
+
+
+def test_fp16_rows_in_128_byte_lines_are_conflict_free_for_16_byte_phases() -> None:
+    # 32-half (64-byte) rows, 16-byte chunks, 128-byte lines: a quarter-warp's two rows, and an
+    # 8x8 matrix's 8 rows of one chunk column, each fill the 8 bank groups once.
+    def offset(row: int, chunk: int) -> int:
+        return swizzled_offset(row, 8 * chunk, 32, 2, 16, 128)
+
+    for first in range(0, 32, 2):
+        assert bank_model.wavefronts([offset(first + lane // 4, lane % 4) for lane in range(8)], 16) == 1
+    for first in range(0, 32, 8):
+        for chunk in range(4):
+            assert bank_model.wavefronts([offset(first + lane, chunk) for lane in range(8)], 16) == 1
+    # keyed by the 64-byte row alone (the article's formula with one row a line): rows k and k + 4 collide
+    assert bank_model.wavefronts([swizzled_offset(lane, 0, 32, 2, 16, 64) for lane in range(8)], 16) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((0, 0, 24, 2, 16, 128), "must be a multiple or a divisor of the swizzle size 128"),
+        ((0, 0, 4, 2, 16, 128), "must be a multiple or a divisor .* and a multiple of the chunk size 16"),
+        ((0, 32, 32, 2, 16, 128), r"index \[0\]\[32\]"),
+        ((0, 0, 32, 2, 16, 96), "swizzle size 96"),
+    ],
+)
+def test_bad_lines_of_rows_raise_config_error(args: tuple[int, ...], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        swizzled_offset(*args)
+
+
+def test_swizzle_refuses_a_line_of_several_rows() -> None:
+    with pytest.raises(ConfigError, match="holds several rows of 64 bytes and moves chunks between them"):
+        swizzle(0, 0, 32, 2, 16, 128)

@@ -20,9 +20,10 @@ from ..bench_results import BENCH_FILE, BenchResults, VariantTiming
 from ..errors import ProfilerError
 from ..gpus import chosen_gpus
 from ..run_dir import DEFAULT_OUT, shell_command
+from ..suite import SKIPPED
 from ..terminal import interactive, progress_bar, table_console
 from ..units import format_bytes, format_duration, format_percent
-from .common import add_size_arguments, add_suite_arguments
+from .common import add_size_arguments, add_suite_arguments, skipped_lines
 
 NA = "n/a"
 COPY_HEADER = "copy GB/s (same bytes)"
@@ -62,16 +63,17 @@ def run(args: argparse.Namespace) -> int:
         with BenchProgress(enabled=interactive()) as progress:
             run_dir, results = run_bench(options, on_progress=progress.update)
     print_table(results, run_dir)
-    if results.failures:
+    if any(f.status != SKIPPED for f in results.failures):
         raise ProfilerError(failure_message(results, run_dir))
     return 0
 
 
 def failure_message(results: BenchResults, run_dir: Path) -> str:
-    first = results.failures[0]
+    failures = [f for f in results.failures if f.status != SKIPPED]  # a GPU too old for a family is no failure
+    first = failures[0]
     total = len(results.variants) + len(results.failures)
     return (
-        f"{len(results.failures)} of {total} variants were not timed, first {first.family}/{first.variant}: "
+        f"{len(failures)} of {total} variants were not timed, first {first.family}/{first.variant}: "
         f"{first.status}: {first.message}; results in {run_dir / BENCH_FILE}"
     )
 
@@ -161,5 +163,6 @@ def notes(results: BenchResults) -> list[str]:
         )
     if any(t.min_bytes is None for t in results.variants):
         lines.append("GB/s: n/a where the family declares no min_bytes")
-    lines.extend(f"{f.family}/{f.variant}: {f.status}: {f.message}" for f in results.failures)
+    lines.extend(f"{f.family}/{f.variant}: {f.status}: {f.message}" for f in results.failures if f.status != SKIPPED)
+    lines.extend(skipped_lines(results.failures))
     return lines

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
+from typing import Any
+
+from ..suite import SKIPPED
 
 
 def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,3 +25,14 @@ def add_size_arguments(parser: argparse.ArgumentParser) -> None:
         help="run a family at each of these values of one size, in this one run (one per family): "
              "transpose.rows=1024,4096; each value's kernels are labelled variant@NAME=VALUE",
     )  # fmt: skip
+
+
+def skipped_lines(outcomes: Iterable[Any]) -> list[str]:
+    """One line a family whose variants were skipped (its GPU requirement), from profile outcomes or
+    bench failures (each with family, variant, status, message)."""
+    by_family: dict[str, list[Any]] = {}
+    for outcome in outcomes:
+        if outcome.status == SKIPPED:
+            by_family.setdefault(outcome.family, []).append(outcome)
+    return [f"{family}: {len(items)} variant{'s' if len(items) > 1 else ''} skipped: {items[0].message}"
+            for family, items in by_family.items()]  # fmt: skip

@@ -5,7 +5,9 @@ A metric that is missing prints "n/a"; why it is missing is said once below the 
 --json and --csv print every catalogue metric of every kernel, with its unit. Kernels with
 local-memory traffic get its cause below the table, once a label (and as "local_memory_cause" in
 --json): register spill, an array indexed at run time or one too large for registers where the run
-directory holds `memlens check --into RUN`'s check.json, else "cause unknown"."""
+directory holds `memlens check --into RUN`'s check.json, else "cause unknown". Variants that declare
+their exact excess wavefronts on paper (Expect(excess_wavefronts=...)) get "as on paper" below the
+table, or both figures where they differ (--json: "paper_excess_wavefronts" and "as_on_paper")."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Any
 
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
+from .. import paper
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError
 from ..kernel_names import NAME_WIDTH, elide_middle
@@ -63,16 +66,23 @@ def render(results: RunResults, kernels: list[KernelResult], output: str = "tabl
     of local memory of kernels (by position in `kernels`) that have local traffic; the table's title
     names `title` (the path the user gave), else the run's source."""
     local = local or {}
+    on_paper = paper.checks(results)
     if output == "json":
         data = to_json(results, kernels)
         for index, text in local.items():
             data["kernels"][index]["local_memory_cause"] = text
+        for entry, kernel in zip(data["kernels"], kernels, strict=True):
+            found = on_paper.get(kernel.label)
+            entry["paper_excess_wavefronts"] = found.paper if found else None
+            entry["as_on_paper"] = found.as_on_paper if found else None
         write_indented(data, sys.stdout)
     elif output == "csv":
         write_csv(kernels, sys.stdout)
     elif output == "table":
         print_table(results, kernels, title=title)
         for line in dict.fromkeys(f"{kernels[i].label}: local memory: {text}" for i, text in local.items()):
+            console().print(line, markup=False, highlight=False, soft_wrap=True)
+        for line in paper.lines(on_paper, (k.label for k in kernels)):
             console().print(line, markup=False, highlight=False, soft_wrap=True)
     else:
         raise ValueError(f"unknown output {output!r}")

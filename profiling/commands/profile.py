@@ -23,7 +23,7 @@ from ..run_dir import DEFAULT_OUT, shell_command
 from ..shards import profile_on_gpus
 from ..terminal import Progress, interactive
 from ..units import plural
-from .common import add_size_arguments, add_suite_arguments
+from .common import add_size_arguments, add_suite_arguments, skipped_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
             run_dir, results = profile_on_gpus(options, gpus, on_event=progress.update)
     kernels, variants = plural(len(results.kernels), "kernel"), plural(len(results.outcomes), "variant")
     print(f"{kernels} from {variants} profiled: {run_dir}")
+    for line in skipped_lines(results.outcomes):
+        print(line)
     return 0
 
 
