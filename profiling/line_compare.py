@@ -199,6 +199,14 @@ def lines_by_label(results: RunResults, kernels: Iterable[KernelResult] | None =
     return found
 
 
+def kernel_line_set(results: RunResults, kernel: KernelResult, root: Path | None = None) -> LineSet:
+    """The lines of one kernel launch (a gate's subject)."""
+    declared = {(o.family, o.variant): o.sources for o in results.outcomes}
+    sources = SourceMap((root or Path.cwd()).resolve(), results.embedded_sources,
+                        declared.get((kernel.family, kernel.variant), ()))  # fmt: skip
+    return line_set(roll_up(kernel.instructions, sources, kernel.kernel), sources, kernel.kernel)
+
+
 def line_set(records: Sequence[LineRecord], sources: SourceMap, kernel: str = "") -> LineSet:
     """A kernel's lines and the whole files its report embeds, by shown name."""
     files = {sources.resolve(recorded, kernel)[0]: text for recorded, text in (sources.embedded or {}).items()}

@@ -4,7 +4,8 @@
     memlens baseline show FILE
 
 The baseline records the GPU, compute capability, driver and ncu versions (or the static target and
-compiler) and every figure of every kernel."""
+compiler) and every figure of every kernel, with its source lines and their code where the run has
+per-instruction values (for line rules: `line_excess_wavefronts`, `line_local_accesses`)."""
 
 from __future__ import annotations
 
@@ -35,13 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "save":
-        measurements = read_measurements(args.source)
+        measurements = read_measurements(args.source, lines=True)
         if not measurements.subjects:
             raise InputError(f"{args.source}: no kernels to save as a baseline")
         baseline = from_measurements(measurements)
         save_baseline(baseline, args.output, inputs=input_files(args.source))
         where = baseline.environment.gpu_name or baseline.environment.arch or "unknown GPU"
-        print(f"memlens: baseline of {len(baseline.values)} kernels ({where}) written to {args.output}")
+        with_lines = f", {len(baseline.lines)} with their source lines" if baseline.lines else ""
+        print(f"memlens: baseline of {len(baseline.values)} kernels{with_lines} ({where}) written to {args.output}")
         return 0
     baseline = load_baseline(args.file)
     environment = ", ".join(f"{k} {v}" for k, v in vars(baseline.environment).items() if v)
