@@ -339,3 +339,24 @@ def test_the_report_of_two_builds_shows_the_changed_lines(tmp_path):
     html = tmp_path / "report.html"
     assert main(["report", str(v1), str(v2), "-o", str(html)]) == 0
     assert 'class="line-changes"' in html.read_text()
+
+
+def test_compare_of_runs_without_per_instruction_values_says_lines_were_not_compared(capsys):
+    csv = FIXTURES / "nvidia_h200" / "suite.csv"
+    assert main(["compare", str(csv), str(csv), "-k", "^transpose/conflict$"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("lines not compared") == 2 and "0 lines changed in 1 kernels" in out
+    assert "excess wavefronts" not in out.split("transpose/conflict", 1)[1]  # the kernel's figures: all the same
+
+
+def test_a_baseline_with_malformed_lines_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "base.json"
+    save_baseline(from_measurements(read_measurements(CUDA_APP, lines=True)), path)
+    data = json.loads(path.read_text())
+    data["kernels"][0]["lines"][0]["line"] = "twelve"
+    path.write_text(json.dumps(data))
+    rules = tmp_path / "rules.toml"
+    rules.write_text(LINE_RULES)
+    assert main(["gate", str(CUDA_APP), "--rules", str(rules), "--baseline", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"memlens: error: {path}: malformed baseline (line must be a whole number or null, not 'twelve')\n"
