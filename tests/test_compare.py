@@ -319,12 +319,18 @@ def test_a_line_gate_with_a_baseline_fails_on_the_new_conflict(tmp_path, capsys)
     rules = tmp_path / "rules.toml"
     rules.write_text('[[rule]]\nname = "no line gains conflicts"\nselect = "compare/*"\n'
                      'metric = "line_excess_wavefronts"\nmax_regression = "0%"\n')  # fmt: skip
-    summary = tmp_path / "gate.md"
+    summary, verdicts = tmp_path / "gate.md", tmp_path / "gate.json"
     code = main(["gate", str(recorded("compare_v2.ncu-rep")), "--rules", str(rules), "--baseline", str(baseline),
-                 "--summary", str(summary)])  # fmt: skip
+                 "--summary", str(summary), "--json", str(verdicts)])  # fmt: skip
     assert code == 1
-    out = capsys.readouterr().out
-    assert "app.cu:34 (line 33 in the baseline)" in out.replace("\n", " ") or "app.cu:34" in out
+    failed = [v for v in json.loads(verdicts.read_text())["verdicts"] if v["status"] == "fail"]
+    assert len(failed) == 1
+    verdict = failed[0]
+    assert (verdict["subject"], verdict["source_line"], verdict["value"], verdict["baseline"]) == (
+        "compare/vector", 34, 131_072.0, 0.0)
+    assert verdict["source_file"].endswith("app.cu") and "2 * threadIdx.x + 32 * r" in verdict["source_code"]
+    assert "app.cu:34 (line 33 in the baseline): 131,072, baseline 0 (worse)" in verdict["message"]
+    assert "app.cu:34" in capsys.readouterr().out
     md = summary.read_text()
     assert "1 fail" in md and "131,072" in md and "2 \\* threadIdx.x + 32 \\* r" in md
 
