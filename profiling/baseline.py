@@ -7,8 +7,13 @@ A baseline is a versioned JSON file::
      "environment": {"gpu_name": "NVIDIA H200", "compute_capability": "9.0", "driver_version": "580.159.04",
                      "ncu_version": "2025.3.1.0", "clock_control": "base", "arch": null, "compiler": null},
      "kernels": [{"key": "transpose/padded", "kernel": "transpose_padded",
-                  "values": {"duration": 321000.0, "exact_excess_wavefronts": 0.0, ...}}]}
+                  "values": {"duration": 321000.0, "exact_excess_wavefronts": 0.0, ...},
+                  "lines": [{"file": "kernels/transpose.cu", "line": 40, "source": "out[...] = tile[...];",
+                             "excess_wavefronts_ld": 0.0, "excess_wavefronts_st": null,
+                             "local_ld": null, "local_st": null}, ...]}]}
 
+`lines` (where the run has per-instruction values) are the kernel's source lines with their code, so
+line rules (`line_excess_wavefronts`, `line_local_accesses`) compare with them with no old report.
 `key` is the kernel's label ("family/variant", or the kernel name in a plain report), with "#2",
 "#3" for later launches of the same label. Counters do not carry from one GPU model to another,
 so gating against a baseline of another GPU (or compute capability, or static target) is refused
@@ -28,6 +33,7 @@ from .catalogue import CATALOGUE
 from .errors import ConfigError, InputError
 from .fileio import Output, input_files, read_json, write_json_output
 from .gate import Environment, Kind, Measurements
+from .line_compare import SourceLine
 from .static_check import STATIC_METRICS
 
 KIND = "memlens-baseline"
@@ -42,15 +48,21 @@ class Baseline:
     created_at: str
     kernels: dict[str, str] = field(default_factory=dict)  # subject key -> kernel name
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # subject key -> metric key -> value
+    lines: dict[str, tuple[SourceLine, ...]] = field(default_factory=dict)  # subject key -> its source lines
 
     def value(self, subject_key: str, metric_key: str) -> float | None:
         return self.values.get(subject_key, {}).get(metric_key)
+
+    def lines_of(self, subject_key: str) -> tuple[SourceLine, ...] | None:
+        """The kernel's source lines with their code; None where the baseline has none for it."""
+        return self.lines.get(subject_key)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": KIND, "schema_version": SCHEMA_VERSION, "created_at": self.created_at, "source": self.source,
             "measurements": self.measurements, "environment": asdict(self.environment),
-            "kernels": [{"key": key, "kernel": self.kernels.get(key, ""), "values": values}
+            "kernels": [{"key": key, "kernel": self.kernels.get(key, ""), "values": values,
+                         **({"lines": [line.to_json() for line in self.lines[key]]} if key in self.lines else {})}
                         for key, values in self.values.items()],
         }  # fmt: skip
 
@@ -64,8 +76,9 @@ def from_measurements(measurements: Measurements, created_at: str | None = None)
         figures = {key: subject.measured.metric(key).value for key in keys}
         values[subject.key] = {key: value for key, value in figures.items() if value is not None}
         kernels[subject.key] = str(getattr(subject.measured, "kernel", ""))
+    lines = {key: found.lines for key, found in (measurements.lines or {}).items()}
     stamp = created_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return Baseline(measurements.kind, measurements.environment, measurements.source, stamp, kernels, values)
+    return Baseline(measurements.kind, measurements.environment, measurements.source, stamp, kernels, values, lines)
 
 
 def save_baseline(baseline: Baseline, path: str | Path, inputs: Sequence[Path] = ()) -> Output:
@@ -94,12 +107,15 @@ def load_baseline(path: Path) -> Baseline:
         environment = Environment(**{k: v for k, v in data["environment"].items() if k in known})
         kernels = {str(k["key"]): str(k.get("kernel", "")) for k in data["kernels"]}
         values = {str(k["key"]): {str(m): float(v) for m, v in k["values"].items()} for k in data["kernels"]}
+        lines = {str(k["key"]): tuple(SourceLine.from_json(line) for line in k["lines"])
+                 for k in data["kernels"] if k.get("lines") is not None}  # fmt: skip
         kind = data["measurements"]
         if kind not in ("profile", "static"):
             raise ValueError(f"measurements {kind!r}")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"{path}: malformed baseline ({exc})") from None
-    return Baseline(kind, environment, str(data.get("source", "")), str(data.get("created_at", "")), kernels, values)
+    return Baseline(kind, environment, str(data.get("source", "")), str(data.get("created_at", "")), kernels, values,
+                    lines)  # fmt: skip
 
 
 def gpu_slug(gpu_name: str) -> str:

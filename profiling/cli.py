@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("gate", "check a run (or a static check) against a rules file; exit 1 when a rule fails"),
     "baseline": ("baseline", "save a run's figures as a baseline for gate --baseline, or show one"),
     "lines": ("lines", "the source lines (or SASS) behind each kernel's bank conflicts and local memory"),
+    "compare": ("compare", "two builds kernel by kernel and source line by line: which line got better or worse"),
 }
 
 

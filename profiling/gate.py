@@ -9,7 +9,7 @@ metric the run lacks, an empty run, an incomplete run and a variant with a wrong
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
@@ -20,10 +20,11 @@ from rich.text import Text
 
 from .catalogue import Metric
 from .kernel_names import NAME_WIDTH, elide_middle, neutral
+from .line_compare import LineChange, LineSet, SourceLine, compare_lines, kernel_line_set
 from .markdown import md_code, md_escape
 from .paper import PaperCheck, checks
 from .results import MetricValue, RunResults
-from .rules import ALL_METRICS, AbsoluteBound, PaperBound, RegressionBound, Rule, RuleSet
+from .rules import ALL_METRICS, AbsoluteBound, PaperBound, RegressionBound, Rule, RuleSet, Tolerance
 from .static_check import StaticResults, is_static_json, load_static
 from .units import format_value, plural, shown_list
 
@@ -70,10 +71,13 @@ class Measurements:
     subjects: tuple[Subject, ...]
     problems: tuple[tuple[str, str], ...] = ()  # (subject, message): the run's own failures
     paper: dict[str, PaperCheck] = field(default_factory=dict)  # label -> figure on paper against the measured
+    lines: Mapping[str, LineSet] | None = None  # subject key -> its source lines; None: not read
 
 
 class BaselineValues(Protocol):
     def value(self, subject_key: str, metric_key: str) -> float | None: ...
+
+    def lines_of(self, subject_key: str) -> tuple[SourceLine, ...] | None: ...
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,9 @@ class Verdict:
     bound: str = ""  # the bound in words, e.g. "<= 0", "<= baseline +10%"
     baseline: float | None = None
     line: int | None = None  # the rule's line in the rules file
+    source_file: str | None = None  # a line rule's source line: its file, number and code
+    source_line: int | None = None
+    source_code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,17 +147,21 @@ def from_static(results: StaticResults) -> Measurements:
     return Measurements("static", results.source, environment, _subjects(results.kernels), problems)
 
 
-def read_measurements(path: str | Path) -> Measurements:
+def read_measurements(path: str | Path, lines: bool = False) -> Measurements:
     """A static-check JSON (`memlens check --json`), or anything `read_report` reads: a run
-    directory, results.json, .ncu-rep or ncu CSV."""
-    from .readers import read_report  # the readers pull in ncu_report only when needed
+    directory, results.json, .ncu-rep or ncu CSV; with `lines`, each kernel's source lines too."""
+    from .readers import read_report, read_with_instructions  # ncu_report only when needed
 
     path = Path(path)
     if is_static_json(path):
         static = from_static(load_static(path))
         return replace(static, source=str(path))
-    measurements = from_run(read_report(path))  # named as the user gave it, not as the file it was made from
-    return replace(measurements, source=str(path))
+    run = read_with_instructions(path) if lines else read_report(path)
+    measurements = from_run(run)
+    if lines and any(k.instructions for k in run.kernels):
+        by_key = {s.key: kernel_line_set(run, s.measured) for s in measurements.subjects}  # type: ignore[arg-type]
+        measurements = replace(measurements, lines=by_key)
+    return replace(measurements, source=str(path))  # named as the user gave it, not as the file it was made from
 
 
 # --- evaluation --------------------------------------------------------------------------------
@@ -182,6 +193,8 @@ def _rule_verdicts(rule: Rule, measurements: Measurements, baseline: BaselineVal
     for subject in selected:
         if isinstance(rule.bound, PaperBound):
             yield _check_paper(rule, subject, measurements)
+        elif rule.per_line and measurements.kind == "profile":
+            yield from _check_lines(rule, subject, measurements, baseline)
         else:
             yield _check(rule, subject, measurements.kind, baseline)
 
@@ -279,6 +292,81 @@ def _no_worse(value: float, before: float, allowance: float, lower: bool, exact:
     # A non-deterministic figure gets a hair of slack for float rounding of "baseline * 1.1".
     slack = 0.0 if exact else 1e-9 * max(abs(before), abs(value))
     return value <= before + allowance + slack if lower else value >= before - allowance - slack
+
+
+# --- rules on every source line ------------------------------------------------------------------
+
+
+NO_LINES = ("no per-line figures: the run has no per-instruction values (profile without --fast, from a"
+            " run directory, results.json or .ncu-rep, not a CSV)")
+
+
+def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,
+                 baseline: BaselineValues | None) -> list[Verdict]:  # fmt: skip
+    """One verdict per line that fails (or warns), naming it; one passing verdict where none does."""
+    metric, bound, verdict = rule.metric, rule.bound, _verdict_maker(rule, subject)
+    head = (measurements.lines or {}).get(subject.key)
+    if head is None:
+        return [verdict("fail", f"{metric.key}: {NO_LINES}")]
+    checked: list[tuple[SourceLine, LineChange | None]] = [(line, None) for line in head.lines]
+    if isinstance(bound, AbsoluteBound):
+        words = f"{_SYMBOL[bound.kind]} {_figure(bound.limit, metric.unit)}"
+
+        def status(line: SourceLine, change: LineChange | None) -> Status:
+            value = line.figures.value(metric.key)
+            if not _within(bound.kind, value, bound.limit):
+                return "fail"
+            return "warn" if bound.warn is not None and not _within(bound.kind, value, bound.warn) else "pass"
+    else:
+        if baseline is None:
+            return [verdict("skip", "no baseline given (--baseline FILE)")]
+        before_lines = baseline.lines_of(subject.key) if hasattr(baseline, "lines_of") else None
+        if before_lines is None:
+            return [verdict("fail", f"{subject.key} has no per-line figures in the baseline"
+                                    " (save a new baseline with this memlens)")]  # fmt: skip
+        changes = compare_lines(subject.key, LineSet(before_lines, texts_own=True), head).lines
+        by_head = {(c.file, c.head_line, c.source): c for c in changes if c.head is not None}
+        checked = [(line, by_head.get((line.file, line.line, line.source))) for line in head.lines]
+        words = f"<= baseline +{bound.limit.describe()}"
+
+        def status(line: SourceLine, change: LineChange | None) -> Status:
+            if not _line_no_worse(bound.limit, metric.key, line, change):
+                return "fail"
+            warn = bound.warn is not None and not _line_no_worse(bound.warn, metric.key, line, change)
+            return "warn" if warn else "pass"
+
+    judged = [(status(line, change), line, change) for line, change in checked]
+    bad = sorted((j for j in judged if j[0] != "pass"), key=lambda j: j[0] != "fail")
+    if not bad:
+        worst = max(head.lines, key=lambda line: line.figures.value(metric.key), default=None)
+        top = "" if worst is None else (f", the most {_figure(worst.figures.value(metric.key), metric.unit)}"
+                                        f" at {worst.location}")  # fmt: skip
+        return [verdict("pass", f"{metric.key}: {len(checked)} lines {words}{top}", None, words)]
+    return [_line_verdict(rule, subject, state, line, change, words) for state, line, change in bad]
+
+
+def _line_no_worse(tolerance: Tolerance, key: str, line: SourceLine, change: LineChange | None) -> bool:
+    before = change.base.value(key) if change is not None and change.base is not None else 0.0
+    return line.figures.value(key) <= before + tolerance.allowance(before)
+
+
+def _line_verdict(rule: Rule, subject: Subject, status: Status, line: SourceLine, change: LineChange | None,
+                  words: str) -> Verdict:  # fmt: skip
+    metric = rule.metric
+    value = line.figures.value(metric.key)
+    where = line.location
+    before = None
+    detail = f"{_figure(value, metric.unit)}, expected {words}"
+    if rule.needs_baseline:
+        before = change.base.value(metric.key) if change is not None and change.base is not None else 0.0
+        if change is not None and change.base_line not in (None, line.line):
+            where += f" (line {change.base_line} in the baseline)"
+        kind = "new line" if change is None or change.base is None else change.change
+        detail = f"{_figure(value, metric.unit)}, baseline {_figure(before, metric.unit)} ({kind}), expected {words}"
+    level = "" if status == "fail" else " (past the warning level)"
+    code = f": {line.source}" if line.file and line.source else ""
+    return Verdict(rule.name, subject.key, status, f"{metric.key} at {where}{level}: {detail}{code}", metric.key,
+                   value, words, before, rule.line, line.file, line.line, line.source)  # fmt: skip
 
 
 def _change(value: float, before: float) -> str:

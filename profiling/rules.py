@@ -23,7 +23,12 @@ Keys of a rule:
 - `exclude` (optional, a glob or a list of globs): kernels to leave out of the selection.
 - `metric` (required): a key of `profiling.catalogue` (the profile run's figures, e.g. `duration`,
   `local_bytes`) or of the static-check table (`static.registers`, `static.spill_bytes`, ...:
-  the figures of `memlens check --json`). An unknown key is refused with the closest names.
+  the figures of `memlens check --json`), or a line metric: `line_excess_wavefronts` (the exact
+  excess shared-memory wavefronts of one source line) or `line_local_accesses` (its local loads and
+  stores executed), checked on every source line of each selected kernel; a failure names the line
+  (file:line and its code). With `max_regression` a line is compared with its line in the baseline,
+  matched by file and code across edits; a line the baseline lacks counts as from 0. An unknown key
+  is refused with the closest names.
 - exactly one bound:
   - `max = N`: fail when the value is above N;
   - `min = N`: fail when the value is below N;
@@ -62,6 +67,7 @@ from typing import Any, Literal
 
 from .catalogue import CATALOGUE, Metric, lookup
 from .errors import ConfigError
+from .line_compare import LINE_METRICS
 from .static_check import STATIC_METRICS
 from .units import format_bytes
 
@@ -85,7 +91,7 @@ def format_help() -> str:
     return "rules file format:\n" + (__doc__ or "").partition(FORMAT_HEADING)[2].replace("::\n", ":\n")
 
 
-ALL_METRICS: dict[str, Metric] = {**CATALOGUE, **STATIC_METRICS}
+ALL_METRICS: dict[str, Metric] = {**CATALOGUE, **STATIC_METRICS, **LINE_METRICS}
 
 AbsoluteKind = Literal["equals", "max", "min"]
 
@@ -169,6 +175,11 @@ class Rule:
         """True for a rule on a figure of `memlens check`, not of a profile run."""
         return self.metric.key in STATIC_METRICS
 
+    @property
+    def per_line(self) -> bool:
+        """True for a rule checked on every source line of a kernel (line_compare.LINE_METRICS)."""
+        return self.metric.key in LINE_METRICS
+
 
 @dataclass(frozen=True)
 class RuleSet:
@@ -178,6 +189,10 @@ class RuleSet:
     @property
     def needs_baseline(self) -> bool:
         return any(rule.needs_baseline for rule in self.rules)
+
+    @property
+    def needs_lines(self) -> bool:
+        return any(rule.per_line for rule in self.rules)
 
 
 def metric_named(key: str) -> Metric:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from .roofline import FamilyRoofline
 
+from memlens.line_compare import KernelLineChanges
 from memlens.source_lines import LineRecord
 
 REPORT_FORMAT = "memlens-report"
@@ -211,12 +212,22 @@ class CompareMetric:
 
 
 @dataclass(frozen=True)
+class RunLineChanges:
+    """One kernel's source lines in a later run against the first run."""
+
+    run: str  # the later run's label
+    changes: KernelLineChanges
+
+
+@dataclass(frozen=True)
 class Comparison:
     """One kernel (family/variant or kernel name) across the runs of the report."""
 
     label: str
     statuses: tuple[str, ...]  # per run: the row's status, or "absent"
     metrics: tuple[CompareMetric, ...]
+    # per later run: its lines against the first run's (line_compare.py); the report shows the changed ones
+    lines: tuple[RunLineChanges, ...] = ()
 
     @property
     def directions(self) -> set[str]:

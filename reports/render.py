@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from markupsafe import Markup
 
 from memlens import __version__
 from memlens.kernel_names import NAME_WIDTH, elide_middle
+from memlens.line_compare import LineChange, compare_runs
 from memlens.markdown import MdSafe, md_code, md_escape
 from memlens.results import RunResults
 
@@ -25,7 +27,8 @@ from .build import build_run, labels
 from .columns import BENCH_COLUMNS, COLUMNS
 from .compare import compare
 from .formatting import short_kernel
-from .model import Column, Report
+from .line_changes import figures_text, markdown_table
+from .model import Column, Comparison, Report, RunLineChanges
 
 if TYPE_CHECKING:
     from memlens.bench_results import BenchResults
@@ -51,7 +54,31 @@ def build_report(
         source, timed = bench if bench is not None else ("", None)
         sections.append(build_run(results, name, timed, source, static))
     runs_built = tuple(sections)
-    return Report(__version__, COLUMNS, runs_built, compare(runs_built), BENCH_COLUMNS)
+    comparisons = with_lines(compare(runs_built), [results for _, results in runs], names)
+    return Report(__version__, COLUMNS, runs_built, comparisons, BENCH_COLUMNS)
+
+
+def with_lines(comparisons: tuple[Comparison, ...], results: Sequence[RunResults],
+               names: Sequence[str]) -> tuple[Comparison, ...]:  # fmt: skip
+    """Each comparison with its kernel's source lines in every later run against the first run's."""
+    if not comparisons:
+        return comparisons
+    labels = [c.label for c in comparisons]
+    later = [(name, {c.label: c for c in compare_runs(results[0], other, labels)})
+             for name, other in zip(names[1:], results[1:], strict=True)]  # fmt: skip
+    return tuple(replace(c, lines=tuple(RunLineChanges(name, by_label[c.label]) for name, by_label in later))
+                 for c in comparisons)  # fmt: skip
+
+
+def changed_lines(comparisons: Sequence[Comparison]) -> list[tuple[str, LineChange]]:
+    """(kernel, line) of every changed line of every kernel, worse first within a kernel; a kernel of a
+    report of more than two runs names the later run."""
+    rows = []
+    for comparison in comparisons:
+        for run_lines in comparison.lines:
+            label = comparison.label if len(comparison.lines) == 1 else f"{comparison.label} ({run_lines.run})"
+            rows += [(label, change) for change in run_lines.changes.changed]
+    return rows
 
 
 def render(report: Report, fmt: str) -> str:
@@ -99,6 +126,7 @@ def render_html(report: Report) -> str:
     environment.filters["short_kernel"] = lambda name: elide_middle(short_kernel(name), NAME_WIDTH)
     environment.filters["elide"] = lambda name: elide_middle(name, NAME_WIDTH)
     environment.filters["column_groups"] = column_groups
+    environment.filters["line_figures"] = figures_text
     template = environment.get_template("report.html.j2")
     return template.render(report=report, charts=charts)
 
@@ -141,6 +169,8 @@ def render_markdown(report: Report) -> str:
     environment.filters["code"] = md_code
     environment.filters["name"] = lambda name: md_code(elide_middle(str(name), NAME_WIDTH))
     environment.filters["md"] = lambda text: MdSafe(text)  # template-made Markdown only
+    environment.filters["changed_lines"] = changed_lines
+    environment.filters["line_table"] = lambda rows: MdSafe("\n".join(markdown_table(rows)))
     template = environment.get_template("report.md.j2")
     text = template.render(report=report)
     return re.sub(r"\n{3,}", "\n\n", text)

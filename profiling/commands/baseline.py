@@ -6,7 +6,8 @@
 `-o FOLDER/` writes FOLDER/<gpu model>.json (e.g. nvidia_h200.json), the file `memlens gate
 --baseline-dir FOLDER` picks for a run on that GPU (a static check's: <arch>.json); `-o -` prints it.
 The baseline records the GPU, compute capability, driver and ncu versions (or the static target and
-compiler) and every figure of every kernel."""
+compiler) and every figure of every kernel, with its source lines and their code where the run has
+per-instruction values (for line rules: `line_excess_wavefronts`, `line_local_accesses`)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "save":
-        measurements = read_measurements(args.source)
+        measurements = read_measurements(args.source, lines=True)
         if not measurements.subjects:
             raise InputError(f"{args.source}: no kernels to save as a baseline")
         baseline = from_measurements(measurements)
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         where = baseline.environment.gpu_name or baseline.environment.arch or "unknown GPU"
         if written.kind == "file":  # not where the baseline itself went: standard output, a FIFO...
             kernels = plural(len(baseline.values), "kernel")
-            print(f"memlens: baseline of {kernels} ({where}) written to {written.named}")
+            with_lines = f", {len(baseline.lines)} with their source lines" if baseline.lines else ""
+            print(f"memlens: baseline of {kernels}{with_lines} ({where}) written to {written.named}")
         return 0
     baseline = load_baseline(args.file)
     environment = ", ".join(f"{k} {v}" for k, v in vars(baseline.environment).items() if v)

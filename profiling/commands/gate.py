@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     rules = load_rules(args.rules)
-    measurements = read_measurements(args.source)
+    measurements = read_measurements(args.source, lines=rules.needs_lines)
     notes: list[str] = []
     baseline = None
     path = args.baseline

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, InputError
 from ..nvtx_names import compile_filter
-from ..readers import RESULTS_FILE, find_report, read_report, report_kind
+from ..readers import find_report, read_with_instructions, report_kind
 from ..results import KernelResult, RunResults
 from ..source_lines import LINE_INFO_HINT, LineRecord, SideFigures, SourceMap, has_line_info, roll_up
 from ..units import format_count, plural
@@ -65,18 +65,9 @@ def read_lines(path: Path) -> RunResults:
     """The run at `path` with its kernels' instructions: from results.json where it holds them,
     else from the run's .ncu-rep. A CSV cannot carry them (InputError)."""
     report = find_report(path)
-    kind = report_kind(report)
-    if kind == "csv":
+    if report_kind(report) == "csv":
         raise InputError(f"{report}: a CSV cannot carry per-instruction data; give the .ncu-rep or the run directory")
-    if kind == "ncu-rep":
-        results = read_report(report, instructions=True)
-    else:
-        results = read_report(report)
-        raw = report.with_name("profile.ncu-rep") if report.name == RESULTS_FILE else None
-        if not any(k.instructions for k in results.kernels) and raw is not None and raw.is_file():
-            measured = {k.launch_id: k for k in read_report(raw, instructions=True).kernels}
-            kernels = tuple(measured.get(k.launch_id, k) for k in results.kernels)
-            results = RunResults(results.info, kernels, results.outcomes, results.complete)
+    results = read_with_instructions(report)
     if not any(k.instructions for k in results.kernels):
         raise InputError(f"{report}: {NO_INSTRUCTIONS}")
     return results

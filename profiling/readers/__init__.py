@@ -11,11 +11,11 @@ from pathlib import Path
 from ..errors import InputError
 from ..fileio import missing_reason
 from ..results import RunResults, load_results
-from ..run_dir import NO_RUN_YET, RESULTS, no_run_yet
+from ..run_dir import NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet
 from .ncu_csv import parse_csv, read_csv
 from .ncu_rep import REPORT_MAGIC, read_ncu_rep
 
-__all__ = ["read_report", "parse_csv", "find_report", "report_kind"]
+__all__ = ["read_report", "read_with_instructions", "parse_csv", "find_report", "report_kind"]
 
 RESULTS_FILE = RESULTS
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
@@ -28,6 +28,20 @@ def read_report(path: str | Path, instructions: bool = False) -> RunResults:
     .ncu-rep or ncu CSV), a results.json, a .ncu-rep, or an ncu CSV export. `instructions`: read
     a .ncu-rep's per-instruction records too (results.json holds them where its run did)."""
     return _read_file(find_report(Path(path)), instructions)
+
+
+def read_with_instructions(path: str | Path) -> RunResults:
+    """`read_report` with each kernel's per-instruction records: from results.json where it holds
+    them, else from its run's profile.ncu-rep beside it (results.json of an older memlens), else from
+    the .ncu-rep itself. A CSV, or a report without them, gives kernels without instructions."""
+    report = find_report(Path(path))
+    results = _read_file(report, instructions=True)
+    raw = report.with_name(NCU_REPORT) if report.name == RESULTS_FILE else None
+    if not any(k.instructions for k in results.kernels) and raw is not None and raw.is_file():
+        measured = {k.launch_id: k for k in read_ncu_rep(raw, instructions=True).kernels}
+        kernels = tuple(measured.get(k.launch_id, k) for k in results.kernels)
+        results = RunResults(results.info, kernels, results.outcomes, results.complete)
+    return results
 
 
 def find_report(path: Path) -> Path:

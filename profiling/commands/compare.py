@@ -1,0 +1,156 @@
+"""Compare two builds, kernel by kernel and source line by source line: which line got better or worse.
+
+BASE and HEAD are each a run directory, results.json or .ncu-rep. Kernels are matched by label; each
+kernel's figures are shown with their change (as `memlens report BASE HEAD` compares them). Its source
+lines are matched across edits by file and code text, so a line moved by a line inserted above it is
+the same line (the code of a report recorded with ncu --import-source yes, else of the files on disk;
+where there is no text of each build's own, lines are matched by number and a note says so). Each line
+is new, gone, worse (a figure grew), better or same, with its code and both figures: excess
+shared-memory wavefronts of its loads and of its stores, local loads and stores executed. The terminal
+lists the changed lines (all with --all); --json gives every line; --md a table of the changed lines for a
+pull-request comment, within GitHub's comment size. The exit code is 0: gate lines with `memlens gate`
+(metric line_excess_wavefronts or line_local_accesses)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlens.reports.line_changes import MARKDOWN_LIMIT, figures_text, markdown_table
+
+from ..errors import ConfigError
+from ..line_compare import CHANGES, KernelLineChanges, LineChange
+from ..markdown import md_code, md_escape
+from ..nvtx_names import compile_filter
+from ..readers import read_with_instructions
+
+if TYPE_CHECKING:
+    from memlens.reports.model import Comparison
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One kernel label across BASE and HEAD: its figures' changes and its lines."""
+
+    label: str
+    statuses: tuple[str, ...]
+    figures: tuple[dict[str, object], ...]  # key, header, base, head, change, direction
+    lines: KernelLineChanges
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("base", metavar="BASE", help="run directory, results.json or .ncu-rep of the old build")
+    parser.add_argument("head", metavar="HEAD", help="run directory, results.json or .ncu-rep of the new build")
+    parser.add_argument("-k", dest="pattern", help="only kernels whose label or name matches this regex")
+    parser.add_argument("--all", action="store_true", help="also the lines and figures that did not change")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="every kernel and every line as JSON")
+    out.add_argument("--md", action="store_true", help="a Markdown table of the changed lines, for a pull request")
+
+
+def run(args: argparse.Namespace) -> int:
+    regex = compile_filter(args.pattern)
+    base, head = read_with_instructions(args.base), read_with_instructions(args.head)
+    # jinja2 only for this command, and after reading (NumPy's threads would stop the reader forking its helpers)
+    from memlens.reports.render import build_report
+
+    wanted = {k.label for run in (base, head) for k in run.kernels
+              if regex is None or regex.search(k.label) or regex.search(k.kernel)}  # fmt: skip
+    if not wanted:
+        raise ConfigError(f"no kernel in {args.base} or {args.head} matches -k {args.pattern!r}")
+    report = build_report([(args.base, base), (args.head, head)])
+    compared = [_compared(c) for c in report.comparisons if c.label in wanted and c.lines]
+    no_lines = [name for name, run in ((args.base, base), (args.head, head))
+                if not any(k.instructions for k in run.kernels)]  # fmt: skip
+    if args.json:
+        print(json.dumps(to_json(args.base, args.head, compared, no_lines), indent=2))
+    elif args.md:
+        print(to_markdown(args.base, args.head, compared, no_lines))
+    else:
+        print("\n".join(render_text(args.base, args.head, compared, no_lines, args.all)))
+    return 0
+
+
+def _compared(comparison: Comparison) -> Compared:
+    figures = []
+    for metric in comparison.metrics:
+        old, new = metric.cells[0], metric.cells[1]
+        figures.append({"key": metric.key, "header": metric.header, "base": old.value, "head": new.value,
+                        "base_text": old.text, "head_text": new.text, "change": new.change_text or None,
+                        "direction": new.direction})  # fmt: skip
+    return Compared(comparison.label, comparison.statuses, tuple(figures), comparison.lines[0].changes)
+
+
+NO_LINES = ("no per-instruction values (a CSV, a --fast run, or ncu without the SourceCounters metrics):"
+            " lines not compared")
+
+
+def summary(compared: list[Compared]) -> str:
+    counts = {change: sum(c.lines.count(change) for c in compared) for change in CHANGES}
+    changed = sum(n for change, n in counts.items() if change != "same")
+    parts = ", ".join(f"{counts[change]} {change}" for change in CHANGES[:-1] if counts[change])
+    return f"{changed} line{'s' if changed != 1 else ''} changed" + (f" ({parts})" if parts else "")
+
+
+# --- output ---------------------------------------------------------------------------------------
+
+
+def render_text(base: str, head: str, compared: list[Compared], no_lines: list[str], show_all: bool) -> list[str]:
+    out = [f"memlens compare: {base} -> {head}: {summary(compared)} in {len(compared)} kernels"]
+    out += [f"note: {name}: {NO_LINES}" for name in no_lines]
+    for kernel in compared:
+        out.append("")
+        presence = "" if kernel.lines.in_base and kernel.lines.in_head else (
+            "  (only in HEAD)" if kernel.lines.in_head else "  (only in BASE)")  # fmt: skip
+        out.append(f"{kernel.label}  [{' -> '.join(kernel.statuses)}]{presence}")
+        moved = [f for f in kernel.figures if show_all or f["direction"] in ("better", "worse")]
+        for figure in moved:
+            change = f" ({figure['direction']}, {figure['change']})" if figure["change"] else ""
+            out.append(f"  {figure['header']}: {figure['base_text']} -> {figure['head_text']}{change}")
+        lines = kernel.lines.lines if show_all else kernel.lines.changed
+        for line in lines:
+            out += _text_line(line)
+        same = kernel.lines.count("same")
+        if not show_all and same:
+            out.append(f"  {same} line{'s' if same != 1 else ''} the same (--all shows them)")
+        if not kernel.lines.lines:
+            out.append("  no shared- or local-memory lines")
+        out += [f"  note: {note}" for note in kernel.lines.notes]
+    return out
+
+
+def _text_line(line: LineChange) -> list[str]:
+    before, after = figures_text(line.base), figures_text(line.head)
+    out = [f"  {line.change:<6}  {line.location}  {before} -> {after}"]
+    if line.base_source:
+        out.append(f"      - {line.base_source}")
+        out.append(f"      + {line.source}")
+    elif line.source and line.file:
+        out.append(f"      {line.source}")
+    return out
+
+
+def to_json(base: str, head: str, compared: list[Compared], no_lines: list[str]) -> dict[str, object]:
+    return {
+        "kind": "memlens-compare", "schema_version": 1, "base": base, "head": head, "summary": summary(compared),
+        "notes": [f"{name}: {NO_LINES}" for name in no_lines],
+        "kernels": [{"label": k.label, "statuses": list(k.statuses), "in_base": k.lines.in_base,
+                     "in_head": k.lines.in_head, "figures": list(k.figures), "notes": list(k.lines.notes),
+                     "changed_lines": len(k.lines.changed)} for k in compared],
+        "lines": [line.to_json(k.label) for k in compared for line in k.lines.lines],
+    }  # fmt: skip
+
+
+def to_markdown(base: str, head: str, compared: list[Compared], no_lines: list[str]) -> str:
+    head_lines = [f"## memlens compare: {md_escape(summary(compared))}", "",
+                  f"{md_code(Path(base).name or base)} → {md_code(Path(head).name or head)}", ""]  # fmt: skip
+    notes = [f"> {md_escape(name)}: {md_escape(NO_LINES)}" for name in no_lines]
+    notes += [f"> {md_code(k.label)}: {md_escape(note)}" for k in compared for note in k.lines.notes]
+    rows = [(k.label, line) for k in compared for line in k.lines.changed]
+    text = "\n".join(head_lines + (notes + [""] if notes else []))
+    if not rows:
+        return text + "No source line changed.\n"
+    return text + "\n".join(markdown_table(rows, MARKDOWN_LIMIT - len(text))) + "\n"
