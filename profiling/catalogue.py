@@ -80,12 +80,14 @@ _RAW = [
         over_launches="duration_weighted",
     ),
     Metric(
-        "shared_ld_instructions", "inst", "warp-level shared-memory load instructions executed",
+        "shared_ld_instructions", "inst",
+        "warp-level shared-memory load instructions, hardware counter (counts cp.async LDGSTS, not ldmatrix LDSM)",
         "smsp__inst_executed_op_shared_ld.sum", deterministic=True,
         aliases=("smsp__sass_inst_executed_op_shared_ld.sum", "sass__inst_executed_shared_loads"),
     ),
     Metric(
-        "shared_st_instructions", "inst", "warp-level shared-memory store instructions executed",
+        "shared_st_instructions", "inst",
+        "warp-level shared-memory store instructions by the hardware counter (counts neither stmatrix nor cp.async)",
         "smsp__inst_executed_op_shared_st.sum", deterministic=True,
         aliases=("smsp__sass_inst_executed_op_shared_st.sum", "sass__inst_executed_shared_stores"),
     ),
@@ -160,12 +162,14 @@ _DERIVED = [
         ),
     ),
     Metric(
-        "shared_ld_ways", "wavefront/inst", "shared-load wavefronts per load instruction (n-way)",
+        "shared_ld_ways", "wavefront/inst",
+        "hardware shared-load wavefronts per load instruction (2 for a conflict-free 8-byte load, 4 for 16-byte)",
         better="lower", formula="shared_ld_wavefronts / shared_ld_instructions",
         derive=lambda v: _ratio(v.get("shared_ld_wavefronts"), v.get("shared_ld_instructions")),
     ),
     Metric(
-        "shared_st_ways", "wavefront/inst", "shared-store wavefronts per store instruction (n-way)",
+        "shared_st_ways", "wavefront/inst",
+        "hardware shared-store wavefronts per store instruction (2 for a conflict-free 8-byte store, 4 for 16-byte)",
         better="lower", formula="shared_st_wavefronts / shared_st_instructions",
         derive=lambda v: _ratio(v.get("shared_st_wavefronts"), v.get("shared_st_instructions")),
     ),
@@ -175,13 +179,6 @@ _DERIVED = [
         better="lower", instrumented=True, deterministic=True, problem_above_zero=True,
         formula="shared_wavefronts - shared_wavefronts_ideal",
         derive=lambda v: _diff(v.get("shared_wavefronts"), v.get("shared_wavefronts_ideal")),
-    ),
-    Metric(
-        "excess_wavefronts_per_shared_ld", "wavefront/inst",
-        "exact excess wavefronts of load instructions per shared-load instruction",
-        better="lower", instrumented=True,
-        formula="exact_excess_wavefronts_ld / shared_ld_instructions",
-        derive=lambda v: _ratio(v.get("exact_excess_wavefronts_ld"), v.get("shared_ld_instructions")),
     ),
     Metric(
         "hw_bank_conflicts", "conflict", "hardware bank-conflict counter, loads plus stores (over-counts)",
@@ -392,15 +389,21 @@ _DERIVED += _ROOFLINE_DERIVED
 _PER_INSTRUCTION = [
     Metric(
         "exact_excess_wavefronts_ld", "wavefront",
-        "exact excess shared-memory wavefronts of load instructions (LDS, LDSM)",
+        "exact excess shared-memory wavefronts of load instructions (LDS, ldmatrix LDSM)",
         better="lower", instrumented=True, deterministic=True,
         formula="sum over shared-load instructions of shared_wavefronts - shared_wavefronts_ideal",
     ),
     Metric(
         "exact_excess_wavefronts_st", "wavefront",
-        "exact excess shared-memory wavefronts of store instructions (STS, STSM, ATOMS, LDGSTS)",
+        "exact excess shared-memory wavefronts of store instructions (STS, stmatrix STSM, cp.async LDGSTS, ATOMS)",
         better="lower", instrumented=True, deterministic=True,
         formula="sum over shared-store instructions of shared_wavefronts - shared_wavefronts_ideal",
+    ),
+    Metric(
+        "exact_excess_wavefronts_mma", "wavefront",
+        "exact excess shared-memory wavefronts of tensor-core operand reads (wgmma: HGMMA and the like)",
+        better="lower", instrumented=True, deterministic=True,
+        formula="sum over tensor-core instructions of shared_wavefronts - shared_wavefronts_ideal",
     ),
     Metric(
         "exact_shared_ld_ways", "wavefront/ideal",
@@ -416,11 +419,43 @@ _PER_INSTRUCTION = [
         formula="sum over shared-store instructions of shared_wavefronts / of shared_wavefronts_ideal",
     ),
     Metric(
-        "excess_wavefronts_per_shared_st", "wavefront/inst",
-        "exact excess wavefronts of store instructions per shared-store instruction",
+        "exact_shared_mma_ways", "wavefront/ideal",
+        "tensor-core operand-read wavefronts over their conflict-free ideal (n-way; 1 = no conflict)",
+        better="lower", instrumented=True, deterministic=True,
+        formula="sum over tensor-core instructions of shared_wavefronts / of shared_wavefronts_ideal",
+    ),
+    Metric(
+        "shared_ld_executions", "inst",
+        "warp-level executions of the instructions that read shared memory (LDS, ldmatrix), per instruction",
+        instrumented=True, deterministic=True,
+        formula="sum over shared-load instructions of inst_executed",
+    ),
+    Metric(
+        "shared_st_executions", "inst",
+        "warp-level executions of the instructions that write shared memory (STS, stmatrix, cp.async, ATOMS),"
+        " per instruction",
+        instrumented=True, deterministic=True,
+        formula="sum over shared-store instructions of inst_executed",
+    ),
+    Metric(
+        "shared_mma_executions", "inst",
+        "warp-level executions of tensor-core instructions that read operands from shared memory (HGMMA ...)",
+        instrumented=True, deterministic=True,
+        formula="sum over tensor-core instructions of inst_executed",
+    ),
+    Metric(
+        "excess_wavefronts_per_shared_ld", "wavefront/inst",
+        "exact excess wavefronts of load instructions per shared-load execution",
         better="lower", instrumented=True,
-        formula="exact_excess_wavefronts_st / shared_st_instructions",
-        derive=lambda v: _ratio(v.get("exact_excess_wavefronts_st"), v.get("shared_st_instructions")),
+        formula="exact_excess_wavefronts_ld / shared_ld_executions",
+        derive=lambda v: _ratio(v.get("exact_excess_wavefronts_ld"), v.get("shared_ld_executions")),
+    ),
+    Metric(
+        "excess_wavefronts_per_shared_st", "wavefront/inst",
+        "exact excess wavefronts of store instructions per shared-store execution",
+        better="lower", instrumented=True,
+        formula="exact_excess_wavefronts_st / shared_st_executions",
+        derive=lambda v: _ratio(v.get("exact_excess_wavefronts_st"), v.get("shared_st_executions")),
     ),
 ]
 # The source-level metric of per-instruction warp-level executions (the lines' local loads/stores).

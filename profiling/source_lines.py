@@ -11,7 +11,7 @@ ncu_report: readers make the records, renderers show the lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,13 +22,52 @@ LINE_INFO_HINT = (
 )
 
 _PREDICATE = re.compile(r"^\s*@!?U?P[T0-9]+\s+")
+# `@!PT`: a predicate that is never true (ptxas puts `@!PT LDS RZ, [RZ]` beside a cp.async): the
+# instruction issues but touches nothing, so it is no access of any kind
+NEVER = re.compile(r"^\s*@!U?PT\s+")
 # A CuPy kernel is compiled from a temporary copy of its source, named by a hash of it.
 TEMPORARY_SOURCE = re.compile(r"(^|/)[0-9a-f]{40}\.cubin\.cu$")
 
-SHARED_LOADS = ("LDS", "LDSM")
-SHARED_STORES = ("STS", "STSM", "ATOMS", "LDGSTS")  # an atomic or async copy writes shared memory
-LOCAL_LOADS = ("LDL",)
-LOCAL_STORES = ("STL",)
+@dataclass(frozen=True)
+class Kind:
+    """What a SASS opcode does to memory, in the words of what a user wrote."""
+
+    name: str  # "ldmatrix loads", "cp.async stores", "tensor-core operand reads", "TMA transfers", ...
+    space: str  # "shared", "local" or "tma" (the copy engine, which ncu's wavefront metrics do not cover)
+    side: str  # "ld", "st", "mma" (tensor-core operand reads) or "other"
+
+
+# Base opcode (before the first dot) -> kind. Shared loads and stores are what `shared_ld_executions` and
+# `shared_st_executions` count: a cp.async (LDGSTS) writes shared memory, so it is a store.
+KINDS = {
+    "LDS": Kind("shared loads", "shared", "ld"),
+    "LDSM": Kind("ldmatrix loads", "shared", "ld"),
+    "STS": Kind("shared stores", "shared", "st"),
+    "STSM": Kind("stmatrix stores", "shared", "st"),
+    "LDGSTS": Kind("cp.async stores", "shared", "st"),
+    "ATOMS": Kind("shared atomics", "shared", "st"),
+    "HGMMA": Kind("tensor-core operand reads", "shared", "mma"),
+    "QGMMA": Kind("tensor-core operand reads", "shared", "mma"),
+    "IGMMA": Kind("tensor-core operand reads", "shared", "mma"),
+    "BGMMA": Kind("tensor-core operand reads", "shared", "mma"),
+    "LDL": Kind("local loads", "local", "ld"),
+    "STL": Kind("local stores", "local", "st"),
+    **{op: Kind("TMA transfers", "tma", "other")
+       for op in ("UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UBLKCP", "UBLKRED", "UBLKPF")},
+}  # fmt: skip
+# Generic loads and stores reach shared memory through a generic address: known only where ncu
+# counts shared wavefronts for them.
+GENERIC = {
+    "LD": Kind("shared loads (generic LD)", "shared", "ld"),
+    "ST": Kind("shared stores (generic ST)", "shared", "st"),
+    "ATOM": Kind("shared atomics (generic ATOM)", "shared", "st"),
+}
+OTHER_SHARED = Kind("other shared-memory accesses", "shared", "other")
+MATRIX_OPCODES = ("LDSM", "STSM")  # one 8x8 matrix of 16-byte rows a phase
+TMA_NOTE = (
+    "TMA transfers (the copy engine) move data between global and shared memory outside the load/store "
+    "unit: ncu counts their executions but no shared-memory wavefronts, so their bank behaviour is not measured"
+)
 
 
 @dataclass(frozen=True)
@@ -38,14 +77,18 @@ class InstructionRecord:
     pc: int  # the instruction's address, as the report correlates it
     sass: str  # the instruction as disassembled, e.g. "LDS.128 R12, [R2]"
     opcode: str  # with its modifiers, e.g. "LDS.128", "STL"
-    space: str  # "shared" or "local"
-    side: str  # "ld", "st" or "other" (a shared access neither a load nor a store)
+    space: str  # "shared", "local" or "tma"
+    side: str  # "ld", "st", "mma" (tensor-core operand reads) or "other"
     width_bits: int  # bits a thread accesses: 32 unless the opcode says .64, .128, .U8 ...
     file: str | None = None  # as the report names it; None without line info
     line: int | None = None
     executions: float | None = None  # warp-level executions (inst_executed), None where not collected
     wavefronts: float | None = None  # shared memory only
     ideal: float | None = None
+
+    @property
+    def kind(self) -> Kind:
+        return kind_of(self.opcode, self.space)
 
     @property
     def excess(self) -> float | None:
@@ -64,19 +107,52 @@ class InstructionRecord:
 
 def classify(sass: str) -> tuple[str, str | None, str, int]:
     """(opcode, space, side, width in bits) of a SASS instruction's text; space None for an
-    instruction touching neither shared nor local memory."""
+    instruction that is neither a shared, local nor TMA access by its opcode, side "never" for one
+    that never executes (predicated on `!PT`)."""
     opcode = _PREDICATE.sub("", sass).split(" ", 1)[0].strip()
     base, _, modifiers = opcode.partition(".")
-    width = _width(modifiers.split(".") if modifiers else [])
-    if base in SHARED_LOADS:
-        return opcode, "shared", "ld", width
-    if base in SHARED_STORES:
-        return opcode, "shared", "st", width
-    if base in LOCAL_LOADS:
-        return opcode, "local", "ld", width
-    if base in LOCAL_STORES:
-        return opcode, "local", "st", width
-    return opcode, None, "other", width
+    if NEVER.match(sass):
+        return opcode, None, "never", 32
+    kind = KINDS.get(base)
+    width = 128 if base in MATRIX_OPCODES else _width(modifiers.split(".") if modifiers else [])
+    if kind is None:
+        return opcode, None, "other", width
+    return opcode, kind.space, kind.side, width
+
+
+def kind_of(opcode: str, space: str | None) -> Kind:
+    """The kind of an instruction: by its opcode, or, for one that ncu found touching shared memory
+    without a shared opcode (a generic LD or ST), by the generic form."""
+    base = opcode.partition(".")[0]
+    kind = KINDS.get(base)
+    if kind is not None and kind.space == space:
+        return kind
+    if space == "shared":
+        return GENERIC.get(base, OTHER_SHARED)
+    return kind or Kind("other", space or "none", "other")
+
+
+def phase_rule(opcode: str, width_bits: int) -> str | None:
+    """How the hardware serves such an access, where that decides what conflicts (8- and 16-byte
+    accesses, ldmatrix, stmatrix), with the rule a conflict-free layout must meet."""
+    base = opcode.partition(".")[0]
+    if base in MATRIX_OPCODES:
+        name = "ldmatrix" if base == "LDSM" else "stmatrix"
+        return (
+            f"{name} is served one 8x8 matrix at a time: the 8 row addresses of each matrix (lanes 0-7, 8-15, "
+            "16-23, 24-31) must fall in 8 different 16-byte bank groups ((address / 16) mod 8)"
+        )
+    if width_bits == 128:
+        return (
+            "16-byte accesses are served a quarter-warp (8 lanes, 128 bytes) at a time: each 8 consecutive lanes "
+            "must fall in 8 different 16-byte bank groups ((address / 16) mod 8)"
+        )
+    if width_bits == 64:
+        return (
+            "8-byte accesses are served a half-warp (16 lanes, 128 bytes) at a time: each 16 consecutive lanes "
+            "must fall in 16 different 8-byte bank pairs ((address / 8) mod 16)"
+        )
+    return None
 
 
 def _width(modifiers: Sequence[str]) -> int:
@@ -87,20 +163,32 @@ def _width(modifiers: Sequence[str]) -> int:
     return 32
 
 
-def shared_by_side(instructions: Iterable[InstructionRecord]) -> tuple[float, float, float | None, float | None]:
-    """Exact excess shared wavefronts of the load instructions and of the store instructions, and
-    each side's wavefronts over its ideal (None for a side without instructions)."""
-    wavefronts = {"ld": 0.0, "st": 0.0}
-    ideal = {"ld": 0.0, "st": 0.0}
-    excess = {"ld": 0.0, "st": 0.0}
+SIDES = ("ld", "st", "mma")  # shared loads, shared stores, tensor-core operand reads
+
+
+def shared_totals(instructions: Iterable[InstructionRecord], with_executions: bool) -> dict[str, float | None]:
+    """A launch's per-instruction figures of shared memory, per side: the exact excess wavefronts
+    (`exact_excess_wavefronts_ld`), the wavefronts over their ideal (`exact_shared_ld_ways`, None for a
+    side without instructions) and the warp-level executions (`shared_ld_executions`, None where
+    `with_executions` is False: the report holds no per-instruction executions); the same for `st` and `mma`."""
+    wavefronts = dict.fromkeys(SIDES, 0.0)
+    ideal = dict.fromkeys(SIDES, 0.0)
+    excess = dict.fromkeys(SIDES, 0.0)
+    executions = dict.fromkeys(SIDES, 0.0)
     for record in instructions:
-        if record.space != "shared" or record.side not in excess:
+        if record.space != "shared" or record.kind.side not in excess:
             continue
-        wavefronts[record.side] += record.wavefronts or 0.0
-        ideal[record.side] += record.ideal or 0.0
-        excess[record.side] += record.excess or 0.0
-    ways = {side: wavefronts[side] / ideal[side] if ideal[side] else None for side in ideal}
-    return excess["ld"], excess["st"], ways["ld"], ways["st"]
+        side = record.kind.side
+        wavefronts[side] += record.wavefronts or 0.0
+        ideal[side] += record.ideal or 0.0
+        excess[side] += record.excess or 0.0
+        executions[side] += record.executions or 0.0
+    totals: dict[str, float | None] = {}
+    for side in SIDES:
+        totals[f"exact_excess_wavefronts_{side}"] = excess[side]
+        totals[f"exact_shared_{side}_ways"] = wavefronts[side] / ideal[side] if ideal[side] else None
+        totals[f"shared_{side}_executions"] = executions[side] if with_executions else None
+    return totals
 
 
 # --- lines -----------------------------------------------------------------------------------------
@@ -124,9 +212,35 @@ class SideFigures:
 
 
 @dataclass(frozen=True)
+class KindFigures:
+    """One kind of instruction on one line ("ldmatrix loads", "TMA transfers", ...), summed."""
+
+    kind: Kind
+    opcodes: tuple[str, ...]
+    executions: float | None  # warp-level, None where the report holds no per-instruction executions
+    wavefronts: float | None  # shared memory only: None for local and TMA instructions
+    ideal: float | None
+    phase: str | None  # how such an access is served, where that decides what conflicts (phase_rule)
+
+    @property
+    def excess(self) -> float:
+        return max((self.wavefronts or 0.0) - (self.ideal or 0.0), 0.0)
+
+    @property
+    def ways(self) -> float | None:
+        return self.wavefronts / self.ideal if self.wavefronts is not None and self.ideal else None
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind.name, "space": self.kind.space, "side": self.kind.side,
+                "opcodes": list(self.opcodes), "executions": self.executions, "wavefronts": self.wavefronts,
+                "ideal": self.ideal, "excess_wavefronts": self.excess if self.wavefronts is not None else None,
+                "n_way": self.ways, "phase": self.phase}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class LineRecord:
-    """The shared- and local-memory instructions of one source line (or, without line info, of one
-    instruction) of one kernel launch, summed."""
+    """The shared-memory, local-memory and TMA instructions of one source line (or, without line
+    info, of one instruction) of one kernel launch, summed."""
 
     file: str | None  # as shown: relative to the root where under it; None without line info
     line: int | None
@@ -138,10 +252,13 @@ class LineRecord:
     local_st_executions: float | None
     opcodes: tuple[str, ...]  # the SASS opcodes on the line, in address order, each once
     sass: str | None = None  # the instruction, where the line stands for one (no line info)
+    shared_mma: SideFigures = SideFigures()  # tensor-core operand reads (HGMMA ...)
+    tma_executions: float | None = None  # TMA transfers: executions, no wavefronts
+    kinds: tuple[KindFigures, ...] = ()  # each kind of instruction on the line, in address order
 
     @property
     def excess(self) -> float:
-        return self.shared_ld.excess + self.shared_st.excess
+        return self.shared_ld.excess + self.shared_st.excess + self.shared_mma.excess
 
     @property
     def local_executions(self) -> float:
@@ -163,7 +280,10 @@ class LineRecord:
             "sass": self.sass, "opcodes": list(self.opcodes),
             "excess_wavefronts": self.excess,
             "shared_ld": side(self.shared_ld), "shared_st": side(self.shared_st),
+            "shared_mma": side(self.shared_mma),
             "local_ld_executions": self.local_ld_executions, "local_st_executions": self.local_st_executions,
+            "tma_executions": self.tma_executions,
+            "kinds": [kind.to_json() for kind in self.kinds],
         }  # fmt: skip
 
 
@@ -245,7 +365,7 @@ def roll_up(instructions: Sequence[InstructionRecord], sources: SourceMap, kerne
         key = (record.file, record.line, None) if record.file else (None, None, record.pc)
         groups.setdefault(key, []).append(record)
     lines = [_line(records, sources, kernel) for records in groups.values()]
-    lines.sort(key=lambda r: (-r.excess, -r.local_executions, r.file or "", r.line or 0))
+    lines.sort(key=lambda r: (-r.excess, -r.local_executions, -(r.tma_executions or 0.0), r.file or "", r.line or 0))
     return lines
 
 
@@ -263,25 +383,82 @@ def _line(records: list[InstructionRecord], sources: SourceMap, kernel: str) -> 
         local_ld_executions=_local(records, "ld"), local_st_executions=_local(records, "st"),
         opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
         sass=None if first.file else first.sass,
+        shared_mma=_side(records, "mma"), tma_executions=_counted(r.executions for r in records if r.space == "tma"),
+        kinds=_kinds(records),
     )  # fmt: skip
 
 
 def _side(records: list[InstructionRecord], side: str) -> SideFigures:
-    chosen = [r for r in records if r.space == "shared" and r.side == side]
-    executions = [r.executions for r in chosen]
+    chosen = [r for r in records if r.space == "shared" and r.kind.side == side]
     return SideFigures(
-        executions=None if not chosen or None in executions else float(sum(executions)),  # type: ignore[arg-type]
+        executions=_counted(r.executions for r in chosen),
         wavefronts=float(sum(r.wavefronts or 0.0 for r in chosen)),
         ideal=float(sum(r.ideal or 0.0 for r in chosen)),
     )
 
 
 def _local(records: list[InstructionRecord], side: str) -> float | None:
-    chosen = [r.executions for r in records if r.space == "local" and r.side == side]
-    if not chosen or None in chosen:
+    return _counted(r.executions for r in records if r.space == "local" and r.side == side)
+
+
+def _counted(executions: Iterable[float | None]) -> float | None:
+    """The sum of the executions; None where there are none, or one is not known."""
+    values = list(executions)
+    if not values or None in values:
         return None
-    return float(sum(chosen))  # type: ignore[arg-type]
+    return float(sum(values))  # type: ignore[arg-type]
+
+
+def _kinds(records: list[InstructionRecord]) -> tuple[KindFigures, ...]:
+    """The line's instructions by kind, leaving out those that neither ran nor touched memory (ptxas's
+    never-taken `@!PT LDS RZ, [RZ]` beside a cp.async)."""
+    groups: dict[str, list[InstructionRecord]] = {}
+    for record in records:
+        if not record.executions and not record.wavefronts and record.space != "tma":
+            continue
+        groups.setdefault(record.kind.name, []).append(record)
+    kinds = []
+    for chosen in groups.values():
+        shared = chosen[0].space == "shared"
+        kinds.append(KindFigures(
+            kind=chosen[0].kind, opcodes=tuple(dict.fromkeys(r.opcode for r in chosen)),
+            executions=_counted(r.executions for r in chosen),
+            wavefronts=float(sum(r.wavefronts or 0.0 for r in chosen)) if shared else None,
+            ideal=float(sum(r.ideal or 0.0 for r in chosen)) if shared else None,
+            phase=_phase(chosen) if shared else None,
+        ))  # fmt: skip
+    return tuple(kinds)
+
+
+def _phase(records: list[InstructionRecord]) -> str | None:
+    return next((rule for r in records if (rule := phase_rule(r.opcode, r.width_bits))), None)
 
 
 def has_line_info(instructions: Iterable[InstructionRecord]) -> bool:
     return any(record.file for record in instructions)
+
+
+def line_words(line: LineRecord, count: Callable[[float], str], problems_only: bool = False) -> list[str]:
+    """Each kind of instruction on a line with its figures, in words: "ldmatrix loads 8-way, 28 excess
+    wavefronts", "cp.async stores conflict-free (1-way)", "local loads 4,096 executions", "TMA
+    transfers 64 executions (no wavefronts: ...)"; `count` formats a count. `problems_only`: only the
+    kinds that conflict or touch local memory."""
+    words = []
+    for figures in line.kinds:
+        name = figures.kind.name
+        if problems_only and not figures.excess and figures.kind.space != "local":
+            continue
+        if figures.kind.space == "shared":
+            ways = figures.ways
+            if figures.excess:
+                words.append(f"{name} {ways:.3g}-way, {count(figures.excess)} excess wavefronts")
+            elif ways is not None:
+                words.append(f"{name} conflict-free (1-way)")
+            elif figures.wavefronts:
+                words.append(f"{name}, {count(figures.wavefronts)} wavefronts")
+        elif figures.kind.space == "tma":
+            ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
+            words.append(f"{name}{ran} (no wavefronts: ncu does not count the copy engine's shared-memory accesses)")
+        elif figures.executions:
+            words.append(f"{name} {count(figures.executions)} executions")
+    return words

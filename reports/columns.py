@@ -3,6 +3,7 @@ and how (the n-way columns: the exact figure where the run has it)."""
 
 from __future__ import annotations
 
+from memlens import shared_figures
 from memlens.catalogue import CATALOGUE
 from memlens.results import KernelResult
 
@@ -57,12 +58,9 @@ BENCH_COLUMNS: tuple[Column, ...] = (
 BENCH_UNITS = {BENCH_MEDIAN: "ms", BENCH_BANDWIDTH: "GB/s", BENCH_PCT: "%"}
 NO_MIN_BYTES = "the family declares no min_bytes: no bandwidth"
 
-# n-way of a side with no instruction is not a missing figure: there is nothing to divide
-NO_ACCESS = {"shared_ld_ways": "shared_ld_instructions", "shared_st_ways": "shared_st_instructions"}
-# The n-way columns show the exact figure where the run has it (a conflict-free 16-byte load reads 1,
-# not the 4 wavefronts the hardware counts per instruction), as `memlens metrics` and `lines` do.
-EXACT_WAYS = {"shared_ld_ways": "exact_shared_ld_ways", "shared_st_ways": "exact_shared_st_ways"}
-NO_ACCESS_REASON = "no shared-memory instruction of this kind"
+# The n-way columns: the exact figure where the run has it (a conflict-free 16-byte load or ldmatrix reads 1,
+# not the 4 wavefronts the hardware counts per instruction), as `memlens metrics` and `lines` show it.
+WAYS_SIDES = {"shared_ld_ways": "ld", "shared_st_ways": "st"}
 
 
 def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
@@ -73,17 +71,10 @@ def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
         if column.key == SHARED_PER_BLOCK:
             cells[column.key] = _shared_per_block(kernel, column)
             continue
-        if column.key in NO_ACCESS and kernel.raw.get(NO_ACCESS[column.key]) == 0:
-            cells[column.key] = Cell(column.key, None, "wavefront/inst", "—", missing_reason=NO_ACCESS_REASON)
+        if column.key in WAYS_SIDES:
+            cells[column.key] = _ways_cell(kernel, column)
             continue
         metric = kernel.metric(column.key)
-        exact_ways = kernel.value(EXACT_WAYS[column.key]) if column.key in EXACT_WAYS else None
-        if exact_ways is not None:
-            counted = format_value(metric.value, column.kind)
-            hardware = f"exact; the hardware counts {counted} wavefronts per instruction"
-            cells[column.key] = Cell(column.key, exact_ways, "wavefront/ideal", format_value(exact_ways, column.kind),
-                                     hardware, flag="bad" if exact_ways > 1 else None)  # fmt: skip
-            continue
         flag = "bad" if CATALOGUE[column.key].problem_above_zero and (metric.value or 0) > 0 else None
         exact = format_count(metric.value) if metric.value is not None and column.kind == "compact" else ""
         cells[column.key] = Cell(
@@ -91,6 +82,21 @@ def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
             metric.missing_reason, flag,
         )
     return cells
+
+
+def _ways_cell(kernel: KernelResult, column: Column) -> Cell:
+    """The exact n-way, the hardware figure on hover; or the hardware figure, marked as a fallback."""
+    figure = shared_figures.n_way(kernel, WAYS_SIDES[column.key])
+    if figure.value is None:
+        return Cell(column.key, None, "wavefront/ideal", "—" if figure.exact else "n/a", missing_reason=figure.note)
+    if figure.exact:
+        counted = kernel.metric(column.key).value
+        hardware = "exact" if counted is None else (
+            f"exact; the hardware counts {format_value(counted, column.kind)} wavefronts per instruction")
+        return Cell(column.key, figure.value, "wavefront/ideal", format_value(figure.value, column.kind), hardware,
+                    flag="bad" if figure.value > 1 else None)  # fmt: skip
+    return Cell(column.key, figure.value, "wavefront/inst", format_value(figure.value, column.kind) + "*",
+                f"fallback: {figure.note}")
 
 
 def _shared_per_block(kernel: KernelResult, column: Column) -> Cell:

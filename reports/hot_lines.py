@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlens.results import KernelResult, VariantOutcome
-from memlens.source_lines import LineRecord, SideFigures, SourceMap, roll_up
+from memlens.source_lines import LineRecord, SourceMap, line_words, roll_up
 
 from .formatting import compact_count
 from .model import Finding
@@ -41,15 +41,5 @@ def line_sentence(line: LineRecord) -> str:
 
 
 def figures(line: LineRecord) -> str:
-    parts = [_side("loads", line.shared_ld), _side("stores", line.shared_st)]
-    if line.local_ld_executions:
-        parts.append(f"{compact_count(line.local_ld_executions)} local loads")
-    if line.local_st_executions:
-        parts.append(f"{compact_count(line.local_st_executions)} local stores")
-    return ", ".join(p for p in parts if p)
-
-
-def _side(name: str, side: SideFigures) -> str:
-    if not side.excess or side.ways is None:
-        return ""
-    return f"{side.ways:.3g}-way {name}, {compact_count(side.excess)} excess wavefronts"
+    """The kinds on the line with a problem: conflicts or local accesses."""
+    return ", ".join(line_words(line, compact_count, problems_only=True))

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memlens import shared_figures
 from memlens.paper import PaperCheck
 from memlens.results import (
     Expectation,  # the suite's, as results.json carries it
     KernelResult,
 )
+from memlens.source_lines import phase_rule
 from memlens.static_check import StaticKernel, local_memory_cause
 
 from .formatting import compact_count, format_value, per_instruction, ways
@@ -52,36 +54,53 @@ def judge(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> Measured
 
 
 def _shared(kernel: KernelResult) -> tuple[bool | None, Finding]:
-    loads = _value(kernel, "shared_ld_instructions")
-    stores = _value(kernel, "shared_st_instructions")
-    if loads is None and stores is None:
+    loads, stores, mma = (shared_figures.accesses(kernel, side) for side in ("ld", "st", "mma"))
+    if loads.value is None and stores.value is None:
         reason = kernel.metric("shared_ld_instructions").missing_reason
         return None, Finding("shared", "unknown", f"shared memory: not measured ({reason})")
-    if (loads or 0) + (stores or 0) == 0:
+    if (loads.value or 0) + (stores.value or 0) + (mma.value or 0) == 0 and not _value(kernel, "shared_wavefronts"):
         return False, Finding("shared", "ok", "no shared-memory accesses")
     excess = _value(kernel, "exact_excess_wavefronts")
     if excess is None:
         return None, _estimate(kernel)
     if excess <= 0:
         return False, Finding("shared", "ok", "no bank conflicts")
-    return True, Finding("shared", "bad", _conflict_text(kernel, excess, loads or 0, stores or 0))
+    return True, Finding("shared", "bad", _conflict_text(kernel, excess, loads.value or 0, stores.value or 0))
 
 
 def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: float) -> str:
+    sides = shared_figures.conflicting_sides(kernel)
+    if sides:  # the per-instruction split: each side that conflicts, in the words of its instructions
+        return "; ".join(_side_text(kernel, side) for side in sides)
     sides = _conflicting_sides(kernel, loads, stores)
     if sides == ["loads"] or sides == ["stores"]:
         side = sides[0]
-        per = excess / (loads if side == "loads" else stores)
-        return (
-            f"shared {side}: {_n_way(kernel, per, loads + stores)}, {compact_count(excess)} excess wavefronts"
-            f" ({per_instruction(per)} per {side[:-1]})"
-        )
-    per = excess / (loads + stores)
+        count = loads if side == "loads" else stores
+        per = f" ({per_instruction(excess / count)} per {side[:-1]})" if count else ""
+        n_way = _n_way(kernel, excess / count if count else 0, loads + stores)
+        return f"shared {side}: {n_way}, {compact_count(excess)} excess wavefronts{per}"
+    per = f" ({per_instruction(excess / (loads + stores))} per access)" if loads + stores else ""
     detail = _ways_detail(kernel)
-    return (
-        f"shared loads and stores: bank conflicts{detail}, {compact_count(excess)} excess wavefronts"
-        f" ({per_instruction(per)} per access)"
-    )
+    return f"shared loads and stores: bank conflicts{detail}, {compact_count(excess)} excess wavefronts{per}"
+
+
+def _side_text(kernel: KernelResult, side: str) -> str:
+    """"ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load); <phase rule>"."""
+    records = [r for r in kernel.instructions if r.space == "shared" and r.kind.side == side and r.excess]
+    kinds = list(dict.fromkeys(r.kind.name for r in records)) or [_SIDE_KINDS[side]]
+    excess = _value(kernel, f"exact_excess_wavefronts_{side}") or 0.0
+    ways_of = shared_figures.n_way(kernel, side).value
+    text = f"{' and '.join(kinds)}: " + (f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts")
+    text += f", {compact_count(excess)} excess wavefronts"
+    per = shared_figures.excess_per_access(kernel, side)
+    if per.value is not None:
+        word = kinds[0][:-1] if len(kinds) == 1 else shared_figures.SIDE_WORDS[side]
+        text += f" ({per_instruction(per.value)} per {word}{'' if per.exact else ', of the hardware count'})"
+    rules = list(dict.fromkeys(rule for r in records if (rule := phase_rule(r.opcode, r.width_bits))))
+    return text + "".join(f"; {rule}" for rule in rules)
+
+
+_SIDE_KINDS = {"ld": "shared loads", "st": "shared stores", "mma": "tensor-core operand reads"}
 
 
 def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
@@ -90,12 +109,7 @@ def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
     so then the figure is the ratio of wavefronts to the conflict-free ideal."""
     ideal = _value(kernel, "shared_wavefronts_ideal")
     actual = _value(kernel, "shared_wavefronts")
-    exact = [_value(kernel, key) for key in ("exact_shared_ld_ways", "exact_shared_st_ways")]
-    sides = [_value(kernel, key) for key in ("exact_excess_wavefronts_ld", "exact_excess_wavefronts_st")]
-    conflicting = [ways_of for ways_of, excess in zip(exact, sides, strict=True) if excess and ways_of]
-    if len(conflicting) == 1:  # one side conflicts: its wavefronts over its own accesses' ideal
-        return f"{conflicting[0]:.3g}-way bank conflicts"
-    if ideal and abs(ideal / accesses - 1) < 0.02:
+    if ideal and accesses and abs(ideal / accesses - 1) < 0.02:
         if per_instruction(per).isdigit():
             return f"{round(1 + per)}-way bank conflicts"
         return f"{1 + per:.1f}-way bank conflicts (average)"
@@ -105,12 +119,8 @@ def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
 
 
 def _conflicting_sides(kernel: KernelResult, loads: float, stores: float) -> list[str]:
-    """Which side the exact excess belongs to: from its per-instruction split where the report
-    has one (a .ncu-rep, results.json of schema 2); else each side is weighed by its hardware
-    figures (conflicts, else wavefronts, per instruction)."""
-    exact_ld, exact_st = _value(kernel, "exact_excess_wavefronts_ld"), _value(kernel, "exact_excess_wavefronts_st")
-    if exact_ld is not None and exact_st is not None and exact_ld + exact_st > 0:
-        return [side for side, excess in (("loads", exact_ld), ("stores", exact_st)) if excess > 0]
+    """Which side the exact excess belongs to, where the report has no per-instruction split (a CSV):
+    each side is weighed by its hardware figures (conflicts, else wavefronts, per instruction)."""
     sides = []
     for side, count, hw_key, ways_key in (
         ("loads", loads, "hw_ld_bank_conflicts", "shared_ld_ways"),
@@ -129,11 +139,7 @@ def _conflicting_sides(kernel: KernelResult, loads: float, stores: float) -> lis
 
 
 def _ways_detail(kernel: KernelResult) -> str:
-    """The n-way of each side: exact where the run has it (its wavefronts over the ideal of the same
-    accesses), else the hardware's wavefronts per instruction."""
-    exact_ld, exact_st = _value(kernel, "exact_shared_ld_ways"), _value(kernel, "exact_shared_st_ways")
-    if exact_ld is not None and exact_st is not None:
-        return f" ({exact_ld:.3g}-way loads, {exact_st:.3g}-way stores)"
+    """The hardware's wavefronts per instruction of each side (no exact split in this report)."""
     ld, st = _value(kernel, "shared_ld_ways"), _value(kernel, "shared_st_ways")
     if ld is None or st is None:
         return ""

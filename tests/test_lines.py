@@ -62,7 +62,11 @@ def lines_of(results: RunResults, label: str):
     ("@!P2  STS [R3], R14", ("STS", "shared", "st", 32)),
     ("LDS.128 R12, [R2+0x10]", ("LDS.128", "shared", "ld", 128)),
     ("STS.64 [R0], R2", ("STS.64", "shared", "st", 64)),
-    ("LDSM.16.M88.4 R4, [R2]", ("LDSM.16.M88.4", "shared", "ld", 16)),
+    ("LDSM.16.M88.4 R4, [R2]", ("LDSM.16.M88.4", "shared", "ld", 128)),  # 16-byte matrix rows
+    ("STSM.16.MT88.4 [R2], R4", ("STSM.16.MT88.4", "shared", "st", 128)),
+    ("LDGSTS.E.BYPASS.128 [R5], desc[UR8][R2.64]", ("LDGSTS.E.BYPASS.128", "shared", "st", 128)),
+    ("HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", ("HGMMA.64x128x16.F32", "shared", "mma", 32)),
+    ("UTMALDG.2D [UR8], [UR4]", ("UTMALDG.2D", "tma", "other", 32)),
     ("ATOMS.ADD RZ, [R2], R3", ("ATOMS.ADD", "shared", "st", 32)),
     ("LDL.LU.64 R4, [R1+0x8]", ("LDL.LU.64", "local", "ld", 64)),
     ("STL.128 [R1], R4", ("STL.128", "local", "st", 128)),

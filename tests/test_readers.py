@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,16 +15,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from profiling import shared_figures
 from profiling.catalogue import BY_NCU_NAME, CATALOGUE, PER_INSTRUCTION_METRICS, RAW_METRICS
 from profiling.errors import InputError
 from profiling.kernel_names import kernel_name
-from profiling.readers import helpers, ncu_rep, read_report
+from profiling.readers import helpers, read_report
 from profiling.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT, ROOFLINE_SKIPPED
 from profiling.readers.ncu_csv import parse_csv
 from profiling.results import KernelResult, RunInfo, RunResults
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE = FIXTURES / "probe"
+REPO = FIXTURES.parent.parent
 NVTX = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
 START_END = "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
 IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", NVTX, START_END, "Kernel Name",
@@ -96,8 +99,8 @@ def test_thousands_separators_units_row_and_base_units() -> None:
     # a CSV holds every catalogue metric but the per-instruction split of the exact excess
     csv_reason = "a CSV cannot carry per-instruction values: read the .ncu-rep"
     assert kernel.missing == {key: csv_reason for key in PER_INSTRUCTION}
-    assert PER_INSTRUCTION == {"exact_excess_wavefronts_ld", "exact_excess_wavefronts_st",
-                               "exact_shared_ld_ways", "exact_shared_st_ways"}
+    assert PER_INSTRUCTION == {f"{figure}" for side in ("ld", "st", "mma") for figure in (
+        f"exact_excess_wavefronts_{side}", f"exact_shared_{side}_ways", f"shared_{side}_executions")}
 
 
 def test_without_units_row_values_are_taken_as_base_units() -> None:
@@ -414,7 +417,8 @@ def test_probe_physics(name: str) -> None:
     conflict, padded, local = kernels["transpose/conflict"], kernels["transpose/padded"], kernels["running_mean/local"]
     # column reads of a 32x32 float tile: every warp load touches one bank 32 times -> 31 extra wavefronts
     # (a CSV holds only the total: which instructions, loads or stores, it cannot say)
-    assert conflict.metric("excess_wavefronts_per_shared_ld").value == (None if name.endswith(".csv") else 31)
+    per_load = shared_figures.excess_per_access(conflict, "ld")  # the probe holds no per-instruction executions
+    assert (per_load.value, per_load.exact) == ((None, True) if name.endswith(".csv") else (31, False))
     assert conflict.metric("exact_excess_wavefronts").value == 31 * conflict.raw["shared_ld_instructions"]
     # padding removes every conflict, though the hardware counter still counts some
     assert padded.metric("exact_excess_wavefronts").value == 0
@@ -488,8 +492,8 @@ def test_suite_results_json_holds_the_report_kernels(where: Path) -> None:
     measured = {k.launch_id: k for k in read_report(where / "suite.ncu-rep").kernels}
     stored = read_report(where / "suite.results.json").kernels
     assert stored
-    split = {"exact_excess_wavefronts_ld", "exact_excess_wavefronts_st", "exact_shared_ld_ways", "exact_shared_st_ways",
-             "excess_wavefronts_per_shared_st"}  # per-instruction figures: from the report, not in schema 1
+    # per-instruction figures: from the report, not in schema 1 (nor the executions in earlier recordings)
+    split = {m.key for m in PER_INSTRUCTION_METRICS} | {"excess_wavefronts_per_shared_ld", "excess_wavefronts_per_shared_st"}
     for kernel in stored:
         fresh = measured[kernel.launch_id]
         # Metrics the catalogue gained after the recording: in neither file (the report lacks them too).
@@ -534,67 +538,75 @@ def test_plain_ncu_report_names_kernels(where: Path) -> None:
 
 
 # --- a .ncu-rep read by two processes (ncu_rep's helper, on here for reports of any size) ----------
+# Each read with a helper runs in a fresh process, as `memlens` does: ncu_report's disassembler starts a
+# thread, and a process forked after that hangs on its first disassembly, so memlens forks only a
+# process of one thread (helpers.can_fork), and disassembles the launch it reads first after forking.
+
+HELPED = """
+import json, os, sys
+import profiling
+from profiling.errors import InputError
+from profiling.readers import helpers, ncu_rep, read_report
+ncu_rep.PARALLEL_MIN_ACTIONS = 2
+handed = []
+result = helpers.Helper.result
+def recorded(helper):
+    handed.append(result(helper))
+    return handed[-1]
+helpers.Helper.result = recorded
+if sys.argv[2] == "fail":
+    helpers.help_and_exit = lambda *_: os._exit(3)
+try:
+    data = read_report(sys.argv[1]).to_json()
+except InputError as exc:
+    data = {"error": str(exc)}
+helpers.reap_helpers(wait=True)
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = True
+except ChildProcessError:
+    left = False
+print(json.dumps({"results": data, "helpers": [h is not None for h in handed], "child_left": left}))
+"""
 
 
-@pytest.fixture
-def with_helper(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """A helper process reads every .ncu-rep of 2 actions or more; what it hands back is recorded."""
-    monkeypatch.setattr(ncu_rep, "PARALLEL_MIN_ACTIONS", 2)
-    monkeypatch.setattr(helpers, "can_fork", lambda: True)
-    handed: list[object] = []
-    result = helpers.Helper.result
-
-    def recorded(helper: helpers.Helper) -> object:
-        handed.append(result(helper))
-        return handed[-1]
-
-    monkeypatch.setattr(helpers.Helper, "result", recorded)
-    return handed
-
-
-def assert_no_child_left() -> None:
-    helpers.reap_helpers(wait=True)  # those that handed over what they read are reaped later
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)
+def read_with_helper(path: Path, mode: str = "ok") -> dict:
+    argv = [sys.executable, "-c", HELPED, str(path), mode]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @recordings
 @pytest.mark.parametrize("stem", ["suite", "suite_fast", "plain_ncu"])
-def test_helper_reads_what_one_process_reads(where: Path, stem: str, with_helper: list[object]) -> None:
+def test_helper_reads_what_one_process_reads(where: Path, stem: str) -> None:
     path = where / f"{stem}.ncu-rep"
     with pytest.MonkeyPatch.context() as alone:
         alone.setattr(helpers, "can_fork", lambda: False)
         expected = read_report(path)
-    assert read_report(path) == expected
-    assert len(with_helper) == 1 and with_helper[0] is not None  # the helper read its share
-    assert_no_child_left()
+    helped = read_with_helper(path)
+    assert helped["results"] == json.loads(json.dumps(expected.to_json()))
+    assert helped["helpers"] == [True]  # a forked helper read its share
+    assert not helped["child_left"]
 
 
 @recordings
-def test_a_failed_helper_share_is_read_here(
-    where: Path, with_helper: list[object], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_helper_share_is_read_here(where: Path) -> None:
     expected = read_report(where / "suite.ncu-rep")
-    with_helper.clear()
-    monkeypatch.setattr(helpers, "help_and_exit", lambda *_: os._exit(3))
-    assert read_report(where / "suite.ncu-rep") == expected
-    assert with_helper == [None]
-    assert_no_child_left()
+    helped = read_with_helper(where / "suite.ncu-rep", "fail")
+    assert helped["results"] == json.loads(json.dumps(expected.to_json()))
+    assert helped["helpers"] == [False]
+    assert not helped["child_left"]
 
 
 @probe
 @pytest.mark.parametrize("percent", [50, 70, 90, 99])  # the damaged launch: the first, here, or the helper's
-def test_truncated_report_errors_alike_with_a_helper(
-    tmp_path: Path, percent: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_truncated_report_errors_alike_with_a_helper(tmp_path: Path, percent: int) -> None:
     data = (PROBE / "probe.ncu-rep").read_bytes()
     path = tmp_path / "cut.ncu-rep"
     path.write_bytes(data[: len(data) * percent // 100])
     with pytest.raises(InputError) as alone:
         read_report(path)
-    monkeypatch.setattr(ncu_rep, "PARALLEL_MIN_ACTIONS", 2)
-    monkeypatch.setattr(helpers, "can_fork", lambda: True)
-    with pytest.raises(InputError) as helped:
-        read_report(path)
-    assert str(helped.value) == str(alone.value)
-    assert_no_child_left()
+    helped = read_with_helper(path)
+    assert helped["results"] == {"error": str(alone.value)}
+    assert not helped["child_left"]

@@ -1,10 +1,11 @@
 """The hottest source lines of each kernel: where its bank conflicts and local-memory accesses are.
 
 PATH is a run directory, its results.json or any .ncu-rep, also one made by plain ncu with the
-per-instruction metrics (see the README). Each line shows file:line and its code, the exact excess
-shared-memory wavefronts of its loads and of its stores with their n-way (wavefronts over the ideal
-of the very accesses, so a conflict-free 16-byte access reads 1-way) and the warp-level executions
-of its local loads and stores. Without line info, each SASS instruction stands for its line."""
+per-instruction metrics (see the README). Each line shows file:line and its code, and each kind of
+instruction on it in words (shared loads and stores, ldmatrix, stmatrix, cp.async, shared atomics,
+tensor-core operand reads, local loads and stores, TMA transfers) with its exact excess wavefronts and
+n-way (wavefronts over the ideal of the very accesses, so a conflict-free 16-byte access reads 1-way)
+or its warp-level executions. Without line info, each SASS instruction stands for its line."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ..errors import ConfigError, InputError
 from ..nvtx_names import compile_filter
 from ..readers import find_report, read_with_instructions, report_kind
 from ..results import KernelResult, RunResults
-from ..source_lines import LINE_INFO_HINT, LineRecord, SideFigures, SourceMap, has_line_info, roll_up
+from ..source_lines import LINE_INFO_HINT, LineRecord, SourceMap, has_line_info, line_words, roll_up
 from ..units import format_count, plural
 
 DEFAULT_TOP = 5
@@ -90,22 +91,29 @@ def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | 
 
 
 def describe(line: LineRecord) -> str:
-    """The figures of a line in words: "32-way loads, 65,011,712 excess wavefronts; ..."."""
-    parts = [_side("loads", line.shared_ld), _side("stores", line.shared_st)]
-    if line.local_ld_executions:
-        parts.append(f"local loads {format_count(line.local_ld_executions)} executions")
-    if line.local_st_executions:
-        parts.append(f"local stores {format_count(line.local_st_executions)} executions")
-    return "; ".join(p for p in parts if p) or "no shared or local access"
+    """The figures of a line in words: "shared loads 32-way, 65,011,712 excess wavefronts; ..."."""
+    return "; ".join(line_words(line, format_count)) or "not executed"
 
 
-def _side(name: str, figures: SideFigures) -> str:
-    ways = figures.ways
-    if ways is None:
-        return ""
-    if figures.excess == 0:
-        return f"{name} conflict-free (1-way)"
-    return f"{ways:.3g}-way {name}, {format_count(figures.excess)} excess wavefronts"
+def kernel_notes(entry: KernelLines, shown: tuple[LineRecord, ...]) -> list[str]:
+    """What a reader must know beside the lines: how the conflicting accesses are served (the rule a
+    fix must meet), and what the report does not hold although the kernel's counters say it ran."""
+    notes = list(dict.fromkeys(k.phase for line in shown for k in line.kinds if k.phase and k.excess))
+    missing = unrecorded_local(entry.kernel)
+    return notes + ([missing] if missing else [])
+
+
+def unrecorded_local(kernel: KernelResult) -> str | None:
+    """The statement that the report holds no per-instruction local-memory counts, where the kernel's
+    counters say it executed local loads or stores that no line shows (None otherwise)."""
+    counted = sum(kernel.value(key) or 0.0 for key in ("local_ld_instructions", "local_st_instructions"))
+    if not counted or any(record.space == "local" for record in kernel.instructions):
+        return None
+    return (
+        f"this report holds no per-instruction local-memory counts, though the kernel executed "
+        f"{format_count(counted)} local load and store instructions; re-profile with memlens profile, or ncu "
+        "--metrics inst_executed or --section SourceCounters, to name their lines"
+    )
 
 
 def render_text(found: list[KernelLines], top: int) -> list[str]:
@@ -116,7 +124,7 @@ def render_text(found: list[KernelLines], top: int) -> list[str]:
         out.append(f"{title}  [launch {kernel.launch_id}]")
         shown = entry.lines if top == 0 else entry.lines[:top]
         if not shown:
-            out.append("  no shared- or local-memory instructions")
+            out.append("  no shared-memory, local-memory or TMA instructions in the per-instruction data")
         for line in shown:
             temporary = "  (a temporary file of the compiler, gone now)" if line.temporary else ""
             out.append(f"  {line.location}  {describe(line)}  [{' '.join(line.opcodes)}]{temporary}")
@@ -124,6 +132,8 @@ def render_text(found: list[KernelLines], top: int) -> list[str]:
                 out.append(f"      {line.source}")
         if len(entry.lines) > len(shown):
             out.append(f"  ... {plural(len(entry.lines) - len(shown), 'more line')} (--top 0 shows all)")
+        for note in kernel_notes(entry, shown):
+            out.append(f"  note: {note}")
         if entry.lines and not entry.line_info:
             out.append(f"  hint: {LINE_INFO_HINT}")
         out.append("")
@@ -138,6 +148,7 @@ def to_json(found: list[KernelLines], top: int) -> dict[str, object]:
                 "variant": entry.kernel.variant, "launch_id": entry.kernel.launch_id,
                 "line_info": entry.line_info, "hint": None if entry.line_info else LINE_INFO_HINT,
                 "lines": [line.to_json() for line in (entry.lines if top == 0 else entry.lines[:top])],
+                "notes": kernel_notes(entry, entry.lines if top == 0 else entry.lines[:top]),
             }  # fmt: skip
             for entry in found
         ]

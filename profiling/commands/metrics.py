@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
-from .. import paper
+from .. import paper, shared_figures
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError
 from ..kernel_names import NAME_WIDTH, elide_middle
@@ -34,6 +34,7 @@ from ..terminal import console, table_console
 from ..units import format_bytes, format_count, format_duration, format_percent
 
 NA = "n/a"
+FALLBACK_MARK = "*"  # a figure of the hardware counters, where the report has no exact one
 PIPE_WIDTH = 240  # rich's 80 columns would fold the table when stdout is a file or a pipe
 # On a terminal, tables up to this many kernels are drawn by rich itself; larger ones, and any table
 # written to a file or a pipe, by the fast printer (the same text: rich's column widths, box and
@@ -142,25 +143,23 @@ def _gb_per_s(value: float) -> str:
 
 
 def _ways(kernel: KernelResult) -> str:
-    """Wavefronts over the ideal of the loads themselves where the report has per-instruction
-    values (a conflict-free 16-byte load reads 1.00), else the hardware's wavefronts per load."""
-    if _value(kernel, "shared_ld_instructions") == 0:
-        return "-"  # no shared-memory loads: the ratio has no meaning
-    if _value(kernel, "exact_shared_ld_ways") is not None:
-        return _show(kernel, "exact_shared_ld_ways", lambda v: f"{v:.2f}")
-    return _show(kernel, "shared_ld_ways", lambda v: f"{v:.2f}")
+    """The loads' wavefronts over their own ideal (a conflict-free 16-byte load or ldmatrix reads
+    1.00); without per-instruction values, the hardware's wavefronts per load, marked "*"."""
+    figure = shared_figures.n_way(kernel, "ld")
+    if figure.value is None:
+        return "-" if figure.exact or kernel.value("shared_ld_instructions") == 0 else NA
+    return f"{figure.value:.2f}" + ("" if figure.exact else FALLBACK_MARK)
 
 
 def _excess(kernel: KernelResult) -> str:
-    """The exact excess, and per instruction of the side(s) it comes from: "(31/ld)" only where
-    the loads conflict (a .ncu-rep or results.json splits it; a CSV cannot)."""
+    """The exact excess, and per execution of the side(s) it comes from: "(31/ld)" only where
+    that side conflicts (a .ncu-rep or results.json splits it; a CSV cannot)."""
     total = _show(kernel, "exact_excess_wavefronts", format_count)
-    per_access = [
-        f"{per_instruction:.3g}/{side}"
-        for side in ("ld", "st")
-        if _value(kernel, f"exact_excess_wavefronts_{side}")
-        and (per_instruction := _value(kernel, f"excess_wavefronts_per_shared_{side}")) is not None
-    ]
+    per_access = []
+    for side in shared_figures.conflicting_sides(kernel):
+        figure = shared_figures.excess_per_access(kernel, side)
+        if figure.value is not None:
+            per_access.append(f"{figure.value:.3g}/{side}" + ("" if figure.exact else FALLBACK_MARK))
     return f"{total} ({', '.join(per_access)})" if per_access else total
 
 
@@ -249,14 +248,19 @@ def notes(kernels: list[KernelResult]) -> list[str]:
     for kernel in kernels:
         for column in COLUMNS:
             for key in column.keys:
-                if kernel.value(key) is None and not (key == "shared_ld_ways" and _ways(kernel) == "-"):
+                if kernel.value(key) is None and not (key == "shared_ld_ways" and _ways(kernel) != NA):
                     seen.setdefault((column.name, kernel.missing_reason(key) or "missing"), {})[kernel.label] = None
     lines = []
     for (title, reason), labels in seen.items():
         which = "" if len(labels) == len(kernels) else f" ({', '.join(labels)})"
         lines.append(f"{title}: {NA} — {reason}{which}")
-    if any(_ways(k) == "-" for k in kernels):
-        lines.append("shared ld n-way: - where a kernel has no shared-memory loads")
+    dashes = {shared_figures.n_way(k, "ld").note: None for k in kernels if _ways(k) == "-"}
+    for reason in dashes:
+        lines.append(f"shared ld n-way: - — {reason}")
+    if any(FALLBACK_MARK in _ways(k) for k in kernels):
+        lines.append(f"shared ld n-way: {FALLBACK_MARK} {shared_figures.HW_WAYS}")
+    if any(FALLBACK_MARK in _excess(k) for k in kernels):
+        lines.append(f"exact excess wavefronts: {FALLBACK_MARK} per instruction of {shared_figures.FALLBACK}")
     return lines
 
 

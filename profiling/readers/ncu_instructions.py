@@ -2,38 +2,41 @@
 
 The instrumented shared-memory wavefront metrics carry one instance per SASS instruction that
 touches shared memory (correlation id: the PC); `inst_executed` one per executed instruction. An
-action disassembles its SASS on the first `sass_by_pc` (milliseconds), so opcodes are cached by
-kernel and PC, and the shared load/store split decodes only instructions with excess wavefronts.
-Each `sass_by_pc` costs about 75 microseconds (a suite of 14 kernels executes ~3,500 instructions), so
-the other executed instructions are decoded, in search of local loads and stores, only in a launch
-whose counters do not say it executed none.
+action disassembles its SASS on the first `sass_by_pc` (milliseconds; about 75 microseconds an
+instruction after that), so opcodes are decoded once per kernel binary (its name and the PC range of
+its executed instructions) and cached; so are the instance indices of the PCs that matter, which the
+launches of one binary share, so that a launch reads a few instances, not its thousands.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from ..catalogue import CATALOGUE, PER_PC_EXECUTIONS
+from ..catalogue import CATALOGUE, PER_INSTRUCTION_METRICS, PER_PC_EXECUTIONS
 from ..results import printable
-from ..source_lines import InstructionRecord, classify, shared_by_side
+from ..source_lines import InstructionRecord, classify, shared_totals
 
 Action = Any
 Decoded = tuple[str, str | None, str, int, str]  # opcode, space, side, width, SASS text
-SharedSplit = tuple[float, float, "float | None", "float | None"]  # excess ld, excess st, ways ld, ways st
+SharedSplit = tuple["float | None", ...]  # PER_INSTRUCTION_METRICS' values, in its order
+Binary = tuple[str, int, int, int]  # kernel name, executed instructions, first and last PC
 
 WAVEFRONTS = CATALOGUE["shared_wavefronts"].ncu or ""
 IDEAL = CATALOGUE["shared_wavefronts_ideal"].ncu or ""
-LOCAL_INSTRUCTIONS = (CATALOGUE["local_ld_instructions"].ncu_names, CATALOGUE["local_st_instructions"].ncu_names)
+SPLIT_KEYS = tuple(metric.key for metric in PER_INSTRUCTION_METRICS)
 
 
 class InstructionReader:
-    """Reads per-instruction figures of actions, caching each kernel's decoded instructions."""
+    """Reads per-instruction figures of actions, caching each binary's decoded instructions."""
 
     def __init__(self) -> None:
-        self.decoded: dict[tuple[str, int], Decoded] = {}
+        self.decoded: dict[tuple[Binary, int], Decoded] = {}
+        self.indices: dict[tuple[Binary, str, frozenset[int]], dict[int, int]] = {}  # PC -> instance index, per metric
+        self.memory_pcs: dict[Binary, tuple[int, ...]] = {}  # executed local and TMA instructions
 
-    def decode(self, action: Action, kernel: str, pc: int) -> Decoded:
-        key = (kernel, pc)
+    def decode(self, action: Action, binary: Binary, pc: int) -> Decoded:
+        key = (binary, pc)
         found = self.decoded.get(key)
         if found is None:
             sass = printable(str(action.sass_by_pc(pc) or "")).strip()
@@ -42,47 +45,91 @@ class InstructionReader:
         return found
 
     def shared_split(self, action: Action, kernel: str) -> SharedSplit | None:
-        """Exact excess shared wavefronts of loads and of stores, and each side's wavefronts over
-        its ideal (PER_INSTRUCTION_METRICS' order); None where the action holds no per-instruction
-        wavefronts (not collected, or a report without instances). A launch without excess needs
-        no opcode: both sides are conflict-free (1-way)."""
+        """The launch's per-instruction shared-memory figures (PER_INSTRUCTION_METRICS, in its order);
+        None where the action holds no per-instruction wavefronts (not collected, or a report without
+        instances)."""
         wavefronts, ideal = _per_pc(action, WAVEFRONTS), _per_pc(action, IDEAL)
         if wavefronts is None or ideal is None:
             return None
-        if not wavefronts:
-            return (0.0, 0.0, None, None) if _total(action, WAVEFRONTS) in (0.0, None) else None
-        if all(value <= ideal.get(pc, 0.0) for pc, value in wavefronts.items()):
-            return (0.0, 0.0, 1.0, 1.0)
+        if not wavefronts and _total(action, WAVEFRONTS) not in (0.0, None):
+            return None
+        binary = _binary(action, kernel)
+        executed = self._values(action, binary, PER_PC_EXECUTIONS, wavefronts)
         records = []
         for pc, value in wavefronts.items():
-            opcode, space, side, width, sass = self.decode(action, kernel, pc)
-            records.append(InstructionRecord(pc, sass, opcode, "shared", side, width,
+            opcode, _, side, width, sass = self.decode(action, binary, pc)
+            if side == "never":
+                continue
+            count = None if executed is None else executed.get(pc, 0.0)
+            records.append(InstructionRecord(pc, sass, opcode, "shared", side, width, executions=count,
                                              wavefronts=value, ideal=ideal.get(pc, 0.0)))  # fmt: skip
-        return shared_by_side(records)
+        totals = shared_totals(records, with_executions=executed is not None)
+        return tuple(totals[key] for key in SPLIT_KEYS)
 
     def instructions(self, action: Action, kernel: str) -> tuple[InstructionRecord, ...]:
-        """Every shared- and local-memory instruction of the action with its figures."""
+        """Every shared-memory, local-memory and TMA instruction of the action with its figures."""
         wavefronts = _per_pc(action, WAVEFRONTS) or {}
         ideal = _per_pc(action, IDEAL) or {}
-        executed = _per_pc(action, PER_PC_EXECUTIONS)
-        pcs = set(wavefronts)
-        if not _executed_no_local_instruction(action):
-            pcs |= set(executed or ())
+        binary = _binary(action, kernel)
+        memory_pcs = self._memory_pcs(action, binary)
+        pcs = sorted(set(wavefronts) | set(memory_pcs))
+        executed = self._values(action, binary, PER_PC_EXECUTIONS, pcs)
         records = []
-        for pc in sorted(pcs):
-            opcode, space, side, width, sass = self.decode(action, kernel, pc)
+        for pc in pcs:
+            opcode, space, side, width, sass = self.decode(action, binary, pc)
+            if side == "never":
+                continue
             if pc in wavefronts:
                 space = "shared"
-            elif space != "local":
-                continue
             file, line = _source(action, pc)
             records.append(InstructionRecord(
-                pc, sass, opcode, space, side, width, file, line,
+                pc, sass, opcode, space or "shared", side, width, file, line,
                 executions=None if executed is None else executed.get(pc, 0.0),
                 wavefronts=wavefronts.get(pc) if space == "shared" else None,
                 ideal=ideal.get(pc) if space == "shared" else None,
             ))  # fmt: skip
         return tuple(records)
+
+    def _memory_pcs(self, action: Action, binary: Binary) -> tuple[int, ...]:
+        """The executed local-memory and TMA instructions of a binary: every executed instruction
+        decoded once per binary (neither carries shared wavefronts to find it by)."""
+        found = self.memory_pcs.get(binary)
+        if found is None:
+            executed = _per_pc(action, PER_PC_EXECUTIONS) or {}
+            found = tuple(pc for pc in sorted(executed) if self.decode(action, binary, pc)[1] in ("local", "tma"))
+            self.memory_pcs[binary] = found
+        return found
+
+    def _values(self, action: Action, binary: Binary, name: str, pcs: Iterable[int]) -> dict[int, float] | None:
+        """PC -> value of the metric `name` for the PCs wanted; None where the action does not hold
+        the metric. The instance index of each PC is looked up once per binary and checked each launch."""
+        metric = action.metric_by_name(name)
+        if metric is None:
+            return None
+        wanted = frozenset(pcs)  # type: ignore[arg-type]
+        count = metric.num_instances()
+        if not count or not metric.has_correlation_ids():
+            return {}
+        ids = metric.correlation_ids()
+        key = (binary, name, wanted)
+        index = self.indices.get(key)
+        if index is None or any(i >= count or int(ids.as_uint64(i)) != pc for pc, i in index.items()):
+            every = {int(ids.as_uint64(i)): i for i in range(count)}
+            index = self.indices[key] = {pc: every[pc] for pc in wanted if pc in every}
+        integer = metric.kind() in (metric.ValueKind_UINT64, metric.ValueKind_UINT32)
+        get = metric.as_uint64 if integer else metric.as_double
+        return {pc: float(get(i)) for pc, i in index.items()}
+
+
+def _binary(action: Action, kernel: str) -> Binary:
+    """What tells a kernel's binaries apart: its name, and the count and range of the PCs it executed
+    (Triton's autotuned versions of one kernel share the name)."""
+    metric = action.metric_by_name(PER_PC_EXECUTIONS) or action.metric_by_name(WAVEFRONTS)
+    if metric is None or not metric.num_instances() or not metric.has_correlation_ids():
+        return (kernel, 0, 0, 0)
+    count = metric.num_instances()
+    ids = metric.correlation_ids()
+    return (kernel, count, int(ids.as_uint64(0)), int(ids.as_uint64(count - 1)))
 
 
 def _per_pc(action: Action, name: str) -> dict[int, float] | None:
@@ -97,16 +144,6 @@ def _per_pc(action: Action, name: str) -> dict[int, float] | None:
     integer = metric.kind() in (metric.ValueKind_UINT64, metric.ValueKind_UINT32)
     get = metric.as_uint64 if integer else metric.as_double
     return {int(ids.as_uint64(i)): float(get(i)) for i in range(count)}
-
-
-def _executed_no_local_instruction(action: Action) -> bool:
-    """Whether the launch's counters say it executed no local load and no local store (False where
-    a counter is missing)."""
-    for names in LOCAL_INSTRUCTIONS:
-        totals = [_total(action, name) for name in names]
-        if next((t for t in totals if t is not None), None) != 0.0:
-            return False
-    return True
 
 
 def _total(action: Action, name: str) -> float | None:

@@ -40,11 +40,16 @@ Slot = tuple[int, int]  # (range index, action index) of an action in the report
 Labels = tuple[tuple[str, str] | None, ProgramLabel | None]  # the memlens range, or else the program's label
 # kernel name, metric values, labels, excess shared wavefronts of loads and of stores (None: no
 # per-instruction values), the launch's shared- and local-memory instructions (where asked for)
-Launch = tuple[str, list[object], Labels, SharedSplit | None, tuple[InstructionRecord, ...]]
+Records = tuple[InstructionRecord, ...]
+Launch = tuple[str, list[object], Labels, SharedSplit | None, Records]
 
 DURATION = CATALOGUE["duration"].ncu
 NO_INSTANCES = "no per-instruction values in the report"
 NO_ACCESS = "no shared-memory instruction of this side"
+NO_EXECUTIONS = (
+    "this report holds no per-instruction executions (inst_executed); re-profile with memlens profile, or ncu "
+    "--metrics inst_executed or --section SourceCounters"
+)
 
 # From this many actions on, a forked helper process reads the later ones while this one reads the
 # rest: decoding is ncu_report's (half a millisecond to a few an action, the GIL held), so two processes
@@ -102,7 +107,14 @@ def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
     """Reads every action: the first alone (decoding it loads NVIDIA's libraries, a tenth of a second,
     which a helper forked after it has loaded already), then the rest, with a helper where there are
     PARALLEL_MIN_ACTIONS or more."""
-    reader.read(slots[:1])
+    reader.read(slots[:1], disassemble=False)  # its instructions once the helpers are forked
+    try:
+        _read_rest(reader, slots)
+    finally:
+        reader.disassemble_pending()
+
+
+def _read_rest(reader: _LaunchReader, slots: list[Slot]) -> None:
     if len(slots) >= CHUNKED_MIN_ACTIONS and helpers.cpus() >= 2:
         _read_chunks(reader, slots[1:])
         return
@@ -158,13 +170,14 @@ def read_in_forked_chunks(reader: _LaunchReader, slots: Sequence[Slot], size: in
     time, merged in order; a chunk whose helper failed (or could not be forked) is read here, with the
     same errors."""
     chunks = [slots[start : start + size] for start in range(0, len(slots), size)]
-    workers, forks = _workers(), helpers.can_fork()
+    workers = _workers()
     running: list[helpers.Helper | None] = []
     started = 0
     try:
         for chunk in chunks:
             while started < len(chunks) and len(running) < workers:
-                running.append(helpers.Helper.start(reader, chunks[started]) if forks else None)
+                # a chunk read here starts the disassembler's thread: no fork after that
+                running.append(helpers.Helper.start(reader, chunks[started]) if helpers.can_fork() else None)
                 started += 1
             helper = running.pop(0)
             helped = helper.result() if helper is not None else None
@@ -189,14 +202,17 @@ class _LaunchReader:
         self.ranges = [context.range_by_idx(index) for index in range(context.num_ranges())]
         self.metrics = _MetricReader()
         self.launches: list[Launch] = []
+        self.pending: list[tuple[int, int, int]] = []  # launch id, range and action index: not disassembled yet
         self.first: Action | None = None
 
     def slots(self) -> list[Slot]:
         return [(r, index) for r, report_range in enumerate(self.ranges) for index in range(report_range.num_actions())]
 
-    def read(self, slots: Sequence[Slot]) -> None:
+    def read(self, slots: Sequence[Slot], disassemble: bool = True) -> None:
         """Reads the actions at `slots`, which follow those read already. Each action is read as it
-        is decoded, and dropped: one action object alive at a time, not a thousand."""
+        is decoded, and dropped: one action object alive at a time, not a thousand. Without
+        `disassemble`, their instruction figures wait for `disassemble_pending` (ncu_report's
+        disassembler starts a thread, after which this process cannot fork helpers)."""
         for range_index, action_index in slots:
             action = self.ranges[range_index].action_by_idx(action_index)
             if action is None:
@@ -208,11 +224,26 @@ class _LaunchReader:
                     f"{self.path}: truncated or damaged report (launch {launch_id} has no name or no metrics)"
                 )
             name = _kernel_name(action)
-            split = self.instructions.shared_split(action, name)
-            records = self.instructions.instructions(action, name) if self.with_instructions else ()
+            if disassemble:
+                split, records = self._instruction_figures(action, name)
+            else:
+                split, records = None, ()
+                self.pending.append((len(self.launches), range_index, action_index))
             self.launches.append((name, values, _labels(action), split, records))
             if self.first is None:
                 self.first = action
+
+    def _instruction_figures(self, action: Action, name: str) -> tuple[SharedSplit | None, Records]:
+        split = self.instructions.shared_split(action, name)
+        return split, self.instructions.instructions(action, name) if self.with_instructions else ()
+
+    def disassemble_pending(self) -> None:
+        """The instruction figures of the launches read without them."""
+        for launch_id, range_index, action_index in self.pending:
+            action = self.ranges[range_index].action_by_idx(action_index)
+            name, values, labels, _, _ = self.launches[launch_id]
+            self.launches[launch_id] = (name, values, labels, *self._instruction_figures(action, name))
+        self.pending.clear()
 
     def merge(self, launches: list[Launch], units: dict[str, str]) -> None:
         """Adds the launches a helper read (those after all read here), and the units it met first."""
@@ -384,7 +415,11 @@ def _kernel(
     for metric, value in zip(PER_INSTRUCTION_METRICS, split or (None,) * len(PER_INSTRUCTION_METRICS), strict=True):
         raw[metric.key] = value
         if value is None:
-            missing[metric.key] = missing.get("shared_wavefronts") or (NO_INSTANCES if split is None else NO_ACCESS)
+            if split is None:
+                reason = missing.get("shared_wavefronts") or NO_INSTANCES
+            else:
+                reason = NO_EXECUTIONS if metric.key.endswith("_executions") else NO_ACCESS
+            missing[metric.key] = reason
     return with_label(KernelResult(name, None, None, launch_id, raw, missing, instructions), *labels)
 
 
