@@ -141,6 +141,7 @@ def render_markdown(report: Report) -> str:
     environment.filters["code"] = md_code
     environment.filters["name"] = lambda name: md_code(elide_middle(str(name), NAME_WIDTH))
     environment.filters["md"] = lambda text: MdSafe(text)  # template-made Markdown only
+    environment.filters["short_kernel"] = lambda name: elide_middle(short_kernel(name), NAME_WIDTH)
     template = environment.get_template("report.md.j2")
     text = template.render(report=report)
     return re.sub(r"\n{3,}", "\n\n", text)

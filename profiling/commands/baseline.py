@@ -20,6 +20,7 @@ from ..fileio import input_files
 from ..gate import read_measurements
 from ..kernel_names import NAME_WIDTH, elide_middle
 from ..rules import ALL_METRICS
+from ..run_dir import resolve_run
 from ..terminal import table_console
 from ..units import format_value
 
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         if not measurements.subjects:
             raise InputError(f"{args.source}: no kernels to save as a baseline")
         baseline = from_measurements(measurements)
-        save_baseline(baseline, args.output, inputs=input_files(args.source))
+        save_baseline(baseline, args.output, inputs=input_files(resolve_run(Path(args.source))))
         where = baseline.environment.gpu_name or baseline.environment.arch or "unknown GPU"
         print(f"memlens: baseline of {len(baseline.values)} kernels ({where}) written to {args.output}")
         return 0

@@ -18,6 +18,7 @@ from ..errors import GateFailed
 from ..fileio import input_files, write_output
 from ..gate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
 from ..rules import format_help, load_rules
+from ..run_dir import resolve_run
 from ..terminal import table_console
 
 
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         baseline = load_baseline(path)
         notes += compatibility(baseline, measurements, args.allow_mismatch)
     result = evaluate(rules, measurements, baseline, notes)
-    inputs = [*input_files(args.source), args.rules, args.baseline]
+    inputs = [*input_files(resolve_run(Path(args.source))), args.rules, args.baseline]
     write_outputs(result, args.junit, args.summary, args.json, inputs)
     show(result)
     if not result.passed:

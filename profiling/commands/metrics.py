@@ -25,7 +25,7 @@ from ..kernel_names import NAME_WIDTH, elide_middle
 from ..nvtx_names import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
-from ..run_dir import LATEST_RUN
+from ..run_dir import LATEST_RUN, resolve_run
 from ..tables import LABEL_MIN_WIDTH, TableColumn, fast_table, print_drawn, rich_table, write_indented
 from ..terminal import console, table_console
 from ..units import format_bytes, format_count, format_duration, format_percent
@@ -85,6 +85,7 @@ def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, st
 
     from ..static_check import find_static
 
+    path = resolve_run(path)
     static = find_static(path if path.is_dir() else path.parent)
     found = {}
     for index, kernel in enumerate(kernels):

@@ -28,7 +28,7 @@ from memlens.reports import FORMATS
 from ..bench_results import BENCH_FILE, BenchResults, find_bench
 from ..fileio import write_output
 from ..readers import RESULTS_FILE, find_report, read_report
-from ..run_dir import report_file
+from ..run_dir import report_file, resolve_run
 from ..static_check import find_static
 
 STDOUT = "-"
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 def run_directory(path: str | Path) -> Path:
     """The run directory of a RUN argument: the directory itself, or the folder of a file
     (a results.json, or a profiler report saved in its run directory)."""
-    path = Path(path)
+    path = resolve_run(Path(path))
     return path if path.is_dir() else path.parent
 
 
