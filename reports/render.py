@@ -25,7 +25,7 @@ from .build import build_run, labels
 from .columns import BENCH_COLUMNS, COLUMNS
 from .compare import compare
 from .formatting import short_kernel
-from .model import Column, Report
+from .model import Column, FamilySection, Report
 
 if TYPE_CHECKING:
     from memlens.bench_results import BenchResults
@@ -91,6 +91,11 @@ def render_html(report: Report) -> str:
         svg = family_chart(run.others, f"memlens-{index}-others", run.exact_available)
         if svg:
             charts[f"{index}/others"] = Markup(svg)
+        if run.others_roofline is not None:
+            section = FamilySection(run.others_heading, None, run.others, roofline=run.others_roofline)
+            svg = roofline_chart(section, f"memlens-{index}-others-roofline")
+            if svg:
+                charts[f"{index}/others/roofline"] = Markup(svg)
     if report.comparisons:
         svg = comparison_chart(report.comparisons, "memlens-comparison")
         if svg:

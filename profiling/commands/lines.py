@@ -89,7 +89,8 @@ def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | 
     declared = {(o.family, o.variant): o.sources for o in results.outcomes}
     found = []
     for kernel in kernels:
-        sources = SourceMap(root, results.embedded_sources, declared.get((kernel.family, kernel.variant), ()))
+        sources = SourceMap(root, results.embedded_sources, declared.get((kernel.family, kernel.variant), ()),
+                            results.written_at)
         lines = roll_up(kernel.instructions, sources, kernel.kernel)
         found.append(KernelLines(kernel, tuple(lines), has_line_info(kernel.instructions)))
     return found
@@ -117,6 +118,11 @@ def _side(name: str, figures: SideFigures) -> str:
     return f"{ways:.3g}-way {name}, {format_count(figures.excess)} excess wavefronts"
 
 
+def stale_words(line: LineRecord) -> str:
+    return (f"{line.file} changed after the report was written: its code is not shown (a memlens run keeps "
+            "its sources; plain ncu: --import-source yes)")
+
+
 def render_text(found: list[KernelLines], top: int) -> list[str]:
     out: list[str] = []
     for entry in found:
@@ -131,6 +137,8 @@ def render_text(found: list[KernelLines], top: int) -> list[str]:
             out.append(f"  {line.location}  {describe(line)}  [{' '.join(line.opcodes)}]{temporary}")
             if line.source:
                 out.append(f"      {line.source}")
+            elif line.stale:
+                out.append(f"      ({stale_words(line)})")
         if len(entry.lines) > len(shown):
             out.append(f"  ... {len(entry.lines) - len(shown)} more lines (--top 0 shows all)")
         if entry.lines and not entry.line_info:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InputError
@@ -75,10 +76,15 @@ def report_kind(path: Path) -> str:
 def _read_file(path: Path, instructions: bool = False) -> RunResults:
     kind = _kind(path)
     if kind == "json":
-        return load_results(path)
-    if kind == "csv":
-        return read_csv(path)
-    return read_ncu_rep(path, instructions)
+        results = load_results(path)
+    elif kind == "csv":
+        results = read_csv(path)
+    else:
+        results = read_ncu_rep(path, instructions)
+    try:
+        return replace(results, written_at=path.stat().st_mtime)
+    except OSError:
+        return results
 
 
 def _kind(path: Path) -> str:
