@@ -17,7 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from memlens import __version__
-from memlens.kernel_names import NAME_WIDTH, elide_middle
+from memlens.kernel_names import NAME_WIDTH, elide_middle, neutral
 from memlens.markdown import MdSafe, md_code, md_escape
 from memlens.results import RunResults
 
@@ -26,6 +26,7 @@ from .columns import BENCH_COLUMNS, COLUMNS
 from .compare import compare
 from .formatting import short_kernel
 from .model import Column, FamilySection, Report
+from .source_view import SourceView
 
 if TYPE_CHECKING:
     from memlens.bench_results import BenchResults
@@ -133,6 +134,33 @@ def column_groups(columns: Sequence[Column]) -> list[tuple[str, int]]:
 # --- Markdown -----------------------------------------------------------------------------------
 
 
+MD_SASS_PER_LINE = 4  # SASS instructions listed under a hot line in Markdown (the HTML report lists all)
+
+
+def source_block(view: SourceView) -> MdSafe:
+    """A source view as a fenced code block: the figures in a margin, the line number, the code, and
+    under each line with excess or local accesses its SASS instructions with their figures."""
+    width = max((len(line.figures) for window in view.windows for line in window), default=0)
+    rows: list[str] = []
+    for index, window in enumerate(view.windows):
+        if index:
+            rows.append(f"{'':>{width}}   ⋯")
+        for line in window:
+            rows.append(f"{line.figures:>{width}} │{line.number:>5} │ {line.code}".rstrip())
+            if line.heat:
+                listed = line.instructions[:MD_SASS_PER_LINE]
+                rows.extend(f"{'':>{width}} │{'':>5} │     ↳ {i.sass}: {i.figures}" for i in listed)
+                more = len(line.instructions) - len(listed)
+                if more:
+                    rows.append(f"{'':>{width}} │{'':>5} │     ↳ … {more} more instructions")
+    if view.left_out:
+        rows.append(f"{view.left_out} more lines with figures not shown")
+    text = neutral("\n".join(rows))
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return MdSafe(f"{fence}\n{text}\n{fence}")
+
+
+
 def render_markdown(report: Report) -> str:
     environment = Environment(
         loader=FileSystemLoader(TEMPLATES),
@@ -147,6 +175,7 @@ def render_markdown(report: Report) -> str:
     environment.filters["name"] = lambda name: md_code(elide_middle(str(name), NAME_WIDTH))
     environment.filters["md"] = lambda text: MdSafe(text)  # template-made Markdown only
     environment.filters["short_kernel"] = lambda name: elide_middle(short_kernel(name), NAME_WIDTH)
+    environment.filters["source_block"] = source_block
     template = environment.get_template("report.md.j2")
     text = template.render(report=report)
     return re.sub(r"\n{3,}", "\n\n", text)
