@@ -6,6 +6,9 @@ name in JSON); CSV and JSON are unchanged."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
@@ -94,3 +97,25 @@ def test_lines_json_keeps_the_full_name(capsys):
     assert main(["lines", str(INPUTS["suite"]), "-k", "tiled_article", "--json"]) == 0
     kernel = json.loads(capsys.readouterr().out)["kernels"][0]["kernel"]
     assert kernel.startswith("memlens_suite_") and "[abi:" in kernel and len(kernel) > 250
+
+
+def test_bench_judges_compute_bound_variants_by_their_roofline(tmp_path, capsys):
+    """`memlens bench --into RUN` of a profiled run (H200: the suite's profile and bench, recorded): a matmul,
+    compute-bound on its roofline, gets "% of roofline" where a copy's % would read 0.1-0.8%."""
+    from profiling.bench_results import load_bench
+    from profiling.commands.bench import print_table
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(H200 / "suite.results.json", run / "results.json")
+    bench = load_bench(Path(__file__).parent / "benchmarks" / "results" / "bench_h200.json")
+    print_table(bench, run)
+    out = capsys.readouterr().out
+    tiled = next(line for line in out.splitlines() if "matmul/tiled " in line or "matmul/tiled  " in line)
+    assert re.search(r"\d+(\.\d+)?% of roofline", tiled), tiled
+    assert "0.752%" not in out  # tiled's % of copy, no longer the judgement
+    transpose = next(line for line in out.splitlines() if "transpose/tile64_padded" in line)
+    assert "98.2%" in transpose  # memory-bound: still % of copy
+    assert "is judged by its roofline instead" in out
+    print_table(bench, tmp_path)  # no profile beside: say how to get the judgement
+    assert "`memlens profile --roofline`, then `memlens bench --into` that run" in capsys.readouterr().out
