@@ -61,8 +61,9 @@ def test_a_program_run_keeps_each_kernels_lines_and_the_files_they_name(checkout
     data = json.loads((run / "results.json").read_text(encoding="utf-8"))
     article = next(k for k in data["kernels"] if k["variant"] == "tiled_article")
     assert len(article["instructions"]) == 22  # the lines read at the end of the run, as a suite run's
-    assert set(data["sources"]) == {"/work/main/kernels/matmul.py"}  # found under the working directory
-    assert data["sources"]["/work/main/kernels/matmul.py"] == (checkout / "kernels" / "matmul.py").read_text()
+    (recorded,) = {record["file"] for record in article["instructions"]}  # the GPU machine's path
+    assert recorded.endswith("/kernels/matmul.py") and set(data["sources"]) == {recorded}  # found by its tail
+    assert data["sources"][recorded] == (checkout / "kernels" / "matmul.py").read_text()
     capsys.readouterr()
     _insert_line_above_everything(checkout / "kernels" / "matmul.py")
     assert main(["lines", str(run), "-k", "tiled_article", "--top", "1"]) == 0
@@ -148,3 +149,18 @@ def test_results_json_sources_round_trip_and_are_checked(tmp_path):
     data["sources"] = {"a.cu": 3}
     with pytest.raises(Exception, match="sources must map file names to their text"):
         RunResults.from_json(data)
+
+
+def test_the_report_of_an_older_program_run_takes_its_lines_from_the_raw_report(tmp_path):
+    """A program run written before runs kept their kernels' lines: results.json without instructions,
+    profile.ncu-rep beside it. The report names the lines all the same (as `memlens lines` did)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(PROGRAM, run / "profile.ncu-rep")
+    without = read_report(PROGRAM)  # no instructions, as program runs wrote results.json then
+    assert not any(k.instructions for k in without.kernels)
+    (run / "results.json").write_text(json.dumps(without.to_json()), encoding="utf-8")
+    target = tmp_path / "r.md"
+    assert main(["report", str(run), "--format", "md", "-o", str(target)]) == 0
+    md = target.read_text(encoding="utf-8")
+    assert "#### hot lines of `transpose/conflict`" in md and "cuda_app.cu:21" in md
