@@ -20,6 +20,7 @@ from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
 from .fileio import write_json_output, write_output
 from .gpus import Gpu
+from .kept_sources import keep_sources
 from .ncu import (
     Ncu,
     NcuRun,
@@ -398,6 +399,7 @@ def collect(report: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], c
     from .roofline import run_ceilings
 
     kernels: tuple[KernelResult, ...] = ()
+    embedded: dict[str, str] = {}
     if report.exists():
         try:
             measured = read_report(report, instructions=True)
@@ -406,6 +408,7 @@ def collect(report: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], c
         else:
             ok = {(o.family, o.variant) for o in outcomes if o.status == "ok"}
             kernels = tuple(k for k in measured.kernels if (k.family, k.variant) in ok)
+            embedded = measured.embedded_sources
             info = replace(
                 info,
                 gpu_name=measured.info.gpu_name,
@@ -413,4 +416,4 @@ def collect(report: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], c
                 source=report.name,
                 **run_ceilings(kernels),
             )
-    return RunResults(info, kernels, outcomes, complete)
+    return keep_sources(RunResults(info, kernels, outcomes, complete, embedded_sources=embedded))

@@ -35,6 +35,7 @@ from . import __version__
 from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
 from .fileio import write_json_output, write_output
+from .kept_sources import keep_sources
 from .ncu import (
     NcuRun,
     NcuTimeout,
@@ -49,6 +50,7 @@ from .ncu import (
 )
 from .results import RunInfo, RunResults, printable
 from .run_dir import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS, driver_version, new_run_dir, point_latest
+from .source_lines import CUPY_SAVE_SOURCE
 
 DEFAULT_FILTERS = ("regex:.*/", "regex:.*@.*/")  # the default domain, every named domain
 DEFAULT_LAUNCH_COUNT = 100
@@ -147,7 +149,7 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     run: NcuRun | None = None
     try:
         warm = None if options.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
-        run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end)
+        run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end, env=program_env())
     except NcuTimeout as exc:
         error = ProfilerError(f"{exc}; partial results in {run_dir}")
     except KeyboardInterrupt:
@@ -178,6 +180,12 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     if error is not None:
         raise error
     return run_dir, results
+
+
+def program_env() -> dict[str, str]:
+    """The profiled program's environment: memlens's, with CuPy asked to save each kernel's source in
+    its cache (CUPY_CACHE_SAVE_CUDA_SOURCE=1, unless set), so its temporary copy can be shown."""
+    return {**os.environ, CUPY_SAVE_SOURCE: os.environ.get(CUPY_SAVE_SOURCE, "1")}
 
 
 def _failure(run: NcuRun, options: ProgramOptions, last_line: str, run_dir: Path) -> ProfilerError | None:
@@ -211,17 +219,19 @@ def _nothing_profiled(options: ProgramOptions, run_dir: Path) -> str:
 
 def _collect(run_dir: Path, info: RunInfo, complete: bool) -> tuple[RunResults, MemlensError | None]:
     from .readers import read_report
+    from .roofline import run_ceilings
 
     report = run_dir / NCU_REPORT
     if not report.exists():
         return RunResults(info, (), (), False), None
     try:
-        measured = read_report(report)
+        measured = read_report(report, instructions=True)  # each kernel's lines, as for a suite run
     except MemlensError as exc:
         return RunResults(info, (), (), False), ProfilerError(f"report unreadable: {exc}; kept in {run_dir}")
     info = replace(info, gpu_name=measured.info.gpu_name, compute_capability=measured.info.compute_capability,
-                   source=report.name)  # fmt: skip
-    return RunResults(info, measured.kernels, (), complete), None
+                   source=report.name, **run_ceilings(measured.kernels))  # fmt: skip
+    results = RunResults(info, measured.kernels, (), complete, embedded_sources=measured.embedded_sources)
+    return keep_sources(results), None
 
 
 class _StderrTee:

@@ -234,17 +234,24 @@ class RunResults:
     kernels: tuple[KernelResult, ...]
     outcomes: tuple[VariantOutcome, ...] = ()
     complete: bool = True  # False when profiling was cut short (timeout, Ctrl-C, ncu failed) or measured nothing
-    # file name -> text of the sources a .ncu-rep embeds (ncu --import-source yes); not in results.json
+    # file name (as the report names it) -> text of the sources the run kept: those a .ncu-rep embeds
+    # (ncu --import-source yes), or those memlens kept at the end of its run (results.json "sources")
     embedded_sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    # when the file read was written (seconds since the epoch; None: not read from a file): a source
+    # file on disk changed after it no longer holds the code that ran
+    written_at: float | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "schema_version": SCHEMA_VERSION,
             "info": asdict(self.info),
             "complete": self.complete,
             "outcomes": [asdict(o) for o in self.outcomes],
             "kernels": [_kernel_json(k) for k in self.kernels],
         }
+        if self.embedded_sources:  # optional: the code as it ran, for the files the kernels' lines name
+            data["sources"] = dict(self.embedded_sources)
+        return data
 
     def dataframe(self) -> Any:
         """One row per launch: label, kernel, family, variant, nvtx, launch_id, then every catalogue
@@ -279,9 +286,13 @@ class RunResults:
             complete = data.get("complete", True)
             if not isinstance(complete, bool):
                 raise ValueError(f"complete must be true or false, not {_short(complete)}")
+            sources = data.get("sources", {})
+            if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
+                raise ValueError("sources must map file names to their text")
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{source}: malformed results ({exc})") from None
-        return cls(info, kernels, outcomes, complete)
+        kept = {printable(name): printable(text) for name, text in sources.items()}
+        return cls(info, kernels, outcomes, complete, embedded_sources=kept)
 
 
 def _kernel_json(kernel: KernelResult) -> dict[str, Any]:

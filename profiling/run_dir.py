@@ -106,6 +106,25 @@ def new_run_dir(out_dir: Path) -> Path:
     raise ProfilerError(f"cannot create a new run directory in {out_dir}")
 
 
+def resolve_run(path: Path) -> Path:
+    """`path`, or the run its `latest` link points at where `path` is a folder of runs (what
+    `profile --out DIR` writes: DIR/<time>-<pid>/ and DIR/latest) that holds no results of its own."""
+    if not path.is_dir() or (path / RESULTS).is_file():
+        return path
+    latest = path / LATEST
+    if latest.is_dir() and (latest / RESULTS).is_file():
+        return latest
+    return path
+
+
+def runs_in(folder: Path) -> list[Path]:
+    """The run directories (each with a results.json) directly in `folder`, oldest name first."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.name != LATEST and p.is_dir() and (p / RESULTS).is_file())
+    except OSError:
+        return []
+
+
 def point_latest(out_dir: Path, run_dir: Path) -> ProfilerError | None:
     """Point `<out_dir>/latest` at `run_dir`; the error (not raised: the run is saved already) if it cannot."""
     try:

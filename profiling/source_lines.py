@@ -10,6 +10,7 @@ ncu_report: readers make the records, renderers show the lines.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -255,6 +256,9 @@ class LineRecord:
     shared_mma: SideFigures = SideFigures()  # tensor-core operand reads (HGMMA ...)
     tma_executions: float | None = None  # TMA transfers: executions, no wavefronts
     kinds: tuple[KindFigures, ...] = ()  # each kind of instruction on the line, in address order
+    # the file on disk changed after the report was written (and the run kept no copy): its text at
+    # this line is another line's, so `source` is None
+    stale: bool = False
 
     @property
     def excess(self) -> float:
@@ -277,6 +281,7 @@ class LineRecord:
 
         return {
             "file": self.file, "line": self.line, "source": self.source, "temporary_file": self.temporary,
+            "source_changed_since_report": self.stale,
             "sass": self.sass, "opcodes": list(self.opcodes),
             "excess_wavefronts": self.excess,
             "shared_ld": side(self.shared_ld), "shared_st": side(self.shared_st),
@@ -290,19 +295,24 @@ class LineRecord:
 @dataclass(frozen=True)
 class SourceMap:
     """How recorded file names become shown ones: `root` (paths under it shown relative; a path
-    recorded on another machine is found under it by its longest existing tail), the text the
-    report embeds per file, and the declared sources of the launch's variant (for CuPy's
-    temporary copies)."""
+    recorded on another machine is found under it by its longest existing tail), the text the run
+    kept per file (ncu --import-source, or memlens's copy in results.json), the declared sources of
+    the launch's variant (for CuPy's temporary copies), and when the report was written (`written_at`,
+    seconds since the epoch): a file read from disk that changed after it is not quoted."""
 
     root: Path
     embedded: Mapping[str, str] | None = None
     declared: tuple[str, ...] = ()
+    written_at: float | None = None
 
     def resolve(self, recorded: str, kernel: str = "") -> tuple[str, Path | None, bool]:
         """(shown name, readable file or None, whether it is an unmapped temporary copy)."""
         if TEMPORARY_SOURCE.search(recorded):
             declared = self._declared_for(kernel)
             if declared is None:
+                cached = cupy_cached_source(recorded)
+                if cached is not None or (self.embedded and recorded in self.embedded):
+                    return cupy_name(recorded, kernel), cached, False
                 return recorded, None, True
             recorded = declared
         found = _find(recorded, str(self.root))
@@ -322,13 +332,60 @@ class SourceMap:
         return matching[0] if len(matching) == 1 else None
 
     def line_text(self, recorded: str, shown_file: Path | None, line: int) -> str | None:
-        text = self.embedded.get(recorded) if self.embedded else None
-        if text is None and shown_file is not None:
-            text = _read(str(shown_file))
+        text, _ = self.file_text(recorded, shown_file)
         if text is None:
             return None
         lines = text.splitlines()
         return lines[line - 1].strip() if 0 < line <= len(lines) else None
+
+    def file_text(self, recorded: str, shown_file: Path | None) -> tuple[str | None, bool]:
+        """(the file's text as the run kept it, else as on disk; whether the file on disk changed
+        after the report was written, when its text is then None)."""
+        text = self.embedded.get(recorded) if self.embedded else None
+        if text is not None or shown_file is None:
+            return text, False
+        if self.changed_since_report(shown_file):
+            return None, True
+        return _read(str(shown_file)), False
+
+    def changed_since_report(self, path: Path) -> bool:
+        if self.written_at is None:
+            return False
+        try:
+            return path.stat().st_mtime > self.written_at + CHANGE_TOLERANCE_S
+        except OSError:
+            return False
+
+
+# A file written this long after the report still reads as unchanged: a checkout or a copy writes a
+# report and its sources within moments of each other, in either order.
+CHANGE_TOLERANCE_S = 2.0
+# CuPy compiles `<cache>/<hash>.cubin` from a temporary `<hash>.cubin.cu`; with
+# CUPY_CACHE_SAVE_CUDA_SOURCE=1 it saves the source as `<cache>/<hash>.cubin.cu`, the same name.
+CUPY_SAVE_SOURCE = "CUPY_CACHE_SAVE_CUDA_SOURCE"
+
+
+def cupy_cache_dirs() -> tuple[Path, ...]:
+    """Where CuPy keeps its kernel cache: $CUPY_CACHE_DIR, else ~/.cupy/kernel_cache."""
+    configured = os.environ.get("CUPY_CACHE_DIR")
+    return (Path(configured),) if configured else (Path.home() / ".cupy" / "kernel_cache",)
+
+
+def cupy_cached_source(recorded: str) -> Path | None:
+    """The source CuPy saved in its cache for the temporary file `recorded`, where it did."""
+    name = Path(recorded).name
+    for folder in cupy_cache_dirs():
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def cupy_name(recorded: str, kernel: str) -> str:
+    """How a recovered CuPy source is shown: by its kernel, with the cache's file name."""
+    words = re.split(r"[<(\[]", kernel, maxsplit=1)[0].split()
+    base = words[-1] if words else "kernel"
+    return f"CuPy {base} ({Path(recorded).name})"
 
 
 @lru_cache(maxsize=256)
@@ -372,17 +429,18 @@ def roll_up(instructions: Sequence[InstructionRecord], sources: SourceMap, kerne
 def _line(records: list[InstructionRecord], sources: SourceMap, kernel: str) -> LineRecord:
     first = records[0]
     shown = source = None
-    temporary = False
+    temporary = stale = False
     if first.file:
         shown, path, temporary = sources.resolve(first.file, kernel)
         if first.line:
             source = sources.line_text(first.file, path, first.line)
+            stale = source is None and sources.file_text(first.file, path)[1]
     return LineRecord(
         file=shown, line=first.line if first.file else None, source=source, temporary=temporary,
         shared_ld=_side(records, "ld"), shared_st=_side(records, "st"),
         local_ld_executions=_local(records, "ld"), local_st_executions=_local(records, "st"),
         opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
-        sass=None if first.file else first.sass,
+        sass=None if first.file else first.sass, stale=stale,
         shared_mma=_side(records, "mma"), tma_executions=_counted(r.executions for r in records if r.space == "tma"),
         kinds=_kinds(records),
     )  # fmt: skip

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from memlens.catalogue import CATALOGUE
 from memlens.paper import check as paper_check
+from memlens.readers.common import CSV_NO_INSTRUCTIONS
 from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from memlens.units import format_bytes
 
@@ -30,8 +31,10 @@ from .columns import (
     SPEEDUP,
     kernel_cells,
 )
-from .hot_lines import hot_lines, line_findings
-from .roofline import add_roofline
+from .hot_lines import RunSources, hot_lines, line_findings
+from .pmpp_verdicts import pmpp_findings
+from .roofline import add_roofline, others_roofline
+from .source_view import source_views
 from .sweeps import same_size_baseline
 from .verdicts import HW_LABEL, check, describe, judge
 
@@ -75,6 +78,9 @@ def build_run(
         items += bench_header(bench, summary)
         notes.extend(bench_notes(bench, summary, results.info))
     families = add_roofline(families, results, aggregate, bench)
+    others, roof = others_roofline(others, results, aggregate, bench)
+    heading, about = others_words(results)
+    notes.extend(cannot_show(results))
     return RunSection(
         label=label,
         info=asdict(results.info),
@@ -85,7 +91,36 @@ def build_run(
         others=tuple(others),
         notes=tuple(notes),
         bench=summary,
+        others_heading=heading,
+        others_about=about,
+        others_roofline=roof,
     )
+
+
+def others_words(results: RunResults) -> tuple[str, str]:
+    """The heading of the kernels outside families, and a line on what they are: a program's that
+    memlens profiled, a plain ncu report's, or a suite run's strays."""
+    in_ranges = any(k.nvtx for k in results.kernels if not (k.family and k.variant))
+    by = "by the NVTX ranges open at each launch (outermost first), the kernel's name beside; " if in_ranges else ""
+    if results.outcomes:
+        return "other kernels", "kernels outside any variant's NVTX range"
+    if results.info.memlens_version:
+        return ("kernels of the program",
+                f"{by}kernels in no range shaped family/variant, each with all it measured")  # fmt: skip
+    return ("kernels of the ncu report",
+            f"{by or 'by kernel name (no NVTX ranges recorded: ncu --nvtx names them); '}"
+            "read from a plain ncu report, not verified by memlens")  # fmt: skip
+
+
+def cannot_show(results: RunResults) -> list[str]:
+    """What the run's file cannot carry, said once: a CSV holds one value a metric, not one an instruction."""
+    if results.kernels and all(k.missing.get("exact_excess_wavefronts_ld") == CSV_NO_INSTRUCTIONS
+                               for k in results.kernels):  # fmt: skip
+        return [
+            "an ncu CSV holds one value a metric, not one a SASS instruction: no hot lines, no source view and no"
+            " split of bank conflicts into loads and stores here; give the .ncu-rep it was exported from"
+        ]
+    return []
 
 
 def gpus_header(results: RunResults) -> tuple[HeaderItem, ...]:
@@ -280,6 +315,7 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
 
 
 def _group(results: RunResults, static: StaticResults | None = None) -> tuple[list[FamilySection], list[Row]]:
+    sources = RunSources(results.embedded_sources, results.written_at)
     outcomes = {(o.family, o.variant): o for o in results.outcomes if o.family and o.variant}
     launches: dict[tuple[str, str], list[KernelResult]] = {}
     plain: dict[tuple[str, str], list[KernelResult]] = {}  # (label, kernel): a range's kernels apart
@@ -293,12 +329,13 @@ def _group(results: RunResults, static: StaticResults | None = None) -> tuple[li
     families: dict[str, list[tuple[str, str]]] = {}
     for key in order:
         families.setdefault(key[0], []).append(key)
-    sections = [_family(name, keys, outcomes, launches, static) for name, keys in families.items()]
+    sections = [_family(name, keys, outcomes, launches, static, sources) for name, keys in families.items()]
     # a kernel in a program's NVTX range shows its range as the label and its own name beside it
-    others = [_row(label, label if group[0].nvtx is None else short_kernel(name), group, None, static=static)
-              for (label, name), group in plain.items()]  # fmt: skip
+    others = [_row(label, label if group[0].nvtx is None else short_kernel(name), group, None, static=static,
+                   sources=sources) for (label, name), group in plain.items()]  # fmt: skip
     if len(others) > OTHERS_SHOWN:  # a program of many kernels: the longest first, the rest folded
         others.sort(key=_total_duration, reverse=True)
+        others[OTHERS_SHOWN:] = [replace(row, source_views=()) for row in others[OTHERS_SHOWN:]]  # folded: no code
     return sections, others
 
 
@@ -318,11 +355,12 @@ def _family(
     outcomes: dict[tuple[str, str], VariantOutcome],
     launches: dict[tuple[str, str], list[KernelResult]],
     static: StaticResults | None = None,
+    sources: RunSources | None = None,
 ) -> FamilySection:
     marked = [k for k in keys if k in outcomes and outcomes[k].baseline]
     baseline_key = marked[0] if marked else keys[0]
     rows = [
-        _row(f"{f}/{v}", v, launches.get((f, v), []), outcomes.get((f, v)), (f, v) == baseline_key, static)
+        _row(f"{f}/{v}", v, launches.get((f, v), []), outcomes.get((f, v)), (f, v) == baseline_key, static, sources)
         for f, v in keys
     ]
     baseline = next(r for r in rows if r.baseline)
@@ -332,7 +370,7 @@ def _family(
 
 def _row(
     label: str, name: str, kernels: list[KernelResult], outcome: VariantOutcome | None, baseline: bool = False,
-    static: StaticResults | None = None,
+    static: StaticResults | None = None, sources: RunSources | None = None,
 ) -> Row:  # fmt: skip
     status = outcome.status if outcome else "unverified"
     if status == "ok" and not kernels:
@@ -356,9 +394,12 @@ def _row(
     figure = outcome.expect.excess_wavefronts if outcome and outcome.expect else None
     on_paper = paper_check(label, figure, kernels) if isinstance(figure, int) else None
     expectation = check(outcome.expect if outcome else None, measured, on_paper)
-    lines = hot_lines(kernels, outcome)
-    return replace(row, cells=kernel_cells(kernel), verdict=measured.findings + line_findings(lines),
-                   expectation=expectation, hot_lines=lines)  # fmt: skip
+    sources = sources or RunSources()
+    lines = hot_lines(kernels, outcome, embedded=sources.embedded, written_at=sources.written_at)
+    findings = measured.findings + pmpp_findings(kernel) + line_findings(lines)
+    views = source_views(kernels, outcome, sources)
+    return replace(row, cells=kernel_cells(kernel), verdict=findings, expectation=expectation,
+                   hot_lines=lines, source_views=views)  # fmt: skip
 
 
 def _invalid_finding(status: str, message: str) -> Finding:

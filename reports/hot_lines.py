@@ -4,6 +4,8 @@ sentence naming each ("kernels/transpose.cu:40 `...`: 32-way loads, 65.0 M exces
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from memlens.results import KernelResult, VariantOutcome
@@ -12,18 +14,29 @@ from memlens.source_lines import LineRecord, SourceMap, line_words, roll_up
 from .formatting import compact_count
 from .model import Finding
 
+STALE_WORDS = "the file changed after the report was written: its code is not shown"
 TOP_LINES = 3  # hot lines shown per variant
 CODE_WIDTH = 80  # characters of a line's code quoted in a verdict
 
 
+@dataclass(frozen=True)
+class RunSources:
+    """What a run says about its source files: the text it kept per file, and when its report was written."""
+
+    embedded: Mapping[str, str] | None = None
+    written_at: float | None = None
+
+
 def hot_lines(kernels: list[KernelResult], outcome: VariantOutcome | None, root: Path | None = None,
-              embedded: dict[str, str] | None = None) -> tuple[LineRecord, ...]:  # fmt: skip
+              embedded: Mapping[str, str] | None = None, written_at: float | None = None,
+              ) -> tuple[LineRecord, ...]:  # fmt: skip
     """The variant's lines with excess wavefronts or local accesses, hottest first (all its
-    launches together: one line's instructions sum over them)."""
+    launches together: one line's instructions sum over them). `embedded`: the text the run kept
+    per file; `written_at`: when its report was written (a file on disk changed since is not quoted)."""
     instructions = [record for kernel in kernels for record in kernel.instructions]
     if not instructions:
         return ()
-    sources = SourceMap((root or Path.cwd()).resolve(), embedded, outcome.sources if outcome else ())
+    sources = SourceMap((root or Path.cwd()).resolve(), embedded, outcome.sources if outcome else (), written_at)
     lines = roll_up(instructions, sources, kernels[0].kernel)
     return tuple(line for line in lines if line.excess > 0 or line.local_executions > 0)[:TOP_LINES]
 
@@ -37,6 +50,8 @@ def line_sentence(line: LineRecord) -> str:
     if line.source:
         code = line.source if len(line.source) <= CODE_WIDTH else line.source[: CODE_WIDTH - 1] + "…"
         where += f" `{code}`"
+    elif line.stale:
+        where += f" ({STALE_WORDS})"
     return f"{where}: {figures(line)}"
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from .roofline import FamilyRoofline
+    from .source_view import SourceView
 
 from memlens.line_compare import KernelLineChanges
 from memlens.source_lines import LineRecord
@@ -49,7 +50,7 @@ class Cell:
 class Finding:
     """One sentence of a verdict, about one topic."""
 
-    topic: Literal["shared", "local", "clean", "status", "roofline"]
+    topic: Literal["shared", "local", "clean", "status", "roofline", "global", "memory", "line"]
     severity: Severity
     text: str
 
@@ -127,6 +128,7 @@ class Row:
     expectation: ExpectationCheck | None = None
     bench: BenchTiming | None = None  # the variant's `memlens bench` timing, when the run has one
     hot_lines: tuple[LineRecord, ...] = ()  # lines with excess wavefronts or local accesses (hot_lines.py)
+    source_views: tuple[SourceView, ...] = ()  # its code with per-line figures, a view a file (source_view.py)
 
     @property
     def verdict_text(self) -> str:
@@ -170,6 +172,11 @@ class RunSection:
     others: tuple[Row, ...]
     notes: tuple[str, ...] = ()
     bench: BenchSummary | None = None  # None: the run has no bench.json; its tables have no bench columns
+    # the kernels outside families: what they are, in words (a heading and a line under it), and the
+    # roofline of those with floating-point work, all on one chart (None: none has FLOPs measured)
+    others_heading: str = "other kernels"
+    others_about: str = ""
+    others_roofline: FamilyRoofline | None = None
 
     @property
     def variants(self) -> tuple[Row, ...]:
@@ -270,6 +277,7 @@ def _run_json(run: RunSection) -> dict[str, Any]:
         for f in run.families
     ]
     data["others"] = [_row_json(r) for r in run.others]
+    data["others_roofline"] = asdict(run.others_roofline) if run.others_roofline else None
     return data
 
 

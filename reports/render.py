@@ -18,7 +18,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from memlens import __version__
-from memlens.kernel_names import NAME_WIDTH, elide_middle
+from memlens.kernel_names import NAME_WIDTH, elide_middle, neutral
 from memlens.line_compare import LineChange, compare_runs
 from memlens.markdown import MdSafe, md_code, md_escape
 from memlens.results import RunResults
@@ -28,7 +28,8 @@ from .columns import BENCH_COLUMNS, COLUMNS
 from .compare import compare
 from .formatting import short_kernel
 from .line_changes import figures_text, markdown_table
-from .model import Column, Comparison, Report, RunLineChanges
+from .model import Column, Comparison, FamilySection, Report, RunLineChanges
+from .source_view import SourceView
 
 if TYPE_CHECKING:
     from memlens.bench_results import BenchResults
@@ -118,6 +119,11 @@ def render_html(report: Report) -> str:
         svg = family_chart(run.others, f"memlens-{index}-others", run.exact_available)
         if svg:
             charts[f"{index}/others"] = Markup(svg)
+        if run.others_roofline is not None:
+            section = FamilySection(run.others_heading, None, run.others, roofline=run.others_roofline)
+            svg = roofline_chart(section, f"memlens-{index}-others-roofline")
+            if svg:
+                charts[f"{index}/others/roofline"] = Markup(svg)
     if report.comparisons:
         svg = comparison_chart(report.comparisons, "memlens-comparison")
         if svg:
@@ -156,6 +162,33 @@ def column_groups(columns: Sequence[Column]) -> list[tuple[str, int]]:
 # --- Markdown -----------------------------------------------------------------------------------
 
 
+MD_SASS_PER_LINE = 4  # SASS instructions listed under a hot line in Markdown (the HTML report lists all)
+
+
+def source_block(view: SourceView) -> MdSafe:
+    """A source view as a fenced code block: the figures in a margin, the line number, the code, and
+    under each line with excess or local accesses its SASS instructions with their figures."""
+    width = max((len(line.figures) for window in view.windows for line in window), default=0)
+    rows: list[str] = []
+    for index, window in enumerate(view.windows):
+        if index:
+            rows.append(f"{'':>{width}}   ⋯")
+        for line in window:
+            rows.append(f"{line.figures:>{width}} │{line.number:>5} │ {line.code}".rstrip())
+            if line.heat:
+                listed = line.instructions[:MD_SASS_PER_LINE]
+                rows.extend(f"{'':>{width}} │{'':>5} │     ↳ {i.sass}: {i.figures}" for i in listed)
+                more = len(line.instructions) - len(listed)
+                if more:
+                    rows.append(f"{'':>{width}} │{'':>5} │     ↳ … {more} more instructions")
+    if view.left_out:
+        rows.append(f"{view.left_out} more lines with figures not shown")
+    text = neutral("\n".join(rows))
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return MdSafe(f"{fence}\n{text}\n{fence}")
+
+
+
 def render_markdown(report: Report) -> str:
     environment = Environment(
         loader=FileSystemLoader(TEMPLATES),
@@ -171,6 +204,8 @@ def render_markdown(report: Report) -> str:
     environment.filters["md"] = lambda text: MdSafe(text)  # template-made Markdown only
     environment.filters["changed_lines"] = changed_lines
     environment.filters["line_table"] = lambda rows: MdSafe("\n".join(markdown_table(rows)))
+    environment.filters["short_kernel"] = lambda name: elide_middle(short_kernel(name), NAME_WIDTH)
+    environment.filters["source_block"] = source_block
     template = environment.get_template("report.md.j2")
     text = template.render(report=report)
     return re.sub(r"\n{3,}", "\n\n", text)

@@ -193,6 +193,36 @@ def _with_roofline(
     return replace(family, rows=rows, roofline=roofline)
 
 
+def others_roofline(
+    rows: Sequence[Row],
+    results: RunResults,
+    aggregate: Callable[[list[KernelResult]], KernelResult],
+    bench: BenchResults | None = None,
+) -> tuple[list[Row], FamilyRoofline | None]:
+    """The kernels outside families (a program's, a plain report's) with their roofline verdicts, and
+    one roofline of those that do floating-point work, each point named by its label (None: none)."""
+    ceilings = ceilings_of(results)
+    launches: dict[tuple[str, str], list[KernelResult]] = {}
+    for kernel in results.kernels:
+        if not (kernel.family and kernel.variant):
+            launches.setdefault((kernel.label, kernel.kernel), []).append(kernel)
+    copy = bench.copy.gb_per_s * 1e9 if bench is not None else None
+    out, judged = [], []
+    for row in rows:
+        kernels = launches.get((row.label, row.kernels[0])) if row.kernels else None
+        if not row.valid or not kernels:
+            out.append(row)
+            continue
+        kernel = aggregate(kernels)
+        where = bound(kernel, ceilings)
+        judged.append((replace(row, name=row.label, baseline=False), kernel, where))
+        finding = verdict(kernel, where, copy)
+        out.append(replace(row, verdict=(*row.verdict, finding)) if finding else row)
+    section = _with_roofline(FamilySection("kernels", None, tuple(out)), tuple(out), judged, ceilings, copy)
+    roof = section.roofline
+    return list(section.rows), roof if roof is not None and roof.points else None
+
+
 NO_FLOPS_WORDS = "no floating-point work: arithmetic intensity n/a, memory-bound by definition"
 
 

@@ -237,8 +237,11 @@ def test_value_is_the_metrics_value_without_making_it() -> None:
 
 @pytest.mark.parametrize("columns", ["60", "80", "120"])
 def test_a_narrow_terminal_never_cuts_a_figure_or_a_label(columns, monkeypatch, capsys):
+    """--wide: every column, the table wider than the screen rather than a figure cut (the columns that
+    fit by default: tests/test_terminal_width.py)."""
     monkeypatch.setenv("COLUMNS", columns)
-    assert main(["metrics", str(SUITE / "suite.results.json"), "-k", "transpose/(conflict|tile64_swizzled)$"]) == 0
+    argv = ["metrics", str(SUITE / "suite.results.json"), "-k", "transpose/(conflict|tile64_swizzled)$", "--wide"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     for text in ("transpose/conflict", "transpose/tile64_swizzled", "65,011,712", "66,026,179",
                  "0.305 ms", "1,696.4", "16,384 x 512"):  # fmt: skip

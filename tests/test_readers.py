@@ -493,7 +493,7 @@ def test_suite_results_json_holds_the_report_kernels(where: Path) -> None:
     stored = read_report(where / "suite.results.json").kernels
     assert stored
     # per-instruction figures: from the report, not in schema 1 (nor the executions in earlier recordings)
-    split = {m.key for m in PER_INSTRUCTION_METRICS} | {"excess_wavefronts_per_shared_ld", "excess_wavefronts_per_shared_st"}
+    split = {m.key for m in PER_INSTRUCTION_METRICS} | {f"excess_wavefronts_per_shared_{s}" for s in ("ld", "st")}
     for kernel in stored:
         fresh = measured[kernel.launch_id]
         # Metrics the catalogue gained after the recording: in neither file (the report lacks them too).

@@ -23,6 +23,7 @@ from ..fileio import input_files
 from ..gate import read_measurements
 from ..kernel_names import NAME_WIDTH, elide_middle
 from ..rules import ALL_METRICS
+from ..run_dir import resolve_run
 from ..terminal import table_console
 from ..units import format_value, plural
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         if not measurements.subjects:
             raise InputError(f"{args.source}: no kernels to save as a baseline")
         baseline = from_measurements(measurements)
-        written = save_baseline(baseline, args.output, inputs=input_files(args.source))
+        written = save_baseline(baseline, args.output, inputs=input_files(resolve_run(Path(args.source))))
         where = baseline.environment.gpu_name or baseline.environment.arch or "unknown GPU"
         if written.kind == "file":  # not where the baseline itself went: standard output, a FIFO...
             kernels = plural(len(baseline.values), "kernel")

@@ -19,7 +19,7 @@ from ..bench_gpus import bench_on_gpus
 from ..bench_results import BENCH_FILE, BenchResults, VariantTiming
 from ..errors import ProfilerError
 from ..gpus import chosen_gpus
-from ..run_dir import DEFAULT_OUT, shell_command
+from ..run_dir import DEFAULT_OUT, RESULTS, shell_command
 from ..suite import SKIPPED
 from ..terminal import interactive, progress_bar, table_console
 from ..units import format_bytes, format_duration, format_percent
@@ -118,12 +118,52 @@ def print_table(results: BenchResults, run_dir: Path) -> None:
     table = Table()
     for header in ("variant", "size", "sets", "median", "p10 - p90", "min", "GB/s", COPY_HEADER, "% of copy"):
         table.add_column(header, justify="left" if header in ("variant", "size") else "right", no_wrap=True)
+    judged = roofline_judgements(run_dir, results)
     for timing in results.variants:
-        table.add_row(*row(timing, info.l2_bytes))
+        cells = row(timing, info.l2_bytes)
+        if timing.label in judged:
+            cells[-1] = judged[timing.label]
+        table.add_row(*cells)
     out.print(table)
     for line in notes(results):
         out.print(line)
+    if judged:
+        out.print(f"% of copy: a compute-bound variant ({', '.join(judged)}) is judged by its roofline instead: its"
+                  " FLOPs (the run's profile) over the median time, as a % of its roofline bound on this GPU")
+    elif any(timing.family == "matmul" for timing in results.variants):
+        out.print("% of copy judges memory-bound kernels; a compute-bound one is judged by its roofline: "
+                  "`memlens profile --roofline`, then `memlens bench --into` that run")
     out.print(f"written: {run_dir / BENCH_FILE}")
+
+
+def roofline_judgements(run_dir: Path, results: BenchResults) -> dict[str, str]:
+    """label -> "x% of roofline" for each variant the run's profile (its results.json, where bench wrote
+    into a profiled run) places as compute-bound, at the bench's median time; {} without a profile."""
+    from ..errors import MemlensError
+    from ..readers import read_report
+    from ..roofline import bound, run_ceilings
+
+    if not (run_dir / RESULTS).is_file():
+        return {}
+    try:
+        profile = read_report(run_dir / RESULTS)
+    except MemlensError:
+        return {}  # a damaged profile: `memlens report` names it; the timings stand on their own
+    ceilings = {**run_ceilings(profile.kernels)}
+    for key in ceilings:
+        recorded = getattr(profile.info, key, None)
+        ceilings[key] = recorded if recorded is not None else ceilings[key]
+    found = {}
+    kernels = {kernel.label: kernel for kernel in profile.kernels}
+    for timing in results.variants:
+        kernel = kernels.get(timing.label)
+        flops = kernel.value("flops") if kernel is not None else None
+        where = bound(kernel, ceilings) if kernel is not None and flops else None
+        if where is None or where.memory_bound or timing.times.median_ms <= 0:
+            continue
+        achieved = flops / (timing.times.median_ms / 1e3)  # type: ignore[operator]
+        found[timing.label] = f"{format_percent(100 * achieved / where.limit)} of roofline"
+    return found
 
 
 def row(timing: VariantTiming, l2_bytes: int) -> list[str]:

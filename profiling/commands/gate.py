@@ -20,6 +20,7 @@ from ..errors import GateFailed
 from ..fileio import Output, input_files, resolve_outputs, write_output
 from ..gate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
 from ..rules import format_help, load_rules
+from ..run_dir import resolve_run
 from ..terminal import table_console
 
 # the file each output gets in a folder named with a trailing / (`--junit build/`)
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         baseline = load_baseline(path)
         notes += compatibility(baseline, measurements, args.allow_mismatch)
     result = evaluate(rules, measurements, baseline, notes)
-    inputs = [*input_files(args.source), args.rules, args.baseline]
+    inputs = [*input_files(resolve_run(Path(args.source))), args.rules, args.baseline]
     written = write_outputs(result, args.junit, args.summary, args.json, inputs)
     if not any(output.kind == "stdout" for output in written):
         show(result)  # with `--json -` (or --junit, --summary), that document is standard output

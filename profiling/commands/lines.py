@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.cells import cell_len, set_cell_size
+
 from ..errors import ConfigError, InputError
+from ..kernel_names import ELLIPSIS, elide_middle, short_kernel
 from ..nvtx_names import compile_filter
 from ..readers import find_report, read_with_instructions, report_kind
 from ..results import KernelResult, RunResults
@@ -58,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(found, args.top), indent=2))
     else:
-        print("\n".join(render_text(found, args.top)))
+        print("\n".join(render_text(found, args.top, terminal_width())))
     return 0
 
 
@@ -81,7 +88,8 @@ def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | 
     declared = {(o.family, o.variant): o.sources for o in results.outcomes}
     found = []
     for kernel in kernels:
-        sources = SourceMap(root, results.embedded_sources, declared.get((kernel.family, kernel.variant), ()))
+        sources = SourceMap(root, results.embedded_sources, declared.get((kernel.family, kernel.variant), ()),
+                            results.written_at)
         lines = roll_up(kernel.instructions, sources, kernel.kernel)
         found.append(KernelLines(kernel, tuple(lines), has_line_info(kernel.instructions)))
     return found
@@ -116,26 +124,58 @@ def unrecorded_local(kernel: KernelResult) -> str | None:
     )
 
 
-def render_text(found: list[KernelLines], top: int) -> list[str]:
+def _wrapped(text: str, width: int | None, indent: str) -> list[str]:
+    if width is None:
+        return [indent + text]
+    return textwrap.wrap(text, max(20, width), initial_indent=indent, subsequent_indent=indent + "  ")
+
+
+def stale_words(line: LineRecord) -> str:
+    return (f"{line.file} changed after the report was written: its code is not shown (a memlens run keeps "
+            "its sources; plain ncu: --import-source yes)")
+
+
+def terminal_width() -> int | None:
+    """The terminal's width, or COLUMNS where set; None in a pipe or a file (lines printed whole)."""
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def _fit(text: str, width: int | None) -> str:
+    if width is None or cell_len(text) <= width:
+        return text
+    return set_cell_size(text, width - 1) + ELLIPSIS
+
+
+def render_text(found: list[KernelLines], top: int, width: int | None = None) -> list[str]:
+    """The lines of each kernel in words; with `width` (a terminal's), no line longer than it: kernel
+    names shortened to what a person wrote (the full name is in --json), long code cut with "…"."""
     out: list[str] = []
     for entry in found:
         kernel = entry.kernel
-        title = kernel.label if kernel.label == kernel.kernel else f"{kernel.label}  ({kernel.kernel})"
-        out.append(f"{title}  [launch {kernel.launch_id}]")
+        name = short_kernel(kernel.kernel)  # the full name is in --json
+        launch = f"  [launch {kernel.launch_id}]"
+        title = kernel.label if kernel.label in (kernel.kernel, name) else f"{kernel.label}  ({name})"
+        if width is not None and cell_len(title + launch) > width:
+            title = elide_middle(title, max(8, width - cell_len(launch)))
+        out.append(_fit(title + launch, width))
         shown = entry.lines if top == 0 else entry.lines[:top]
         if not shown:
             out.append("  no shared-memory, local-memory or TMA instructions in the per-instruction data")
         for line in shown:
             temporary = "  (a temporary file of the compiler, gone now)" if line.temporary else ""
-            out.append(f"  {line.location}  {describe(line)}  [{' '.join(line.opcodes)}]{temporary}")
+            out.append(_fit(f"  {line.location}  {describe(line)}  [{' '.join(line.opcodes)}]{temporary}", width))
             if line.source:
-                out.append(f"      {line.source}")
+                out.append(_fit(f"      {line.source}", width))
+            elif line.stale:
+                out.extend(_wrapped(f"({stale_words(line)})", width, "      "))
         if len(entry.lines) > len(shown):
             out.append(f"  ... {plural(len(entry.lines) - len(shown), 'more line')} (--top 0 shows all)")
         for note in kernel_notes(entry, shown):
             out.append(f"  note: {note}")
         if entry.lines and not entry.line_info:
-            out.append(f"  hint: {LINE_INFO_HINT}")
+            out.extend(_wrapped(f"hint: {LINE_INFO_HINT}", width, "  "))
         out.append("")
     return out[:-1] if out else out
 

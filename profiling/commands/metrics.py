@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -24,11 +25,11 @@ from rich.cells import cell_len  # a few ms; the rest of rich is imported where 
 from .. import paper, shared_figures
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError
-from ..kernel_names import NAME_WIDTH, elide_middle
+from ..kernel_names import NAME_WIDTH, elide_middle, short_kernel
 from ..nvtx_names import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
-from ..run_dir import LATEST_RUN
+from ..run_dir import LATEST_RUN, resolve_run
 from ..tables import LABEL_MIN_WIDTH, TableColumn, fast_table, print_drawn, rich_table, write_indented
 from ..terminal import console, table_console
 from ..units import format_bytes, format_count, format_duration, format_percent
@@ -50,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="every metric of every kernel as JSON")
     output.add_argument("--csv", action="store_true", help="every metric of every kernel as CSV, one row a kernel")
+    parser.add_argument("--wide", action="store_true",
+                        help="every column of the table, however wide the terminal (default: the columns that fit)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,12 +60,12 @@ def run(args: argparse.Namespace) -> int:
     kernels = _select(results, args.pattern, args.path or str(LATEST_RUN))
     output = "json" if args.json else "csv" if args.csv else "table"
     causes = local_memory_causes(Path(args.path or LATEST_RUN), kernels)
-    render(results, kernels, output, causes, title=args.path or str(LATEST_RUN))
+    render(results, kernels, output, causes, title=args.path or str(LATEST_RUN), wide=args.wide)
     return 0
 
 
 def render(results: RunResults, kernels: list[KernelResult], output: str = "table",
-           local: dict[int, str] | None = None, title: str | None = None) -> None:  # fmt: skip
+           local: dict[int, str] | None = None, title: str | None = None, wide: bool = False) -> None:  # fmt: skip
     """Print `kernels` of `results` on stdout as "table", "json" or "csv"; `local` gives the cause
     of local memory of kernels (by position in `kernels`) that have local traffic; the table's title
     names `title` (the path the user gave), else the run's source."""
@@ -80,11 +83,13 @@ def render(results: RunResults, kernels: list[KernelResult], output: str = "tabl
     elif output == "csv":
         write_csv(kernels, sys.stdout)
     elif output == "table":
-        print_table(results, kernels, title=title)
+        print_table(results, kernels, title=title, wide=wide)
+        out = console()
+        fit = not wide and (out.is_terminal or "COLUMNS" in os.environ)  # wrapped to the terminal, as the table
         for line in dict.fromkeys(f"{kernels[i].label}: local memory: {text}" for i, text in local.items()):
-            console().print(line, markup=False, highlight=False, soft_wrap=True)
+            out.print(line, markup=False, highlight=False, soft_wrap=not fit)
         for line in paper.lines(on_paper, (k.label for k in kernels)):
-            console().print(line, markup=False, highlight=False, soft_wrap=True)
+            out.print(line, markup=False, highlight=False, soft_wrap=not fit)
     else:
         raise ValueError(f"unknown output {output!r}")
 
@@ -96,6 +101,7 @@ def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, st
 
     from ..static_check import find_static
 
+    path = resolve_run(path)
     static = find_static(path if path.is_dir() else path.parent)
     found = {}
     for index, kernel in enumerate(kernels):
@@ -203,36 +209,83 @@ COLUMNS = (
 
 
 def print_table(
-    results: RunResults, kernels: list[KernelResult], fast: bool | None = None, title: str | None = None
-) -> None:
+    results: RunResults, kernels: list[KernelResult], fast: bool | None = None, title: str | None = None,
+    wide: bool = False,
+) -> None:  # fmt: skip
     """The title, one row a kernel and the notes. `fast` picks the printer (default: by the output
-    and the number of kernels); both print the same text."""
+    and the number of kernels); both print the same text. On a terminal (or where COLUMNS sets the
+    width) the table fits it: the most telling columns that fit (FIT_ORDER), kernel names shortened,
+    and a line naming the columns left out; `wide`, or a pipe without COLUMNS, every column."""
     out = table_console(PIPE_WIDTH)
     if fast is None:
         fast = not out.is_terminal or len(kernels) > RICH_MAX_ROWS
-    rows = [[column.render(kernel) for column in COLUMNS] for kernel in kernels]
+    fit = not wide and (out.is_terminal or "COLUMNS" in os.environ)
+    chosen = list(COLUMNS)
+    if fit:
+        label = max(LABEL_MIN_WIDTH, min(NAME_WIDTH, out.width // 2))
+        rows = [[_fitted_label(kernel, label), *(column.render(kernel) for column in COLUMNS[1:])]
+                for kernel in kernels]  # fmt: skip
+        chosen = _columns_that_fit(rows, out.width)
+        keep = [COLUMNS.index(column) for column in chosen]
+        rows = [[row[index] for index in keep] for row in rows]
+    else:
+        rows = [[column.render(kernel) for column in COLUMNS] for kernel in kernels]
     # never squeeze a figure: on a narrow terminal the table is wider than the screen, not truncated
-    out.width = max(out.width, _narrowest_table(rows))
+    out.width = max(out.width, _narrowest_table(rows, chosen))
     out.print(_title(results, title))
-    columns = [TableColumn(column.header, numeric=column.name != "kernel") for column in COLUMNS]
+    columns = [TableColumn(column.header, numeric=column.name != "kernel") for column in chosen]
     text = fast_table(out, columns, rows) if fast else None
     if text is None:
         out.print(rich_table(columns, rows))
     else:
         print_drawn(out, text)  # every line already fits the width
-    for line in notes(kernels):
+    left_out = [column.name for column in COLUMNS if column not in chosen]
+    if left_out:
+        out.print(f"left out to fit {out.width} columns: {', '.join(left_out)} (--wide shows all; --json every figure)")
+    for line in notes(kernels, chosen):
         out.print(line)
 
 
-def _narrowest_table(rows: list[list[str]]) -> int:
-    """The width under which a figure would be cut: every numeric column whole, the kernel column
-    at its minimum, one space of padding a side, and the borders."""
+# The columns a narrow terminal keeps, most telling first; the table shows them in COLUMNS' order.
+FIT_ORDER = ("kernel", "duration", "exact excess wavefronts", "local ld / st", "shared ld n-way", "DRAM GB/s",
+             "DRAM % of peak", "HW conflict counter", "registers", "static shared/block", "grid x block")
+
+
+def _fitted_label(kernel: KernelResult, width: int) -> str:
+    """The label, and a program's kernel below it, shortened to what a person wrote and to `width`."""
+    label = elide_middle(kernel.label, width)
+    if kernel.nvtx is not None and kernel.kernel != kernel.label:
+        return f"{label}\n  {elide_middle(short_kernel(kernel.kernel), width - 2)}"
+    return label
+
+
+def _columns_that_fit(rows: list[list[str]], width: int) -> list[Column]:
+    """The columns of FIT_ORDER, in COLUMNS' order, that fit `width` with the kernel column whole."""
+    widths = _widths(rows, list(COLUMNS))
+    used = widths[0] + 3 + 1  # the kernel column, its padding and borders
+    chosen = {"kernel"}
+    for name in FIT_ORDER[1:]:
+        index = next(i for i, column in enumerate(COLUMNS) if column.name == name)
+        if used + widths[index] + 3 <= width:
+            used += widths[index] + 3
+            chosen.add(name)
+    return [column for column in COLUMNS if column.name in chosen]
+
+
+def _widths(rows: list[list[str]], columns: list[Column]) -> list[int]:
     def widest(texts: list[str]) -> int:
         return max((cell_len(line) for text in texts for line in text.split("\n")), default=0)
 
-    label_width = min(widest([row[0] for row in rows]), LABEL_MIN_WIDTH)
-    numeric = [widest([column.header] + [row[index] for row in rows]) for index, column in enumerate(COLUMNS)][1:]
-    return label_width + sum(numeric) + 2 * len(COLUMNS) + len(COLUMNS) + 1
+    return [widest([column.header] + [row[index] for row in rows]) for index, column in enumerate(columns)]
+
+
+def _narrowest_table(rows: list[list[str]], columns: list[Column] | None = None) -> int:
+    """The width under which a figure would be cut: every numeric column whole, the kernel column
+    at its minimum, one space of padding a side, and the borders."""
+    columns = columns or list(COLUMNS)
+    widths = _widths(rows, columns)
+    label_width = min(widths[0], LABEL_MIN_WIDTH) if rows else 0
+    return label_width + sum(widths[1:]) + 2 * len(columns) + len(columns) + 1
 
 
 def _title(results: RunResults, named: str | None = None) -> str:
@@ -242,11 +295,11 @@ def _title(results: RunResults, named: str | None = None) -> str:
     return f"{named or info.source or 'results'}" + (f" ({where})" if where else "")
 
 
-def notes(kernels: list[KernelResult]) -> list[str]:
+def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> list[str]:
     """One line per distinct (column, reason) of a missing metric, naming the kernels when not all."""
     seen: dict[tuple[str, str], dict[str, None]] = {}  # the labels of each, in order, each once
     for kernel in kernels:
-        for column in COLUMNS:
+        for column in columns or COLUMNS:
             for key in column.keys:
                 if kernel.value(key) is None and not (key == "shared_ld_ways" and _ways(kernel) != NA):
                     seen.setdefault((column.name, kernel.missing_reason(key) or "missing"), {})[kernel.label] = None

@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from memlens.reports import FORMATS
 
 from ..bench_results import BENCH_FILE, BenchResults, find_bench
+from ..errors import MemlensError
 from ..fileio import write_output
 from ..readers import RESULTS_FILE, find_report, read_report
-from ..run_dir import report_file
+from ..results import RunResults
+from ..run_dir import NCU_REPORT, report_file, resolve_run
 from ..static_check import find_static
 
 
@@ -41,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = [(path, read_report(path, instructions=True)) for path in args.runs]
+    runs = [(path, read_with_lines(path)) for path in args.runs]
     # jinja2 and matplotlib only for this command, and after reading: NumPy's threads would stop the
     # reader forking its helpers (readers/helpers.py)
     from memlens.reports.render import build_report, render
@@ -58,10 +61,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_with_lines(path: str | Path) -> RunResults:
+    """The run at `path` with its kernels' instructions: a run directory whose results.json was written
+    without them (a program run of memlens before it kept them) takes them from its profile.ncu-rep."""
+    results = read_report(path, instructions=True)
+    report = find_report(Path(path))
+    raw = report.with_name(NCU_REPORT)
+    if report.name != RESULTS_FILE or any(k.instructions for k in results.kernels) or not raw.is_file():
+        return results
+    try:
+        measured = {k.launch_id: k for k in read_report(raw, instructions=True).kernels}
+    except MemlensError:
+        return results  # its figures are in results.json: the report goes on without lines
+    kernels = tuple(
+        replace(k, instructions=measured[k.launch_id].instructions)
+        if k.launch_id in measured and measured[k.launch_id].kernel == k.kernel else k
+        for k in results.kernels
+    )
+    return replace(results, kernels=kernels)
+
+
 def run_directory(path: str | Path) -> Path:
     """The run directory of a RUN argument: the directory itself, or the folder of a file
     (a results.json, or a profiler report saved in its run directory)."""
-    path = Path(path)
+    path = resolve_run(Path(path))
     return path if path.is_dir() else path.parent
 
 

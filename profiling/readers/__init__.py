@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InputError
 from ..fileio import missing_reason
 from ..results import RunResults, load_results
-from ..run_dir import NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet
+from ..run_dir import LATEST, NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet, resolve_run, runs_in
 from .ncu_csv import parse_csv, read_csv
 from .ncu_rep import REPORT_MAGIC, read_ncu_rep
 
@@ -47,7 +48,7 @@ def read_with_instructions(path: str | Path) -> RunResults:
 def find_report(path: Path) -> Path:
     """The file `read_report` reads for `path`: the path itself, or the report in a run directory."""
     if path.is_dir():
-        return _in_directory(path)
+        return _in_directory(resolve_run(path))
     if not path.exists():
         raise InputError(NO_RUN_YET if no_run_yet(path) else f"{path}: {missing_reason(path)}")
     if not path.is_file():
@@ -66,7 +67,19 @@ def _in_directory(directory: Path) -> Path:
         if found:
             names = ", ".join(p.name for p in found)
             raise InputError(f"{directory}: no {RESULTS_FILE} and several reports ({names}): name one")
-    raise InputError(f"{directory}: no {RESULTS_FILE}, .ncu-rep or ncu CSV in this directory")
+    raise InputError(f"{directory}: {_nothing_here(directory)}")
+
+
+def _nothing_here(directory: Path) -> str:
+    """Why a directory holds nothing to read, and what would work."""
+    runs = runs_in(directory)
+    if runs:
+        link = directory / LATEST
+        broken = f"its {LATEST} link points at no run" if link.is_symlink() or link.exists() else f"no {LATEST} link"
+        return (f"a folder of {len(runs)} runs with {broken}: name one, e.g. {runs[-1]} "
+                f"(or its {RESULTS_FILE})")  # fmt: skip
+    return (f"no {RESULTS_FILE}, .ncu-rep or ncu CSV in this directory: give a run directory "
+            f"(runs/<time>-<pid>, or runs for its {LATEST} run), a results.json, a .ncu-rep or an ncu CSV")
 
 
 def report_kind(path: Path) -> str:
@@ -77,10 +90,15 @@ def report_kind(path: Path) -> str:
 def _read_file(path: Path, instructions: bool = False) -> RunResults:
     kind = _kind(path)
     if kind == "json":
-        return load_results(path)
-    if kind == "csv":
-        return read_csv(path)
-    return read_ncu_rep(path, instructions)
+        results = load_results(path)
+    elif kind == "csv":
+        results = read_csv(path)
+    else:
+        results = read_ncu_rep(path, instructions)
+    try:
+        return replace(results, written_at=path.stat().st_mtime)
+    except OSError:
+        return results
 
 
 def _kind(path: Path) -> str:

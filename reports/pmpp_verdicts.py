@@ -1,0 +1,79 @@
+"""PMPP's verdicts on global memory (Programming Massively Parallel Processors, chapters 5 and 6):
+whether a kernel's global loads and stores are coalesced, and whether its memory traffic is bound by
+DRAM or served from L2. Local memory has its own verdict (verdicts.local_memory).
+
+Coalescing is judged on sectors per request, the kernel's 32-byte sectors over its warp-level load
+(or store) instructions: a warp whose 32 threads read 32 consecutive 4-byte values touches 4 sectors,
+8-byte values 8, 16-byte values 16. The counters do not carry the access width, so a figure above 16
+is uncoalesced whatever the width, and one between 4 and 16 is coalesced only for the width it names.
+Each function returns None where the run lacks the figures (no --roofline, a plain report without
+them): nothing is said that the figures do not support.
+"""
+
+from __future__ import annotations
+
+from memlens.results import KernelResult
+from memlens.units import significant
+
+from .model import Finding
+
+SECTOR_BYTES = 32
+COALESCED_4_BYTE = 4.0  # sectors a warp request of 32 consecutive 4-byte values touches
+WIDEST_COALESCED = 16.0  # ... of 16-byte values, the widest access a thread makes
+COALESCED_WIDTHS = (4.0, 8.0, 16.0)  # sectors a coalesced warp request touches, by bytes a thread
+SLACK = 1.1  # partial warps and unaligned edges move a coalesced figure a little
+DRAM_BOUND_PCT = 60.0  # DRAM at this share of its peak or more: the kernel is DRAM-bound
+L2_OVER_DRAM = 2.0  # L1-L2 traffic this many times the DRAM bytes or more: data reread through L2
+
+
+def pmpp_findings(kernel: KernelResult) -> tuple[Finding, ...]:
+    """The verdicts the kernel's figures support, in order: coalescing of loads, of stores, then the
+    memory level its traffic is bound by."""
+    found = (coalescing(kernel, "load"), coalescing(kernel, "store"), memory_level(kernel))
+    return tuple(finding for finding in found if finding is not None)
+
+
+def coalescing(kernel: KernelResult, side: str) -> Finding | None:
+    """"global loads uncoalesced: 32 sectors per request, 8x the 4 of ..." where the figure shows it;
+    None where it is coalesced for some access width (4, 8 or 16 bytes a thread), or not measured."""
+    per_request = kernel.value(f"global_{side}_sectors_per_request")
+    requests = kernel.value(f"global_{side}_requests")
+    if per_request is None or not requests:
+        return None
+    if any(width / SLACK <= per_request <= width * SLACK for width in COALESCED_WIDTHS) or per_request < 4:
+        return None  # a coalesced warp of 4-, 8- or 16-byte values (or a partial one): nothing to say
+    figure = f"{significant(per_request)} sectors per request"
+    times = significant(per_request / COALESCED_4_BYTE)
+    if per_request > WIDEST_COALESCED * SLACK:
+        return Finding("global", "bad", (
+            f"global {side}s uncoalesced: {figure}, {times}x the {COALESCED_4_BYTE:g} of a warp's 32 consecutive"
+            f" 4-byte values (16 for 16-byte values): each warp {side} touches scattered sectors"
+            " (a strided or column-wise access; PMPP 6.1: have consecutive threads use consecutive addresses)"
+        ))  # fmt: skip
+    return Finding("global", "unknown", (
+        f"global {side}s partly uncoalesced: {figure}, {times}x the {COALESCED_4_BYTE:g} of a warp's 32 consecutive"
+        " 4-byte values and no coalesced width's (8 for 8-byte values, 16 for 16-byte): misaligned or partly"
+        " scattered accesses"
+    ))  # fmt: skip
+
+
+def memory_level(kernel: KernelResult) -> Finding | None:
+    """DRAM-bound (DRAM near its peak), or traffic reread through L2 (L1-L2 bytes a multiple of DRAM's)."""
+    pct = kernel.value("dram_pct_of_peak")
+    dram = kernel.value("dram_bytes")
+    l2 = kernel.value("l2_bytes")
+    if pct is None or not dram or l2 is None:
+        return None
+    ratio = l2 / dram
+    if pct >= DRAM_BOUND_PCT:
+        return Finding("memory", "ok", (
+            f"DRAM-bound: DRAM at {significant(pct)}% of its peak (L1-L2 traffic {significant(ratio)}x the DRAM bytes)"
+        ))  # fmt: skip
+    if ratio >= L2_OVER_DRAM:
+        hit = kernel.value("l2_hit_rate")
+        hits = f", L2 hit rate {significant(hit)}%" if hit is not None else ""
+        return Finding("memory", "ok", (
+            f"memory traffic served from L2, not DRAM: L1-L2 traffic {significant(ratio)}x the DRAM bytes{hits},"
+            f" DRAM at {significant(pct)}% of its peak (the kernel rereads its data through L2)"
+        ))  # fmt: skip
+    return None
