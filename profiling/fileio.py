@@ -8,10 +8,8 @@ import errno
 import json
 import os
 import re
-import socket
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,6 +171,8 @@ def _write_in_place(output: Output, text: str) -> None:
     sys.stdout.flush()  # what memlens printed comes first, where this is its own standard output
     data = text.encode("utf-8")
     if output.kind == "socket":
+        import socket  # here: `memlens profile` imports this module before ncu starts
+
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(str(output.path))
             connection.sendall(data)
@@ -248,6 +248,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Temp file + rename in `path`'s folder (made when missing). OSError as it comes: commands
     write through `write_output`, which names it in one line."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: `memlens profile` imports this module before ncu starts
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)

@@ -29,7 +29,7 @@ import sys
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from . import __version__
 from .catalogue import ncu_metric_names
@@ -47,8 +47,10 @@ from .ncu import (
     run_ncu,
     start_disassembler,
 )
-from .results import RunInfo, RunResults, printable
 from .run_dir import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS, driver_version, new_run_dir, point_latest
+
+if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
+    from .results import RunInfo, RunResults
 
 DEFAULT_FILTERS = ("regex:.*/", "regex:.*@.*/")  # the default domain, every named domain
 DEFAULT_LAUNCH_COUNT = 100
@@ -156,6 +158,8 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         last_line = stderr.close()
     if run is not None:
         error = _failure(run, options, last_line, run_dir)
+    from .results import RunInfo
+
     info = RunInfo(
         ncu_version=ncu.version_text,
         driver_version=driver_version(),
@@ -211,6 +215,7 @@ def _nothing_profiled(options: ProgramOptions, run_dir: Path) -> str:
 
 def _collect(run_dir: Path, info: RunInfo, complete: bool) -> tuple[RunResults, MemlensError | None]:
     from .readers import read_report
+    from .results import RunResults
 
     report = run_dir / NCU_REPORT
     if not report.exists():
@@ -255,5 +260,7 @@ class _StderrTee:
         if not self.thread.is_alive():  # else a process the program left holds the pipe: leave it be
             self.file.close()
             self.reader.close()
+        from .results import printable
+
         text = printable(self.last_line.decode("utf-8", errors="replace").strip())
         return text if len(text) <= 200 else text[:197] + "..."
