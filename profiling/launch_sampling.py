@@ -31,8 +31,10 @@ reader can set beside "1 profiled" (see program_run and api.range).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError
 
@@ -131,3 +133,25 @@ def range_runs(nvtx: str | None, counts: dict[str, int]) -> int | None:
     innermost = nvtx.rsplit(" > ", 1)[-1]
     found = [count for path, count in counts.items() if path.rsplit(" > ", 1)[-1] == innermost]
     return found[0] if len(found) == 1 else None
+
+
+def sampling_lines(launches: str | None, warm_up: int | None, kernels: Sequence[Any]) -> list[str]:
+    """What a table or report says below its kernels of a run that profiled one launch of many: which
+    launches, and per kernel "1 profiled of its range's N runs" where memlens.range counted them.
+    Nothing for a run of every launch (or a suite run, or a plain ncu report: launches None)."""
+    if launches in (None, ALL):
+        return []
+    sampling = parse_launches(launches, warm_up or 0)
+    lines = [f"launches: {sampling.describe()}"]
+    by_runs: dict[int, dict[str, None]] = {}
+    for kernel in kernels:
+        if getattr(kernel, "range_runs", None) is not None:
+            by_runs.setdefault(kernel.range_runs, {})[kernel.label] = None
+    for runs, labels in sorted(by_runs.items(), reverse=True):
+        shown = ", ".join(list(labels)[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6 else "")
+        of_runs = f"{runs:,} run{'s' if runs != 1 else ''}"
+        lines.append(f"  {sampling.per_kernel} profiled of the {of_runs} of its range: {shown}")
+    if len(by_runs) == 0 or any(getattr(k, "range_runs", None) is None for k in kernels):
+        lines.append("  how many launches each profiled one stands for: unknown (ncu reports only those it "
+                     "profiled; memlens.range counts its ranges' runs)")  # fmt: skip
+    return lines

@@ -263,3 +263,27 @@ def test_results_say_how_often_the_range_of_each_profiled_kernel_ran(fake_ncu, t
     assert runs["iteration > transpose/padded"] == 1
     assert all("range_runs" not in k for k in kernels if k["nvtx"].split(" > ")[-1] not in (
         "transpose/conflict", "transpose/padded"))  # fmt: skip
+
+
+def test_metrics_and_report_say_one_profiled_of_how_many(fake_ncu, tmp_path, capsys):
+    assert profile(tmp_path, "--warm-up", "1", command=program(RANGES_PROGRAM)) == 0
+    run = (tmp_path / "runs" / "latest").resolve()
+    capsys.readouterr()
+    assert main(["metrics", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert ("launches: one launch of each distinct kernel (function, grid, block, shared memory) after 1 warm-up "
+            "launch profiled (--launches first; --launches all profiles every launch)") in out  # fmt: skip
+    assert "  1 profiled of the 50 runs of its range: transpose/conflict\n" in out  # labels, as in the table
+    assert "  1 profiled of the 1 run of its range: transpose/padded\n" in out
+    assert "how many launches each profiled one stands for: unknown" in out  # the kernels of other ranges
+    assert main(["metrics", str(run), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["info"]["launches"] == "first" and data["info"]["warm_up"] == 1
+    assert {k["nvtx"]: k["range_runs"] for k in data["kernels"]}["iteration > transpose/conflict"] == 50
+    assert main(["report", str(run), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
+    assert "1 profiled of the 50 runs of its range: transpose/conflict" in (tmp_path / "r.md").read_text()
+    # a run of every launch says nothing of the kind
+    assert profile(tmp_path, "--launches", "all") == 0
+    capsys.readouterr()
+    assert main(["metrics", str(tmp_path / "runs" / "latest")]) == 0
+    assert "launches:" not in capsys.readouterr().out

@@ -25,6 +25,7 @@ from .. import paper
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError
 from ..kernel_names import NAME_WIDTH, elide_middle
+from ..launch_sampling import sampling_lines
 from ..nvtx_names import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
@@ -223,6 +224,8 @@ def print_table(
         print_drawn(out, text)  # every line already fits the width
     for line in notes(kernels):
         out.print(line)
+    for line in sampling_lines(results.info.launches, results.info.warm_up, kernels):
+        out.print(line)
 
 
 def _narrowest_table(rows: list[list[str]]) -> int:
@@ -288,6 +291,7 @@ def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
                 "variant": k.variant,
                 "nvtx": k.nvtx,
                 "launch_id": k.launch_id,
+                "range_runs": k.range_runs,  # runs of its memlens.range (--launches first); null: unknown
                 "metrics": _metrics_json(k),
             }
             for k in kernels
