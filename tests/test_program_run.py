@@ -168,6 +168,8 @@ def test_filter_matching_nothing_says_which_filter(tmp_path, monkeypatch, capsys
     assert "(the default) --nvtx-exclude 'step/' matched no NVTX range" in capsys.readouterr().err
     assert profile(tmp_path, "--all-kernels", "--nvtx-exclude", "step/") == 3
     assert "the program launched none outside --nvtx-exclude 'step/';" in capsys.readouterr().err
+    assert profile(tmp_path, "--warm-up", "2") == 3
+    assert "(or each kernel ran --warm-up 2 times or fewer) matched no NVTX range" in capsys.readouterr().err
 
 
 def test_ncu_missing_is_exit_3(tmp_path, monkeypatch, capsys):
