@@ -119,8 +119,10 @@ class _RangeCounts:
     def write(self, target: str) -> None:
         with self.lock:
             data = {"ranges": dict(self.counts)}
+        from .fileio import write_text_atomic
+
         try:
-            Path(target).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+            write_text_atomic(Path(target), json.dumps(data, indent=1) + "\n")
         except OSError:  # a help to the reader of the results: never a reason for the program to fail
             pass
 

@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,8 +249,6 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Temp file + rename in `path`'s folder (made when missing). OSError as it comes: commands
     write through `write_output`, which names it in one line."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    import tempfile  # here: `memlens profile` imports this module before ncu starts
-
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
