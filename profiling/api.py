@@ -10,15 +10,27 @@
 
 then `memlens profile -- python app.py`, and `memlens.load("runs/latest").dataframe()`.
 
-`range` pushes an NVTX push/pop range (the `nvtx` package) in NVTX's default domain, the one
-`memlens profile`'s default filters select ('regex:.*/'; 'regex:.*@.*/' takes every named domain)
-and whose ranges its labels show without a domain. A name shaped "family/variant" groups with the
-family's other variants in reports. The suite contract (Family, Launch, Expect, CudaKernel,
-NumbaKernel, Inputs, Size) is here too.
+`range` opens two NVTX ranges of one name in NVTX's default domain (the `nvtx` package): a push/pop
+range, which nests (labels show `step > forward`) but belongs to the thread that pushed it, and a
+start/end range, which belongs to the process and so covers the kernels every thread launches while
+it is open: PyTorch runs backward on its own autograd thread, whose kernels a push/pop range around
+the step does not cover (ncu sees push/pop ranges per thread). `memlens profile`'s default filters
+select both kinds ('regex:.*/' and 'regex:.*'; 'regex:.*@.*/' and 'regex:.*@.*' take every named
+domain). Under `memlens profile` it also counts how often each range ran (each thread's path of
+memlens ranges, outermost first), written at the program's exit for results.json's `range_runs`.
+A name shaped "family/variant" groups with the family's other variants in reports. The suite
+contract (Family, Launch, Expect, CudaKernel, NumbaKernel, Inputs, Size) is here too.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
+import json
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +44,8 @@ __all__ = ["range", "load", "Family", "Launch", "Expect", "Inputs", "Size", "Cud
 DOMAIN = None  # NVTX's default domain: ncu names it "<default domain>"
 
 
-def range(name: str, color: str | None = None) -> Any:  # noqa: A001 (memlens.range reads as intended)
-    """An NVTX push/pop range named `name`: a context manager, and a decorator of functions."""
+def range(name: str, color: str | None = None) -> _Range:  # noqa: A001 (memlens.range reads as intended)
+    """NVTX ranges named `name` (push/pop and start/end): a context manager, and a decorator of functions."""
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"memlens.range needs a non-empty name, not {name!r}")
     if name.endswith("/") or "@" in name or " > " in name:
@@ -43,7 +55,79 @@ def range(name: str, color: str | None = None) -> Any:  # noqa: A001 (memlens.ra
         import nvtx
     except ImportError as exc:
         raise ConfigError(f"memlens.range needs the nvtx package ({exc}): pip install nvtx") from None
-    return nvtx.annotate(name, color=color, domain=DOMAIN)
+    return _Range(nvtx, name, color)
+
+
+class _Range:
+    """One memlens.range: enter pushes the push/pop range and starts the start/end range, exit ends
+    both. Re-entrant and usable from several threads at once (what is open is kept per thread)."""
+
+    def __init__(self, nvtx: Any, name: str, color: str | None) -> None:
+        self.nvtx, self.name, self.color = nvtx, name, color
+
+    def __enter__(self) -> _Range:
+        stack = _open_ranges()
+        path = " > ".join([*(entry[0] for entry in stack), self.name])
+        started = self.nvtx.start_range(self.name, color=self.color, domain=DOMAIN)
+        self.nvtx.push_range(self.name, color=self.color, domain=DOMAIN)
+        stack.append((self.name, started))
+        _COUNTS.add(path)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        name, started = _open_ranges().pop()
+        self.nvtx.pop_range(domain=DOMAIN)
+        self.nvtx.end_range(started)
+
+    def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def inside(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return function(*args, **kwargs)
+
+        return inside
+
+
+_THREAD = threading.local()
+
+
+def _open_ranges() -> list[tuple[str, Any]]:
+    if not hasattr(_THREAD, "stack"):
+        _THREAD.stack = []
+    return _THREAD.stack  # type: ignore[no-any-return]
+
+
+class _RangeCounts:
+    """How often each path of memlens ranges ran, written at exit to the file memlens profile names in
+    $MEMLENS_RANGE_COUNTS (launch_sampling.RANGE_COUNTS_ENV); nothing is counted without it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self.registered = False
+
+    def add(self, path: str) -> None:
+        target = os.environ.get("MEMLENS_RANGE_COUNTS")
+        if not target:
+            return
+        with self.lock:
+            self.counts[path] += 1
+            if not self.registered:
+                self.registered = True
+                atexit.register(self.write, target)
+
+    def write(self, target: str) -> None:
+        with self.lock:
+            data = {"ranges": dict(self.counts)}
+        from .fileio import write_text_atomic
+
+        try:
+            write_text_atomic(Path(target), json.dumps(data, indent=1) + "\n")
+        except OSError:  # a help to the reader of the results: never a reason for the program to fail
+            pass
+
+
+_COUNTS = _RangeCounts()
 
 
 def load(path: str | Path) -> RunResults:

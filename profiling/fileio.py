@@ -8,7 +8,6 @@ import errno
 import json
 import os
 import re
-import socket
 import stat
 import sys
 import tempfile
@@ -173,6 +172,8 @@ def _write_in_place(output: Output, text: str) -> None:
     sys.stdout.flush()  # what memlens printed comes first, where this is its own standard output
     data = text.encode("utf-8")
     if output.kind == "socket":
+        import socket  # here: `memlens profile` imports this module before ncu starts
+
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(str(output.path))
             connection.sendall(data)

@@ -87,6 +87,7 @@ class ProfileRequest:
     launch_count: int | None = None  # ncu --launch-count: profile at most this many launches
     nvtx_exclude: tuple[str, ...] = ()  # ncu --nvtx-exclude: kernels in these ranges are not profiled
     replay_mode: str = "kernel"  # ncu --replay-mode: "application" runs the program once per pass
+    launch_filter: tuple[str, ...] = ()  # ncu's kernel filter options (launch_sampling.LaunchSampling.ncu_args)
 
     def __post_init__(self) -> None:
         if self.replay_mode not in REPLAY_MODES:
@@ -106,6 +107,7 @@ def profile_argv(ncu: Ncu, request: ProfileRequest, app: Sequence[str]) -> list[
         "--replay-mode", request.replay_mode,
         "--nvtx", *[arg for nvtx_filter in filters for arg in ("--nvtx-include", nvtx_filter)],
         *[arg for nvtx_filter in request.nvtx_exclude for arg in ("--nvtx-exclude", nvtx_filter)],
+        *request.launch_filter,
         *(["--launch-count", str(request.launch_count)] if request.launch_count else []),
         "--metrics", ",".join(request.metrics),
         "--export", str(request.report),

@@ -8,7 +8,16 @@ select, in ncu's own `--nvtx-include` syntax (validated here, passed through as 
 - `regex:EXPR/`, `regex:DOMAIN@EXPR/`: the same with a regular expression.
 - default: `regex:.*/` and `regex:.*@.*/`, every push/pop range of every domain: the first takes
   NVTX's default domain (where `memlens.range`, `torch.cuda.nvtx.range` and `nvtxRangePushA` put
-  them), the second every named one (`nvtx.annotate(..., domain="mine")`, `nvtxDomainRangePushEx`).
+  them), the second every named one (`nvtx.annotate(..., domain="mine")`, `nvtxDomainRangePushEx`);
+  and `regex:.*`, `regex:.*@.*`, every start/end range of every domain. A push/pop range belongs to
+  the thread that pushed it (ncu sees it around that thread's launches only); a start/end range
+  belongs to the process, so it covers the launches of every thread while it is open: PyTorch's
+  backward, run on its autograd thread, is covered by a start/end range around the step, not by a
+  push/pop one. `memlens.range` opens both (api.py).
+
+Which launches: `--launches first` (the default) profiles each distinct kernel (function, grid, block,
+shared memory) once, `--launches N` N times, `--launches all` every launch; `--warm-up K` leaves out
+the first K launches of each (launch_sampling.py says how, with ncu's own filters, and why).
 
 `--nvtx-exclude FILTER` (same syntax, repeatable) leaves out the kernels in the ranges it selects, from
 the filters above or from --all-kernels. `--all-kernels` profiles every kernel instead of NVTX
@@ -29,13 +38,22 @@ import sys
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from . import __version__
 from .catalogue import ncu_metric_names
 from .errors import ConfigError, MemlensError, ProfilerError
 from .fileio import write_json_output, write_output
 from .kept_sources import keep_sources
+from .launch_sampling import (
+    COUNTS_ALL,
+    COUNTS_UNKNOWN,
+    RANGE_COUNTS_ENV,
+    RANGE_COUNTS_FILE,
+    LaunchSampling,
+    range_runs,
+    read_range_counts,
+)
 from .ncu import (
     NcuRun,
     NcuTimeout,
@@ -48,11 +66,14 @@ from .ncu import (
     run_ncu,
     start_disassembler,
 )
-from .results import RunInfo, RunResults, printable
 from .run_dir import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS, driver_version, new_run_dir, point_latest
 from .source_lines import CUPY_SAVE_SOURCE
 
-DEFAULT_FILTERS = ("regex:.*/", "regex:.*@.*/")  # the default domain, every named domain
+if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
+    from .results import RunInfo, RunResults
+
+# push/pop ranges of the default domain and of every named one; start/end ranges of the same
+DEFAULT_FILTERS = ("regex:.*/", "regex:.*@.*/", "regex:.*", "regex:.*@.*")
 DEFAULT_LAUNCH_COUNT = 100
 STDERR_FILE = "program.stderr"
 _APP_FAILED = re.compile(r"The application returned an error code \((-?\d+)\)")
@@ -65,6 +86,7 @@ class ProgramOptions:
     nvtx_exclude: tuple[str, ...] = ()
     all_kernels: bool = False
     launch_count: int | None = None
+    sampling: LaunchSampling = LaunchSampling()  # --launches first, no warm-up
     out_dir: Path = Path("runs")
     clock_control: str = "base"
     cache_control: str = "all"
@@ -82,7 +104,7 @@ class ProgramOptions:
 
     @property
     def launches(self) -> int | None:
-        if self.all_kernels and self.launch_count is None:
+        if self.all_kernels and self.launch_count is None and self.sampling.every_launch:
             return DEFAULT_LAUNCH_COUNT
         return self.launch_count
 
@@ -116,6 +138,10 @@ def validate(options: ProgramOptions) -> None:
         raise ConfigError("--all-kernels profiles every kernel: leave out --nvtx-include, or --all-kernels")
     if options.launch_count is not None and options.launch_count < 1:
         raise ConfigError(f"--launch-count {options.launch_count}: give 1 or more")
+    if options.launch_count is not None and not options.sampling.every_launch:
+        mode = options.sampling.mode
+        raise ConfigError(f"--launch-count counts every launch: give it with --launches all (--launches {mode} "
+                          "profiles each distinct kernel, not the first N launches)")  # fmt: skip
     for nvtx_filter in options.nvtx_include:
         validate_filter(nvtx_filter)
     for nvtx_filter in options.nvtx_exclude:
@@ -140,6 +166,7 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         clock_control=options.clock_control,
         cache_control=options.cache_control,
         launch_count=options.launches,
+        launch_filter=tuple(options.sampling.ncu_args()),
     )
     argv = profile_argv(ncu, request, options.command)
     write_output(run_dir / NCU_COMMAND, command_line(argv) + "\n")
@@ -149,7 +176,8 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     run: NcuRun | None = None
     try:
         warm = None if options.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
-        run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end, env=program_env())
+        env = {**program_env(), RANGE_COUNTS_ENV: str(run_dir / RANGE_COUNTS_FILE)}  # memlens.range counts its runs
+        run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end, env=env)
     except NcuTimeout as exc:
         error = ProfilerError(f"{exc}; partial results in {run_dir}")
     except KeyboardInterrupt:
@@ -158,6 +186,8 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         last_line = stderr.close()
     if run is not None:
         error = _failure(run, options, last_line, run_dir)
+    from .results import RunInfo
+
     info = RunInfo(
         ncu_version=ncu.version_text,
         driver_version=driver_version(),
@@ -168,8 +198,15 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         started_at=started.isoformat(timespec="seconds"),
         wall_seconds=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds(), 2),
         memlens_version=__version__,
+        launches=options.sampling.mode,
+        warm_up=options.sampling.warm_up,
+        launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN,
     )
     results, read_error = _collect(run_dir, info, complete=error is None)
+    counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
+    if counts:
+        kernels = tuple(replace(k, range_runs=range_runs(k.nvtx, counts)) for k in results.kernels)
+        results = replace(results, kernels=kernels)
     error = error or read_error
     if error is None and not results.kernels:
         error = ProfilerError(_nothing_profiled(options, run_dir))
@@ -208,17 +245,20 @@ def _failure(run: NcuRun, options: ProgramOptions, last_line: str, run_dir: Path
 
 def _nothing_profiled(options: ProgramOptions, run_dir: Path) -> str:
     excluded = "".join(f" --nvtx-exclude {f!r}" for f in options.nvtx_exclude)
+    if options.sampling.warm_up:
+        excluded += f" (or each kernel ran --warm-up {options.sampling.warm_up} times or fewer)"
     if options.all_kernels:
         but = f" outside{excluded}" if excluded else ""
         return f"ncu profiled no kernel: the program launched none{but}; see {run_dir / NCU_LOG}"
     filters = " ".join(f"--nvtx-include {f!r}" for f in options.filters)
     default = " (the default)" if not options.nvtx_include else ""
-    return (f"ncu profiled no kernel: {filters}{default}{excluded} matched no push/pop range that launched one "
+    return (f"ncu profiled no kernel: {filters}{default}{excluded} matched no NVTX range that launched one "
             f"(--all-kernels profiles every kernel); see {run_dir / NCU_LOG}")  # fmt: skip
 
 
 def _collect(run_dir: Path, info: RunInfo, complete: bool) -> tuple[RunResults, MemlensError | None]:
     from .readers import read_report
+    from .results import RunResults
     from .roofline import run_ceilings
 
     report = run_dir / NCU_REPORT
@@ -265,5 +305,7 @@ class _StderrTee:
         if not self.thread.is_alive():  # else a process the program left holds the pipe: leave it be
             self.file.close()
             self.reader.close()
+        from .results import printable
+
         text = printable(self.last_line.decode("utf-8", errors="replace").strip())
         return text if len(text) <= 200 else text[:197] + "..."

@@ -74,6 +74,10 @@ class KernelResult:
     # None outside sweeps, and then not written to results.json
     sweep_size: str | None = None
     sweep_value: int | None = None
+    # How many times the memlens.range enclosing it ran in the program (memlens profile -- COMMAND
+    # counts them; program_run.range_runs): set beside one profiled launch of many (--launches first).
+    # None where unknown, and then not written to results.json
+    range_runs: int | None = None
 
     @property
     def label(self) -> str:
@@ -221,6 +225,11 @@ class RunInfo(Provenance):
     cache_control: str | None = None
     fast: bool = False
     source: str | None = None  # the report file the kernels were read from
+    # A program run's launch sampling (launch_sampling.py): "first", "N" or "all", the warm-up launches
+    # left out of each kernel, and what is known of the launches each profiled one stands for
+    launches: str | None = None
+    warm_up: int | None = None
+    launch_counts: str | None = None
     # The GPU's roofline ceilings (profiling/roofline.py): medians over the run's kernels of ncu's figures
     peak_flops_fp32: float | None = None  # FLOP/s
     peak_flops_fp64: float | None = None
@@ -299,6 +308,8 @@ def _kernel_json(kernel: KernelResult) -> dict[str, Any]:
     data = asdict(kernel)
     if kernel.sweep_size is None and kernel.sweep_value is None:
         del data["sweep_size"], data["sweep_value"]  # a run without sweeps: results.json as before them
+    if kernel.range_runs is None:
+        del data["range_runs"]
     return data
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shlex
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -181,7 +180,7 @@ def take_provenance(
     for RunInfo or BenchInfo."""
     record = Provenance(
         gpu_name=gpu_name,
-        host=socket.gethostname() or None,
+        host=_hostname(),
         driver_version=machine.driver_version,
         command=command,
         started_at=started.isoformat(timespec="seconds"),
@@ -214,3 +213,9 @@ def git_commit(path: Path) -> str | None:
     except CommandFailed:
         return None
     return head.stdout.strip() + (" (modified)" if dirty.stdout.strip() else "")
+
+
+def _hostname() -> str | None:
+    import socket  # here, not above: `memlens profile -- COMMAND` imports this module before ncu starts
+
+    return socket.gethostname() or None

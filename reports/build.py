@@ -9,6 +9,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from memlens.catalogue import CATALOGUE
+from memlens.launch_sampling import sampling_lines
 from memlens.paper import check as paper_check
 from memlens.readers.common import CSV_NO_INSTRUCTIONS
 from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
@@ -67,6 +68,7 @@ def build_run(
             "exact excess wavefronts are not in this run (a --fast run or a plain ncu report):"
             f" bank conflicts are shown from the {HW_LABEL}, which reports conflicts where there are none"
         )
+    notes.extend(sampling_lines(results.info.launches, results.info.warm_up, results.kernels))
     items = header(results.info) + gpus_header(results)
     summary = None
     if bench is not None:

@@ -35,37 +35,36 @@ def test_suite_contract_importable_from_memlens():
 
 
 class _Recorder:
-    """Stands in for nvtx.annotate: records each range pushed and popped."""
+    """Stands in for the nvtx package's range functions, recording each call."""
 
-    def __init__(self, events):
+    def __init__(self, events, monkeypatch):
+        import nvtx
+
         self.events = events
+        self.next_id = 0
+        monkeypatch.setattr(nvtx, "push_range", self.push_range)
+        monkeypatch.setattr(nvtx, "pop_range", self.pop_range)
+        monkeypatch.setattr(nvtx, "start_range", self.start_range)
+        monkeypatch.setattr(nvtx, "end_range", self.end_range)
 
-    def __call__(self, message, color=None, domain="unset"):
-        self.events.append(("annotate", message, domain))
-        recorder = self
+    def push_range(self, message, color=None, domain="unset"):
+        self.events.append(("push", message, domain))
 
-        class Range:
-            def __enter__(self):
-                recorder.events.append(("push", message))
+    def pop_range(self, domain="unset"):
+        self.events.append(("pop", domain))
 
-            def __exit__(self, *exc):
-                recorder.events.append(("pop", message))
+    def start_range(self, message, color=None, domain="unset"):
+        self.next_id += 1
+        self.events.append(("start", message, domain, self.next_id))
+        return self.next_id
 
-            def __call__(self, function):
-                def wrapped(*args, **kwargs):
-                    with self:
-                        return function(*args, **kwargs)
-
-                return wrapped
-
-        return Range()
+    def end_range(self, range_id):
+        self.events.append(("end", range_id))
 
 
 def test_range_is_a_context_manager_and_a_decorator_in_the_default_domain(monkeypatch):
-    import nvtx
-
     events: list[tuple] = []
-    monkeypatch.setattr(nvtx, "annotate", _Recorder(events))
+    _Recorder(events, monkeypatch)
     with memlens.range("mine/v1"):
         events.append(("body",))
 
@@ -75,8 +74,55 @@ def test_range_is_a_context_manager_and_a_decorator_in_the_default_domain(monkey
         return x * 2
 
     assert step(21) == 42
-    assert events == [("annotate", "mine/v1", None), ("push", "mine/v1"), ("body",), ("pop", "mine/v1"),
-                      ("annotate", "mine/v2", None), ("push", "mine/v2"), ("call", 21), ("pop", "mine/v2")]
+    # a start/end range (the process's: it covers every thread's kernels) and a push/pop range (the
+    # thread's: it nests), both in NVTX's default domain (None), ended in the reverse order
+    assert events == [("start", "mine/v1", None, 1), ("push", "mine/v1", None), ("body",), ("pop", None), ("end", 1),
+                      ("start", "mine/v2", None, 2), ("push", "mine/v2", None), ("call", 21), ("pop", None),
+                      ("end", 2)]  # fmt: skip
+
+
+def test_range_counts_its_runs_per_path_when_memlens_profiles(monkeypatch, tmp_path):
+    import threading
+
+    from profiling import api
+    from profiling.launch_sampling import RANGE_COUNTS_ENV, read_range_counts
+
+    _Recorder([], monkeypatch)
+    counts = api._RangeCounts()
+    monkeypatch.setattr(api, "_COUNTS", counts)
+    target = tmp_path / "ranges.json"
+    monkeypatch.setenv(RANGE_COUNTS_ENV, str(target))
+    step = memlens.range("step")
+    for _ in range(5):
+        with step, memlens.range("forward"):
+            pass
+        with step:  # the same range object, entered again
+            pass
+
+    def loader():
+        with memlens.range("load"):
+            pass
+
+    workers = [threading.Thread(target=loader) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    counts.write(str(target))
+    assert read_range_counts(target) == {"step": 10, "step > forward": 5, "load": 3}
+
+
+def test_range_counts_nothing_outside_memlens_profile(monkeypatch):
+    from profiling import api
+    from profiling.launch_sampling import RANGE_COUNTS_ENV
+
+    _Recorder([], monkeypatch)
+    counts = api._RangeCounts()
+    monkeypatch.setattr(api, "_COUNTS", counts)
+    monkeypatch.delenv(RANGE_COUNTS_ENV, raising=False)
+    with memlens.range("step"):
+        pass
+    assert counts.counts == {} and not counts.registered
 
 
 def test_range_with_the_real_nvtx_package_runs_without_a_profiler():

@@ -128,3 +128,36 @@ def test_cross_run_comparison_matches_kernels_by_range_label(tmp_path):
     comparison = out.read_text().split("## Comparison across runs", 1)[1].split("\n## ", 1)[0]
     assert "cudaapp@spill/capped" in comparison and "transpose/conflict" in comparison
     assert "absent" not in comparison
+
+
+class _Domain:
+    """An ncu_report NVTX domain at one launch: its push/pop and start/end ranges."""
+
+    def __init__(self, push_pop, start_end=()):
+        self._push_pop, self._start_end = push_pop, start_end
+
+    def push_pop_ranges(self):
+        return self._push_pop
+
+    def start_end_ranges(self):
+        return self._start_end
+
+
+class _OldDomain:
+    """An ncu_report whose domains list no start/end ranges."""
+
+    def push_pop_ranges(self):
+        return ["step"]
+
+
+def test_start_end_ranges_label_the_launches_of_other_threads():
+    from profiling.readers.ncu_rep import _opened
+
+    # PyTorch's autograd thread: no push/pop range of its own, the step's start/end range open
+    assert _opened(_Domain([], ["step"])) == ["step"]
+    # the thread that opened memlens.range("step") > memlens.range("forward"): each name once
+    assert _opened(_Domain(["step", "forward"], ["step", "forward"])) == ["step", "forward"]
+    # a start/end range of another thread, open around this thread's push/pop ranges: outermost
+    assert _opened(_Domain(["train > forward"], ["load"])) == ["load", "train > forward"]
+    assert _opened(_Domain(["step"])) == ["step"]
+    assert _opened(_OldDomain()) == ["step"]

@@ -17,6 +17,7 @@ from tests.conftest import FIXTURES
 from tests.support.fake import install_fake_ncu
 
 PROGRAMS = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3"
+DEFAULTS = ["regex:.*/", "regex:.*@.*/", "regex:.*", "regex:.*@.*"]
 OK_LOG = "==PROF== Connected to process 615 (cuda_app)\n==PROF== Disconnected from process 615\n"
 
 
@@ -67,17 +68,21 @@ def test_default_filters_every_push_pop_range_of_every_domain(fake_ncu, tmp_path
     argv = ncu_argv(tmp_path)
     app = argv.index("--log-file") + 2
     assert argv[app:] == program("print('app ran')")
-    # the default domain, then every named one ("torchapp@...", "cudaapp@...")
-    assert filter_args(argv, "--nvtx-include") == ["regex:.*/", "regex:.*@.*/"]
+    # push/pop ranges of the default domain, then of every named one ("torchapp@...", "cudaapp@..."), then
+    # start/end ranges of the same: those cover every thread's launches (PyTorch's backward)
+    assert filter_args(argv, "--nvtx-include") == DEFAULTS
     assert "--nvtx-exclude" not in argv
     assert "--nvtx" in argv and "--launch-count" not in argv
+    # each distinct kernel once (launch_sampling.py): ncu's invocation filter, per launch configuration
+    assert argv[argv.index("--filter-mode") + 1] == "per-launch-config"
+    assert argv[argv.index("--kernel-id") + 1] == "::regex:.*:1"
     assert argv[argv.index("--replay-mode") + 1] == "kernel"
 
 
 def test_excludes_pass_through_after_the_includes(fake_ncu, tmp_path):
     assert profile(tmp_path, "--nvtx-exclude", "regex:NCCL@.*/", "--nvtx-exclude", "warmup/") == 0
     argv = ncu_argv(tmp_path)
-    assert filter_args(argv, "--nvtx-include") == ["regex:.*/", "regex:.*@.*/"]  # still the default
+    assert filter_args(argv, "--nvtx-include") == DEFAULTS  # still the default
     assert filter_args(argv, "--nvtx-exclude") == ["regex:NCCL@.*/", "warmup/"]
     assert argv.index("--nvtx-exclude") > max(i for i, arg in enumerate(argv) if arg == "--nvtx-include")
     assert profile(tmp_path, "--nvtx-include", "app@step/", "--nvtx-exclude", "app@step/warmup/") == 0
@@ -98,13 +103,18 @@ def test_filters_pass_through_as_written_in_order(fake_ncu, tmp_path):
 
 
 def test_all_kernels_with_a_launch_limit(fake_ncu, tmp_path):
-    assert profile(tmp_path, "--all-kernels", "--launch-count", "25") == 0
+    assert profile(tmp_path, "--all-kernels", "--launches", "all", "--launch-count", "25") == 0
     argv = ncu_argv(tmp_path)
     assert "--nvtx-include" not in argv and "--nvtx" in argv
     assert argv[argv.index("--launch-count") + 1] == "25"
-    assert profile(tmp_path, "--all-kernels") == 0
+    assert "--kernel-id" not in argv and "--filter-mode" not in argv
+    assert profile(tmp_path, "--all-kernels", "--launches", "all") == 0
     argv = ncu_argv(tmp_path)
     assert argv[argv.index("--launch-count") + 1] == "100"
+    # each distinct kernel once needs no cap: the program's distinct kernels are few
+    assert profile(tmp_path, "--all-kernels") == 0
+    argv = ncu_argv(tmp_path)
+    assert "--launch-count" not in argv and argv[argv.index("--kernel-id") + 1] == "::regex:.*:1"
 
 
 @pytest.mark.parametrize(
@@ -150,13 +160,16 @@ def test_filter_matching_nothing_says_which_filter(tmp_path, monkeypatch, capsys
     install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_LOG=str(FIXTURES / "probe" / "nomatch.log"))
     assert profile(tmp_path, "--nvtx-include", "regex:mine@.*/") == 3
     err = capsys.readouterr().err
-    assert "ncu profiled no kernel: --nvtx-include 'regex:mine@.*/' matched no push/pop range" in err
+    assert "ncu profiled no kernel: --nvtx-include 'regex:mine@.*/' matched no NVTX range" in err
     assert profile(tmp_path) == 3
-    assert "--nvtx-include 'regex:.*/' --nvtx-include 'regex:.*@.*/' (the default) matched" in capsys.readouterr().err
+    defaults = " ".join(f"--nvtx-include {f!r}" for f in DEFAULTS)
+    assert f"{defaults} (the default) matched" in capsys.readouterr().err
     assert profile(tmp_path, "--nvtx-exclude", "step/") == 3
-    assert "(the default) --nvtx-exclude 'step/' matched no push/pop range" in capsys.readouterr().err
+    assert "(the default) --nvtx-exclude 'step/' matched no NVTX range" in capsys.readouterr().err
     assert profile(tmp_path, "--all-kernels", "--nvtx-exclude", "step/") == 3
     assert "the program launched none outside --nvtx-exclude 'step/';" in capsys.readouterr().err
+    assert profile(tmp_path, "--warm-up", "2") == 3
+    assert "(or each kernel ran --warm-up 2 times or fewer) matched no NVTX range" in capsys.readouterr().err
 
 
 def test_ncu_missing_is_exit_3(tmp_path, monkeypatch, capsys):
@@ -176,3 +189,103 @@ def test_program_not_found_and_option_mixups_are_usage_errors(fake_ncu, tmp_path
     assert "-k select suite variants" in capsys.readouterr().err
     assert profile(tmp_path, "--all-kernels", "--nvtx-include", "x/") == 2
     assert profile(tmp_path, "--launch-count", "0") == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "ncu_filter"),
+    [
+        ((), ["--filter-mode", "per-launch-config", "--kernel-id", "::regex:.*:1"]),
+        (("--launches", "first", "--warm-up", "1"),
+         ["--filter-mode", "per-launch-config", "--kernel-id", "::regex:.*:2"]),
+        (("--launches", "3", "--warm-up", "2"),
+         ["--filter-mode", "per-launch-config", "--kernel-id", "::regex:.*:^(3|4|5)$"]),
+        (("--launches", "all"), []),
+    ],
+)  # fmt: skip
+def test_each_launches_mode_is_its_ncu_filter(fake_ncu, tmp_path, capsys, options, ncu_filter):
+    assert profile(tmp_path, *options) == 0
+    argv = ncu_argv(tmp_path)
+    start = argv.index("--filter-mode") if ncu_filter else None
+    assert (argv[start : start + 4] if start is not None else []) == ncu_filter
+    assert ("--kernel-id" in argv) == bool(ncu_filter) and "--launch-count" not in argv
+    out = capsys.readouterr().out
+    info = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())["info"]
+    if ncu_filter:
+        assert "of each distinct kernel (function, grid, block, shared memory)" in out
+        assert info["launch_counts"].startswith("unknown: ncu reports only the launches it profiled")
+    else:
+        assert "distinct kernel" not in out and info["launch_counts"] == "every launch profiled"
+    assert info["launches"] == (options[1] if options else "first")
+    assert info["warm_up"] == (int(options[3]) if len(options) > 2 else 0)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--launches", "0"), "--launches '0': give first, all, or a number of launches of each kernel from 1 to 100"),
+        (("--launches", "some"), "--launches 'some': give first, all"),
+        (("--warm-up", "-1"), "--warm-up -1: give 0 or more launches"),
+        (("--launches", "all", "--warm-up", "1"), "--warm-up leaves out launches of each kernel: it needs --launches"),
+        (("--launch-count", "5"), "--launch-count counts every launch: give it with --launches all"),
+    ],
+)
+def test_bad_launches_options_are_refused_before_ncu_starts(fake_ncu, tmp_path, capsys, options, message):
+    assert profile(tmp_path, *options) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_launches_options_need_a_program(tmp_path, capsys):
+    assert main(["profile", "--launches", "all"]) == 2
+    assert "--launches and --warm-up profile a program" in capsys.readouterr().err
+
+
+RANGES_PROGRAM = """
+import memlens
+for step in range(50):
+    with memlens.range("transpose/conflict"):
+        pass
+with memlens.range("iteration"), memlens.range("transpose/padded"):
+    pass
+"""
+
+
+def test_results_say_how_often_the_range_of_each_profiled_kernel_ran(fake_ncu, tmp_path, capsys):
+    """The program's memlens.range counts its runs into the run directory (the fake ncu runs it for
+    real); each kernel of the recording gets the count of the range it was launched in, found by its
+    innermost range where the program's paths differ from the recording's."""
+    assert profile(tmp_path, command=program(RANGES_PROGRAM)) == 0
+    run = (tmp_path / "runs" / "latest").resolve()
+    assert json.loads((run / "ranges.json").read_text()) == {
+        "ranges": {"transpose/conflict": 50, "iteration": 1, "iteration > transpose/padded": 1}}
+    kernels = json.loads((run / "results.json").read_text())["kernels"]
+    runs = {k["nvtx"]: k.get("range_runs") for k in kernels}
+    assert runs["iteration > transpose/conflict"] == 50
+    assert runs["iteration > transpose/padded"] == 1
+    assert all("range_runs" not in k for k in kernels if k["nvtx"].split(" > ")[-1] not in (
+        "transpose/conflict", "transpose/padded"))  # fmt: skip
+
+
+def test_metrics_and_report_say_one_profiled_of_how_many(fake_ncu, tmp_path, capsys):
+    assert profile(tmp_path, "--warm-up", "1", command=program(RANGES_PROGRAM)) == 0
+    run = (tmp_path / "runs" / "latest").resolve()
+    capsys.readouterr()
+    assert main(["metrics", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert ("launches: one launch of each distinct kernel (function, grid, block, shared memory) after 1 warm-up "
+            "launch profiled (--launches first; --launches all profiles every launch)") in out  # fmt: skip
+    assert "  1 profiled of the 50 runs of its range: transpose/conflict\n" in out  # labels, as in the table
+    assert "  1 profiled of the 1 run of its range: transpose/padded\n" in out
+    assert "how many launches each profiled one stands for: unknown" in out  # the kernels of other ranges
+    assert main(["metrics", str(run), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["info"]["launches"] == "first" and data["info"]["warm_up"] == 1
+    assert {k["nvtx"]: k["range_runs"] for k in data["kernels"]}["iteration > transpose/conflict"] == 50
+    assert main(["report", str(run), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
+    assert "1 profiled of the 50 runs of its range: transpose/conflict" in (tmp_path / "r.md").read_text()
+    # a run of every launch says nothing of the kind
+    assert profile(tmp_path, "--launches", "all") == 0
+    capsys.readouterr()
+    assert main(["metrics", str(tmp_path / "runs" / "latest")]) == 0
+    assert "launches:" not in capsys.readouterr().out

@@ -8,6 +8,7 @@ import shlex
 
 import pytest
 
+from profiling.program_run import DEFAULT_FILTERS
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import install_fake_ncu
 
@@ -38,7 +39,7 @@ def test_program_layout_uses_the_default_filters_and_the_replay_asked_for(record
     assert record_many.record(out, 16, None, 60.0, kernels=8, replay=replay) == 1
     argv = recorded_command(out)
     assert argv[argv.index("--replay-mode") + 1] == replay
-    assert [argv[i + 1] for i, arg in enumerate(argv) if arg == "--nvtx-include"] == ["regex:.*/", "regex:.*@.*/"]
+    assert [argv[i + 1] for i, arg in enumerate(argv) if arg == "--nvtx-include"] == list(DEFAULT_FILTERS)
     assert argv[argv.index("--app") + 1 :] == ["16", "--kernels", "8"]
     assert f"replay: {replay}" in (out / "many.txt").read_text()
     assert (out / "many.ncu-rep").exists() and (out / "many.csv").exists()

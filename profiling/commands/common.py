@@ -6,8 +6,6 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from ..suite import SKIPPED
-
 
 def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("suite", nargs="?", help="suite directory or .py file (default: ./kernels)")
@@ -30,6 +28,8 @@ def add_size_arguments(parser: argparse.ArgumentParser) -> None:
 def skipped_lines(outcomes: Iterable[Any]) -> list[str]:
     """One line a family whose variants were skipped (its GPU requirement), from profile outcomes or
     bench failures (each with family, variant, status, message)."""
+    from ..suite import SKIPPED  # here, not above: the suite module imports NumPy, which parsing needs not
+
     by_family: dict[str, list[Any]] = {}
     for outcome in outcomes:
         if outcome.status == SKIPPED:

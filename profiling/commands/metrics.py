@@ -26,6 +26,7 @@ from .. import paper, shared_figures
 from ..catalogue import CATALOGUE
 from ..errors import ConfigError
 from ..kernel_names import NAME_WIDTH, elide_middle, short_kernel
+from ..launch_sampling import sampling_lines
 from ..nvtx_names import compile_filter
 from ..readers import read_report
 from ..results import KernelResult, RunResults
@@ -244,6 +245,8 @@ def print_table(
         out.print(f"left out to fit {out.width} columns: {', '.join(left_out)} (--wide shows all; --json every figure)")
     for line in notes(kernels, chosen):
         out.print(line)
+    for line in sampling_lines(results.info.launches, results.info.warm_up, kernels):
+        out.print(line)
 
 
 # The columns a narrow terminal keeps, most telling first; the table shows them in COLUMNS' order.
@@ -345,6 +348,7 @@ def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
                 "variant": k.variant,
                 "nvtx": k.nvtx,
                 "launch_id": k.launch_id,
+                "range_runs": k.range_runs,  # runs of its memlens.range (--launches first); null: unknown
                 "metrics": _metrics_json(k),
             }
             for k in kernels

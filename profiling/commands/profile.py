@@ -16,14 +16,14 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..gpus import chosen_gpus
 from ..ncu import CACHE_CONTROLS, CLOCK_CONTROLS
-from ..profile_run import ProfileOptions, profile
 from ..run_dir import DEFAULT_OUT, shell_command
-from ..shards import profile_on_gpus
-from ..terminal import Progress, interactive
 from ..units import plural
-from .common import add_size_arguments, add_suite_arguments, skipped_lines
+from .common import add_size_arguments, add_suite_arguments
+
+# A suite run's modules (the suite contract imports NumPy) are imported in _run_suite, a program run's
+# in _run_program: between `memlens profile -- COMMAND` starting and ncu starting, memlens imports only
+# what builds the ncu command (tests/benchmarks/start_time.py measures it).
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,13 +62,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     program.add_argument("--all-kernels", action="store_true", help="profile every kernel, not NVTX ranges")
     program.add_argument("--launch-count", type=int, metavar="N",
-                         help="profile at most N launches (default with --all-kernels: 100)")  # fmt: skip
+                         help="profile at most N launches, with --launches all (default with --all-kernels "
+                         "and --launches all: 100)")  # fmt: skip
+    program.add_argument(
+        "--launches", metavar="first|N|all",
+        help="which launches of each distinct kernel (function, grid, block, shared memory) to profile: "
+             "first (default: one of each), N (N of each), all (every launch, as ncu alone does)",
+    )  # fmt: skip
+    program.add_argument(
+        "--warm-up", type=int, metavar="K",
+        help="leave out the first K launches of each distinct kernel (JIT, autotuning, cold caches); "
+             "default 0",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     if (getattr(args, "program", None) or args.nvtx_include or args.nvtx_exclude or args.all_kernels
-            or args.launch_count is not None):  # fmt: skip
+            or args.launch_count is not None or args.launches is not None or args.warm_up is not None):  # fmt: skip
         return _run_program(args)
+    return _run_suite(args)
+
+
+def _run_suite(args: argparse.Namespace) -> int:
+    from ..gpus import chosen_gpus
+    from ..profile_run import ProfileOptions, profile
+    from ..shards import profile_on_gpus
+    from ..terminal import Progress, interactive
+    from .common import skipped_lines
+
     options = ProfileOptions(
         suite=args.suite,
         pattern=args.pattern,
@@ -105,11 +126,12 @@ def _ncu_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _run_program(args: argparse.Namespace) -> int:
+    from ..launch_sampling import DEFAULT, parse_launches
     from ..program_run import ProgramOptions, profile_program
 
     if not getattr(args, "program", None):
-        raise ConfigError("--nvtx-include, --nvtx-exclude, --all-kernels and --launch-count profile a program: "
-                          "memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
+        raise ConfigError("--nvtx-include, --nvtx-exclude, --all-kernels, --launch-count, --launches and --warm-up "
+                          "profile a program: memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
     suite_only = [name for name, given in (("a suite", args.suite), ("-k", args.pattern), ("--size", args.size),
                                            ("--sweep", args.sweep), ("--small", args.small),
                                            ("--gpus", args.gpus)) if given]  # fmt: skip
@@ -122,9 +144,12 @@ def _run_program(args: argparse.Namespace) -> int:
         nvtx_exclude=tuple(args.nvtx_exclude),
         all_kernels=args.all_kernels,
         launch_count=args.launch_count,
+        sampling=parse_launches(args.launches or DEFAULT, args.warm_up or 0),
         **_ncu_options(args),
         invocation=shell_command(sys.argv[1:]),
     )
     run_dir, results = profile_program(options)
     print(f"{plural(len(results.kernels), 'kernel')} profiled: {run_dir}")
+    if not options.sampling.every_launch:
+        print(options.sampling.describe())
     return 0

@@ -276,7 +276,7 @@ def _has_metrics(action: Action, duration: object) -> bool:
 
 def _labels(action: Action) -> Labels:
     """The innermost memlens suite range (family, variant) open at the launch, or else the label of
-    the program's own push/pop ranges (program_label)."""
+    the program's own push/pop and start/end ranges (program_label)."""
     state = action.nvtx_state()
     if state is None:
         return None, None
@@ -288,8 +288,18 @@ def _labels(action: Action) -> Labels:
     suite = _suite_range([domain for name, domain in domains if is_memlens_domain(name)])
     if suite is not None:
         return suite, None
-    opened = [(name, str(range_name)) for name, domain in domains for range_name in domain.push_pop_ranges()]
-    return None, program_label(opened)
+    return None, program_label([(name, range_name) for name, domain in domains for range_name in _opened(domain)])
+
+
+def _opened(domain: Any) -> list[str]:
+    """The ranges of one domain open at a launch: its start/end ranges (the process's: a thread's
+    launches are inside one another thread started, as PyTorch's backward is inside the step's
+    memlens.range) not also open as push/pop ranges, then its push/pop ranges, outermost first
+    (memlens.range opens one of each: its launches show the name once)."""
+    nested = [str(name) for name in domain.push_pop_ranges()]
+    started = getattr(domain, "start_end_ranges", None)
+    process = [str(name) for name in started()] if started is not None else []
+    return [name for name in process if name not in nested] + nested
 
 
 def _suite_range(memlens: list[Any]) -> tuple[str, str] | None:
