@@ -40,13 +40,13 @@ from .errors import ConfigError
 
 ALL = "all"
 FIRST = "first"
-DEFAULT = FIRST
+DEFAULT = ALL  # first and N: ncu keys a kernel by function and shape, not by its NVTX range (README)
 MAX_PER_KERNEL = 100  # more than this: --launches all
 
 
 @dataclass(frozen=True)
 class LaunchSampling:
-    per_kernel: int | None = 1  # launches profiled of each distinct kernel; None: every launch
+    per_kernel: int | None = None  # launches profiled of each distinct kernel; None: every launch
     warm_up: int = 0  # launches of each distinct kernel left out before the profiled ones
 
     @property

@@ -15,8 +15,8 @@ select, in ncu's own `--nvtx-include` syntax (validated here, passed through as 
   backward, run on its autograd thread, is covered by a start/end range around the step, not by a
   push/pop one. `memlens.range` opens both (api.py).
 
-Which launches: `--launches first` (the default) profiles each distinct kernel (function, grid, block,
-shared memory) once, `--launches N` N times, `--launches all` every launch; `--warm-up K` leaves out
+Which launches: `--launches all` (the default) profiles every launch, `--launches first` each distinct
+kernel (function, grid, block, shared memory) once, `--launches N` N times; `--warm-up K` leaves out
 the first K launches of each (launch_sampling.py says how, with ncu's own filters, and why).
 
 `--nvtx-exclude FILTER` (same syntax, repeatable) leaves out the kernels in the ranges it selects, from
@@ -86,7 +86,7 @@ class ProgramOptions:
     nvtx_exclude: tuple[str, ...] = ()
     all_kernels: bool = False
     launch_count: int | None = None
-    sampling: LaunchSampling = LaunchSampling()  # --launches first, no warm-up
+    sampling: LaunchSampling = LaunchSampling()  # --launches all
     out_dir: Path = Path("runs")
     clock_control: str = "base"
     cache_control: str = "all"

@@ -73,9 +73,8 @@ def test_default_filters_every_push_pop_range_of_every_domain(fake_ncu, tmp_path
     assert filter_args(argv, "--nvtx-include") == DEFAULTS
     assert "--nvtx-exclude" not in argv
     assert "--nvtx" in argv and "--launch-count" not in argv
-    # each distinct kernel once (launch_sampling.py): ncu's invocation filter, per launch configuration
-    assert argv[argv.index("--filter-mode") + 1] == "per-launch-config"
-    assert argv[argv.index("--kernel-id") + 1] == "::regex:.*:1"
+    # every launch by default: no invocation filter (launch_sampling.py)
+    assert "--filter-mode" not in argv and "--kernel-id" not in argv
     assert argv[argv.index("--replay-mode") + 1] == "kernel"
 
 
@@ -111,8 +110,10 @@ def test_all_kernels_with_a_launch_limit(fake_ncu, tmp_path):
     assert profile(tmp_path, "--all-kernels", "--launches", "all") == 0
     argv = ncu_argv(tmp_path)
     assert argv[argv.index("--launch-count") + 1] == "100"
+    assert profile(tmp_path, "--all-kernels") == 0  # --launches all is the default
+    assert ncu_argv(tmp_path)[ncu_argv(tmp_path).index("--launch-count") + 1] == "100"
     # each distinct kernel once needs no cap: the program's distinct kernels are few
-    assert profile(tmp_path, "--all-kernels") == 0
+    assert profile(tmp_path, "--all-kernels", "--launches", "first") == 0
     argv = ncu_argv(tmp_path)
     assert "--launch-count" not in argv and argv[argv.index("--kernel-id") + 1] == "::regex:.*:1"
 
@@ -168,7 +169,7 @@ def test_filter_matching_nothing_says_which_filter(tmp_path, monkeypatch, capsys
     assert "(the default) --nvtx-exclude 'step/' matched no NVTX range" in capsys.readouterr().err
     assert profile(tmp_path, "--all-kernels", "--nvtx-exclude", "step/") == 3
     assert "the program launched none outside --nvtx-exclude 'step/';" in capsys.readouterr().err
-    assert profile(tmp_path, "--warm-up", "2") == 3
+    assert profile(tmp_path, "--launches", "first", "--warm-up", "2") == 3
     assert "(or each kernel ran --warm-up 2 times or fewer) matched no NVTX range" in capsys.readouterr().err
 
 
@@ -194,7 +195,8 @@ def test_program_not_found_and_option_mixups_are_usage_errors(fake_ncu, tmp_path
 @pytest.mark.parametrize(
     ("options", "ncu_filter"),
     [
-        ((), ["--filter-mode", "per-launch-config", "--kernel-id", "::regex:.*:1"]),
+        ((), []),  # every launch by default
+        (("--launches", "first"), ["--filter-mode", "per-launch-config", "--kernel-id", "::regex:.*:1"]),
         (("--launches", "first", "--warm-up", "1"),
          ["--filter-mode", "per-launch-config", "--kernel-id", "::regex:.*:2"]),
         (("--launches", "3", "--warm-up", "2"),
@@ -215,7 +217,7 @@ def test_each_launches_mode_is_its_ncu_filter(fake_ncu, tmp_path, capsys, option
         assert info["launch_counts"].startswith("unknown: ncu reports only the launches it profiled")
     else:
         assert "distinct kernel" not in out and info["launch_counts"] == "every launch profiled"
-    assert info["launches"] == (options[1] if options else "first")
+    assert info["launches"] == (options[1] if options else "all")
     assert info["warm_up"] == (int(options[3]) if len(options) > 2 else 0)
 
 
@@ -226,7 +228,8 @@ def test_each_launches_mode_is_its_ncu_filter(fake_ncu, tmp_path, capsys, option
         (("--launches", "some"), "--launches 'some': give first, all"),
         (("--warm-up", "-1"), "--warm-up -1: give 0 or more launches"),
         (("--launches", "all", "--warm-up", "1"), "--warm-up leaves out launches of each kernel: it needs --launches"),
-        (("--launch-count", "5"), "--launch-count counts every launch: give it with --launches all"),
+        (("--launches", "first", "--launch-count", "5"),
+         "--launch-count counts every launch: give it with --launches all"),
     ],
 )
 def test_bad_launches_options_are_refused_before_ncu_starts(fake_ncu, tmp_path, capsys, options, message):
@@ -268,7 +271,7 @@ def test_results_say_how_often_the_range_of_each_profiled_kernel_ran(fake_ncu, t
 
 
 def test_metrics_and_report_say_one_profiled_of_how_many(fake_ncu, tmp_path, capsys):
-    assert profile(tmp_path, "--warm-up", "1", command=program(RANGES_PROGRAM)) == 0
+    assert profile(tmp_path, "--launches", "first", "--warm-up", "1", command=program(RANGES_PROGRAM)) == 0
     run = (tmp_path / "runs" / "latest").resolve()
     capsys.readouterr()
     assert main(["metrics", str(run)]) == 0

@@ -67,7 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     program.add_argument(
         "--launches", metavar="first|N|all",
         help="which launches of each distinct kernel (function, grid, block, shared memory) to profile: "
-             "first (default: one of each), N (N of each), all (every launch, as ncu alone does)",
+             "all (the default: every launch, as ncu alone does), first (one of each), N (N of each); "
+             "first and N key by function and shape only, not by NVTX range",
     )  # fmt: skip
     program.add_argument(
         "--warm-up", type=int, metavar="K",
