@@ -424,25 +424,11 @@ _PER_INSTRUCTION = [
         better="lower", instrumented=True, deterministic=True,
         formula="sum over tensor-core instructions of shared_wavefronts / of shared_wavefronts_ideal",
     ),
-    Metric(
-        "shared_ld_executions", "inst",
-        "warp-level executions of the instructions that read shared memory (LDS, ldmatrix), per instruction",
-        instrumented=True, deterministic=True,
-        formula="sum over shared-load instructions of inst_executed",
-    ),
-    Metric(
-        "shared_st_executions", "inst",
-        "warp-level executions of the instructions that write shared memory (STS, stmatrix, cp.async, ATOMS),"
-        " per instruction",
-        instrumented=True, deterministic=True,
-        formula="sum over shared-store instructions of inst_executed",
-    ),
-    Metric(
-        "shared_mma_executions", "inst",
-        "warp-level executions of tensor-core instructions that read operands from shared memory (HGMMA ...)",
-        instrumented=True, deterministic=True,
-        formula="sum over tensor-core instructions of inst_executed",
-    ),
+    *(Metric(f"shared_{side}_executions", "inst", f"warp-level executions of the instructions that {what}",
+             instrumented=True, deterministic=True, formula="sum over those instructions of inst_executed")
+      for side, what in (("ld", "read shared memory (LDS, ldmatrix LDSM)"),
+                         ("st", "write shared memory (STS, stmatrix STSM, cp.async LDGSTS, ATOMS)"),
+                         ("mma", "read tensor-core operands from shared memory (wgmma: HGMMA ...)"))),
     Metric(
         "excess_wavefronts_per_shared_ld", "wavefront/inst",
         "exact excess wavefronts of load instructions per shared-load execution",

@@ -107,22 +107,19 @@ class Family:
     variants: list[Variant] = field(default_factory=list)
     # raises ConfigError for a size its kernels cannot run (checked for each size of a --sweep)
     check_size: Callable[[Size], None] | None = None
-    # the oldest GPU its kernels run on, (major, minor), and why in a few words ("stmatrix"): on an
-    # older GPU profile and bench skip the family's variants, saying so in one line
+    # the oldest GPU its kernels run on, (major, minor), and why ("stmatrix"): older ones skip it, in one line
     min_compute_capability: tuple[int, int] | None = None
     needs: str = ""
 
     def __post_init__(self) -> None:
         _check_name(self.name, "family")
         need = self.min_compute_capability
-        if need is not None and not (isinstance(need, tuple) and len(need) == 2
-                                     and all(isinstance(v, int) and v >= 0 for v in need)):  # fmt: skip
+        if need is not None and not (isinstance(need, tuple) and len(need) == 2 and all(type(v) is int for v in need)):
             raise ConfigError(f"family {self.name!r}: min_compute_capability {need!r} is not (major, minor)")
 
     def requirement(self) -> str:
         """What GPU the family needs, in words ("" where any will do)."""
-        need = self.min_compute_capability
-        if need is None:
+        if (need := self.min_compute_capability) is None:
             return ""
         return f"needs compute capability {need[0]}.{need[1]} or newer" + (f" ({self.needs})" if self.needs else "")
 

@@ -86,9 +86,11 @@ def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
 
 def _ways_cell(kernel: KernelResult, column: Column) -> Cell:
     """The exact n-way, the hardware figure on hover; or the hardware figure, marked as a fallback."""
-    figure = shared_figures.n_way(kernel, WAYS_SIDES[column.key])
-    if figure.value is None:
-        return Cell(column.key, None, "wavefront/ideal", "—" if figure.exact else "n/a", missing_reason=figure.note)
+    side = WAYS_SIDES[column.key]
+    figure = shared_figures.n_way(kernel, side)
+    if figure.value is None:  # none counted is "—", as `memlens metrics` shows it; the note says why on hover
+        none = figure.exact or kernel.value(f"shared_{side}_instructions") == 0
+        return Cell(column.key, None, "wavefront/ideal", "—" if none else "n/a", missing_reason=figure.note)
     if figure.exact:
         counted = kernel.metric(column.key).value
         hardware = "exact" if counted is None else (

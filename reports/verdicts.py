@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memlens import shared_figures
+from memlens.instruction_kinds import phase_rule
 from memlens.paper import PaperCheck
 from memlens.results import (
     Expectation,  # the suite's, as results.json carries it
     KernelResult,
 )
-from memlens.source_lines import phase_rule
 from memlens.static_check import StaticKernel, local_memory_cause
 
 from .formatting import compact_count, format_value, per_instruction, ways

@@ -13,6 +13,7 @@ import pytest
 
 from profiling import bank_model as bm
 from profiling.errors import ConfigError
+from profiling.readers import read_report
 from profiling.suite import load_suite
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
@@ -192,3 +193,47 @@ def test_needs_hopper_and_says_why() -> None:
     assert FAMILY.unsupported_on((9, 0)) is None and FAMILY.unsupported_on((10, 0)) is None
     assert FAMILY.unsupported_on(None) is None  # unknown: launched, and the launch says what failed
     assert SUITE.family("transpose").unsupported_on((7, 0)) is None
+
+
+# --- the recordings: one kernel, the same figures from every kind of report ---------------------
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RECORDED_GPUS = ("nvidia_h100_80gb_hbm3", "nvidia_h200")
+
+
+def _sides(kernel) -> tuple:
+    keys = ("exact_excess_wavefronts_ld", "exact_excess_wavefronts_st", "shared_ld_executions", "shared_st_executions",
+            "exact_shared_ld_ways", "exact_shared_st_ways", "excess_wavefronts_per_shared_ld",
+            "excess_wavefronts_per_shared_st")  # fmt: skip
+    return tuple(kernel.value(key) for key in keys)
+
+
+def _expected_sides(layout: str, n: int) -> tuple[float, float, float, float]:
+    """Excess of loads (ldmatrix + LDS.128) and stores (cp.async + stmatrix), and the executions of
+    each side (two instructions a warp and tile), from the bank model."""
+    tiles = (n // 32) ** 2
+    per_warp = [bm.fp16_transpose_figures(layout, warp) for warp in range(4)]
+    loads = tiles * sum(f["ldmatrix"] + f["lds128"] for f in per_warp)
+    stores = tiles * sum(f["cp.async"] + f["stmatrix"] for f in per_warp)
+    return loads, stores, 2 * 4 * tiles, 2 * 4 * tiles
+
+
+@pytest.mark.parametrize("gpu", RECORDED_GPUS)
+def test_plain_and_source_counters_reports_give_the_suite_runs_figures(gpu: str) -> None:
+    """ncu with memlens's metric list, ncu's own --section SourceCounters and a memlens run: the same
+    per-side figures, every instruction kind counted on its side (cp.async a store, ldmatrix a load)."""
+    where = FIXTURES / gpu
+    plain = {k.kernel: k for k in read_report(where / "fp16_plain.ncu-rep").kernels if "fp16" in k.kernel}
+    counters = {k.kernel: k for k in read_report(where / "fp16_sourcecounters.ncu-rep").kernels if "fp16" in k.kernel}
+    assert set(plain) == set(counters) == {f"fp16_transpose_{layout}" for layout in LAYOUTS}
+    small = FAMILY.size(small=True)["n"]
+    for layout in LAYOUTS:
+        kernel = plain[f"fp16_transpose_{layout}"]
+        assert _sides(kernel) == _sides(counters[f"fp16_transpose_{layout}"]), layout
+        assert _sides(kernel)[:4] == _expected_sides(layout, small), layout
+    suite = {k.variant: k for k in read_report(where / "suite.ncu-rep").kernels if k.family == "fp16_transpose"}
+    n = FAMILY.size()["n"]
+    for layout in LAYOUTS:
+        assert _sides(suite[layout])[:4] == _expected_sides(layout, n), layout
+    # the hardware counters classify these instructions otherwise: no stmatrix nor cp.async among stores
+    assert suite["dense"].value("shared_st_instructions") == 0 and suite["dense"].value("shared_st_executions") > 0

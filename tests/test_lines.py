@@ -15,9 +15,10 @@ from kernels import matmul, transpose
 from profiling.catalogue import ncu_metric_names
 from profiling.cli import main
 from profiling.commands.lines import describe, kernel_lines, read_lines
+from profiling.instruction_kinds import classify
 from profiling.readers import read_report
 from profiling.results import RunResults, VariantOutcome
-from profiling.source_lines import InstructionRecord, SourceMap, classify, roll_up
+from profiling.source_lines import InstructionRecord, SourceMap, roll_up
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -82,7 +83,7 @@ def test_a_wide_access_is_judged_against_its_own_ideal():
                              executions=1000, wavefronts=4000, ideal=4000)  # fmt: skip
     assert wide.ways == 1.0 and wide.excess == 0
     line = roll_up([wide], SourceMap(REPO))[0]
-    assert describe(line) == "loads conflict-free (1-way)"
+    assert describe(line) == "shared loads conflict-free (1-way)"
 
 
 # --- the built-in suite, H100, line info ------------------------------------------------------------
@@ -101,7 +102,7 @@ def test_transpose_conflict_names_the_column_read_line(suite):
     assert hottest.shared_st.ways is None and hottest.opcodes == ("LDS",)
     store = found.lines[1]
     assert store.line == 31 and store.shared_st.excess == 0 and store.shared_st.ways == 1
-    assert describe(hottest) == "32-way loads, 65,011,712 excess wavefronts"
+    assert describe(hottest) == "shared loads 32-way, 65,011,712 excess wavefronts"
 
 
 def test_matmul_article_store_line_and_load_line_each_with_its_own_excess(suite):
@@ -182,7 +183,7 @@ def test_local_loads_and_stores_by_line(app, tmp_path):
 def test_lines_cli_names_the_store_line_of_a_program(capsys):
     assert main(["lines", str(CUDA_APP), "-k", "store_conflict", "--top", "1"]) == 0
     out = capsys.readouterr().out
-    assert "tests/fixtures/programs/cuda_app.cu:39  32-way stores, 4,063,232 excess wavefronts  [STS]" in out
+    assert "tests/fixtures/programs/cuda_app.cu:39  shared stores 32-way, 4,063,232 excess wavefronts  [STS]" in out
     assert "tile[threadIdx.x][threadIdx.y + j] = in[(y + j) * n + x];" in out
     assert "transpose_conflict" not in out and "1 more line (--top 0" in out
 
@@ -203,7 +204,7 @@ def test_lines_without_line_info_attributes_to_sass_and_hints(capsys):
     # the probe recording has no line info (the H200 suite recording has it now)
     assert main(["lines", str(FIXTURES / "probe" / "probe.ncu-rep"), "-k", "transpose/conflict$", "--top", "1"]) == 0
     out = capsys.readouterr().out
-    assert "  LDS R19, [R17]  32-way loads, 4,063,232 excess wavefronts  [LDS]" in out
+    assert "  LDS R19, [R17]  shared loads 32-way, 4,063,232 excess wavefronts  [LDS]" in out
     assert "hint: no line info in this report: compile with -lineinfo" in out
     assert "lineinfo=True" in out
 
@@ -227,7 +228,7 @@ def test_lines_of_an_old_results_json_reads_the_runs_report(tmp_path, capsys):
     results = read_lines(run)
     assert sum(len(k.instructions) for k in results.kernels) > 0
     assert main(["lines", str(run), "-k", "tiled_article", "--top", "1"]) == 0
-    assert "kernels/matmul.py:62  2.5-way loads, 805,306,368 excess wavefronts" in capsys.readouterr().out
+    assert "kernels/matmul.py:62  shared loads 2.5-way, 805,306,368 excess wavefronts" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -258,11 +259,11 @@ def test_report_verdict_and_html_name_the_hot_line(suite):
     conflict = rows["transpose/conflict"]
     assert [(line.file, line.line) for line in conflict.hot_lines] == [("kernels/transpose.cu", 40)]
     assert ("kernels/transpose.cu:40 `out[(size_t)out_row * rows + out_col] = tile[tx][tile_col<SWIZZLE>(tx, r)];`:"
-            " 32-way loads, 65.0 M excess wavefronts") in conflict.verdict_text
+            " shared loads 32-way, 65.0 M excess wavefronts") in conflict.verdict_text
     article = rows["matmul/tiled_article"]
     assert [line.line for line in article.hot_lines] == [62, 58, 59]
-    assert "kernels/matmul.py:58 `sa[tx, ty] = a[x, a_col] if x < m and a_col < k else float32(0.0)`: 8-way stores" \
-        in article.verdict_text
+    store = "kernels/matmul.py:58 `sa[tx, ty] = a[x, a_col] if x < m and a_col < k else float32(0.0)`: shared stores 8-way"
+    assert store in article.verdict_text
     assert rows["transpose/padded"].hot_lines == () and "kernels/" not in rows["transpose/padded"].verdict_text
     html = render(report, "html")
     assert "hot lines of <code>transpose/conflict</code>" in html
@@ -326,7 +327,7 @@ def test_report_of_a_programs_ncu_rep_shows_its_hot_lines(tmp_path):
     assert "hot lines of <code>transpose/store_conflict</code>" in html  # labelled by its NVTX range
     assert "<code>tests/fixtures/programs/cuda_app.cu:39</code>" in html
     assert "tests/fixtures/programs/cuda_app.cu:62 `for (int j = 0; j &lt; 32; ++j) sum += window[(j + i) % 32];`:" \
-        " 4.19 M local loads" in html
+        " local loads 4.19 M executions" in html
 
 
 def test_kernel_n_way_is_over_the_ideal_of_the_accesses_themselves(app, suite):
@@ -369,7 +370,10 @@ def test_report_table_and_verdict_give_the_exact_n_way_as_metrics_and_lines_do(s
     assert rows["transpose/padded"].cells["shared_ld_ways"].flag is None
     shared = next(f for f in judge(next(k for k in suite.kernels if k.label == "matmul/tiled_article")).findings
                   if f.topic == "shared")  # fmt: skip
-    assert shared.text.startswith("shared loads and stores: bank conflicts (2.5-way loads, 8-way stores)"), shared.text
+    # each side in the words of its instructions, divided by the executions of that side's instructions
+    assert shared.text.startswith("shared loads: 2.5-way bank conflicts, 805 M excess wavefronts (2.40 per shared "
+                                  "load); 16-byte accesses are served a quarter-warp"), shared.text
+    assert shared.text.endswith("; shared stores: 8-way bank conflicts, 235 M excess wavefronts (7 per shared store)")
     copy = build_report([("app", RunResults(suite.info, (app["copy_float2_shared"],)))])
     cell = copy.runs[0].families[0].rows[0].cells["shared_ld_ways"]
     assert cell.text == "1.0" and cell.flag is None  # 8-byte loads at their own ideal: no conflict

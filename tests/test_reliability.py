@@ -266,7 +266,7 @@ BAD_FILES = [
     ("empty.json", b" \n", "empty file"),
     ("empty.ncu-rep", b"", "empty file"),
     # cut inside the first launch's record (a cut between records can read as no kernels at all)
-    ("cut.ncu-rep", (H200 / "suite.ncu-rep").read_bytes()[:50_000], "truncated or damaged report"),
+    ("cut.ncu-rep", (H200 / "suite.ncu-rep").read_bytes()[:50_000], "truncated or damaged"),
     ("cut.csv", PROBE_CSV[: len(PROBE_CSV) - 1200], "line 5: malformed CSV (unexpected end of data)"),
     ("cut.json", (H200 / "suite.results.json").read_bytes()[:3000], "invalid JSON at line"),
     ("junk.csv", bytes(range(256)) * 8, "binary data, not an ncu CSV export"),
@@ -350,7 +350,8 @@ def test_rules_with_typos_are_exit_2_naming_file_and_line(tmp_path, capsys, rule
 def test_a_wrong_result_fails_the_gate_and_is_no_measurement_in_the_report(tmp_path, capsys):
     path = tmp_path / "results.json"
     message = "transpose/padded: wrong result at index (0, 3): got 1.0, expected 2.0 (1 of 16 elements wrong)"
-    index = next(i for i, o in enumerate(GOOD_RESULTS["outcomes"]) if o["variant"] == "padded")
+    outcomes = GOOD_RESULTS["outcomes"]
+    index = next(i for i, o in enumerate(outcomes) if (o["family"], o["variant"]) == ("transpose", "padded"))
     path.write_bytes(_results(**{f"outcomes__{index}__status": "wrong", f"outcomes__{index}__message": message}))
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES.replace('"*"', '"transpose/conflict"'))

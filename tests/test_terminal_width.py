@@ -89,8 +89,8 @@ def test_lines_fits_the_terminal_and_names_numba_kernels_by_their_function(colum
     assert main(["lines", str(INPUTS["suite"]), "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert _widest(out) <= columns, out
-    assert "matmul/tiled_article  (matmul_tiled_article)  [launch 1]" in out  # not 310 characters of mangling
-    assert "kernels/transpose.cu:40  32-way loads, 65,011,712 excess wavefronts  [LDS]" in out
+    assert "matmul/tiled_article  (matmul_tiled_article)  [launch 6]" in out  # not 310 characters of mangling
+    assert "kernels/transpose.cu:40  shared loads 32-way, 65,011,712 excess wavefronts" in out  # wrapped, never cut
 
 
 def test_lines_json_keeps_the_full_name(capsys):

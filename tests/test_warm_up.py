@@ -46,7 +46,7 @@ def test_the_disassembler_starts_once_ncu_has_written_a_whole_kernel(tmp_path):
     warm_up.start(report)  # ncu has not created it yet
     assert warm_up._thread is None
     whole = SUITE.read_bytes()
-    report.write_bytes(whole[:100_000])  # the header and part of the first kernel
+    report.write_bytes(whole[:20_000])  # the header and part of the first kernel
     warm_up.start(report)
     assert wait_for(lambda: warm_up._thread is not None and warm_up._thread.is_alive())
     time.sleep(0.3)  # several tries, none finding a kernel
@@ -78,21 +78,24 @@ def test_a_report_without_per_instruction_metrics_starts_nothing(tmp_path):
     assert not warm_up.is_done()
 
 
-def test_only_launches_that_executed_local_instructions_have_all_their_instructions_decoded(monkeypatch):
-    decoded: dict[str, set[int]] = {}
+def test_each_binary_is_disassembled_once_with_its_local_and_tma_instructions(monkeypatch):
+    """Local and TMA instructions carry no shared wavefronts to find them by: every executed instruction
+    of a kernel binary is decoded, once per binary (not per launch), and only those kinds are kept."""
+    decoded: dict[str, list[int]] = {}
     original = ncu_instructions.InstructionReader.decode
 
-    def counting(self, action, kernel, pc):
-        decoded.setdefault(kernel, set()).add(pc)
-        return original(self, action, kernel, pc)
+    def counting(self, action, binary, pc):
+        if (binary, pc) not in self.decoded:
+            decoded.setdefault(binary[0], []).append(pc)
+        return original(self, action, binary, pc)
 
     monkeypatch.setattr(ncu_instructions.InstructionReader, "decode", counting)
     results = read_report(SUITE, instructions=True)
     by_name = {k.kernel: k for k in results.kernels}
     conflict = by_name["transpose_conflict"]
     assert conflict.value("local_ld_instructions") == 0 and conflict.value("local_st_instructions") == 0
-    shared = [r for r in conflict.instructions if r.space == "shared"]
-    assert decoded["transpose_conflict"] == {r.pc for r in shared} and len(conflict.instructions) == len(shared) == 8
+    assert {r.space for r in conflict.instructions} == {"shared"} and len(conflict.instructions) == 8
+    assert len(decoded["transpose_conflict"]) == len(set(decoded["transpose_conflict"])) > 8  # each PC once
     local = by_name["running_mean_local"]
     assert local.value("local_ld_instructions") > 0
     assert len(decoded["running_mean_local"]) > 250  # every executed instruction, in search of LDL and STL

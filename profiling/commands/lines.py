@@ -165,7 +165,9 @@ def render_text(found: list[KernelLines], top: int, width: int | None = None) ->
             out.append("  no shared-memory, local-memory or TMA instructions in the per-instruction data")
         for line in shown:
             temporary = "  (a temporary file of the compiler, gone now)" if line.temporary else ""
-            out.append(_fit(f"  {line.location}  {describe(line)}  [{' '.join(line.opcodes)}]{temporary}", width))
+            # wrapped, not cut: a figure is never shortened
+            text = f"{line.location}  {describe(line)}  [{' '.join(line.opcodes)}]{temporary}"
+            out.extend(_wrapped(text, width, "  "))
             if line.source:
                 out.append(_fit(f"      {line.source}", width))
             elif line.stale:
@@ -173,7 +175,7 @@ def render_text(found: list[KernelLines], top: int, width: int | None = None) ->
         if len(entry.lines) > len(shown):
             out.append(f"  ... {plural(len(entry.lines) - len(shown), 'more line')} (--top 0 shows all)")
         for note in kernel_notes(entry, shown):
-            out.append(f"  note: {note}")
+            out.extend(_wrapped(f"note: {note}", width, "  "))
         if entry.lines and not entry.line_info:
             out.extend(_wrapped(f"hint: {LINE_INFO_HINT}", width, "  "))
         out.append("")

@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..catalogue import CATALOGUE, PER_INSTRUCTION_METRICS, PER_PC_EXECUTIONS
+from ..instruction_kinds import classify
 from ..results import printable
-from ..source_lines import InstructionRecord, classify, shared_totals
+from ..source_lines import InstructionRecord, shared_totals
 
 Action = Any
 Decoded = tuple[str, str | None, str, int, str]  # opcode, space, side, width, SASS text
