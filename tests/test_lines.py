@@ -262,7 +262,8 @@ def test_report_verdict_and_html_name_the_hot_line(suite):
             " shared loads 32-way, 65.0 M excess wavefronts") in conflict.verdict_text
     article = rows["matmul/tiled_article"]
     assert [line.line for line in article.hot_lines] == [62, 58, 59]
-    store = "kernels/matmul.py:58 `sa[tx, ty] = a[x, a_col] if x < m and a_col < k else float32(0.0)`: shared stores 8-way"
+    store = ("kernels/matmul.py:58 `sa[tx, ty] = a[x, a_col] if x < m and a_col < k else float32(0.0)`: "
+             "shared stores 8-way")
     assert store in article.verdict_text
     assert rows["transpose/padded"].hot_lines == () and "kernels/" not in rows["transpose/padded"].verdict_text
     html = render(report, "html")
