@@ -46,8 +46,9 @@ def rich_table(columns: Sequence[TableColumn], rows: list[list[str]]) -> Table:
     table = Table(box=table_box())
     for index, column in enumerate(columns):
         label_width = None
-        if not column.numeric:  # keeps room for a label on a narrow terminal
-            label_width = min(max((cell_len(row[index]) for row in rows), default=0), LABEL_MIN_WIDTH) + 2
+        if not column.numeric:  # keeps room for a label on a narrow terminal; rich adds the padding to it
+            longest = max((cell_len(line) for row in rows for line in row[index].split("\n")), default=0)
+            label_width = min(longest, LABEL_MIN_WIDTH)
         table.add_column(column.header, justify="right" if column.numeric else "left", overflow="fold",
                          no_wrap=column.numeric, min_width=label_width)  # fmt: skip
     for row in rows:

@@ -128,7 +128,7 @@ def test_cupy_temporary_sources_come_back_from_cupys_cache(checkout, tmp_path, m
     capsys.readouterr()
     assert main(["lines", str(run), "-k", "transpose/conflict$", "--top", "1"]) == 0
     out = capsys.readouterr().out
-    assert f"CuPy transpose_conflict ({TRANSPOSE_TEMPORARY}):40  32-way loads" in out
+    assert f"CuPy transpose_conflict ({TRANSPOSE_TEMPORARY}):40  shared loads 32-way" in out
     assert "tile[tx][tile_col<SWIZZLE>(tx, r)]" in out and "temporary file" not in out
 
 
@@ -141,9 +141,15 @@ def test_without_cupys_copy_the_temporary_file_is_named_as_such(tmp_path, monkey
 
 def test_results_json_sources_round_trip_and_are_checked(tmp_path):
     results = RunResults.from_json(json.loads((FIXTURES / "nvidia_h200" / "suite.results.json").read_text()))
-    assert results.embedded_sources == {}  # recorded before runs kept their sources: none, and no key
-    assert "sources" not in results.to_json()
+    kept = results.embedded_sources  # the run kept its sources: CuPy's 4 temporary .cu files and matmul.py
+    assert len(kept) == 5 and sum(name.endswith(".cubin.cu") for name in kept) == 4
+    assert kept[next(n for n in kept if n.endswith(TRANSPOSE_TEMPORARY))].startswith("// Matrix transpose through")
+    assert any(name.endswith("kernels/matmul.py") for name in kept)
+    assert results.to_json()["sources"] == kept
+    assert RunResults.from_json(results.to_json()).embedded_sources == kept
     data = results.to_json()
+    del data["sources"]  # a run recorded before runs kept their sources: none, and no key
+    assert RunResults.from_json(data).embedded_sources == {} and "sources" not in RunResults.from_json(data).to_json()
     data["sources"] = {"a.cu": "int x;\n"}
     assert RunResults.from_json(data).embedded_sources == {"a.cu": "int x;\n"}
     data["sources"] = {"a.cu": 3}

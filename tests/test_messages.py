@@ -181,8 +181,9 @@ def test_a_rule_selecting_nothing_says_how_many_labels_it_left_out(capsys, tmp_p
     assert main(["gate", str(RUN), "--rules", str(rules), "--json", str(verdicts)]) == 1
     message = json.loads(verdicts.read_text(encoding="utf-8"))["verdicts"][-1]["message"]
     labels = sorted({k.label for k in read_report(RUN).kernels})
-    assert message == f"selects no kernel (nothing*); labels in the run: {', '.join(labels[:8])} and 6 more"
-    assert len(labels) == 14 and "FAILED: 1 check (1 fail)" in capsys.readouterr().out
+    assert message == f"selects no kernel (nothing*); labels in the run: {', '.join(labels[:8])} and 11 more"
+    assert len(labels) == 19 and "FAILED: 1 check (1 fail)" in capsys.readouterr().out  # 19 variants recorded
+    assert labels[:5] == [f"fp16_transpose/{v}" for v in ("dense", "padded", "pitch128", "xor_128b", "xor_row")]
 
 
 def test_the_epilog_documents_the_closed_pipe_status(capsys) -> None:

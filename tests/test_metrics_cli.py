@@ -11,6 +11,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 
 from profiling.catalogue import CATALOGUE
 from profiling.cli import main
@@ -36,12 +37,17 @@ def test_table_from_a_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert "probe.ncu-rep (NVIDIA H200, cc 9.0)" in out
     for text in ("transpose/conflict", "transpose/padded", "running_mean/local",  # labels
                  "85.4 µs", "0.532 ms",  # durations in human units
-                 "16,252,928 (31/ld)", "32.00",  # exact excess and n-way (wavefronts over the ideal) of the conflict
+                 # exact excess and n-way (wavefronts over the ideal) of the conflict; the probe was recorded
+                 # without per-instruction executions (inst_executed), so the excess per load is over the
+                 # hardware counter's loads (16,252,928 / 524,288), marked "*" as a fallback
+                 "16,252,928 (31/ld*)", "32.00",
                  "HW conflict", "40,231",  # the hardware counter, non-zero for the padded one
                  "1.07 GB / 1.07 GB",  # local loads / stores of the running mean
                  "4.10 KB", "4.22 KB", "16,384 x 256", "1,333.9", "27.7%"):
         assert text in out, text
     assert "n/a" not in out
+    assert "exact excess wavefronts: * per instruction of the hardware counter (this report has no " \
+           "per-instruction figures)" in out
 
 
 def test_fast_recording_says_why_exact_excess_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
@@ -89,7 +95,14 @@ def test_csv_one_row_a_kernel_with_units_in_the_header(capsys: pytest.CaptureFix
     assert "duration (ns)" in rows[0] and "dram_bandwidth (byte/second)" in rows[0]
     assert len(rows[0]) == 5 + len(CATALOGUE)
     assert rows[0]["exact_excess_wavefronts (wavefront)"] == "16252928"
-    assert rows[0]["excess_wavefronts_per_shared_ld (wavefront/inst)"] == "31"
+    # per load: over the per-instruction executions, which the probe (no inst_executed) lacks; no "*" in a CSV,
+    # so no fallback figure either (the table's is marked)
+    assert rows[0]["shared_ld_executions (inst)"] == rows[0]["excess_wavefronts_per_shared_ld (wavefront/inst)"] == ""
+    code, out, _ = metrics(capsys, str(SUITE / "suite.results.json"), "-k", "transpose/conflict$", "--csv")
+    (row,) = list(csv.DictReader(io.StringIO(out)))
+    assert row["exact_excess_wavefronts_ld (wavefront)"] == "65011712"
+    assert row["shared_ld_executions (inst)"] == "2097152"
+    assert row["excess_wavefronts_per_shared_ld (wavefront/inst)"] == "31"
     assert rows[2]["shared_ld_ways (wavefront/inst)"] == ""  # the running mean has no shared loads
 
 
@@ -243,6 +256,8 @@ def test_a_narrow_terminal_never_cuts_a_figure_or_a_label(columns, monkeypatch, 
     argv = ["metrics", str(SUITE / "suite.results.json"), "-k", "transpose/(conflict|tile64_swizzled)$", "--wide"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    for text in ("transpose/conflict", "transpose/tile64_swizzled", "65,011,712", "66,026,179",
-                 "0.305 ms", "1,696.4", "16,384 x 512"):  # fmt: skip
+    for text in ("transpose/conflict", "transpose/tile64_swizzled", "65,011,712", "66,025,846",
+                 "0.304 ms", "1,699.2", "16,384 x 512 │"):  # fmt: skip
         assert text in out, text
+    table = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
+    assert len({cell_len(line) for line in table}) == 1 and all(line[-1] in "┓┃┩│┘" for line in table)  # edge whole

@@ -169,24 +169,26 @@ def test_a_variant_missing_from_the_bench_and_a_family_without_min_bytes(tmp_pat
     assert conflict.cells["bench_pct_of_copy"].missing_reason == "the family declares no min_bytes: no bandwidth"
     assert padded.cells["bench_median"].missing_reason == "not timed by memlens bench (not in its bench.json)"
     html = render(report, "html")
-    # 3 ncu charts, 3 roofline charts (transpose's without points), 1 % of copy chart: none for transpose (no
-    # variant has the figure), none for matmul (compute-bound)
-    assert html.count("<svg") == 3 + 3 + 1
+    # 4 ncu charts, 4 roofline charts (the transposes' without points), 1 % of copy chart: none for transpose (no
+    # variant has the figure), none for matmul (compute-bound), none for fp16_transpose (not in bench.json)
+    assert html.count("<svg") == 4 + 4 + 1
     assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 1
 
 
 def test_html_has_the_column_the_chart_and_the_copy_bandwidth(run_dir, capsys):
     assert main(["report", str(run_dir)]) == 0
     html = (run_dir / "report.html").read_text(encoding="utf-8")
-    # per family the ncu chart; the % of copy chart but for compute-bound matmul; roofline charts of every
-    # family (transpose's without points: no floating-point work)
-    assert html.count("<svg") == 3 + 2 + 3
+    # per family (fp16_transpose, matmul, running_mean, transpose) the ncu chart; the % of copy chart but for
+    # compute-bound matmul and fp16_transpose (not timed); roofline charts of every family (the transposes' without
+    # points: no floating-point work)
+    assert html.count("<svg") == 4 + 2 + 4
     assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 2
     charts = re.findall(r'<div class="chart bench-chart">(.*?)</div>', html, re.S)
     assert len(charts) == 2 and all(c.lstrip().startswith("<svg") for c in charts)
     transpose = charts[1]  # running_mean, transpose: the order of results.json
     assert ">padded<" in transpose and "93.3%" in transpose and "(3.58 TB/s, median 0.150 ms)" in transpose
-    assert html.count('<span class="nw">%</span> <span class="nw">of</span> <span class="nw">copy</span>') == 3
+    # the column's header in each of the 4 family tables
+    assert html.count('<span class="nw">%</span> <span class="nw">of</span> <span class="nw">copy</span>') == 4
     spread = "median 0.15 ms; p10 0.149 ms, p90 0.151 ms over 21 launches"
     assert f'<td class="num bench" title="{spread}">0.150 ms</td>' in html
     copy_hover = "of a device-to-device copy of 2.15 GB (the bench&#39;s copy): 3.83 TB/s, median 0.560 ms"
@@ -266,7 +268,8 @@ def test_markdown(run_dir, capsys):
     assert main(["report", str(run_dir), "--format", "md", "-o", "-"]) == 0
     md = capsys.readouterr().out
     header = "| variant | status | duration | speedup | bench median | bench bandwidth | % of copy bandwidth |"
-    assert md.count(header) == 3
+    assert md.count(header) == 4  # every family of the run; fp16_transpose's bench cells n/a (not timed)
+    assert "| **dense** (baseline) | ok | 78.8 µs | 1.00× | n/a | n/a | n/a | " in md
     assert "| **padded** | ok | 0.148 ms | 2.06× | 0.150 ms | 3.58 TB/s | 93.3% | " in md
     assert "| **tiled\\_pmpp** | ok | 2.10 ms | 8.40× | n/a | n/a | n/a | " in md
     assert "| copy bandwidth | 3.83 TB/s (memlens bench: device-to-device copy of 1.07 GB, read plus written," in md
@@ -304,7 +307,8 @@ def test_a_run_without_bench_json_renders_as_before(tmp_path, capsys):
         assert absent not in html
     # only the roofline's note on compute-bound matmul names copy bandwidth
     assert html.count("% of copy") == html.count("copy bandwidth") == html.count("not by % of copy bandwidth") == 1
-    assert html.count("<svg") == 3 + 3  # the ncu charts and the roofline charts (transpose's without points)
+    # the ncu charts and the roofline charts of 4 families (the transposes' without points)
+    assert html.count("<svg") == 4 + 4
     md = render(report, "md")
     assert "bench median" not in md and md.count("copy bandwidth") == md.count("not by % of copy bandwidth") == 1
     assert "| variant | status | duration | speedup | bandwidth |" in md
