@@ -32,7 +32,7 @@ from .columns import (
     SPEEDUP,
     kernel_cells,
 )
-from .hot_lines import RunSources, hot_lines, line_findings
+from .hot_lines import RunSources, hot_lines, line_findings, tma_findings
 from .pmpp_verdicts import pmpp_findings
 from .roofline import add_roofline, others_roofline
 from .source_view import source_views
@@ -398,7 +398,7 @@ def _row(
     expectation = check(outcome.expect if outcome else None, measured, on_paper)
     sources = sources or RunSources()
     lines = hot_lines(kernels, outcome, embedded=sources.embedded, written_at=sources.written_at)
-    findings = measured.findings + pmpp_findings(kernel) + line_findings(lines)
+    findings = measured.findings + pmpp_findings(kernel) + line_findings(lines) + tma_findings(kernels)
     views = source_views(kernels, outcome, sources)
     return replace(row, cells=kernel_cells(kernel), verdict=findings, expectation=expectation,
                    hot_lines=lines, source_views=views)  # fmt: skip

@@ -58,3 +58,18 @@ def line_sentence(line: LineRecord) -> str:
 def figures(line: LineRecord) -> str:
     """The kinds on the line with a problem: conflicts or local accesses."""
     return ", ".join(line_words(line, compact_count, problems_only=True))
+
+
+def tma_findings(kernels: list[KernelResult]) -> tuple[Finding, ...]:
+    """The kernel's TMA transfers, named on their lines: ncu counts their executions, not their
+    shared-memory wavefronts, so their bank behaviour is not measured (never "no shared access")."""
+    by_line: dict[str, float] = {}
+    for record in (r for kernel in kernels for r in kernel.instructions if r.space == "tma"):
+        where = f"{record.file}:{record.line}" if record.file else record.sass
+        by_line[where] = by_line.get(where, 0.0) + (record.executions or 0.0)
+    if not by_line:
+        return ()
+    lines = ", ".join(f"{where} ({compact_count(count)})" for where, count in by_line.items())
+    return (Finding("line", "unknown", f"TMA transfers, executions by line: {lines}; ncu counts no shared-memory "
+                                       "wavefronts for the copy engine, so their bank behaviour is not measured"),)
+

@@ -65,6 +65,9 @@ def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | N
     flops = kernel.metric("flops")
     if flops.value is None:
         return None
+    if flops.value == 0 and kernel.value("shared_mma_executions"):
+        return Finding("roofline", "unknown", "roofline: not placed: its floating-point work runs on tensor cores "
+                                              "(wgmma), which memlens's FLOP counters do not count")
     if flops.value == 0:
         return Finding("roofline", "ok", "roofline: no floating-point work (moves data only): no intensity figure")
     if where is None:

@@ -45,9 +45,23 @@ def judge(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> Measured
     `memlens check` figures of its kernels where the run has them, names the cause of local memory."""
     conflicts, shared = _shared(kernel)
     local, local_finding = local_memory(kernel, static)
+    tensor = _tensor_core_reads(kernel)
     if conflicts is False and local is False:
-        return Measured(False, False, (Finding("clean", "ok", f"{shared.text}, no local memory"),))
-    return Measured(conflicts, local, (shared, local_finding))
+        return Measured(False, False, (Finding("clean", "ok", f"{shared.text}, no local memory"), *tensor))
+    return Measured(conflicts, local, (shared, local_finding, *tensor))
+
+
+def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
+    """The tensor-core instructions' shared-memory operand reads (wgmma: HGMMA ...), with their own
+    figures, as ncu counts them; none where the kernel has none (or the report no per-instruction data)."""
+    executions = _value(kernel, "shared_mma_executions")
+    ways_of = _value(kernel, "exact_shared_mma_ways")
+    if not executions or ways_of is None:
+        return ()
+    excess = _value(kernel, "exact_excess_wavefronts_mma") or 0.0
+    state = f"{ways_of:.3g}-way bank conflicts, {compact_count(excess)} excess" if excess else "conflict-free (1-way)"
+    return (Finding("shared", "bad" if excess else "ok",
+                    f"tensor-core operand reads: {state}, over {compact_count(executions)} executions"),)  # fmt: skip
 
 
 # --- shared memory ------------------------------------------------------------------------------

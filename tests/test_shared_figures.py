@@ -5,6 +5,8 @@ hardware counters only as a marked fallback, and a kernel whose only loads are l
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from profiling import shared_figures
 from profiling.commands.lines import KernelLines, kernel_notes, unrecorded_local
 from profiling.results import KernelResult
@@ -75,3 +77,43 @@ def test_a_report_without_per_instruction_local_counts_says_so() -> None:
     assert kernel_notes(KernelLines(kernel, (), False), ()) == [said]
     ran_none = KernelResult("k", raw={"local_ld_instructions": 0.0, "local_st_instructions": 0.0})
     assert unrecorded_local(ran_none) is None
+
+
+# --- the recorded Triton matmuls (H100): cp.async + wgmma, and TMA + wgmma --------------------------
+
+TRITON = Path(__file__).resolve().parent / "fixtures" / "nvidia_h100_80gb_hbm3" / "programs" / "triton_matmul.ncu-rep"
+
+
+def test_triton_matmuls_name_cp_async_tensor_core_reads_and_tma() -> None:
+    from profiling.readers import read_report
+    from reports.hot_lines import tma_findings
+
+    kernels = {k.label: k for k in read_report(TRITON, instructions=True).kernels}
+    cp_async, tma = kernels["matmul/cp_async"], kernels["matmul/tma"]
+    # the excess is the cp.async's (LDGSTS), over the executions of every store instruction, not the
+    # hardware's 4,096 STS alone (which gave 33 per store)
+    assert cp_async.value("exact_excess_wavefronts_st") == 135_168 and cp_async.value("shared_st_executions") == 73_728
+    assert cp_async.value("shared_st_instructions") == 4_096
+    assert shared_figures.excess_per_access(cp_async, "st") == shared_figures.Figure(135_168 / 73_728, True)
+    texts = [f.text for f in judge(cp_async).findings]
+    assert texts[0].startswith("cp.async stores: 1.46-way bank conflicts, 135 K excess wavefronts (1.83 per cp.async "
+                               "store); 16-byte accesses are served a quarter-warp")  # fmt: skip
+    assert "tensor-core operand reads: conflict-free (1-way), over 32.8 K executions" in texts
+    assert tma.value("exact_shared_mma_ways") == 1.0 and tma.value("shared_mma_executions") == 32_768
+    (said,) = tma_findings([tma])
+    assert said.text.startswith("TMA transfers, executions by line: ") and said.severity == "unknown"
+    assert "triton_matmul_app.py:37 (8.70 K)" in said.text and "triton_matmul_app.py:38 (8.70 K)" in said.text
+    assert "ncu counts no shared-memory wavefronts for the copy engine" in said.text
+    assert tma_findings([cp_async]) == ()
+
+
+def test_a_tensor_core_matmul_is_not_called_free_of_floating_point_work() -> None:
+    from profiling.readers import read_report
+    from reports.roofline import verdict
+
+    kernel = next(k for k in read_report(TRITON).kernels if k.label == "matmul/tma")
+    assert kernel.value("flops") == 0  # the FLOP counters do not count wgmma
+    said = verdict(kernel, None)
+    assert said is not None and said.severity == "unknown"
+    assert said.text == ("roofline: not placed: its floating-point work runs on tensor cores (wgmma), which "
+                         "memlens's FLOP counters do not count")
