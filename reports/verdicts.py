@@ -108,7 +108,7 @@ def _side_text(kernel: KernelResult, side: str) -> str:
     text += f", {compact_count(excess)} excess wavefronts"
     per = shared_figures.excess_per_access(kernel, side)
     if per.value is not None:
-        word = kinds[0][:-1] if len(kinds) == 1 else shared_figures.SIDE_WORDS[side]
+        word = kinds[0].split(" (")[0][:-1] if len(kinds) == 1 else shared_figures.SIDE_WORDS[side]  # one load
         text += f" ({per_instruction(per.value)} per {word}{'' if per.exact else ', of the hardware count'})"
     rules = list(dict.fromkeys(rule for r in records if (rule := phase_rule(r.opcode, r.width_bits))))
     return text + "".join(f"; {rule}" for rule in rules)
