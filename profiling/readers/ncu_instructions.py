@@ -22,6 +22,7 @@ Action = Any
 Decoded = tuple[str, str | None, str, int, str]  # opcode, space, side, width, SASS text
 SharedSplit = tuple["float | None", ...]  # PER_INSTRUCTION_METRICS' values, in its order
 Binary = tuple[str, int, int, int]  # kernel name, executed instructions, first and last PC
+Records = tuple[InstructionRecord, ...]
 
 WAVEFRONTS = CATALOGUE["shared_wavefronts"].ncu or ""
 IDEAL = CATALOGUE["shared_wavefronts_ideal"].ncu or ""
@@ -45,51 +46,39 @@ class InstructionReader:
             self.decoded[key] = found
         return found
 
-    def shared_split(self, action: Action, kernel: str) -> SharedSplit | None:
-        """The launch's per-instruction shared-memory figures (PER_INSTRUCTION_METRICS, in its order);
-        None where the action holds no per-instruction wavefronts (not collected, or a report without
-        instances)."""
+    def figures(self, action: Action, kernel: str, lines: bool) -> tuple[SharedSplit | None, Records]:
+        """The launch's per-instruction shared-memory figures (PER_INSTRUCTION_METRICS, in its order; None
+        where the action holds no per-instruction wavefronts: not collected, or a report without
+        instances) and, with `lines`, every shared-memory, local-memory and TMA instruction with its
+        figures and source line (else none). The per-PC values are read once for both."""
         wavefronts, ideal = _per_pc(action, WAVEFRONTS), _per_pc(action, IDEAL)
+        binary = _binary(action, kernel)
+        pcs = set(wavefronts or ()) | (set(self._memory_pcs(action, binary)) if lines else set())
+        executed = self._values(action, binary, PER_PC_EXECUTIONS, pcs)
+        records = []
+        for pc in sorted(pcs):
+            opcode, space, side, width, sass = self.decode(action, binary, pc)
+            if side == "never":
+                continue
+            shared = wavefronts is not None and pc in wavefronts
+            file, line = _source(action, pc) if lines else (None, None)
+            records.append(InstructionRecord(
+                pc, sass, opcode, "shared" if shared else space or "shared", side, width, file, line,
+                executions=None if executed is None else executed.get(pc, 0.0),
+                wavefronts=wavefronts.get(pc) if shared else None,
+                ideal=(ideal or {}).get(pc, 0.0) if shared else None,
+            ))  # fmt: skip
+        return self._split(action, wavefronts, ideal, records, executed is not None), tuple(records) if lines else ()
+
+    @staticmethod
+    def _split(action: Action, wavefronts: dict[int, float] | None, ideal: dict[int, float] | None,
+               records: list[InstructionRecord], with_executions: bool) -> SharedSplit | None:  # fmt: skip
         if wavefronts is None or ideal is None:
             return None
         if not wavefronts and _total(action, WAVEFRONTS) not in (0.0, None):
             return None
-        binary = _binary(action, kernel)
-        executed = self._values(action, binary, PER_PC_EXECUTIONS, wavefronts)
-        records = []
-        for pc, value in wavefronts.items():
-            opcode, _, side, width, sass = self.decode(action, binary, pc)
-            if side == "never":
-                continue
-            count = None if executed is None else executed.get(pc, 0.0)
-            records.append(InstructionRecord(pc, sass, opcode, "shared", side, width, executions=count,
-                                             wavefronts=value, ideal=ideal.get(pc, 0.0)))  # fmt: skip
-        totals = shared_totals(records, with_executions=executed is not None)
+        totals = shared_totals(records, with_executions)
         return tuple(totals[key] for key in SPLIT_KEYS)
-
-    def instructions(self, action: Action, kernel: str) -> tuple[InstructionRecord, ...]:
-        """Every shared-memory, local-memory and TMA instruction of the action with its figures."""
-        wavefronts = _per_pc(action, WAVEFRONTS) or {}
-        ideal = _per_pc(action, IDEAL) or {}
-        binary = _binary(action, kernel)
-        memory_pcs = self._memory_pcs(action, binary)
-        pcs = sorted(set(wavefronts) | set(memory_pcs))
-        executed = self._values(action, binary, PER_PC_EXECUTIONS, pcs)
-        records = []
-        for pc in pcs:
-            opcode, space, side, width, sass = self.decode(action, binary, pc)
-            if side == "never":
-                continue
-            if pc in wavefronts:
-                space = "shared"
-            file, line = _source(action, pc)
-            records.append(InstructionRecord(
-                pc, sass, opcode, space or "shared", side, width, file, line,
-                executions=None if executed is None else executed.get(pc, 0.0),
-                wavefronts=wavefronts.get(pc) if space == "shared" else None,
-                ideal=ideal.get(pc) if space == "shared" else None,
-            ))  # fmt: skip
-        return tuple(records)
 
     def _memory_pcs(self, action: Action, binary: Binary) -> tuple[int, ...]:
         """The executed local-memory and TMA instructions of a binary: every executed instruction

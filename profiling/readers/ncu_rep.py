@@ -234,8 +234,7 @@ class _LaunchReader:
                 self.first = action
 
     def _instruction_figures(self, action: Action, name: str) -> tuple[SharedSplit | None, Records]:
-        split = self.instructions.shared_split(action, name)
-        return split, self.instructions.instructions(action, name) if self.with_instructions else ()
+        return self.instructions.figures(action, name, self.with_instructions)
 
     def disassemble_pending(self) -> None:
         """The instruction figures of the launches read without them."""
