@@ -67,6 +67,12 @@ def n_way(kernel: KernelResult, side: str) -> Figure:
     return Figure(hardware, False, HW_WAYS)
 
 
+def no_such_access(kernel: KernelResult, side: str, figure: Figure) -> bool:
+    """Whether a side's missing n-way means the kernel has no such access (shown "-"), not a missing figure
+    (n/a): the exact pass found none, or, without it, the hardware counted none."""
+    return figure.value is None and (figure.exact or kernel.value(f"shared_{side}_instructions") == 0)
+
+
 def excess_per_access(kernel: KernelResult, side: str) -> Figure:
     """The side's exact excess wavefronts over its executions."""
     excess = kernel.value(f"exact_excess_wavefronts_{side}")

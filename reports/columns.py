@@ -89,7 +89,7 @@ def _ways_cell(kernel: KernelResult, column: Column) -> Cell:
     side = WAYS_SIDES[column.key]
     figure = shared_figures.n_way(kernel, side)
     if figure.value is None:  # none counted is "—", as `memlens metrics` shows it; the note says why on hover
-        none = figure.exact or kernel.value(f"shared_{side}_instructions") == 0
+        none = shared_figures.no_such_access(kernel, side, figure)
         return Cell(column.key, None, "wavefront/ideal", "—" if none else "n/a", missing_reason=figure.note)
     if figure.exact:
         counted = kernel.metric(column.key).value

@@ -154,7 +154,7 @@ def _ways(kernel: KernelResult) -> str:
     1.00); without per-instruction values, the hardware's wavefronts per load, marked "*"."""
     figure = shared_figures.n_way(kernel, "ld")
     if figure.value is None:
-        return "-" if figure.exact or kernel.value("shared_ld_instructions") == 0 else NA
+        return "-" if shared_figures.no_such_access(kernel, "ld", figure) else NA
     return f"{figure.value:.2f}" + ("" if figure.exact else FALLBACK_MARK)
 
 
