@@ -5,7 +5,7 @@ on the same shapes repeat launch 1's figures, at half a second to a second of re
 memlens profiles each distinct kernel once, with ncu's own filters, so nothing is launched or replayed
 twice for nothing:
 
-    --filter-mode per-launch-config --kernel-id ::regex:.*:K+1
+    --filter-mode per-launch-config --kernel-name-base mangled --kernel-id ::regex:.*:K+1
 
 - `--kernel-id ::regex:.*:N` profiles the N-th invocation of every kernel function (ncu's filter
   examples: `--kernel-id ::regex:Bar:2`, "only 2nd invocation of all kernels which have Bar in name");
@@ -13,11 +13,19 @@ twice for nothing:
   launch parameter i.e. grid size, block size and shared memory", so a kernel launched with a new
   shape (a smaller last batch, a sequence-length bucket) is profiled again, once per shape.
 
-A distinct kernel is therefore (function, grid, block, shared memory), as ncu keys it. Not the NVTX
+- `--kernel-name-base mangled` keys by the mangled name: ncu's default base, `function`, counts every
+  template instance of a function as one (the H100 training loop's forward and backward cutlass
+  `Kernel2<...>` GEMMs, of one grid and block, were profiled once between them).
+
+A distinct kernel is therefore (mangled function, grid, block, shared memory), as ncu keys it. Not the NVTX
 range path: the same kernel with the same shape in two ranges is profiled once, in the first range
-that launches it (--launches all profiles both). `--warm-up K` leaves out the first K launches of each
-(JIT compilation, autotuning, cold caches): the K+1-th is profiled; a kernel launched K times or fewer
-is not profiled at all. `--launches N` profiles the K+1-th to K+N-th launch of each.
+that launches it (--launches all profiles both). memlens cannot see the launches ncu passes over, but
+memlens.range counts its ranges' runs: a counted range that holds no profiled launch is named after
+the run (`ranges_not_profiled`, results.json `info.ranges_not_profiled`), with why and what to do.
+
+`--warm-up K` leaves out the first K launches of each (JIT compilation, autotuning, cold caches): the
+K+1-th is profiled; a kernel launched K times or fewer is not profiled at all. `--launches N`
+profiles the K+1-th to K+N-th launch of each.
 
 Why ncu's filters and not memlens's own: filtering after ncu saves nothing (every launch was replayed);
 filtering in the program needs a hook on every launch (LD_PRELOAD or CUPTI) that ncu already is; and a
@@ -40,7 +48,7 @@ from .errors import ConfigError
 
 ALL = "all"
 FIRST = "first"
-DEFAULT = ALL  # first and N: ncu keys a kernel by function and shape, not by its NVTX range (README)
+DEFAULT = FIRST
 MAX_PER_KERNEL = 100  # more than this: --launches all
 
 
@@ -69,7 +77,8 @@ class LaunchSampling:
             invocation = str(first)
         else:
             invocation = "^(" + "|".join(str(n) for n in range(first, first + self.per_kernel)) + ")$"
-        return ["--filter-mode", "per-launch-config", "--kernel-id", f"::regex:.*:{invocation}"]
+        return ["--filter-mode", "per-launch-config", "--kernel-name-base", "mangled",
+                "--kernel-id", f"::regex:.*:{invocation}"]
 
     def describe(self) -> str:
         """One line for tables and reports: what was profiled."""
@@ -135,10 +144,19 @@ def range_runs(nvtx: str | None, counts: dict[str, int]) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def sampling_lines(launches: str | None, warm_up: int | None, kernels: Sequence[Any]) -> list[str]:
+def ranges_not_profiled(counts: dict[str, int], kernels: Sequence[Any]) -> dict[str, int]:
+    """The memlens.range paths that ran (path -> runs) with no profiled launch in them: none whose
+    NVTX label holds the path's innermost range."""
+    seen = {name for kernel in kernels if kernel.nvtx for name in kernel.nvtx.split(" > ")}
+    return {path: runs for path, runs in counts.items() if path.rsplit(" > ", 1)[-1] not in seen}
+
+
+def sampling_lines(launches: str | None, warm_up: int | None, kernels: Sequence[Any],
+                   not_profiled: dict[str, int] | None = None) -> list[str]:  # fmt: skip
     """What a table or report says below its kernels of a run that profiled one launch of many: which
-    launches, and per kernel "1 profiled of its range's N runs" where memlens.range counted them.
-    Nothing for a run of every launch (or a suite run, or a plain ncu report: launches None)."""
+    launches, per kernel "1 profiled of its range's N runs" where memlens.range counted them, and the
+    counted ranges with no profiled launch. Nothing for a run of every launch (or a suite run, or a
+    plain ncu report: launches None)."""
     if launches in (None, ALL):
         return []
     sampling = parse_launches(launches, warm_up or 0)
@@ -154,4 +172,14 @@ def sampling_lines(launches: str | None, warm_up: int | None, kernels: Sequence[
     if len(by_runs) == 0 or any(getattr(k, "range_runs", None) is None for k in kernels):
         lines.append("  how many launches each profiled one stands for: unknown (ncu reports only those it "
                      "profiled; memlens.range counts its ranges' runs)")  # fmt: skip
+    if not_profiled:
+        lines.append("  " + not_profiled_line(not_profiled))
     return lines
+
+
+def not_profiled_line(not_profiled: dict[str, int]) -> str:
+    """Which counted ranges hold no profiled launch, and why that can be."""
+    shown = ", ".join(f"{path} ({runs:,} run{'s' if runs != 1 else ''})" for path, runs in not_profiled.items())
+    return (f"ranges that ran with no launch profiled in them: {shown}. Either they launched no kernel, or each "
+            "kernel they launched had the function and shape of one profiled earlier (ncu keys a kernel without "
+            "its range), or of a warm-up launch; --launches all profiles every launch in every range")

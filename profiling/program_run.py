@@ -15,8 +15,8 @@ select, in ncu's own `--nvtx-include` syntax (validated here, passed through as 
   backward, run on its autograd thread, is covered by a start/end range around the step, not by a
   push/pop one. `memlens.range` opens both (api.py).
 
-Which launches: `--launches all` (the default) profiles every launch, `--launches first` each distinct
-kernel (function, grid, block, shared memory) once, `--launches N` N times; `--warm-up K` leaves out
+Which launches: `--launches first` (the default) profiles each distinct kernel (function, grid, block,
+shared memory) once, `--launches N` N times, `--launches all` every launch; `--warm-up K` leaves out
 the first K launches of each (launch_sampling.py says how, with ncu's own filters, and why).
 
 `--nvtx-exclude FILTER` (same syntax, repeatable) leaves out the kernels in the ranges it selects, from
@@ -52,6 +52,7 @@ from .launch_sampling import (
     RANGE_COUNTS_FILE,
     LaunchSampling,
     range_runs,
+    ranges_not_profiled,
     read_range_counts,
 )
 from .ncu import (
@@ -206,7 +207,9 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
     if counts:
         kernels = tuple(replace(k, range_runs=range_runs(k.nvtx, counts)) for k in results.kernels)
-        results = replace(results, kernels=kernels)
+        not_profiled = None if options.sampling.every_launch else ranges_not_profiled(counts, kernels)
+        info = replace(results.info, ranges_not_profiled=not_profiled or None)
+        results = replace(results, kernels=kernels, info=info)
     error = error or read_error
     if error is None and not results.kernels:
         error = ProfilerError(_nothing_profiled(options, run_dir))

@@ -230,6 +230,7 @@ class RunInfo(Provenance):
     launches: str | None = None
     warm_up: int | None = None
     launch_counts: str | None = None
+    ranges_not_profiled: dict[str, int] | None = None  # memlens.range paths that ran -> runs; none profiled in them
     # The GPU's roofline ceilings (profiling/roofline.py): medians over the run's kernels of ncu's figures
     peak_flops_fp32: float | None = None  # FLOP/s
     peak_flops_fp64: float | None = None
@@ -343,7 +344,7 @@ def _list(data: dict[str, Any], key: str, default: list[Any] | None = None) -> l
 
 
 def _is(value: Any, hint: Any) -> bool:
-    """`value`, as json.loads gives it, fits the field type `hint` (str, int, float, bool, X | None)."""
+    """`value`, as json.loads gives it, fits the field type `hint` (str, int, float, bool, dict[K, V], X | None)."""
     options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
     for option in options:
         if option is type(None) and value is None:
@@ -356,10 +357,14 @@ def _is(value: Any, hint: Any) -> bool:
             return True
         if option is float and isinstance(value, (int, float)) and not isinstance(value, bool):
             return math.isfinite(value)
+        if typing.get_origin(option) is dict and isinstance(value, dict):
+            key_hint, value_hint = typing.get_args(option)
+            return all(_is(k, key_hint) and _is(v, value_hint) for k, v in value.items())
     return False
 
 
-_WORDS = {str: "text", int: "an integer", float: "a finite number", bool: "true or false", type(None): "null"}
+_WORDS = {str: "text", int: "an integer", float: "a finite number", bool: "true or false", type(None): "null",
+          dict[str, int]: "an object of integers"}
 
 
 def _describe(hint: Any) -> str:

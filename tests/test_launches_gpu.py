@@ -1,6 +1,6 @@
 """GPU tier (issue 27): a training loop of 10 steps (tests/benchmarks/train_loop.py: an MLP with a
-Triton activation, AdamW, each step in memlens.range "train/step") profiled with the default,
-`--launches first`: each distinct kernel (function, grid, block, shared memory) once, the backward
+Triton activation, AdamW, each step in memlens.range "train/step") profiled with no option (the
+default, `--launches first`): each distinct kernel (function, grid, block, shared memory) once, the backward
 kernels among them (PyTorch launches them from its autograd thread: the range's start/end half covers
 them), the last step's smaller batch profiled once more, and the step range's 10 runs reported.
 Needs ncu, PyTorch and Triton."""
@@ -26,7 +26,7 @@ def loop_run(tmp_path_factory):
     for module in ("torch", "triton"):
         pytest.importorskip(module)
     out = tmp_path_factory.mktemp("train-loop")
-    done = memlens_profile(out, "--launches", "first", "--", sys.executable, str(LOOP), "--steps", str(STEPS),
+    done = memlens_profile(out, "--", sys.executable, str(LOOP), "--steps", str(STEPS),
                            "--layers", str(LAYERS), "--batch", "256", "--width", "512",
                            "--last-batch", "64")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

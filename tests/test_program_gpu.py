@@ -94,7 +94,8 @@ def in_range(found: list[dict], label: str) -> list[dict]:
 
 
 def test_torch_triton_default_filters_take_the_default_and_the_own_domain(tmp_path):
-    found = torch_app(tmp_path)  # no filter option: the default filters
+    # no filter option: the default filters; every launch, for add_kernel runs with one grid in two ranges
+    found = torch_app(tmp_path, "--launches", "all")
     # the default domain: "step" > "add/torch", "add/triton", grouped as family "add"
     variants = {k["variant"]: k for k in found if k["family"] == "add"}
     assert set(variants) == {"torch", "triton"}
@@ -108,11 +109,20 @@ def test_torch_triton_default_filters_take_the_default_and_the_own_domain(tmp_pa
 
 
 def test_torch_triton_exclude_drops_one_range(tmp_path):
-    found = torch_app(tmp_path, "--nvtx-exclude", "torchapp@softmax/")
+    found = torch_app(tmp_path, "--launches", "all", "--nvtx-exclude", "torchapp@softmax/")
     assert not in_range(found, "torchapp@softmax")
     for name in ("triton_add", "bf16_matmul", "transpose_copy"):
         assert in_range(found, f"torchapp@{name}")
     assert {k["variant"] for k in found if k["family"] == "add"} == {"torch", "triton"}
+
+
+def test_torch_triton_default_launches_profile_a_kernel_and_shape_once(tmp_path):
+    """ncu keys a launch by function and shape, not range: with the default `--launches first`, the
+    Triton add launched with one grid in two ranges is profiled in the first only (README)."""
+    found = torch_app(tmp_path)
+    assert [k["nvtx"] for k in found if k["kernel"] == "add_kernel"] == ["torchapp@triton_add"]
+    for name in TORCH_APP_RANGES:
+        assert in_range(found, f"torchapp@{name}")
 
 
 def test_failing_program_exit_3(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from profiling.cli import main
-from profiling.errors import ConfigError
+from profiling.errors import ConfigError, InputError
 from profiling.program_run import validate_filter
 from tests.conftest import FIXTURES
 from tests.support.fake import install_fake_ncu
@@ -73,8 +73,9 @@ def test_default_filters_every_push_pop_range_of_every_domain(fake_ncu, tmp_path
     assert filter_args(argv, "--nvtx-include") == DEFAULTS
     assert "--nvtx-exclude" not in argv
     assert "--nvtx" in argv and "--launch-count" not in argv
-    # every launch by default: no invocation filter (launch_sampling.py)
-    assert "--filter-mode" not in argv and "--kernel-id" not in argv
+    # each distinct kernel once by default, with ncu's own filters (launch_sampling.py)
+    assert argv[argv.index("--filter-mode") + 1] == "per-launch-config"
+    assert argv[argv.index("--kernel-id") + 1] == "::regex:.*:1"
     assert argv[argv.index("--replay-mode") + 1] == "kernel"
 
 
@@ -110,8 +111,9 @@ def test_all_kernels_with_a_launch_limit(fake_ncu, tmp_path):
     assert profile(tmp_path, "--all-kernels", "--launches", "all") == 0
     argv = ncu_argv(tmp_path)
     assert argv[argv.index("--launch-count") + 1] == "100"
-    assert profile(tmp_path, "--all-kernels") == 0  # --launches all is the default
-    assert ncu_argv(tmp_path)[ncu_argv(tmp_path).index("--launch-count") + 1] == "100"
+    assert profile(tmp_path, "--all-kernels", "--launch-count", "7") == 0  # a cap alone means every launch
+    argv = ncu_argv(tmp_path)
+    assert argv[argv.index("--launch-count") + 1] == "7" and "--kernel-id" not in argv
     # each distinct kernel once needs no cap: the program's distinct kernels are few
     assert profile(tmp_path, "--all-kernels", "--launches", "first") == 0
     argv = ncu_argv(tmp_path)
@@ -192,15 +194,18 @@ def test_program_not_found_and_option_mixups_are_usage_errors(fake_ncu, tmp_path
     assert profile(tmp_path, "--launch-count", "0") == 2
 
 
+FILTER = ["--filter-mode", "per-launch-config", "--kernel-name-base", "mangled", "--kernel-id"]
+
+
 @pytest.mark.parametrize(
     ("options", "ncu_filter"),
     [
-        ((), []),  # every launch by default
-        (("--launches", "first"), ["--filter-mode", "per-launch-config", "--kernel-id", "::regex:.*:1"]),
+        ((), [*FILTER, "::regex:.*:1"]),  # first by default
+        (("--launches", "first"), [*FILTER, "::regex:.*:1"]),
         (("--launches", "first", "--warm-up", "1"),
-         ["--filter-mode", "per-launch-config", "--kernel-id", "::regex:.*:2"]),
+         [*FILTER, "::regex:.*:2"]),
         (("--launches", "3", "--warm-up", "2"),
-         ["--filter-mode", "per-launch-config", "--kernel-id", "::regex:.*:^(3|4|5)$"]),
+         [*FILTER, "::regex:.*:^(3|4|5)$"]),
         (("--launches", "all"), []),
     ],
 )  # fmt: skip
@@ -208,7 +213,7 @@ def test_each_launches_mode_is_its_ncu_filter(fake_ncu, tmp_path, capsys, option
     assert profile(tmp_path, *options) == 0
     argv = ncu_argv(tmp_path)
     start = argv.index("--filter-mode") if ncu_filter else None
-    assert (argv[start : start + 4] if start is not None else []) == ncu_filter
+    assert (argv[start : start + len(ncu_filter)] if start is not None else []) == ncu_filter
     assert ("--kernel-id" in argv) == bool(ncu_filter) and "--launch-count" not in argv
     out = capsys.readouterr().out
     info = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())["info"]
@@ -217,7 +222,7 @@ def test_each_launches_mode_is_its_ncu_filter(fake_ncu, tmp_path, capsys, option
         assert info["launch_counts"].startswith("unknown: ncu reports only the launches it profiled")
     else:
         assert "distinct kernel" not in out and info["launch_counts"] == "every launch profiled"
-    assert info["launches"] == (options[1] if options else "all")
+    assert info["launches"] == (options[1] if options else "first")
     assert info["warm_up"] == (int(options[3]) if len(options) > 2 else 0)
 
 
@@ -292,3 +297,31 @@ def test_metrics_and_report_say_one_profiled_of_how_many(fake_ncu, tmp_path, cap
     capsys.readouterr()
     assert main(["metrics", str(tmp_path / "runs" / "latest")]) == 0
     assert "launches:" not in capsys.readouterr().out
+
+
+def test_a_range_that_ran_with_no_profiled_launch_is_named(fake_ncu, tmp_path, capsys):
+    """ncu keys a kernel without its range: a memlens.range whose kernels were all profiled in another
+    range (or that launched none) holds no profiled launch, and the run says which, how often it ran, why."""
+    command = program(RANGES_PROGRAM + "for _ in range(3):\n    with memlens.range('eval'):\n        pass\n")
+    assert profile(tmp_path, command=command) == 0
+    assert "ranges that ran with no launch profiled in them: eval (3 runs)." in capsys.readouterr().out
+    run = (tmp_path / "runs" / "latest").resolve()
+    assert json.loads((run / "results.json").read_text())["info"]["ranges_not_profiled"] == {"eval": 3}
+    assert main(["metrics", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "  ranges that ran with no launch profiled in them: eval (3 runs). Either they launched no kernel" in out
+    assert "--launches all profiles every launch in every range" in out
+    assert main(["report", str(run), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
+    assert "no launch profiled in them: eval (3 runs)" in (tmp_path / "r.md").read_text()
+    # every launch profiled: a range with none launched none, nothing to say
+    assert profile(tmp_path, "--launches", "all", command=command) == 0
+    info = json.loads(((tmp_path / "runs" / "latest").resolve() / "results.json").read_text())["info"]
+    assert info["ranges_not_profiled"] is None
+
+
+def test_ranges_not_profiled_must_map_names_to_counts():
+    from profiling.results import RunResults
+
+    data = {"schema_version": 1, "info": {"ranges_not_profiled": {"eval": "three"}}, "kernels": []}
+    with pytest.raises(InputError, match="ranges_not_profiled must be an object of integers or null"):
+        RunResults.from_json(data)

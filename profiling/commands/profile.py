@@ -67,8 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     program.add_argument(
         "--launches", metavar="first|N|all",
         help="which launches of each distinct kernel (function, grid, block, shared memory) to profile: "
-             "all (the default: every launch, as ncu alone does), first (one of each), N (N of each); "
-             "first and N key by function and shape only, not by NVTX range",
+             "first (the default: one of each), N (N of each), all (every launch, as ncu alone does; the "
+             "default with --launch-count); first and N key by function and shape, not by NVTX range",
     )  # fmt: skip
     program.add_argument(
         "--warm-up", type=int, metavar="K",
@@ -127,7 +127,7 @@ def _ncu_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _run_program(args: argparse.Namespace) -> int:
-    from ..launch_sampling import DEFAULT, parse_launches
+    from ..launch_sampling import ALL, DEFAULT, parse_launches
     from ..program_run import ProgramOptions, profile_program
 
     if not getattr(args, "program", None):
@@ -139,13 +139,14 @@ def _run_program(args: argparse.Namespace) -> int:
     if suite_only:
         raise ConfigError(f"{', '.join(suite_only)} select suite variants, not a program's kernels: "
                           "use --nvtx-include FILTER with -- COMMAND")  # fmt: skip
+    launches = args.launches or (ALL if args.launch_count is not None else DEFAULT)  # a cap alone: every launch
     options = ProgramOptions(
         command=tuple(args.program),
         nvtx_include=tuple(args.nvtx_include),
         nvtx_exclude=tuple(args.nvtx_exclude),
         all_kernels=args.all_kernels,
         launch_count=args.launch_count,
-        sampling=parse_launches(args.launches or DEFAULT, args.warm_up or 0),
+        sampling=parse_launches(launches, args.warm_up or 0),
         **_ncu_options(args),
         invocation=shell_command(sys.argv[1:]),
     )
@@ -153,4 +154,8 @@ def _run_program(args: argparse.Namespace) -> int:
     print(f"{plural(len(results.kernels), 'kernel')} profiled: {run_dir}")
     if not options.sampling.every_launch:
         print(options.sampling.describe())
+    if results.info.ranges_not_profiled:
+        from ..launch_sampling import not_profiled_line
+
+        print(not_profiled_line(results.info.ranges_not_profiled))
     return 0

@@ -42,7 +42,7 @@ exit 0
 def main() -> int:
     args = parse_args()
     python = sys.executable
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     with tempfile.TemporaryDirectory(prefix="memlens-start-") as tmp:
         work = Path(tmp)
         real = args.ncu or os.environ.get("MEMLENS_NCU") or shutil.which("ncu")

@@ -50,7 +50,7 @@ def main() -> int:
     args = parse_args()
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     loop = [sys.executable, str(LOOP), "--layers", str(args.layers)]
     full, subset = ["--steps", str(args.steps)], ["--steps", str(args.subset_steps)]
     memlens = [sys.executable, "-m", "profiling", "profile", "--clock-control", "none", "--timeout", str(args.timeout)]

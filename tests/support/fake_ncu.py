@@ -29,7 +29,8 @@ VERSION_TEXT = (
 )
 # ncu options that take a value, as memlens passes them
 WITH_VALUE = {"--clock-control", "--cache-control", "--replay-mode", "--nvtx-include", "--nvtx-exclude", "--metrics",
-              "--export", "--log-file", "-o", "-k", "-c", "--launch-count", "--filter-mode", "--kernel-id"}  # fmt: skip
+              "--export", "--log-file", "-o", "-k", "-c", "--launch-count", "--filter-mode", "--kernel-id",
+              "--kernel-name-base"}  # fmt: skip
 
 
 def parse(argv: list[str]) -> tuple[dict[str, str], list[str]]:
