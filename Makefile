@@ -40,30 +40,30 @@ lint: $(SETUP)
 profile: $(SETUP)
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ]; then $(VENV)/bin/pip install -q -e ".[cuda$(CUDA)]"; fi
 	@before=$$(readlink runs/latest); status=0; \
-	$(PYTHON) -m profiling profile $(SUITE) $(SELECT) $(PROFILE_ARGS) || status=$$?; \
-	if [ $$status -eq 0 ]; then $(PYTHON) -m profiling bench $(SUITE) --into runs/latest $(SELECT) $(BENCH_ARGS) || status=$$?; fi; \
-	if [ "$$(readlink runs/latest)" != "$$before" ]; then $(PYTHON) -m profiling check $(SUITE) --into runs/latest $(SELECT) \
+	$(PYTHON) -m memlens profile $(SUITE) $(SELECT) $(PROFILE_ARGS) || status=$$?; \
+	if [ $$status -eq 0 ]; then $(PYTHON) -m memlens bench $(SUITE) --into runs/latest $(SELECT) $(BENCH_ARGS) || status=$$?; fi; \
+	if [ "$$(readlink runs/latest)" != "$$before" ]; then $(PYTHON) -m memlens check $(SUITE) --into runs/latest $(SELECT) \
 		> /dev/null || echo "memlens: memlens check failed: the report cannot name the cause of local memory" >&2; fi; \
-	if [ "$$(readlink runs/latest)" != "$$before" ]; then $(PYTHON) -m profiling report runs/latest || status=$$?; fi; \
+	if [ "$$(readlink runs/latest)" != "$$before" ]; then $(PYTHON) -m memlens report runs/latest || status=$$?; fi; \
 	exit $$status
 
 .PHONY: check gate
 RUN ?= runs/latest
 # Static checks, no GPU: compile every suite kernel for sm_90 and gate registers, spills, .local.
 check: $(SETUP)
-	$(PYTHON) -m profiling check $(SUITE) --json build/check.json
-	$(PYTHON) -m profiling gate build/check.json --rules $(SUITE)/gates-static.toml \
+	$(PYTHON) -m memlens check $(SUITE) --json build/check.json
+	$(PYTHON) -m memlens gate build/check.json --rules $(SUITE)/gates-static.toml \
 		--junit build/gate-static.xml --summary build/gate-static.md
 
 # Gate a profile run (default: the latest) with the suite's rules; BASELINE=FILE adds regression checks.
 gate: $(SETUP)
-	$(PYTHON) -m profiling gate $(RUN) --rules $(SUITE)/gates.toml $(if $(BASELINE),--baseline $(BASELINE)) \
+	$(PYTHON) -m memlens gate $(RUN) --rules $(SUITE)/gates.toml $(if $(BASELINE),--baseline $(BASELINE)) \
 		--junit build/gate.xml --summary build/gate.md --json build/gate.json
 
 .PHONY: report demo
 # The report of the latest run (runs/latest): writes runs/latest/report.html and prints its path.
 report: $(SETUP)
-	$(PYTHON) -m profiling report runs/latest
+	$(PYTHON) -m memlens report runs/latest
 
 # The report rendered from the recorded fixtures, no GPU needed: the full suite beside its --fast
 # run (the probe until the suite recordings exist), and a plain ncu report's "other kernels".
@@ -72,6 +72,6 @@ DEMO_RUNS ?= $(or $(wildcard tests/fixtures/*/suite.results.json tests/fixtures/
 	tests/fixtures/probe/probe.csv tests/fixtures/probe/probe_fast.ncu-rep)
 DEMO_PLAIN ?= $(firstword $(wildcard tests/fixtures/*/plain_ncu.ncu-rep))
 demo: $(SETUP)
-	$(PYTHON) -m profiling report $(DEMO_RUNS) -o build/demo-report.html
-	$(PYTHON) -m profiling report $(DEMO_RUNS) --format md -o build/demo-report.md
-	$(if $(DEMO_PLAIN),$(PYTHON) -m profiling report $(DEMO_PLAIN) -o build/demo-plain-ncu.html)
+	$(PYTHON) -m memlens report $(DEMO_RUNS) -o build/demo-report.html
+	$(PYTHON) -m memlens report $(DEMO_RUNS) --format md -o build/demo-report.md
+	$(if $(DEMO_PLAIN),$(PYTHON) -m memlens report $(DEMO_PLAIN) -o build/demo-plain-ncu.html)

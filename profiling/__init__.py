@@ -1,19 +1,16 @@
 """memlens: Nsight Compute's evidence of what CUDA kernels do to the memory hierarchy.
 
-Installed, this folder is the package `memlens` (reports/ is `memlens.reports`, the built-in suite
-kernels/ is `memlens.kernels`). In a source checkout it is `profiling`, and `memlens`, `memlens.X`
-name the same modules (see _aliases), so code written against `memlens` runs from the checkout too.
+This folder is the package `memlens` (reports/ is `memlens.reports`, the built-in suite kernels/ is
+`memlens.kernels`): pyproject's package-dir maps them, installed or in a checkout (`make setup`
+installs it editable). Nothing answers to `profiling` or `reports`.
 """
 
 from __future__ import annotations
 
+if __name__ != "memlens":  # the checkout's folder imported by its folder name: a second copy of every class
+    raise ImportError(f"this folder is the package memlens, not {__name__}: import memlens (make setup installs it)")
+
 __version__ = "0.1.0"
-
-if __name__ == "profiling":  # a source checkout: `memlens...` imports give the modules here
-    from ._aliases import install as _install_aliases
-
-    _install_aliases()
-    del _install_aliases
 
 # The public API, imported on first use (the CLI does not pay for NumPy): see api.py.
 _API = ("range", "load", "Family", "Launch", "Expect", "Inputs", "Size", "CudaKernel", "NumbaKernel",

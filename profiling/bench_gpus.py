@@ -68,7 +68,7 @@ def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, Ben
 
 def child_argv(options: BenchOptions, suite: Path, share: Sequence[Variant], out: Path) -> list[str]:
     """The `memlens bench` of one GPU's share, into a run directory under `out`."""
-    argv = [sys.executable, "-m", "profiling", "bench", str(suite.resolve())]
+    argv = [sys.executable, "-m", "memlens", "bench", str(suite.resolve())]
     argv += ["-k", labels_pattern([v.label for v in share]), "--repeats", str(options.repeats), "--out", str(out)]
     for item in sizes_for(share, options.sizes):
         argv += ["--size", item]

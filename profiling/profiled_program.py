@@ -1,6 +1,6 @@
 """The program ncu profiles: runs each selected variant once inside its NVTX range.
 
-    python -m profiling.profiled_program --suite kernels --events run/events.jsonl [-k RE] [--size m=512] [--small]
+    python -m memlens.profiled_program --suite kernels --events run/events.jsonl [-k RE] [--size m=512] [--small]
         [--sweep transpose.rows=1024,4096]
 
 Per family: make inputs and the NumPy reference once. Per variant: prepare (compile) and warm up
@@ -98,7 +98,7 @@ def run_variant(case: Case, problems: Problems, family_index: int) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m profiling.profiled_program")
+    parser = argparse.ArgumentParser(prog="python -m memlens.profiled_program")
     parser.add_argument("--suite", required=True)
     parser.add_argument("--events", required=True, type=Path)
     parser.add_argument("-k", dest="pattern")

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import profiling  # noqa: F401  (first: `memlens` then names the checkout's modules, see profiling/_aliases.py)
-
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 

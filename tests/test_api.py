@@ -3,32 +3,35 @@ of a suite without kernels; `memlens doctor`'s compiler checks."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
 
 import memlens
-from profiling.cli import main
-from profiling.errors import ConfigError, ProfilerError
-from tests.conftest import FIXTURES
+from memlens.cli import main
+from memlens.errors import ConfigError, ProfilerError
+from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_SUITE
 
 CUDA_APP_CSV = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.csv"
 
 
-def test_memlens_is_the_checkout_package_not_a_copy():
+@pytest.mark.parametrize(("folder", "package"), [("profiling", "memlens"), ("reports", "memlens.reports")])
+def test_each_module_has_one_name(folder, package):
+    """The checkout's folders are the package `memlens` (pyproject's package-dir, an editable install):
+    imported by its folder name, a folder refuses, so no class can be loaded twice."""
     import memlens.reports.build
-    import memlens.results
-    import profiling.results
-    import reports.build
 
-    assert memlens is profiling
-    assert memlens.results is profiling.results and memlens.reports.build is reports.build
+    assert memlens.reports.build.__name__ == "memlens.reports.build"
+    done = subprocess.run([sys.executable, "-c", f"import {folder}"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert f"ImportError: this folder is the package {package}, not {folder}" in done.stderr
 
 
 def test_suite_contract_importable_from_memlens():
-    from memlens import CudaKernel, Expect, Family, Launch, NumbaKernel
-    from profiling import suite
+    from memlens import CudaKernel, Expect, Family, Launch, NumbaKernel, suite
 
     assert (Family, Launch, Expect, CudaKernel, NumbaKernel) == (
         suite.Family, suite.Launch, suite.Expect, suite.CudaKernel, suite.NumbaKernel)
@@ -84,8 +87,8 @@ def test_range_is_a_context_manager_and_a_decorator_in_the_default_domain(monkey
 def test_range_counts_its_runs_per_path_when_memlens_profiles(monkeypatch, tmp_path):
     import threading
 
-    from profiling import api
-    from profiling.launch_sampling import RANGE_COUNTS_ENV, read_range_counts
+    from memlens import api
+    from memlens.launch_sampling import RANGE_COUNTS_ENV, read_range_counts
 
     _Recorder([], monkeypatch)
     counts = api._RangeCounts()
@@ -113,8 +116,8 @@ def test_range_counts_its_runs_per_path_when_memlens_profiles(monkeypatch, tmp_p
 
 
 def test_range_counts_nothing_outside_memlens_profile(monkeypatch):
-    from profiling import api
-    from profiling.launch_sampling import RANGE_COUNTS_ENV
+    from memlens import api
+    from memlens.launch_sampling import RANGE_COUNTS_ENV
 
     _Recorder([], monkeypatch)
     counts = api._RangeCounts()
@@ -167,8 +170,8 @@ def test_check_of_a_suite_without_kernels_is_a_clear_usage_error(capsys):
 
 
 def test_doctor_checks_the_static_check_compilers(monkeypatch):
-    from profiling import toolchain
-    from profiling.commands.doctor import CHECK_EXTRA, check_compilers
+    from memlens import toolchain
+    from memlens.commands.doctor import CHECK_EXTRA, check_compilers
 
     monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
     monkeypatch.setattr(toolchain, "find_ptxas", lambda: None)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from profiling import bank_model as bm
-from profiling.errors import ConfigError
+from memlens import bank_model as bm
+from memlens.errors import ConfigError
 
 
 def test_distinct_banks_take_one_wavefront() -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import profiling.bench as bench_module
-from profiling.bench import (
+import memlens.bench as bench_module
+from memlens.bench import (
     MAX_SETS,
     MEMORY_SHARE,
     SameBytesCopies,
@@ -21,9 +21,9 @@ from profiling.bench import (
     same_bytes_buffer,
     set_bytes_of,
 )
-from profiling.bench_results import BENCH_FILE, BenchResults, CopyBandwidth, TimeSummary, find_bench, load_bench
-from profiling.cli import main
-from profiling.errors import InputError, ProfilerError
+from memlens.bench_results import BENCH_FILE, BenchResults, CopyBandwidth, TimeSummary, find_bench, load_bench
+from memlens.cli import main
+from memlens.errors import InputError, ProfilerError
 from tests.conftest import _gpu_present
 from tests.support.fake import CPU_SUITE
 
@@ -254,7 +254,7 @@ def test_sets_rotate_to_several_times_l2(device, tmp_path, capsys):
 
 MIN_BYTES_SUITE = """
 import numpy as np
-from profiling.suite import Family, Launch
+from memlens.suite import Family, Launch
 
 copy = Family("copy", "a host copy", lambda rng, s: {"x": rng.random(s["n"], dtype=np.float32)},
               lambda inputs, s: inputs["x"].copy(), default_size={"n": 1024}, small_size={"n": 512},
@@ -299,7 +299,7 @@ def test_bandwidth_and_pct_of_copy_from_min_bytes(device, tmp_path, min_bytes_su
 
 SAME_BYTES_SUITE = """
 import numpy as np
-from profiling.suite import Family, Launch
+from memlens.suite import Family, Launch
 
 def family(name, n, min_bytes):
     return Family(name, "host copies", lambda rng, s: {"x": rng.random(s["n"], dtype=np.float32)},
@@ -385,7 +385,7 @@ def test_every_prepared_set_is_verified(device, tmp_path, min_bytes_suite, monke
 
 ACCUMULATING_SUITE = """
 import numpy as np
-from profiling.suite import Family, Launch
+from memlens.suite import Family, Launch
 
 acc = Family("acc", "adds into its output", lambda rng, s: {"x": rng.random(s["n"], dtype=np.float32)},
              lambda inputs, s: inputs["x"].copy(), default_size={"n": 256})

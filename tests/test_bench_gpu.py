@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from profiling.bench import HOLD_SOURCE, CudaDevice, SameBytesCopies, measure_copy
-from profiling.bench_results import TimeSummary, load_bench
-from profiling.cli import main
-from profiling.suite import load_suite
+from memlens.bench import HOLD_SOURCE, CudaDevice, SameBytesCopies, measure_copy
+from memlens.bench_results import TimeSummary, load_bench
+from memlens.cli import main
+from memlens.suite import load_suite
 from tests.conftest import REPO
 
 SUITE = REPO / "kernels"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import main
-from profiling.readers import read_report
-from profiling.results import RunResults
-from profiling.source_lines import SourceMap, roll_up
+from memlens.cli import main
+from memlens.readers import read_report
+from memlens.results import RunResults
+from memlens.source_lines import SourceMap, roll_up
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import install_fake_ncu
 

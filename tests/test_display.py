@@ -10,8 +10,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from profiling.cli import main
-from profiling.results import KernelResult, RunInfo, RunResults
+from memlens.cli import main
+from memlens.results import KernelResult, RunInfo, RunResults
 
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: would show "kernel_evil" as "live_lenrek" and what follows reversed
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
@@ -77,8 +77,8 @@ def test_bidirectional_controls_are_neutralised_everywhere(capsys, tmp_path, mon
 
 
 def test_the_comparison_chart_uses_a_log_scale() -> None:
-    from reports.charts import comparison_chart
-    from reports.render import build_report
+    from memlens.reports.charts import comparison_chart
+    from memlens.reports.render import build_report
 
     def timed(slow: float) -> RunResults:
         durations = {"small_a": 120_000.0, "small_b": 125_000.0, "big": slow}
@@ -92,7 +92,7 @@ def test_the_comparison_chart_uses_a_log_scale() -> None:
 
 @pytest.mark.parametrize("name", ["transpose_conflict", "void tr<0>(float *, const float *, int)"])
 def test_short_names_are_shown_whole(name: str) -> None:
-    from profiling.kernel_names import NAME_WIDTH, elide_middle
+    from memlens.kernel_names import NAME_WIDTH, elide_middle
 
     assert elide_middle(name, NAME_WIDTH) == name
 
@@ -108,8 +108,8 @@ def test_a_kernel_name_with_a_backtick_is_the_same_in_the_gate_summary_and_the_r
 
 
 def test_one_formatter_for_a_figure_in_the_gate_the_baseline_and_the_report(capsys, tmp_path) -> None:
-    from profiling import gate, units
-    from reports import formatting
+    from memlens import gate, units
+    from memlens.reports import formatting
 
     assert formatting.format_value is units.format_value and gate.format_value is units.format_value
     path = results_file(tmp_path, "k")
@@ -120,7 +120,7 @@ def test_one_formatter_for_a_figure_in_the_gate_the_baseline_and_the_report(caps
 
 
 def test_tables_in_a_pipe_are_wide_enough_not_to_fold(monkeypatch) -> None:
-    from profiling.terminal import PIPE_WIDTH, table_console
+    from memlens.terminal import PIPE_WIDTH, table_console
 
     monkeypatch.delenv("COLUMNS", raising=False)
     out = table_console()

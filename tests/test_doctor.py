@@ -6,7 +6,7 @@ import importlib.util
 import os
 import stat
 
-from profiling.cli import main
+from memlens.cli import main
 from tests.support.fake import install_fake_ncu
 
 

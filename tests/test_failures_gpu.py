@@ -1,6 +1,6 @@
 """GPU tier: the failure modes of `memlens profile` for real, under ncu, on the CuPy failure suite
 (tests/failure_suites/gpu_failures.py): a variant raising mid-suite, a wrong result, a hang ended
-by --timeout, and Ctrl-C. Each run is a `python -m profiling profile` subprocess with clocks left
+by --timeout, and Ctrl-C. Each run is a `python -m memlens profile` subprocess with clocks left
 alone; afterwards no process of the run may be alive. The CPU tier replays the same runs from the
 recordings of tests/fixtures/record_failures.sh (tests/test_reliability.py)."""
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from profiling.errors import ProfilerError
-from profiling.ncu import find_ncu
+from memlens.errors import ProfilerError
+from memlens.ncu import find_ncu
 from tests.conftest import REPO
 from tests.support.fake import GPU_FAILURES, MARKER, alive, marked_processes
 
@@ -35,7 +35,7 @@ def ncu_present() -> None:
 
 
 def argv(out: Path, pattern: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "profiling", "profile", str(GPU_FAILURES), "-k", pattern, "--out", str(out),
+    return [sys.executable, "-m", "memlens", "profile", str(GPU_FAILURES), "-k", pattern, "--out", str(out),
             "--clock-control", "none", "--small", "--fast", *extra]  # fmt: skip
 
 
@@ -90,7 +90,7 @@ def test_wrong_result_is_reported_and_not_measured(tmp_path):
     assert [k["variant"] for k in data["kernels"]] == ["first", "second"]
     rules = tmp_path / "rules.toml"
     rules.write_text('[[rule]]\nname = "ran"\nselect = "failures/*"\nmetric = "duration"\nmin = 0\n')
-    gate = subprocess.run([sys.executable, "-m", "profiling", "gate", str(out / "latest"), "--rules", str(rules)],
+    gate = subprocess.run([sys.executable, "-m", "memlens", "gate", str(out / "latest"), "--rules", str(rules)],
                           cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert gate.returncode == 1 and "failures/wrong" in gate.stdout
     assert_nothing_left(tag, out)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import main
-from profiling.readers import read_report
-from profiling.readers.ncu_csv import parse_csv
-from profiling.results import KernelResult, RunInfo, RunResults
+from memlens.cli import main
+from memlens.readers import read_report
+from memlens.readers.ncu_csv import parse_csv
+from memlens.results import KernelResult, RunInfo, RunResults
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE = FIXTURES / "probe"
@@ -35,7 +35,7 @@ def plain_run(*names: str, duration: float = 1000.0) -> RunResults:
 
 
 def test_a_numba_kernel_has_one_label_from_csv_and_ncu_rep() -> None:
-    from profiling.kernel_names import kernel_label
+    from memlens.kernel_names import kernel_label
 
     assert kernel_label(FROM_CSV) == kernel_label(FROM_REP) == "matmul"
     assert plain_run(FROM_CSV).kernels[0].label == plain_run(FROM_REP).kernels[0].label == "matmul"
@@ -43,7 +43,7 @@ def test_a_numba_kernel_has_one_label_from_csv_and_ncu_rep() -> None:
 
 
 def test_a_report_of_a_csv_and_an_ncu_rep_compares_the_numba_kernel_once() -> None:
-    from reports.render import build_report, render
+    from memlens.reports.render import build_report, render
 
     report = build_report([("a.csv", plain_run(FROM_CSV)), ("a.ncu-rep", plain_run(FROM_REP))])
     assert [c.label for c in report.comparisons] == ["matmul"]
@@ -64,7 +64,7 @@ def test_metrics_shows_the_numba_kernel_short_and_keeps_the_name_in_json(capsys,
 
 
 def test_long_cpp_names_are_elided_in_the_middle_never_cut_at_the_left() -> None:
-    from profiling.kernel_names import elide_middle
+    from memlens.kernel_names import elide_middle
 
     short = elide_middle(LONG_CPP, 60)
     assert len(short) <= 60 and short.startswith("void transpose_kernel<") and "…" in short
@@ -75,7 +75,7 @@ def test_long_cpp_names_are_elided_in_the_middle_never_cut_at_the_left() -> None
 
 
 def test_chart_labels_fit_the_margin_and_keep_the_kernels_name() -> None:
-    from reports.charts import LABEL_CHARS, short
+    from memlens.reports.charts import LABEL_CHARS, short
 
     label = short(LONG_CPP)
     assert len(label) <= LABEL_CHARS <= 30  # 0.2 of an 11-inch figure at 9 pt: longer ones are cut at the left
@@ -108,7 +108,7 @@ def test_a_csv_with_ncus_other_name_for_shared_loads_is_measured(which: int) -> 
 
 
 def test_an_ncu_rep_with_ncus_other_name_for_shared_loads_is_measured(monkeypatch) -> None:
-    from profiling.readers import ncu_rep
+    from memlens.readers import ncu_rep
 
     class Metric:
         def __init__(self, value: float, unit: str) -> None:
@@ -144,8 +144,8 @@ def test_an_ncu_rep_with_ncus_other_name_for_shared_loads_is_measured(monkeypatc
 
 
 def test_bytes_are_si_in_the_cli_the_report_and_the_gate(capsys, tmp_path: Path) -> None:
-    from profiling.units import format_value
-    from reports.render import build_report, render
+    from memlens.reports.render import build_report, render
+    from memlens.units import format_value
 
     assert format_value(2**31, "bytes") == "2.15 GB" and format_value(2**31, "byte") == "2.15 GB"
     run = read_report(PROBE / "probe.csv")
@@ -174,7 +174,7 @@ def test_the_gate_summary_gives_every_value_its_unit(capsys, tmp_path: Path) -> 
 
 
 def test_a_percentage_prints_no_digits_the_source_lacks() -> None:
-    from profiling.units import format_percent
+    from memlens.units import format_percent
 
     assert format_percent(0.05) == "0.05%"
     assert format_percent(0.0545) == "0.0545%"
@@ -187,7 +187,7 @@ def test_dram_percent_from_a_csv_holding_two_decimals(capsys) -> None:
     run = parse_csv(text, "probe.csv")
     value = run.kernels[0].metric("dram_pct_of_peak").value
     assert value is not None
-    from reports.render import build_report
+    from memlens.reports.render import build_report
 
     report = build_report([("probe", RunResults(run.info, (KernelResult(
         run.kernels[0].kernel, "transpose", "conflict", 0, {**run.kernels[0].values(), "dram_pct_of_peak": 0.05}),)))])
@@ -216,8 +216,8 @@ def _without_exact(kernel: KernelResult, reason: str) -> KernelResult:
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_without_the_exact_count_a_conflict_and_a_padded_transpose_read_differently(fast: bool) -> None:
-    from profiling.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT
-    from reports.render import build_report
+    from memlens.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT
+    from memlens.reports.render import build_report
 
     run = read_report(PROBE / "probe.csv")
     reason = FAST_SKIPPED if fast else INSTRUMENTED_ABSENT

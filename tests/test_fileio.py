@@ -23,10 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from profiling import fileio
-from profiling.cli import main
-from profiling.errors import EXIT_INPUT, OutputError
-from profiling.fileio import resolve_output, write_output
+from memlens import fileio
+from memlens.cli import main
+from memlens.errors import EXIT_INPUT, OutputError
+from memlens.fileio import resolve_output, write_output
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE_CSV = FIXTURES / "probe" / "probe.csv"
@@ -69,8 +69,8 @@ WRITERS = ["report", "baseline save", "gate --junit", "gate --summary", "gate --
 @pytest.fixture(autouse=True)
 def no_compiling(monkeypatch) -> None:
     """`memlens check` without compiling: its outputs are what these tests are about."""
-    from profiling.commands import check
-    from profiling.static_check import StaticResults
+    from memlens.commands import check
+    from memlens.static_check import StaticResults
 
     monkeypatch.setattr(check, "check_suite", lambda *a: StaticResults("sm_90", "", "kernels", ()))
 

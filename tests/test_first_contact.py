@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import main
+from memlens.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 H200 = FIXTURES / "nvidia_h200"

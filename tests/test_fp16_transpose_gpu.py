@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from profiling import bank_model as bm
-from profiling.readers import read_report
-from profiling.suite import gpu_compute_capability
+from memlens import bank_model as bm
+from memlens.readers import read_report
+from memlens.suite import gpu_compute_capability
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.gpu
@@ -29,7 +29,7 @@ def kernels(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     done = subprocess.run(
-        [sys.executable, "-m", "profiling", "profile", str(REPO / "kernels"), "-k", "^fp16_transpose/", "--small",
+        [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), "-k", "^fp16_transpose/", "--small",
          "--out", str(out), "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "600"],
         capture_output=True, text=True, env=env, timeout=700,
     )  # fmt: skip

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from profiling.cli import main
+from memlens.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_every_package_folder_is_listed_so_setuptools_does_not_warn() -> None:
-    from profiling.rules import tomllib  # tomli on Python 3.10
+    from memlens.rules import tomllib  # tomli on Python 3.10
 
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     listed = set(setuptools["packages"])
@@ -92,7 +92,7 @@ def test_doctor_detail_and_fix_never_repeat(tmp_path, monkeypatch, capsys) -> No
 
 
 def test_doctor_counter_permission_warning_has_a_fix(monkeypatch) -> None:
-    from profiling.commands import doctor
+    from memlens.commands import doctor
 
     monkeypatch.setattr(doctor, "Path", lambda _: REPO / "no" / "such" / "params")
     check = doctor.check_permission()

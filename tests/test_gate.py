@@ -10,10 +10,10 @@ from xml.etree import ElementTree
 import pytest
 from rich.console import Console
 
-from profiling.baseline import Baseline, compatibility, from_measurements, load_baseline, save_baseline
-from profiling.cli import main
-from profiling.errors import ConfigError, InputError, OutputError
-from profiling.gate import (
+from memlens.baseline import Baseline, compatibility, from_measurements, load_baseline, save_baseline
+from memlens.cli import main
+from memlens.errors import ConfigError, InputError, OutputError
+from memlens.gate import (
     Environment,
     GateResult,
     Measurements,
@@ -26,10 +26,10 @@ from profiling.gate import (
     to_markdown,
     to_table,
 )  # fmt: skip
-from profiling.markdown import md_code
-from profiling.markdown import md_escape as markdown_escape
-from profiling.results import KernelResult, RunInfo, RunResults, VariantOutcome
-from profiling.rules import parse_rules
+from memlens.markdown import md_code
+from memlens.markdown import md_escape as markdown_escape
+from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.rules import parse_rules
 from tests.schemas.xsd_lite import validate_file
 
 HERE = Path(__file__).resolve().parent

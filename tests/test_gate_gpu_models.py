@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from profiling.baseline import gpu_slug
-from profiling.cli import main
+from memlens.baseline import gpu_slug
+from memlens.cli import main
 from tests.conftest import FIXTURES
 
 REPO = FIXTURES.parent.parent

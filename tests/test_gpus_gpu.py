@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from profiling.gpus import list_gpus
-from profiling.suite import load_suite
+from memlens.gpus import list_gpus
+from memlens.suite import load_suite
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.gpu
@@ -32,7 +32,7 @@ def memlens_profile(out, *extra: str) -> tuple[subprocess.CompletedProcess, floa
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "profiling", "profile", str(REPO / "kernels"), *SIZES, "--out", str(out),
+        [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), *SIZES, "--out", str(out),
          "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "900", *extra],
         capture_output=True, text=True, env=env, timeout=1000,
     )  # fmt: skip

@@ -16,10 +16,10 @@ from xml.etree import ElementTree
 
 import pytest
 
-from profiling.catalogue import RAW_METRICS
-from profiling.cli import main
-from profiling.markdown import md_code
-from profiling.results import KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.catalogue import RAW_METRICS
+from memlens.cli import main
+from memlens.markdown import md_code
+from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
 
 SCRIPT = "<script>alert(1)</script>"
 MARKUP = "[bold red]loud[/bold red] [link=https://example.com]x[/link]"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from numba import cuda
 
-from profiling import toolchain
-from profiling.errors import ProfilerError
-from profiling.suite import CudaKernel, NumbaKernel, Variant, load_suite
+from memlens import toolchain
+from memlens.errors import ProfilerError
+from memlens.suite import CudaKernel, NumbaKernel, Variant, load_suite
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 SUITE = load_suite(KERNELS)

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiling.errors import VerificationError
-from profiling.suite import Family, Variant, load_suite
+from memlens.errors import VerificationError
+from memlens.suite import Family, Variant, load_suite
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 SUITE = load_suite(KERNELS)

@@ -22,8 +22,8 @@ CHILD = """
 import json, sys
 import numpy as np
 from numba import config
-from profiling.errors import VerificationError
-from profiling.suite import NumbaKernel, load_suite
+from memlens.errors import VerificationError
+from memlens.suite import NumbaKernel, load_suite
 
 assert config.ENABLE_CUDASIM, "the simulator is not on"
 family = load_suite(sys.argv[1]).family("matmul")

@@ -58,12 +58,12 @@ def test_every_subprocess_goes_through_a_wrapper():
 @pytest.mark.parametrize(
     ("importer", "forbidden"),
     [
-        ("profiling/bench.py", {"profiling.profiled_program", "profiling.profile_run"}),
-        ("profiling/profile_run.py", {"profiling.profiled_program", "profiling.bench"}),
-        ("profiling/bench_results.py", {"profiling.bench"}),
-        ("reports/build.py", {"profiling.bench"}),
-        ("reports/render.py", {"profiling.bench"}),
-        ("profiling/commands/report.py", {"profiling.bench"}),
+        ("profiling/bench.py", {"memlens.profiled_program", "memlens.profile_run"}),
+        ("profiling/profile_run.py", {"memlens.profiled_program", "memlens.bench"}),
+        ("profiling/bench_results.py", {"memlens.bench"}),
+        ("reports/build.py", {"memlens.bench"}),
+        ("reports/render.py", {"memlens.bench"}),
+        ("profiling/commands/report.py", {"memlens.bench"}),
     ],
 )
 def test_siblings_do_not_borrow_from_each_other(importer, forbidden):

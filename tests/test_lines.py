@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from kernels import matmul, transpose
-from profiling.catalogue import ncu_metric_names
-from profiling.cli import main
-from profiling.commands.lines import describe, kernel_lines, read_lines
-from profiling.instruction_kinds import classify
-from profiling.readers import read_report
-from profiling.results import RunResults, VariantOutcome
-from profiling.source_lines import InstructionRecord, SourceMap, roll_up
+from memlens.catalogue import ncu_metric_names
+from memlens.cli import main
+from memlens.commands.lines import describe, kernel_lines, read_lines
+from memlens.instruction_kinds import classify
+from memlens.readers import read_report
+from memlens.results import RunResults, VariantOutcome
+from memlens.source_lines import InstructionRecord, SourceMap, roll_up
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -249,7 +249,7 @@ def test_memlens_asks_ncu_for_per_instruction_executions_unless_fast():
 
 
 def test_report_verdict_and_html_name_the_hot_line(suite):
-    from reports.render import build_report, render
+    from memlens.reports.render import build_report, render
 
     declared = {(o.family, o.variant): o for o in suite.outcomes}
     outcomes = tuple(declared.get((k.family, k.variant), VariantOutcome(k.family, k.variant, "ok"))
@@ -275,7 +275,7 @@ def test_report_verdict_and_html_name_the_hot_line(suite):
 
 
 def test_verdict_puts_a_store_conflict_on_the_stores(app):
-    from reports.verdicts import judge
+    from memlens.reports.verdicts import judge
 
     # the hardware counter would weigh both sides; the exact split says: stores only
     shared = next(f for f in judge(app["transpose_store_conflict"]).findings if f.topic == "shared")
@@ -283,8 +283,8 @@ def test_verdict_puts_a_store_conflict_on_the_stores(app):
 
 
 def test_verdict_takes_the_side_from_the_exact_split_not_the_hardware_counter():
-    from profiling.results import KernelResult
-    from reports.verdicts import judge
+    from memlens.reports.verdicts import judge
+    from memlens.results import KernelResult
 
     # the hardware counter blames the loads (as it over-counts); the exact split says stores
     raw = {"shared_ld_instructions": 1000.0, "shared_st_instructions": 1000.0, "shared_wavefronts": 33000.0,
@@ -345,8 +345,8 @@ def test_kernel_n_way_is_over_the_ideal_of_the_accesses_themselves(app, suite):
 
 
 def test_verdict_n_way_of_wide_loads_is_against_their_own_ideal():
-    from profiling.results import KernelResult
-    from reports.verdicts import judge
+    from memlens.reports.verdicts import judge
+    from memlens.results import KernelResult
 
     # 1,000 16-byte loads at 8 wavefronts a warp (ideal 4) and 1,000 conflict-free 4-byte stores
     raw = {"shared_ld_instructions": 1000.0, "shared_st_instructions": 1000.0, "shared_wavefronts": 9000.0,
@@ -358,8 +358,8 @@ def test_verdict_n_way_of_wide_loads_is_against_their_own_ideal():
 
 
 def test_report_table_and_verdict_give_the_exact_n_way_as_metrics_and_lines_do(suite, app):
-    from reports.render import build_report
-    from reports.verdicts import judge
+    from memlens.reports.render import build_report
+    from memlens.reports.verdicts import judge
 
     outcomes = tuple(VariantOutcome(k.family, k.variant, "ok") for k in suite.kernels)
     report = build_report([("h100", replace(suite, outcomes=outcomes))])

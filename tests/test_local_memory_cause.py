@@ -14,10 +14,11 @@ import pytest
 from test_report_samples import INFO, LOCAL, REGISTERS, kernel, outcome
 from test_static_check import needs_compiler
 
-from profiling import toolchain
-from profiling.cli import main
-from profiling.results import RunResults
-from profiling.static_check import (
+from memlens import toolchain
+from memlens.cli import main
+from memlens.reports.render import build_report
+from memlens.results import RunResults
+from memlens.static_check import (
     CHECK_FILE,
     REGISTER_FILE_BYTES,
     StaticKernel,
@@ -26,8 +27,7 @@ from profiling.static_check import (
     find_static,
     local_memory_cause,
 )  # fmt: skip
-from profiling.suite import load_suite
-from reports.render import build_report
+from memlens.suite import load_suite
 
 REPO = Path(__file__).resolve().parent.parent
 H200 = REPO / "tests" / "fixtures" / "nvidia_h200"
@@ -204,7 +204,7 @@ def test_metrics_without_a_static_check_say_cause_unknown(run_dir: Path, capsys:
 
 
 def test_the_recorded_run_without_a_static_check_says_cause_unknown(tmp_path: Path) -> None:
-    from profiling.readers import read_report
+    from memlens.readers import read_report
 
     results = read_report(str(H200 / "suite.results.json"))
     found = verdicts(results, None)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import main
-from profiling.errors import EXIT_INPUT, EXIT_PROFILER
-from profiling.readers import read_report
-from profiling.run_dir import NO_RUN_YET
-from profiling.static_check import CompileFailure, StaticResults, arch_rejection, compiler_missing
-from profiling.units import plural, shown_list
+from memlens.cli import main
+from memlens.errors import EXIT_INPUT, EXIT_PROFILER
+from memlens.readers import read_report
+from memlens.run_dir import NO_RUN_YET
+from memlens.static_check import CompileFailure, StaticResults, arch_rejection, compiler_missing
+from memlens.units import plural, shown_list
 
 REPO = Path(__file__).resolve().parent.parent
 RUN = REPO / "tests" / "fixtures" / "nvidia_h200" / "suite.results.json"  # made from a profile.ncu-rep
@@ -85,7 +85,7 @@ def test_a_latest_link_to_a_deleted_run_says_so(capsys, tmp_path: Path, monkeypa
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_report_without_a_run_says_no_run_yet(tmp_path: Path) -> None:
-    environment = {**os.environ, "PYTHONPATH": str(REPO)}  # `python -m profiling` from a folder with no run
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}  # `python -m memlens` from a folder with no run
     done = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "report", f"PYTHON={sys.executable}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, env=environment)  # fmt: skip
     assert done.returncode != 0
@@ -103,8 +103,8 @@ REJECTIONS = {
 
 
 def failing(monkeypatch, *messages: str, compiled: int = 0) -> None:
-    from profiling.commands import check
-    from profiling.static_check import StaticKernel
+    from memlens.commands import check
+    from memlens.static_check import StaticKernel
 
     kernel = StaticKernel("transpose", "padded", "k", "k", "cuda", 28, 0, 0, 0, 0, 0, False)
     failures = tuple(CompileFailure(f"f/v{i}", "k", m) for i, m in enumerate(messages))
@@ -142,7 +142,7 @@ def test_a_missing_compiler_is_named_only_when_one_is_missing() -> None:
 
 
 def test_a_real_compiler_rejecting_an_architecture_is_quoted(capsys) -> None:
-    from profiling import toolchain
+    from memlens import toolchain
 
     if toolchain.find_nvcc() is None and toolchain.nvrtc_version() is None:
         pytest.skip("no nvcc and no NVRTC here")

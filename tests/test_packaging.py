@@ -9,21 +9,48 @@ import site
 import subprocess
 import sys
 import zipfile
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FIXTURES, REPO
+from tests.support.fake import CPU_SUITE, fake_ncu_env
+from tests.test_gpus import FAKE_SMI
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    if done.returncode != 0:
-        pytest.skip(f"cannot build a wheel here (no setuptools from the index?): {done.stderr.strip()[-300:]}")
+    # without isolation: the setuptools of the test extra builds it, so [build-system] must admit it and it
+    # must build the metadata pyproject declares (an SPDX license string needs setuptools 77 or later)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                           str(out), str(REPO)], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
     return next(out.glob("memlens-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """The wheel installed into a folder of its own, and the environment that imports memlens from there
+    (with this interpreter's dependencies): run with `python -S` from a directory outside the checkout."""
+    target = tmp_path_factory.mktemp("installed") / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    # -S: the dependencies from this interpreter's site-packages, but not its .pth files, whose
+    # editable-install finder would give the checkout's memlens
+    path = os.pathsep.join([str(target), *site.getsitepackages()])
+    return target, {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
+
+
+def test_build_system_needs_a_setuptools_that_builds_the_license_string():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "MIT"
+    assert project["build-system"]["requires"] == ["setuptools>=77"]
 
 
 def test_wheel_holds_one_memlens_package_with_the_suite_and_templates(wheel):
@@ -40,16 +67,10 @@ def test_wheel_holds_one_memlens_package_with_the_suite_and_templates(wheel):
     assert "memlens = memlens.cli:main" in entry_points
 
 
-def test_installed_memlens_lists_the_suite_and_reads_reports_from_another_directory(wheel, tmp_path):
-    target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
+def test_installed_memlens_lists_the_suite_and_reads_reports_from_another_directory(installed, tmp_path):
+    target, env = installed
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    # -S: the dependencies from this interpreter's site-packages, but not its .pth files, whose
-    # editable-install finder (a checkout's, possibly stale) would make `profiling` importable
-    path = os.pathsep.join([str(target), *site.getsitepackages()])
-    env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
 
     def memlens(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-S", "-m", "memlens", *args], cwd=elsewhere, env=env,
@@ -65,3 +86,35 @@ def test_installed_memlens_lists_the_suite_and_reads_reports_from_another_direct
     metrics = memlens("metrics", str(FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"))
     assert metrics.returncode == 0, metrics.stderr
     assert "cudaapp@spill/capped" in metrics.stdout
+
+
+def test_installed_gpu_children_start_the_installed_memlens(installed, tmp_path):
+    """`profile --gpus` and `bench --gpus` start a child a GPU: by the installed name, from anywhere."""
+    target, env = installed
+    bin_folder = tmp_path / "bin"
+    env = {**fake_ncu_env(bin_folder, FAKE_NCU_REPORT=str(FIXTURES / "probe" / "probe.ncu-rep"),
+                          FAKE_NCU_LOG=str(FIXTURES / "probe" / "probe.log")),
+           "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(REPO)])}  # fmt: skip  (REPO: the fake ncu's tests.)
+    (bin_folder / "nvidia-smi").write_text(FAKE_SMI)
+    (bin_folder / "nvidia-smi").chmod(0o755)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    runs = elsewhere / "runs"
+    done = subprocess.run([sys.executable, "-S", "-m", "memlens", "profile", str(CPU_SUITE), "--gpus", "all",
+                           "--out", str(runs), "--clock-control", "none"],
+                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = (runs / "latest").resolve()
+    for gpu in (0, 1):  # each GPU's ncu ran the installed memlens's profiled program
+        command = (run / f"ncu-command.gpu{gpu}.txt").read_text()
+        assert "-m memlens.profiled_program" in command
+        assert '"event": "start"' in (run / f"events.gpu{gpu}.jsonl").read_text()
+    code = ("import sys; from pathlib import Path; from memlens.bench import BenchOptions; "
+            "from memlens.bench_gpus import child_argv; print(*child_argv(BenchOptions(), Path(sys.argv[1]), [], "
+            "Path('out'))[1:3])")  # fmt: skip
+    argv = subprocess.run([sys.executable, "-S", "-c", code, str(CPU_SUITE)], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert argv.stdout.split() == ["-m", "memlens"], argv.stderr
+    helped = subprocess.run([sys.executable, "-S", "-m", "memlens", "bench", "--help"], cwd=elsewhere, env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert helped.returncode == 0 and "--gpus" in helped.stdout, helped.stderr

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from profiling import paper
-from profiling.cli import main
-from profiling.commands import metrics
-from profiling.errors import ConfigError
-from profiling.gate import evaluate, from_run
-from profiling.profile_run import Events
-from profiling.readers import read_report
-from profiling.results import Expectation, RunResults
-from profiling.rules import parse_rules
-from profiling.suite import load_suite, select_variants
-from reports.build import build_run
+from memlens import paper
+from memlens.cli import main
+from memlens.commands import metrics
+from memlens.errors import ConfigError
+from memlens.gate import evaluate, from_run
+from memlens.profile_run import Events
+from memlens.readers import read_report
+from memlens.reports.build import build_run
+from memlens.results import Expectation, RunResults
+from memlens.rules import parse_rules
+from memlens.suite import load_suite, select_variants
 from tests.conftest import FIXTURES, REPO
 
 SUITE = load_suite(REPO / "kernels")
@@ -187,7 +187,7 @@ def test_bad_equals_paper_rules(body: str, message: str) -> None:
 
 SUITE_FILE = textwrap.dedent("""
     import numpy as np
-    from profiling.suite import Expect, Family, Launch
+    from memlens.suite import Expect, Family, Launch
 
     def make_inputs(rng, size): return {"x": rng.random(size["n"]).astype(np.float32) + 1}
     def launch(inputs, size):
@@ -204,7 +204,7 @@ SUITE_FILE = textwrap.dedent("""
 
 
 def test_profiled_program_skips_a_family_the_gpu_is_too_old_for(tmp_path: Path, monkeypatch) -> None:
-    import profiling.profiled_program as program
+    import memlens.profiled_program as program
 
     suite = tmp_path / "suite.py"
     suite.write_text(SUITE_FILE)
@@ -223,7 +223,7 @@ def test_profiled_program_skips_a_family_the_gpu_is_too_old_for(tmp_path: Path, 
 
 
 def test_bench_skips_a_family_the_gpu_is_too_old_for(tmp_path: Path, monkeypatch, capsys) -> None:
-    import profiling.bench as bench_module
+    import memlens.bench as bench_module
     from tests.test_bench import FakeDevice
 
     class OldDevice(FakeDevice):
@@ -250,7 +250,7 @@ def test_paper_figures_are_counts() -> None:
 
 
 def test_a_bad_min_compute_capability_is_refused() -> None:
-    from profiling.suite import Family
+    from memlens.suite import Family
 
     with pytest.raises(ConfigError, match=r"family 'f': min_compute_capability '9\.0' is not \(major, minor\)"):
         Family("f", "d", lambda rng, size: {}, lambda inputs, size: None, default_size={}, min_compute_capability="9.0")

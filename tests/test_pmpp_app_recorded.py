@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import main
-from profiling.readers import read_report
-from reports.render import build_report, render
+from memlens.cli import main
+from memlens.readers import read_report
+from memlens.reports.render import build_report, render
 from tests.conftest import FIXTURES
 
 RUNS = sorted(FIXTURES.glob("programs/*/pmpp_run/results.json"))

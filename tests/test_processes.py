@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from profiling.errors import EXIT_PROFILER
-from profiling.processes import CommandFailed, CommandTimeout, run_command
+from memlens.errors import EXIT_PROFILER
+from memlens.processes import CommandFailed, CommandTimeout, run_command
 
 GRANDCHILD = """
 import subprocess, sys, time

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from profiling.readers import read_report
-from profiling.suite import load_suite
+from memlens.readers import read_report
+from memlens.suite import load_suite
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.gpu
@@ -21,7 +21,7 @@ def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     done = subprocess.run(
-        [sys.executable, "-m", "profiling", "profile", str(REPO / "kernels"), "--out", str(out),
+        [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), "--out", str(out),
          "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "900"],
         capture_output=True, text=True, env=env, timeout=1000,
     )  # fmt: skip
@@ -56,7 +56,7 @@ def test_counters_show_the_physics(run_dir):
 def test_metrics_prints_every_kernel(run_dir):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))),
            "COLUMNS": "250"}  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "profiling", "metrics", str(run_dir)],
+    done = subprocess.run([sys.executable, "-m", "memlens", "metrics", str(run_dir)],
                           capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     for variant in load_suite(REPO / "kernels").variants():
@@ -66,7 +66,7 @@ def test_metrics_prints_every_kernel(run_dir):
 def test_lines_name_the_conflict_and_local_lines(run_dir):
     """`memlens lines` on a fresh run: results.json holds the instructions, CuPy's temporary copy
     maps back to the declared .cu, and inst_executed gives the local lines their executions."""
-    from profiling.commands.lines import kernel_lines, read_lines
+    from memlens.commands.lines import kernel_lines, read_lines
 
     results = read_lines(run_dir)
     by_label = {k.label: k for k in results.kernels}
@@ -85,7 +85,7 @@ def test_lines_name_the_conflict_and_local_lines(run_dir):
 
 def test_every_paper_figure_holds(run_dir):
     """Each variant's exact excess equals the figure its suite declares on paper (bank_model.py)."""
-    from profiling import paper
+    from memlens import paper
 
     found = paper.checks(read_report(run_dir / "results.json"))
     assert set(found) == {v.label for v in load_suite(REPO / "kernels").variants()}

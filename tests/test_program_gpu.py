@@ -24,7 +24,7 @@ CUDA_APP_LABELS = {"transpose/conflict", "transpose/padded", "transpose/store_co
 def memlens_profile(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return subprocess.run(
-        [sys.executable, "-m", "profiling", "profile", "--out", str(out),
+        [sys.executable, "-m", "memlens", "profile", "--out", str(out),
          "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "600", *args],
         capture_output=True, text=True, env=env, timeout=700,
     )  # fmt: skip
@@ -60,7 +60,7 @@ def test_cuda_binary_kernels_are_labelled_and_measured(cuda_app, tmp_path):
     assert raw["local/running_sum"]["local_ld_sectors"] > 0
     assert raw["cudaapp@spill/capped"]["local_st_sectors"] > 0
     report = tmp_path / "report.md"
-    assert subprocess.run([sys.executable, "-m", "profiling", "report", str(tmp_path / "latest"), "--format", "md",
+    assert subprocess.run([sys.executable, "-m", "memlens", "report", str(tmp_path / "latest"), "--format", "md",
                            "-o", str(report)], cwd=REPO, timeout=120).returncode == 0  # fmt: skip
     assert "### family `transpose`" in report.read_text()
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import main
-from profiling.readers import read_report
-from profiling.readers.common import ProgramLabel, program_label
-from profiling.readers.ncu_csv import parse_csv
-from reports.build import build_run
+from memlens.cli import main
+from memlens.readers import read_report
+from memlens.readers.common import ProgramLabel, program_label
+from memlens.readers.ncu_csv import parse_csv
+from memlens.reports.build import build_run
 
 PROGRAMS = Path(__file__).resolve().parent / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"
 CUDA_APP_REP = PROGRAMS / "cuda_app.ncu-rep"
@@ -151,7 +151,7 @@ class _OldDomain:
 
 
 def test_start_end_ranges_label_the_launches_of_other_threads():
-    from profiling.readers.ncu_rep import _opened
+    from memlens.readers.ncu_rep import _opened
 
     # PyTorch's autograd thread: no push/pop range of its own, the step's start/end range open
     assert _opened(_Domain([], ["step"])) == ["step"]

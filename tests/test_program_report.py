@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from test_report_browser import chromium
 
-from profiling.readers import read_report
-from reports.render import build_report, render
+from memlens.readers import read_report
+from memlens.reports.render import build_report, render
 from tests.conftest import FIXTURES
 
 PROGRAM = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"  # ncu --import-source yes

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import main
-from profiling.errors import ConfigError, InputError
-from profiling.program_run import validate_filter
+from memlens.cli import main
+from memlens.errors import ConfigError, InputError
+from memlens.program_run import validate_filter
 from tests.conftest import FIXTURES
 from tests.support.fake import install_fake_ncu
 
@@ -320,7 +320,7 @@ def test_a_range_that_ran_with_no_profiled_launch_is_named(fake_ncu, tmp_path, c
 
 
 def test_ranges_not_profiled_must_map_names_to_counts():
-    from profiling.results import RunResults
+    from memlens.results import RunResults
 
     data = {"schema_version": 1, "info": {"ranges_not_profiled": {"eval": "three"}}, "kernels": []}
     with pytest.raises(InputError, match="ranges_not_profiled must be an object of integers or null"):

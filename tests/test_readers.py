@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from profiling import shared_figures
-from profiling.catalogue import BY_NCU_NAME, CATALOGUE, PER_INSTRUCTION_METRICS, RAW_METRICS
-from profiling.errors import InputError
-from profiling.kernel_names import kernel_name
-from profiling.readers import helpers, read_report
-from profiling.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT, ROOFLINE_SKIPPED
-from profiling.readers.ncu_csv import parse_csv
-from profiling.results import KernelResult, RunInfo, RunResults
+from memlens import shared_figures
+from memlens.catalogue import BY_NCU_NAME, CATALOGUE, PER_INSTRUCTION_METRICS, RAW_METRICS
+from memlens.errors import InputError
+from memlens.kernel_names import kernel_name
+from memlens.readers import helpers, read_report
+from memlens.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT, ROOFLINE_SKIPPED
+from memlens.readers.ncu_csv import parse_csv
+from memlens.results import KernelResult, RunInfo, RunResults
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE = FIXTURES / "probe"
@@ -544,9 +544,8 @@ def test_plain_ncu_report_names_kernels(where: Path) -> None:
 
 HELPED = """
 import json, os, sys
-import profiling
-from profiling.errors import InputError
-from profiling.readers import helpers, ncu_rep, read_report
+from memlens.errors import InputError
+from memlens.readers import helpers, ncu_rep, read_report
 ncu_rep.PARALLEL_MIN_ACTIONS = 2
 handed = []
 result = helpers.Helper.result

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from profiling.errors import InputError
-from profiling.readers import helpers, ncu_rep, read_report
+from memlens.errors import InputError
+from memlens.readers import helpers, ncu_rep, read_report
 from tests.conftest import FIXTURES, REPO
 
 SUITE = FIXTURES / "nvidia_h200" / "suite.ncu-rep"
@@ -24,9 +24,8 @@ CHILD = """
 import json, os, sys
 if sys.argv[4] == "threads":
     import numpy  # starts BLAS threads: no fork, each chunk read by a new process
-import profiling
-from profiling.errors import InputError
-from profiling.readers import helpers, ncu_rep, read_report
+from memlens.errors import InputError
+from memlens.readers import helpers, ncu_rep, read_report
 ncu_rep.CHUNKED_MIN_ACTIONS = 2
 ncu_rep.IN_FLIGHT_ACTIONS, ncu_rep.MIN_CHUNK_ACTIONS = 0, int(sys.argv[2])
 handed = []
@@ -112,7 +111,7 @@ def test_a_process_with_threads_has_one_new_process_read_its_chunks() -> None:
 
 SPAWNED = """
 import json, sys
-from profiling.readers import helpers
+from memlens.readers import helpers
 forked = []
 start = helpers.Helper.start
 def counted(reader, slots):
@@ -126,7 +125,7 @@ sys.exit(status)
 
 
 def test_the_new_process_reads_in_forked_chunks() -> None:
-    """What `python -m profiling.readers.helpers REPORT CHUNK` hands back: the actions named on its
+    """What `python -m memlens.readers.helpers REPORT CHUNK` hands back: the actions named on its
     input, in order, read by helpers it forked, CHUNK actions each."""
     here = ncu_rep._LaunchReader(SUITE, ncu_rep._load(SUITE))
     slots = here.slots()[1:]
@@ -143,9 +142,9 @@ def test_the_new_process_reads_in_forked_chunks() -> None:
 
 COMMAND = """
 import json, sys
-from profiling import cli
-from profiling.commands import metrics, report
-from profiling.readers import helpers
+from memlens import cli
+from memlens.commands import metrics, report
+from memlens.readers import helpers
 seen = []
 def spying(read):
     def spied(*args, **kwargs):

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-import profiling.ncu
-from profiling.cli import main
-from profiling.run_dir import new_run_dir
+import memlens.ncu
+from memlens.cli import main
+from memlens.run_dir import new_run_dir
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_FAILURES, CPU_SUITE, MARKER, alive, fake_ncu_env, install_fake_ncu, marked_processes
 from tests.test_bench import device  # noqa: F401 - the fake GPU timer fixture, for bench --into
@@ -63,9 +63,9 @@ def assert_nothing_left(tag: str, *pids: int) -> None:
 
 
 def start_profile(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    """`python -m profiling profile` in a subprocess, with the fake ncu first on its PATH."""
+    """`python -m memlens profile` in a subprocess, with the fake ncu first on its PATH."""
     environment = fake_ncu_env(tmp_path / "bin", **env)
-    argv = [sys.executable, "-m", "profiling", "profile", *args, "--clock-control", "none"]
+    argv = [sys.executable, "-m", "memlens", "profile", *args, "--clock-control", "none"]
     return subprocess.Popen(argv, cwd=REPO, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
 
@@ -99,7 +99,7 @@ def test_timeout_ends_ncu_and_the_app(tmp_path, monkeypatch, marker, capsys):
 
 def test_timeout_kills_an_ncu_that_ignores_sigint(tmp_path, monkeypatch, marker):
     install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_MODE="stubborn", MEMLENS_TEST_HANG_S="60")
-    monkeypatch.setattr(profiling.ncu, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(memlens.ncu, "STOP_GRACE_S", 1.0)
     runs = tmp_path / "runs"
     started = time.monotonic()
     assert main(["profile", str(CPU_FAILURES), "-k", "first|hangs", "--out", str(runs), "--timeout", "2",
@@ -149,8 +149,8 @@ def test_interrupt_saves_partial_results_and_leaves_nothing(tmp_path, signum, ti
 
 LOST_INTERRUPT = """
 import sys, time, weakref
-from profiling import cli
-from profiling.commands import list_suite
+from memlens import cli
+from memlens.commands import list_suite
 
 class Lock:
     pass
@@ -477,7 +477,7 @@ def test_recorded_ncu_stops_on_sigint_within_the_grace_memlens_gives_it():
     folder = recorded("sigint_ncu")
     assert (folder / "hangs_started").read_text().strip() == "yes"
     assert (folder / "leftover.txt").read_text().strip() == ""
-    assert float((folder / "seconds_to_exit").read_text()) < profiling.ncu.STOP_GRACE_S  # else SIGKILL, no report
+    assert float((folder / "seconds_to_exit").read_text()) < memlens.ncu.STOP_GRACE_S  # else SIGKILL, no report
     # The fake ncu writes its report when stopped by SIGINT, as end_group expects ncu to do.
     assert (folder / "report_written").read_text().strip() == "yes"
 

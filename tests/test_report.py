@@ -21,9 +21,9 @@ from test_report_samples import (
     suite_run,
 )
 
-from profiling.results import RunResults
-from reports.model import REPORT_VERSION
-from reports.render import build_report, render
+from memlens.reports.model import REPORT_VERSION
+from memlens.reports.render import build_report, render
+from memlens.results import RunResults
 
 PROBE = str(Path(__file__).resolve().parent / "fixtures" / "probe")
 
@@ -272,7 +272,7 @@ def test_results_json_carries_declared_expectations():
 
 @pytest.mark.skipif(not Path(PROBE).is_dir(), reason="the probe recording was replaced by the suite's")
 def test_probe_recordings():
-    from profiling.readers import read_report
+    from memlens.readers import read_report
 
     rows = rows_of(read_report(f"{PROBE}/probe.csv"))
     assert rows["transpose/conflict"].verdict_text.startswith(
@@ -287,7 +287,7 @@ def test_probe_recordings():
 
 
 def test_padded_figures_unchanged_by_aggregation():
-    from reports.build import aggregate
+    from memlens.reports.build import aggregate
 
     single = kernel("k", "f", "v", PADDED)
     assert aggregate([single]) is single
@@ -298,8 +298,8 @@ def test_padded_figures_unchanged_by_aggregation():
 
 
 def test_launches_combine_as_the_catalogue_declares():
-    from profiling.catalogue import CATALOGUE
-    from reports.build import aggregate
+    from memlens.catalogue import CATALOGUE
+    from memlens.reports.build import aggregate
 
     assert {k for k, m in CATALOGUE.items() if m.over_launches == "max"} == {
         "registers_per_thread", "static_shared_per_block", "dynamic_shared_per_block", "grid_size", "block_size"}
@@ -318,7 +318,7 @@ def test_launches_combine_as_the_catalogue_declares():
 
 
 def test_run_level_failure_is_a_note_not_a_family():
-    from profiling.results import VariantOutcome
+    from memlens.results import VariantOutcome
 
     results = suite_run()
     results = replace(results, outcomes=results.outcomes + (VariantOutcome("", "", "failed", "report unreadable: x"),))
@@ -356,7 +356,7 @@ def test_n_way_only_where_an_access_ideally_takes_one_wavefront(wavefronts, idea
     ],
 )
 def test_kernel_names_shortened_in_family_tables_with_the_full_name_as_tooltip(name, short):
-    from reports.formatting import short_kernel
+    from memlens.reports.formatting import short_kernel
 
     assert short_kernel(name) == short
     results = suite_run()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling.bench_results import (
+from memlens.bench_results import (
     BENCH_FILE,
     BenchFailure,
     BenchInfo,
@@ -24,11 +24,11 @@ from profiling.bench_results import (
     VariantTiming,
     load_bench,
 )
-from profiling.cli import main
-from profiling.commands.report import bench_of
-from profiling.fileio import write_json_atomic
-from profiling.readers import read_report
-from reports.render import build_report, render
+from memlens.cli import main
+from memlens.commands.report import bench_of
+from memlens.fileio import write_json_atomic
+from memlens.readers import read_report
+from memlens.reports.render import build_report, render
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200" / "suite.results.json"
 pytestmark = pytest.mark.skipif(not RECORDED.is_file(), reason="suite fixtures not recorded yet")

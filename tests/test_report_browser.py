@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_report_samples import suite_run
 
-from reports.render import build_report, render
+from memlens.reports.render import build_report, render
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_report_samples import suite_run
 
-from profiling.cli import main
+from memlens.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.csv"))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from profiling.readers import read_report
-from reports.render import build_report, render
+from memlens.readers import read_report
+from memlens.reports.render import build_report, render
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.results.json"))

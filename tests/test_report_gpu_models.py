@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from profiling.cli import main
-from profiling.readers import read_report
-from reports.compare import MEMORY_BOUND_PCT
-from reports.render import build_report
+from memlens.cli import main
+from memlens.readers import read_report
+from memlens.reports.compare import MEMORY_BOUND_PCT
+from memlens.reports.render import build_report
 from tests.conftest import FIXTURES
 from tests.test_report_bench import bench_results
 

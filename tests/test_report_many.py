@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from profiling.cli import main
-from profiling.readers.ncu_csv import parse_csv
-from reports.build import OTHERS_SHOWN, build_run
-from reports.charts import CHART_ROWS, family_chart
+from memlens.cli import main
+from memlens.readers.ncu_csv import parse_csv
+from memlens.reports.build import OTHERS_SHOWN, build_run
+from memlens.reports.charts import CHART_ROWS, family_chart
 
 NVTX = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from profiling.catalogue import CATALOGUE, NO_FLOPS, ncu_metric_names
-from profiling.gate import evaluate, read_measurements
-from profiling.results import KernelResult, RunResults, load_results
-from profiling.roofline import bound, run_ceilings
-from profiling.rules import load_rules
-from reports.build import build_run
-from reports.render import build_report, render
+from memlens.catalogue import CATALOGUE, NO_FLOPS, ncu_metric_names
+from memlens.gate import evaluate, read_measurements
+from memlens.reports.build import build_run
+from memlens.reports.render import build_report, render
+from memlens.results import KernelResult, RunResults, load_results
+from memlens.roofline import bound, run_ceilings
+from memlens.rules import load_rules
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPO = FIXTURES.parent.parent
@@ -279,8 +279,8 @@ def test_roofline_rules_fail_on_a_run_without_the_counters() -> None:
 
 def test_compute_bound_family_drops_pct_of_copy_and_the_chart_shows_the_copy_roof(full: RunResults) -> None:
     """`% of copy` stays for memory-bound families; a compute-bound one shows n/a saying why."""
-    from profiling.bench_results import BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
-    from reports.roofline import COMPUTE_BOUND_COPY
+    from memlens.bench_results import BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
+    from memlens.reports.roofline import COMPUTE_BOUND_COPY
 
     copy = CopyBandwidth(1 << 30, TimeSummary.of([0.7] * 5))  # 2 GiB in 0.7 ms: 3.07 TB/s
     timings = tuple(
@@ -315,7 +315,7 @@ def test_a_run_without_flop_counters_gets_no_roofline_words() -> None:
 
 
 def test_memory_bound_verdict_gives_the_copy_roof_too(full: RunResults) -> None:
-    from reports.roofline import verdict
+    from memlens.reports.roofline import verdict
 
     naive = by_label(full)["matmul/naive"]
     where = bound(naive, run_ceilings(full.kernels))
@@ -326,7 +326,7 @@ def test_memory_bound_verdict_gives_the_copy_roof_too(full: RunResults) -> None:
 
 
 def test_verdict_says_why_a_variant_is_not_placed() -> None:
-    from reports.roofline import verdict
+    from memlens.reports.roofline import verdict
 
     kernel = KernelResult("k", raw={"fp32_ffma_inst": 10.0, "fp32_fadd_inst": 0.0, "fp32_fmul_inst": 0.0,
                                     "fp64_dfma_inst": 0.0, "fp64_dadd_inst": 0.0, "fp64_dmul_inst": 0.0,

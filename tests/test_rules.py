@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from profiling.errors import ConfigError
-from profiling.rules import AbsoluteBound, RegressionBound, Tolerance, load_rules, metric_named, parse_rules
+from memlens.errors import ConfigError
+from memlens.rules import AbsoluteBound, RegressionBound, Tolerance, load_rules, metric_named, parse_rules
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -9,11 +9,11 @@ from dataclasses import fields
 
 import pytest
 
-from profiling import __version__
-from profiling.bench_results import BenchInfo
-from profiling.readers import RESULTS_FILE
-from profiling.results import RunInfo, load_results
-from profiling.run_dir import (
+from memlens import __version__
+from memlens.bench_results import BenchInfo
+from memlens.readers import RESULTS_FILE
+from memlens.results import RunInfo, load_results
+from memlens.run_dir import (
     BENCH,
     LATEST,
     NCU_REPORT,

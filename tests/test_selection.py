@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-import profiling.commands.check as check_command
-from profiling.cli import main
-from profiling.errors import ConfigError
-from profiling.suite import parse_sizes, select_variants
+import memlens.commands.check as check_command
+from memlens.cli import main
+from memlens.errors import ConfigError
+from memlens.suite import parse_sizes, select_variants
 from tests.support.fake import CPU_SUITE
 
 

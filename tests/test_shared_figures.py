@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiling import shared_figures
-from profiling.commands.lines import KernelLines, kernel_notes, unrecorded_local
-from profiling.results import KernelResult
-from profiling.source_lines import InstructionRecord
-from reports.verdicts import judge
+from memlens import shared_figures
+from memlens.commands.lines import KernelLines, kernel_notes, unrecorded_local
+from memlens.reports.verdicts import judge
+from memlens.results import KernelResult
+from memlens.source_lines import InstructionRecord
 
 EXECUTIONS = 262_144.0  # warp-level executions of each instruction (65,536 tiles x 4 warps)
 
@@ -85,8 +85,8 @@ TRITON = Path(__file__).resolve().parent / "fixtures" / "nvidia_h100_80gb_hbm3" 
 
 
 def test_triton_matmuls_name_cp_async_tensor_core_reads_and_tma() -> None:
-    from profiling.readers import read_report
-    from reports.hot_lines import tma_findings
+    from memlens.readers import read_report
+    from memlens.reports.hot_lines import tma_findings
 
     kernels = {k.label: k for k in read_report(TRITON, instructions=True).kernels}
     cp_async, tma = kernels["matmul/cp_async"], kernels["matmul/tma"]
@@ -108,8 +108,8 @@ def test_triton_matmuls_name_cp_async_tensor_core_reads_and_tma() -> None:
 
 
 def test_a_tensor_core_matmul_is_not_called_free_of_floating_point_work() -> None:
-    from profiling.readers import read_report
-    from reports.roofline import verdict
+    from memlens.readers import read_report
+    from memlens.reports.roofline import verdict
 
     kernel = next(k for k in read_report(TRITON).kernels if k.label == "matmul/tma")
     assert kernel.value("flops") == 0  # the FLOP counters do not count wgmma

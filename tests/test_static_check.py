@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from profiling import toolchain
-from profiling.cli import main
-from profiling.errors import ConfigError
-from profiling.static_check import (
+from memlens import toolchain
+from memlens.cli import main
+from memlens.errors import ConfigError
+from memlens.static_check import (
     StaticResults,
     check_suite,
     entry_body,
@@ -18,7 +18,7 @@ from profiling.static_check import (
     numba_cc,
     ptx_local_bytes,
 )  # fmt: skip
-from profiling.suite import load_suite
+from memlens.suite import load_suite
 
 REPO = Path(__file__).resolve().parent.parent
 SWAPPED = REPO / "tests" / "gate_suites" / "swapped_padded.py"
@@ -133,7 +133,7 @@ def test_compile_error_is_exit_3_and_recorded(capsys: pytest.CaptureFixture[str]
     (tmp_path / "broken.cu").write_text('extern "C" __global__ void broken(float* x) { x[0] = undefined_name; }\n')
     (tmp_path / "broken.py").write_text(
         "from pathlib import Path\n"
-        "from profiling.suite import CudaKernel, Family\n"
+        "from memlens.suite import CudaKernel, Family\n"
         "broken = Family('broken', 'does not compile', lambda rng, size: {}, lambda inputs, size: None, {})\n"
         "@broken.variant('v', demonstrates='a compile error',"
         " kernels=(CudaKernel(Path(__file__).with_name('broken.cu'), 'broken'),))\n"
@@ -213,10 +213,10 @@ def test_ptx_local_declarations_per_entry() -> None:
 
 
 def test_static_figures_regress_against_a_static_baseline(tmp_path: Path) -> None:
-    from profiling.baseline import compatibility, from_measurements, load_baseline, save_baseline
-    from profiling.gate import evaluate, from_static
-    from profiling.rules import parse_rules
-    from profiling.static_check import StaticKernel
+    from memlens.baseline import compatibility, from_measurements, load_baseline, save_baseline
+    from memlens.gate import evaluate, from_static
+    from memlens.rules import parse_rules
+    from memlens.static_check import StaticKernel
 
     def results(registers: int, arch: str = "sm_90") -> StaticResults:
         item = StaticKernel("t", "padded", "transpose_padded", "transpose_padded", "cuda", registers, 0, 0, 0,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import COMMANDS, build_parser, main
-from profiling.errors import EXIT_INPUT, EXIT_PIPE_CLOSED
+from memlens.cli import COMMANDS, build_parser, main
+from memlens.errors import EXIT_INPUT, EXIT_PIPE_CLOSED
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -51,8 +51,8 @@ def rules(tmp_path: Path) -> Path:
 @pytest.fixture
 def printing(rules: Path, tmp_path: Path, monkeypatch) -> dict[str, list[str]]:
     """Every command that prints on standard output, and what makes it print there."""
-    from profiling.commands import check
-    from profiling.static_check import StaticKernel, StaticResults
+    from memlens.commands import check
+    from memlens.static_check import StaticKernel, StaticResults
 
     kernel = StaticKernel("transpose", "padded", "transpose_padded", "transpose_padded", "cuda", 28, 0, 0, 0, 4224,
                           0, False)  # fmt: skip
@@ -126,7 +126,7 @@ def test_a_failing_gate_with_a_full_stdout_is_a_write_error_not_a_gate_failure(c
 def memlens(*argv: str, **streams) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
     """`memlens ARGV` in a process of its own, its stdout and stderr as `streams` give them (else captured)."""
     streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **streams}
-    return subprocess.run([sys.executable, "-m", "profiling", *argv], cwd=REPO, text=True, timeout=120, **streams)
+    return subprocess.run([sys.executable, "-m", "memlens", *argv], cwd=REPO, text=True, timeout=120, **streams)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
@@ -142,7 +142,7 @@ def test_dev_full_as_stdout_is_one_line_and_exit_2(rules: Path, argv: list[str])
 @pytest.mark.parametrize("argv", [["metrics", str(RUN)], ["report", str(RUN), "-o", "-"],
                                   ["report", str(RUN), "-o", "/dev/stdout"], ["list"]])  # fmt: skip
 def test_a_pipe_closed_by_its_reader_is_quiet_and_141(argv: list[str]) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "profiling", *argv], cwd=REPO, stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "memlens", *argv], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)  # fmt: skip
     process.stdout.close()  # type: ignore[union-attr]  # the reader had enough before the first line
     assert process.wait(timeout=120) == EXIT_PIPE_CLOSED
@@ -153,13 +153,13 @@ def test_a_pipe_closed_by_its_reader_is_quiet_and_141(argv: list[str]) -> None:
 @pytest.mark.skipif(shutil.which("head") is None or shutil.which("bash") is None, reason="needs bash and head")
 def test_head_in_a_pipefail_script_sees_141() -> None:
     # --json: 110 kB, more than a pipe holds, so memlens is still writing when head has its line
-    script = f"set -o pipefail; {sys.executable} -m profiling metrics {RUN} --json | head -1; echo status $?"
+    script = f"set -o pipefail; {sys.executable} -m memlens metrics {RUN} --json | head -1; echo status $?"
     done = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert (done.stdout, done.stderr) == ("{\nstatus 141\n", "")
 
 
 def test_a_closed_stdout_is_one_line_and_exit_2() -> None:
-    done = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); from profiling.cli import main; "
+    done = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); from memlens.cli import main; "
                            f"sys.exit(main(['metrics', {str(RUN)!r}]))"], cwd=REPO, stderr=subprocess.PIPE,
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode == EXIT_INPUT

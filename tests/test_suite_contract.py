@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiling.errors import VerificationError
-from profiling.suite import NAME_PATTERN, CudaKernel, Family, Launch, NumbaKernel, Suite, load_suite
+from memlens.errors import VerificationError
+from memlens.suite import NAME_PATTERN, CudaKernel, Family, Launch, NumbaKernel, Suite, load_suite
 from tests.conftest import REPO
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
@@ -35,7 +35,7 @@ USER_SUITE = re.search(r"```python\n(# my_suite.py.*?)```", (REPO / "README.md")
 
 WRONG_SUITE = """
 import numpy as np
-from profiling.suite import Expect, Family, Launch
+from memlens.suite import Expect, Family, Launch
 
 def make_inputs(rng, size): return {"x": rng.random((size["rows"], size["cols"]), dtype=np.float32) + 1}
 double = Family("double", "y = 2 x", make_inputs, lambda inputs, size: 2 * inputs["x"],

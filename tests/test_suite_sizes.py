@@ -2,8 +2,8 @@
 
 import pytest
 
-from profiling.errors import ConfigError
-from profiling.suite import load_suite
+from memlens.errors import ConfigError
+from memlens.suite import load_suite
 from tests.conftest import REPO
 
 

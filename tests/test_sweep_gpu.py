@@ -21,7 +21,7 @@ VARIANTS = ("conflict", "padded")
 def test_a_sweep_profiles_each_variant_at_each_size(tmp_path):
     out = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    command = [sys.executable, "-m", "profiling", "profile", str(REPO / "kernels"), "--out", str(out),
+    command = [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), "--out", str(out),
                "-k", "^transpose/(conflict|padded)$", "--size", "transpose.cols=512",
                "--sweep", f"transpose.rows={','.join(map(str, SIZES))}", "--roofline",
                "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "600"]  # fmt: skip
@@ -38,7 +38,7 @@ def test_a_sweep_profiles_each_variant_at_each_size(tmp_path):
     read = {k["variant"]: k["raw"]["dram_read_bytes"] for k in data["kernels"]}
     assert read["padded@rows=1024"] / read["padded@rows=256"] == pytest.approx(4, rel=0.25)
     report = tmp_path / "report.html"
-    shown = subprocess.run([sys.executable, "-m", "profiling", "report", str(run), "-o", str(report)],
+    shown = subprocess.run([sys.executable, "-m", "memlens", "report", str(run), "-o", str(report)],
                            capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     html = report.read_text()

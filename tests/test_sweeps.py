@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import main
-from profiling.errors import ConfigError
-from profiling.nvtx_names import parse_swept, swept_name
-from profiling.profile_run import Events, ProfileOptions, app_argv
-from profiling.readers.common import suite_range, with_label
-from profiling.readers.ncu_csv import _nvtx_ranges
-from profiling.results import KernelResult, RunResults, load_results
-from profiling.suite import parse_sweeps, select_variants
-from reports.build import build_run
-from reports.render import build_report, render
+from memlens.cli import main
+from memlens.errors import ConfigError
+from memlens.nvtx_names import parse_swept, swept_name
+from memlens.profile_run import Events, ProfileOptions, app_argv
+from memlens.readers.common import suite_range, with_label
+from memlens.readers.ncu_csv import _nvtx_ranges
+from memlens.reports.build import build_run
+from memlens.reports.render import build_report, render
+from memlens.results import KernelResult, RunResults, load_results
+from memlens.suite import parse_sweeps, select_variants
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_SUITE, install_fake_ncu
 
@@ -126,7 +126,7 @@ def test_app_argv_passes_the_sweeps_on():
 def test_the_profiled_program_runs_each_value_in_its_own_range(tmp_path, monkeypatch):
     import nvtx
 
-    from profiling.profiled_program import main as app_main
+    from memlens.profiled_program import main as app_main
 
     opened: list[tuple[str, str]] = []
     real = nvtx.annotate
@@ -262,7 +262,7 @@ def test_html_report_plots_a_swept_family_against_size_and_each_size_on_the_roof
 
 
 def test_sweep_chart_uses_log_axes_where_sizes_span_decades():
-    from reports.sweeps import family_sweep, log_scale
+    from memlens.reports.sweeps import family_sweep, log_scale
 
     swept = swept_results(load_results(FULL), "transpose", "rows", (64, 8192))
     (family,) = build_run(swept, "x").families
@@ -278,7 +278,7 @@ def test_sweep_chart_uses_log_axes_where_sizes_span_decades():
 
 
 def test_bench_times_each_value_as_its_own_variant(tmp_path, monkeypatch, capsys):
-    import profiling.bench as bench_module
+    import memlens.bench as bench_module
     from tests.test_bench import FakeDevice
 
     monkeypatch.setattr(bench_module, "open_device", FakeDevice)

@@ -10,7 +10,7 @@ import math
 import pytest
 from rich.console import Console
 
-from profiling.tables import TableColumn, fast_table, rich_table, write_indented
+from memlens.tables import TableColumn, fast_table, rich_table, write_indented
 
 COLUMNS = [TableColumn("name", numeric=False), TableColumn("count"), TableColumn("two-line\nheader")]
 ROWS = [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
-from profiling.cli import main
+from memlens.cli import main
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "nvidia_h200"
@@ -104,8 +104,8 @@ def test_lines_json_keeps_the_full_name(capsys):
 def test_bench_judges_compute_bound_variants_by_their_roofline(tmp_path, capsys):
     """`memlens bench --into RUN` of a profiled run (H200: the suite's profile and bench, recorded): a matmul,
     compute-bound on its roofline, gets "% of roofline" where a copy's % would read 0.1-0.8%."""
-    from profiling.bench_results import load_bench
-    from profiling.commands.bench import print_table
+    from memlens.bench_results import load_bench
+    from memlens.commands.bench import print_table
 
     run = tmp_path / "run"
     run.mkdir()

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiling import bank_model as bm
-from profiling import toolchain
-from profiling.static_check import entry_body
-from profiling.suite import load_suite
-from profiling.swizzle import swizzle
+from memlens import bank_model as bm
+from memlens import toolchain
+from memlens.static_check import entry_body
+from memlens.suite import load_suite
+from memlens.swizzle import swizzle
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "kernels" / "transpose.cu"

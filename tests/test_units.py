@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profiling.units import (
+from memlens.units import (
     UnitError,
     conversion_factor,
     format_bandwidth,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cli import main
-from profiling.readers import ncu_instructions, read_report, warm_up
+from memlens.cli import main
+from memlens.readers import ncu_instructions, read_report, warm_up
 from tests.support.fake import CPU_SUITE, install_fake_ncu
 
 pytest.importorskip("ncu_report")

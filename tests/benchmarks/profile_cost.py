@@ -1,6 +1,6 @@
 """What profiling costs, measured in one run on a GPU machine with ncu (wall clock, seconds):
 
-    app      the profiled app alone: python -m profiling.profiled_program on the suite, no ncu
+    app      the profiled app alone: python -m memlens.profiled_program on the suite, no ncu
     memlens  memlens profile (every catalogue metric, with the instrumented pass)
     bare     ncu with memlens's own argv (metric list, NVTX filter, replay and cache options, app)
     fast     memlens profile --fast (no instrumented pass)
@@ -32,12 +32,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from profiling.catalogue import ncu_metric_names  # noqa: E402
-from profiling.fileio import write_json_atomic  # noqa: E402
-from profiling.ncu import Ncu, ProfileRequest, check_log, find_ncu, profile_argv  # noqa: E402
-from profiling.profile_run import ProfileOptions, app_argv  # noqa: E402
-from profiling.run_dir import driver_version  # noqa: E402
-from profiling.suite import NVTX_DOMAIN, load_suite  # noqa: E402
+from memlens.catalogue import ncu_metric_names  # noqa: E402
+from memlens.fileio import write_json_atomic  # noqa: E402
+from memlens.ncu import Ncu, ProfileRequest, check_log, find_ncu, profile_argv  # noqa: E402
+from memlens.profile_run import ProfileOptions, app_argv  # noqa: E402
+from memlens.run_dir import driver_version  # noqa: E402
+from memlens.suite import NVTX_DOMAIN, load_suite  # noqa: E402
 
 CLOCK_CONTROL = "none"
 TARGETS = {"memlens_over_bare": 1.15, "memlens_over_full": 0.3}
@@ -94,7 +94,7 @@ def step_argv(step: str, ncu: Ncu, suite, options: ProfileOptions, stem: Path) -
     if step == "app":
         return app_argv(suite.path, options, stem.with_suffix(".events"))
     if step in ("memlens", "fast", "roofline"):
-        argv = [sys.executable, "-m", "profiling", "profile", str(suite.path), "--out", str(stem),
+        argv = [sys.executable, "-m", "memlens", "profile", str(suite.path), "--out", str(stem),
                 "--clock-control", CLOCK_CONTROL, "--ncu", str(ncu.path)]  # fmt: skip
         argv += (["-k", options.pattern] if options.pattern else []) + (["--small"] if options.small else [])
         return argv + {"fast": ["--fast"], "roofline": ["--roofline"]}.get(step, [])

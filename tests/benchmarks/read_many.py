@@ -7,7 +7,7 @@ at most 5 s and 1 GiB (the peak of the memory of the command and its reader help
 
 For each PATH (a .ncu-rep or ncu CSV):
 
-- end to end: the wall-clock seconds and peak memory (see run_measured) of `python -m profiling metrics PATH`
+- end to end: the wall-clock seconds and peak memory (see run_measured) of `python -m memlens metrics PATH`
   (the table), with --json and with --csv, and of `memlens report PATH` (HTML), each in a process of
   its own as a user runs it, stdout to /dev/null (so the table is the one written to a file or a
   pipe), and the ratio of each to its targets;
@@ -111,12 +111,12 @@ def phases(path: Path) -> dict:
     """The phases of one run, in this (fresh) process; what --phases prints."""
     sys.path.insert(0, str(REPO))
     started = time.perf_counter()
-    from profiling.cli import build_parser
+    from memlens.cli import build_parser
 
     build_parser()  # imports every command, as `memlens` does before it runs one
     seconds = {"imports": time.perf_counter() - started}
-    from profiling.commands.metrics import render
-    from profiling.readers import read_report
+    from memlens.commands.metrics import render
+    from memlens.readers import read_report
 
     started = time.perf_counter()
     results = read_report(path)
@@ -131,9 +131,9 @@ def phases(path: Path) -> dict:
 
 
 def measure(path: Path, rounds: int, report_dir: Path) -> dict:
-    memlens = [sys.executable, "-m", "profiling", "metrics", str(path)]
+    memlens = [sys.executable, "-m", "memlens", "metrics", str(path)]
     commands = {name: memlens + list(flags) for name, flags in OUTPUTS.items()}
-    commands["report"] = [sys.executable, "-m", "profiling", "report", str(path), "-o",
+    commands["report"] = [sys.executable, "-m", "memlens", "report", str(path), "-o",
                           str(report_dir / f"{path.name}.html")]  # fmt: skip
     measured = {name: end_to_end(argv, rounds) for name, argv in commands.items()}
     runs = []
@@ -155,7 +155,7 @@ def measure(path: Path, rounds: int, report_dir: Path) -> dict:
 
 def profile(path: Path, output: str, top: int = 20) -> str:
     sys.path.insert(0, str(REPO))
-    from profiling.cli import main as memlens
+    from memlens.cli import main as memlens
 
     profiler = cProfile.Profile()
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
@@ -190,9 +190,9 @@ def chunking(path: Path, settings: list[tuple[int, int]], rounds: int) -> list[d
     IN_FLIGHT_ACTIONS and MAX_HELPERS) in place of its defaults: seconds and memory of each round."""
     figures = []
     for in_flight, most in settings:
-        code = (f"from profiling.readers import ncu_rep; ncu_rep.IN_FLIGHT_ACTIONS = {in_flight}; "
+        code = (f"from memlens.readers import ncu_rep; ncu_rep.IN_FLIGHT_ACTIONS = {in_flight}; "
                 f"ncu_rep.MAX_HELPERS = {most}; "
-                f"from profiling.cli import main; main(['metrics', {str(path)!r}])")  # fmt: skip
+                f"from memlens.cli import main; main(['metrics', {str(path)!r}])")  # fmt: skip
         for _ in range(rounds):
             seconds, peak, tree = run_measured([sys.executable, "-c", code])
             figures.append({"in_flight": in_flight, "max_helpers": most, "seconds": seconds, "peak_bytes": peak,
@@ -229,7 +229,7 @@ def main() -> int:
             figures = chunking(path.resolve(), settings, args.rounds)  # type: ignore[arg-type]
             if args.json:
                 sys.path.insert(0, str(REPO))
-                from profiling.fileio import write_json_atomic
+                from memlens.fileio import write_json_atomic
 
                 write_json_atomic(args.json, {"benchmark": "read_many --chunking", "path": str(path), "runs": figures})
         return 0
@@ -242,7 +242,7 @@ def main() -> int:
     report(results, python, args.rounds)
     if args.json:
         sys.path.insert(0, str(REPO))
-        from profiling.fileio import write_json_atomic
+        from memlens.fileio import write_json_atomic
 
         write_json_atomic(args.json, {"benchmark": "read_many", "target_seconds": TARGET_SECONDS,
                                       "target_seconds_10k": TARGET_SECONDS_10K, "target_bytes_10k": TARGET_BYTES_10K,

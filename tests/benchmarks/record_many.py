@@ -42,9 +42,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from profiling.catalogue import ncu_metric_names  # noqa: E402
-from profiling.errors import MemlensError  # noqa: E402
-from profiling.ncu import (  # noqa: E402
+from memlens.catalogue import ncu_metric_names  # noqa: E402
+from memlens.errors import MemlensError  # noqa: E402
+from memlens.ncu import (  # noqa: E402
     REPLAY_MODES,
     ProfileRequest,
     check_log,
@@ -53,10 +53,10 @@ from profiling.ncu import (  # noqa: E402
     profile_argv,
     run_ncu,
 )
-from profiling.program_run import DEFAULT_FILTERS  # noqa: E402
-from profiling.readers import read_report  # noqa: E402
-from profiling.run_dir import driver_version  # noqa: E402
-from profiling.suite import NVTX_DOMAIN  # noqa: E402
+from memlens.program_run import DEFAULT_FILTERS  # noqa: E402
+from memlens.readers import read_report  # noqa: E402
+from memlens.run_dir import driver_version  # noqa: E402
+from memlens.suite import NVTX_DOMAIN  # noqa: E402
 
 FAMILY = "many"
 STEM = "many"

@@ -29,7 +29,7 @@ OUTPUTS = ("table", "json", "csv", "report")
 def render(fixture: Path, count: int, output: str) -> None:
     """The child: one output of `count` kernels made from the fixture's, to /dev/null."""
     sys.path.insert(0, str(REPO))
-    from profiling.readers import read_report
+    from memlens.readers import read_report
 
     base = read_report(fixture, instructions=output == "report")
     recorded = base.kernels
@@ -46,8 +46,8 @@ def render(fixture: Path, count: int, output: str) -> None:
 
             render_report(build_report([(str(fixture), results)], [None], [None]), "html")
         else:
-            from profiling.commands.metrics import local_memory_causes
-            from profiling.commands.metrics import render as render_metrics
+            from memlens.commands.metrics import local_memory_causes
+            from memlens.commands.metrics import render as render_metrics
 
             causes = local_memory_causes(fixture, list(kernels))
             render_metrics(results, list(kernels), output, causes)

@@ -5,8 +5,8 @@ its start to the moment it starts ncu, and what it imports by then.
 
 Three figures, each the median of --rounds runs (a first, untimed run warms the file cache):
 
-    help      wall clock of `python -m profiling profile --help` (the imports of the profile command)
-    to_ncu    wall clock from starting `python -m profiling profile --out TMP -- true` to the profiling
+    help      wall clock of `python -m memlens profile --help` (the imports of the profile command)
+    to_ncu    wall clock from starting `python -m memlens profile --out TMP -- true` to the profiling
               ncu's start: the ncu given (--ncu, else the one memlens finds; with none, a stand-in that
               answers --version and exits) is wrapped in a script that writes the time it starts, so
               this counts memlens's imports, its `ncu --version` query and building the command
@@ -55,8 +55,8 @@ def main() -> int:
         wrapper.write_text(f'#!/bin/sh\n[ "$1" = "--version" ] || python3 -c "import time; print(time.time())" '
                            f'>> {stamps}\nexec {real} "$@"\n')  # fmt: skip
         os.chmod(wrapper, 0o755)
-        help_argv = [python, "-m", "profiling", "profile", "--help"]
-        run_argv = [python, "-m", "profiling", "profile", "--out", str(work / "runs"), "--ncu", str(wrapper),
+        help_argv = [python, "-m", "memlens", "profile", "--help"]
+        run_argv = [python, "-m", "memlens", "profile", "--out", str(work / "runs"), "--ncu", str(wrapper),
                     "--clock-control", "none", "--", "true"]  # fmt: skip
         subprocess.run(help_argv, env=env, capture_output=True, check=False)  # untimed: the file cache
         figures: dict[str, list[float]] = {"help": [], "to_ncu": [], "version": []}

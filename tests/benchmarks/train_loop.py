@@ -85,10 +85,10 @@ class Mlp(torch.nn.Module):
 def step_range(name: str):  # type: ignore[no-untyped-def]
     """memlens.range where the nvtx package is installed; else the same two ranges through
     torch.cuda.nvtx, counted the same way (the GPU machine may lack the nvtx package)."""
-    from profiling.errors import ConfigError
+    from memlens.errors import ConfigError
 
     try:
-        from profiling.api import range as memlens_range
+        from memlens.api import range as memlens_range
 
         return memlens_range(name)
     except ConfigError:
@@ -101,7 +101,7 @@ class _TorchRange:
         self.started = 0
 
     def __enter__(self) -> None:
-        from profiling.api import _COUNTS
+        from memlens.api import _COUNTS
 
         self.started = torch.cuda.nvtx.range_start(self.name)
         torch.cuda.nvtx.range_push(self.name)

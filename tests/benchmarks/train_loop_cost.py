@@ -34,10 +34,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from profiling.catalogue import CATALOGUE, ncu_metric_names  # noqa: E402
-from profiling.ncu import ProfileRequest, find_ncu, profile_argv  # noqa: E402
-from profiling.program_run import DEFAULT_FILTERS  # noqa: E402
-from profiling.results import load_results  # noqa: E402
+from memlens.catalogue import CATALOGUE, ncu_metric_names  # noqa: E402
+from memlens.ncu import ProfileRequest, find_ncu, profile_argv  # noqa: E402
+from memlens.program_run import DEFAULT_FILTERS  # noqa: E402
+from memlens.results import load_results  # noqa: E402
 
 LOOP = REPO / "tests" / "benchmarks" / "train_loop.py"
 STEPS = ("app", "count", "default", "all", "bare")
@@ -53,7 +53,7 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     loop = [sys.executable, str(LOOP), "--layers", str(args.layers)]
     full, subset = ["--steps", str(args.steps)], ["--steps", str(args.subset_steps)]
-    memlens = [sys.executable, "-m", "profiling", "profile", "--clock-control", "none", "--timeout", str(args.timeout)]
+    memlens = [sys.executable, "-m", "memlens", "profile", "--clock-control", "none", "--timeout", str(args.timeout)]
     seconds: dict[str, float] = {}
     facts: dict[str, object] = {"steps": args.steps, "subset_steps": args.subset_steps, "layers": args.layers}
     steps = [s for s in STEPS if s not in args.skip]

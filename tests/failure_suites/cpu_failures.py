@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from profiling.suite import Expect, Family, Inputs, Launch, Size
+from memlens.suite import Expect, Family, Inputs, Launch, Size
 
 N = 1 << 20
 # Seconds `hangs` sleeps: an hour, like the GPU suite; tests may shorten it.

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from profiling.suite import Expect, Family, Inputs, Launch, Size
+from memlens.suite import Expect, Family, Inputs, Launch, Size
 
 N = 1 << 20
 BLOCK = 256

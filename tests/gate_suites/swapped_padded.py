@@ -14,7 +14,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from profiling.suite import Expect, Family, Inputs, Launch, Size
+from memlens.suite import Expect, Family, Inputs, Launch, Size
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 

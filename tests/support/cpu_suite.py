@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from profiling.suite import Expect, Family, Launch
+from memlens.suite import Expect, Family, Launch
 
 
 def _launcher(label: str, compute):

@@ -38,7 +38,7 @@ def install_fake_ncu(folder: Path, monkeypatch, **env: str) -> Path:
 
 
 def fake_ncu_env(folder: Path, **env: str) -> dict[str, str]:
-    """The environment for a `python -m profiling` subprocess that finds the fake ncu first."""
+    """The environment for a `python -m memlens` subprocess that finds the fake ncu first."""
     write_fake_ncu(folder)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_NCU_", "MEMLENS_"))}
     return {**base, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(REPO), **env}
