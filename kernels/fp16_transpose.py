@@ -1,7 +1,7 @@
 """fp16 transpose out = a.T (n x n, n a multiple of 32) through the shared-memory instructions of
 Ampere and Hopper: cp.async into a tile, ldmatrix.trans out of it, stmatrix into a second tile and
 16-byte loads (LDS.128) out of that, in five tile layouts. Each variant's exact excess wavefronts
-are computed on paper by profiling/bank_model.py from the layout and each instruction's phases
+are computed on paper by profiling/theory/bank_model.py from the layout and each instruction's phases
 (16-byte loads: a quarter-warp at a time; ldmatrix/stmatrix: one 8x8 matrix at a time; cp.async:
 per global 128-byte line read, a rule fitted to the H100's measurements, see the bank model).
 CUDA C++ in fp16_transpose.cu, compiled at run time by CuPy; stmatrix needs compute capability 9.0.
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from memlens import bank_model
 from memlens.errors import ConfigError
 from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, Size
+from memlens.theory import bank_model
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
 common = importlib.util.module_from_spec(_spec)

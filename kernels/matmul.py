@@ -144,7 +144,7 @@ def _numba_launch(function: Callable[..., Any], inputs: Inputs, rows_from_x: boo
 def _article_excess(size: Size) -> int:
     """The article's kernel's exact excess wavefronts on paper (the bank model: 62 a warp and tile of k).
     Imported here, not at the top: the kernels' line numbers are recorded in the fixtures."""
-    from memlens import bank_model
+    from memlens.theory import bank_model
 
     return bank_model.matmul_article_excess(size["m"], size["k"], size["n"])
 

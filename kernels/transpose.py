@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memlens import bank_model
 from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, Size
+from memlens.theory import bank_model
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
 common = importlib.util.module_from_spec(_spec)

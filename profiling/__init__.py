@@ -20,7 +20,7 @@ __all__ = ["__version__", *_API]
 
 def __getattr__(name: str) -> object:
     if name in _API:
-        from . import api
+        from memlens import api
 
         return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

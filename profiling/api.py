@@ -34,9 +34,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .results import KernelResult, RunResults
-from .suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
+from memlens.errors import ConfigError
+from memlens.model.results import KernelResult, RunResults
+from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
 
 __all__ = ["range", "load", "Family", "Launch", "Expect", "Inputs", "Size", "CudaKernel", "NumbaKernel",
            "RunResults", "KernelResult"]  # fmt: skip
@@ -119,7 +119,7 @@ class _RangeCounts:
     def write(self, target: str) -> None:
         with self.lock:
             data = {"ranges": dict(self.counts)}
-        from .fileio import write_text_atomic
+        from memlens.io.files import write_text_atomic
 
         try:
             write_text_atomic(Path(target), json.dumps(data, indent=1) + "\n")
@@ -133,6 +133,6 @@ _COUNTS = _RangeCounts()
 def load(path: str | Path) -> RunResults:
     """The typed results of a run directory, a results.json, a .ncu-rep or an ncu CSV export.
     `.dataframe()` on them gives a pandas DataFrame (pip install "memlens[pandas]")."""
-    from .readers import read_report
+    from memlens.readers import read_report
 
     return read_report(path)

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, ProfilerError, VerificationError
-from .fileio import missing_reason
-from .nvtx_names import NAME_PATTERN, compile_filter, swept_name
-from .nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites and profile_run name ranges with it
-from .results import Expectation
+from memlens.errors import ConfigError, ProfilerError, VerificationError
+from memlens.io.files import missing_reason
+from memlens.model.nvtx_names import NAME_PATTERN, compile_filter, swept_name
+from memlens.model.nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites name ranges with it
+from memlens.model.results import Expectation
 
 Inputs = dict[str, np.ndarray]
 Size = Mapping[str, int]

@@ -8,20 +8,19 @@ from collections.abc import Iterable
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
-from memlens.catalogue import CATALOGUE
-from memlens.launch_sampling import sampling_lines
-from memlens.paper import check as paper_check
+from memlens.collect.launch_sampling import sampling_lines
+from memlens.model.catalogue import CATALOGUE
+from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.model.units import format_bytes
 from memlens.readers.common import CSV_NO_INSTRUCTIONS
-from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
-from memlens.units import format_bytes
-
-from .formatting import format_value, short_kernel
-from .model import BenchSummary, BenchTiming, Cell, FamilySection, Finding, HeaderItem, Row, RunSection
+from memlens.reports.formatting import format_value, short_kernel
+from memlens.reports.model import BenchSummary, BenchTiming, Cell, FamilySection, Finding, HeaderItem, Row, RunSection
+from memlens.theory.paper import check as paper_check
 
 if TYPE_CHECKING:
-    from memlens.bench_results import BenchResults, CopyBandwidth
-    from memlens.static_check import StaticResults
-from .columns import (
+    from memlens.bench.results import BenchResults, CopyBandwidth
+    from memlens.static.check import StaticResults
+from memlens.reports.columns import (
     BENCH_BANDWIDTH,
     BENCH_COLUMNS,
     BENCH_MEDIAN,
@@ -32,12 +31,12 @@ from .columns import (
     SPEEDUP,
     kernel_cells,
 )
-from .hot_lines import RunSources, hot_lines, line_findings, tma_findings
-from .pmpp_verdicts import pmpp_findings
-from .roofline import add_roofline, others_roofline
-from .source_view import source_views
-from .sweeps import same_size_baseline
-from .verdicts import HW_LABEL, check, describe, judge
+from memlens.reports.hot_lines import RunSources, hot_lines, line_findings, tma_findings
+from memlens.reports.pmpp_verdicts import pmpp_findings
+from memlens.reports.roofline import add_roofline, others_roofline
+from memlens.reports.source_view import source_views
+from memlens.reports.sweeps import same_size_baseline
+from memlens.reports.verdicts import HW_LABEL, check, describe, judge
 
 STATUS_WORDS = {
     "wrong": "output wrong",

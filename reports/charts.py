@@ -20,10 +20,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from memlens.kernel_names import elide_middle, neutral, short_kernel  # noqa: E402
-
-from .formatting import format_value  # noqa: E402
-from .model import Comparison, Row  # noqa: E402
+from memlens.model.kernel_names import elide_middle, neutral, short_kernel  # noqa: E402
+from memlens.reports.formatting import format_value  # noqa: E402
+from memlens.reports.model import Comparison, Row  # noqa: E402
 
 BLUE, GREY, RED, AMBER, INK, FAINT = "#3b6ea8", "#9aa9b8", "#c0392b", "#d69e2e", "#1f2933", "#52606d"
 RUN_COLOURS = ("#3b6ea8", "#e08e2b", "#3f9b6b", "#8a5bb5", "#c0392b", "#6b7b8c")

@@ -3,13 +3,12 @@ and how (the n-way columns: the exact figure where the run has it)."""
 
 from __future__ import annotations
 
-from memlens import shared_figures
-from memlens.catalogue import CATALOGUE
-from memlens.results import KernelResult
-
-from .formatting import format_count, format_value
-from .model import Cell, Column
-from .verdicts import HW_LABEL
+from memlens.model import shared_figures
+from memlens.model.catalogue import CATALOGUE
+from memlens.model.results import KernelResult
+from memlens.reports.formatting import format_count, format_value
+from memlens.reports.model import Cell, Column
+from memlens.reports.verdicts import HW_LABEL
 
 SPEEDUP = "speedup"
 SHARED_PER_BLOCK = "shared_per_block"

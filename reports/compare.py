@@ -3,11 +3,10 @@ figure beside the first run's with its change, better or worse by the catalogue'
 
 from __future__ import annotations
 
-from memlens.catalogue import CATALOGUE
-
-from .columns import BENCH_COLUMNS, BENCH_MEDIAN, COLUMNS
-from .formatting import format_value, signed_percent
-from .model import Column, CompareCell, CompareMetric, Comparison, Direction, Row, RunSection
+from memlens.model.catalogue import CATALOGUE
+from memlens.reports.columns import BENCH_COLUMNS, BENCH_MEDIAN, COLUMNS
+from memlens.reports.formatting import format_value, signed_percent
+from memlens.reports.model import Column, CompareCell, CompareMetric, Comparison, Direction, Row, RunSection
 
 COMPARED = (
     "duration",

@@ -3,8 +3,8 @@ figure's text, shared with the CLI and the gate) and the report's own relative c
 
 from __future__ import annotations
 
-from memlens.kernel_names import short_kernel as short_kernel  # re-exported for the templates
-from memlens.units import (  # noqa: F401  re-exported: the report's modules import them from here
+from memlens.model.kernel_names import short_kernel as short_kernel  # re-exported for the templates
+from memlens.model.units import (  # noqa: F401  re-exported: the report's modules import them from here
     FORMATTERS,
     compact_count,
     exact_bytes,

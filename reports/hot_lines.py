@@ -8,11 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlens.results import KernelResult, VariantOutcome
-from memlens.source_lines import LineRecord, SourceMap, line_words, roll_up
-
-from .formatting import compact_count
-from .model import Finding
+from memlens.model.results import KernelResult, VariantOutcome
+from memlens.model.source_lines import LineRecord, SourceMap, line_words, roll_up
+from memlens.reports.formatting import compact_count
+from memlens.reports.model import Finding
 
 STALE_WORDS = "the file changed after the report was written: its code is not shown"
 TOP_LINES = 3  # hot lines shown per variant

@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .roofline import FamilyRoofline
-    from .source_view import SourceView
+    from memlens.reports.roofline import FamilyRoofline
+    from memlens.reports.source_view import SourceView
 
-from memlens.line_compare import KernelLineChanges
-from memlens.source_lines import LineRecord
+from memlens.model.line_compare import KernelLineChanges
+from memlens.model.source_lines import LineRecord
 
 REPORT_FORMAT = "memlens-report"
 REPORT_VERSION = 1

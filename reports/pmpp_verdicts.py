@@ -12,10 +12,9 @@ them): nothing is said that the figures do not support.
 
 from __future__ import annotations
 
-from memlens.results import KernelResult
-from memlens.units import significant
-
-from .model import Finding
+from memlens.model.results import KernelResult
+from memlens.model.units import significant
+from memlens.reports.model import Finding
 
 SECTOR_BYTES = 32
 COALESCED_4_BYTE = 4.0  # sectors a warp request of 32 consecutive 4-byte values touches

@@ -18,22 +18,21 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from memlens import __version__
-from memlens.kernel_names import NAME_WIDTH, elide_middle, neutral
-from memlens.line_compare import LineChange, compare_runs
-from memlens.markdown import MdSafe, md_code, md_escape
-from memlens.results import RunResults
-
-from .build import build_run, labels
-from .columns import BENCH_COLUMNS, COLUMNS
-from .compare import compare
-from .formatting import short_kernel
-from .line_changes import figures_text, markdown_table
-from .model import Column, Comparison, FamilySection, Report, RunLineChanges
-from .source_view import SourceView
+from memlens.io.markdown import MdSafe, md_code, md_escape
+from memlens.model.kernel_names import NAME_WIDTH, elide_middle, neutral
+from memlens.model.line_compare import LineChange, compare_runs
+from memlens.model.results import RunResults
+from memlens.reports.build import build_run, labels
+from memlens.reports.columns import BENCH_COLUMNS, COLUMNS
+from memlens.reports.compare import compare
+from memlens.reports.formatting import short_kernel
+from memlens.reports.line_changes import figures_text, markdown_table
+from memlens.reports.model import Column, Comparison, FamilySection, Report, RunLineChanges
+from memlens.reports.source_view import SourceView
 
 if TYPE_CHECKING:
-    from memlens.bench_results import BenchResults
-    from memlens.static_check import StaticResults
+    from memlens.bench.results import BenchResults
+    from memlens.static.check import StaticResults
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -96,9 +95,13 @@ def render(report: Report, fmt: str) -> str:
 
 
 def render_html(report: Report) -> str:
-    from .charts import bench_chart, comparison_chart, family_chart  # matplotlib only when charts are drawn
-    from .roofline import roofline_chart
-    from .sweeps import sweep_chart
+    from memlens.reports.charts import (  # matplotlib only when charts are drawn
+        bench_chart,
+        comparison_chart,
+        family_chart,
+    )
+    from memlens.reports.roofline import roofline_chart
+    from memlens.reports.sweeps import sweep_chart
 
     charts: dict[str, Markup] = {}
     for index, run in enumerate(report.runs):

@@ -7,14 +7,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from memlens.results import KernelResult, RunResults
-from memlens.roofline import LEVELS, PRECISIONS, Bound, bound, run_ceilings
-from memlens.units import format_count, significant
-
-from .model import Cell, FamilySection, Finding, Row
+from memlens.model.results import KernelResult, RunResults
+from memlens.model.roofline import LEVELS, PRECISIONS, Bound, bound, run_ceilings
+from memlens.model.units import format_count, significant
+from memlens.reports.model import Cell, FamilySection, Finding, Row
 
 if TYPE_CHECKING:
-    from memlens.bench_results import BenchResults
+    from memlens.bench.results import BenchResults
 
 COMPUTE_BOUND_COPY = "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
 
@@ -282,7 +281,7 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    from .charts import FAINT, INK, RUN_COLOURS, STYLE, short, to_svg
+    from memlens.reports.charts import FAINT, INK, RUN_COLOURS, STYLE, short, to_svg
 
     xs = [x for p in roof.points for _, x in p.intensities if x]
     ys = [p.achieved for p in roof.points] or [0.1 / 4 * min([b for _, b in roof.dram_achieved] or [1e9])]
@@ -342,7 +341,7 @@ def _achieved_bandwidths(ax, roof: FamilyRoofline, grid: list[float], top: float
         return []
     from matplotlib.lines import Line2D
 
-    from .charts import INK, RUN_COLOURS, short
+    from memlens.reports.charts import INK, RUN_COLOURS, short
 
     handles = []
     for index, (name, bandwidth) in enumerate(roof.dram_achieved):

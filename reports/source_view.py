@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memlens.results import KernelResult, VariantOutcome
-from memlens.source_lines import InstructionRecord, SourceMap
-
-from .formatting import compact_count
-from .hot_lines import RunSources
+from memlens.model.results import KernelResult, VariantOutcome
+from memlens.model.source_lines import InstructionRecord, SourceMap
+from memlens.reports.formatting import compact_count
+from memlens.reports.hot_lines import RunSources
 
 CONTEXT = 3  # lines of code shown above and below each line with figures
 MERGE_GAP = 2  # windows this close are shown as one

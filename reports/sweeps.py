@@ -1,16 +1,15 @@
 """A swept family (`--sweep FAMILY.NAME=V1,V2,...`) against its size: each figure of the family chart
 (duration, excess wavefronts, local-memory bytes, DRAM bandwidth) as a line per variant over the
 swept values, so a user sees how conflicts and local traffic grow with the work. Its rows are named
-"variant@NAME=VALUE" (memlens.nvtx_names.swept_name); the roofline places each of them as a point."""
+"variant@NAME=VALUE" (memlens.model.nvtx_names.swept_name); the roofline places each of them as a point."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlens.nvtx_names import parse_swept, swept_name
-
-from .model import FamilySection, Row
+from memlens.model.nvtx_names import parse_swept, swept_name
+from memlens.reports.model import FamilySection, Row
 
 DECADE_SPAN = 10.0  # values spanning at least this ratio are drawn on a log axis
 
@@ -48,7 +47,7 @@ def same_size_baseline(row: Row, rows: Sequence[Row], baseline: Row) -> Row:
 
 def sweep_values(family: FamilySection, key: str) -> dict[str, tuple[tuple[int, float | None], ...]]:
     """Each variant's figure `key` (a row cell, or "local_bytes": loads plus stores) by swept value."""
-    from .charts import _panel_value
+    from memlens.reports.charts import _panel_value
 
     out: dict[str, list[tuple[int, float | None]]] = {}
     for row in family.rows:
@@ -75,7 +74,7 @@ def sweep_chart(family: FamilySection, salt: str, exact: bool) -> str | None:
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    from .charts import HW_PANEL, INK, PANELS, RUN_COLOURS, STYLE, short, to_svg
+    from memlens.reports.charts import HW_PANEL, INK, PANELS, RUN_COLOURS, STYLE, short, to_svg
 
     panels = PANELS if exact else (PANELS[0], HW_PANEL, *PANELS[2:])
     with plt.rc_context({**STYLE, "svg.hashsalt": salt}):

@@ -10,17 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlens import shared_figures
-from memlens.instruction_kinds import phase_rule
-from memlens.paper import PaperCheck
-from memlens.results import (
+from memlens.model import shared_figures
+from memlens.model.instruction_kinds import phase_rule
+from memlens.model.results import (
     Expectation,  # the suite's, as results.json carries it
     KernelResult,
 )
-from memlens.static_check import StaticKernel, local_memory_cause
-
-from .formatting import compact_count, format_value, per_instruction, ways
-from .model import Check, CheckState, ExpectationCheck, Finding
+from memlens.reports.formatting import compact_count, format_value, per_instruction, ways
+from memlens.reports.model import Check, CheckState, ExpectationCheck, Finding
+from memlens.static.check import StaticKernel, local_memory_cause
+from memlens.theory.paper import PaperCheck
 
 MAX_REGISTERS = 255  # per thread, on every architecture memlens supports
 # A side (loads or stores) takes part in a conflict when its extra wavefronts per instruction

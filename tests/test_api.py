@@ -88,7 +88,7 @@ def test_range_counts_its_runs_per_path_when_memlens_profiles(monkeypatch, tmp_p
     import threading
 
     from memlens import api
-    from memlens.launch_sampling import RANGE_COUNTS_ENV, read_range_counts
+    from memlens.collect.launch_sampling import RANGE_COUNTS_ENV, read_range_counts
 
     _Recorder([], monkeypatch)
     counts = api._RangeCounts()
@@ -117,7 +117,7 @@ def test_range_counts_its_runs_per_path_when_memlens_profiles(monkeypatch, tmp_p
 
 def test_range_counts_nothing_outside_memlens_profile(monkeypatch):
     from memlens import api
-    from memlens.launch_sampling import RANGE_COUNTS_ENV
+    from memlens.collect.launch_sampling import RANGE_COUNTS_ENV
 
     _Recorder([], monkeypatch)
     counts = api._RangeCounts()
@@ -170,8 +170,8 @@ def test_check_of_a_suite_without_kernels_is_a_clear_usage_error(capsys):
 
 
 def test_doctor_checks_the_static_check_compilers(monkeypatch):
-    from memlens import toolchain
     from memlens.commands.doctor import CHECK_EXTRA, check_compilers
+    from memlens.static import toolchain
 
     monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
     monkeypatch.setattr(toolchain, "find_ptxas", lambda: None)

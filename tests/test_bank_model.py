@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlens import bank_model as bm
 from memlens.errors import ConfigError
+from memlens.theory import bank_model as bm
 
 
 def test_distinct_banks_take_one_wavefront() -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import memlens.bench as bench_module
-from memlens.bench import (
+import memlens.bench.timing as bench_module
+from memlens.bench.results import BENCH_FILE, BenchResults, CopyBandwidth, TimeSummary, find_bench, load_bench
+from memlens.bench.timing import (
     MAX_SETS,
     MEMORY_SHARE,
     SameBytesCopies,
@@ -21,7 +22,6 @@ from memlens.bench import (
     same_bytes_buffer,
     set_bytes_of,
 )
-from memlens.bench_results import BENCH_FILE, BenchResults, CopyBandwidth, TimeSummary, find_bench, load_bench
 from memlens.cli import main
 from memlens.errors import InputError, ProfilerError
 from tests.conftest import _gpu_present

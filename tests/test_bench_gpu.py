@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from memlens.bench import HOLD_SOURCE, CudaDevice, SameBytesCopies, measure_copy
-from memlens.bench_results import TimeSummary, load_bench
+from memlens.bench.results import TimeSummary, load_bench
+from memlens.bench.timing import HOLD_SOURCE, CudaDevice, SameBytesCopies, measure_copy
 from memlens.cli import main
 from memlens.suite import load_suite
 from tests.conftest import REPO

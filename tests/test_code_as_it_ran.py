@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
+from memlens.model.results import RunResults
+from memlens.model.source_lines import SourceMap, roll_up
 from memlens.readers import read_report
-from memlens.results import RunResults
-from memlens.source_lines import SourceMap, roll_up
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import install_fake_ncu
 

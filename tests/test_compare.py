@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from memlens.bank_model import excess_wavefronts
-from memlens.baseline import from_measurements, load_baseline, save_baseline
 from memlens.cli import main
-from memlens.gate import evaluate, read_measurements, to_junit, to_markdown
-from memlens.line_compare import LineFigures, LineSet, SourceLine, change_of, compare_lines
-from memlens.markdown import md_escape
+from memlens.gate.baseline import from_measurements, load_baseline, save_baseline
+from memlens.gate.evaluate import evaluate, read_measurements, to_junit, to_markdown
+from memlens.gate.rules import parse_rules
+from memlens.io.markdown import md_escape
+from memlens.model.line_compare import LineFigures, LineSet, SourceLine, change_of, compare_lines
 from memlens.reports.line_changes import markdown_table
-from memlens.rules import parse_rules
+from memlens.theory.bank_model import excess_wavefronts
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"

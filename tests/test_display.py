@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 from memlens.cli import main
-from memlens.results import KernelResult, RunInfo, RunResults
+from memlens.model.results import KernelResult, RunInfo, RunResults
 
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: would show "kernel_evil" as "live_lenrek" and what follows reversed
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
@@ -92,7 +92,7 @@ def test_the_comparison_chart_uses_a_log_scale() -> None:
 
 @pytest.mark.parametrize("name", ["transpose_conflict", "void tr<0>(float *, const float *, int)"])
 def test_short_names_are_shown_whole(name: str) -> None:
-    from memlens.kernel_names import NAME_WIDTH, elide_middle
+    from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 
     assert elide_middle(name, NAME_WIDTH) == name
 
@@ -108,7 +108,8 @@ def test_a_kernel_name_with_a_backtick_is_the_same_in_the_gate_summary_and_the_r
 
 
 def test_one_formatter_for_a_figure_in_the_gate_the_baseline_and_the_report(capsys, tmp_path) -> None:
-    from memlens import gate, units
+    from memlens.gate import evaluate as gate
+    from memlens.model import units
     from memlens.reports import formatting
 
     assert formatting.format_value is units.format_value and gate.format_value is units.format_value
@@ -120,7 +121,7 @@ def test_one_formatter_for_a_figure_in_the_gate_the_baseline_and_the_report(caps
 
 
 def test_tables_in_a_pipe_are_wide_enough_not_to_fold(monkeypatch) -> None:
-    from memlens.terminal import PIPE_WIDTH, table_console
+    from memlens.io.terminal import PIPE_WIDTH, table_console
 
     monkeypatch.delenv("COLUMNS", raising=False)
     out = table_console()

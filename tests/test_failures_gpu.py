@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from memlens.collect.ncu import find_ncu
 from memlens.errors import ProfilerError
-from memlens.ncu import find_ncu
 from tests.conftest import REPO
 from tests.support.fake import GPU_FAILURES, MARKER, alive, marked_processes
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
+from memlens.model.results import KernelResult, RunInfo, RunResults
 from memlens.readers import read_report
 from memlens.readers.ncu_csv import parse_csv
-from memlens.results import KernelResult, RunInfo, RunResults
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE = FIXTURES / "probe"
@@ -35,7 +35,7 @@ def plain_run(*names: str, duration: float = 1000.0) -> RunResults:
 
 
 def test_a_numba_kernel_has_one_label_from_csv_and_ncu_rep() -> None:
-    from memlens.kernel_names import kernel_label
+    from memlens.model.kernel_names import kernel_label
 
     assert kernel_label(FROM_CSV) == kernel_label(FROM_REP) == "matmul"
     assert plain_run(FROM_CSV).kernels[0].label == plain_run(FROM_REP).kernels[0].label == "matmul"
@@ -64,7 +64,7 @@ def test_metrics_shows_the_numba_kernel_short_and_keeps_the_name_in_json(capsys,
 
 
 def test_long_cpp_names_are_elided_in_the_middle_never_cut_at_the_left() -> None:
-    from memlens.kernel_names import elide_middle
+    from memlens.model.kernel_names import elide_middle
 
     short = elide_middle(LONG_CPP, 60)
     assert len(short) <= 60 and short.startswith("void transpose_kernel<") and "…" in short
@@ -144,8 +144,8 @@ def test_an_ncu_rep_with_ncus_other_name_for_shared_loads_is_measured(monkeypatc
 
 
 def test_bytes_are_si_in_the_cli_the_report_and_the_gate(capsys, tmp_path: Path) -> None:
+    from memlens.model.units import format_value
     from memlens.reports.render import build_report, render
-    from memlens.units import format_value
 
     assert format_value(2**31, "bytes") == "2.15 GB" and format_value(2**31, "byte") == "2.15 GB"
     run = read_report(PROBE / "probe.csv")
@@ -174,7 +174,7 @@ def test_the_gate_summary_gives_every_value_its_unit(capsys, tmp_path: Path) -> 
 
 
 def test_a_percentage_prints_no_digits_the_source_lacks() -> None:
-    from memlens.units import format_percent
+    from memlens.model.units import format_percent
 
     assert format_percent(0.05) == "0.05%"
     assert format_percent(0.0545) == "0.0545%"

@@ -23,10 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlens import fileio
 from memlens.cli import main
 from memlens.errors import EXIT_INPUT, OutputError
-from memlens.fileio import resolve_output, write_output
+from memlens.io import files as fileio
+from memlens.io.files import resolve_output, write_output
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE_CSV = FIXTURES / "probe" / "probe.csv"
@@ -70,7 +70,7 @@ WRITERS = ["report", "baseline save", "gate --junit", "gate --summary", "gate --
 def no_compiling(monkeypatch) -> None:
     """`memlens check` without compiling: its outputs are what these tests are about."""
     from memlens.commands import check
-    from memlens.static_check import StaticResults
+    from memlens.static.check import StaticResults
 
     monkeypatch.setattr(check, "check_suite", lambda *a: StaticResults("sm_90", "", "kernels", ()))
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlens import bank_model as bm
 from memlens.errors import ConfigError
 from memlens.readers import read_report
 from memlens.suite import load_suite
+from memlens.theory import bank_model as bm
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 SUITE = load_suite(KERNELS)

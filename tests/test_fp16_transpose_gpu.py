@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from memlens import bank_model as bm
 from memlens.readers import read_report
 from memlens.suite import gpu_compute_capability
+from memlens.theory import bank_model as bm
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.gpu

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_every_package_folder_is_listed_so_setuptools_does_not_warn() -> None:
-    from memlens.rules import tomllib  # tomli on Python 3.10
+    from memlens.gate.rules import tomllib  # tomli on Python 3.10
 
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     listed = set(setuptools["packages"])

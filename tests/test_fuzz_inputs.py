@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlens.catalogue import CATALOGUE
 from memlens.errors import ConfigError, InputError
-from memlens.gate import evaluate, from_run, to_json_text, to_junit, to_markdown, to_table
+from memlens.gate.evaluate import evaluate, from_run, to_json_text, to_junit, to_markdown, to_table
+from memlens.gate.rules import RULE_KEYS, parse_rules
+from memlens.model.catalogue import CATALOGUE
+from memlens.model.results import RunResults, load_results
 from memlens.readers.ncu_csv import WANTED, parse_csv
-from memlens.results import RunResults, load_results
-from memlens.rules import RULE_KEYS, parse_rules
 from tests.conftest import FIXTURES
 from tests.test_readers import VALID, _parse_or_input_error
 

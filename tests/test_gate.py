@@ -10,10 +10,10 @@ from xml.etree import ElementTree
 import pytest
 from rich.console import Console
 
-from memlens.baseline import Baseline, compatibility, from_measurements, load_baseline, save_baseline
 from memlens.cli import main
 from memlens.errors import ConfigError, InputError, OutputError
-from memlens.gate import (
+from memlens.gate.baseline import Baseline, compatibility, from_measurements, load_baseline, save_baseline
+from memlens.gate.evaluate import (
     Environment,
     GateResult,
     Measurements,
@@ -26,10 +26,10 @@ from memlens.gate import (
     to_markdown,
     to_table,
 )  # fmt: skip
-from memlens.markdown import md_code
-from memlens.markdown import md_escape as markdown_escape
-from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
-from memlens.rules import parse_rules
+from memlens.gate.rules import parse_rules
+from memlens.io.markdown import md_code
+from memlens.io.markdown import md_escape as markdown_escape
+from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from tests.schemas.xsd_lite import validate_file
 
 HERE = Path(__file__).resolve().parent
@@ -253,7 +253,7 @@ def test_junit_validates_against_the_schema_and_keeps_names_as_text() -> None:
     cases = suite.findall("testcase")
     assert len(cases) == len(result.verdicts) == 6
     first = cases[0]
-    assert first.get("classname") == "memlens.gate.pipes | and `ticks`"
+    assert first.get("classname") == "memlens.gate.evaluate.pipes | and `ticks`"
     assert first.get("name") == HOSTILE.replace("\x01", "\ufffd") + " [duration]"  # escaped, then read back intact
     failure = first.find("failure")
     assert failure is not None and failure.get("message") == "duration = 20.0 ns, expected <= 10.0 ns"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from memlens.baseline import gpu_slug
 from memlens.cli import main
+from memlens.gate.baseline import gpu_slug
 from tests.conftest import FIXTURES
 
 REPO = FIXTURES.parent.parent

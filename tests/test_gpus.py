@@ -17,12 +17,10 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
-from memlens.errors import ConfigError
-from memlens.gpus import Gpu, choose_gpus, parse_gpu_list, parse_gpus_option
-from memlens.profile_run import ProfileOptions
-from memlens.results import RunInfo, RunResults, VariantOutcome
-from memlens.run_dir import Machine
-from memlens.shards import (
+from memlens.collect.gpus import Gpu, choose_gpus, parse_gpu_list, parse_gpus_option
+from memlens.collect.profile_run import ProfileOptions
+from memlens.collect.run_dir import Machine
+from memlens.collect.shards import (
     COST_EQUAL,
     COST_MIN_BYTES,
     COST_PREVIOUS,
@@ -35,6 +33,8 @@ from memlens.shards import (
     unit_costs,
     units,
 )
+from memlens.errors import ConfigError
+from memlens.model.results import RunInfo, RunResults, VariantOutcome
 from memlens.suite import select_variants
 from tests.conftest import FIXTURES
 from tests.support.fake import CPU_SUITE, install_fake_ncu
@@ -57,7 +57,7 @@ def two_gpus(tmp_path, monkeypatch):
     record = tmp_path / "ncu-runs.jsonl"
     install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
                      FAKE_NCU_LOG=str(PROBE / "probe.log"), FAKE_NCU_RECORD=str(record))  # fmt: skip
-    monkeypatch.setattr("memlens.gpus.list_gpus", lambda: GPUS)
+    monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
     return record
 
 
@@ -242,8 +242,8 @@ def test_gpus_option():
 
 
 def test_bench_child_argv_selects_its_share_and_sizes(tmp_path):
-    from memlens.bench import BenchOptions
-    from memlens.bench_gpus import child_argv
+    from memlens.bench.gpus import child_argv
+    from memlens.bench.timing import BenchOptions
 
     share = [v for v in select_variants(CPU_SUITE, None).variants if v.label in SHARE[1]]
     options = BenchOptions(repeats=30, sizes=("running_mean.n=64", "transpose.m=8"), small=True)
@@ -255,8 +255,8 @@ def test_bench_child_argv_selects_its_share_and_sizes(tmp_path):
 
 
 def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path, monkeypatch, capsys):
-    from memlens import bench_gpus
-    from memlens.fileio import write_json_atomic
+    from memlens.bench import gpus as bench_gpus
+    from memlens.io.files import write_json_atomic
     from tests.test_report_bench import RUNNING_MEAN, TRANSPOSE, bench_results
 
     def children(options, suite, plan, run_dir, scratch):
@@ -269,7 +269,7 @@ def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path
         (run_dir / "bench.gpu1.log").write_text("memlens: error: no usable CUDA GPU: test\n")
         return [0, 3]
 
-    monkeypatch.setattr("memlens.gpus.list_gpus", lambda: GPUS)
+    monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
     monkeypatch.setattr(bench_gpus, "_run_children", children)
     out = tmp_path / "runs"
     assert main(["bench", str(CPU_SUITE), "--out", str(out), "--gpus", "all"]) == 3
@@ -285,7 +285,7 @@ def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path
 
 
 def test_bench_children_run_at_once_and_a_machine_without_gpus_is_named(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("memlens.gpus.list_gpus", lambda: GPUS)
+    monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
     out = tmp_path / "runs"
     assert main(["bench", str(CPU_SUITE), "--out", str(out), "--gpus", "0,1"]) == 3
@@ -298,10 +298,10 @@ def test_bench_children_run_at_once_and_a_machine_without_gpus_is_named(tmp_path
 
 
 def test_no_gpu_listed_is_an_environment_error(tmp_path, monkeypatch, capsys):
-    from memlens.processes import Finished
+    from memlens.io.processes import Finished
 
     failed = Finished(("nvidia-smi",), 9, "", "NVIDIA-SMI has failed because it couldn't communicate with the driver")
-    monkeypatch.setattr("memlens.gpus.run_command", lambda argv, timeout: failed)
+    monkeypatch.setattr("memlens.collect.gpus.run_command", lambda argv, timeout: failed)
     assert profile_cli(tmp_path, "--gpus", "all") == 3
     assert capsys.readouterr().err == (
         "memlens: error: --gpus: nvidia-smi lists no GPU (nvidia-smi exited with code 9: NVIDIA-SMI has failed "
@@ -360,7 +360,7 @@ def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
 @pytest.mark.parametrize(("extra", "message"), [(["--repeats", "5"], "--repeats 5: at least 20 launches make a median"),
                                                 (["-k", "nothing"], "matches -k 'nothing'")])  # fmt: skip
 def test_bench_on_gpus_refuses_bad_options_before_any_child(tmp_path, monkeypatch, capsys, extra, message):
-    monkeypatch.setattr("memlens.gpus.list_gpus", lambda: GPUS)
+    monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
     assert main(["bench", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--gpus", "all", *extra]) == 2
     assert message in capsys.readouterr().err and not (tmp_path / "runs").exists()
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from memlens.gpus import list_gpus
+from memlens.collect.gpus import list_gpus
 from memlens.suite import load_suite
 from tests.conftest import REPO
 

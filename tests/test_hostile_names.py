@@ -16,10 +16,10 @@ from xml.etree import ElementTree
 
 import pytest
 
-from memlens.catalogue import RAW_METRICS
 from memlens.cli import main
-from memlens.markdown import md_code
-from memlens.results import KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.io.markdown import md_code
+from memlens.model.catalogue import RAW_METRICS
+from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
 
 SCRIPT = "<script>alert(1)</script>"
 MARKUP = "[bold red]loud[/bold red] [link=https://example.com]x[/link]"
@@ -119,7 +119,7 @@ def test_gate_junit_is_well_formed_and_holds_the_names(gate_outputs):
     names = {case.get("name") for case in cases}
     for name in (SCRIPT, MARKUP, PIPE, TICKS, QUOTES, NEWLINE, TEMPLATE, shown(ESCAPE)):
         assert f"{name} [local_bytes]" in names, name
-    assert {case.get("classname") for case in cases} == {"memlens.gate.rule <b>[bold]|`x`&"}
+    assert {case.get("classname") for case in cases} == {"memlens.gate.evaluate.rule <b>[bold]|`x`&"}
 
 
 def test_gate_markdown_summary_escapes_every_name(gate_outputs):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from numba import cuda
 
-from memlens import toolchain
 from memlens.errors import ProfilerError
+from memlens.static import toolchain
 from memlens.suite import CudaKernel, NumbaKernel, Variant, load_suite
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"

@@ -15,7 +15,7 @@ from tests.conftest import REPO
 
 SOURCES = sorted(p for folder in ("profiling", "reports", "kernels") for p in (REPO / folder).rglob("*.py"))
 MAX_LINES = 500
-SUBPROCESS_WRAPPERS = {"profiling/processes.py", "profiling/ncu.py"}
+SUBPROCESS_WRAPPERS = {"profiling/io/processes.py", "profiling/collect/ncu.py"}
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|home|root|Users|tmp)/\w")
 # recordings (what a tool printed on the machine that made them) keep the paths they printed
 RECORDINGS = ("tests/fixtures/", "tests/benchmarks/results/")
@@ -58,12 +58,12 @@ def test_every_subprocess_goes_through_a_wrapper():
 @pytest.mark.parametrize(
     ("importer", "forbidden"),
     [
-        ("profiling/bench.py", {"memlens.profiled_program", "memlens.profile_run"}),
-        ("profiling/profile_run.py", {"memlens.profiled_program", "memlens.bench"}),
-        ("profiling/bench_results.py", {"memlens.bench"}),
-        ("reports/build.py", {"memlens.bench"}),
-        ("reports/render.py", {"memlens.bench"}),
-        ("profiling/commands/report.py", {"memlens.bench"}),
+        ("profiling/bench/timing.py", {"memlens.collect.profiled_program", "memlens.collect.profile_run"}),
+        ("profiling/collect/profile_run.py", {"memlens.collect.profiled_program", "memlens.bench.timing"}),
+        ("profiling/bench/results.py", {"memlens.bench.timing"}),
+        ("reports/build.py", {"memlens.bench.timing"}),
+        ("reports/render.py", {"memlens.bench.timing"}),
+        ("profiling/commands/report.py", {"memlens.bench.timing"}),
     ],
 )
 def test_siblings_do_not_borrow_from_each_other(importer, forbidden):

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from kernels import matmul, transpose
-from memlens.catalogue import ncu_metric_names
 from memlens.cli import main
 from memlens.commands.lines import describe, kernel_lines, read_lines
-from memlens.instruction_kinds import classify
+from memlens.model.catalogue import ncu_metric_names
+from memlens.model.instruction_kinds import classify
+from memlens.model.results import RunResults, VariantOutcome
+from memlens.model.source_lines import InstructionRecord, SourceMap, roll_up
 from memlens.readers import read_report
-from memlens.results import RunResults, VariantOutcome
-from memlens.source_lines import InstructionRecord, SourceMap, roll_up
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -283,8 +283,8 @@ def test_verdict_puts_a_store_conflict_on_the_stores(app):
 
 
 def test_verdict_takes_the_side_from_the_exact_split_not_the_hardware_counter():
+    from memlens.model.results import KernelResult
     from memlens.reports.verdicts import judge
-    from memlens.results import KernelResult
 
     # the hardware counter blames the loads (as it over-counts); the exact split says stores
     raw = {"shared_ld_instructions": 1000.0, "shared_st_instructions": 1000.0, "shared_wavefronts": 33000.0,
@@ -345,8 +345,8 @@ def test_kernel_n_way_is_over_the_ideal_of_the_accesses_themselves(app, suite):
 
 
 def test_verdict_n_way_of_wide_loads_is_against_their_own_ideal():
+    from memlens.model.results import KernelResult
     from memlens.reports.verdicts import judge
-    from memlens.results import KernelResult
 
     # 1,000 16-byte loads at 8 wavefronts a warp (ideal 4) and 1,000 conflict-free 4-byte stores
     raw = {"shared_ld_instructions": 1000.0, "shared_st_instructions": 1000.0, "shared_wavefronts": 9000.0,

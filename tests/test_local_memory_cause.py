@@ -14,11 +14,11 @@ import pytest
 from test_report_samples import INFO, LOCAL, REGISTERS, kernel, outcome
 from test_static_check import needs_compiler
 
-from memlens import toolchain
 from memlens.cli import main
+from memlens.model.results import RunResults
 from memlens.reports.render import build_report
-from memlens.results import RunResults
-from memlens.static_check import (
+from memlens.static import toolchain
+from memlens.static.check import (
     CHECK_FILE,
     REGISTER_FILE_BYTES,
     StaticKernel,

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
+from memlens.collect.run_dir import NO_RUN_YET
 from memlens.errors import EXIT_INPUT, EXIT_PROFILER
+from memlens.model.units import plural, shown_list
 from memlens.readers import read_report
-from memlens.run_dir import NO_RUN_YET
-from memlens.static_check import CompileFailure, StaticResults, arch_rejection, compiler_missing
-from memlens.units import plural, shown_list
+from memlens.static.check import CompileFailure, StaticResults, arch_rejection, compiler_missing
 
 REPO = Path(__file__).resolve().parent.parent
 RUN = REPO / "tests" / "fixtures" / "nvidia_h200" / "suite.results.json"  # made from a profile.ncu-rep
@@ -104,7 +104,7 @@ REJECTIONS = {
 
 def failing(monkeypatch, *messages: str, compiled: int = 0) -> None:
     from memlens.commands import check
-    from memlens.static_check import StaticKernel
+    from memlens.static.check import StaticKernel
 
     kernel = StaticKernel("transpose", "padded", "k", "k", "cuda", 28, 0, 0, 0, 0, 0, False)
     failures = tuple(CompileFailure(f"f/v{i}", "k", m) for i, m in enumerate(messages))
@@ -142,7 +142,7 @@ def test_a_missing_compiler_is_named_only_when_one_is_missing() -> None:
 
 
 def test_a_real_compiler_rejecting_an_architecture_is_quoted(capsys) -> None:
-    from memlens import toolchain
+    from memlens.static import toolchain
 
     if toolchain.find_nvcc() is None and toolchain.nvrtc_version() is None:
         pytest.skip("no nvcc and no NVRTC here")

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
-from memlens.catalogue import CATALOGUE
 from memlens.cli import main
 from memlens.commands.metrics import COLUMNS, csv_header, print_table
+from memlens.model.catalogue import CATALOGUE
+from memlens.model.results import KernelResult, RunInfo, RunResults
 from memlens.readers import read_report
-from memlens.results import KernelResult, RunInfo, RunResults
 
 PROBE = Path(__file__).resolve().parent / "fixtures" / "probe"
 SUITE = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200"

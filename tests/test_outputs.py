@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from memlens import fileio
 from memlens.cli import main
 from memlens.errors import EXIT_INPUT
+from memlens.io import files as fileio
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE_CSV = FIXTURES / "probe" / "probe.csv"
@@ -93,7 +93,7 @@ def test_baseline_save_into_a_directory_is_exit_2(capsys, data: Path, tmp_path: 
 
 def test_check_json_into_a_directory_is_exit_2(capsys, tmp_path: Path, monkeypatch) -> None:
     from memlens.commands import check
-    from memlens.static_check import StaticResults
+    from memlens.static.check import StaticResults
 
     monkeypatch.setattr(check, "check_suite", lambda *a: StaticResults("sm_90", "", "kernels", ()))
     one_line_exit_2(capsys, ["check", "kernels", "-k", "^transpose/padded$", "--json", str(tmp_path)],
@@ -102,7 +102,7 @@ def test_check_json_into_a_directory_is_exit_2(capsys, tmp_path: Path, monkeypat
 
 def test_disk_full_and_read_only_are_one_line(tmp_path: Path, monkeypatch) -> None:
     from memlens.errors import OutputError
-    from memlens.fileio import write_output
+    from memlens.io.files import write_output
 
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -123,7 +123,7 @@ def test_disk_full_and_read_only_are_one_line(tmp_path: Path, monkeypatch) -> No
 
 def test_write_output_refuses_a_raw_profiler_report(tmp_path: Path) -> None:
     from memlens.errors import OutputError
-    from memlens.fileio import write_output
+    from memlens.io.files import write_output
 
     with pytest.raises(OutputError, match="raw profiler report"):
         write_output(tmp_path / "new.ncu-rep", "text")
@@ -156,7 +156,7 @@ def test_a_run_directory_the_user_may_not_write_gets_its_report_in_the_working_d
     import json
 
     from memlens.commands import report
-    from memlens.results import KernelResult, RunInfo, RunResults
+    from memlens.model.results import KernelResult, RunInfo, RunResults
 
     run = tmp_path / "runs" / "20261122-010203-1"
     run.mkdir(parents=True)

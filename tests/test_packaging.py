@@ -107,10 +107,10 @@ def test_installed_gpu_children_start_the_installed_memlens(installed, tmp_path)
     run = (runs / "latest").resolve()
     for gpu in (0, 1):  # each GPU's ncu ran the installed memlens's profiled program
         command = (run / f"ncu-command.gpu{gpu}.txt").read_text()
-        assert "-m memlens.profiled_program" in command
+        assert "-m memlens.collect.profiled_program" in command
         assert '"event": "start"' in (run / f"events.gpu{gpu}.jsonl").read_text()
-    code = ("import sys; from pathlib import Path; from memlens.bench import BenchOptions; "
-            "from memlens.bench_gpus import child_argv; print(*child_argv(BenchOptions(), Path(sys.argv[1]), [], "
+    code = ("import sys; from pathlib import Path; from memlens.bench.timing import BenchOptions; "
+            "from memlens.bench.gpus import child_argv; print(*child_argv(BenchOptions(), Path(sys.argv[1]), [], "
             "Path('out'))[1:3])")  # fmt: skip
     argv = subprocess.run([sys.executable, "-S", "-c", code, str(CPU_SUITE)], cwd=elsewhere, env=env,
                           capture_output=True, text=True, timeout=60)  # fmt: skip

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from memlens import paper
 from memlens.cli import main
+from memlens.collect.profile_run import Events
 from memlens.commands import metrics
 from memlens.errors import ConfigError
-from memlens.gate import evaluate, from_run
-from memlens.profile_run import Events
+from memlens.gate.evaluate import evaluate, from_run
+from memlens.gate.rules import parse_rules
+from memlens.model.results import Expectation, RunResults
 from memlens.readers import read_report
 from memlens.reports.build import build_run
-from memlens.results import Expectation, RunResults
-from memlens.rules import parse_rules
 from memlens.suite import load_suite, select_variants
+from memlens.theory import paper
 from tests.conftest import FIXTURES, REPO
 
 SUITE = load_suite(REPO / "kernels")
@@ -204,7 +204,7 @@ SUITE_FILE = textwrap.dedent("""
 
 
 def test_profiled_program_skips_a_family_the_gpu_is_too_old_for(tmp_path: Path, monkeypatch) -> None:
-    import memlens.profiled_program as program
+    import memlens.collect.profiled_program as program
 
     suite = tmp_path / "suite.py"
     suite.write_text(SUITE_FILE)
@@ -223,7 +223,7 @@ def test_profiled_program_skips_a_family_the_gpu_is_too_old_for(tmp_path: Path, 
 
 
 def test_bench_skips_a_family_the_gpu_is_too_old_for(tmp_path: Path, monkeypatch, capsys) -> None:
-    import memlens.bench as bench_module
+    import memlens.bench.timing as bench_module
     from tests.test_bench import FakeDevice
 
     class OldDevice(FakeDevice):

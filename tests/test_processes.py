@@ -10,7 +10,7 @@ import time
 import pytest
 
 from memlens.errors import EXIT_PROFILER
-from memlens.processes import CommandFailed, CommandTimeout, run_command
+from memlens.io.processes import CommandFailed, CommandTimeout, run_command
 
 GRANDCHILD = """
 import subprocess, sys, time

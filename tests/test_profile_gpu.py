@@ -85,7 +85,7 @@ def test_lines_name_the_conflict_and_local_lines(run_dir):
 
 def test_every_paper_figure_holds(run_dir):
     """Each variant's exact excess equals the figure its suite declares on paper (bank_model.py)."""
-    from memlens import paper
+    from memlens.theory import paper
 
     found = paper.checks(read_report(run_dir / "results.json"))
     assert set(found) == {v.label for v in load_suite(REPO / "kernels").variants()}

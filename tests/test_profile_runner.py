@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
+from memlens.collect.ncu import ProfileRequest, find_ncu, profile_argv
+from memlens.collect.profile_run import Events
 from memlens.errors import ConfigError
-from memlens.ncu import ProfileRequest, find_ncu, profile_argv
-from memlens.profile_run import Events
 from tests.conftest import FIXTURES
 from tests.support.fake import CPU_SUITE, PERMISSION_LOG, install_fake_ncu
 
@@ -254,7 +254,7 @@ def test_a_wrong_selection_is_said_before_a_missing_ncu(tmp_path, monkeypatch, c
     [(["-k", "nothing"], "matches -k 'nothing'"), (["--size", "bogus=5"], "--size bogus: no selected family")],
 )
 def test_the_app_refuses_a_wrong_selection_before_launching(tmp_path, extra, message):
-    from memlens.profiled_program import main as app_main
+    from memlens.collect.profiled_program import main as app_main
 
     events = tmp_path / "events.jsonl"
     assert app_main(["--suite", str(CPU_SUITE), "--events", str(events), *extra]) == 2

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
+from memlens.collect.program_run import validate_filter
 from memlens.errors import ConfigError, InputError
-from memlens.program_run import validate_filter
 from tests.conftest import FIXTURES
 from tests.support.fake import install_fake_ncu
 
@@ -320,7 +320,7 @@ def test_a_range_that_ran_with_no_profiled_launch_is_named(fake_ncu, tmp_path, c
 
 
 def test_ranges_not_profiled_must_map_names_to_counts():
-    from memlens.results import RunResults
+    from memlens.model.results import RunResults
 
     data = {"schema_version": 1, "info": {"ranges_not_profiled": {"eval": "three"}}, "kernels": []}
     with pytest.raises(InputError, match="ranges_not_profiled must be an object of integers or null"):

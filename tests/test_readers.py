@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlens import shared_figures
-from memlens.catalogue import BY_NCU_NAME, CATALOGUE, PER_INSTRUCTION_METRICS, RAW_METRICS
 from memlens.errors import InputError
-from memlens.kernel_names import kernel_name
+from memlens.model import shared_figures
+from memlens.model.catalogue import BY_NCU_NAME, CATALOGUE, PER_INSTRUCTION_METRICS, RAW_METRICS
+from memlens.model.kernel_names import kernel_name
+from memlens.model.results import KernelResult, RunInfo, RunResults
 from memlens.readers import helpers, read_report
 from memlens.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT, ROOFLINE_SKIPPED
 from memlens.readers.ncu_csv import parse_csv
-from memlens.results import KernelResult, RunInfo, RunResults
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE = FIXTURES / "probe"

@@ -8,7 +8,7 @@ import shlex
 
 import pytest
 
-from memlens.program_run import DEFAULT_FILTERS
+from memlens.collect.program_run import DEFAULT_FILTERS
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import install_fake_ncu
 

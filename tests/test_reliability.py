@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-import memlens.ncu
+import memlens.collect.ncu
 from memlens.cli import main
-from memlens.run_dir import new_run_dir
+from memlens.collect.run_dir import new_run_dir
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_FAILURES, CPU_SUITE, MARKER, alive, fake_ncu_env, install_fake_ncu, marked_processes
 from tests.test_bench import device  # noqa: F401 - the fake GPU timer fixture, for bench --into
@@ -99,7 +99,7 @@ def test_timeout_ends_ncu_and_the_app(tmp_path, monkeypatch, marker, capsys):
 
 def test_timeout_kills_an_ncu_that_ignores_sigint(tmp_path, monkeypatch, marker):
     install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_MODE="stubborn", MEMLENS_TEST_HANG_S="60")
-    monkeypatch.setattr(memlens.ncu, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(memlens.collect.ncu, "STOP_GRACE_S", 1.0)
     runs = tmp_path / "runs"
     started = time.monotonic()
     assert main(["profile", str(CPU_FAILURES), "-k", "first|hangs", "--out", str(runs), "--timeout", "2",
@@ -369,10 +369,10 @@ def test_a_wrong_result_fails_the_gate_and_is_no_measurement_in_the_report(tmp_p
 # --- audits of the code: argv lists only, every file written atomically ----------------------------------
 
 SOURCES = sorted(p for folder in ("profiling", "reports") for p in (REPO / folder).rglob("*.py"))
-# Writers allowed outside profiling/fileio.py: the app's event log (appended one line at a time,
+# Writers allowed outside profiling/io/files.py: the app's event log (appended one line at a time,
 # read back line by line), compilers' scratch files and the copy of a report ncu is still writing
 # (readers/warm_up.py), each in a private temporary directory.
-UNATOMIC_ALLOWED = {("profiling/profiled_program.py", "open"), ("profiling/static_check.py", "write_text"),
+UNATOMIC_ALLOWED = {("profiling/collect/profiled_program.py", "open"), ("profiling/static/check.py", "write_text"),
                     ("profiling/readers/warm_up.py", "copyfile")}  # fmt: skip
 
 
@@ -404,7 +404,7 @@ def test_every_file_memlens_writes_goes_through_the_atomic_writer():
     found = set()
     for path in SOURCES:
         relative = str(path.relative_to(REPO))
-        if relative == "profiling/fileio.py":
+        if relative == "profiling/io/files.py":
             continue
         for call in _calls(path):
             name = _name(call)
@@ -477,7 +477,7 @@ def test_recorded_ncu_stops_on_sigint_within_the_grace_memlens_gives_it():
     folder = recorded("sigint_ncu")
     assert (folder / "hangs_started").read_text().strip() == "yes"
     assert (folder / "leftover.txt").read_text().strip() == ""
-    assert float((folder / "seconds_to_exit").read_text()) < memlens.ncu.STOP_GRACE_S  # else SIGKILL, no report
+    assert float((folder / "seconds_to_exit").read_text()) < memlens.collect.ncu.STOP_GRACE_S  # else SIGKILL, no report
     # The fake ncu writes its report when stopped by SIGINT, as end_group expects ncu to do.
     assert (folder / "report_written").read_text().strip() == "yes"
 

@@ -21,9 +21,9 @@ from test_report_samples import (
     suite_run,
 )
 
+from memlens.model.results import RunResults
 from memlens.reports.model import REPORT_VERSION
 from memlens.reports.render import build_report, render
-from memlens.results import RunResults
 
 PROBE = str(Path(__file__).resolve().parent / "fixtures" / "probe")
 
@@ -298,7 +298,7 @@ def test_padded_figures_unchanged_by_aggregation():
 
 
 def test_launches_combine_as_the_catalogue_declares():
-    from memlens.catalogue import CATALOGUE
+    from memlens.model.catalogue import CATALOGUE
     from memlens.reports.build import aggregate
 
     assert {k for k, m in CATALOGUE.items() if m.over_launches == "max"} == {
@@ -318,7 +318,7 @@ def test_launches_combine_as_the_catalogue_declares():
 
 
 def test_run_level_failure_is_a_note_not_a_family():
-    from memlens.results import VariantOutcome
+    from memlens.model.results import VariantOutcome
 
     results = suite_run()
     results = replace(results, outcomes=results.outcomes + (VariantOutcome("", "", "failed", "report unreadable: x"),))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memlens.bench_results import (
+from memlens.bench.results import (
     BENCH_FILE,
     BenchFailure,
     BenchInfo,
@@ -26,7 +26,7 @@ from memlens.bench_results import (
 )
 from memlens.cli import main
 from memlens.commands.report import bench_of
-from memlens.fileio import write_json_atomic
+from memlens.io.files import write_json_atomic
 from memlens.readers import read_report
 from memlens.reports.render import build_report, render
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memlens.results import Expectation, KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.model.results import Expectation, KernelResult, RunInfo, RunResults, VariantOutcome
 
 FAST_REASON = "not collected: run without --fast (--fast skips the instrumented pass)"
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from memlens.catalogue import CATALOGUE, NO_FLOPS, ncu_metric_names
-from memlens.gate import evaluate, read_measurements
+from memlens.gate.evaluate import evaluate, read_measurements
+from memlens.gate.rules import load_rules
+from memlens.model.catalogue import CATALOGUE, NO_FLOPS, ncu_metric_names
+from memlens.model.results import KernelResult, RunResults, load_results
+from memlens.model.roofline import bound, run_ceilings
 from memlens.reports.build import build_run
 from memlens.reports.render import build_report, render
-from memlens.results import KernelResult, RunResults, load_results
-from memlens.roofline import bound, run_ceilings
-from memlens.rules import load_rules
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPO = FIXTURES.parent.parent
@@ -279,7 +279,7 @@ def test_roofline_rules_fail_on_a_run_without_the_counters() -> None:
 
 def test_compute_bound_family_drops_pct_of_copy_and_the_chart_shows_the_copy_roof(full: RunResults) -> None:
     """`% of copy` stays for memory-bound families; a compute-bound one shows n/a saying why."""
-    from memlens.bench_results import BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
+    from memlens.bench.results import BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
     from memlens.reports.roofline import COMPUTE_BOUND_COPY
 
     copy = CopyBandwidth(1 << 30, TimeSummary.of([0.7] * 5))  # 2 GiB in 0.7 ms: 3.07 TB/s

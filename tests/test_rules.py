@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memlens.errors import ConfigError
-from memlens.rules import AbsoluteBound, RegressionBound, Tolerance, load_rules, metric_named, parse_rules
+from memlens.gate.rules import AbsoluteBound, RegressionBound, Tolerance, load_rules, metric_named, parse_rules
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -10,10 +10,8 @@ from dataclasses import fields
 import pytest
 
 from memlens import __version__
-from memlens.bench_results import BenchInfo
-from memlens.readers import RESULTS_FILE
-from memlens.results import RunInfo, load_results
-from memlens.run_dir import (
+from memlens.bench.results import BenchInfo
+from memlens.collect.run_dir import (
     BENCH,
     LATEST,
     NCU_REPORT,
@@ -26,6 +24,8 @@ from memlens.run_dir import (
     shell_command,
     take_provenance,
 )
+from memlens.model.results import RunInfo, load_results
+from memlens.readers import RESULTS_FILE
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures"

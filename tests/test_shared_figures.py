@@ -1,4 +1,4 @@
-"""The rules behind a kernel's shared-memory figures (profiling/shared_figures.py) and the words they
+"""The rules behind a kernel's shared-memory figures (profiling/model/shared_figures.py) and the words they
 become: exact per-side figures from the per-instruction data whatever the instruction kind, the
 hardware counters only as a marked fallback, and a kernel whose only loads are ldmatrix judged as one
 (the hardware counter of shared loads reads 0 for LDSM)."""
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlens import shared_figures
 from memlens.commands.lines import KernelLines, kernel_notes, unrecorded_local
+from memlens.model import shared_figures
+from memlens.model.results import KernelResult
+from memlens.model.source_lines import InstructionRecord
 from memlens.reports.verdicts import judge
-from memlens.results import KernelResult
-from memlens.source_lines import InstructionRecord
 
 EXECUTIONS = 262_144.0  # warp-level executions of each instruction (65,536 tiles x 4 warps)
 

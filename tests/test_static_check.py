@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memlens import toolchain
 from memlens.cli import main
 from memlens.errors import ConfigError
-from memlens.static_check import (
+from memlens.static import toolchain
+from memlens.static.check import (
     StaticResults,
     check_suite,
     entry_body,
@@ -213,10 +213,10 @@ def test_ptx_local_declarations_per_entry() -> None:
 
 
 def test_static_figures_regress_against_a_static_baseline(tmp_path: Path) -> None:
-    from memlens.baseline import compatibility, from_measurements, load_baseline, save_baseline
-    from memlens.gate import evaluate, from_static
-    from memlens.rules import parse_rules
-    from memlens.static_check import StaticKernel
+    from memlens.gate.baseline import compatibility, from_measurements, load_baseline, save_baseline
+    from memlens.gate.evaluate import evaluate, from_static
+    from memlens.gate.rules import parse_rules
+    from memlens.static.check import StaticKernel
 
     def results(registers: int, arch: str = "sm_90") -> StaticResults:
         item = StaticKernel("t", "padded", "transpose_padded", "transpose_padded", "cuda", registers, 0, 0, 0,

@@ -52,7 +52,7 @@ def rules(tmp_path: Path) -> Path:
 def printing(rules: Path, tmp_path: Path, monkeypatch) -> dict[str, list[str]]:
     """Every command that prints on standard output, and what makes it print there."""
     from memlens.commands import check
-    from memlens.static_check import StaticKernel, StaticResults
+    from memlens.static.check import StaticKernel, StaticResults
 
     kernel = StaticKernel("transpose", "padded", "transpose_padded", "transpose_padded", "cuda", 28, 0, 0, 0, 4224,
                           0, False)  # fmt: skip

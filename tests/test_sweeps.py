@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
+from memlens.collect.profile_run import Events, ProfileOptions, app_argv
 from memlens.errors import ConfigError
-from memlens.nvtx_names import parse_swept, swept_name
-from memlens.profile_run import Events, ProfileOptions, app_argv
+from memlens.model.nvtx_names import parse_swept, swept_name
+from memlens.model.results import KernelResult, RunResults, load_results
 from memlens.readers.common import suite_range, with_label
 from memlens.readers.ncu_csv import _nvtx_ranges
 from memlens.reports.build import build_run
 from memlens.reports.render import build_report, render
-from memlens.results import KernelResult, RunResults, load_results
 from memlens.suite import parse_sweeps, select_variants
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_SUITE, install_fake_ncu
@@ -126,7 +126,7 @@ def test_app_argv_passes_the_sweeps_on():
 def test_the_profiled_program_runs_each_value_in_its_own_range(tmp_path, monkeypatch):
     import nvtx
 
-    from memlens.profiled_program import main as app_main
+    from memlens.collect.profiled_program import main as app_main
 
     opened: list[tuple[str, str]] = []
     real = nvtx.annotate
@@ -278,7 +278,7 @@ def test_sweep_chart_uses_log_axes_where_sizes_span_decades():
 
 
 def test_bench_times_each_value_as_its_own_variant(tmp_path, monkeypatch, capsys):
-    import memlens.bench as bench_module
+    import memlens.bench.timing as bench_module
     from tests.test_bench import FakeDevice
 
     monkeypatch.setattr(bench_module, "open_device", FakeDevice)

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlens import bank_model
 from memlens.errors import ConfigError
-from memlens.swizzle import swizzle, swizzled_offset, swizzled_row
+from memlens.theory import bank_model
+from memlens.theory.swizzle import swizzle, swizzled_offset, swizzled_row
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 

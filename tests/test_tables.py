@@ -1,4 +1,4 @@
-"""profiling/tables.py, the terminal's table printer and JSON encoder, with columns of its own:
+"""profiling/io/tables.py, the terminal's table printer and JSON encoder, with columns of its own:
 the fast printer draws what rich draws, and the encoder writes what json.dumps writes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 import pytest
 from rich.console import Console
 
-from memlens.tables import TableColumn, fast_table, rich_table, write_indented
+from memlens.io.tables import TableColumn, fast_table, rich_table, write_indented
 
 COLUMNS = [TableColumn("name", numeric=False), TableColumn("count"), TableColumn("two-line\nheader")]
 ROWS = [

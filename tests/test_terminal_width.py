@@ -104,7 +104,7 @@ def test_lines_json_keeps_the_full_name(capsys):
 def test_bench_judges_compute_bound_variants_by_their_roofline(tmp_path, capsys):
     """`memlens bench --into RUN` of a profiled run (H200: the suite's profile and bench, recorded): a matmul,
     compute-bound on its roofline, gets "% of roofline" where a copy's % would read 0.1-0.8%."""
-    from memlens.bench_results import load_bench
+    from memlens.bench.results import load_bench
     from memlens.commands.bench import print_table
 
     run = tmp_path / "run"

@@ -1,5 +1,5 @@
 """The 64x64 transposes (transpose/tile64_* and transpose/vec4_*) without a GPU: what ptxas makes
-of them, the swizzle expressions of transpose.cu against profiling/swizzle.py, the bank model on
+of them, the swizzle expressions of transpose.cu against profiling/theory/swizzle.py, the bank model on
 every shared access a warp makes, and the .cu itself run on the CPU (one thread per CUDA thread).
 On a GPU (marker `gpu`), every transpose variant at sizes that mix float4 and scalar tiles."""
 
@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlens import bank_model as bm
-from memlens import toolchain
-from memlens.static_check import entry_body
+from memlens.static import toolchain
+from memlens.static.check import entry_body
 from memlens.suite import load_suite
-from memlens.swizzle import swizzle
+from memlens.theory import bank_model as bm
+from memlens.theory.swizzle import swizzle
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "kernels" / "transpose.cu"

@@ -13,17 +13,17 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..bench import DEFAULT_REPEATS, L2_MULTIPLE, MIN_REPEATS, BenchOptions
-from ..bench import bench as run_bench
-from ..bench_gpus import bench_on_gpus
-from ..bench_results import BENCH_FILE, BenchResults, VariantTiming
-from ..errors import ProfilerError
-from ..gpus import chosen_gpus
-from ..run_dir import DEFAULT_OUT, RESULTS, shell_command
-from ..suite import SKIPPED
-from ..terminal import interactive, progress_bar, table_console
-from ..units import format_bytes, format_duration, format_percent
-from .common import add_size_arguments, add_suite_arguments, skipped_lines
+from memlens.bench.gpus import bench_on_gpus
+from memlens.bench.results import BENCH_FILE, BenchResults, VariantTiming
+from memlens.bench.timing import DEFAULT_REPEATS, L2_MULTIPLE, MIN_REPEATS, BenchOptions
+from memlens.bench.timing import bench as run_bench
+from memlens.collect.gpus import chosen_gpus
+from memlens.collect.run_dir import DEFAULT_OUT, RESULTS, shell_command
+from memlens.commands.common import add_size_arguments, add_suite_arguments, skipped_lines
+from memlens.errors import ProfilerError
+from memlens.io.terminal import interactive, progress_bar, table_console
+from memlens.model.units import format_bytes, format_duration, format_percent
+from memlens.suite import SKIPPED
 
 NA = "n/a"
 COPY_HEADER = "copy GB/s (same bytes)"
@@ -139,9 +139,9 @@ def print_table(results: BenchResults, run_dir: Path) -> None:
 def roofline_judgements(run_dir: Path, results: BenchResults) -> dict[str, str]:
     """label -> "x% of roofline" for each variant the run's profile (its results.json, where bench wrote
     into a profiled run) places as compute-bound, at the bench's median time; {} without a profile."""
-    from ..errors import MemlensError
-    from ..readers import read_report
-    from ..roofline import bound, run_ceilings
+    from memlens.errors import MemlensError
+    from memlens.model.roofline import bound, run_ceilings
+    from memlens.readers import read_report
 
     if not (run_dir / RESULTS).is_file():
         return {}

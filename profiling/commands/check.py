@@ -23,10 +23,12 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import ConfigError, InputError, ProfilerError
-from ..fileio import input_files, resolve_outputs, write_json_output
-from ..run_dir import NO_RUN_YET, no_run_yet
-from ..static_check import (
+from memlens.collect.run_dir import NO_RUN_YET, no_run_yet
+from memlens.commands.common import add_suite_arguments
+from memlens.errors import ConfigError, InputError, ProfilerError
+from memlens.io.files import input_files, resolve_outputs, write_json_output
+from memlens.io.terminal import console, interactive, table_console
+from memlens.static.check import (
     CHECK_FILE,
     Progress,
     StaticResults,
@@ -36,9 +38,7 @@ from ..static_check import (
     rows,
     without_kernels,
 )
-from ..suite import select_variants
-from ..terminal import console, interactive, table_console
-from .common import add_suite_arguments
+from memlens.suite import select_variants
 
 COLUMNS = ("variant", "kernel", "registers", "stack B", "spill st B", "spill ld B", "shared B", "PTX .local")
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     suite = selection.suite
     prefer = "nvrtc" if args.compiler == "nvrtc" else "nvcc"
     if args.compiler == "nvcc":
-        from ..toolchain import find_nvcc
+        from memlens.static.toolchain import find_nvcc
 
         if find_nvcc() is None:
             raise ProfilerError("--compiler nvcc: nvcc not found (install a CUDA toolkit or set MEMLENS_NVCC)")

@@ -28,7 +28,7 @@ def add_size_arguments(parser: argparse.ArgumentParser) -> None:
 def skipped_lines(outcomes: Iterable[Any]) -> list[str]:
     """One line a family whose variants were skipped (its GPU requirement), from profile outcomes or
     bench failures (each with family, variant, status, message)."""
-    from ..suite import SKIPPED  # here, not above: the suite module imports NumPy, which parsing needs not
+    from memlens.suite import SKIPPED  # here, not above: the suite module imports NumPy, which parsing needs not
 
     by_family: dict[str, list[Any]] = {}
     for outcome in outcomes:

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memlens.errors import ConfigError
+from memlens.io.markdown import md_code, md_escape
+from memlens.model.line_compare import CHANGES, KernelLineChanges, LineChange
+from memlens.model.nvtx_names import compile_filter
+from memlens.readers import read_with_instructions
 from memlens.reports.line_changes import MARKDOWN_LIMIT, figures_text, markdown_table
-
-from ..errors import ConfigError
-from ..line_compare import CHANGES, KernelLineChanges, LineChange
-from ..markdown import md_code, md_escape
-from ..nvtx_names import compile_filter
-from ..readers import read_with_instructions
 
 if TYPE_CHECKING:
     from memlens.reports.model import Comparison

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..errors import EXIT_PROFILER, MemlensError
-from ..ncu import PERMISSION_HINT, find_ncu
-from ..processes import CommandFailed, run_command
-from ..terminal import console
+from memlens.collect.ncu import PERMISSION_HINT, find_ncu
+from memlens.errors import EXIT_PROFILER, MemlensError
+from memlens.io.processes import CommandFailed, run_command
+from memlens.io.terminal import console
 
 PACKAGES = ("numpy", "numba", "numba-cuda", "nvtx", "ncu-report", "jinja2", "matplotlib", "rich")
 CUPY_PACKAGES = ("cupy-cuda13x", "cupy-cuda12x", "cupy")
@@ -114,7 +114,7 @@ CHECK_EXTRA = "pip install 'memlens[check]' (NVRTC, NVVM and ptxas wheels), or i
 def check_compilers() -> list[Check]:
     """What `memlens check` compiles with: nvcc or NVRTC for CUDA C++, NVVM and ptxas for Numba.
     Not required for profiling: warnings only."""
-    from ..toolchain import find_nvcc, find_ptxas, nvrtc_version
+    from memlens.static.toolchain import find_nvcc, find_ptxas, nvrtc_version
 
     nvcc, ptxas, nvrtc = find_nvcc(), find_ptxas(), nvrtc_version()
     checks = []

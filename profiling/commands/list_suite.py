@@ -7,9 +7,9 @@ import argparse
 
 from rich.table import Table
 
-from ..suite import Variant, select_variants
-from ..terminal import console
-from .common import add_suite_arguments
+from memlens.commands.common import add_suite_arguments
+from memlens.io.terminal import console
+from memlens.suite import Variant, select_variants
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

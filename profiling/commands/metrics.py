@@ -22,18 +22,19 @@ from typing import Any
 
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
-from .. import paper, shared_figures
-from ..catalogue import CATALOGUE
-from ..errors import ConfigError
-from ..kernel_names import NAME_WIDTH, elide_middle, short_kernel
-from ..launch_sampling import sampling_lines
-from ..nvtx_names import compile_filter
-from ..readers import read_report
-from ..results import KernelResult, RunResults
-from ..run_dir import LATEST_RUN, resolve_run
-from ..tables import LABEL_MIN_WIDTH, TableColumn, fast_table, print_drawn, rich_table, write_indented
-from ..terminal import console, table_console
-from ..units import format_bytes, format_count, format_duration, format_percent
+from memlens.collect.launch_sampling import sampling_lines
+from memlens.collect.run_dir import LATEST_RUN, resolve_run
+from memlens.errors import ConfigError
+from memlens.io.tables import LABEL_MIN_WIDTH, TableColumn, fast_table, print_drawn, rich_table, write_indented
+from memlens.io.terminal import console, table_console
+from memlens.model import shared_figures
+from memlens.model.catalogue import CATALOGUE
+from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
+from memlens.model.nvtx_names import compile_filter
+from memlens.model.results import KernelResult, RunResults
+from memlens.model.units import format_bytes, format_count, format_duration, format_percent
+from memlens.readers import read_report
+from memlens.theory import paper
 
 NA = "n/a"
 FALLBACK_MARK = "*"  # a figure of the hardware counters, where the report has no exact one
@@ -99,8 +100,7 @@ def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, st
     """The cause of local memory of each kernel with local traffic, from the static check's figures
     where the run directory of `path` has a check.json (see `memlens check --into`)."""
     from memlens.reports.verdicts import local_memory, local_memory_cause_text  # the report's wording, one home
-
-    from ..static_check import find_static
+    from memlens.static.check import find_static
 
     path = resolve_run(path)
     static = find_static(path if path.is_dir() else path.parent)

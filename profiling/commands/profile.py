@@ -15,11 +15,11 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..ncu import CACHE_CONTROLS, CLOCK_CONTROLS
-from ..run_dir import DEFAULT_OUT, shell_command
-from ..units import plural
-from .common import add_size_arguments, add_suite_arguments
+from memlens.collect.ncu import CACHE_CONTROLS, CLOCK_CONTROLS
+from memlens.collect.run_dir import DEFAULT_OUT, shell_command
+from memlens.commands.common import add_size_arguments, add_suite_arguments
+from memlens.errors import ConfigError
+from memlens.model.units import plural
 
 # A suite run's modules (the suite contract imports NumPy) are imported in _run_suite, a program run's
 # in _run_program: between `memlens profile -- COMMAND` starting and ncu starting, memlens imports only
@@ -85,11 +85,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_suite(args: argparse.Namespace) -> int:
-    from ..gpus import chosen_gpus
-    from ..profile_run import ProfileOptions, profile
-    from ..shards import profile_on_gpus
-    from ..terminal import Progress, interactive
-    from .common import skipped_lines
+    from memlens.collect.gpus import chosen_gpus
+    from memlens.collect.profile_run import ProfileOptions, profile
+    from memlens.collect.shards import profile_on_gpus
+    from memlens.commands.common import skipped_lines
+    from memlens.io.terminal import Progress, interactive
 
     options = ProfileOptions(
         suite=args.suite,
@@ -127,8 +127,8 @@ def _ncu_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _run_program(args: argparse.Namespace) -> int:
-    from ..launch_sampling import ALL, DEFAULT, parse_launches
-    from ..program_run import ProgramOptions, profile_program
+    from memlens.collect.launch_sampling import ALL, DEFAULT, parse_launches
+    from memlens.collect.program_run import ProgramOptions, profile_program
 
     if not getattr(args, "program", None):
         raise ConfigError("--nvtx-include, --nvtx-exclude, --all-kernels, --launch-count, --launches and --warm-up "
@@ -155,7 +155,7 @@ def _run_program(args: argparse.Namespace) -> int:
     if not options.sampling.every_launch:
         print(options.sampling.describe())
     if results.info.ranges_not_profiled:
-        from ..launch_sampling import not_profiled_line
+        from memlens.collect.launch_sampling import not_profiled_line
 
         print(not_profiled_line(results.info.ranges_not_profiled))
     return 0

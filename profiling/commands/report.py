@@ -24,15 +24,14 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from memlens.bench.results import BENCH_FILE, BenchResults, find_bench
+from memlens.collect.run_dir import NCU_REPORT, report_file, resolve_run
+from memlens.errors import MemlensError
+from memlens.io.files import write_output
+from memlens.model.results import RunResults
+from memlens.readers import RESULTS_FILE, find_report, read_report
 from memlens.reports import FORMATS
-
-from ..bench_results import BENCH_FILE, BenchResults, find_bench
-from ..errors import MemlensError
-from ..fileio import write_output
-from ..readers import RESULTS_FILE, find_report, read_report
-from ..results import RunResults
-from ..run_dir import NCU_REPORT, report_file, resolve_run
-from ..static_check import find_static
+from memlens.static.check import find_static
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import InputError
-from ..fileio import missing_reason
-from ..results import RunResults, load_results
-from ..run_dir import LATEST, NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet, resolve_run, runs_in
-from .ncu_csv import parse_csv, read_csv
-from .ncu_rep import REPORT_MAGIC, read_ncu_rep
+from memlens.collect.run_dir import LATEST, NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet, resolve_run, runs_in
+from memlens.errors import InputError
+from memlens.io.files import missing_reason
+from memlens.model.results import RunResults, load_results
+from memlens.readers.ncu_csv import parse_csv, read_csv
+from memlens.readers.ncu_rep import REPORT_MAGIC, read_ncu_rep
 
 __all__ = ["read_report", "read_with_instructions", "parse_csv", "find_report", "report_kind"]
 

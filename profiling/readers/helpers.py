@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..processes import CommandFailed, start_pipe
+from memlens.io.processes import CommandFailed, start_pipe
 
 LaunchReader = Any  # ncu_rep._LaunchReader (not imported: ncu_rep imports this module)
 Slot = tuple[int, int]  # (range index, action index) of an action in the report
@@ -177,7 +177,7 @@ class SpawnedHelper:
 
 def main(argv: Sequence[str]) -> int:
     """The new process: reads the actions its standard input names, pickles them to its output."""
-    from .ncu_rep import _LaunchReader, _load, read_in_forked_chunks
+    from memlens.readers.ncu_rep import _LaunchReader, _load, read_in_forked_chunks
 
     path, chunk = Path(argv[0]), int(argv[1])
     slots = [(int(r), int(a)) for r, a in json.loads(sys.stdin.buffer.read())]

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES, NCU_ALIASES
-from ..errors import InputError
-from ..fileio import read_bytes_limited
-from ..kernel_names import kernel_name
-from ..results import KernelResult, RunInfo, RunResults, printable
-from .common import (
+from memlens.errors import InputError
+from memlens.io.files import read_bytes_limited
+from memlens.model.catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES, NCU_ALIASES
+from memlens.model.kernel_names import kernel_name
+from memlens.model.results import KernelResult, RunInfo, RunResults, printable
+from memlens.readers.common import (
     Cell,
     ProgramLabel,
     compute_capability,

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..catalogue import CATALOGUE, PER_INSTRUCTION_METRICS, PER_PC_EXECUTIONS
-from ..instruction_kinds import classify
-from ..results import printable
-from ..source_lines import InstructionRecord, shared_totals
+from memlens.model.catalogue import CATALOGUE, PER_INSTRUCTION_METRICS, PER_PC_EXECUTIONS
+from memlens.model.instruction_kinds import classify
+from memlens.model.results import printable
+from memlens.model.source_lines import InstructionRecord, shared_totals
 
 Action = Any
 Decoded = tuple[str, str | None, str, int, str]  # opcode, space, side, width, SASS text

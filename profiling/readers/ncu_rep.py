@@ -13,13 +13,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..catalogue import CATALOGUE, DEVICE_ATTRIBUTES, PER_INSTRUCTION_METRICS
-from ..errors import InputError, ProfilerError
-from ..kernel_names import kernel_name
-from ..results import KernelResult, RunInfo, RunResults, printable
-from ..source_lines import InstructionRecord
-from . import helpers, warm_up
-from .common import (
+from memlens.errors import InputError, ProfilerError
+from memlens.model.catalogue import CATALOGUE, DEVICE_ATTRIBUTES, PER_INSTRUCTION_METRICS
+from memlens.model.kernel_names import kernel_name
+from memlens.model.results import KernelResult, RunInfo, RunResults, printable
+from memlens.model.source_lines import InstructionRecord
+from memlens.readers import helpers, warm_up
+from memlens.readers.common import (
     NCU_METRICS,
     Cell,
     ProgramLabel,
@@ -31,7 +31,7 @@ from .common import (
     suite_range,
     with_label,
 )
-from .ncu_instructions import InstructionReader, SharedSplit, embedded_sources
+from memlens.readers.ncu_instructions import InstructionReader, SharedSplit, embedded_sources
 
 # ncu_report.IMetric.value() returns str, int, float or None; as_string for the device name.
 Action = Any

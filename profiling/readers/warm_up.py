@@ -14,7 +14,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ..catalogue import CATALOGUE, PER_PC_EXECUTIONS
+from memlens.model.catalogue import CATALOGUE, PER_PC_EXECUTIONS
 
 RETRY_S = 0.5  # between tries on a report that holds no complete kernel yet
 CORRELATED = (PER_PC_EXECUTIONS, CATALOGUE["shared_wavefronts"].ncu or "")

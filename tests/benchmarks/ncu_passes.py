@@ -26,8 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from memlens.catalogue import ncu_metric_names  # noqa: E402
-from memlens.ncu import find_ncu  # noqa: E402
+from memlens.collect.ncu import find_ncu  # noqa: E402
+from memlens.model.catalogue import ncu_metric_names  # noqa: E402
 
 APP = """
 import cupy, nvtx, numpy as np

@@ -1,6 +1,6 @@
 """What profiling costs, measured in one run on a GPU machine with ncu (wall clock, seconds):
 
-    app      the profiled app alone: python -m memlens.profiled_program on the suite, no ncu
+    app      the profiled app alone: python -m memlens.collect.profiled_program on the suite, no ncu
     memlens  memlens profile (every catalogue metric, with the instrumented pass)
     bare     ncu with memlens's own argv (metric list, NVTX filter, replay and cache options, app)
     fast     memlens profile --fast (no instrumented pass)
@@ -32,11 +32,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from memlens.catalogue import ncu_metric_names  # noqa: E402
-from memlens.fileio import write_json_atomic  # noqa: E402
-from memlens.ncu import Ncu, ProfileRequest, check_log, find_ncu, profile_argv  # noqa: E402
-from memlens.profile_run import ProfileOptions, app_argv  # noqa: E402
-from memlens.run_dir import driver_version  # noqa: E402
+from memlens.collect.ncu import Ncu, ProfileRequest, check_log, find_ncu, profile_argv  # noqa: E402
+from memlens.collect.profile_run import ProfileOptions, app_argv  # noqa: E402
+from memlens.collect.run_dir import driver_version  # noqa: E402
+from memlens.io.files import write_json_atomic  # noqa: E402
+from memlens.model.catalogue import ncu_metric_names  # noqa: E402
 from memlens.suite import NVTX_DOMAIN, load_suite  # noqa: E402
 
 CLOCK_CONTROL = "none"

@@ -229,7 +229,7 @@ def main() -> int:
             figures = chunking(path.resolve(), settings, args.rounds)  # type: ignore[arg-type]
             if args.json:
                 sys.path.insert(0, str(REPO))
-                from memlens.fileio import write_json_atomic
+                from memlens.io.files import write_json_atomic
 
                 write_json_atomic(args.json, {"benchmark": "read_many --chunking", "path": str(path), "runs": figures})
         return 0
@@ -242,7 +242,7 @@ def main() -> int:
     report(results, python, args.rounds)
     if args.json:
         sys.path.insert(0, str(REPO))
-        from memlens.fileio import write_json_atomic
+        from memlens.io.files import write_json_atomic
 
         write_json_atomic(args.json, {"benchmark": "read_many", "target_seconds": TARGET_SECONDS,
                                       "target_seconds_10k": TARGET_SECONDS_10K, "target_bytes_10k": TARGET_BYTES_10K,

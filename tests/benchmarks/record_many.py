@@ -42,9 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from memlens.catalogue import ncu_metric_names  # noqa: E402
-from memlens.errors import MemlensError  # noqa: E402
-from memlens.ncu import (  # noqa: E402
+from memlens.collect.ncu import (  # noqa: E402
     REPLAY_MODES,
     ProfileRequest,
     check_log,
@@ -53,9 +51,11 @@ from memlens.ncu import (  # noqa: E402
     profile_argv,
     run_ncu,
 )
-from memlens.program_run import DEFAULT_FILTERS  # noqa: E402
+from memlens.collect.program_run import DEFAULT_FILTERS  # noqa: E402
+from memlens.collect.run_dir import driver_version  # noqa: E402
+from memlens.errors import MemlensError  # noqa: E402
+from memlens.model.catalogue import ncu_metric_names  # noqa: E402
 from memlens.readers import read_report  # noqa: E402
-from memlens.run_dir import driver_version  # noqa: E402
 from memlens.suite import NVTX_DOMAIN  # noqa: E402
 
 FAMILY = "many"

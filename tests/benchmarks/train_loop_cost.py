@@ -34,10 +34,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from memlens.catalogue import CATALOGUE, ncu_metric_names  # noqa: E402
-from memlens.ncu import ProfileRequest, find_ncu, profile_argv  # noqa: E402
-from memlens.program_run import DEFAULT_FILTERS  # noqa: E402
-from memlens.results import load_results  # noqa: E402
+from memlens.collect.ncu import ProfileRequest, find_ncu, profile_argv  # noqa: E402
+from memlens.collect.program_run import DEFAULT_FILTERS  # noqa: E402
+from memlens.model.catalogue import CATALOGUE, ncu_metric_names  # noqa: E402
+from memlens.model.results import load_results  # noqa: E402
 
 LOOP = REPO / "tests" / "benchmarks" / "train_loop.py"
 STEPS = ("app", "count", "default", "all", "bare")

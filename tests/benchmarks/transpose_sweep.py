@@ -27,7 +27,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from memlens.bench import L2_MULTIPLE, MIN_SETS, CudaDevice, _copy_launch  # noqa: E402
+from memlens.bench.timing import L2_MULTIPLE, MIN_SETS, CudaDevice, _copy_launch  # noqa: E402
 
 SWEEP_SOURCE = Path(__file__).with_name("transpose_sweep.cu")
 SUITE_SOURCE = REPO / "kernels" / "transpose.cu"

@@ -1,0 +1,113 @@
+"""`memlens bench --gpus`: the selected variants shared out over several GPUs (as profiling/collect/shards.py
+shares them for profile: by min_bytes where every family declares it, else round robin), one
+`memlens bench` child per GPU with CUDA_VISIBLE_DEVICES=<its UUID>, all at once. The run directory
+gets each GPU's own bench.json as `bench.gpu<i>.json` and its output as `bench.gpu<i>.log`, and one
+merged bench.json: every variant's timing (each compared with a copy of its own bytes timed on its
+own GPU), the header copy of the first GPU, the GPU models joined. With one GPU the bench runs in
+this process on that GPU."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from subprocess import Popen
+
+from memlens.bench.results import BenchFailure, BenchResults, load_bench
+from memlens.bench.timing import BenchOptions, bench, check_options
+from memlens.collect.gpus import Gpu
+from memlens.collect.ncu import end_group, hold_interrupts, sigterm_as_interrupt
+from memlens.collect.run_dir import BENCH, machine_of, new_run_dir, now, take_provenance
+from memlens.collect.shards import expected_costs, sizes_for, split
+from memlens.errors import ProfilerError
+from memlens.io.files import write_json_output, write_output
+from memlens.io.processes import start_command
+from memlens.model.nvtx_names import labels_pattern
+from memlens.suite import Variant, select_variants
+
+
+def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, BenchResults]:
+    if len(gpus) == 1:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[0].uuid  # before CuPy first touches CUDA
+        return bench(options)
+    check_options(options)  # here, not in each child: a usage error is exit 2 before anything starts
+    selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
+    costs, _ = expected_costs(selection, options.small, Path(os.devnull))  # no ncu run to learn from
+    plan = [(g, s) for g, s in zip(gpus, split(selection.variants, costs, len(gpus)), strict=True) if s]
+    run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
+    started = now()
+    scratch = Path(tempfile.mkdtemp(prefix="memlens-bench-"))
+    try:
+        returncodes = _run_children(options, selection.suite.path, plan, run_dir, scratch)
+        parts = [_part(gpu, share, scratch / f"gpu{gpu.index}", run_dir, code)
+                 for (gpu, share), code in zip(plan, returncodes, strict=True)]  # fmt: skip
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    order = {c.label: i for i, c in enumerate(selection.cases())}
+    timed = [p for p in parts if isinstance(p, BenchResults)]
+    failures = [f for p in parts for f in (p.failures if isinstance(p, BenchResults) else p)]
+    if not timed:
+        raise ProfilerError(f"no GPU timed anything, first {failures[0].family}/{failures[0].variant}: "
+                            f"{failures[0].message}; logs in {run_dir}")  # fmt: skip
+    provenance = take_provenance(machine_of(selection.suite.path), selection.suite.path, options.command, started)
+    provenance["gpu_name"] = " + ".join(dict.fromkeys(p.info.gpu_name for p in timed if p.info.gpu_name))
+    results = BenchResults(
+        replace(timed[0].info, **provenance),
+        timed[0].copy,
+        tuple(sorted((v for p in timed for v in p.variants), key=lambda v: order.get(v.label, len(order)))),
+        tuple(sorted(failures, key=lambda f: order.get(f"{f.family}/{f.variant}", len(order)))),
+    )
+    write_json_output(run_dir / BENCH, results.to_json())
+    return run_dir, results
+
+
+def child_argv(options: BenchOptions, suite: Path, share: Sequence[Variant], out: Path) -> list[str]:
+    """The `memlens bench` of one GPU's share, into a run directory under `out`."""
+    argv = [sys.executable, "-m", "memlens", "bench", str(suite.resolve())]
+    argv += ["-k", labels_pattern([v.label for v in share]), "--repeats", str(options.repeats), "--out", str(out)]
+    for item in sizes_for(share, options.sizes):
+        argv += ["--size", item]
+    for item in sizes_for(share, options.sweeps):
+        argv += ["--sweep", item]
+    return argv + (["--small"] if options.small else [])
+
+
+def _run_children(
+    options: BenchOptions, suite: Path, plan: list[tuple[Gpu, list[Variant]]], run_dir: Path, scratch: Path
+) -> list[int]:
+    """Start one bench per GPU, wait for all; on Ctrl-C or SIGTERM end them all (their groups too)."""
+    processes: list[Popen[bytes]] = []
+    try:
+        with sigterm_as_interrupt():
+            for gpu, share in plan:
+                argv = child_argv(options, suite, share, scratch / f"gpu{gpu.index}")
+                log = run_dir / f"bench.gpu{gpu.index}.log"
+                processes.append(start_command(argv, env=gpu.environment(), output=log))
+            while any(process.poll() is None for process in processes):
+                time.sleep(0.2)
+    except BaseException:
+        with hold_interrupts():
+            for process in processes:
+                end_group(process)
+        raise
+    return [process.returncode for process in processes]
+
+
+def _part(
+    gpu: Gpu, share: list[Variant], out: Path, run_dir: Path, returncode: int
+) -> BenchResults | list[BenchFailure]:
+    """One GPU's bench results (its bench.json kept as bench.gpu<i>.json), or, where it wrote none,
+    a failure for each of its variants naming the GPU and its log."""
+    written = sorted(out.glob(f"*/{BENCH}"))
+    if written:
+        write_output(run_dir / f"bench.gpu{gpu.index}.json", written[0].read_text(encoding="utf-8"))
+        return load_bench(written[0])
+    log = run_dir / f"bench.gpu{gpu.index}.log"
+    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log.exists() else []
+    why = lines[-1] if lines else f"exit code {returncode}"
+    return [BenchFailure(v.family.name, v.name, "failed", f"{gpu}: {why}; see {log.name}") for v in share]

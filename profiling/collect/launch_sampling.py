@@ -1,0 +1,185 @@
+"""Which launches of a program ncu profiles: `memlens profile --launches first|N|all --warm-up K -- COMMAND`.
+
+A training loop launches a few dozen distinct kernels thousands of times; launch 2 to 50 of one kernel
+on the same shapes repeat launch 1's figures, at half a second to a second of replay each. By default
+memlens profiles each distinct kernel once, with ncu's own filters, so nothing is launched or replayed
+twice for nothing:
+
+    --filter-mode per-launch-config --kernel-name-base mangled --kernel-id ::regex:.*:K+1
+
+- `--kernel-id ::regex:.*:N` profiles the N-th invocation of every kernel function (ncu's filter
+  examples: `--kernel-id ::regex:Bar:2`, "only 2nd invocation of all kernels which have Bar in name");
+- `--filter-mode per-launch-config` applies ncu's kernel and launch filters "separately for each GPU
+  launch parameter i.e. grid size, block size and shared memory", so a kernel launched with a new
+  shape (a smaller last batch, a sequence-length bucket) is profiled again, once per shape.
+
+- `--kernel-name-base mangled` keys by the mangled name: ncu's default base, `function`, counts every
+  template instance of a function as one (the H100 training loop's forward and backward cutlass
+  `Kernel2<...>` GEMMs, of one grid and block, were profiled once between them).
+
+A distinct kernel is therefore (mangled function, grid, block, shared memory), as ncu keys it. Not the NVTX
+range path: the same kernel with the same shape in two ranges is profiled once, in the first range
+that launches it (--launches all profiles both). memlens cannot see the launches ncu passes over, but
+memlens.range counts its ranges' runs: a counted range that holds no profiled launch is named after
+the run (`ranges_not_profiled`, results.json `info.ranges_not_profiled`), with why and what to do.
+
+`--warm-up K` leaves out the first K launches of each (JIT compilation, autotuning, cold caches): the
+K+1-th is profiled; a kernel launched K times or fewer is not profiled at all. `--launches N`
+profiles the K+1-th to K+N-th launch of each.
+
+Why ncu's filters and not memlens's own: filtering after ncu saves nothing (every launch was replayed);
+filtering in the program needs a hook on every launch (LD_PRELOAD or CUPTI) that ncu already is; and a
+first pass listing the launches runs the program twice. ncu's `--range-filter` picks NVTX range
+instances, not kernels: a kernel first launched in the third step, or with a new shape later, would be
+missed. ncu reports only what it profiled, so how many launches each profiled one stands for is not
+known from ncu; memlens.range counts how often each of its ranges ran (`range_runs`), which is what a
+reader can set beside "1 profiled" (see program_run and api.range).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memlens.errors import ConfigError
+
+ALL = "all"
+FIRST = "first"
+DEFAULT = FIRST
+MAX_PER_KERNEL = 100  # more than this: --launches all
+
+
+@dataclass(frozen=True)
+class LaunchSampling:
+    per_kernel: int | None = None  # launches profiled of each distinct kernel; None: every launch
+    warm_up: int = 0  # launches of each distinct kernel left out before the profiled ones
+
+    @property
+    def every_launch(self) -> bool:
+        return self.per_kernel is None
+
+    @property
+    def mode(self) -> str:
+        """As --launches takes it: 'all', 'first' or N."""
+        if self.per_kernel is None:
+            return ALL
+        return FIRST if self.per_kernel == 1 else str(self.per_kernel)
+
+    def ncu_args(self) -> list[str]:
+        """ncu's filter options for this sampling (none for every launch)."""
+        if self.per_kernel is None:
+            return []
+        first = self.warm_up + 1
+        if self.per_kernel == 1:
+            invocation = str(first)
+        else:
+            invocation = "^(" + "|".join(str(n) for n in range(first, first + self.per_kernel)) + ")$"
+        return ["--filter-mode", "per-launch-config", "--kernel-name-base", "mangled",
+                "--kernel-id", f"::regex:.*:{invocation}"]
+
+    def describe(self) -> str:
+        """One line for tables and reports: what was profiled."""
+        if self.per_kernel is None:
+            return "every launch profiled (--launches all)"
+        which = "one launch" if self.per_kernel == 1 else f"{self.per_kernel} launches"
+        after = f" after {self.warm_up} warm-up launch{'es' if self.warm_up != 1 else ''}" if self.warm_up else ""
+        return (f"{which} of each distinct kernel (function, grid, block, shared memory){after} profiled "
+                f"(--launches {self.mode}; --launches all profiles every launch)")
+
+
+def parse_launches(text: str, warm_up: int = 0) -> LaunchSampling:
+    """--launches first|N|all and --warm-up K, or ConfigError saying what is wrong."""
+    if warm_up < 0:
+        raise ConfigError(f"--warm-up {warm_up}: give 0 or more launches")
+    value = text.strip().lower()
+    if value == ALL:
+        if warm_up:
+            raise ConfigError("--warm-up leaves out launches of each kernel: it needs --launches first or N, "
+                              "not all")  # fmt: skip
+        return LaunchSampling(None, 0)
+    if value == FIRST:
+        return LaunchSampling(1, warm_up)
+    if not value.isdigit() or not 1 <= int(value) <= MAX_PER_KERNEL:
+        raise ConfigError(f"--launches {text!r}: give first, all, or a number of launches of each kernel "
+                          f"from 1 to {MAX_PER_KERNEL}")  # fmt: skip
+    return LaunchSampling(int(value), warm_up)
+
+
+# memlens.range counts the runs of each of its ranges in a program that memlens profiles: the program
+# finds the file to write them to in this variable (set by program_run), and writes them at its exit.
+RANGE_COUNTS_ENV = "MEMLENS_RANGE_COUNTS"
+RANGE_COUNTS_FILE = "ranges.json"  # in the run directory: {"ranges": {"step > forward": 50, ...}}
+COUNTS_UNKNOWN = ("unknown: ncu reports only the launches it profiled; range_runs is how often the "
+                  "memlens.range around a kernel ran")  # fmt: skip
+COUNTS_ALL = "every launch profiled"
+
+
+def read_range_counts(path: Path) -> dict[str, int]:
+    """The range counts a program wrote ({} where it wrote none, or something unreadable: the counts
+    are a help to the reader, never a reason to fail a run)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    ranges = data.get("ranges") if isinstance(data, dict) else None
+    if not isinstance(ranges, dict):
+        return {}
+    return {str(name): count for name, count in ranges.items()
+            if isinstance(count, int) and not isinstance(count, bool) and count > 0}  # fmt: skip
+
+
+def range_runs(nvtx: str | None, counts: dict[str, int]) -> int | None:
+    """How often the memlens.range around a launch labelled `nvtx` (its ranges, outermost first,
+    joined by ' > ') ran: its whole path where memlens counted that path, else its innermost range
+    where exactly one counted path ends in it (other NVTX ranges between memlens's own), else None."""
+    if not nvtx or not counts:
+        return None
+    if nvtx in counts:
+        return counts[nvtx]
+    innermost = nvtx.rsplit(" > ", 1)[-1]
+    found = [count for path, count in counts.items() if path.rsplit(" > ", 1)[-1] == innermost]
+    return found[0] if len(found) == 1 else None
+
+
+def ranges_not_profiled(counts: dict[str, int], kernels: Sequence[Any]) -> dict[str, int]:
+    """The memlens.range paths that ran (path -> runs) with no profiled launch in them: none whose
+    NVTX label holds the path's innermost range."""
+    seen = {name for kernel in kernels if kernel.nvtx for name in kernel.nvtx.split(" > ")}
+    return {path: runs for path, runs in counts.items() if path.rsplit(" > ", 1)[-1] not in seen}
+
+
+def sampling_lines(launches: str | None, warm_up: int | None, kernels: Sequence[Any],
+                   not_profiled: dict[str, int] | None = None) -> list[str]:  # fmt: skip
+    """What a table or report says below its kernels of a run that profiled one launch of many: which
+    launches, per kernel "1 profiled of its range's N runs" where memlens.range counted them, and the
+    counted ranges with no profiled launch. Nothing for a run of every launch (or a suite run, or a
+    plain ncu report: launches None)."""
+    if launches in (None, ALL):
+        return []
+    sampling = parse_launches(launches, warm_up or 0)
+    lines = [f"launches: {sampling.describe()}"]
+    by_runs: dict[int, dict[str, None]] = {}
+    for kernel in kernels:
+        if getattr(kernel, "range_runs", None) is not None:
+            by_runs.setdefault(kernel.range_runs, {})[kernel.label] = None
+    for runs, labels in sorted(by_runs.items(), reverse=True):
+        shown = ", ".join(list(labels)[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6 else "")
+        of_runs = f"{runs:,} run{'s' if runs != 1 else ''}"
+        lines.append(f"  {sampling.per_kernel} profiled of the {of_runs} of its range: {shown}")
+    if len(by_runs) == 0 or any(getattr(k, "range_runs", None) is None for k in kernels):
+        lines.append("  how many launches each profiled one stands for: unknown (ncu reports only those it "
+                     "profiled; memlens.range counts its ranges' runs)")  # fmt: skip
+    if not_profiled:
+        lines.append("  " + not_profiled_line(not_profiled))
+    return lines
+
+
+def not_profiled_line(not_profiled: dict[str, int]) -> str:
+    """Which counted ranges hold no profiled launch, and why that can be."""
+    shown = ", ".join(f"{path} ({runs:,} run{'s' if runs != 1 else ''})" for path, runs in not_profiled.items())
+    return (f"ranges that ran with no launch profiled in them: {shown}. Either they launched no kernel, or each "
+            "kernel they launched had the function and shape of one profiled earlier (ncu keys a kernel without "
+            "its range), or of a warm-up launch; --launches all profiles every launch in every range")

@@ -1,0 +1,296 @@
+"""The one wrapper around Nsight Compute's `ncu`: find it, ask its version, run it.
+
+Always an argv list (never a shell), an explicit timeout, the exact command logged, the log kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memlens.errors import ConfigError, ProfilerError
+from memlens.io.processes import CommandFailed, run_command
+from memlens.io.processes import command_line as command_line  # re-exported: one way to print a command
+
+# The oldest ncu whose reports the readers have been checked against.
+MIN_VERSION = (2023, 1)
+CLOCK_CONTROLS = ("base", "none")
+STOP_GRACE_S = 5.0  # after SIGINT, how long ncu gets to write its report before SIGKILL
+CACHE_CONTROLS = ("all", "none")
+# kernel: each kernel replayed in place (memory saved and restored per pass); application: the whole
+# program run once per pass (it must launch the same kernels each run)
+REPLAY_MODES = ("kernel", "application")
+PERMISSION_HINT = (
+    "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run as root, or allow all users "
+    "with `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d and reboot; see "
+    "https://developer.nvidia.com/ERR_NVGPUCTRPERM"
+)
+
+
+@dataclass(frozen=True)
+class Ncu:
+    path: Path
+    version: tuple[int, ...]
+
+    @property
+    def version_text(self) -> str:
+        return ".".join(str(p) for p in self.version)
+
+
+def find_ncu(explicit: str | None = None) -> Ncu:
+    """ncu from --ncu, $MEMLENS_NCU, PATH, or the usual CUDA install folders."""
+    candidates = [explicit, os.environ.get("MEMLENS_NCU")]
+    if explicit is None and not os.environ.get("MEMLENS_NCU"):
+        candidates += [shutil.which("ncu"), "/usr/local/cuda/bin/ncu"]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            path = Path(candidate)
+            return Ncu(path, query_version(path))
+    where = explicit or os.environ.get("MEMLENS_NCU")
+    if where:
+        raise ProfilerError(f"ncu not found at {where}")
+    raise ProfilerError("ncu (Nsight Compute) not found: install it or pass --ncu PATH")
+
+
+def query_version(path: Path) -> tuple[int, ...]:
+    try:
+        done = run_command([str(path), "--version"], timeout=60)
+    except CommandFailed as exc:
+        raise ProfilerError(f"{path} --version failed: {exc}") from None
+    match = re.search(r"Version (\d+(?:\.\d+)+)", done.stdout)
+    if done.returncode != 0 or not match:
+        raise ProfilerError(f"{path} --version printed no version (exit code {done.returncode})")
+    version = tuple(int(p) for p in match.group(1).split("."))
+    if version[:2] < MIN_VERSION:
+        oldest = ".".join(map(str, MIN_VERSION))
+        raise ProfilerError(f"ncu {'.'.join(map(str, version))} is older than {oldest}, the oldest memlens reads")
+    return version
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    metrics: Sequence[str]
+    report: Path  # written as <report>.ncu-rep
+    log: Path
+    nvtx_include: str | tuple[str, ...]  # e.g. "regex:memlens@.*/"; () for every kernel
+    clock_control: str = "base"
+    cache_control: str = "all"
+    launch_count: int | None = None  # ncu --launch-count: profile at most this many launches
+    nvtx_exclude: tuple[str, ...] = ()  # ncu --nvtx-exclude: kernels in these ranges are not profiled
+    replay_mode: str = "kernel"  # ncu --replay-mode: "application" runs the program once per pass
+    launch_filter: tuple[str, ...] = ()  # ncu's kernel filter options (launch_sampling.LaunchSampling.ncu_args)
+
+    def __post_init__(self) -> None:
+        if self.replay_mode not in REPLAY_MODES:
+            raise ConfigError(f"replay mode {self.replay_mode!r} is not one of {', '.join(REPLAY_MODES)}")
+        if self.clock_control not in CLOCK_CONTROLS:
+            raise ConfigError(f"clock control {self.clock_control!r} is not one of {', '.join(CLOCK_CONTROLS)}")
+        if self.cache_control not in CACHE_CONTROLS:
+            raise ConfigError(f"cache control {self.cache_control!r} is not one of {', '.join(CACHE_CONTROLS)}")
+
+
+def profile_argv(ncu: Ncu, request: ProfileRequest, app: Sequence[str]) -> list[str]:
+    filters = (request.nvtx_include,) if isinstance(request.nvtx_include, str) else request.nvtx_include
+    return [
+        str(ncu.path),
+        "--clock-control", request.clock_control,
+        "--cache-control", request.cache_control,
+        "--replay-mode", request.replay_mode,
+        "--nvtx", *[arg for nvtx_filter in filters for arg in ("--nvtx-include", nvtx_filter)],
+        *[arg for nvtx_filter in request.nvtx_exclude for arg in ("--nvtx-exclude", nvtx_filter)],
+        *request.launch_filter,
+        *(["--launch-count", str(request.launch_count)] if request.launch_count else []),
+        "--metrics", ",".join(request.metrics),
+        "--export", str(request.report),
+        "--log-file", str(request.log),
+        *app,
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NcuRun:
+    argv: list[str]
+    returncode: int
+    seconds: float
+    log_text: str
+
+
+def run_ncu(
+    argv: list[str],
+    timeout: float | None,
+    poll: Callable[[], None] | None = None,
+    log: Path | None = None,
+    env: dict[str, str] | None = None,
+    stderr: int | None = None,
+) -> NcuRun:
+    """Run ncu in its own process group; on timeout, Ctrl-C or SIGTERM end the whole group.
+
+    ncu gets a session of its own, so a Ctrl-C at the terminal reaches memlens alone: memlens then
+    stops ncu and the profiled app together (end_group) and keeps what they wrote. SIGTERM (a CI
+    job cancelled) is taken as a Ctrl-C for as long as ncu runs. `env`: ncu's environment (None: memlens's);
+    `stderr`: a file descriptor for the stderr of ncu and the profiled app (default: this process's)."""
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                                   preexec_fn=_child_setup(), env=env)  # fmt: skip
+    except OSError as exc:
+        raise ProfilerError(f"cannot start {argv[0]}: {exc.strerror}") from None
+    try:
+        with sigterm_as_interrupt():
+            while True:
+                try:
+                    process.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if poll:
+                        poll()
+                    if timeout is not None and time.monotonic() - started > timeout:
+                        raise NcuTimeout(timeout) from None
+        if group_members(process.pid):  # ncu is done; anything the suite started in its group goes too
+            end_group(process)
+    except BaseException:
+        end_group(process)
+        raise
+    text = log.read_text(encoding="utf-8", errors="replace") if log and log.exists() else ""
+    return NcuRun(argv, process.returncode, time.monotonic() - started, text)
+
+
+def start_disassembler(report: Path) -> None:
+    """Start, on the first kernel ncu has written to `report`, the disassembler that reading the
+    report after ncu needs (readers/warm_up.py); imported once ncu runs."""
+    from memlens.readers import warm_up
+
+    warm_up.start(report)
+
+
+def _child_setup() -> Callable[[], None] | None:
+    """Where memlens itself ignores SIGINT (started in the background by a shell without job control,
+    or under nohup), ncu would inherit that and ignore the SIGINT that asks it to stop and write its
+    report: give it the default action back."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return None
+    return lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class NcuTimeout(ProfilerError):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"ncu ran past the {seconds:g} s timeout")
+        self.seconds = seconds
+
+
+def end_group(process: subprocess.Popen[bytes], grace: float | None = None) -> None:
+    """SIGINT the process group (ncu then writes what it has), then SIGKILL what is left.
+    A second Ctrl-C meanwhile is held until the group is gone, so nothing is left running."""
+    grace = STOP_GRACE_S if grace is None else grace
+    with hold_interrupts():
+        for sig in (signal.SIGINT, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            if _group_gone(process, grace):
+                break
+        if process.poll() is None:  # ncu itself is reaped even where its group outlived it
+            process.kill()
+            process.wait()
+
+
+def _group_gone(process: subprocess.Popen[bytes], grace: float) -> bool:
+    """Wait up to `grace` seconds for ncu to exit and every process of its group with it."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        process.poll()  # reap ncu, or it would count as alive
+        if not group_members(process.pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group `pgid`: from /proc on Linux, else by signal 0."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp ...
+        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
+            members.append(int(entry.name))
+    return members
+
+
+@contextlib.contextmanager
+def hold_interrupts() -> Iterator[None]:
+    """Defer Ctrl-C (SIGINT) and SIGTERM to the end of the block, where they raise KeyboardInterrupt:
+    for work that must not be cut in half, such as stopping ncu or saving partial results."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda number, frame: caught.append(number))
+                for sig in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises KeyboardInterrupt, so it is cleaned up like a Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(number: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def check_permission(log_text: str) -> None:
+    """ncu may not read the counters: it says so in its log, and may still exit 0."""
+    if "ERR_NVGPUCTRPERM" in log_text:
+        raise ProfilerError(PERMISSION_HINT)
+
+
+def check_log(log_text: str) -> None:
+    """Failures that ncu reports in its log while exiting 0: no permission, nothing profiled."""
+    check_permission(log_text)
+    if "No kernels were profiled" in log_text:
+        hint = " (the NVTX filter matched no range)" if "NVTX include expressions" in log_text else ""
+        raise ProfilerError(f"ncu profiled no kernel{hint}")
+
+
+def first_error(log_text: str) -> str | None:
+    """ncu's first `==ERROR==` line, without the prefix: the reason it gives for a failure."""
+    for line in log_text.splitlines():
+        if line.startswith("==ERROR=="):
+            return line.removeprefix("==ERROR==").strip() or None
+    return None

@@ -1,0 +1,323 @@
+"""`memlens profile -- COMMAND`: any program under ncu with memlens's metrics, into a run directory.
+
+What is profiled: the kernels launched inside the program's NVTX push/pop ranges that the filters
+select, in ncu's own `--nvtx-include` syntax (validated here, passed through as written):
+
+- `RANGE/`, `DOMAIN@RANGE/`: a push/pop range of the default domain or of DOMAIN; a trailing `/` is
+  what makes ncu match push/pop ranges (without it ncu matches start/end ranges only, silently).
+- `regex:EXPR/`, `regex:DOMAIN@EXPR/`: the same with a regular expression.
+- default: `regex:.*/` and `regex:.*@.*/`, every push/pop range of every domain: the first takes
+  NVTX's default domain (where `memlens.range`, `torch.cuda.nvtx.range` and `nvtxRangePushA` put
+  them), the second every named one (`nvtx.annotate(..., domain="mine")`, `nvtxDomainRangePushEx`);
+  and `regex:.*`, `regex:.*@.*`, every start/end range of every domain. A push/pop range belongs to
+  the thread that pushed it (ncu sees it around that thread's launches only); a start/end range
+  belongs to the process, so it covers the launches of every thread while it is open: PyTorch's
+  backward, run on its autograd thread, is covered by a start/end range around the step, not by a
+  push/pop one. `memlens.range` opens both (api.py).
+
+Which launches: `--launches first` (the default) profiles each distinct kernel (function, grid, block,
+shared memory) once, `--launches N` N times, `--launches all` every launch; `--warm-up K` leaves out
+the first K launches of each (launch_sampling.py says how, with ncu's own filters, and why).
+
+`--nvtx-exclude FILTER` (same syntax, repeatable) leaves out the kernels in the ranges it selects, from
+the filters above or from --all-kernels. `--all-kernels` profiles every kernel instead of NVTX
+ranges, the first `--launch-count` launches (default 100).
+The run directory is a suite run's: the raw profile.ncu-rep (never overwritten), ncu's log, the
+command, the program's stderr, results.json; `<out>/latest` points at it. Errors (exit 3 unless said):
+the program fails (its exit status and last stderr line), the filters match nothing, ncu missing,
+a command that is not there (2), a bad filter (2). The raw report is kept whatever happens.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import sys
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+from memlens import __version__
+from memlens.collect.kept_sources import keep_sources
+from memlens.collect.launch_sampling import (
+    COUNTS_ALL,
+    COUNTS_UNKNOWN,
+    RANGE_COUNTS_ENV,
+    RANGE_COUNTS_FILE,
+    LaunchSampling,
+    range_runs,
+    ranges_not_profiled,
+    read_range_counts,
+)
+from memlens.collect.ncu import (
+    NcuRun,
+    NcuTimeout,
+    ProfileRequest,
+    check_permission,
+    command_line,
+    find_ncu,
+    first_error,
+    profile_argv,
+    run_ncu,
+    start_disassembler,
+)
+from memlens.collect.run_dir import (
+    NCU_COMMAND,
+    NCU_LOG,
+    NCU_REPORT,
+    REPORT_STEM,
+    RESULTS,
+    driver_version,
+    new_run_dir,
+    point_latest,
+)
+from memlens.errors import ConfigError, MemlensError, ProfilerError
+from memlens.io.files import write_json_output, write_output
+from memlens.model.catalogue import ncu_metric_names
+from memlens.model.source_lines import CUPY_SAVE_SOURCE
+
+if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
+    from memlens.model.results import RunInfo, RunResults
+
+# push/pop ranges of the default domain and of every named one; start/end ranges of the same
+DEFAULT_FILTERS = ("regex:.*/", "regex:.*@.*/", "regex:.*", "regex:.*@.*")
+DEFAULT_LAUNCH_COUNT = 100
+STDERR_FILE = "program.stderr"
+_APP_FAILED = re.compile(r"The application returned an error code \((-?\d+)\)")
+
+
+@dataclass(frozen=True)
+class ProgramOptions:
+    command: tuple[str, ...]
+    nvtx_include: tuple[str, ...] = ()  # () -> DEFAULT_FILTERS, unless all_kernels
+    nvtx_exclude: tuple[str, ...] = ()
+    all_kernels: bool = False
+    launch_count: int | None = None
+    sampling: LaunchSampling = LaunchSampling()  # --launches all
+    out_dir: Path = Path("runs")
+    clock_control: str = "base"
+    cache_control: str = "all"
+    fast: bool = False
+    roofline: bool = False  # also the FLOP and L1 global-sector counters (more replay passes)
+    timeout: float | None = None
+    ncu: str | None = None
+    invocation: str = ""  # the memlens command line, for results.json
+
+    @property
+    def filters(self) -> tuple[str, ...]:
+        if self.all_kernels:
+            return ()
+        return self.nvtx_include or DEFAULT_FILTERS
+
+    @property
+    def launches(self) -> int | None:
+        if self.all_kernels and self.launch_count is None and self.sampling.every_launch:
+            return DEFAULT_LAUNCH_COUNT
+        return self.launch_count
+
+
+def validate_filter(nvtx_filter: str, option: str = "--nvtx-include") -> str:
+    """One --nvtx-include (or --nvtx-exclude) filter as ncu takes it, or ConfigError saying what is
+    wrong with it."""
+    shown = f"{option} {nvtx_filter!r}"
+    body = nvtx_filter.removeprefix("regex:")
+    if not body.strip("/"):
+        raise ConfigError(f"{shown}: names no range (e.g. 'mine/v1/', 'regex:.*/')")
+    if not body.endswith("/"):
+        raise ConfigError(f"{shown}: a push/pop range filter ends in '/' (ncu matches a filter without it against "
+                          f"start/end ranges only): did you mean {nvtx_filter + '/'!r}?")  # fmt: skip
+    domain, at, ranges = body.rpartition("@") if "@" in body else ("", "", body)
+    if at and not domain:
+        raise ConfigError(f"{shown}: empty domain before '@' (leave out '@' for the default domain)")
+    if nvtx_filter.startswith("regex:"):
+        for part in (domain, ranges[:-1]):
+            try:
+                re.compile(part)
+            except re.error as exc:
+                raise ConfigError(f"{shown}: bad regular expression {part!r}: {exc}") from None
+    return nvtx_filter
+
+
+def validate(options: ProgramOptions) -> None:
+    if not options.command:
+        raise ConfigError("no program to profile: memlens profile [options] -- COMMAND [ARGS...]")
+    if options.all_kernels and options.nvtx_include:
+        raise ConfigError("--all-kernels profiles every kernel: leave out --nvtx-include, or --all-kernels")
+    if options.launch_count is not None and options.launch_count < 1:
+        raise ConfigError(f"--launch-count {options.launch_count}: give 1 or more")
+    if options.launch_count is not None and not options.sampling.every_launch:
+        mode = options.sampling.mode
+        raise ConfigError(f"--launch-count counts every launch: give it with --launches all (--launches {mode} "
+                          "profiles each distinct kernel, not the first N launches)")  # fmt: skip
+    for nvtx_filter in options.nvtx_include:
+        validate_filter(nvtx_filter)
+    for nvtx_filter in options.nvtx_exclude:
+        validate_filter(nvtx_filter, "--nvtx-exclude")
+    program = options.command[0]
+    if shutil.which(program) is None:
+        where = "not an executable file" if os.sep in program else "not found on PATH"
+        raise ConfigError(f"cannot run {program!r}: {where}")
+
+
+def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
+    """Profile the program; results.json is written whatever happens once the run directory exists."""
+    validate(options)
+    ncu = find_ncu(options.ncu)
+    run_dir = new_run_dir(options.out_dir)
+    request = ProfileRequest(
+        metrics=ncu_metric_names(options.fast, options.roofline),
+        report=run_dir / REPORT_STEM,
+        log=run_dir / NCU_LOG,
+        nvtx_include=options.filters,
+        nvtx_exclude=options.nvtx_exclude,
+        clock_control=options.clock_control,
+        cache_control=options.cache_control,
+        launch_count=options.launches,
+        launch_filter=tuple(options.sampling.ncu_args()),
+    )
+    argv = profile_argv(ncu, request, options.command)
+    write_output(run_dir / NCU_COMMAND, command_line(argv) + "\n")
+    started = dt.datetime.now(dt.timezone.utc)
+    stderr = _StderrTee(run_dir / STDERR_FILE)
+    error: BaseException | None = None
+    run: NcuRun | None = None
+    try:
+        warm = None if options.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
+        env = {**program_env(), RANGE_COUNTS_ENV: str(run_dir / RANGE_COUNTS_FILE)}  # memlens.range counts its runs
+        run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end, env=env)
+    except NcuTimeout as exc:
+        error = ProfilerError(f"{exc}; partial results in {run_dir}")
+    except KeyboardInterrupt:
+        error = KeyboardInterrupt(f"partial results in {run_dir}")
+    finally:
+        last_line = stderr.close()
+    if run is not None:
+        error = _failure(run, options, last_line, run_dir)
+    from memlens.model.results import RunInfo
+
+    info = RunInfo(
+        ncu_version=ncu.version_text,
+        driver_version=driver_version(),
+        clock_control=options.clock_control,
+        cache_control=options.cache_control,
+        fast=options.fast,
+        command=options.invocation or command_line(options.command),
+        started_at=started.isoformat(timespec="seconds"),
+        wall_seconds=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds(), 2),
+        memlens_version=__version__,
+        launches=options.sampling.mode,
+        warm_up=options.sampling.warm_up,
+        launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN,
+    )
+    results, read_error = _collect(run_dir, info, complete=error is None)
+    counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
+    if counts:
+        kernels = tuple(replace(k, range_runs=range_runs(k.nvtx, counts)) for k in results.kernels)
+        not_profiled = None if options.sampling.every_launch else ranges_not_profiled(counts, kernels)
+        info = replace(results.info, ranges_not_profiled=not_profiled or None)
+        results = replace(results, kernels=kernels, info=info)
+    error = error or read_error
+    if error is None and not results.kernels:
+        error = ProfilerError(_nothing_profiled(options, run_dir))
+        results = replace(results, complete=False)
+    write_json_output(run_dir / RESULTS, results.to_json())  # OutputError (exit 2) on an OS error
+    link_error = point_latest(options.out_dir, run_dir)  # always: a failed run is the latest too
+    error = error or link_error
+    if error is not None:
+        raise error
+    return run_dir, results
+
+
+def program_env() -> dict[str, str]:
+    """The profiled program's environment: memlens's, with CuPy asked to save each kernel's source in
+    its cache (CUPY_CACHE_SAVE_CUDA_SOURCE=1, unless set), so its temporary copy can be shown."""
+    return {**os.environ, CUPY_SAVE_SOURCE: os.environ.get(CUPY_SAVE_SOURCE, "1")}
+
+
+def _failure(run: NcuRun, options: ProgramOptions, last_line: str, run_dir: Path) -> ProfilerError | None:
+    """What went wrong in a run of ncu that ended by itself, or None."""
+    check_permission(run.log_text)
+    failed = _APP_FAILED.search(run.log_text)
+    if failed or (run.returncode != 0 and "Connected to process" in run.log_text):
+        status = failed.group(1) if failed else str(run.returncode)
+        said = f": {last_line}" if last_line else " (it wrote nothing to stderr)"
+        return ProfilerError(f"the program {command_line(options.command[:1])} exited with status {status}{said}; "
+                             f"what was profiled is in {run_dir}")  # fmt: skip
+    if run.returncode != 0:
+        reason = first_error(run.log_text)
+        because = f" ({reason})" if reason else ""
+        return ProfilerError(f"ncu exited with code {run.returncode}{because}; see {run_dir / NCU_LOG}")
+    if "No kernels were profiled" in run.log_text:
+        return ProfilerError(_nothing_profiled(options, run_dir))
+    return None
+
+
+def _nothing_profiled(options: ProgramOptions, run_dir: Path) -> str:
+    excluded = "".join(f" --nvtx-exclude {f!r}" for f in options.nvtx_exclude)
+    if options.sampling.warm_up:
+        excluded += f" (or each kernel ran --warm-up {options.sampling.warm_up} times or fewer)"
+    if options.all_kernels:
+        but = f" outside{excluded}" if excluded else ""
+        return f"ncu profiled no kernel: the program launched none{but}; see {run_dir / NCU_LOG}"
+    filters = " ".join(f"--nvtx-include {f!r}" for f in options.filters)
+    default = " (the default)" if not options.nvtx_include else ""
+    return (f"ncu profiled no kernel: {filters}{default}{excluded} matched no NVTX range that launched one "
+            f"(--all-kernels profiles every kernel); see {run_dir / NCU_LOG}")  # fmt: skip
+
+
+def _collect(run_dir: Path, info: RunInfo, complete: bool) -> tuple[RunResults, MemlensError | None]:
+    from memlens.model.results import RunResults
+    from memlens.model.roofline import run_ceilings
+    from memlens.readers import read_report
+
+    report = run_dir / NCU_REPORT
+    if not report.exists():
+        return RunResults(info, (), (), False), None
+    try:
+        measured = read_report(report, instructions=True)  # each kernel's lines, as for a suite run
+    except MemlensError as exc:
+        return RunResults(info, (), (), False), ProfilerError(f"report unreadable: {exc}; kept in {run_dir}")
+    info = replace(info, gpu_name=measured.info.gpu_name, compute_capability=measured.info.compute_capability,
+                   source=report.name, **run_ceilings(measured.kernels))  # fmt: skip
+    results = RunResults(info, measured.kernels, (), complete, embedded_sources=measured.embedded_sources)
+    return keep_sources(results), None
+
+
+class _StderrTee:
+    """The profiled program's stderr (and ncu's), shown here as it comes and kept in a file: its last
+    line names why a failing program failed."""
+
+    def __init__(self, path: Path) -> None:
+        read_end, self.write_end = os.pipe()
+        self.reader = os.fdopen(read_end, "rb")
+        self.file: BinaryIO = path.open("wb")
+        self.last_line = b""
+        self.thread = threading.Thread(target=self._copy, name="memlens-stderr", daemon=True)
+        self.thread.start()
+
+    def _copy(self) -> None:
+        target = getattr(sys.stderr, "buffer", None)
+        for line in self.reader:
+            self.file.write(line)
+            if line.strip():
+                self.last_line = line
+            if target is not None:
+                target.write(line)
+                target.flush()
+            else:
+                sys.stderr.write(line.decode("utf-8", errors="replace"))
+
+    def close(self) -> str:
+        """Stops copying (once the program and ncu are gone) and returns the last non-empty line."""
+        os.close(self.write_end)
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():  # else a process the program left holds the pipe: leave it be
+            self.file.close()
+            self.reader.close()
+        from memlens.model.results import printable
+
+        text = printable(self.last_line.decode("utf-8", errors="replace").strip())
+        return text if len(text) <= 200 else text[:197] + "..."

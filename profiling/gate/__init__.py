@@ -1,0 +1,1 @@
+"""The gate: rules files, baselines, and the verdicts of rules against measured kernels."""

@@ -1,0 +1,487 @@
+"""The gate: rules evaluated against measured kernels (and a baseline) -> typed verdicts, and
+those verdicts as JUnit XML, GitHub-flavoured Markdown, JSON and a terminal table.
+
+What can be gated is `Measurements`: the kernels of a profile run (`from_run`) or of a static
+check (`from_static`). One check per (rule, selected kernel); a rule that selects nothing, a
+metric the run lacks, an empty run, an incomplete run and a variant with a wrong result all fail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Literal, Protocol
+from xml.etree import ElementTree
+
+from rich.table import Table
+from rich.text import Text
+
+from memlens.gate.rules import ALL_METRICS, AbsoluteBound, PaperBound, RegressionBound, Rule, RuleSet, Tolerance
+from memlens.io.markdown import md_code, md_escape
+from memlens.model.catalogue import Metric
+from memlens.model.kernel_names import NAME_WIDTH, elide_middle, neutral
+from memlens.model.line_compare import LineChange, LineSet, SourceLine, compare_lines, kernel_line_set
+from memlens.model.results import MetricValue, RunResults
+from memlens.model.units import format_value, plural, shown_list
+from memlens.static.check import StaticResults, is_static_json, load_static
+from memlens.theory.paper import PaperCheck, checks
+
+Status = Literal["pass", "warn", "fail", "skip"]
+Kind = Literal["profile", "static"]
+RUN_CHECK = "run"  # the rule name of checks on the run itself
+SHOWN_LABELS = 8  # labels a rule that selects nothing lists, and how many more there are
+
+
+class Measured(Protocol):
+    """A kernel with figures: a profile run's KernelResult or a static check's StaticKernel."""
+
+    @property
+    def label(self) -> str: ...
+
+    def metric(self, key: str) -> MetricValue: ...
+
+
+@dataclass(frozen=True)
+class Subject:
+    key: str  # the label, or "label#2" for its second launch: how a baseline finds it
+    label: str
+    measured: Measured
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a comparison with a baseline depends on."""
+
+    gpu_name: str | None = None
+    compute_capability: str | None = None
+    driver_version: str | None = None
+    ncu_version: str | None = None
+    clock_control: str | None = None
+    arch: str | None = None  # static check: the target, e.g. sm_90
+    compiler: str | None = None  # static check: e.g. "nvrtc 12.9, ptxas 12.9.86"
+
+
+@dataclass(frozen=True)
+class Measurements:
+    kind: Kind
+    source: str
+    environment: Environment
+    subjects: tuple[Subject, ...]
+    problems: tuple[tuple[str, str], ...] = ()  # (subject, message): the run's own failures
+    paper: dict[str, PaperCheck] = field(default_factory=dict)  # label -> figure on paper against the measured
+    lines: Mapping[str, LineSet] | None = None  # subject key -> its source lines; None: not read
+
+
+class BaselineValues(Protocol):
+    def value(self, subject_key: str, metric_key: str) -> float | None: ...
+
+    def lines_of(self, subject_key: str) -> tuple[SourceLine, ...] | None: ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rule: str  # the rule's name, or RUN_CHECK
+    subject: str  # the kernel's key, or "" for a check on the whole rule or run
+    status: Status
+    message: str
+    metric: str | None = None
+    value: float | None = None
+    bound: str = ""  # the bound in words, e.g. "<= 0", "<= baseline +10%"
+    baseline: float | None = None
+    line: int | None = None  # the rule's line in the rules file
+    source_file: str | None = None  # a line rule's source line: its file, number and code
+    source_line: int | None = None
+    source_code: str | None = None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    rules: str
+    source: str
+    kind: Kind
+    verdicts: tuple[Verdict, ...]
+    notes: tuple[str, ...] = ()  # environment differences and other remarks
+
+    def count(self, status: Status) -> int:
+        return sum(1 for v in self.verdicts if v.status == status)
+
+    @property
+    def passed(self) -> bool:
+        return self.count("fail") == 0
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{self.count(s)} {s}" for s in ("pass", "warn", "fail", "skip") if self.count(s))
+        return f"{'PASSED' if self.passed else 'FAILED'}: {plural(len(self.verdicts), 'check')} ({counts or 'none'})"
+
+
+# --- what can be gated -------------------------------------------------------------------------
+
+
+def _subjects(items: Iterable[Measured]) -> tuple[Subject, ...]:
+    seen: dict[str, int] = {}
+    subjects = []
+    for item in items:
+        seen[item.label] = seen.get(item.label, 0) + 1
+        key = item.label if seen[item.label] == 1 else f"{item.label}#{seen[item.label]}"
+        subjects.append(Subject(key, item.label, item))
+    return tuple(subjects)
+
+
+def from_run(run: RunResults) -> Measurements:
+    info = run.info
+    problems = [("", "the run stopped before every variant ran (incomplete)")] if not run.complete else []
+    problems += [(f"{o.family}/{o.variant}", f"{o.status}: {o.message}".rstrip(": "))
+                 for o in run.outcomes if o.status in ("wrong", "failed")]  # fmt: skip
+    environment = Environment(
+        info.gpu_name, info.compute_capability, info.driver_version, info.ncu_version, info.clock_control
+    )
+    return Measurements("profile", info.source or "", environment, _subjects(run.kernels), tuple(problems),
+                        checks(run))  # fmt: skip
+
+
+def from_static(results: StaticResults) -> Measurements:
+    environment = Environment(arch=results.arch, compiler=results.compiler)
+    problems = tuple((f.label, f"did not compile: {f.message}") for f in results.failures)
+    return Measurements("static", results.source, environment, _subjects(results.kernels), problems)
+
+
+def read_measurements(path: str | Path, lines: bool = False) -> Measurements:
+    """A static-check JSON (`memlens check --json`), or anything `read_report` reads: a run
+    directory, results.json, .ncu-rep or ncu CSV; with `lines`, each kernel's source lines too."""
+    from memlens.readers import read_report, read_with_instructions  # ncu_report only when needed
+
+    path = Path(path)
+    if is_static_json(path):
+        static = from_static(load_static(path))
+        return replace(static, source=str(path))
+    run = read_with_instructions(path) if lines else read_report(path)
+    measurements = from_run(run)
+    if lines and any(k.instructions for k in run.kernels):
+        by_key = {s.key: kernel_line_set(run, s.measured) for s in measurements.subjects}  # type: ignore[arg-type]
+        measurements = replace(measurements, lines=by_key)
+    return replace(measurements, source=str(path))  # named as the user gave it, not as the file it was made from
+
+
+# --- evaluation --------------------------------------------------------------------------------
+
+
+def evaluate(
+    rules: RuleSet, measurements: Measurements, baseline: BaselineValues | None = None, notes: Sequence[str] = ()
+) -> GateResult:
+    verdicts = list(_run_verdicts(measurements))
+    for rule in rules.rules:
+        verdicts.extend(_rule_verdicts(rule, measurements, baseline))
+    return GateResult(str(rules.path), measurements.source, measurements.kind, tuple(verdicts), tuple(notes))
+
+
+def _run_verdicts(measurements: Measurements) -> Iterable[Verdict]:
+    if not measurements.subjects:
+        yield Verdict(RUN_CHECK, "", "fail", f"no kernels in {measurements.source or 'the run'}")
+    for subject, message in measurements.problems:
+        yield Verdict(RUN_CHECK, subject, "fail", message)
+
+
+def _rule_verdicts(rule: Rule, measurements: Measurements, baseline: BaselineValues | None) -> Iterable[Verdict]:
+    selected = [s for s in measurements.subjects if rule.selector.matches(s.label)]
+    if not selected:
+        labels = shown_list(sorted({s.label for s in measurements.subjects}), SHOWN_LABELS)
+        message = f"selects no kernel ({rule.selector.describe()}); labels in the run: {labels}"
+        yield Verdict(rule.name, "", "fail", message, rule.metric.key, line=rule.line)
+        return
+    for subject in selected:
+        if isinstance(rule.bound, PaperBound):
+            yield _check_paper(rule, subject, measurements)
+        elif rule.per_line and measurements.kind == "profile":
+            yield from _check_lines(rule, subject, measurements, baseline)
+        else:
+            yield _check(rule, subject, measurements.kind, baseline)
+
+
+def _check(rule: Rule, subject: Subject, kind: Kind, baseline: BaselineValues | None) -> Verdict:
+    metric = rule.metric
+    verdict = _verdict_maker(rule, subject)
+    if rule.static != (kind == "static"):
+        wanted = "a static figure: gate `memlens check --json` output" if rule.static else "a profiler metric"
+        return verdict("fail", f"{metric.key} is {wanted}, not part of this {kind} result")
+    measured = subject.measured.metric(metric.key)
+    if measured.value is None:
+        return verdict("fail", f"{metric.key} missing: {measured.missing_reason or 'no value'}")
+    if isinstance(rule.bound, AbsoluteBound):
+        return _check_absolute(rule.bound, metric, measured.value, verdict)
+    if baseline is None:
+        return verdict("skip", "no baseline given (--baseline FILE)", measured.value)
+    before = baseline.value(subject.key, metric.key)
+    if before is None:
+        return verdict("fail", f"{subject.key} has no {metric.key} in the baseline (save a new baseline)",
+                       measured.value)  # fmt: skip
+    return _check_regression(rule.bound, metric, measured.value, before, verdict)
+
+
+def _check_paper(rule: Rule, subject: Subject, measurements: Measurements) -> Verdict:
+    """`equals_paper`: the label's exact excess (all its launches) against its declared figure."""
+    verdict = _verdict_maker(rule, subject)
+    if measurements.kind == "static":
+        return verdict("fail", f"{rule.metric.key} is a profiler metric, not part of this static result")
+    found = measurements.paper.get(subject.label)
+    if found is None:
+        return verdict("fail", f"{subject.label} declares no exact excess wavefronts on paper "
+                               "(Expect(excess_wavefronts=...) in its suite)")  # fmt: skip
+    words = f"== paper {found.paper:,}"
+    if found.measured is None:
+        reason = subject.measured.metric(rule.metric.key).missing_reason or "no value"
+        return verdict("fail", f"{rule.metric.key} missing: {reason}", None, words)
+    if not found.as_on_paper:
+        return verdict("fail", f"{rule.metric.key} {found.words()}", found.measured, words)
+    return verdict("pass", f"{rule.metric.key} = {found.paper:,}, {found.words()}", found.measured, words)
+
+
+VerdictMaker = Callable[..., Verdict]
+
+
+def _verdict_maker(rule: Rule, subject: Subject) -> VerdictMaker:
+    def make(status: Status, message: str, value: float | None = None, bound: str = "",
+             baseline: float | None = None) -> Verdict:  # fmt: skip
+        return Verdict(rule.name, subject.key, status, message, rule.metric.key, value, bound, baseline, rule.line)
+
+    return make
+
+
+_SYMBOL = {"max": "<=", "min": ">=", "equals": "=="}
+
+
+def _check_absolute(bound: AbsoluteBound, metric: Metric, value: float, verdict: VerdictMaker) -> Verdict:
+    words = f"{_SYMBOL[bound.kind]} {_figure(bound.limit, metric.unit)}"
+    shown = _figure(value, metric.unit)
+    if not _within(bound.kind, value, bound.limit):
+        return verdict("fail", f"{metric.key} = {shown}, expected {words}", value, words)
+    if bound.warn is not None and not _within(bound.kind, value, bound.warn):
+        warn = f"{_SYMBOL[bound.kind]} {_figure(bound.warn, metric.unit)}"
+        return verdict("warn", f"{metric.key} = {shown}: within {words} but past the warning level {warn}",
+                       value, words)  # fmt: skip
+    return verdict("pass", f"{metric.key} = {shown} ({words})", value, words)
+
+
+def _within(kind: str, value: float, limit: float) -> bool:
+    # Exact comparisons: deterministic counts are whole numbers, exact in a float up to 2**53.
+    if kind == "max":
+        return value <= limit
+    if kind == "min":
+        return value >= limit
+    return value == limit
+
+
+def _check_regression(
+    bound: RegressionBound, metric: Metric, value: float, before: float, verdict: VerdictMaker
+) -> Verdict:
+    lower = metric.better == "lower"
+    words = f"{'<=' if lower else '>='} baseline {'+' if lower else '-'}{bound.limit.describe()}"
+    change = _change(value, before)
+    detail = f"{metric.key} = {_figure(value, metric.unit)}, baseline {_figure(before, metric.unit)} ({change})"
+    if not _no_worse(value, before, bound.limit.allowance(before), lower, metric.deterministic):
+        return verdict("fail", f"{detail}: regressed by more than {bound.limit.describe()}", value, words, before)
+    if bound.warn is not None and not _no_worse(value, before, bound.warn.allowance(before), lower,
+                                                metric.deterministic):  # fmt: skip
+        return verdict("warn", f"{detail}: regressed by more than the warning level {bound.warn.describe()}",
+                       value, words, before)  # fmt: skip
+    return verdict("pass", detail, value, words, before)
+
+
+def _no_worse(value: float, before: float, allowance: float, lower: bool, exact: bool) -> bool:
+    # A non-deterministic figure gets a hair of slack for float rounding of "baseline * 1.1".
+    slack = 0.0 if exact else 1e-9 * max(abs(before), abs(value))
+    return value <= before + allowance + slack if lower else value >= before - allowance - slack
+
+
+# --- rules on every source line ------------------------------------------------------------------
+
+
+NO_LINES = ("no per-line figures: the run has no per-instruction values (profile without --fast, from a"
+            " run directory, results.json or .ncu-rep, not a CSV)")
+
+
+def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,
+                 baseline: BaselineValues | None) -> list[Verdict]:  # fmt: skip
+    """One verdict per line that fails (or warns), naming it; one passing verdict where none does."""
+    metric, bound, verdict = rule.metric, rule.bound, _verdict_maker(rule, subject)
+    head = (measurements.lines or {}).get(subject.key)
+    if head is None:
+        return [verdict("fail", f"{metric.key}: {NO_LINES}")]
+    checked: list[tuple[SourceLine, LineChange | None]] = [(line, None) for line in head.lines]
+    if isinstance(bound, AbsoluteBound):
+        words = f"{_SYMBOL[bound.kind]} {_figure(bound.limit, metric.unit)}"
+
+        def status(line: SourceLine, change: LineChange | None) -> Status:
+            value = line.figures.value(metric.key)
+            if not _within(bound.kind, value, bound.limit):
+                return "fail"
+            return "warn" if bound.warn is not None and not _within(bound.kind, value, bound.warn) else "pass"
+    else:
+        if baseline is None:
+            return [verdict("skip", "no baseline given (--baseline FILE)")]
+        before_lines = baseline.lines_of(subject.key) if hasattr(baseline, "lines_of") else None
+        if before_lines is None:
+            return [verdict("fail", f"{subject.key} has no per-line figures in the baseline"
+                                    " (save a new baseline with this memlens)")]  # fmt: skip
+        changes = compare_lines(subject.key, LineSet(before_lines, texts_own=True), head).lines
+        by_head = {(c.file, c.head_line, c.source): c for c in changes if c.head is not None}
+        checked = [(line, by_head.get((line.file, line.line, line.source))) for line in head.lines]
+        words = f"<= baseline +{bound.limit.describe()}"
+
+        def status(line: SourceLine, change: LineChange | None) -> Status:
+            if not _line_no_worse(bound.limit, metric.key, line, change):
+                return "fail"
+            warn = bound.warn is not None and not _line_no_worse(bound.warn, metric.key, line, change)
+            return "warn" if warn else "pass"
+
+    judged = [(status(line, change), line, change) for line, change in checked]
+    bad = sorted((j for j in judged if j[0] != "pass"), key=lambda j: j[0] != "fail")
+    if not bad:
+        worst = max(head.lines, key=lambda line: line.figures.value(metric.key), default=None)
+        top = "" if worst is None else (f", the most {_figure(worst.figures.value(metric.key), metric.unit)}"
+                                        f" at {worst.location}")  # fmt: skip
+        return [verdict("pass", f"{metric.key}: {len(checked)} lines {words}{top}", None, words)]
+    return [_line_verdict(rule, subject, state, line, change, words) for state, line, change in bad]
+
+
+def _line_no_worse(tolerance: Tolerance, key: str, line: SourceLine, change: LineChange | None) -> bool:
+    before = change.base.value(key) if change is not None and change.base is not None else 0.0
+    return line.figures.value(key) <= before + tolerance.allowance(before)
+
+
+def _line_verdict(rule: Rule, subject: Subject, status: Status, line: SourceLine, change: LineChange | None,
+                  words: str) -> Verdict:  # fmt: skip
+    metric = rule.metric
+    value = line.figures.value(metric.key)
+    where = line.location
+    before = None
+    detail = f"{_figure(value, metric.unit)}, expected {words}"
+    if rule.needs_baseline:
+        before = change.base.value(metric.key) if change is not None and change.base is not None else 0.0
+        if change is not None and change.base_line not in (None, line.line):
+            where += f" (line {change.base_line} in the baseline)"
+        kind = "new line" if change is None or change.base is None else change.change
+        detail = f"{_figure(value, metric.unit)}, baseline {_figure(before, metric.unit)} ({kind}), expected {words}"
+    level = "" if status == "fail" else " (past the warning level)"
+    code = f": {line.source}" if line.file and line.source else ""
+    return Verdict(rule.name, subject.key, status, f"{metric.key} at {where}{level}: {detail}{code}", metric.key,
+                   value, words, before, rule.line, line.file, line.line, line.source)  # fmt: skip
+
+
+def _change(value: float, before: float) -> str:
+    if before == 0:
+        return "unchanged" if value == 0 else f"{value - before:+g} from zero"
+    return f"{(value - before) / abs(before) * 100:+.1f}%"
+
+
+# --- renderers ---------------------------------------------------------------------------------
+
+
+def to_json(result: GateResult) -> dict[str, object]:
+    counts = {s: result.count(s) for s in ("pass", "warn", "fail", "skip")}
+    return {
+        "kind": "memlens-gate", "schema_version": 1, "passed": result.passed, "counts": counts,
+        "rules": result.rules, "source": result.source, "measurements": result.kind,
+        "notes": list(result.notes), "verdicts": [asdict(v) for v in result.verdicts],
+    }  # fmt: skip
+
+
+def to_json_text(result: GateResult) -> str:
+    return json.dumps(to_json(result), indent=2) + "\n"
+
+
+def _case_name(verdict: Verdict) -> str:
+    return f"{verdict.subject} [{verdict.metric}]" if verdict.metric and verdict.subject else verdict.subject or "all"
+
+
+def to_junit(result: GateResult) -> str:
+    """JUnit XML (the Jenkins/Ant schema): one testsuite, one testcase per check. ElementTree
+    escapes `<`, `>`, `&` and quotes; characters XML 1.0 forbids are replaced first."""
+    counts = {"tests": str(len(result.verdicts)), "failures": str(result.count("fail")), "errors": "0"}
+    root = ElementTree.Element("testsuites", {"name": "memlens gate", **counts})  # no "skipped" there
+    suite = ElementTree.SubElement(root, "testsuite", {"name": _xml_text(f"memlens gate {result.rules}"), **counts,
+                                                       "skipped": str(result.count("skip")), "time": "0"})  # fmt: skip
+    properties = ElementTree.SubElement(suite, "properties")
+    for name, value in [("rules", result.rules), ("source", result.source), ("measurements", result.kind)] + [
+        (f"note{i + 1}", note) for i, note in enumerate(result.notes)
+    ]:
+        ElementTree.SubElement(properties, "property", {"name": name, "value": _xml_text(value)})
+    for verdict in result.verdicts:
+        case = ElementTree.SubElement(suite, "testcase", {
+            "classname": _xml_text(f"memlens.gate.evaluate.{verdict.rule}"), "name": _xml_text(_case_name(verdict)),
+            "time": "0"})  # fmt: skip
+        message = _xml_text(verdict.message)
+        if verdict.status == "fail":
+            failure = ElementTree.SubElement(case, "failure", {"message": message, "type": "GateFailed"})
+            failure.text = message + (f"\n(rules file line {verdict.line})" if verdict.line else "")
+        elif verdict.status == "skip":
+            ElementTree.SubElement(case, "skipped", {"message": message})
+        else:
+            ElementTree.SubElement(case, "system-out").text = f"{verdict.status.upper()}: {message}"
+    ElementTree.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
+
+
+def _xml_text(text: str) -> str:
+    """`text` without the characters XML 1.0 cannot hold (control characters other than tab/newline),
+    bidirectional controls shown as their codes."""
+    return "".join(c if c in "\t\n\r" or (" " <= c <= "\ud7ff") or ("\ue000" <= c <= "\ufffd")
+                   or c > "\uffff" else "\ufffd" for c in neutral(text))  # fmt: skip
+
+
+_ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "skip": "⏭️ skip"}
+
+
+def to_markdown(result: GateResult) -> str:
+    """A GitHub step summary: failures, warnings and skips in a table, passing checks folded away."""
+    lines = [f"## memlens gate: {result.summary()}", "",
+             f"Rules `{_code(result.rules)}` on {result.kind} results `{_code(result.source)}`.", ""]  # fmt: skip
+    lines += [f"> {md_escape(note)}" for note in result.notes] + ([""] if result.notes else [])
+    order = {"fail": 0, "warn": 1, "skip": 2}
+    shown = sorted((v for v in result.verdicts if v.status != "pass"), key=lambda v: order[v.status])
+    passed = [v for v in result.verdicts if v.status == "pass"]
+    if shown:
+        lines += _markdown_table(shown) + [""]
+    if passed:
+        lines += ["<details><summary>" + f"{len(passed)} passing checks" + "</summary>", ""]
+        lines += _markdown_table(passed) + ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_table(verdicts: Sequence[Verdict]) -> list[str]:
+    lines = ["| status | rule | kernel | metric | value | bound | baseline | detail |",
+             "|---|---|---|---|---:|---|---:|---|"]  # fmt: skip
+    for v in verdicts:
+        unit = ALL_METRICS[v.metric].unit if v.metric in ALL_METRICS else ""
+        cells = [_ICON[v.status], md_escape(v.rule), md_code(elide_middle(v.subject, NAME_WIDTH)) if v.subject else "—",
+                 md_escape(v.metric or "—"), _figure(v.value, unit), md_escape(v.bound or "—"),
+                 _figure(v.baseline, unit), md_escape(v.message)]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _code(text: str) -> str:
+    """`text` for a one-backtick code span (no escapes work there): backticks and breaks dropped."""
+    return " ".join(text.replace("`", "'").splitlines())
+
+
+def _figure(value: float | None, unit: str) -> str:
+    """A figure with its unit: "0.554 ms", "4,224 B", "12.3 MB", "yes"; counts as plain numbers."""
+    return "—" if value is None else format_value(value, unit)
+
+
+_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+
+
+def to_table(result: GateResult) -> Table:
+    """The verdicts as a rich table; every cell is a Text, so names print as they are."""
+    table = Table(title=f"memlens gate: {result.rules} on {result.source}", caption=result.summary())
+    for column in ("status", "rule", "kernel", "detail"):
+        table.add_column(column, overflow="fold")
+    for v in result.verdicts:
+        table.add_row(Text(v.status.upper(), style=_STYLE[v.status]), Text(neutral(v.rule)),
+                      Text(elide_middle(neutral(v.subject), NAME_WIDTH) or "-"), Text(neutral(v.message)))  # fmt: skip
+    return table
+
+

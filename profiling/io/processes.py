@@ -1,0 +1,137 @@
+"""Every short-lived command memlens starts (compilers, c++filt, nvidia-smi, git, `ncu --version`,
+doctor's probe) goes through `run_command`: an argv list (never a shell), an explicit timeout that
+ends the command's whole process group, and the command with its output kept when it fails.
+ncu's long profiling run has its own wrapper, `ncu.run_ncu`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memlens.errors import ProfilerError
+
+log = logging.getLogger("memlens")
+
+REAP_SECONDS = 5.0  # after the group is killed, how long to wait for its pipes to close
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The command as one line a shell would run (for logs and messages)."""
+    return shlex.join(argv)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A command that ran to its end, whatever its exit code."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def failure(self) -> str:
+        """One line naming the command, its exit code and its last line of output."""
+        last = (self.output.strip().splitlines() or [""])[-1]
+        because = f": {last}" if last else ""
+        return f"{command_line(self.argv)} exited with code {self.returncode}{because}"
+
+
+class CommandFailed(ProfilerError):
+    """A command could not be started, or ran past its timeout; `argv` and `output` say which and what."""
+
+    def __init__(self, message: str, argv: Sequence[str], output: str = "") -> None:
+        super().__init__(message)
+        self.argv = tuple(argv)
+        self.output = output
+
+
+class CommandTimeout(CommandFailed):
+    def __init__(self, argv: Sequence[str], seconds: float, output: str = "") -> None:
+        super().__init__(f"{command_line(argv)} ran past its {seconds:g} s timeout", argv, output)
+        self.seconds = seconds
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    input: str | None = None,  # noqa: A002 - subprocess's own name for it
+    env: Mapping[str, str] | None = None,
+) -> Finished:
+    """Run `argv` in a process group of its own and wait up to `timeout` seconds. Past the timeout
+    (or on Ctrl-C) the whole group is killed, grandchildren included. CommandFailed where it cannot
+    start, CommandTimeout past the timeout; a non-zero exit is returned, for the caller to judge."""
+    argv = tuple(str(a) for a in argv)
+    log.info("running %s", command_line(argv))
+    try:
+        process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, errors="replace", env=None if env is None else dict(env),
+            start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:
+        raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
+    try:
+        stdout, stderr = process.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise CommandTimeout(argv, timeout, _end_group(process)) from None
+    except BaseException:
+        _end_group(process)
+        raise
+    return Finished(argv, process.returncode, stdout, stderr)
+
+
+def start_command(argv: Sequence[str], *, env: Mapping[str, str], output: Path) -> subprocess.Popen[bytes]:
+    """Start `argv` in a process group of its own, its stdout and stderr into the file `output`,
+    without waiting: for commands that run at once (`bench --gpus`); the caller waits for them
+    and ends their groups (ncu.end_group) on a timeout or Ctrl-C. CommandFailed where it cannot start."""
+    argv = tuple(str(a) for a in argv)
+    log.info("starting %s", command_line(argv))
+    try:
+        with output.open("wb") as sink:
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                    env=dict(env), start_new_session=True)  # fmt: skip
+    except OSError as exc:
+        raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
+
+
+def start_pipe(argv: Sequence[str], *, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """Start `argv` with pipes to its stdin and from its stdout (stderr discarded), without waiting:
+    for helpers that run at once and hand back what they made (readers/helpers.py); the caller writes,
+    reads and waits. CommandFailed where it cannot start."""
+    argv = tuple(str(a) for a in argv)
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=dict(env))  # fmt: skip
+    except OSError as exc:
+        raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
+
+
+def _end_group(process: subprocess.Popen[str]) -> str:
+    """Kill the command's process group; the output it wrote before, where it can be read."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    try:
+        stdout, stderr = process.communicate(timeout=REAP_SECONDS)
+    except (subprocess.TimeoutExpired, ValueError):  # a process outside the group holds the pipes
+        process.kill()
+        process.wait()
+        return ""
+    return (stdout or "") + (stderr or "")

@@ -1,0 +1,1 @@
+"""The data model: the metric catalogue, typed results, units, names, lines and the figures read from them."""

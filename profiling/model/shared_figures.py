@@ -1,0 +1,89 @@
+"""The one home of the rules behind a kernel's shared-memory figures as people read them: a side's
+accesses, its n-way and its excess per access. Exact (from the per-instruction data, every kind of
+instruction counted where it belongs) wherever the report has it; else the hardware counters' figure,
+marked as a fallback, since those counters classify today's instructions differently (they count a
+cp.async as a load, and no ldmatrix, stmatrix or cp.async as a store)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlens.model.results import KernelResult
+
+SIDE_WORDS = {"ld": "load", "st": "store", "mma": "tensor-core operand read"}
+FALLBACK = (
+    "the hardware counter (this report has no per-instruction figures): it counts cp.async as loads and no "
+    "ldmatrix, stmatrix or cp.async as stores"
+)
+HW_WAYS = (
+    "the hardware's wavefronts per instruction (no exact pass in this report): a conflict-free 8-byte access "
+    "reads 2 and a 16-byte one 4; profile without --fast for the exact n-way"
+)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure and where it comes from: `exact` from the per-instruction data, else the hardware
+    counter's fallback; `note` says why the value is missing, or what the fallback is."""
+
+    value: float | None
+    exact: bool
+    note: str | None = None
+
+    @property
+    def fallback(self) -> bool:
+        return self.value is not None and not self.exact
+
+
+def accesses(kernel: KernelResult, side: str) -> Figure:
+    """Warp-level executions of the side's instructions (`ld`, `st`, `mma`)."""
+    exact = kernel.value(f"shared_{side}_executions")
+    if exact is not None:
+        return Figure(exact, True)
+    if side == "mma":
+        return Figure(None, True, kernel.missing_reason("shared_mma_executions"))
+    counted = kernel.value(f"shared_{side}_instructions")
+    if counted is None:
+        return Figure(None, False, kernel.missing_reason(f"shared_{side}_instructions"))
+    return Figure(counted, False, FALLBACK)
+
+
+def n_way(kernel: KernelResult, side: str) -> Figure:
+    """The side's wavefronts over the conflict-free ideal of the same accesses (1 = no conflict, whatever
+    the width or instruction); without the exact pass, the hardware's wavefronts per instruction."""
+    exact = kernel.value(f"exact_shared_{side}_ways")
+    if exact is not None:
+        return Figure(exact, True)
+    if kernel.value(f"exact_excess_wavefronts_{side}") is not None:  # the exact pass ran: no such access
+        return Figure(None, True, f"no shared-memory {SIDE_WORDS[side]}s")
+    if side == "mma":
+        return Figure(None, False, kernel.missing_reason("exact_shared_mma_ways"))
+    if kernel.value(f"shared_{side}_instructions") == 0:
+        return Figure(None, False, f"the hardware counts no shared-memory {SIDE_WORDS[side]} instructions "
+                                   "(it counts no ldmatrix or stmatrix); profile without --fast for the exact n-way")
+    hardware = kernel.value(f"shared_{side}_ways")
+    if hardware is None:
+        return Figure(None, False, kernel.missing_reason(f"shared_{side}_ways"))
+    return Figure(hardware, False, HW_WAYS)
+
+
+def no_such_access(kernel: KernelResult, side: str, figure: Figure) -> bool:
+    """Whether a side's missing n-way means the kernel has no such access (shown "-"), not a missing figure
+    (n/a): the exact pass found none, or, without it, the hardware counted none."""
+    return figure.value is None and (figure.exact or kernel.value(f"shared_{side}_instructions") == 0)
+
+
+def excess_per_access(kernel: KernelResult, side: str) -> Figure:
+    """The side's exact excess wavefronts over its executions."""
+    excess = kernel.value(f"exact_excess_wavefronts_{side}")
+    if excess is None:
+        return Figure(None, True, kernel.missing_reason(f"exact_excess_wavefronts_{side}"))
+    count = accesses(kernel, side)
+    if not count.value:
+        return Figure(None, count.exact, count.note or f"no shared-memory {SIDE_WORDS[side]}s")
+    return Figure(excess / count.value, count.exact, count.note)
+
+
+def conflicting_sides(kernel: KernelResult) -> list[str]:
+    """The sides (`ld`, `st`, `mma`) with exact excess wavefronts; empty where the report has no split."""
+    return [side for side in SIDE_WORDS if (kernel.value(f"exact_excess_wavefronts_{side}") or 0) > 0]

@@ -1,0 +1,421 @@
+"""Where in the code: per-instruction records of shared- and local-memory instructions, and their
+roll-up to source lines (file, line, the line's text).
+
+ncu's instrumented `memory_l1_wavefronts_shared` and `memory_l1_wavefronts_shared_ideal` carry one
+value per SASS instruction (their correlation ids are the instructions' PCs); the source-level
+`inst_executed` counts each instruction's warp-level executions. A report maps each PC to its SASS
+text and, for kernels compiled with line info, to a file and line. This module knows nothing of
+ncu_report: readers make the records, renderers show the lines.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from memlens.model.instruction_kinds import Kind, kind_of, phase_rule
+
+LINE_INFO_HINT = (
+    "no line info in this report: compile with -lineinfo (nvcc, NVRTC, CuPy options=('-lineinfo',)) "
+    "or Numba cuda.jit(lineinfo=True) to name source lines"
+)
+
+# A CuPy kernel is compiled from a temporary copy of its source, named by a hash of it.
+TEMPORARY_SOURCE = re.compile(r"(^|/)[0-9a-f]{40}\.cubin\.cu$")
+
+
+@dataclass(frozen=True)
+class InstructionRecord:
+    """One SASS instruction that touches shared or local memory, in one kernel launch."""
+
+    pc: int  # the instruction's address, as the report correlates it
+    sass: str  # the instruction as disassembled, e.g. "LDS.128 R12, [R2]"
+    opcode: str  # with its modifiers, e.g. "LDS.128", "STL"
+    space: str  # "shared", "local" or "tma"
+    side: str  # "ld", "st", "mma" (tensor-core operand reads) or "other"
+    width_bits: int  # bits a thread accesses: 32 unless the opcode says .64, .128, .U8 ...
+    file: str | None = None  # as the report names it; None without line info
+    line: int | None = None
+    executions: float | None = None  # warp-level executions (inst_executed), None where not collected
+    wavefronts: float | None = None  # shared memory only
+    ideal: float | None = None
+
+    @property
+    def kind(self) -> Kind:
+        return kind_of(self.opcode, self.space)
+
+    @property
+    def excess(self) -> float | None:
+        if self.wavefronts is None or self.ideal is None:
+            return None
+        return max(self.wavefronts - self.ideal, 0.0)
+
+    @property
+    def ways(self) -> float | None:
+        """Wavefronts over the conflict-free ideal of this very access (its width included): 1.0 is
+        conflict-free, 32.0 a 32-way conflict; a 16-byte load at 4 wavefronts a warp reads 1.0."""
+        if self.wavefronts is None or not self.ideal:
+            return None
+        return self.wavefronts / self.ideal
+
+
+SIDES = ("ld", "st", "mma")  # shared loads, shared stores, tensor-core operand reads
+
+
+def shared_totals(instructions: Iterable[InstructionRecord], with_executions: bool) -> dict[str, float | None]:
+    """A launch's per-instruction figures of shared memory, per side: the exact excess wavefronts
+    (`exact_excess_wavefronts_ld`), the wavefronts over their ideal (`exact_shared_ld_ways`, None for a
+    side without instructions) and the warp-level executions (`shared_ld_executions`, None where
+    `with_executions` is False: the report holds no per-instruction executions); the same for `st` and `mma`."""
+    wavefronts = dict.fromkeys(SIDES, 0.0)
+    ideal = dict.fromkeys(SIDES, 0.0)
+    excess = dict.fromkeys(SIDES, 0.0)
+    executions = dict.fromkeys(SIDES, 0.0)
+    for record in instructions:
+        if record.space != "shared" or record.kind.side not in excess:
+            continue
+        side = record.kind.side
+        wavefronts[side] += record.wavefronts or 0.0
+        ideal[side] += record.ideal or 0.0
+        excess[side] += record.excess or 0.0
+        executions[side] += record.executions or 0.0
+    totals: dict[str, float | None] = {}
+    for side in SIDES:
+        totals[f"exact_excess_wavefronts_{side}"] = excess[side]
+        totals[f"exact_shared_{side}_ways"] = wavefronts[side] / ideal[side] if ideal[side] else None
+        totals[f"shared_{side}_executions"] = executions[side] if with_executions else None
+    return totals
+
+
+# --- lines -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SideFigures:
+    """One side (loads or stores) of one line's shared-memory accesses."""
+
+    executions: float | None = None
+    wavefronts: float = 0.0
+    ideal: float = 0.0
+
+    @property
+    def excess(self) -> float:
+        return max(self.wavefronts - self.ideal, 0.0)
+
+    @property
+    def ways(self) -> float | None:
+        return self.wavefronts / self.ideal if self.ideal else None
+
+
+@dataclass(frozen=True)
+class KindFigures:
+    """One kind of instruction on one line ("ldmatrix loads", "TMA transfers", ...), summed."""
+
+    kind: Kind
+    opcodes: tuple[str, ...]
+    executions: float | None  # warp-level, None where the report holds no per-instruction executions
+    wavefronts: float | None  # shared memory only: None for local and TMA instructions
+    ideal: float | None
+    phase: str | None  # how such an access is served, where that decides what conflicts (phase_rule)
+
+    @property
+    def excess(self) -> float:
+        return max((self.wavefronts or 0.0) - (self.ideal or 0.0), 0.0)
+
+    @property
+    def ways(self) -> float | None:
+        return self.wavefronts / self.ideal if self.wavefronts is not None and self.ideal else None
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind.name, "space": self.kind.space, "side": self.kind.side,
+                "opcodes": list(self.opcodes), "executions": self.executions, "wavefronts": self.wavefronts,
+                "ideal": self.ideal, "excess_wavefronts": self.excess if self.wavefronts is not None else None,
+                "n_way": self.ways, "phase": self.phase}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LineRecord:
+    """The shared-memory, local-memory and TMA instructions of one source line (or, without line
+    info, of one instruction) of one kernel launch, summed."""
+
+    file: str | None  # as shown: relative to the root where under it; None without line info
+    line: int | None
+    source: str | None  # the line's text, where the file could be read or the report embeds it
+    temporary: bool  # the file is a compiler's temporary copy that memlens could not map back
+    shared_ld: SideFigures
+    shared_st: SideFigures
+    local_ld_executions: float | None
+    local_st_executions: float | None
+    opcodes: tuple[str, ...]  # the SASS opcodes on the line, in address order, each once
+    sass: str | None = None  # the instruction, where the line stands for one (no line info)
+    shared_mma: SideFigures = SideFigures()  # tensor-core operand reads (HGMMA ...)
+    tma_executions: float | None = None  # TMA transfers: executions, no wavefronts
+    kinds: tuple[KindFigures, ...] = ()  # each kind of instruction on the line, in address order
+    # the file on disk changed after the report was written (and the run kept no copy): its text at
+    # this line is another line's, so `source` is None
+    stale: bool = False
+
+    @property
+    def excess(self) -> float:
+        return self.shared_ld.excess + self.shared_st.excess + self.shared_mma.excess
+
+    @property
+    def local_executions(self) -> float:
+        return (self.local_ld_executions or 0.0) + (self.local_st_executions or 0.0)
+
+    @property
+    def location(self) -> str:
+        if self.file is None:
+            return self.sass or "?"
+        return f"{self.file}:{self.line}"
+
+    def to_json(self) -> dict[str, object]:
+        def side(figures: SideFigures) -> dict[str, object]:
+            return {"executions": figures.executions, "wavefronts": figures.wavefronts, "ideal": figures.ideal,
+                    "excess_wavefronts": figures.excess, "n_way": figures.ways}
+
+        return {
+            "file": self.file, "line": self.line, "source": self.source, "temporary_file": self.temporary,
+            "source_changed_since_report": self.stale,
+            "sass": self.sass, "opcodes": list(self.opcodes),
+            "excess_wavefronts": self.excess,
+            "shared_ld": side(self.shared_ld), "shared_st": side(self.shared_st),
+            "shared_mma": side(self.shared_mma),
+            "local_ld_executions": self.local_ld_executions, "local_st_executions": self.local_st_executions,
+            "tma_executions": self.tma_executions,
+            "kinds": [kind.to_json() for kind in self.kinds],
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SourceMap:
+    """How recorded file names become shown ones: `root` (paths under it shown relative; a path
+    recorded on another machine is found under it by its longest existing tail), the text the run
+    kept per file (ncu --import-source, or memlens's copy in results.json), the declared sources of
+    the launch's variant (for CuPy's temporary copies), and when the report was written (`written_at`,
+    seconds since the epoch): a file read from disk that changed after it is not quoted."""
+
+    root: Path
+    embedded: Mapping[str, str] | None = None
+    declared: tuple[str, ...] = ()
+    written_at: float | None = None
+
+    def resolve(self, recorded: str, kernel: str = "") -> tuple[str, Path | None, bool]:
+        """(shown name, readable file or None, whether it is an unmapped temporary copy)."""
+        if TEMPORARY_SOURCE.search(recorded):
+            declared = self._declared_for(kernel)
+            if declared is None:
+                cached = cupy_cached_source(recorded)
+                if cached is not None or (self.embedded and recorded in self.embedded):
+                    return cupy_name(recorded, kernel), cached, False
+                return recorded, None, True
+            recorded = declared
+        found = _find(recorded, str(self.root))
+        if found is None:
+            return recorded, None, False
+        try:
+            return str(found.relative_to(self.root)), found, False
+        except ValueError:
+            return str(found), found, False
+
+    def _declared_for(self, kernel: str) -> str | None:
+        cuda = [d for d in self.declared if d.endswith((".cu", ".cuh"))]
+        if len(cuda) == 1:
+            return cuda[0]
+        base = re.split(r"[<(\[]", kernel, maxsplit=1)[0].strip()
+        matching = [d for d in cuda if base and base in _text(d, str(self.root))]
+        return matching[0] if len(matching) == 1 else None
+
+    def line_text(self, recorded: str, shown_file: Path | None, line: int) -> str | None:
+        text, _ = self.file_text(recorded, shown_file)
+        if text is None:
+            return None
+        lines = text.splitlines()
+        return lines[line - 1].strip() if 0 < line <= len(lines) else None
+
+    def file_text(self, recorded: str, shown_file: Path | None) -> tuple[str | None, bool]:
+        """(the file's text as the run kept it, else as on disk; whether the file on disk changed
+        after the report was written, when its text is then None)."""
+        text = self.embedded.get(recorded) if self.embedded else None
+        if text is not None or shown_file is None:
+            return text, False
+        if self.changed_since_report(shown_file):
+            return None, True
+        return _read(str(shown_file)), False
+
+    def changed_since_report(self, path: Path) -> bool:
+        if self.written_at is None:
+            return False
+        try:
+            return path.stat().st_mtime > self.written_at + CHANGE_TOLERANCE_S
+        except OSError:
+            return False
+
+
+# A file written this long after the report still reads as unchanged: a checkout or a copy writes a
+# report and its sources within moments of each other, in either order.
+CHANGE_TOLERANCE_S = 2.0
+# CuPy compiles `<cache>/<hash>.cubin` from a temporary `<hash>.cubin.cu`; with
+# CUPY_CACHE_SAVE_CUDA_SOURCE=1 it saves the source as `<cache>/<hash>.cubin.cu`, the same name.
+CUPY_SAVE_SOURCE = "CUPY_CACHE_SAVE_CUDA_SOURCE"
+
+
+def cupy_cache_dirs() -> tuple[Path, ...]:
+    """Where CuPy keeps its kernel cache: $CUPY_CACHE_DIR, else ~/.cupy/kernel_cache."""
+    configured = os.environ.get("CUPY_CACHE_DIR")
+    return (Path(configured),) if configured else (Path.home() / ".cupy" / "kernel_cache",)
+
+
+def cupy_cached_source(recorded: str) -> Path | None:
+    """The source CuPy saved in its cache for the temporary file `recorded`, where it did."""
+    name = Path(recorded).name
+    for folder in cupy_cache_dirs():
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def cupy_name(recorded: str, kernel: str) -> str:
+    """How a recovered CuPy source is shown: by its kernel, with the cache's file name."""
+    words = re.split(r"[<(\[]", kernel, maxsplit=1)[0].split()
+    base = words[-1] if words else "kernel"
+    return f"CuPy {base} ({Path(recorded).name})"
+
+
+@lru_cache(maxsize=256)
+def _find(recorded: str, root: str) -> Path | None:
+    """The file `recorded` names: under `root` by its longest tail that exists there (a report made
+    on another machine, or in another checkout, names the same files), else the path itself."""
+    path = Path(recorded)
+    parts = path.parts[1:] if path.is_absolute() else path.parts
+    for start in range(len(parts)):
+        candidate = Path(root, *parts[start:])
+        if candidate.is_file():
+            return candidate.resolve()
+    return path.resolve() if path.is_file() else None
+
+
+@lru_cache(maxsize=256)
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _text(recorded: str, root: str) -> str:
+    found = _find(recorded, root)
+    return (_read(str(found)) or "") if found else ""
+
+
+def roll_up(instructions: Sequence[InstructionRecord], sources: SourceMap, kernel: str = "") -> list[LineRecord]:
+    """The lines of `instructions` (one entry an instruction where there is no line info), hottest
+    first: by excess wavefronts, then local executions."""
+    groups: dict[tuple[str | None, int | None, int | None], list[InstructionRecord]] = {}
+    for record in sorted(instructions, key=lambda r: r.pc):
+        key = (record.file, record.line, None) if record.file else (None, None, record.pc)
+        groups.setdefault(key, []).append(record)
+    lines = [_line(records, sources, kernel) for records in groups.values()]
+    lines.sort(key=lambda r: (-r.excess, -r.local_executions, -(r.tma_executions or 0.0), r.file or "", r.line or 0))
+    return lines
+
+
+def _line(records: list[InstructionRecord], sources: SourceMap, kernel: str) -> LineRecord:
+    first = records[0]
+    shown = source = None
+    temporary = stale = False
+    if first.file:
+        shown, path, temporary = sources.resolve(first.file, kernel)
+        if first.line:
+            source = sources.line_text(first.file, path, first.line)
+            stale = source is None and sources.file_text(first.file, path)[1]
+    return LineRecord(
+        file=shown, line=first.line if first.file else None, source=source, temporary=temporary,
+        shared_ld=_side(records, "ld"), shared_st=_side(records, "st"),
+        local_ld_executions=_local(records, "ld"), local_st_executions=_local(records, "st"),
+        opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
+        sass=None if first.file else first.sass, stale=stale,
+        shared_mma=_side(records, "mma"), tma_executions=_counted(r.executions for r in records if r.space == "tma"),
+        kinds=_kinds(records),
+    )  # fmt: skip
+
+
+def _side(records: list[InstructionRecord], side: str) -> SideFigures:
+    chosen = [r for r in records if r.space == "shared" and r.kind.side == side]
+    return SideFigures(
+        executions=_counted(r.executions for r in chosen),
+        wavefronts=float(sum(r.wavefronts or 0.0 for r in chosen)),
+        ideal=float(sum(r.ideal or 0.0 for r in chosen)),
+    )
+
+
+def _local(records: list[InstructionRecord], side: str) -> float | None:
+    return _counted(r.executions for r in records if r.space == "local" and r.side == side)
+
+
+def _counted(executions: Iterable[float | None]) -> float | None:
+    """The sum of the executions; None where there are none, or one is not known."""
+    values = list(executions)
+    if not values or None in values:
+        return None
+    return float(sum(values))  # type: ignore[arg-type]
+
+
+def _kinds(records: list[InstructionRecord]) -> tuple[KindFigures, ...]:
+    """The line's instructions by kind, leaving out those that neither ran nor touched memory (ptxas's
+    never-taken `@!PT LDS RZ, [RZ]` beside a cp.async)."""
+    groups: dict[str, list[InstructionRecord]] = {}
+    for record in records:
+        if not record.executions and not record.wavefronts and record.space != "tma":
+            continue
+        groups.setdefault(record.kind.name, []).append(record)
+    kinds = []
+    for chosen in groups.values():
+        shared = chosen[0].space == "shared"
+        kinds.append(KindFigures(
+            kind=chosen[0].kind, opcodes=tuple(dict.fromkeys(r.opcode for r in chosen)),
+            executions=_counted(r.executions for r in chosen),
+            wavefronts=float(sum(r.wavefronts or 0.0 for r in chosen)) if shared else None,
+            ideal=float(sum(r.ideal or 0.0 for r in chosen)) if shared else None,
+            phase=_phase(chosen) if shared else None,
+        ))  # fmt: skip
+    return tuple(kinds)
+
+
+def _phase(records: list[InstructionRecord]) -> str | None:
+    return next((rule for r in records if (rule := phase_rule(r.opcode, r.width_bits))), None)
+
+
+def has_line_info(instructions: Iterable[InstructionRecord]) -> bool:
+    return any(record.file for record in instructions)
+
+
+def line_words(line: LineRecord, count: Callable[[float], str], problems_only: bool = False) -> list[str]:
+    """Each kind of instruction on a line with its figures, in words: "ldmatrix loads 8-way, 28 excess
+    wavefronts", "cp.async stores conflict-free (1-way)", "local loads 4,096 executions", "TMA
+    transfers 64 executions (no wavefronts: ...)"; `count` formats a count. `problems_only`: only the
+    kinds that conflict or touch local memory."""
+    words = []
+    for figures in line.kinds:
+        name = figures.kind.name
+        if problems_only and not figures.excess and figures.kind.space != "local":
+            continue
+        if figures.kind.space == "shared":
+            ways = figures.ways
+            if figures.excess:
+                words.append(f"{name} {ways:.3g}-way, {count(figures.excess)} excess wavefronts")
+            elif ways is not None:
+                words.append(f"{name} conflict-free (1-way)")
+            elif figures.wavefronts:
+                words.append(f"{name}, {count(figures.wavefronts)} wavefronts")
+        elif figures.kind.space == "tma":
+            ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
+            words.append(f"{name}{ran} (no wavefronts: ncu does not count the copy engine's shared-memory accesses)")
+        elif figures.executions:
+            words.append(f"{name} {count(figures.executions)} executions")
+    return words
