@@ -10,7 +10,7 @@ from __future__ import annotations
 if __name__ != "memlens":  # the checkout's folder imported by its folder name: a second copy of every class
     raise ImportError(f"this folder is the package memlens, not {__name__}: import memlens (make setup installs it)")
 
-__version__ = "0.1.0"
+from memlens.version import __version__
 
 # The public API, imported on first use (the CLI does not pay for NumPy): see api.py.
 _API = ("range", "load", "Family", "Launch", "Expect", "Inputs", "Size", "CudaKernel", "NumbaKernel",

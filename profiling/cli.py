@@ -11,9 +11,9 @@ import textwrap
 import threading
 from collections.abc import Sequence
 
-from memlens import __version__
 from memlens.errors import EXIT_PIPE_CLOSED, EXIT_PROFILER, MemlensError, StdoutClosed
 from memlens.io.terminal import guarded_streams, point_at_null_device
+from memlens.version import __version__
 
 INTERRUPT_AGAIN_S = 0.05  # see _interrupt_again
 # command name -> (module under profiling.commands, one-line help)

@@ -9,9 +9,9 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from memlens.collect.launch_sampling import sampling_lines
+from memlens.io.units import format_bytes
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
-from memlens.model.units import format_bytes
 from memlens.readers.common import CSV_NO_INSTRUCTIONS
 from memlens.reports.formatting import format_value, short_kernel
 from memlens.reports.model import BenchSummary, BenchTiming, Cell, FamilySection, Finding, HeaderItem, Row, RunSection

@@ -20,7 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from memlens.model.kernel_names import elide_middle, neutral, short_kernel  # noqa: E402
+from memlens.io.safe_text import neutral
+from memlens.model.kernel_names import elide_middle, short_kernel  # noqa: E402
 from memlens.reports.formatting import format_value  # noqa: E402
 from memlens.reports.model import Comparison, Row  # noqa: E402
 

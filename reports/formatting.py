@@ -3,8 +3,7 @@ figure's text, shared with the CLI and the gate) and the report's own relative c
 
 from __future__ import annotations
 
-from memlens.model.kernel_names import short_kernel as short_kernel  # re-exported for the templates
-from memlens.model.units import (  # noqa: F401  re-exported: the report's modules import them from here
+from memlens.io.units import (  # noqa: F401  re-exported: the report's modules import them from here
     FORMATTERS,
     compact_count,
     exact_bytes,
@@ -19,6 +18,7 @@ from memlens.model.units import (  # noqa: F401  re-exported: the report's modul
     speedup,
     ways,
 )
+from memlens.model.kernel_names import short_kernel as short_kernel  # re-exported for the templates
 
 
 def signed_percent(fraction: float) -> str:

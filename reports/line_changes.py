@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memlens.io.markdown import MdSafe, md_code, md_escape
+from memlens.io.units import format_count
 from memlens.model.line_compare import LineChange, LineFigures
-from memlens.model.units import format_count
 
 # GitHub refuses a comment over 65,536 characters: a table stops before this many, saying how many lines it left out
 MARKDOWN_LIMIT = 60_000

@@ -12,8 +12,8 @@ them): nothing is said that the figures do not support.
 
 from __future__ import annotations
 
+from memlens.io.units import significant
 from memlens.model.results import KernelResult
-from memlens.model.units import significant
 from memlens.reports.model import Finding
 
 SECTOR_BYTES = 32

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from memlens import __version__
 from memlens.io.markdown import MdSafe, md_code, md_escape
-from memlens.model.kernel_names import NAME_WIDTH, elide_middle, neutral
+from memlens.io.safe_text import neutral
+from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 from memlens.model.line_compare import LineChange, compare_runs
 from memlens.model.results import RunResults
 from memlens.reports.build import build_run, labels
@@ -29,6 +29,7 @@ from memlens.reports.formatting import short_kernel
 from memlens.reports.line_changes import figures_text, markdown_table
 from memlens.reports.model import Column, Comparison, FamilySection, Report, RunLineChanges
 from memlens.reports.source_view import SourceView
+from memlens.version import __version__
 
 if TYPE_CHECKING:
     from memlens.bench.results import BenchResults

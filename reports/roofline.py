@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from memlens.io.units import format_count, significant
 from memlens.model.results import KernelResult, RunResults
 from memlens.model.roofline import LEVELS, PRECISIONS, Bound, bound, run_ceilings
-from memlens.model.units import format_count, significant
 from memlens.reports.model import Cell, FamilySection, Finding, Row
 
 if TYPE_CHECKING:

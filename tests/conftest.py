@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import site
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,3 +31,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+# --- the wheel, built once a session (tests/test_packaging.py, tests/test_architecture.py) ----------------
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    # from a copy of what the build reads: a checkout's build/ folder may hold modules moved since
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md", *(p.name for p in REPO.glob("LICENSE*"))):
+        shutil.copy2(REPO / name, source / name)
+    for folder in ("profiling", "reports", "kernels"):
+        shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    # without isolation: the setuptools of the test extra builds it, so [build-system] must admit it and it
+    # must build the metadata pyproject declares (an SPDX license string needs setuptools 77 or later)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                           str(out), str(source)], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return next(out.glob("memlens-*.whl"))
+
+
+@pytest.fixture(scope="session")
+def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """The wheel installed into a folder of its own, and the environment that imports memlens from there
+    (with this interpreter's dependencies): run with `python -S` from a directory outside the checkout."""
+    target = tmp_path_factory.mktemp("installed") / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    # -S: the dependencies from this interpreter's site-packages, but not its .pth files, whose
+    # editable-install finder would give the checkout's memlens
+    path = os.pathsep.join([str(target), *site.getsitepackages()])
+    return target, {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}

@@ -109,7 +109,7 @@ def test_a_kernel_name_with_a_backtick_is_the_same_in_the_gate_summary_and_the_r
 
 def test_one_formatter_for_a_figure_in_the_gate_the_baseline_and_the_report(capsys, tmp_path) -> None:
     from memlens.gate import evaluate as gate
-    from memlens.model import units
+    from memlens.io import units
     from memlens.reports import formatting
 
     assert formatting.format_value is units.format_value and gate.format_value is units.format_value

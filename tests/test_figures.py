@@ -144,7 +144,7 @@ def test_an_ncu_rep_with_ncus_other_name_for_shared_loads_is_measured(monkeypatc
 
 
 def test_bytes_are_si_in_the_cli_the_report_and_the_gate(capsys, tmp_path: Path) -> None:
-    from memlens.model.units import format_value
+    from memlens.io.units import format_value
     from memlens.reports.render import build_report, render
 
     assert format_value(2**31, "bytes") == "2.15 GB" and format_value(2**31, "byte") == "2.15 GB"
@@ -174,7 +174,7 @@ def test_the_gate_summary_gives_every_value_its_unit(capsys, tmp_path: Path) -> 
 
 
 def test_a_percentage_prints_no_digits_the_source_lacks() -> None:
-    from memlens.model.units import format_percent
+    from memlens.io.units import format_percent
 
     assert format_percent(0.05) == "0.05%"
     assert format_percent(0.0545) == "0.0545%"

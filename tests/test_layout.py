@@ -1,10 +1,8 @@
-"""The shape of the code (issue 15): modules stay small, every subprocess goes through a wrapper,
-the profiled program and bench's timing code stay out of the modules that do not need them, and no
-path of someone's machine is written into code, docs or tests."""
+"""The shape of the code: modules stay small, every subprocess goes through a wrapper, and no path of
+someone's machine is written into code, docs or tests. Import rules: tests/test_architecture.py."""
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 from pathlib import Path
@@ -25,21 +23,6 @@ def _name(path: Path) -> str:
     return path.relative_to(REPO).as_posix()
 
 
-def _imports(path: Path) -> set[str]:
-    """Modules `path` imports, as absolute names (profiling.x, reports.y)."""
-    package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-1])
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package if node.level else ""
-            module = ".".join(p for p in (base, node.module or "") if p)
-            found.add(module)
-            found.update(f"{module}.{alias.name}" for alias in node.names)
-    return found
-
-
 @pytest.mark.parametrize("path", SOURCES, ids=_name)
 def test_every_module_is_at_most_500_lines(path):
     assert len(path.read_text(encoding="utf-8").splitlines()) <= MAX_LINES
@@ -53,21 +36,6 @@ def test_every_subprocess_goes_through_a_wrapper():
     }
     assert calls <= SUBPROCESS_WRAPPERS
     assert not any("shell=True" in path.read_text(encoding="utf-8") for path in SOURCES)
-
-
-@pytest.mark.parametrize(
-    ("importer", "forbidden"),
-    [
-        ("profiling/bench/timing.py", {"memlens.collect.profiled_program", "memlens.collect.profile_run"}),
-        ("profiling/collect/profile_run.py", {"memlens.collect.profiled_program", "memlens.bench.timing"}),
-        ("profiling/bench/results.py", {"memlens.bench.timing"}),
-        ("reports/build.py", {"memlens.bench.timing"}),
-        ("reports/render.py", {"memlens.bench.timing"}),
-        ("profiling/commands/report.py", {"memlens.bench.timing"}),
-    ],
-)
-def test_siblings_do_not_borrow_from_each_other(importer, forbidden):
-    assert not _imports(REPO / importer) & forbidden
 
 
 def test_no_machine_paths_in_code_docs_or_tests():

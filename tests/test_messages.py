@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
-from memlens.collect.run_dir import NO_RUN_YET
 from memlens.errors import EXIT_INPUT, EXIT_PROFILER
-from memlens.model.units import plural, shown_list
+from memlens.io.units import plural, shown_list
+from memlens.model.run_layout import NO_RUN_YET
 from memlens.readers import read_report
 from memlens.static.check import CompileFailure, StaticResults, arch_rejection, compiler_missing
 

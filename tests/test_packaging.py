@@ -5,7 +5,6 @@ built-in suite memlens.kernels with its .cu sources, rules and baselines) and no
 from __future__ import annotations
 
 import os
-import site
 import subprocess
 import sys
 import zipfile
@@ -14,37 +13,11 @@ try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
-from pathlib import Path
 
-import pytest
 
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_SUITE, fake_ncu_env
 from tests.test_gpus import FAKE_SMI
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    # without isolation: the setuptools of the test extra builds it, so [build-system] must admit it and it
-    # must build the metadata pyproject declares (an SPDX license string needs setuptools 77 or later)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                           str(out), str(REPO)], capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return next(out.glob("memlens-*.whl"))
-
-
-@pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """The wheel installed into a folder of its own, and the environment that imports memlens from there
-    (with this interpreter's dependencies): run with `python -S` from a directory outside the checkout."""
-    target = tmp_path_factory.mktemp("installed") / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
-    # -S: the dependencies from this interpreter's site-packages, but not its .pth files, whose
-    # editable-install finder would give the checkout's memlens
-    path = os.pathsep.join([str(target), *site.getsitepackages()])
-    return target, {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
 
 
 def test_build_system_needs_a_setuptools_that_builds_the_license_string():
@@ -57,7 +30,8 @@ def test_wheel_holds_one_memlens_package_with_the_suite_and_templates(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/", 1)[0] for name in names}
     assert top == {"memlens", "memlens-0.1.0.dist-info"}
-    for needed in ("memlens/cli.py", "memlens/program_run.py", "memlens/readers/ncu_rep.py",
+    for needed in ("memlens/cli.py", "memlens/collect/program_run.py", "memlens/io/units.py",
+                   "memlens/readers/ncu_rep.py",
                    "memlens/reports/build.py", "memlens/reports/templates/report.html.j2",
                    "memlens/kernels/transpose.py", "memlens/kernels/transpose.cu", "memlens/kernels/_common.py",
                    "memlens/kernels/gates.toml", "memlens/kernels/gates-static.toml",

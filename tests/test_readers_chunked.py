@@ -111,14 +111,14 @@ def test_a_process_with_threads_has_one_new_process_read_its_chunks() -> None:
 
 SPAWNED = """
 import json, sys
-from memlens.readers import helpers
+from memlens.readers import helper_process, helpers
 forked = []
 start = helpers.Helper.start
 def counted(reader, slots):
     forked.append(len(slots))
     return start(reader, slots)
 helpers.Helper.start = counted
-status = helpers.main(sys.argv[1:])
+status = helper_process.main(sys.argv[1:])
 print(json.dumps(forked), file=sys.stderr)
 sys.exit(status)
 """

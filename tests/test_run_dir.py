@@ -11,20 +11,9 @@ import pytest
 
 from memlens import __version__
 from memlens.bench.results import BenchInfo
-from memlens.collect.run_dir import (
-    BENCH,
-    LATEST,
-    NCU_REPORT,
-    RESULTS,
-    Machine,
-    Provenance,
-    new_run_dir,
-    point_latest,
-    report_file,
-    shell_command,
-    take_provenance,
-)
+from memlens.collect.run_dir import Machine, new_run_dir, point_latest, shell_command, take_provenance
 from memlens.model.results import RunInfo, load_results
+from memlens.model.run_layout import BENCH, LATEST, NCU_REPORT, RESULTS, Provenance, report_file
 from memlens.readers import RESULTS_FILE
 from tests.conftest import REPO
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlens.model.units import (
+from memlens.io.units import (
     UnitError,
     conversion_factor,
     format_bandwidth,

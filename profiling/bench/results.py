@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memlens.collect.run_dir import BENCH, Provenance
 from memlens.errors import InputError
 from memlens.io.files import read_json
+from memlens.model.run_layout import BENCH, Provenance
 
 BENCH_FILE = BENCH
 BENCH_FORMAT = "memlens-bench"

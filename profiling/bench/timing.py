@@ -27,18 +27,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from memlens.bench.results import BenchFailure, BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
-from memlens.collect.run_dir import (
-    BENCH,
-    DEFAULT_OUT,
-    NO_RUN_YET,
-    machine_of,
-    new_run_dir,
-    no_run_yet,
-    now,
-    take_provenance,
-)
+from memlens.collect.run_dir import machine_of, new_run_dir, now, take_provenance
 from memlens.errors import ConfigError, ProfilerError, VerificationError
 from memlens.io.files import write_json_output
+from memlens.model.run_layout import BENCH, DEFAULT_OUT, NO_RUN_YET, no_run_yet
 from memlens.suite import SKIPPED, Case, Family, Launch, Variant, select_variants
 
 MIN_REPEATS = 20

@@ -33,24 +33,13 @@ from memlens.collect.ncu import (
     run_ncu,
     start_disassembler,
 )
-from memlens.collect.run_dir import (
-    DEFAULT_OUT,
-    NCU_COMMAND,
-    RESULTS,
-    Machine,
-    ProfileFiles,
-    machine_of,
-    new_run_dir,
-    now,
-    point_latest,
-    profile_files,
-    take_provenance,
-)
+from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now, point_latest, take_provenance
 from memlens.errors import ConfigError, MemlensError, ProfilerError
 from memlens.io.files import write_json_output, write_output
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.nvtx_names import labels_pattern, parse_swept
 from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.model.run_layout import DEFAULT_OUT, NCU_COMMAND, RESULTS, ProfileFiles, profile_files
 from memlens.suite import NVTX_DOMAIN, SKIPPED, Selection, Variant, select_variants, suite_root
 
 PROFILED_PROGRAM = f"{__package__}.profiled_program"  # the module ncu runs: each variant once in its NVTX range

@@ -40,7 +40,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from memlens import __version__
 from memlens.collect.kept_sources import keep_sources
 from memlens.collect.launch_sampling import (
     COUNTS_ALL,
@@ -64,20 +63,13 @@ from memlens.collect.ncu import (
     run_ncu,
     start_disassembler,
 )
-from memlens.collect.run_dir import (
-    NCU_COMMAND,
-    NCU_LOG,
-    NCU_REPORT,
-    REPORT_STEM,
-    RESULTS,
-    driver_version,
-    new_run_dir,
-    point_latest,
-)
+from memlens.collect.run_dir import driver_version, new_run_dir, point_latest
 from memlens.errors import ConfigError, MemlensError, ProfilerError
 from memlens.io.files import write_json_output, write_output
 from memlens.model.catalogue import ncu_metric_names
+from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
+from memlens.version import __version__
 
 if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
     from memlens.model.results import RunInfo, RunResults

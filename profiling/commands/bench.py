@@ -18,11 +18,12 @@ from memlens.bench.results import BENCH_FILE, BenchResults, VariantTiming
 from memlens.bench.timing import DEFAULT_REPEATS, L2_MULTIPLE, MIN_REPEATS, BenchOptions
 from memlens.bench.timing import bench as run_bench
 from memlens.collect.gpus import chosen_gpus
-from memlens.collect.run_dir import DEFAULT_OUT, RESULTS, shell_command
+from memlens.collect.run_dir import shell_command
 from memlens.commands.common import add_size_arguments, add_suite_arguments, skipped_lines
 from memlens.errors import ProfilerError
 from memlens.io.terminal import interactive, progress_bar, table_console
-from memlens.model.units import format_bytes, format_duration, format_percent
+from memlens.io.units import format_bytes, format_duration, format_percent
+from memlens.model.run_layout import DEFAULT_OUT, RESULTS
 from memlens.suite import SKIPPED
 
 NA = "n/a"

@@ -21,11 +21,11 @@ from pathlib import Path
 from rich.cells import cell_len, set_cell_size
 
 from memlens.errors import ConfigError, InputError
+from memlens.io.units import format_count, plural
 from memlens.model.kernel_names import ELLIPSIS, elide_middle, short_kernel
 from memlens.model.nvtx_names import compile_filter
 from memlens.model.results import KernelResult, RunResults
 from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, SourceMap, has_line_info, line_words, roll_up
-from memlens.model.units import format_count, plural
 from memlens.readers import find_report, read_with_instructions, report_kind
 
 DEFAULT_TOP = 5

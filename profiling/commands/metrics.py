@@ -23,16 +23,16 @@ from typing import Any
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
 from memlens.collect.launch_sampling import sampling_lines
-from memlens.collect.run_dir import LATEST_RUN, resolve_run
 from memlens.errors import ConfigError
 from memlens.io.tables import LABEL_MIN_WIDTH, TableColumn, fast_table, print_drawn, rich_table, write_indented
 from memlens.io.terminal import console, table_console
+from memlens.io.units import format_bytes, format_count, format_duration, format_percent
 from memlens.model import shared_figures
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
 from memlens.model.nvtx_names import compile_filter
 from memlens.model.results import KernelResult, RunResults
-from memlens.model.units import format_bytes, format_count, format_duration, format_percent
+from memlens.model.run_layout import LATEST_RUN, resolve_run
 from memlens.readers import read_report
 from memlens.theory import paper
 

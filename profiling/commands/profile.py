@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 
 from memlens.collect.ncu import CACHE_CONTROLS, CLOCK_CONTROLS
-from memlens.collect.run_dir import DEFAULT_OUT, shell_command
+from memlens.collect.run_dir import shell_command
 from memlens.commands.common import add_size_arguments, add_suite_arguments
 from memlens.errors import ConfigError
-from memlens.model.units import plural
+from memlens.io.units import plural
+from memlens.model.run_layout import DEFAULT_OUT
 
 # A suite run's modules (the suite contract imports NumPy) are imported in _run_suite, a program run's
 # in _run_program: between `memlens profile -- COMMAND` starting and ncu starting, memlens imports only

@@ -25,10 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from memlens.bench.results import BENCH_FILE, BenchResults, find_bench
-from memlens.collect.run_dir import NCU_REPORT, report_file, resolve_run
 from memlens.errors import MemlensError
 from memlens.io.files import write_output
 from memlens.model.results import RunResults
+from memlens.model.run_layout import NCU_REPORT, report_file, resolve_run
 from memlens.readers import RESULTS_FILE, find_report, read_report
 from memlens.reports import FORMATS
 from memlens.static.check import find_static

@@ -20,11 +20,12 @@ from rich.text import Text
 
 from memlens.gate.rules import ALL_METRICS, AbsoluteBound, PaperBound, RegressionBound, Rule, RuleSet, Tolerance
 from memlens.io.markdown import md_code, md_escape
+from memlens.io.safe_text import neutral
+from memlens.io.units import format_value, plural, shown_list
 from memlens.model.catalogue import Metric
-from memlens.model.kernel_names import NAME_WIDTH, elide_middle, neutral
+from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 from memlens.model.line_compare import LineChange, LineSet, SourceLine, compare_lines, kernel_line_set
 from memlens.model.results import MetricValue, RunResults
-from memlens.model.units import format_value, plural, shown_list
 from memlens.static.check import StaticResults, is_static_json, load_static
 from memlens.theory.paper import PaperCheck, checks
 

@@ -66,9 +66,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memlens.errors import ConfigError
+from memlens.io.units import format_bytes
 from memlens.model.catalogue import CATALOGUE, Metric, lookup
 from memlens.model.line_compare import LINE_METRICS
-from memlens.model.units import format_bytes
 from memlens.static.check import STATIC_METRICS
 
 if sys.version_info >= (3, 11):

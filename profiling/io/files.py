@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memlens.errors import InputError, OutputError, StdoutClosed
-from memlens.model.units import format_bytes
+from memlens.io.units import format_bytes
 
 # Text inputs (ncu CSV, results.json, rules) are read whole; a CSV this size holds ~100,000 kernels.
 MAX_TEXT_BYTES = 256 * 2**20

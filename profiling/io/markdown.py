@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memlens.model.kernel_names import neutral
+from memlens.io.safe_text import neutral
 
 
 class MdSafe(str):

@@ -9,7 +9,7 @@ A Numba kernel has a mangled name that differs by where it was read: `matmul[v1,
 CSV, `__main__::matmul[abi:v1,cw51...](Array<...>)` in a .ncu-rep. `kernel_label` gives both the
 label `matmul`; the full name stays in results and JSON (and on hover in HTML). `elide_middle`
 shortens a long C++ name for a table or chart: template arguments first, then the middle, never
-the start that names the kernel. `neutral` makes bidirectional control characters visible.
+the start that names the kernel. (`io.safe_text.neutral` makes bidirectional control characters visible.)
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ _NUMBA = re.compile(r"^(?:[^\s\[\]():]+::)*(?P<function>[A-Za-z_]\w*)\[(?:abi:)?
 _SUITE_MODULE = re.compile(r"\bmemlens_suite_[0-9a-f]+_\w+::")  # how memlens imports a suite file
 _ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
 _RETURN_TYPE = re.compile(r"^(?:void|static|__global__)\s+")
-# Characters that reorder text on screen: LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM, ALM
-BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
-_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
 ELLIPSIS = "…"
 NAME_WIDTH = 100  # characters of a kernel name in a table, heading or log line; the whole name in JSON
 
@@ -101,7 +98,3 @@ def _collapse_one(text: str) -> str:
     return text[: longest.start()] + opening + ELLIPSIS + closing + text[longest.end() :]
 
 
-def neutral(text: str) -> str:
-    """`text` with every bidirectional control character shown as its code (`<U+202E>`), so a name
-    cannot reverse or reorder the text around it in a terminal, a page or a CI log."""
-    return _BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)

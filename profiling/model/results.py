@@ -15,11 +15,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from memlens.collect.run_dir import RESULTS, Provenance
 from memlens.errors import InputError, ProfilerError
 from memlens.io.files import read_json
+from memlens.io.safe_text import neutral
 from memlens.model.catalogue import CATALOGUE, RETIRED_KEYS, derive_all
-from memlens.model.kernel_names import kernel_label, neutral
+from memlens.model.kernel_names import kernel_label
+from memlens.model.run_layout import RESULTS, Provenance
 from memlens.model.source_lines import InstructionRecord
 
 # 2: kernels carry their shared- and local-memory `instructions`, outcomes their declared `sources`

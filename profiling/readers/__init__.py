@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from memlens.collect.run_dir import LATEST, NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet, resolve_run, runs_in
 from memlens.errors import InputError
 from memlens.io.files import missing_reason
 from memlens.model.results import RunResults, load_results
+from memlens.model.run_layout import LATEST, NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet, resolve_run, runs_in
 from memlens.readers.ncu_csv import parse_csv, read_csv
 from memlens.readers.ncu_rep import REPORT_MAGIC, read_ncu_rep
 

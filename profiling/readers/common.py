@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from memlens.io.units import UnitError, conversion_factor
 from memlens.model.catalogue import PER_INSTRUCTION_METRICS, RAW_METRICS, Metric
 from memlens.model.nvtx_names import NVTX_DOMAIN, parse_swept
 from memlens.model.results import KernelResult, printable
-from memlens.model.units import UnitError, conversion_factor
 
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
 # A memlens push/pop range "family.variant", or "family.variant@NAME=VALUE" for one size of a sweep;

@@ -2,7 +2,7 @@
 
 A forked helper starts with the report loaded and NVIDIA's libraries started, but memlens forks only
 a process of one thread. Where another thread runs (NumPy starts its BLAS threads on import, and a
-notebook has imported it), one new Python process, `python -m <this module> REPORT CHUNK
+notebook has imported it), one new Python process, `python -m memlens.readers.helper_process REPORT CHUNK
 [--instructions]`, loads the report itself (tenths of a second more), reads the actions named on its
 standard input in chunks of CHUNK by helpers it forks, and hands them all back on its standard output
 (processes.start_pipe). Either way ncu_report's memory (what it decoded, kept for as long as a
@@ -28,6 +28,7 @@ LaunchReader = Any  # ncu_rep._LaunchReader (not imported: ncu_rep imports this 
 Slot = tuple[int, int]  # (range index, action index) of an action in the report
 Read = tuple[list, dict[str, str]]  # the launches read, and the units met
 ROOT = Path(__file__).resolve().parents[2]  # the folder holding this package
+HELPER_PROCESS = "memlens.readers.helper_process"  # the new process's module
 
 
 def cpus() -> int:
@@ -141,7 +142,8 @@ class SpawnedHelper:
 
     @classmethod
     def start(cls, path: Path, instructions: bool, slots: Sequence[Slot], chunk: int) -> SpawnedHelper | None:
-        argv = [sys.executable, "-m", __name__, str(path), str(chunk), *(["--instructions"] if instructions else [])]
+        argv = [sys.executable, "-m", HELPER_PROCESS, str(path), str(chunk)]
+        argv += ["--instructions"] if instructions else []
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
         try:
             process = start_pipe(argv, env=env)
@@ -173,22 +175,3 @@ class SpawnedHelper:
         self.process.wait()
         with contextlib.suppress(OSError):
             self.process.stdout.close()  # type: ignore[union-attr]
-
-
-def main(argv: Sequence[str]) -> int:
-    """The new process: reads the actions its standard input names, pickles them to its output."""
-    from memlens.readers.ncu_rep import _LaunchReader, _load, read_in_forked_chunks
-
-    path, chunk = Path(argv[0]), int(argv[1])
-    slots = [(int(r), int(a)) for r, a in json.loads(sys.stdin.buffer.read())]
-    reader = _LaunchReader(path, _load(path), instructions="--instructions" in argv[2:])
-    if slots:  # decoding an action loads NVIDIA's libraries: once here, not in every helper forked
-        range_index, action_index = slots[0]
-        reader.ranges[range_index].action_by_idx(action_index)
-    read_in_forked_chunks(reader, slots, chunk)
-    sys.stdout.buffer.write(pickle.dumps((reader.launches, reader.metrics.units), pickle.HIGHEST_PROTOCOL))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

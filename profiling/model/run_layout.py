@@ -1,0 +1,107 @@
+"""The run directory's layout: its file names, where runs are found, and the record of a run's provenance.
+
+    runs/                      DEFAULT_OUT (`--out`)
+      latest -> <time>-<pid>   LATEST: the newest profile run (bench --into leaves it)
+      <time>-<pid>/            new_run_dir(): one per profile (or bench without --into)
+        profile.ncu-rep        NCU_REPORT: ncu's raw report, never overwritten
+        ncu.log                NCU_LOG
+        ncu-command.txt        NCU_COMMAND: the exact ncu command line
+        events.jsonl           EVENTS: what the profiled program reported, one JSON line each
+        profile.gpu<i>.ncu-rep, ncu.gpu<i>.log, ncu-command.gpu<i>.txt, events.gpu<i>.jsonl
+                               profile_files(run_dir, i): the same, per GPU, for `--gpus` over several
+        results.json           RESULTS: RunResults (profiling/model/results.py)
+        bench.json             BENCH: BenchResults (profiling/bench/results.py)
+        report.html|md|json    report_file(): `memlens report`
+
+Creating one, the `latest` pointer and taking provenance: collect/run_dir.py.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_OUT = Path("runs")
+LATEST = "latest"
+LATEST_RUN = DEFAULT_OUT / LATEST
+NO_RUN_YET = (f"{LATEST_RUN}: no run yet; run `memlens profile` or name a run directory, results.json, .ncu-rep "
+              "or ncu CSV")  # fmt: skip
+REPORT_STEM = "profile"  # ncu is given the stem and adds .ncu-rep
+NCU_REPORT = f"{REPORT_STEM}.ncu-rep"
+NCU_LOG = "ncu.log"
+NCU_COMMAND = "ncu-command.txt"
+EVENTS = "events.jsonl"
+RESULTS = "results.json"
+BENCH = "bench.json"
+REPORT_FILE_STEM = "report"  # memlens report writes report.<format> into a run directory
+
+
+def no_run_yet(path: str | Path) -> bool:
+    """Whether `path` is the default run (runs/latest) and no profile run has made it yet: every
+    command then says NO_RUN_YET."""
+    return os.path.normpath(path) == str(LATEST_RUN) and not os.path.lexists(path)
+
+
+def report_file(run_dir: Path, fmt: str) -> Path:
+    return run_dir / f"{REPORT_FILE_STEM}.{fmt}"
+
+
+@dataclass(frozen=True)
+class ProfileFiles:
+    """The files one ncu run writes into a run directory."""
+
+    report_stem: Path  # ncu is given the stem and adds .ncu-rep
+    log: Path
+    command: Path
+    events: Path
+
+    @property
+    def report(self) -> Path:
+        return self.report_stem.with_name(self.report_stem.name + ".ncu-rep")
+
+
+def profile_files(run_dir: Path, gpu: int | None = None) -> ProfileFiles:
+    """The files of the one ncu run of a run directory, or (`gpu` given) of the ncu run on GPU `gpu`
+    of several: `profile.gpu1.ncu-rep` beside `profile.gpu0.ncu-rep`, never one over the other."""
+    tag = "" if gpu is None else f".gpu{gpu}"
+    return ProfileFiles(
+        report_stem=run_dir / f"{REPORT_STEM}{tag}",
+        log=run_dir / NCU_LOG.replace(".log", f"{tag}.log"),
+        command=run_dir / NCU_COMMAND.replace(".txt", f"{tag}.txt"),
+        events=run_dir / EVENTS.replace(".jsonl", f"{tag}.jsonl"),
+    )
+
+
+def resolve_run(path: Path) -> Path:
+    """`path`, or the run its `latest` link points at where `path` is a folder of runs (what
+    `profile --out DIR` writes: DIR/<time>-<pid>/ and DIR/latest) that holds no results of its own."""
+    if not path.is_dir() or (path / RESULTS).is_file():
+        return path
+    latest = path / LATEST
+    if latest.is_dir() and (latest / RESULTS).is_file():
+        return latest
+    return path
+
+
+def runs_in(folder: Path) -> list[Path]:
+    """The run directories (each with a results.json) directly in `folder`, oldest name first."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.name != LATEST and p.is_dir() and (p / RESULTS).is_file())
+    except OSError:
+        return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance:
+    """Where, when and by what a run was made: shared by RunInfo (profile) and BenchInfo (bench)."""
+
+    gpu_name: str | None = None
+    host: str | None = None  # the machine's host name
+    driver_version: str | None = None  # as nvidia-smi prints it, e.g. 580.159.04
+    command: str | None = None
+    started_at: str | None = None  # ISO 8601
+    wall_seconds: float | None = None
+    suite: str | None = None
+    suite_commit: str | None = None  # git commit of the suite, " (modified)" where it has changes
+    memlens_version: str | None = None

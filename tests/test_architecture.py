@@ -1,0 +1,54 @@
+"""The import rules: pyproject's [tool.importlinter] contracts, checked by import-linter on the installed
+wheel (where reports/ is memlens.reports): each stage imports only the stages below it, no two modules
+of one folder import each other in a circle, and timing code, the profiled program and the report
+readers stay apart. Each rule is shown to fail once on a copy of the package with a planted import."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def lint(site: Path, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    if not LINT.exists():
+        pytest.fail(f"{LINT} not found: import-linter comes with the test extra (make setup)")
+    return subprocess.run([str(LINT), "--config", str(REPO / "pyproject.toml"), "--no-cache"], cwd=cwd,
+                          env={**env, "PYTHONPATH": f"{site}:{env['PYTHONPATH']}"}, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+
+
+def test_the_installed_package_keeps_every_contract(installed, tmp_path):
+    target, env = installed
+    done = lint(target, env, tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "Contracts: 5 kept, 0 broken." in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "broken"),
+    [
+        ("io/files.py", "import memlens.model.results", "Stages: each imports only those below it"),
+        ("collect/ncu.py", "import memlens.collect.shards", "No import circles between the modules of one folder"),
+        ("bench/timing.py", "import memlens.collect.profiled_program", "Timing stays out of profiling"),
+        ("reports/render.py", "import memlens.bench.timing", "Reading bench.json and rendering reports need no"),
+    ],
+)
+def test_a_planted_import_breaks_its_contract(installed, tmp_path, module, planted, broken):
+    target, env = installed
+    site = tmp_path / "site"
+    shutil.copytree(target / "memlens", site / "memlens")
+    path = site / "memlens" / module
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{planted}  # planted\n", encoding="utf-8")
+    done = lint(site, env, tmp_path)
+    assert done.returncode == 1
+    verdicts = [line for line in done.stdout.splitlines() if line.endswith((" KEPT", " BROKEN"))]
+    assert len(verdicts) == 5
+    assert [line for line in verdicts if line.startswith(broken)][0].endswith(" BROKEN"), verdicts
