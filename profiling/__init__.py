@@ -10,11 +10,13 @@ from __future__ import annotations
 if __name__ != "memlens":  # the checkout's folder imported by its folder name: a second copy of every class
     raise ImportError(f"this folder is the package memlens, not {__name__}: import memlens (make setup installs it)")
 
-from memlens.version import __version__
+from memlens.version import __version__ as __version__
 
-# The public API, imported on first use (the CLI does not pay for NumPy): see api.py.
+# The public API, the one list (api.py takes its __all__ from it), imported on first use: the CLI does
+# not pay for NumPy.
 _API = ("range", "load", "Family", "Launch", "Expect", "Inputs", "Size", "CudaKernel", "NumbaKernel",
-        "RunResults", "KernelResult")  # fmt: skip
+        "RunResults", "KernelResult", "MemlensError", "ConfigError", "InputError", "OutputError",
+        "ProfilerError", "VerificationError", "GateFailed")  # fmt: skip
 __all__ = ["__version__", *_API]
 
 

@@ -34,12 +34,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memlens import _API
 from memlens.errors import ConfigError
-from memlens.model.results import KernelResult, RunResults
-from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
+from memlens.errors import GateFailed as GateFailed
+from memlens.errors import InputError as InputError
+from memlens.errors import MemlensError as MemlensError
+from memlens.errors import OutputError as OutputError
+from memlens.errors import ProfilerError as ProfilerError
+from memlens.errors import VerificationError as VerificationError
+from memlens.model.results import KernelResult as KernelResult
+from memlens.model.results import RunResults
+from memlens.suite import CudaKernel as CudaKernel
+from memlens.suite import Expect as Expect
+from memlens.suite import Family as Family
+from memlens.suite import Inputs as Inputs
+from memlens.suite import Launch as Launch
+from memlens.suite import NumbaKernel as NumbaKernel
+from memlens.suite import Size as Size
 
-__all__ = ["range", "load", "Family", "Launch", "Expect", "Inputs", "Size", "CudaKernel", "NumbaKernel",
-           "RunResults", "KernelResult"]  # fmt: skip
+__all__ = list(_API)  # the one export list, in memlens/__init__.py
 
 DOMAIN = None  # NVTX's default domain: ncu names it "<default domain>"
 

@@ -183,3 +183,13 @@ def test_doctor_checks_the_static_check_compilers(monkeypatch):
     assert all("memlens[check]" in c.fix for c in checks) and "memlens[check]" in CHECK_EXTRA
     monkeypatch.setattr(toolchain, "nvrtc_version", lambda: (12, 9))
     assert check_compilers()[0].detail == "NVRTC 12.9"
+
+
+def test_one_export_list_with_the_errors_load_raises(tmp_path):
+    import memlens.api
+
+    assert memlens.__all__ == ["__version__", *memlens.api.__all__]
+    assert all(getattr(memlens, name) is getattr(memlens.api, name) for name in memlens.api.__all__)
+    with pytest.raises(memlens.InputError, match="no such file"):
+        memlens.load(tmp_path / "missing.json")
+    assert issubclass(memlens.InputError, memlens.MemlensError) and memlens.MemlensError is ConfigError.__base__

@@ -61,7 +61,8 @@ def _usable(results: RunResults) -> None:
             value = kernel.metric(key).value
             assert value is None or math.isfinite(value)
     measurements = from_run(results)
-    assert measurements.subjects is not None
+    assert [s.measured for s in measurements.subjects] == list(results.kernels)  # each launch, once
+    assert len({s.key for s in measurements.subjects}) == len(results.kernels)
 
 
 # --- results.json --------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import socket
 import sys
 from pathlib import Path
 
@@ -50,6 +51,8 @@ def test_program_run_writes_the_suite_run_directory(fake_ncu, tmp_path, capsys):
     assert data["complete"] is True and data["outcomes"] == []
     assert data["info"]["gpu_name"] == "NVIDIA H100 80GB HBM3"
     assert data["info"]["command"].startswith("memlens ")
+    # the provenance a suite run records (collect/run_dir.take_provenance), the host among it
+    assert data["info"]["host"] == socket.gethostname() and data["info"]["memlens_version"] == "0.1.0"
     labels = [(k["family"], k["variant"], k["nvtx"]) for k in data["kernels"]]
     assert labels[0] == ("transpose", "conflict", "iteration > transpose/conflict")
     assert len(labels) == 6

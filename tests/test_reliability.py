@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-import memlens.collect.ncu
+import memlens.io.processes
 from memlens.cli import main
 from memlens.collect.run_dir import new_run_dir
 from tests.conftest import FIXTURES, REPO
@@ -99,7 +99,7 @@ def test_timeout_ends_ncu_and_the_app(tmp_path, monkeypatch, marker, capsys):
 
 def test_timeout_kills_an_ncu_that_ignores_sigint(tmp_path, monkeypatch, marker):
     install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_MODE="stubborn", MEMLENS_TEST_HANG_S="60")
-    monkeypatch.setattr(memlens.collect.ncu, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(memlens.io.processes, "STOP_GRACE_S", 1.0)
     runs = tmp_path / "runs"
     started = time.monotonic()
     assert main(["profile", str(CPU_FAILURES), "-k", "first|hangs", "--out", str(runs), "--timeout", "2",
@@ -477,7 +477,8 @@ def test_recorded_ncu_stops_on_sigint_within_the_grace_memlens_gives_it():
     folder = recorded("sigint_ncu")
     assert (folder / "hangs_started").read_text().strip() == "yes"
     assert (folder / "leftover.txt").read_text().strip() == ""
-    assert float((folder / "seconds_to_exit").read_text()) < memlens.collect.ncu.STOP_GRACE_S  # else SIGKILL, no report
+    grace = memlens.io.processes.STOP_GRACE_S
+    assert float((folder / "seconds_to_exit").read_text()) < grace  # else SIGKILL, no report
     # The fake ncu writes its report when stopped by SIGINT, as end_group expects ncu to do.
     assert (folder / "report_written").read_text().strip() == "yes"
 

@@ -14,7 +14,7 @@ from memlens.bench.results import BenchInfo
 from memlens.collect.run_dir import Machine, new_run_dir, point_latest, shell_command, take_provenance
 from memlens.model.results import RunInfo, load_results
 from memlens.model.run_layout import BENCH, LATEST, NCU_REPORT, RESULTS, Provenance, report_file
-from memlens.readers import RESULTS_FILE
+from memlens.readers import find_report
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures"
@@ -22,9 +22,13 @@ SHARED = {"gpu_name", "host", "driver_version", "command", "started_at", "wall_s
           "memlens_version"}  # fmt: skip
 
 
-def test_the_layout_names():
+def test_the_layout_names(tmp_path):
     assert (NCU_REPORT, RESULTS, BENCH, LATEST) == ("profile.ncu-rep", "results.json", "bench.json", "latest")
-    assert RESULTS_FILE == RESULTS
+    # the readers find a run's results by that name, and a folder of runs by its latest link
+    run = new_run_dir(tmp_path)
+    (run / RESULTS).write_text("{}")
+    assert point_latest(tmp_path, run) is None
+    assert find_report(tmp_path) == tmp_path / LATEST / RESULTS
     assert report_file(REPO / "runs" / "x", "md") == REPO / "runs" / "x" / "report.md"
 
 

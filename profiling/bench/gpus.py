@@ -21,12 +21,11 @@ from subprocess import Popen
 from memlens.bench.results import BenchFailure, BenchResults, load_bench
 from memlens.bench.timing import BenchOptions, bench, check_options
 from memlens.collect.gpus import Gpu
-from memlens.collect.ncu import end_group, hold_interrupts, sigterm_as_interrupt
 from memlens.collect.run_dir import machine_of, new_run_dir, now, take_provenance
 from memlens.collect.shards import expected_costs, sizes_for, split
 from memlens.errors import ProfilerError
 from memlens.io.files import write_json_output, write_output
-from memlens.io.processes import start_command
+from memlens.io.processes import end_group, hold_interrupts, sigterm_as_interrupt, start_command
 from memlens.model.nvtx_names import labels_pattern
 from memlens.model.run_layout import BENCH
 from memlens.suite import Variant, select_variants

@@ -28,7 +28,6 @@ from memlens.collect.ncu import (
     command_line,
     find_ncu,
     first_error,
-    hold_interrupts,
     profile_argv,
     run_ncu,
     start_disassembler,
@@ -36,6 +35,7 @@ from memlens.collect.ncu import (
 from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now, point_latest, take_provenance
 from memlens.errors import ConfigError, MemlensError, ProfilerError
 from memlens.io.files import write_json_output, write_output
+from memlens.io.processes import hold_interrupts
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.nvtx_names import labels_pattern, parse_swept
 from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome

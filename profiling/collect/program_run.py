@@ -30,7 +30,6 @@ a command that is not there (2), a bad filter (2). The raw report is kept whatev
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 import shutil
@@ -63,13 +62,12 @@ from memlens.collect.ncu import (
     run_ncu,
     start_disassembler,
 )
-from memlens.collect.run_dir import driver_version, new_run_dir, point_latest
+from memlens.collect.run_dir import Machine, driver_version, new_run_dir, now, point_latest, take_provenance
 from memlens.errors import ConfigError, MemlensError, ProfilerError
 from memlens.io.files import write_json_output, write_output
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
-from memlens.version import __version__
 
 if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
     from memlens.model.results import RunInfo, RunResults
@@ -172,7 +170,7 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     )
     argv = profile_argv(ncu, request, options.command)
     write_output(run_dir / NCU_COMMAND, command_line(argv) + "\n")
-    started = dt.datetime.now(dt.timezone.utc)
+    started = now()
     stderr = _StderrTee(run_dir / STDERR_FILE)
     error: BaseException | None = None
     run: NcuRun | None = None
@@ -190,16 +188,13 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         error = _failure(run, options, last_line, run_dir)
     from memlens.model.results import RunInfo
 
+    command = options.invocation or command_line(options.command)
     info = RunInfo(
+        **take_provenance(Machine(driver_version(), None), None, command, started),  # the suite run's record
         ncu_version=ncu.version_text,
-        driver_version=driver_version(),
         clock_control=options.clock_control,
         cache_control=options.cache_control,
         fast=options.fast,
-        command=options.invocation or command_line(options.command),
-        started_at=started.isoformat(timespec="seconds"),
-        wall_seconds=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds(), 2),
-        memlens_version=__version__,
         launches=options.sampling.mode,
         warm_up=options.sampling.warm_up,
         launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN,

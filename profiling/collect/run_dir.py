@@ -79,10 +79,10 @@ def now() -> dt.datetime:
 
 
 def take_provenance(
-    machine: Machine, suite: Path, command: str, started: dt.datetime, gpu_name: str | None = None
+    machine: Machine, suite: Path | None, command: str, started: dt.datetime, gpu_name: str | None = None
 ) -> dict[str, Any]:
     """The Provenance fields of a run that started at `started` and ends now, as keyword arguments
-    for RunInfo or BenchInfo."""
+    for RunInfo or BenchInfo (suite None: a program run)."""
     record = Provenance(
         gpu_name=gpu_name,
         host=_hostname(),
@@ -90,7 +90,7 @@ def take_provenance(
         command=command,
         started_at=started.isoformat(timespec="seconds"),
         wall_seconds=round((now() - started).total_seconds(), 2),
-        suite=str(suite),
+        suite=None if suite is None else str(suite),
         suite_commit=machine.suite_commit,
         memlens_version=__version__,
     )

@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from memlens.collect.gpus import Gpu
-from memlens.collect.ncu import Ncu, find_ncu, hold_interrupts, sigterm_as_interrupt
+from memlens.collect.ncu import Ncu, find_ncu
 from memlens.collect.profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
 from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now, take_provenance
 from memlens.errors import MemlensError
+from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
 from memlens.model.results import RunResults
 from memlens.model.run_layout import LATEST, profile_files
 from memlens.suite import Case, Selection, Variant, select_variants, suite_root

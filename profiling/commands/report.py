@@ -29,7 +29,7 @@ from memlens.errors import MemlensError
 from memlens.io.files import write_output
 from memlens.model.results import RunResults
 from memlens.model.run_layout import NCU_REPORT, report_file, resolve_run
-from memlens.readers import RESULTS_FILE, find_report, read_report
+from memlens.readers import RESULTS, find_report, read_report
 from memlens.reports import FORMATS
 from memlens.static.check import find_static
 
@@ -66,7 +66,7 @@ def read_with_lines(path: str | Path) -> RunResults:
     results = read_report(path, instructions=True)
     report = find_report(Path(path))
     raw = report.with_name(NCU_REPORT)
-    if report.name != RESULTS_FILE or any(k.instructions for k in results.kernels) or not raw.is_file():
+    if report.name != RESULTS or any(k.instructions for k in results.kernels) or not raw.is_file():
         return results
     try:
         measured = {k.launch_id: k for k in read_report(raw, instructions=True).kernels}
@@ -88,7 +88,7 @@ def run_directory(path: str | Path) -> Path:
 
 
 def is_memlens_run(directory: Path) -> bool:
-    return (directory / RESULTS_FILE).is_file()
+    return (directory / RESULTS).is_file()
 
 
 def bench_of(path: str | Path) -> tuple[str, BenchResults] | None:
@@ -109,7 +109,7 @@ def default_output(runs: list[str], fmt: str) -> Path:
         return Path(f"memlens-report.{fmt}")
     path = Path(runs[0])
     directory = run_directory(path)
-    own_run = path.is_dir() or path.name == RESULTS_FILE
+    own_run = path.is_dir() or path.name == RESULTS
     if own_run and is_memlens_run(directory) and os.access(directory, os.W_OK | os.X_OK):
         return report_file(directory, fmt)
     stem = directory.resolve().name if own_run else path.name

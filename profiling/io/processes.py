@@ -6,12 +6,15 @@ ncu's long profiling run has its own wrapper, `ncu.run_ncu`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,7 +102,7 @@ def run_command(
 def start_command(argv: Sequence[str], *, env: Mapping[str, str], output: Path) -> subprocess.Popen[bytes]:
     """Start `argv` in a process group of its own, its stdout and stderr into the file `output`,
     without waiting: for commands that run at once (`bench --gpus`); the caller waits for them
-    and ends their groups (ncu.end_group) on a timeout or Ctrl-C. CommandFailed where it cannot start."""
+    and ends their groups (end_group) on a timeout or Ctrl-C. CommandFailed where it cannot start."""
     argv = tuple(str(a) for a in argv)
     log.info("starting %s", command_line(argv))
     try:
@@ -135,3 +138,95 @@ def _end_group(process: subprocess.Popen[str]) -> str:
         process.wait()
         return ""
     return (stdout or "") + (stderr or "")
+
+
+# --- ending a process group, and signals held while it ends (ncu, bench and profile over several GPUs) ---
+
+STOP_GRACE_S = 5.0  # after SIGINT, how long ncu gets to write its report before SIGKILL
+
+
+def end_group(process: subprocess.Popen[bytes], grace: float | None = None) -> None:
+    """SIGINT the process group (ncu then writes what it has), then SIGKILL what is left.
+    A second Ctrl-C meanwhile is held until the group is gone, so nothing is left running."""
+    grace = STOP_GRACE_S if grace is None else grace
+    with hold_interrupts():
+        for sig in (signal.SIGINT, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            if _group_gone(process, grace):
+                break
+        if process.poll() is None:  # ncu itself is reaped even where its group outlived it
+            process.kill()
+            process.wait()
+
+
+def _group_gone(process: subprocess.Popen[bytes], grace: float) -> bool:
+    """Wait up to `grace` seconds for ncu to exit and every process of its group with it."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        process.poll()  # reap ncu, or it would count as alive
+        if not group_members(process.pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group `pgid`: from /proc on Linux, else by signal 0."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp ...
+        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
+            members.append(int(entry.name))
+    return members
+
+
+@contextlib.contextmanager
+def hold_interrupts() -> Iterator[None]:
+    """Defer Ctrl-C (SIGINT) and SIGTERM to the end of the block, where they raise KeyboardInterrupt:
+    for work that must not be cut in half, such as stopping ncu or saving partial results."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda number, frame: caught.append(number))
+                for sig in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises KeyboardInterrupt, so it is cleaned up like a Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(number: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -18,7 +18,6 @@ from memlens.readers.ncu_rep import REPORT_MAGIC, read_ncu_rep
 
 __all__ = ["read_report", "read_with_instructions", "parse_csv", "find_report", "report_kind"]
 
-RESULTS_FILE = RESULTS
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 CSV_SUFFIXES = (".csv", ".txt", ".log")
 SNIFF_BYTES = 64 * 1024
@@ -37,7 +36,7 @@ def read_with_instructions(path: str | Path) -> RunResults:
     the .ncu-rep itself. A CSV, or a report without them, gives kernels without instructions."""
     report = find_report(Path(path))
     results = _read_file(report, instructions=True)
-    raw = report.with_name(NCU_REPORT) if report.name == RESULTS_FILE else None
+    raw = report.with_name(NCU_REPORT) if report.name == RESULTS else None
     if not any(k.instructions for k in results.kernels) and raw is not None and raw.is_file():
         measured = {k.launch_id: k for k in read_ncu_rep(raw, instructions=True).kernels}
         kernels = tuple(measured.get(k.launch_id, k) for k in results.kernels)
@@ -57,7 +56,7 @@ def find_report(path: Path) -> Path:
 
 
 def _in_directory(directory: Path) -> Path:
-    results = directory / RESULTS_FILE
+    results = directory / RESULTS
     if results.is_file():
         return results
     for suffixes in (REPORT_SUFFIXES, (".csv",)):
@@ -66,7 +65,7 @@ def _in_directory(directory: Path) -> Path:
             return found[0]
         if found:
             names = ", ".join(p.name for p in found)
-            raise InputError(f"{directory}: no {RESULTS_FILE} and several reports ({names}): name one")
+            raise InputError(f"{directory}: no {RESULTS} and several reports ({names}): name one")
     raise InputError(f"{directory}: {_nothing_here(directory)}")
 
 
@@ -77,8 +76,8 @@ def _nothing_here(directory: Path) -> str:
         link = directory / LATEST
         broken = f"its {LATEST} link points at no run" if link.is_symlink() or link.exists() else f"no {LATEST} link"
         return (f"a folder of {len(runs)} runs with {broken}: name one, e.g. {runs[-1]} "
-                f"(or its {RESULTS_FILE})")  # fmt: skip
-    return (f"no {RESULTS_FILE}, .ncu-rep or ncu CSV in this directory: give a run directory "
+                f"(or its {RESULTS})")  # fmt: skip
+    return (f"no {RESULTS}, .ncu-rep or ncu CSV in this directory: give a run directory "
             f"(runs/<time>-<pid>, or runs for its {LATEST} run), a results.json, a .ncu-rep or an ncu CSV")
 
 
