@@ -1,4 +1,4 @@
-"""Human text for report values: re-exports profiling.units' formatters (one home for every
+"""Human text for report values: re-exports memlens.io.units' formatters (one home for every
 figure's text, shared with the CLI and the gate) and the report's own relative changes."""
 
 from __future__ import annotations

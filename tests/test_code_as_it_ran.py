@@ -1,4 +1,4 @@
-"""The code as it ran (issue 24, item 3): a memlens run keeps the text of every file its kernels' lines
+"""The code as it ran: a memlens run keeps the text of every file its kernels' lines
 name (results.json "sources"), so the run read after an edit shows the lines that ran; a plain report
 whose source file changed after it was written says so instead of quoting another line's code; CuPy's
 temporary sources come back from CuPy's cache, named by their kernel.

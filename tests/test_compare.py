@@ -1,4 +1,4 @@
-"""Compare and gate by source line (issue 25): lines matched across builds, `memlens compare`, the report
+"""Compare and gate by source line: lines matched across builds, `memlens compare`, the report
 of several runs, line rules with baselines.
 
 The scenario tests read two builds of tests/fixtures/programs/compare_v{1,2}.cu recorded on a GPU by

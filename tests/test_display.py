@@ -1,4 +1,4 @@
-"""How names and charts display (issue 14 items 11-14): a very long kernel name is elided in the
+"""How names and charts display: a very long kernel name is elided in the
 middle everywhere it is shown, bidirectional control characters cannot reorder the text around them,
 and the cross-run chart reads small and large durations alike."""
 

@@ -1,4 +1,4 @@
-"""Figures a newcomer could misread (issue 14 items 5-10): one label per Numba kernel whichever
+"""Figures a newcomer could misread: one label per Numba kernel whichever
 reader found it, ncu's other names of a counter, one unit system, no invented precision, the file
 the user named in a title."""
 

@@ -1,4 +1,4 @@
-"""The one writer (fileio.write_output) by the kind of path a user names: a regular file atomically,
+"""The one writer (io/files.write_output) by the kind of path a user names: a regular file atomically,
 a device, FIFO, socket or descriptor in place (never renamed over, never made a regular file), `-`
 standard output, `FOLDER/` the default name inside the folder, and two outputs of one command on
 one file refused before either is written."""

@@ -1,4 +1,4 @@
-"""First contact (issue 24, item 4): a folder of runs (`profile --out DIR` writes DIR/<time>-<pid>/ and
+"""First contact: a folder of runs (`profile --out DIR` writes DIR/<time>-<pid>/ and
 DIR/latest) read as its latest run by every command that reads a run; "not found" errors that name what
 would work; `report --format md` for every input kind `--format html` takes."""
 

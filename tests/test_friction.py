@@ -1,4 +1,4 @@
-"""What a newcomer trips over (issue 14 items 15-18): packaging warnings, the README's own-suite
+"""What a newcomer trips over: packaging warnings, the README's own-suite
 example without CuPy, where the rules format is, and what `memlens doctor` says."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every kernel of the suite compiles for sm_90 on a machine with no GPU: the .cu files with
-nvcc and with NVRTC (profiling.toolchain), the Numba kernels with numba.cuda.compile_ptx; and
+nvcc and with NVRTC (memlens.static.toolchain), the Numba kernels with numba.cuda.compile_ptx; and
 ptxas's report agrees with what each variant declares (shared tile sizes, local memory)."""
 
 from __future__ import annotations

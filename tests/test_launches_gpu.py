@@ -1,4 +1,4 @@
-"""GPU tier (issue 27): a training loop of 10 steps (tests/benchmarks/train_loop.py: an MLP with a
+"""GPU tier: a training loop of 10 steps (tests/benchmarks/train_loop.py: an MLP with a
 Triton activation, AdamW, each step in memlens.range "train/step") profiled with no option (the
 default, `--launches first`): each distinct kernel (function, grid, block, shared memory) once, the backward
 kernels among them (PyTorch launches them from its autograd thread: the range's start/end half covers

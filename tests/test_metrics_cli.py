@@ -1,4 +1,4 @@
-"""`memlens metrics`, called through profiling.cli.main as a user would."""
+"""`memlens metrics`, called through memlens.cli.main as a user would."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_csv_one_row_a_kernel_with_units_in_the_header(capsys: pytest.CaptureFix
     rows = list(csv.DictReader(io.StringIO(out)))
     assert len(rows) == 3
     assert "duration (ns)" in rows[0] and "dram_bandwidth (byte/second)" in rows[0]
-    assert len(rows[0]) == 5 + len(CATALOGUE)
+    assert len(rows[0]) == 6 + len(CATALOGUE)  # label, kernel, family, variant, nvtx, launch_id
     assert rows[0]["exact_excess_wavefronts (wavefront)"] == "16252928"
     # per load: over the per-instruction executions, which the probe (no inst_executed) lacks; no "*" in a CSV,
     # so no fallback figure either (the table's is marked)
@@ -190,7 +190,7 @@ def test_large_report_keeps_every_row_and_every_column(capsys: pytest.CaptureFix
     code, out, _ = metrics(capsys, str(path), "--csv")
     rows = list(csv.reader(io.StringIO(out)))
     assert code == 0 and rows[0] == csv_header() and len(rows) == 1 + 1008
-    assert [row[4] for row in rows[1:]] == [str(n) for n in range(1008)]
+    assert [row[rows[0].index("launch_id")] for row in rows[1:]] == [str(n) for n in range(1008)]
     assert all(len(row) == len(rows[0]) for row in rows)
 
     code, out, _ = metrics(capsys, str(path), "--json")
@@ -261,3 +261,20 @@ def test_a_narrow_terminal_never_cuts_a_figure_or_a_label(columns, monkeypatch, 
         assert text in out, text
     table = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
     assert len({cell_len(line) for line in table}) == 1 and all(line[-1] in "┓┃┩│┘" for line in table)  # edge whole
+
+
+def test_every_output_names_a_kernel_by_the_same_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    """results.IDENTITY, in the same order, in metrics --json, metrics --csv and lines --json."""
+    from memlens.model.results import IDENTITY
+
+    assert main(["metrics", str(PROGRAM), "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)["kernels"]
+    assert main(["metrics", str(PROGRAM), "--csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert main(["lines", str(PROGRAM), "--json"]) == 0
+    lines = json.loads(capsys.readouterr().out)["kernels"]
+    assert len(metrics) == len(rows) == len(lines) == 6
+    for entry, row, line in zip(metrics, rows, lines, strict=True):
+        assert list(entry)[: len(IDENTITY)] == list(line)[: len(IDENTITY)] == list(IDENTITY)
+        assert [row[field] for field in IDENTITY] == ["" if entry[f] is None else str(entry[f]) for f in IDENTITY]
+        assert entry["nvtx"] and line["nvtx"] == entry["nvtx"]

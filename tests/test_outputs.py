@@ -1,5 +1,5 @@
-"""Every file a command writes goes through fileio.write_output: atomic, never over an input, every
-OS error one line and exit 2 (issue 14 items 1-4)."""
+"""Every file a command writes goes through io/files.write_output: atomic, never over an input, every
+OS error one line and exit 2."""
 
 from __future__ import annotations
 

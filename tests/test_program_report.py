@@ -1,4 +1,4 @@
-"""A program's kernels in the report (issue 24, items 1 and 2), on recorded fixtures: hot lines with code
+"""A program's kernels in the report, on recorded fixtures: hot lines with code
 and a source view (HTML and Markdown), PMPP's verdicts (coalescing, DRAM- or L2-bound), the roofline of
 kernels outside families, honest headings, what a CSV cannot show; the source view in Chromium at 1400
 and 420 px wide."""

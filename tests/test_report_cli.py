@@ -1,4 +1,4 @@
-"""`memlens report` through profiling.cli.main: where it writes, what it prints, exit codes."""
+"""`memlens report` through memlens.cli.main: where it writes, what it prints, exit codes."""
 
 from __future__ import annotations
 

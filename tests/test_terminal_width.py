@@ -1,4 +1,4 @@
-"""Output that fits (issue 24, item 5): at 80, 100 and 120 columns `memlens metrics` and `memlens lines`
+"""Output that fits: at 80, 100 and 120 columns `memlens metrics` and `memlens lines`
 print no line longer than the terminal; the table keeps the most telling columns and names the ones
 left out with the option that shows all; kernel names are shortened to what a person wrote (the full
 name in JSON); CSV and JSON are unchanged."""

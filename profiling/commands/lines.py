@@ -186,8 +186,7 @@ def to_json(found: list[KernelLines], top: int) -> dict[str, object]:
     return {
         "kernels": [
             {
-                "label": entry.kernel.label, "kernel": entry.kernel.kernel, "family": entry.kernel.family,
-                "variant": entry.kernel.variant, "launch_id": entry.kernel.launch_id,
+                **entry.kernel.identity(),
                 "line_info": entry.line_info, "hint": None if entry.line_info else LINE_INFO_HINT,
                 "lines": [line.to_json() for line in (entry.lines if top == 0 else entry.lines[:top])],
                 "notes": kernel_notes(entry, entry.lines if top == 0 else entry.lines[:top]),

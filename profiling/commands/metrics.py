@@ -31,7 +31,7 @@ from memlens.model import shared_figures
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
 from memlens.model.nvtx_names import compile_filter
-from memlens.model.results import KernelResult, RunResults
+from memlens.model.results import IDENTITY, KernelResult, RunResults
 from memlens.model.run_layout import LATEST_RUN, resolve_run
 from memlens.readers import read_report
 from memlens.theory import paper
@@ -342,12 +342,7 @@ def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
         "info": asdict(results.info),
         "kernels": [
             {
-                "label": k.label,
-                "kernel": k.kernel,
-                "family": k.family,
-                "variant": k.variant,
-                "nvtx": k.nvtx,
-                "launch_id": k.launch_id,
+                **k.identity(),
                 "range_runs": k.range_runs,  # runs of its memlens.range (--launches first); null: unknown
                 "metrics": _metrics_json(k),
             }
@@ -356,12 +351,9 @@ def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
     }
 
 
-CSV_IDENTITY = ("label", "kernel", "family", "variant", "launch_id")
-
-
 def csv_header() -> list[str]:
-    """Identity columns, then every catalogue metric as "key (unit)"."""
-    return [*CSV_IDENTITY, *(f"{key} ({metric.unit})" for key, metric in CATALOGUE.items())]
+    """Identity columns (results.IDENTITY), then every catalogue metric as "key (unit)"."""
+    return [*IDENTITY, *(f"{key} ({metric.unit})" for key, metric in CATALOGUE.items())]
 
 
 def write_csv(kernels: list[KernelResult], stream: Any) -> None:
@@ -370,7 +362,8 @@ def write_csv(kernels: list[KernelResult], stream: Any) -> None:
     writer.writerow(csv_header())
     for k in kernels:
         values = [_csv_number(k.value(key)) for key in CATALOGUE]
-        writer.writerow([k.label, k.kernel, k.family or "", k.variant or "", k.launch_id, *values])
+        identity = ["" if value is None else value for value in k.identity().values()]
+        writer.writerow([*identity, *values])
 
 
 def _csv_number(value: float | None) -> str:

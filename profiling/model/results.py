@@ -53,6 +53,9 @@ class MetricValue:
         return self.value is not None
 
 
+IDENTITY = ("label", "kernel", "family", "variant", "nvtx", "launch_id")  # KernelResult.identity()
+
+
 @dataclass(frozen=True)
 class KernelResult:
     """One profiled kernel launch."""
@@ -88,6 +91,11 @@ class KernelResult:
         if self.family and self.variant:
             return f"{self.family}/{self.variant}"
         return self.nvtx or kernel_label(self.kernel)
+
+    def identity(self) -> dict[str, Any]:
+        """Which launch this is, the fields IDENTITY names: what every table, CSV and JSON of kernels starts with."""
+        return {"label": self.label, "kernel": self.kernel, "family": self.family, "variant": self.variant,
+                "nvtx": self.nvtx, "launch_id": self.launch_id}  # fmt: skip
 
     def values(self) -> dict[str, float | None]:
         """Raw and derived figures by catalogue key."""
@@ -271,12 +279,8 @@ class RunResults:
             import pandas
         except ImportError as exc:
             raise ProfilerError(f"a DataFrame needs pandas ({exc}): pip install \"memlens[pandas]\"") from None
-        rows = [
-            {"label": k.label, "kernel": k.kernel, "family": k.family, "variant": k.variant, "nvtx": k.nvtx,
-             "launch_id": k.launch_id, **{key: k.value(key) for key in CATALOGUE}}
-            for k in self.kernels
-        ]  # fmt: skip
-        columns = ["label", "kernel", "family", "variant", "nvtx", "launch_id", *CATALOGUE]
+        rows = [{**k.identity(), **{key: k.value(key) for key in CATALOGUE}} for k in self.kernels]
+        columns = [*IDENTITY, *CATALOGUE]
         return pandas.DataFrame(rows, columns=columns)
 
     to_dataframe = dataframe

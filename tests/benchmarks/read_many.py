@@ -12,7 +12,7 @@ For each PATH (a .ncu-rep or ncu CSV):
   its own as a user runs it, stdout to /dev/null (so the table is the one written to a file or a
   pipe), and the ratio of each to its targets;
 - phases: in one fresh process a round, the seconds of the imports `memlens` makes before it runs a
-  command, of the reader alone (profiling.readers.read_report) and of printing each output from the
+  command, of the reader alone (memlens.readers.read_report) and of printing each output from the
   kernels read. Python's own start (`python -c pass`) is measured apart.
 
 Every round is a new process: ncu_report keeps what it decodes for as long as the process lives

@@ -1,6 +1,6 @@
 """Design sweep for the fast transposes: which tile shape, block shape, block order and cache hint
 comes closest to a device-to-device copy of the same bytes (8192 x 8192 fp32 by default), timed
-exactly as `memlens bench` times a variant (profiling.bench.CudaDevice: CUDA events, median of
+exactly as `memlens bench` times a variant (memlens.bench.timing.CudaDevice: CUDA events, median of
 the launches, rotating over input sets that together exceed L2 four times), on one GPU, in one run.
 
     python tests/benchmarks/transpose_sweep.py OUT.json [--rows 8192] [--cols 8192] [--rounds 3] [-k RE]
