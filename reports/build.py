@@ -67,8 +67,7 @@ def build_run(
             "exact excess wavefronts are not in this run (a --fast run or a plain ncu report):"
             f" bank conflicts are shown from the {HW_LABEL}, which reports conflicts where there are none"
         )
-    notes.extend(sampling_lines(results.info.launches, results.info.warm_up, results.kernels,
-                                results.info.ranges_not_profiled))
+    notes.extend(sampling_lines(results.info, results.kernels))
     items = header(results.info) + gpus_header(results)
     summary = None
     if bench is not None:

@@ -5,6 +5,7 @@ readers stay apart. Each rule is shown to fail once on a copy of the package wit
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -20,9 +21,9 @@ LINT = Path(sys.executable).with_name("lint-imports")
 def lint(site: Path, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     if not LINT.exists():
         pytest.fail(f"{LINT} not found: import-linter comes with the test extra (make setup)")
+    path = os.pathsep.join([str(site), env["PYTHONPATH"]])
     return subprocess.run([str(LINT), "--config", str(REPO / "pyproject.toml"), "--no-cache"], cwd=cwd,
-                          env={**env, "PYTHONPATH": f"{site}:{env['PYTHONPATH']}"}, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+                          env={**env, "PYTHONPATH": path}, capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
 def test_the_installed_package_keeps_every_contract(installed, tmp_path):

@@ -42,9 +42,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlens.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memlens.model.results import RunInfo
 
 ALL = "all"
 FIRST = "first"
@@ -151,15 +154,14 @@ def ranges_not_profiled(counts: dict[str, int], kernels: Sequence[Any]) -> dict[
     return {path: runs for path, runs in counts.items() if path.rsplit(" > ", 1)[-1] not in seen}
 
 
-def sampling_lines(launches: str | None, warm_up: int | None, kernels: Sequence[Any],
-                   not_profiled: dict[str, int] | None = None) -> list[str]:  # fmt: skip
+def sampling_lines(info: RunInfo, kernels: Sequence[Any]) -> list[str]:
     """What a table or report says below its kernels of a run that profiled one launch of many: which
     launches, per kernel "1 profiled of its range's N runs" where memlens.range counted them, and the
     counted ranges with no profiled launch. Nothing for a run of every launch (or a suite run, or a
-    plain ncu report: launches None)."""
-    if launches in (None, ALL):
+    plain ncu report: info.launches None)."""
+    if info.launches in (None, ALL):
         return []
-    sampling = parse_launches(launches, warm_up or 0)
+    sampling = parse_launches(info.launches, info.warm_up or 0)
     lines = [f"launches: {sampling.describe()}"]
     by_runs: dict[int, dict[str, None]] = {}
     for kernel in kernels:
@@ -172,8 +174,8 @@ def sampling_lines(launches: str | None, warm_up: int | None, kernels: Sequence[
     if len(by_runs) == 0 or any(getattr(k, "range_runs", None) is None for k in kernels):
         lines.append("  how many launches each profiled one stands for: unknown (ncu reports only those it "
                      "profiled; memlens.range counts its ranges' runs)")  # fmt: skip
-    if not_profiled:
-        lines.append("  " + not_profiled_line(not_profiled))
+    if info.ranges_not_profiled:
+        lines.append("  " + not_profiled_line(info.ranges_not_profiled))
     return lines
 
 

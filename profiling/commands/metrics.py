@@ -245,7 +245,7 @@ def print_table(
         out.print(f"left out to fit {out.width} columns: {', '.join(left_out)} (--wide shows all; --json every figure)")
     for line in notes(kernels, chosen):
         out.print(line)
-    for line in sampling_lines(results.info.launches, results.info.warm_up, kernels, results.info.ranges_not_profiled):
+    for line in sampling_lines(results.info, kernels):
         out.print(line)
 
 

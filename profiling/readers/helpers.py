@@ -27,7 +27,10 @@ from memlens.io.processes import CommandFailed, start_pipe
 LaunchReader = Any  # ncu_rep._LaunchReader (not imported: ncu_rep imports this module)
 Slot = tuple[int, int]  # (range index, action index) of an action in the report
 Read = tuple[list, dict[str, str]]  # the launches read, and the units met
-ROOT = Path(__file__).resolve().parents[2]  # the folder holding this package
+# the folder holding the package where it is installed as folders named memlens (a checkout's profiling/
+# is found through its editable install instead): the new process imports the same memlens
+_PACKAGE = Path(__file__).resolve().parents[1]
+ROOT = _PACKAGE.parent if _PACKAGE.name == "memlens" else None
 HELPER_PROCESS = "memlens.readers.helper_process"  # the new process's module
 
 
@@ -144,7 +147,8 @@ class SpawnedHelper:
     def start(cls, path: Path, instructions: bool, slots: Sequence[Slot], chunk: int) -> SpawnedHelper | None:
         argv = [sys.executable, "-m", HELPER_PROCESS, str(path), str(chunk)]
         argv += ["--instructions"] if instructions else []
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
+        path = os.pathsep.join(filter(None, (ROOT and str(ROOT), os.environ.get("PYTHONPATH"))))
+        env = {**os.environ, "PYTHONPATH": path}
         try:
             process = start_pipe(argv, env=env)
         except CommandFailed:
