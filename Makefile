@@ -1,5 +1,6 @@
 # Every target bootstraps .venv itself. On a machine with no package index (such as a lent
-# GPU machine whose python already has the packages), pass PYTHON=python3 to use that python.
+# GPU machine whose python already has the packages), pass PYTHON=python3 to use that python
+# (with memlens installed in it: python3 -m pip install --no-deps .).
 VENV   := .venv
 PYTHON ?= $(VENV)/bin/python
 # CuPy wheel for the GPU's CUDA major (nvidia-smi's "CUDA Version"): 13 or 12.
