@@ -1,6 +1,6 @@
 """`memlens profile`: run a suite's variants in one process under one ncu invocation.
 
-Each run gets a new run directory (its layout: profiling/collect/run_dir.py) holding the raw report (never
+Each run gets a new run directory (its layout: profiling/model/run_layout.py) holding the raw report (never
 overwritten), ncu's log, the profiled program's events and results.json; `<out>/latest` points at it.
 """
 
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memlens.collect.gpus import Gpu
-from memlens.collect.kept_sources import keep_sources
 from memlens.collect.ncu import (
     Ncu,
     NcuRun,
@@ -32,14 +31,15 @@ from memlens.collect.ncu import (
     run_ncu,
     start_disassembler,
 )
-from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now, point_latest, take_provenance
+from memlens.collect.pipeline import read_results, run_info, save_run
+from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now
 from memlens.errors import ConfigError, MemlensError, ProfilerError
-from memlens.io.files import write_json_output, write_output
+from memlens.io.files import write_output
 from memlens.io.processes import hold_interrupts
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.nvtx_names import labels_pattern, parse_swept
-from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
-from memlens.model.run_layout import DEFAULT_OUT, NCU_COMMAND, RESULTS, ProfileFiles, profile_files
+from memlens.model.results import RunInfo, RunResults, VariantOutcome
+from memlens.model.run_layout import DEFAULT_OUT, NCU_COMMAND, ProfileFiles, profile_files
 from memlens.suite import NVTX_DOMAIN, SKIPPED, Selection, Variant, select_variants, suite_root
 
 PROFILED_PROGRAM = f"{__package__}.profiled_program"  # the module ncu runs: each variant once in its NVTX range
@@ -266,13 +266,7 @@ def conclude(
     """The results of a run of ncu, and the error to raise once they are saved (None: none)."""
     events.poll()
     error, stopped = _explain(cause, events, shard.files.log.parent)
-    info = RunInfo(
-        **take_provenance(machine, selected.suite.path, options.command, started),
-        ncu_version=ncu.version_text,
-        clock_control=options.clock_control,
-        cache_control=options.cache_control,
-        fast=options.fast,
-    )
+    info = run_info(options, ncu.version_text, machine, selected.suite.path, options.command, started)
     variants = selected.variants
     if shard.labels is not None:
         variants = [v for v in variants if v.label in shard.labels]
@@ -286,12 +280,8 @@ def conclude(
 def save(
     options: ProfileOptions, run_dir: Path, results: RunResults, error: BaseException | None
 ) -> tuple[Path, RunResults]:
-    """Write results.json, point `latest` at the run, then raise the run's error, if any."""
-    write_json_output(run_dir / RESULTS, results.to_json())  # OutputError (exit 2) on an OS error
-    link_error = point_latest(options.out_dir, run_dir)
-    error = error or link_error
-    if error is not None:
-        raise error
+    """Save the run (pipeline.save_run), then raise the run's error, or else name the variants that failed."""
+    save_run(options.out_dir, run_dir, results, error)
     bad = [o for o in results.outcomes if o.status not in ("ok", SKIPPED)]
     if bad:
         first = bad[0]
@@ -384,25 +374,9 @@ def app_argv(
 
 def collect(report: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], complete: bool) -> RunResults:
     """Kernels from the raw report, kept only for variants whose output verified."""
-    from memlens.model.roofline import run_ceilings
-    from memlens.readers import read_report
-
-    kernels: tuple[KernelResult, ...] = ()
-    embedded: dict[str, str] = {}
-    if report.exists():
-        try:
-            measured = read_report(report, instructions=True)
-        except MemlensError as exc:  # unreadable, or no ncu-report package: results.json is still written
-            outcomes += (VariantOutcome("", "", "failed", f"report unreadable: {exc}"),)
-        else:
-            ok = {(o.family, o.variant) for o in outcomes if o.status == "ok"}
-            kernels = tuple(k for k in measured.kernels if (k.family, k.variant) in ok)
-            embedded = measured.embedded_sources
-            info = replace(
-                info,
-                gpu_name=measured.info.gpu_name,
-                compute_capability=measured.info.compute_capability,
-                source=report.name,
-                **run_ceilings(kernels),
-            )
-    return keep_sources(RunResults(info, kernels, outcomes, complete, embedded_sources=embedded))
+    ok = {(o.family, o.variant) for o in outcomes if o.status == "ok"}
+    results, error = read_results(report, info, outcomes, complete, keep=lambda k: (k.family, k.variant) in ok)
+    if error is not None:  # the run's results.json is still written, with the reason as an outcome
+        unreadable = VariantOutcome("", "", "failed", f"report unreadable: {error}")
+        results = replace(results, outcomes=(*outcomes, unreadable))
+    return results

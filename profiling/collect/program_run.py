@@ -39,7 +39,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from memlens.collect.kept_sources import keep_sources
 from memlens.collect.launch_sampling import (
     COUNTS_ALL,
     COUNTS_UNKNOWN,
@@ -62,15 +61,16 @@ from memlens.collect.ncu import (
     run_ncu,
     start_disassembler,
 )
-from memlens.collect.run_dir import Machine, driver_version, new_run_dir, now, point_latest, take_provenance
-from memlens.errors import ConfigError, MemlensError, ProfilerError
-from memlens.io.files import write_json_output, write_output
+from memlens.collect.pipeline import read_results, run_info, save_run
+from memlens.collect.run_dir import Machine, driver_version, new_run_dir, now
+from memlens.errors import ConfigError, ProfilerError
+from memlens.io.files import write_output
 from memlens.model.catalogue import ncu_metric_names
-from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM, RESULTS
+from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
 
 if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
-    from memlens.model.results import RunInfo, RunResults
+    from memlens.model.results import RunResults
 
 # push/pop ranges of the default domain and of every named one; start/end ranges of the same
 DEFAULT_FILTERS = ("regex:.*/", "regex:.*@.*/", "regex:.*", "regex:.*@.*")
@@ -186,20 +186,15 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         last_line = stderr.close()
     if run is not None:
         error = _failure(run, options, last_line, run_dir)
-    from memlens.model.results import RunInfo
-
     command = options.invocation or command_line(options.command)
-    info = RunInfo(
-        **take_provenance(Machine(driver_version(), None), None, command, started),  # the suite run's record
-        ncu_version=ncu.version_text,
-        clock_control=options.clock_control,
-        cache_control=options.cache_control,
-        fast=options.fast,
-        launches=options.sampling.mode,
-        warm_up=options.sampling.warm_up,
-        launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN,
-    )
-    results, read_error = _collect(run_dir, info, complete=error is None)
+    info = run_info(options, ncu.version_text, Machine(driver_version(), None), None, command, started,
+                    launches=options.sampling.mode, warm_up=options.sampling.warm_up,
+                    launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN)  # fmt: skip
+    results, read_error = read_results(run_dir / NCU_REPORT, info, complete=error is None)
+    if read_error is not None:
+        read_error = ProfilerError(f"report unreadable: {read_error}; kept in {run_dir}")
+    if read_error is not None or not (run_dir / NCU_REPORT).exists():
+        results = replace(results, complete=False)
     counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
     if counts:
         kernels = tuple(replace(k, range_runs=range_runs(k.nvtx, counts)) for k in results.kernels)
@@ -210,11 +205,7 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     if error is None and not results.kernels:
         error = ProfilerError(_nothing_profiled(options, run_dir))
         results = replace(results, complete=False)
-    write_json_output(run_dir / RESULTS, results.to_json())  # OutputError (exit 2) on an OS error
-    link_error = point_latest(options.out_dir, run_dir)  # always: a failed run is the latest too
-    error = error or link_error
-    if error is not None:
-        raise error
+    save_run(options.out_dir, run_dir, results, error)
     return run_dir, results
 
 
@@ -253,24 +244,6 @@ def _nothing_profiled(options: ProgramOptions, run_dir: Path) -> str:
     default = " (the default)" if not options.nvtx_include else ""
     return (f"ncu profiled no kernel: {filters}{default}{excluded} matched no NVTX range that launched one "
             f"(--all-kernels profiles every kernel); see {run_dir / NCU_LOG}")  # fmt: skip
-
-
-def _collect(run_dir: Path, info: RunInfo, complete: bool) -> tuple[RunResults, MemlensError | None]:
-    from memlens.model.results import RunResults
-    from memlens.model.roofline import run_ceilings
-    from memlens.readers import read_report
-
-    report = run_dir / NCU_REPORT
-    if not report.exists():
-        return RunResults(info, (), (), False), None
-    try:
-        measured = read_report(report, instructions=True)  # each kernel's lines, as for a suite run
-    except MemlensError as exc:
-        return RunResults(info, (), (), False), ProfilerError(f"report unreadable: {exc}; kept in {run_dir}")
-    info = replace(info, gpu_name=measured.info.gpu_name, compute_capability=measured.info.compute_capability,
-                   source=report.name, **run_ceilings(measured.kernels))  # fmt: skip
-    results = RunResults(info, measured.kernels, (), complete, embedded_sources=measured.embedded_sources)
-    return keep_sources(results), None
 
 
 class _StderrTee:

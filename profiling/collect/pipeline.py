@@ -1,0 +1,79 @@
+"""The steps every run takes once ncu is done, a suite's or a program's: its RunInfo (provenance
+included), its results read from the raw report, and saving them (results.json, then `latest`).
+
+The typed results and the readers are imported where used: `memlens profile -- COMMAND` starts ncu
+before it pays for them (tests/benchmarks/start_time.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memlens.collect.kept_sources import keep_sources
+from memlens.collect.run_dir import Machine, point_latest, take_provenance
+from memlens.errors import MemlensError
+from memlens.io.files import write_json_output
+from memlens.model.run_layout import RESULTS
+
+if TYPE_CHECKING:
+    from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
+
+
+class NcuSettings(Protocol):
+    """How ncu ran: the options a suite run and a program run share."""
+
+    clock_control: str
+    cache_control: str
+    fast: bool
+
+
+def run_info(
+    settings: NcuSettings, ncu_version: str | None, machine: Machine, suite: Path | None, command: str,
+    started: dt.datetime, **program: Any,
+) -> RunInfo:  # fmt: skip
+    """The RunInfo of a run that started at `started` and ends now (suite None: a program run, whose
+    launch sampling comes in `program`)."""
+    from memlens.model.results import RunInfo
+
+    return RunInfo(**take_provenance(machine, suite, command, started), ncu_version=ncu_version,
+                   clock_control=settings.clock_control, cache_control=settings.cache_control,
+                   fast=settings.fast, **program)  # fmt: skip
+
+
+def read_results(
+    report: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...] = (), complete: bool = True,
+    keep: Callable[[KernelResult], bool] | None = None,
+) -> tuple[RunResults, MemlensError | None]:  # fmt: skip
+    """The run's results from its raw report: the kernels `keep` accepts (every one where None), with
+    each line's instructions, the GPU, its roofline ceilings and the sources the lines name; and the
+    reader's error, where the report cannot be read (the results then hold no kernel). A run that
+    wrote no report has no kernel and no error."""
+    from memlens.model.results import RunResults
+    from memlens.model.roofline import run_ceilings
+    from memlens.readers import read_report
+
+    if not report.exists():
+        return RunResults(info, (), outcomes, complete), None
+    try:
+        measured = read_report(report, instructions=True)
+    except MemlensError as exc:  # unreadable, or no ncu-report package: results.json is still written
+        return RunResults(info, (), outcomes, complete), exc
+    kernels = tuple(k for k in measured.kernels if keep is None or keep(k))
+    info = replace(info, gpu_name=measured.info.gpu_name, compute_capability=measured.info.compute_capability,
+                   source=report.name, **run_ceilings(kernels))  # fmt: skip
+    results = RunResults(info, kernels, outcomes, complete, embedded_sources=measured.embedded_sources)
+    return keep_sources(results), None
+
+
+def save_run(out_dir: Path, run_dir: Path, results: RunResults, error: BaseException | None) -> None:
+    """Write results.json, point `<out_dir>/latest` at the run (a failed run is the latest too), then
+    raise the run's error, or else the link's, if any."""
+    write_json_output(run_dir / RESULTS, results.to_json())  # OutputError (exit 2) on an OS error
+    link_error = point_latest(out_dir, run_dir)
+    error = error or link_error
+    if error is not None:
+        raise error
