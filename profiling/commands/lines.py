@@ -23,7 +23,7 @@ from rich.cells import cell_len, set_cell_size
 from memlens.errors import ConfigError, InputError
 from memlens.io.units import format_count, plural
 from memlens.model.kernel_names import ELLIPSIS, elide_middle, short_kernel
-from memlens.model.nvtx_names import compile_filter
+from memlens.model.nvtx_names import kernels_matching
 from memlens.model.results import KernelResult, RunResults
 from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, SourceMap, has_line_info, line_words, roll_up
 from memlens.readers import find_report, read_with_instructions, report_kind
@@ -57,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise ConfigError(f"--top must be 0 or more, not {args.top}")
     results = read_lines(Path(args.path))
-    regex = compile_filter(args.pattern)
-    kernels = [k for k in results.kernels if regex is None or regex.search(k.label) or regex.search(k.kernel)]
+    kernels = kernels_matching(results.kernels, args.pattern)
     if not kernels:
         raise ConfigError(f"no kernel in {args.path} matches -k {args.pattern!r}")
     found = kernel_lines(results, kernels)

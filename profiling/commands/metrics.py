@@ -30,7 +30,7 @@ from memlens.io.units import format_bytes, format_count, format_duration, format
 from memlens.model import shared_figures
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
-from memlens.model.nvtx_names import compile_filter
+from memlens.model.nvtx_names import kernels_matching
 from memlens.model.results import IDENTITY, KernelResult, RunResults
 from memlens.model.run_layout import LATEST_RUN, resolve_run
 from memlens.readers import read_report
@@ -118,8 +118,7 @@ def _read(path: str | None) -> RunResults:
 
 def _select(results: RunResults, pattern: str | None, named: str | None = None) -> list[KernelResult]:
     """The kernels `pattern` matches; ConfigError naming `named` (the path the user gave) when none does."""
-    regex = compile_filter(pattern)
-    kernels = [k for k in results.kernels if regex is None or regex.search(k.label) or regex.search(k.kernel)]
+    kernels = kernels_matching(results.kernels, pattern)
     if not kernels and results.kernels:
         raise ConfigError(f"no kernel in {named or results.info.source or 'the report'} matches -k {pattern!r}")
     return kernels

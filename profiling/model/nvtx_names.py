@@ -1,4 +1,4 @@
-"""How suite variants are named: the NVTX domain and range names, and -k filters on labels.
+"""How suite variants are named: the NVTX domain and range names; the -k filter on labels and kernels.
 
 Kept free of heavy imports: readers and `memlens metrics` need it without NumPy.
 """
@@ -6,6 +6,8 @@ Kept free of heavy imports: readers and `memlens metrics` need it without NumPy.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Protocol, TypeVar
 
 from memlens.errors import ConfigError
 
@@ -22,6 +24,21 @@ def compile_filter(pattern: str | None) -> re.Pattern[str] | None:
         return re.compile(pattern)
     except re.error as exc:
         raise ConfigError(f"bad -k pattern {pattern!r}: {exc}") from None
+
+
+class _Named(Protocol):
+    label: str  # "family/variant", or the name a plain report gives
+    kernel: str  # the function's name
+
+
+Kernel = TypeVar("Kernel", bound=_Named)
+
+
+def kernels_matching(kernels: Iterable[Kernel], pattern: str | None) -> list[Kernel]:
+    """The -k filter over measured kernels: those whose label or function name the regex `pattern`
+    matches (a search; every kernel where None). ConfigError for a pattern that is not a regex."""
+    regex = compile_filter(pattern)
+    return [k for k in kernels if regex is None or regex.search(k.label) or regex.search(k.kernel)]
 
 
 def labels_pattern(labels: list[str] | tuple[str, ...]) -> str:

@@ -1,0 +1,41 @@
+"""profiling/model/nvtx_names.py: variant names and the -k filter."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from memlens.errors import ConfigError
+from memlens.model.nvtx_names import kernels_matching, labels_pattern, parse_swept, swept_name
+
+KERNELS = [SimpleNamespace(label="transpose/conflict", kernel="transpose_conflict"),
+           SimpleNamespace(label="matmul/tiled", kernel="matmul_tiled_kernel"),
+           SimpleNamespace(label="ampere_sgemm_128x64_nn", kernel="ampere_sgemm_128x64_nn")]  # fmt: skip
+
+
+def test_k_matches_label_or_function_name_by_search():
+    assert kernels_matching(KERNELS, None) == KERNELS
+    assert [k.label for k in kernels_matching(KERNELS, "conflict")] == ["transpose/conflict"]
+    assert [k.label for k in kernels_matching(KERNELS, "^matmul/")] == ["matmul/tiled"]
+    assert [k.label for k in kernels_matching(KERNELS, "tiled_kernel$")] == ["matmul/tiled"]  # the function's name
+    assert [k.label for k in kernels_matching(KERNELS, "sgemm|transpose")] == [
+        "transpose/conflict", "ampere_sgemm_128x64_nn"]  # fmt: skip
+    assert kernels_matching(KERNELS, "nothing") == []
+
+
+def test_k_that_is_not_a_regex_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"^bad -k pattern '\[': "):
+        kernels_matching(KERNELS, "[")
+
+
+def test_labels_pattern_selects_exactly_its_labels():
+    regex = labels_pattern(["transpose/conflict", "matmul/tiled"])
+    assert [k.label for k in kernels_matching(KERNELS, regex)] == ["transpose/conflict", "matmul/tiled"]
+    assert kernels_matching([SimpleNamespace(label="transpose/conflict2", kernel="x")], regex) == []
+
+
+def test_swept_names_round_trip():
+    assert swept_name("conflict", "rows", 1024) == "conflict@rows=1024"
+    assert parse_swept("conflict@rows=1024") == ("conflict", "rows", 1024)
+    assert parse_swept("conflict") is None and parse_swept(None) is None
