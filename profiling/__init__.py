@@ -16,7 +16,7 @@ from memlens.version import __version__ as __version__
 # not pay for NumPy.
 _API = ("range", "load", "Family", "Launch", "Expect", "Inputs", "Size", "CudaKernel", "NumbaKernel",
         "RunResults", "KernelResult", "MemlensError", "ConfigError", "InputError", "OutputError",
-        "ProfilerError", "VerificationError", "GateFailed")  # fmt: skip
+        "ProfilerError", "SetupError", "VerificationError", "GateFailed")  # fmt: skip
 __all__ = ["__version__", *_API]
 
 

@@ -41,6 +41,7 @@ from memlens.errors import InputError as InputError
 from memlens.errors import MemlensError as MemlensError
 from memlens.errors import OutputError as OutputError
 from memlens.errors import ProfilerError as ProfilerError
+from memlens.errors import SetupError as SetupError
 from memlens.errors import VerificationError as VerificationError
 from memlens.model.results import KernelResult as KernelResult
 from memlens.model.results import RunResults
@@ -67,7 +68,7 @@ def range(name: str, color: str | None = None) -> _Range:  # noqa: A001 (memlens
     try:
         import nvtx
     except ImportError as exc:
-        raise ConfigError(f"memlens.range needs the nvtx package ({exc}): pip install nvtx") from None
+        raise SetupError(f"memlens.range needs the nvtx package ({exc}): pip install nvtx") from None
     return _Range(nvtx, name, color)
 
 

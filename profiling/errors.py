@@ -51,6 +51,12 @@ class ProfilerError(MemlensError):
     exit_code = EXIT_PROFILER
 
 
+class SetupError(MemlensError):
+    """A package memlens needs for what was asked is not installed; the message says what to install."""
+
+    exit_code = EXIT_PROFILER
+
+
 class VerificationError(ProfilerError):
     """A variant's output differs from its NumPy reference."""
 

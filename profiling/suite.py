@@ -18,17 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from memlens.errors import ConfigError, ProfilerError, VerificationError
+from memlens.errors import ConfigError, SetupError, VerificationError
 from memlens.io.files import missing_reason
 from memlens.model.nvtx_names import NAME_PATTERN, compile_filter, swept_name
 from memlens.model.nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites name ranges with it
-from memlens.model.results import Expectation
+from memlens.model.results import Expect as Expect  # re-exported: what a variant declares
 
 Inputs = dict[str, np.ndarray]
 Size = Mapping[str, int]
-
-
-Expect = Expectation  # what memlens should measure for a variant: the suite's name for the record
 
 
 @dataclass(frozen=True)
@@ -484,7 +481,7 @@ def _import_file(file: Path) -> ModuleType:
     except ModuleNotFoundError as exc:
         del sys.modules[name]
         if (exc.name or "").partition(".")[0] == "cupy":  # an environment to fix, not a suite error
-            raise ProfilerError(f"suite file {file} needs CuPy ({exc}): {CUPY_INSTALL}") from None
+            raise SetupError(f"suite file {file} needs CuPy ({exc}): {CUPY_INSTALL}") from None
         raise ConfigError(f"suite file {file} failed to import: {type(exc).__name__}: {exc}") from exc
     except SystemExit as exc:  # sys.exit() in a suite file would end memlens silently with its code
         del sys.modules[name]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from memlens.model import shared_figures
 from memlens.model.instruction_kinds import phase_rule
 from memlens.model.results import (
-    Expectation,  # the suite's, as results.json carries it
+    Expect,  # the suite's, as results.json carries it
     KernelResult,
 )
 from memlens.reports.formatting import compact_count, format_value, per_instruction, ways
@@ -243,7 +243,7 @@ def local_memory_cause_text(static: Sequence[StaticKernel]) -> str:
 # --- expectation --------------------------------------------------------------------------------
 
 
-def describe(declared: Expectation | None) -> str:
+def describe(declared: Expect | None) -> str:
     if declared is None:
         return "no expectation declared"
     figure = declared.excess_wavefronts
@@ -264,7 +264,7 @@ def _words(conflicts: bool | None, local: bool | None, unknown: bool = False) ->
     return ", ".join(parts)
 
 
-def check(declared: Expectation | None, measured: Measured, on_paper: PaperCheck | None = None) -> ExpectationCheck:
+def check(declared: Expect | None, measured: Measured, on_paper: PaperCheck | None = None) -> ExpectationCheck:
     """Each declared aspect against the measurement; a mismatch in any aspect flags the whole.
     `on_paper`, where the variant declares its exact excess wavefronts, is one more aspect: "as on
     paper", or both figures where they differ."""

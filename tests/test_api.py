@@ -1,5 +1,5 @@
-"""`import memlens`: the range marker, load() and its DataFrame, the suite contract; `memlens check`
-of a suite without kernels; `memlens doctor`'s compiler checks."""
+"""profiling/api.py, `import memlens`: one name per module, the range marker, load() and its DataFrame,
+the suite contract, the one export list."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ import sys
 import pytest
 
 import memlens
-from memlens.cli import main
-from memlens.errors import ConfigError, ProfilerError
+from memlens.errors import ConfigError, ProfilerError, SetupError
 from tests.conftest import FIXTURES, REPO
-from tests.support.fake import CPU_SUITE
 
 CUDA_APP_CSV = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.csv"
 
@@ -153,36 +151,13 @@ def test_dataframe_one_row_per_launch():
     assert len(frame) == 6
     row = frame.set_index("label").loc["transpose/conflict"]
     assert row["exact_excess_wavefronts"] == 4_063_232 and row["nvtx"] == "iteration > transpose/conflict"
-    assert memlens.load(CUDA_APP_CSV).to_dataframe().equals(frame)
 
 
 def test_dataframe_without_pandas_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(ProfilerError, match=r"memlens\[pandas\]"):
+    with pytest.raises(SetupError, match=r"memlens\[pandas\]") as raised:
         memlens.load(CUDA_APP_CSV).dataframe()
-
-
-def test_check_of_a_suite_without_kernels_is_a_clear_usage_error(capsys):
-    assert main(["check", str(CPU_SUITE)]) == 2
-    captured = capsys.readouterr()
-    assert "declares its kernels" in captured.err and "nothing to compile" in captured.err
-    assert "no compiler used" not in captured.out
-
-
-def test_doctor_checks_the_static_check_compilers(monkeypatch):
-    from memlens.commands.doctor import CHECK_EXTRA, check_compilers
-    from memlens.static import toolchain
-
-    monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
-    monkeypatch.setattr(toolchain, "find_ptxas", lambda: None)
-    monkeypatch.setattr(toolchain, "nvrtc_version", lambda: None)
-    checks = check_compilers()
-    assert [(c.name, c.ok, c.required) for c in checks] == [
-        ("check: CUDA C++ compiler", False, False), ("check: NVRTC (Numba kernels)", False, False),
-        ("check: ptxas", False, False)]
-    assert all("memlens[check]" in c.fix for c in checks) and "memlens[check]" in CHECK_EXTRA
-    monkeypatch.setattr(toolchain, "nvrtc_version", lambda: (12, 9))
-    assert check_compilers()[0].detail == "NVRTC 12.9"
+    assert raised.value.exit_code == 3 and not isinstance(raised.value, ProfilerError)  # not "the profiler failed"
 
 
 def test_one_export_list_with_the_errors_load_raises(tmp_path):
@@ -193,3 +168,4 @@ def test_one_export_list_with_the_errors_load_raises(tmp_path):
     with pytest.raises(memlens.InputError, match="no such file"):
         memlens.load(tmp_path / "missing.json")
     assert issubclass(memlens.InputError, memlens.MemlensError) and memlens.MemlensError is ConfigError.__base__
+    assert memlens.SetupError.exit_code == 3 and "SetupError" in memlens.__all__

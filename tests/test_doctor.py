@@ -51,3 +51,19 @@ def test_gpu_listed_but_driver_failing(tmp_path, monkeypatch, capsys):
     assert main(["doctor"]) == 3
     assert "no GPU listed" in capsys.readouterr().out
     assert os.environ["PATH"].startswith(str(tmp_path / "bin"))
+
+
+def test_doctor_checks_the_static_check_compilers(monkeypatch):
+    from memlens.commands.doctor import CHECK_EXTRA, check_compilers
+    from memlens.static import toolchain
+
+    monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
+    monkeypatch.setattr(toolchain, "find_ptxas", lambda: None)
+    monkeypatch.setattr(toolchain, "nvrtc_version", lambda: None)
+    checks = check_compilers()
+    assert [(c.name, c.ok, c.required) for c in checks] == [
+        ("check: CUDA C++ compiler", False, False), ("check: NVRTC (Numba kernels)", False, False),
+        ("check: ptxas", False, False)]
+    assert all("memlens[check]" in c.fix for c in checks) and "memlens[check]" in CHECK_EXTRA
+    monkeypatch.setattr(toolchain, "nvrtc_version", lambda: (12, 9))
+    assert check_compilers()[0].detail == "NVRTC 12.9"

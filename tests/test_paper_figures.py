@@ -18,7 +18,7 @@ from memlens.commands import metrics
 from memlens.errors import ConfigError
 from memlens.gate.evaluate import evaluate, from_run
 from memlens.gate.rules import parse_rules
-from memlens.model.results import Expectation, RunResults
+from memlens.model.results import Expect, RunResults
 from memlens.readers import read_report
 from memlens.reports.build import build_run
 from memlens.suite import load_suite, select_variants
@@ -243,10 +243,10 @@ def test_bench_skips_a_family_the_gpu_is_too_old_for(tmp_path: Path, monkeypatch
 
 def test_paper_figures_are_counts() -> None:
     with pytest.raises(ValueError, match=r"Expect: excess_wavefronts is -1, not a count \(an int >= 0\)"):
-        Expectation(excess_wavefronts=-1)
+        Expect(excess_wavefronts=-1)
     with pytest.raises(ValueError, match=r"Expect: excess_wavefronts\(\{'n': 2\}\) is 1\.5, not a count"):
-        Expectation(excess_wavefronts=lambda size: size["n"] * 0.75).at_size({"n": 2})
-    assert Expectation(excess_wavefronts=7).at_size({"n": 2}).excess_wavefronts == 7
+        Expect(excess_wavefronts=lambda size: size["n"] * 0.75).at_size({"n": 2})
+    assert Expect(excess_wavefronts=7).at_size({"n": 2}).excess_wavefronts == 7
 
 
 def test_a_bad_min_compute_capability_is_refused() -> None:

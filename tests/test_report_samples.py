@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memlens.model.results import Expectation, KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.model.results import Expect, KernelResult, RunInfo, RunResults, VariantOutcome
 
 FAST_REASON = "not collected: run without --fast (--fast skips the instrumented pass)"
 
@@ -65,7 +65,7 @@ def outcome(
 ) -> VariantOutcome:
     return VariantOutcome(
         family, variant, status, message, demonstrates or f"what {variant} shows",
-        Expectation(conflicts, local, note), baseline,
+        Expect(conflicts, local, note), baseline,
     )
 
 

@@ -19,6 +19,7 @@ from memlens.static.check import (
     ptx_local_bytes,
 )  # fmt: skip
 from memlens.suite import load_suite
+from tests.support.fake import CPU_SUITE
 
 REPO = Path(__file__).resolve().parent.parent
 SWAPPED = REPO / "tests" / "gate_suites" / "swapped_padded.py"
@@ -232,3 +233,10 @@ def test_static_figures_regress_against_a_static_baseline(tmp_path: Path) -> Non
     assert verdicts == ["pass", "pass", "fail"]
     with pytest.raises(ConfigError, match="baseline arch sm_90, run sm_100"):
         compatibility(baseline, from_static(results(32, "sm_100")))
+
+
+def test_check_of_a_suite_without_kernels_is_a_clear_usage_error(capsys):
+    assert main(["check", str(CPU_SUITE)]) == 2
+    captured = capsys.readouterr()
+    assert "declares its kernels" in captured.err and "nothing to compile" in captured.err
+    assert "no compiler used" not in captured.out

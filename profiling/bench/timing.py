@@ -28,7 +28,7 @@ import numpy as np
 
 from memlens.bench.results import BenchFailure, BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
 from memlens.collect.run_dir import machine_of, new_run_dir, now, take_provenance
-from memlens.errors import ConfigError, ProfilerError, VerificationError
+from memlens.errors import ConfigError, ProfilerError, SetupError, VerificationError
 from memlens.io.files import write_json_output
 from memlens.model.run_layout import BENCH, DEFAULT_OUT, NO_RUN_YET, no_run_yet
 from memlens.suite import SKIPPED, Case, Family, Launch, Variant, select_variants
@@ -124,7 +124,7 @@ class CudaDevice:
         try:
             import cupy
         except ImportError as exc:
-            raise ProfilerError(f"memlens bench needs CuPy ({exc}): pip install 'memlens[cuda13]'") from None
+            raise SetupError(f"memlens bench needs CuPy ({exc}): pip install 'memlens[cuda13]'") from None
         self._cp = cupy
         try:
             props = cupy.cuda.runtime.getDeviceProperties(0)

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from memlens.errors import InputError, ProfilerError
+from memlens.errors import InputError, SetupError
 from memlens.io.files import read_json
 from memlens.io.safe_text import neutral
 from memlens.model.catalogue import CATALOGUE, RETIRED_KEYS, derive_all
@@ -163,9 +163,9 @@ def _check_paper_figure(value: Any, what: str) -> None:
 
 
 @dataclass(frozen=True)
-class Expectation:
-    """What memlens should measure for a variant, as a suite declares it (`suite.Expect` is this
-    class) and as results.json carries it (with `note` filled in by `described`)."""
+class Expect:
+    """What memlens should measure for a variant, as a suite declares it (`from memlens import Expect`)
+    and as results.json carries it (with `note` filled in by `described`)."""
 
     bank_conflicts: bool | None = None  # exact excess shared wavefronts > 0
     local_memory: bool | None = None  # local-memory load or store traffic > 0
@@ -181,7 +181,7 @@ class Expectation:
             _check_paper_figure(figure, "excess_wavefronts")
             object.__setattr__(self, "excess_wavefronts", int(figure))
 
-    def at_size(self, size: Mapping[str, int]) -> Expectation:
+    def at_size(self, size: Mapping[str, int]) -> Expect:
         """This expectation with its paper figure as a number at `size`."""
         figure = self.excess_wavefronts
         if not callable(figure):
@@ -200,7 +200,7 @@ class Expectation:
             parts.append("local memory" if self.local_memory else "no local memory")
         return ", ".join(parts) or "no expectation declared"
 
-    def described(self) -> Expectation:
+    def described(self) -> Expect:
         """This expectation with its words in `note`, as results.json records it."""
         return replace(self, note=self.describe())
 
@@ -214,13 +214,13 @@ class VariantOutcome:
     status: str  # "ok", "wrong" (output differs from reference), "failed" (raised), "not_run", "skipped" (GPU too old)
     message: str = ""
     demonstrates: str = ""  # the suite's one line on what the variant shows
-    expect: Expectation | None = None  # None in results written before the field existed
+    expect: Expect | None = None  # None in results written before the field existed
     baseline: bool = False  # the family's baseline, the variant others are compared with
     sources: tuple[str, ...] = ()  # the CUDA C++ files its declared kernels come from, as declared
     gpu_index: int | None = None  # the GPU it ran on, where memlens chose one (--gpus)
 
     def __post_init__(self) -> None:
-        if self.expect is not None and not isinstance(self.expect, Expectation):
+        if self.expect is not None and not isinstance(self.expect, Expect):
             raise TypeError(f"expect must be an object, not {type(self.expect).__name__}")
 
 
@@ -278,12 +278,10 @@ class RunResults:
         try:
             import pandas
         except ImportError as exc:
-            raise ProfilerError(f"a DataFrame needs pandas ({exc}): pip install \"memlens[pandas]\"") from None
+            raise SetupError(f"a DataFrame needs pandas ({exc}): pip install \"memlens[pandas]\"") from None
         rows = [{**k.identity(), **{key: k.value(key) for key in CATALOGUE}} for k in self.kernels]
         columns = [*IDENTITY, *CATALOGUE]
         return pandas.DataFrame(rows, columns=columns)
-
-    to_dataframe = dataframe
 
     @classmethod
     def from_json(cls, data: Any, source: str = RESULTS) -> RunResults:
@@ -406,7 +404,7 @@ def _outcome_from_json(data: Any, where: str) -> VariantOutcome:
     if fields.get("status") not in STATUSES:
         raise ValueError(f"{where}.status {_short(fields.get('status'))} is not one of {', '.join(STATUSES)}")
     if fields.get("expect") is not None:
-        fields["expect"] = Expectation(**_checked(Expectation, fields["expect"], f"{where}.expect"))
+        fields["expect"] = Expect(**_checked(Expect, fields["expect"], f"{where}.expect"))
     return VariantOutcome(**fields)
 
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from memlens.errors import InputError, ProfilerError
+from memlens.errors import InputError, SetupError
 from memlens.model.catalogue import CATALOGUE, DEVICE_ATTRIBUTES, PER_INSTRUCTION_METRICS
 from memlens.model.kernel_names import kernel_name
 from memlens.model.results import KernelResult, RunInfo, RunResults, printable
@@ -260,7 +260,7 @@ def _load(path: Path) -> Context:
     try:
         import ncu_report
     except ImportError as exc:
-        raise ProfilerError(f"reading {path} needs the ncu-report package ({exc}): pip install ncu-report") from None
+        raise SetupError(f"reading {path} needs the ncu-report package ({exc}): pip install ncu-report") from None
     try:
         return ncu_report.load_report(str(path))
     except Exception as exc:  # a third-party binding: any failure means an unreadable report
