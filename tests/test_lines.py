@@ -13,12 +13,13 @@ import pytest
 
 from kernels import matmul, transpose
 from memlens.cli import main
-from memlens.commands.lines import describe, kernel_lines, read_lines
+from memlens.commands.lines import describe
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.instruction_kinds import classify
+from memlens.model.kernel_lines import kernel_lines
 from memlens.model.results import RunResults, VariantOutcome
 from memlens.model.source_lines import InstructionRecord, SourceMap, roll_up
-from memlens.readers import read_report
+from memlens.readers import read_lines, read_report
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"

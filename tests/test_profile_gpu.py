@@ -66,7 +66,8 @@ def test_metrics_prints_every_kernel(run_dir):
 def test_lines_name_the_conflict_and_local_lines(run_dir):
     """`memlens lines` on a fresh run: results.json holds the instructions, CuPy's temporary copy
     maps back to the declared .cu, and inst_executed gives the local lines their executions."""
-    from memlens.commands.lines import kernel_lines, read_lines
+    from memlens.model.kernel_lines import kernel_lines
+    from memlens.readers import read_lines
 
     results = read_lines(run_dir)
     by_label = {k.label: k for k in results.kernels}

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlens.commands.lines import KernelLines, kernel_notes, unrecorded_local
+from memlens.commands.lines import kernel_notes, unrecorded_local
 from memlens.model import shared_figures
+from memlens.model.kernel_lines import KernelLines
 from memlens.model.results import KernelResult
 from memlens.model.source_lines import InstructionRecord
 from memlens.reports.verdicts import judge

@@ -15,34 +15,19 @@ import os
 import shutil
 import sys
 import textwrap
-from dataclasses import dataclass
-from pathlib import Path
 
 from rich.cells import cell_len, set_cell_size
 
-from memlens.errors import ConfigError, InputError
+from memlens.errors import ConfigError
 from memlens.io.units import format_count, plural
+from memlens.model.kernel_lines import KernelLines, kernel_lines
 from memlens.model.kernel_names import ELLIPSIS, elide_middle, short_kernel
 from memlens.model.nvtx_names import kernels_matching
-from memlens.model.results import KernelResult, RunResults
-from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, SourceMap, has_line_info, line_words, roll_up
-from memlens.readers import find_report, read_with_instructions, report_kind
+from memlens.model.results import KernelResult
+from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, line_words
+from memlens.readers import read_lines
 
 DEFAULT_TOP = 5
-NO_INSTRUCTIONS = (
-    "no per-instruction values: the report lacks memory_l1_wavefronts_shared per instruction "
-    "(profile without --fast, or run ncu with --metrics memory_l1_wavefronts_shared,"
-    "memory_l1_wavefronts_shared_ideal,inst_executed or --section SourceCounters)"
-)
-
-
-@dataclass(frozen=True)
-class KernelLines:
-    """One kernel launch and its lines, hottest first."""
-
-    kernel: KernelResult
-    lines: tuple[LineRecord, ...]
-    line_info: bool
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise ConfigError(f"--top must be 0 or more, not {args.top}")
-    results = read_lines(Path(args.path))
+    results = read_lines(args.path)
     kernels = kernels_matching(results.kernels, args.pattern)
     if not kernels:
         raise ConfigError(f"no kernel in {args.path} matches -k {args.pattern!r}")
@@ -66,32 +51,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(render_text(found, args.top, terminal_width())))
     return 0
-
-
-def read_lines(path: Path) -> RunResults:
-    """The run at `path` with its kernels' instructions: from results.json where it holds them,
-    else from the run's .ncu-rep. A CSV cannot carry them (InputError)."""
-    report = find_report(path)
-    if report_kind(report) == "csv":
-        raise InputError(f"{report}: a CSV cannot carry per-instruction data; give the .ncu-rep or the run directory")
-    results = read_with_instructions(report)
-    if not any(k.instructions for k in results.kernels):
-        raise InputError(f"{report}: {NO_INSTRUCTIONS}")
-    return results
-
-
-def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | None = None) -> list[KernelLines]:
-    """Each kernel's lines, with file names shown relative to `root` (default: the working
-    directory) and CuPy's temporary copies mapped to the files the suite declared."""
-    root = (root or Path.cwd()).resolve()
-    declared = {(o.family, o.variant): o.sources for o in results.outcomes}
-    found = []
-    for kernel in kernels:
-        sources = SourceMap(root, results.embedded_sources, declared.get((kernel.family, kernel.variant), ()),
-                            results.written_at)
-        lines = roll_up(kernel.instructions, sources, kernel.kernel)
-        found.append(KernelLines(kernel, tuple(lines), has_line_info(kernel.instructions)))
-    return found
 
 
 # --- output ---------------------------------------------------------------------------------------

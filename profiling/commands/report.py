@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import replace
 from pathlib import Path
 
 from memlens.bench.results import BENCH_FILE, BenchResults, find_bench
-from memlens.errors import MemlensError
 from memlens.io.files import write_output
-from memlens.model.results import RunResults
-from memlens.model.run_layout import NCU_REPORT, report_file, resolve_run
-from memlens.readers import RESULTS, find_report, read_report
+from memlens.model.run_layout import report_file, resolve_run
+from memlens.readers import RESULTS, find_report, read_with_instructions
 from memlens.reports import FORMATS
 from memlens.static.check import find_static
 
@@ -43,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = [(path, read_with_lines(path)) for path in args.runs]
+    runs = [(path, read_with_instructions(path)) for path in args.runs]
     # jinja2 and matplotlib only for this command, and after reading: NumPy's threads would stop the
     # reader forking its helpers (readers/helpers.py)
     from memlens.reports.render import build_report, render
@@ -58,26 +55,6 @@ def run(args: argparse.Namespace) -> int:
     if written.kind == "file":
         print(written.named)
     return 0
-
-
-def read_with_lines(path: str | Path) -> RunResults:
-    """The run at `path` with its kernels' instructions: a run directory whose results.json was written
-    without them (a program run of memlens before it kept them) takes them from its profile.ncu-rep."""
-    results = read_report(path, instructions=True)
-    report = find_report(Path(path))
-    raw = report.with_name(NCU_REPORT)
-    if report.name != RESULTS or any(k.instructions for k in results.kernels) or not raw.is_file():
-        return results
-    try:
-        measured = {k.launch_id: k for k in read_report(raw, instructions=True).kernels}
-    except MemlensError:
-        return results  # its figures are in results.json: the report goes on without lines
-    kernels = tuple(
-        replace(k, instructions=measured[k.launch_id].instructions)
-        if k.launch_id in measured and measured[k.launch_id].kernel == k.kernel else k
-        for k in results.kernels
-    )
-    return replace(results, kernels=kernels)
 
 
 def run_directory(path: str | Path) -> Path:

@@ -9,18 +9,23 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from memlens.errors import InputError
+from memlens.errors import InputError, MemlensError
 from memlens.io.files import missing_reason
 from memlens.model.results import RunResults, load_results
 from memlens.model.run_layout import LATEST, NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet, resolve_run, runs_in
 from memlens.readers.ncu_csv import parse_csv, read_csv
 from memlens.readers.ncu_rep import REPORT_MAGIC, read_ncu_rep
 
-__all__ = ["read_report", "read_with_instructions", "parse_csv", "find_report", "report_kind"]
+__all__ = ["read_report", "read_with_instructions", "read_lines", "parse_csv", "find_report", "report_kind"]
 
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 CSV_SUFFIXES = (".csv", ".txt", ".log")
 SNIFF_BYTES = 64 * 1024
+NO_INSTRUCTIONS = (
+    "no per-instruction values: the report lacks memory_l1_wavefronts_shared per instruction "
+    "(profile without --fast, or run ncu with --metrics memory_l1_wavefronts_shared,"
+    "memory_l1_wavefronts_shared_ideal,inst_executed or --section SourceCounters)"
+)
 
 
 def read_report(path: str | Path, instructions: bool = False) -> RunResults:
@@ -32,15 +37,35 @@ def read_report(path: str | Path, instructions: bool = False) -> RunResults:
 
 def read_with_instructions(path: str | Path) -> RunResults:
     """`read_report` with each kernel's per-instruction records: from results.json where it holds
-    them, else from its run's profile.ncu-rep beside it (results.json of an older memlens), else from
-    the .ncu-rep itself. A CSV, or a report without them, gives kernels without instructions."""
+    them, else from its run's profile.ncu-rep beside it (results.json of an older memlens; launch by
+    launch, results.json's figures kept), else from the .ncu-rep itself. A CSV, a report without
+    them, or a profile.ncu-rep that cannot be read gives kernels without instructions."""
     report = find_report(Path(path))
     results = _read_file(report, instructions=True)
-    raw = report.with_name(NCU_REPORT) if report.name == RESULTS else None
-    if not any(k.instructions for k in results.kernels) and raw is not None and raw.is_file():
+    raw = report.with_name(NCU_REPORT)
+    if report.name != RESULTS or any(k.instructions for k in results.kernels) or not raw.is_file():
+        return results
+    try:
         measured = {k.launch_id: k for k in read_ncu_rep(raw, instructions=True).kernels}
-        kernels = tuple(measured.get(k.launch_id, k) for k in results.kernels)
-        results = RunResults(results.info, kernels, results.outcomes, results.complete)
+    except MemlensError:
+        return results  # its figures are in results.json: the lines are what is missing
+    kernels = tuple(
+        replace(k, instructions=measured[k.launch_id].instructions)
+        if k.launch_id in measured and measured[k.launch_id].kernel == k.kernel else k
+        for k in results.kernels
+    )
+    return replace(results, kernels=kernels)
+
+
+def read_lines(path: str | Path) -> RunResults:
+    """`read_with_instructions` where the lines are what is asked for (`memlens lines`): InputError
+    for a CSV, which cannot carry them, or a report that holds none."""
+    report = find_report(Path(path))
+    if report_kind(report) == "csv":
+        raise InputError(f"{report}: a CSV cannot carry per-instruction data; give the .ncu-rep or the run directory")
+    results = read_with_instructions(report)
+    if not any(k.instructions for k in results.kernels):
+        raise InputError(f"{report}: {NO_INSTRUCTIONS}")
     return results
 
 
