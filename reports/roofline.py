@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from memlens.io.units import format_count, significant
 from memlens.model.results import KernelResult, RunResults
-from memlens.model.roofline import LEVELS, PRECISIONS, Bound, bound, run_ceilings
+from memlens.model.roofline import LEVELS, PRECISIONS, Bound, bound, ceilings_of
 from memlens.reports.model import Cell, FamilySection, Finding, Row
 
 if TYPE_CHECKING:
@@ -119,15 +119,6 @@ def _cut(before: float, after: float) -> str:
     if abs(ratio - 1) < 0.005:
         return "the same"
     return f"{significant(ratio)}x fewer" if ratio > 1 else f"{significant(1 / ratio)}x more"
-
-
-def ceilings_of(results: RunResults) -> dict[str, float | None]:
-    """The run's ceilings: those results.json records, else the medians of its kernels' figures."""
-    recorded = {f"peak_flops_{p}": getattr(results.info, f"peak_flops_{p}") for p in PRECISIONS}
-    recorded["peak_dram_bandwidth"] = results.info.peak_dram_bandwidth
-    if any(v is not None for v in recorded.values()):
-        return recorded
-    return run_ceilings(results.kernels)
 
 
 def add_roofline(

@@ -20,7 +20,7 @@ from memlens.gate.evaluate import evaluate, read_measurements
 from memlens.gate.rules import load_rules
 from memlens.model.catalogue import CATALOGUE, NO_FLOPS, ncu_metric_names
 from memlens.model.results import KernelResult, RunResults, load_results
-from memlens.model.roofline import bound, run_ceilings
+from memlens.model.roofline import bound, ceilings_of, run_ceilings, timed_share
 from memlens.reports.build import build_run
 from memlens.reports.render import build_report, render
 
@@ -334,3 +334,20 @@ def test_verdict_says_why_a_variant_is_not_placed() -> None:
     assert bound(kernel, {"peak_flops_fp32": 1e12, "peak_dram_bandwidth": 1e12}) is None
     why = "needs dram_bytes: needs dram__bytes_read.sum: not in the report"
     assert verdict(kernel, None).text == f"roofline: not placed ({why})"
+
+
+def test_ceilings_of_takes_each_recorded_ceiling_else_the_kernels_median(full):
+    computed = run_ceilings(full.kernels)
+    info = replace(full.info, peak_flops_fp32=1e12, peak_flops_fp64=None)
+    ceilings = ceilings_of(replace(full, info=info))
+    assert ceilings["peak_flops_fp32"] == 1e12  # as recorded
+    assert ceilings["peak_flops_fp64"] == computed["peak_flops_fp64"] and computed["peak_flops_fp64"] > 0
+
+
+def test_timed_share_is_the_flop_rate_a_bench_time_gives_over_the_compute_roof(full):
+    tiled = by_label(full)["matmul/tiled"]  # 368,640 FLOPs at 15.3 FLOP/B
+    compute_bound = {"peak_flops_fp32": 1e12, "peak_dram_bandwidth": 3.3e12}  # memory roof 50 TFLOP/s: above
+    assert timed_share(tiled, compute_bound, 1e-6) == pytest.approx(100 * 368_640 / 1e-6 / 1e12)  # 36.864%
+    assert timed_share(tiled, compute_bound, 0.0) is None
+    assert timed_share(tiled, ceilings_of(full), 1e-6) is None  # memory-bound under the H100's own ceilings
+    assert timed_share(by_label(full)["transpose/conflict"], compute_bound, 1e-6) is None  # no FLOPs

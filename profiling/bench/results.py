@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memlens.errors import InputError
+from memlens.errors import InputError, MemlensError
 from memlens.io.files import read_json
-from memlens.model.run_layout import BENCH, Provenance
+from memlens.model.run_layout import BENCH, RESULTS, Provenance
 
 BENCH_FILE = BENCH
 BENCH_FORMAT = "memlens-bench"
@@ -228,3 +228,25 @@ def find_bench(run_dir: str | Path) -> BenchResults | None:
     return load_bench(path) if path.is_file() else None
 
 
+def roofline_shares(run_dir: Path, results: BenchResults) -> dict[str, float]:
+    """label -> the % of its roofline bound each compute-bound variant reaches at the bench's median
+    time, as the run's profile (its results.json, where bench wrote into a profiled run) places it; {}
+    without a readable profile (`memlens report` names a damaged one; the timings stand on their own)."""
+    from memlens.model.roofline import ceilings_of, timed_share
+    from memlens.readers import read_report
+
+    if not (run_dir / RESULTS).is_file():
+        return {}
+    try:
+        profile = read_report(run_dir / RESULTS)
+    except MemlensError:
+        return {}
+    ceilings = ceilings_of(profile)
+    kernels = {kernel.label: kernel for kernel in profile.kernels}
+    found = {}
+    for timing in results.variants:
+        kernel = kernels.get(timing.label)
+        share = timed_share(kernel, ceilings, timing.times.median_ms / 1e3) if kernel is not None else None
+        if share is not None:
+            found[timing.label] = share
+    return found

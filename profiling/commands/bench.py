@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.table import Table
 
 from memlens.bench.gpus import bench_on_gpus
-from memlens.bench.results import BENCH_FILE, BenchResults, VariantTiming
+from memlens.bench.results import BENCH_FILE, BenchResults, VariantTiming, roofline_shares
 from memlens.bench.timing import DEFAULT_REPEATS, L2_MULTIPLE, MIN_REPEATS, BenchOptions
 from memlens.bench.timing import bench as run_bench
 from memlens.collect.gpus import chosen_gpus
@@ -23,7 +23,7 @@ from memlens.commands.common import add_size_arguments, add_suite_arguments, ski
 from memlens.errors import ProfilerError
 from memlens.io.terminal import interactive, progress_bar, table_console
 from memlens.io.units import format_bytes, format_duration, format_percent
-from memlens.model.run_layout import DEFAULT_OUT, RESULTS
+from memlens.model.run_layout import DEFAULT_OUT
 from memlens.suite import SKIPPED
 
 NA = "n/a"
@@ -119,7 +119,8 @@ def print_table(results: BenchResults, run_dir: Path) -> None:
     table = Table()
     for header in ("variant", "size", "sets", "median", "p10 - p90", "min", "GB/s", COPY_HEADER, "% of copy"):
         table.add_column(header, justify="left" if header in ("variant", "size") else "right", no_wrap=True)
-    judged = roofline_judgements(run_dir, results)
+    shares = roofline_shares(run_dir, results)
+    judged = {label: f"{format_percent(share)} of roofline" for label, share in shares.items()}
     for timing in results.variants:
         cells = row(timing, info.l2_bytes)
         if timing.label in judged:
@@ -135,36 +136,6 @@ def print_table(results: BenchResults, run_dir: Path) -> None:
         out.print("% of copy judges memory-bound kernels; a compute-bound one is judged by its roofline: "
                   "`memlens profile --roofline`, then `memlens bench --into` that run")
     out.print(f"written: {run_dir / BENCH_FILE}")
-
-
-def roofline_judgements(run_dir: Path, results: BenchResults) -> dict[str, str]:
-    """label -> "x% of roofline" for each variant the run's profile (its results.json, where bench wrote
-    into a profiled run) places as compute-bound, at the bench's median time; {} without a profile."""
-    from memlens.errors import MemlensError
-    from memlens.model.roofline import bound, run_ceilings
-    from memlens.readers import read_report
-
-    if not (run_dir / RESULTS).is_file():
-        return {}
-    try:
-        profile = read_report(run_dir / RESULTS)
-    except MemlensError:
-        return {}  # a damaged profile: `memlens report` names it; the timings stand on their own
-    ceilings = {**run_ceilings(profile.kernels)}
-    for key in ceilings:
-        recorded = getattr(profile.info, key, None)
-        ceilings[key] = recorded if recorded is not None else ceilings[key]
-    found = {}
-    kernels = {kernel.label: kernel for kernel in profile.kernels}
-    for timing in results.variants:
-        kernel = kernels.get(timing.label)
-        flops = kernel.value("flops") if kernel is not None else None
-        where = bound(kernel, ceilings) if kernel is not None and flops else None
-        if where is None or where.memory_bound or timing.times.median_ms <= 0:
-            continue
-        achieved = flops / (timing.times.median_ms / 1e3)  # type: ignore[operator]
-        found[timing.label] = f"{format_percent(100 * achieved / where.limit)} of roofline"
-    return found
 
 
 def row(timing: VariantTiming, l2_bytes: int) -> list[str]:

@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from memlens.model.results import KernelResult
+from memlens.model.results import KernelResult, RunResults
 
 PRECISIONS = ("fp32", "fp64", "fp16")
 COUNTED = ("fp32", "fp64")  # the precisions `flops` adds up (catalogue: fp16's counter counts register moves)
@@ -33,6 +33,15 @@ def run_ceilings(kernels: Iterable[KernelResult]) -> dict[str, float | None]:
     for field, key in CEILING_KEYS.items():
         values = [v for k in kernels if (v := k.metric(key).value) is not None]
         found[field] = statistics.median(values) if values else None
+    return found
+
+
+def ceilings_of(results: RunResults) -> dict[str, float | None]:
+    """The run's ceilings: each as results.json records it, else the median of its kernels' figures."""
+    found = run_ceilings(results.kernels)
+    for field in CEILING_KEYS:
+        recorded = getattr(results.info, field, None)
+        found[field] = recorded if recorded is not None else found[field]
     return found
 
 
@@ -89,3 +98,13 @@ def bound(kernel: KernelResult, ceilings: Mapping[str, float | None]) -> Bound |
     if not peak or not bandwidth:
         return None
     return Bound(precision, intensity, peak, bandwidth, achieved)
+
+
+def timed_share(kernel: KernelResult, ceilings: Mapping[str, float | None], seconds: float) -> float | None:
+    """The % of its roofline bound a compute-bound kernel reaches doing its FLOPs in `seconds` (a bench's
+    median time); None where it is memory-bound, has no place under the roofline or no time."""
+    flops = kernel.value("flops")
+    where = bound(kernel, ceilings) if flops else None
+    if where is None or where.memory_bound or seconds <= 0:
+        return None
+    return 100.0 * flops / seconds / where.limit  # type: ignore[operator]
