@@ -1,3 +1,5 @@
+"""`python -m memlens`: the memlens command."""
+
 import sys
 
 from memlens.cli import main
