@@ -490,8 +490,3 @@ def _import_file(file: Path) -> ModuleType:
         del sys.modules[name]
         raise ConfigError(f"suite file {file} failed to import: {type(exc).__name__}: {exc}") from exc
     return module
-
-
-def read_beside(module_file: str, name: str) -> str:
-    """Text of a file next to a suite module, such as its .cu source."""
-    return (Path(module_file).parent / name).read_text(encoding="utf-8")

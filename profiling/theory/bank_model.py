@@ -105,7 +105,6 @@ def array_addresses(
 
 # The transpose's three tiles: (floats per row, swizzled).
 TRANSPOSE_TILE = 32
-TRANSPOSE_BLOCK = (32, 8)
 TRANSPOSE_LAYOUTS = {"conflict": (32, False), "padded": (33, False), "swizzled": (32, True)}
 
 
