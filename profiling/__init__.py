@@ -2,7 +2,7 @@
 
 This folder is the package `memlens` (reports/ is `memlens.reports`, the built-in suite kernels/ is
 `memlens.kernels`): pyproject's package-dir maps them, installed or in a checkout (`make setup`
-installs it editable). Nothing answers to `profiling` or `reports`.
+installs it editable). Nothing answers to `profiling`, `reports` or `kernels`.
 """
 
 from __future__ import annotations

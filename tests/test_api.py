@@ -15,7 +15,9 @@ from tests.conftest import FIXTURES, REPO
 CUDA_APP_CSV = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.csv"
 
 
-@pytest.mark.parametrize(("folder", "package"), [("profiling", "memlens"), ("reports", "memlens.reports")])
+@pytest.mark.parametrize(
+    ("folder", "package"), [("profiling", "memlens"), ("reports", "memlens.reports"), ("kernels", "memlens.kernels")]
+)
 def test_each_module_has_one_name(folder, package):
     """The checkout's folders are the package `memlens` (pyproject's package-dir, an editable install):
     imported by its folder name, a folder refuses, so no class can be loaded twice."""
