@@ -64,3 +64,31 @@ def test_input_reaches_the_command_and_nothing_goes_through_a_shell():
     done = run_command([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], input="a;b $(x)",
                        timeout=30)  # fmt: skip
     assert done.ok and done.stdout == "A;B $(X)\n"
+
+
+def test_run_watched_returns_the_exit_code_and_ends_what_the_command_left_in_its_group(tmp_path):
+    from memlens.io.processes import run_watched
+
+    pid_file = tmp_path / "pid"
+    leaves = f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
+             f"open({str(pid_file)!r}, 'w').write(str(p.pid)); sys.exit(3)"  # fmt: skip
+    assert run_watched([sys.executable, "-c", leaves], timeout=30) == 3
+    assert not _alive(int(pid_file.read_text()))  # the grandchild it left went with its group
+
+
+def test_run_watched_ends_the_group_on_its_timeout_and_on_what_poll_raises(tmp_path):
+    from memlens.io.processes import run_watched
+
+    polls = []
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout, match="ran past its 0.5 s timeout"):
+        run_watched([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5, poll=lambda: polls.append(1))
+    assert time.monotonic() - started < 15 and polls  # polled while it ran, then ended
+
+    def stop() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_watched([sys.executable, "-c", "import time; time.sleep(60)"], timeout=None, poll=stop)
+    with pytest.raises(CommandFailed, match="^cannot start memlens-no-such-tool: "):
+        run_watched(["memlens-no-such-tool"], timeout=1)

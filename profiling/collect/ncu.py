@@ -1,4 +1,5 @@
-"""The one wrapper around Nsight Compute's `ncu`: find it, ask its version, run it.
+"""Nsight Compute's `ncu`: finding it, its version, its argv and what its log says (its run goes
+through io/processes.run_watched).
 
 Always an argv list (never a shell), an explicit timeout, the exact command logged, the log kept.
 """
@@ -8,15 +9,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from memlens.errors import ConfigError, ProfilerError
-from memlens.io.processes import CommandFailed, end_group, group_members, run_command, sigterm_as_interrupt
+from memlens.io.processes import CommandFailed, CommandTimeout, run_command, run_watched
 from memlens.io.processes import command_line as command_line  # re-exported: one way to print a command
 
 # The oldest ncu whose reports the readers have been checked against.
@@ -129,36 +128,19 @@ def run_ncu(
     env: dict[str, str] | None = None,
     stderr: int | None = None,
 ) -> NcuRun:
-    """Run ncu in its own process group; on timeout, Ctrl-C or SIGTERM end the whole group.
-
-    ncu gets a session of its own, so a Ctrl-C at the terminal reaches memlens alone: memlens then
-    stops ncu and the profiled app together (end_group) and keeps what they wrote. SIGTERM (a CI
-    job cancelled) is taken as a Ctrl-C for as long as ncu runs. `env`: ncu's environment (None: memlens's);
-    `stderr`: a file descriptor for the stderr of ncu and the profiled app (default: this process's)."""
+    """Run ncu through `processes.run_watched`: on the timeout (NcuTimeout), Ctrl-C or SIGTERM, ncu and
+    the profiled app end together and what they wrote is kept; its log is read once it is done.
+    `env`: ncu's environment (None: memlens's); `stderr`: a file descriptor for the stderr of ncu and
+    the profiled app (default: this process's). ProfilerError where ncu cannot start."""
     started = time.monotonic()
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
-                                   preexec_fn=_child_setup(), env=env)  # fmt: skip
-    except OSError as exc:
-        raise ProfilerError(f"cannot start {argv[0]}: {exc.strerror}") from None
-    try:
-        with sigterm_as_interrupt():
-            while True:
-                try:
-                    process.wait(timeout=0.2)
-                    break
-                except subprocess.TimeoutExpired:
-                    if poll:
-                        poll()
-                    if timeout is not None and time.monotonic() - started > timeout:
-                        raise NcuTimeout(timeout) from None
-        if group_members(process.pid):  # ncu is done; anything the suite started in its group goes too
-            end_group(process)
-    except BaseException:
-        end_group(process)
-        raise
+        returncode = run_watched(argv, timeout=timeout, poll=poll, env=env, stderr=stderr)
+    except CommandTimeout:
+        raise NcuTimeout(timeout or 0.0) from None
+    except CommandFailed as exc:
+        raise ProfilerError(str(exc)) from None
     text = log.read_text(encoding="utf-8", errors="replace") if log and log.exists() else ""
-    return NcuRun(argv, process.returncode, time.monotonic() - started, text)
+    return NcuRun(argv, returncode, time.monotonic() - started, text)
 
 
 def start_disassembler(report: Path) -> None:
@@ -167,15 +149,6 @@ def start_disassembler(report: Path) -> None:
     from memlens.readers import warm_up
 
     warm_up.start(report)
-
-
-def _child_setup() -> Callable[[], None] | None:
-    """Where memlens itself ignores SIGINT (started in the background by a shell without job control,
-    or under nohup), ncu would inherit that and ignore the SIGINT that asks it to stop and write its
-    report: give it the default action back."""
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        return None
-    return lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class NcuTimeout(ProfilerError):

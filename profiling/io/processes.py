@@ -1,7 +1,9 @@
 """Every short-lived command memlens starts (compilers, c++filt, nvidia-smi, git, `ncu --version`,
 doctor's probe) goes through `run_command`: an argv list (never a shell), an explicit timeout that
 ends the command's whole process group, and the command with its output kept when it fails.
-ncu's long profiling run has its own wrapper, `ncu.run_ncu`.
+The long ones (ncu's profiling run: `ncu.run_ncu`) go through `run_watched`, polled while they run;
+those started at once (`bench --gpus`, the readers' helpers) through `start_command` and
+`start_pipe`. Ending a process group and holding signals meanwhile live here too.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +113,52 @@ def start_command(argv: Sequence[str], *, env: Mapping[str, str], output: Path) 
                                     env=dict(env), start_new_session=True)  # fmt: skip
     except OSError as exc:
         raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
+
+
+def run_watched(
+    argv: Sequence[str], *, timeout: float | None, poll: Callable[[], None] | None = None,
+    env: Mapping[str, str] | None = None, stderr: int | None = None,
+) -> int:  # fmt: skip
+    """Run `argv` in a session of its own, calling `poll` every 0.2 s while it runs, and return its exit
+    code. A Ctrl-C at the terminal reaches memlens alone, which then ends the whole group (end_group:
+    SIGINT first, so ncu writes what it has); so do the timeout (CommandTimeout), SIGTERM (a CI job
+    cancelled, taken as Ctrl-C meanwhile) and anything `poll` raises. Once it exits, what it left
+    running in its group ends too. `stderr`: a file descriptor (default: this process's).
+    CommandFailed where it cannot start."""
+    argv = tuple(str(a) for a in argv)
+    log.info("running %s", command_line(argv))
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                                   preexec_fn=_default_sigint(), env=None if env is None else dict(env))  # fmt: skip
+    except OSError as exc:
+        raise CommandFailed(f"cannot start {argv[0]}: {exc.strerror or exc}", argv) from None
+    try:
+        with sigterm_as_interrupt():
+            while True:
+                try:
+                    process.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if poll:
+                        poll()
+                    if timeout is not None and time.monotonic() - started > timeout:
+                        raise CommandTimeout(argv, timeout) from None
+        if group_members(process.pid):
+            end_group(process)
+    except BaseException:
+        end_group(process)
+        raise
+    return process.returncode
+
+
+def _default_sigint() -> Callable[[], None] | None:
+    """Where memlens itself ignores SIGINT (started in the background by a shell without job control,
+    or under nohup), the child would inherit that and ignore the SIGINT that asks it to stop (ncu: and
+    write its report): give it the default action back."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return None
+    return lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def start_pipe(argv: Sequence[str], *, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
