@@ -16,7 +16,6 @@ from pathlib import Path
 
 from memlens.errors import ConfigError, ProfilerError
 from memlens.io.processes import CommandFailed, CommandTimeout, run_command, run_watched
-from memlens.io.processes import command_line as command_line  # re-exported: one way to print a command
 
 # The oldest ncu whose reports the readers have been checked against.
 MIN_VERSION = (2023, 1)
@@ -141,14 +140,6 @@ def run_ncu(
         raise ProfilerError(str(exc)) from None
     text = log.read_text(encoding="utf-8", errors="replace") if log and log.exists() else ""
     return NcuRun(argv, returncode, time.monotonic() - started, text)
-
-
-def start_disassembler(report: Path) -> None:
-    """Start, on the first kernel ncu has written to `report`, the disassembler that reading the
-    report after ncu needs (readers/warm_up.py); imported once ncu runs."""
-    from memlens.readers import warm_up
-
-    warm_up.start(report)
 
 
 class NcuTimeout(ProfilerError):

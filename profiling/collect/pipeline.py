@@ -1,5 +1,6 @@
-"""The steps every run takes once ncu is done, a suite's or a program's: its RunInfo (provenance
-included), its results read from the raw report, and saving them (results.json, then `latest`).
+"""The steps every run takes, a suite's or a program's: while ncu runs, the report's disassembler
+started; then its RunInfo (provenance included), its results read from the raw report, and saving
+them (results.json, then `latest`).
 
 The typed results and the readers are imported where used: `memlens profile -- COMMAND` starts ncu
 before it pays for them (tests/benchmarks/start_time.py).
@@ -42,6 +43,14 @@ def run_info(
     return RunInfo(**take_provenance(machine, suite, command, started), ncu_version=ncu_version,
                    clock_control=settings.clock_control, cache_control=settings.cache_control,
                    fast=settings.fast, **program)  # fmt: skip
+
+
+def start_disassembler(report: Path) -> None:
+    """Start, on the first kernel ncu has written to `report`, the disassembler that reading the
+    report after ncu needs (readers/warm_up.py): cheap to call on every poll of a running ncu."""
+    from memlens.readers import warm_up
+
+    warm_up.start(report)
 
 
 def read_results(

@@ -24,18 +24,16 @@ from memlens.collect.ncu import (
     ProfileRequest,
     check_log,
     check_permission,
-    command_line,
     find_ncu,
     first_error,
     profile_argv,
     run_ncu,
-    start_disassembler,
 )
-from memlens.collect.pipeline import read_results, run_info, save_run
+from memlens.collect.pipeline import read_results, run_info, save_run, start_disassembler
 from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now
 from memlens.errors import ConfigError, MemlensError, ProfilerError
 from memlens.io.files import write_output
-from memlens.io.processes import hold_interrupts
+from memlens.io.processes import command_line, hold_interrupts
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.nvtx_names import labels_pattern, parse_swept
 from memlens.model.results import RunInfo, RunResults, VariantOutcome

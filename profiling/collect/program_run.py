@@ -54,17 +54,16 @@ from memlens.collect.ncu import (
     NcuTimeout,
     ProfileRequest,
     check_permission,
-    command_line,
     find_ncu,
     first_error,
     profile_argv,
     run_ncu,
-    start_disassembler,
 )
-from memlens.collect.pipeline import read_results, run_info, save_run
+from memlens.collect.pipeline import read_results, run_info, save_run, start_disassembler
 from memlens.collect.run_dir import Machine, driver_version, new_run_dir, now
 from memlens.errors import ConfigError, ProfilerError
 from memlens.io.files import write_output
+from memlens.io.processes import command_line
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM
 from memlens.model.source_lines import CUPY_SAVE_SOURCE

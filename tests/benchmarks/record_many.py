@@ -46,7 +46,6 @@ from memlens.collect.ncu import (  # noqa: E402
     REPLAY_MODES,
     ProfileRequest,
     check_log,
-    command_line,
     find_ncu,
     profile_argv,
     run_ncu,
@@ -54,6 +53,7 @@ from memlens.collect.ncu import (  # noqa: E402
 from memlens.collect.program_run import DEFAULT_FILTERS  # noqa: E402
 from memlens.collect.run_dir import driver_version  # noqa: E402
 from memlens.errors import MemlensError  # noqa: E402
+from memlens.io.processes import command_line  # noqa: E402
 from memlens.model.catalogue import ncu_metric_names  # noqa: E402
 from memlens.readers import read_report  # noqa: E402
 from memlens.suite import NVTX_DOMAIN  # noqa: E402
