@@ -1,10 +1,11 @@
-"""The code as it ran: a memlens run keeps the text of every file its kernels' lines
-name (results.json "sources"), so the run read after an edit shows the lines that ran; a plain report
-whose source file changed after it was written says so instead of quoting another line's code; CuPy's
-temporary sources come back from CuPy's cache, named by their kernel.
+"""profiling/collect/kept_sources.py: a run keeps its sources, so lines read after an edit show what ran."""
 
-The fake ncu (tests/support/fake_ncu.py) runs the program for real and replays a recorded report. The
-"edit" rewrites a copy of a source file in a temporary folder; recorded figures are never touched."""
+# A memlens run keeps the text of every file its kernels' lines name, so the run read after an edit
+# shows the lines that ran; a plain report whose source file changed after it was written says so
+# instead of quoting another line's code; CuPy's temporary sources come back from CuPy's cache, named
+# by their kernel. The fake ncu (tests/support/fake_ncu.py) runs the program for real and replays a
+# recorded report. The "edit" rewrites a copy of a source file in a temporary folder; recorded figures
+# are never touched.
 
 from __future__ import annotations
 
@@ -18,16 +19,15 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
-from memlens.model.results import RunResults
 from memlens.model.source_lines import SourceMap, roll_up
 from memlens.readers import read_report
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import install_fake_ncu
+from tests.support.results_json import TRANSPOSE_TEMPORARY
 
 H200_SUITE = FIXTURES / "nvidia_h200" / "suite.ncu-rep"  # no imported sources: files named by path
 PROGRAM = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"  # ncu --import-source yes
 OK_LOG = "==PROF== Connected to process 615 (app)\n==PROF== Disconnected from process 615\n"
-TRANSPOSE_TEMPORARY = "756e0d64cdfd15dbe72b16407afa3795d807cab6.cubin.cu"  # CuPy's copy of kernels/transpose.cu
 TILED_ARTICLE_LINE = "acc += sa[tx, j] * sb[j, ty]"  # kernels/matmul.py: the Numba article's conflicting line
 
 
@@ -137,24 +137,6 @@ def test_without_cupys_copy_the_temporary_file_is_named_as_such(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     assert main(["lines", str(H200_SUITE), "-k", "transpose/conflict$", "--top", "1"]) == 0
     assert "(a temporary file of the compiler, gone now)" in capsys.readouterr().out
-
-
-def test_results_json_sources_round_trip_and_are_checked(tmp_path):
-    results = RunResults.from_json(json.loads((FIXTURES / "nvidia_h200" / "suite.results.json").read_text()))
-    kept = results.embedded_sources  # the run kept its sources: CuPy's 4 temporary .cu files and matmul.py
-    assert len(kept) == 5 and sum(name.endswith(".cubin.cu") for name in kept) == 4
-    assert kept[next(n for n in kept if n.endswith(TRANSPOSE_TEMPORARY))].startswith("// Matrix transpose through")
-    assert any(name.endswith("kernels/matmul.py") for name in kept)
-    assert results.to_json()["sources"] == kept
-    assert RunResults.from_json(results.to_json()).embedded_sources == kept
-    data = results.to_json()
-    del data["sources"]  # a run recorded before runs kept their sources: none, and no key
-    assert RunResults.from_json(data).embedded_sources == {} and "sources" not in RunResults.from_json(data).to_json()
-    data["sources"] = {"a.cu": "int x;\n"}
-    assert RunResults.from_json(data).embedded_sources == {"a.cu": "int x;\n"}
-    data["sources"] = {"a.cu": 3}
-    with pytest.raises(Exception, match="sources must map file names to their text"):
-        RunResults.from_json(data)
 
 
 def test_the_report_of_an_older_program_run_takes_its_lines_from_the_raw_report(tmp_path):

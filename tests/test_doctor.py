@@ -1,12 +1,14 @@
-"""`memlens doctor`: what profiling needs, found or missing, with exit codes 0 and 3."""
+"""profiling/commands/doctor.py: what profiling needs, found or missing, each with a fix; exit codes 0 and 3."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import stat
 
 from memlens.cli import main
+from tests.conftest import REPO
 from tests.support.fake import install_fake_ncu
 
 
@@ -67,3 +69,28 @@ def test_doctor_checks_the_static_check_compilers(monkeypatch):
     assert all("memlens[check]" in c.fix for c in checks) and "memlens[check]" in CHECK_EXTRA
     monkeypatch.setattr(toolchain, "nvrtc_version", lambda: (12, 9))
     assert check_compilers()[0].detail == "NVRTC 12.9"
+
+
+def test_doctor_detail_and_fix_never_repeat(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("MEMLENS_NCU", raising=False)
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["doctor", "--probe"]) == 3
+    out = capsys.readouterr().out
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+    by_check = {row[0]: row for row in rows if row[0]}
+    for name, _status, detail, fix in by_check.values():
+        for clause in filter(None, (c.strip() for c in re.split(r"[:;,]", fix))):
+            assert clause not in detail, (name, clause)
+    assert by_check["ncu"][2] == "ncu (Nsight Compute) not found"
+    probe = by_check["profile probe"]
+    assert "not run" in probe[2] and "ncu is missing" in probe[2] and "doctor --probe" in probe[3]
+
+
+def test_doctor_counter_permission_warning_has_a_fix(monkeypatch) -> None:
+    from memlens.commands import doctor
+
+    monkeypatch.setattr(doctor, "Path", lambda _: REPO / "no" / "such" / "params")
+    check = doctor.check_permission()
+    assert not check.ok and not check.required
+    assert check.fix and "install the NVIDIA driver" in check.fix

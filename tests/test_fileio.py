@@ -1,7 +1,4 @@
-"""The one writer (io/files.write_output) by the kind of path a user names: a regular file atomically,
-a device, FIFO, socket or descriptor in place (never renamed over, never made a regular file), `-`
-standard output, `FOLDER/` the default name inside the folder, and two outputs of one command on
-one file refused before either is written."""
+"""profiling/io/files.py: the one writer (write_output) by kind of path, never over an input, errors one line."""
 
 from __future__ import annotations
 
@@ -30,17 +27,23 @@ from memlens.io.files import resolve_output, write_output
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROBE_CSV = FIXTURES / "probe" / "probe.csv"
+FAILING_RULES = 'version = 1\n[[rule]]\nname = "never"\nselect = "*"\nmetric = "duration"\nmax = 1\n'
 PASSING_RULES = 'version = 1\n[[rule]]\nname = "always"\nselect = "*"\nmetric = "duration"\nmin = 0\n'
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
-    """A plain ncu CSV and a rules file that passes, in a folder of their own."""
+    """A plain ncu CSV, a rules file that passes and one that fails, in a folder of their own."""
     folder = tmp_path / "data"
     folder.mkdir()
     shutil.copy(PROBE_CSV, folder / "x.csv")
     (folder / "r.toml").write_text(PASSING_RULES, encoding="utf-8")
+    (folder / "fail.toml").write_text(FAILING_RULES, encoding="utf-8")
     return folder
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -99,6 +102,78 @@ def seen_as(monkeypatch, path: Path, kind: int) -> Iterator[None]:
     with monkeypatch.context() as patch:
         patch.setattr(fileio.os, "stat", fake_stat)
         yield
+
+
+# --- inputs: never replaced, links named ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, victim",
+    [
+        (["baseline", "save", "{d}/x.csv", "-o", "{d}/x.csv"], "x.csv"),
+        (["gate", "{d}/x.csv", "--rules", "{d}/r.toml", "--junit", "{d}/x.csv"], "x.csv"),
+        (["gate", "{d}/x.csv", "--rules", "{d}/r.toml", "--json", "{d}/r.toml"], "r.toml"),
+        (["gate", "{d}/x.csv", "--rules", "{d}/r.toml", "--summary", "{d}/r.toml"], "r.toml"),
+        (["gate", "{d}", "--rules", "{d}/r.toml", "--junit", "{d}/x.csv"], "x.csv"),  # the run directory's report
+    ],
+)
+def test_an_output_never_replaces_an_input(capsys, data: Path, argv: list[str], victim: str) -> None:
+    before = digest(data / victim)
+    one_line_exit_2(capsys, [a.format(d=data) for a in argv], "is an input of this command")
+    assert digest(data / victim) == before
+
+
+def test_an_output_through_a_symlink_or_hard_link_to_an_input_is_refused(capsys, data: Path) -> None:
+    (data / "alias.xml").symlink_to(data / "x.csv")
+    os.link(data / "x.csv", data / "hard.xml")
+    before = digest(data / "x.csv")
+    for name in ("alias.xml", "hard.xml"):
+        one_line_exit_2(capsys, ["gate", str(data / "x.csv"), "--rules", str(data / "r.toml"), "--junit",
+                                 str(data / name)], "is an input of this command")  # fmt: skip
+    assert digest(data / "x.csv") == before
+
+
+def test_a_baseline_saved_in_its_run_directory_can_be_saved_again(capsys, data: Path) -> None:
+    target = data / "baseline.json"
+    assert main(["baseline", "save", str(data), "-o", str(target)]) == 0
+    assert main(["baseline", "save", str(data), "-o", str(target)]) == 0  # not an input of the run
+    one_line_exit_2(capsys, ["baseline", "save", str(data), "-o", str(data / "x.csv")], "is an input")
+
+
+@pytest.mark.parametrize("command", [["metrics"], ["report"], ["list"]])
+def test_a_symlink_loop_is_reported_as_a_loop(capsys, tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nothing")
+    one_line_exit_2(capsys, [*command, str(tmp_path / "a")], "symbolic link loop")
+    one_line_exit_2(capsys, [*command, str(tmp_path / "dangling")], "symbolic link to a missing file")
+
+
+# --- write errors: one line and exit 2, for gate too ----------------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--junit", "--summary", "--json"])
+@pytest.mark.parametrize("rules", ["r.toml", "fail.toml"])
+def test_gate_write_errors_exit_2_not_1(capsys, data: Path, tmp_path: Path, option: str, rules: str) -> None:
+    base = ["gate", str(data / "x.csv"), "--rules", str(data / rules), option]
+    one_line_exit_2(capsys, [*base, str(tmp_path)], "is a directory")
+    (tmp_path / "plain").write_text("", encoding="utf-8")
+    one_line_exit_2(capsys, [*base, str(tmp_path / "plain" / "sub" / "out")], "cannot write")
+
+
+def test_baseline_save_into_a_directory_is_exit_2(capsys, data: Path, tmp_path: Path) -> None:
+    one_line_exit_2(capsys, ["baseline", "save", str(data / "x.csv"), "-o", str(tmp_path)], "is a directory")
+    one_line_exit_2(capsys, ["baseline", "save", str(data / "x.csv"), "-o", str(data / "x.csv" / "b.json")],
+                    "cannot write")  # fmt: skip
+
+
+def test_check_json_into_a_directory_is_exit_2(capsys, tmp_path: Path, monkeypatch) -> None:
+    from memlens.commands import check
+    from memlens.static.check import StaticResults
+
+    monkeypatch.setattr(check, "check_suite", lambda *a: StaticResults("sm_90", "", "kernels", ()))
+    one_line_exit_2(capsys, ["check", "kernels", "-k", "^transpose/padded$", "--json", str(tmp_path)],
+                    "is a directory")  # fmt: skip
 
 
 # --- character devices, FIFOs, sockets, descriptors: in place -------------------------------------------
@@ -302,15 +377,41 @@ def test_a_full_device_is_one_line(tmp_path: Path) -> None:
         write_output("/dev/full", "text")
 
 
+def test_disk_full_and_read_only_are_one_line(tmp_path: Path, monkeypatch) -> None:
+    from memlens.errors import OutputError
+    from memlens.io.files import write_output
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(fileio.os, "fsync", full)
+    with pytest.raises(OutputError, match="No space left on device: free some space"):
+        write_output(tmp_path / "out.txt", "text")
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+    monkeypatch.undo()
+
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(fileio.tempfile, "mkstemp", read_only)
+    with pytest.raises(OutputError, match="Read-only file system: write into a folder you may write"):
+        write_output(tmp_path / "out.txt", "text")
+
+
+def test_write_output_refuses_a_raw_profiler_report(tmp_path: Path) -> None:
+    from memlens.errors import OutputError
+    from memlens.io.files import write_output
+
+    with pytest.raises(OutputError, match="raw profiler report"):
+        write_output(tmp_path / "new.ncu-rep", "text")
+    assert not (tmp_path / "new.ncu-rep").exists()
+
+
 # --- fuzzing the output path -----------------------------------------------------------------------------
 
 PARTS = st.sampled_from(["", ".", "..", "dir", "file", "in.csv", "link", "loop", "dangling", "new", "x.ncu-rep",
                          "fifo", " ", "-", "ü", "a:b", "\\", "*"])  # fmt: skip
 TEXT = "the document\n"
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _playground(root: Path) -> None:
@@ -333,7 +434,7 @@ def test_fuzz_output_paths(parts: list[str], slash: bool, absolute: bool) -> Non
         root = Path(tmp, "1", "2", "3", "4")  # four ".." stay inside the temporary folder
         root.mkdir(parents=True)
         _playground(root)
-        before = _digest(root / "in.csv")
+        before = digest(root / "in.csv")
         named = "/".join(parts) + ("/" if slash else "")
         path = str(root / named) if absolute else os.path.relpath(root / named)
         if os.path.realpath(path) == str(root / "fifo"):
@@ -347,7 +448,7 @@ def test_fuzz_output_paths(parts: list[str], slash: bool, absolute: bool) -> Non
         else:
             assert written.kind == "file", written
             assert Path(written.path).read_text(encoding="utf-8") == TEXT  # type: ignore[arg-type]
-        assert _digest(root / "in.csv") == before
+        assert digest(root / "in.csv") == before
         assert (root / "link").is_symlink() and (root / "loop").is_symlink() and (root / "dangling").is_symlink()
         assert stat.S_ISFIFO(os.lstat(root / "fifo").st_mode) and (root / "dir").is_dir()
         assert not list(Path(tmp).rglob(".*.tmp")), "a temporary file was left behind"

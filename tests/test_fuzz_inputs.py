@@ -1,15 +1,13 @@
-"""Property-based fuzzing of what memlens reads from users' files: results.json, gate rules, ncu CSV.
+"""Fuzzing the readers of users' files: results.json (model/results.py), gate rules (gate/rules.py), ncu CSV."""
 
-The property everywhere: the reader returns typed results or raises the one error kind its input
-calls for (InputError for reports, ConfigError for rules) with a one-line message; nothing else
-escapes. What it accepts must then be usable: results round-trip and render, rules evaluate.
-The CSV reader's own fuzz tests live in tests/test_readers.py; the ones here add column-level
-changes (another ncu version's export) on top of the same valid text.
-"""
+# The property everywhere: the reader returns typed results or raises the one error kind its input
+# calls for (InputError for reports, ConfigError for rules) with a one-line message; nothing else
+# escapes. What it accepts must then be usable: results round-trip and render, rules evaluate.
+# The CSV reader's own fuzz tests live in tests/test_readers.py; the ones here add column-level
+# changes (another ncu version's export) on top of the same valid text.
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
@@ -27,11 +25,8 @@ from memlens.gate.rules import RULE_KEYS, parse_rules
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.results import RunResults, load_results
 from memlens.readers.ncu_csv import WANTED, parse_csv
-from tests.conftest import FIXTURES
+from tests.support.results_json import SUITE_RESULTS, VALID_RESULTS, assert_one_line, with_field
 from tests.test_readers import VALID, _parse_or_input_error
-
-SUITE_RESULTS = FIXTURES / "nvidia_h200" / "suite.results.json"
-VALID_RESULTS: dict[str, Any] = json.loads(SUITE_RESULTS.read_text(encoding="utf-8"))
 
 JSON_SCALARS = (
     st.none()
@@ -45,10 +40,6 @@ JSON_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
-
-
-def _one_line(exc: Exception) -> None:
-    assert str(exc) and "\n" not in str(exc), repr(str(exc))
 
 
 def _usable(results: RunResults) -> None:
@@ -72,7 +63,7 @@ def _from_json_or_input_error(data: Any) -> None:
     try:
         results = RunResults.from_json(data, "fuzz.json")
     except InputError as exc:
-        _one_line(exc)
+        assert_one_line(exc)
         assert str(exc).startswith("fuzz.json: ")
     else:
         _usable(results)
@@ -93,20 +84,6 @@ def _paths(data: Any, prefix: tuple = ()) -> list[tuple]:
 RESULT_PATHS = _paths(VALID_RESULTS)
 
 
-def _replace(data: Any, path: tuple, value: Any, delete: bool) -> Any:
-    if not path:
-        return value
-    data = copy.deepcopy(data)
-    parent = data
-    for step in path[:-1]:
-        parent = parent[step]
-    if delete:
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = value
-    return data
-
-
 def test_the_recorded_results_pass_the_checks() -> None:
     results = RunResults.from_json(VALID_RESULTS)
     assert len(results.kernels) > 0
@@ -123,31 +100,7 @@ def test_fuzz_results_of_any_json(data: Any) -> None:
 @settings(max_examples=500, deadline=None)
 @given(st.sampled_from(RESULT_PATHS), JSON_VALUES, st.booleans())
 def test_fuzz_one_field_of_a_recorded_results_json(path: tuple, value: Any, delete: bool) -> None:
-    _from_json_or_input_error(_replace(VALID_RESULTS, path, value, delete and bool(path)))
-
-
-@pytest.mark.parametrize(
-    ("path", "value", "message"),
-    [
-        (("schema_version",), 99, "unsupported schema_version 99 (this memlens reads 1, 2)"),
-        (("schema_version",), True, "unsupported schema_version True"),
-        (("info", "wall_seconds"), "abc", "info.wall_seconds must be a finite number or null, not \"abc\""),
-        (("kernels", 0, "launch_id"), 1e400, "kernels[0].launch_id must be an integer, not inf"),
-        (("kernels", 0), [1], "kernels[0] must be an object, not [1]"),
-        (("kernels", 0, "raw"), [], "kernels[0].raw must map metric keys to finite numbers or null"),
-        (("kernels", 0, "raw", "duration"), float("nan"), "kernels[0].raw must map metric keys to finite"),
-        (("kernels", 0, "kernel"), 5, "kernels[0].kernel must be text, not 5"),
-        (("outcomes", 0, "status"), "exploded", "outcomes[0].status \"exploded\" is not one of ok, wrong"),
-        (("outcomes", 0, "expect"), {"bank_conflicts": "yes"}, "outcomes[0].expect.bank_conflicts must be true"),
-        (("complete",), "false", "complete must be true or false, not \"false\""),
-        (("info", "gpu"), "H200", "info: unknown field 'gpu'"),
-    ],
-)
-def test_bad_fields_name_where_they_are(path: tuple, value: Any, message: str) -> None:
-    with pytest.raises(InputError) as info:
-        RunResults.from_json(_replace(VALID_RESULTS, path, value, False), "r.json")
-    assert message in str(info.value)
-    _one_line(info.value)
+    _from_json_or_input_error(with_field(VALID_RESULTS, path, value, delete and bool(path)))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -158,7 +111,7 @@ def test_fuzz_results_file_of_any_bytes(tmp_path: Path, data: bytes) -> None:
     try:
         results = load_results(path)
     except InputError as exc:
-        _one_line(exc)
+        assert_one_line(exc)
         assert str(exc).startswith(str(path))
     else:
         _usable(results)
@@ -204,7 +157,7 @@ def _parse_or_config_error(text: str) -> None:
     try:
         rules = parse_rules(text, "fuzz.toml")
     except ConfigError as exc:
-        _one_line(exc)
+        assert_one_line(exc)
         assert str(exc).startswith("fuzz.toml")
     else:  # what parses evaluates and renders
         result = evaluate(rules, from_run(GATE_RUN))

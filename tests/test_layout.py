@@ -1,5 +1,4 @@
-"""The shape of the code: modules stay small, every subprocess goes through a wrapper, and no path of
-someone's machine is written into code, docs or tests. Import rules: tests/test_architecture.py."""
+"""The shape of the code: small modules, subprocesses through wrappers, no machine paths, every folder a package."""
 
 from __future__ import annotations
 
@@ -10,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+
+# Import rules: tests/test_architecture.py.
 
 SOURCES = sorted(p for folder in ("profiling", "reports", "kernels") for p in (REPO / folder).rglob("*.py"))
 MAX_LINES = 500
@@ -51,3 +52,18 @@ def test_no_machine_paths_in_code_docs_or_tests():
             if MACHINE_PATH.search(line):
                 offenders.append(f"{name}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_every_package_folder_is_listed_so_setuptools_does_not_warn() -> None:
+    from memlens.gate.rules import tomllib  # tomli on Python 3.10
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    installed_as = {top: name for name, top in setuptools["package-dir"].items()}  # folder -> package
+    for top in ("profiling", "reports", "kernels"):
+        for folder in [REPO / top, *(p for p in (REPO / top).rglob("*") if p.is_dir())]:
+            if folder.name == "__pycache__":
+                continue
+            dotted = ".".join((installed_as[top], *folder.relative_to(REPO / top).parts))
+            assert dotted in listed, f"{dotted}: setuptools warns 'absent from the packages configuration'"
+    assert setuptools["package-data"]["memlens.reports.templates"] == ["*.j2"]

@@ -1,6 +1,4 @@
-"""Messages name what the user gave (the path typed, not a file inside it), say what failed (the
-compiler's own rejection of --arch), and say one thing one way everywhere ("no run yet"); counts
-are grammatical and a list cut short says how many are left."""
+"""Every command's messages: the path the user gave, the compiler's own rejection, "no run yet", counts."""
 
 from __future__ import annotations
 
@@ -184,9 +182,3 @@ def test_a_rule_selecting_nothing_says_how_many_labels_it_left_out(capsys, tmp_p
     assert message == f"selects no kernel (nothing*); labels in the run: {', '.join(labels[:8])} and 11 more"
     assert len(labels) == 19 and "FAILED: 1 check (1 fail)" in capsys.readouterr().out  # 19 variants recorded
     assert labels[:5] == [f"fp16_transpose/{v}" for v in ("dense", "padded", "pitch128", "xor_128b", "xor_row")]
-
-
-def test_the_epilog_documents_the_closed_pipe_status(capsys) -> None:
-    with pytest.raises(SystemExit):
-        main(["--help"])
-    assert "141 when standard output's reader went away" in " ".join(capsys.readouterr().out.split())

@@ -1,13 +1,11 @@
-"""`memlens metrics`, called through memlens.cli.main as a user would."""
+"""profiling/commands/metrics.py (`memlens metrics`), called through cli.main as a user would."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import math
 import shutil
-from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -220,32 +218,6 @@ def test_fast_table_prints_what_rich_prints(capsys: pytest.CaptureFixture[str], 
             print_table(results, list(results.kernels), fast=fast)
             printed.append(capsys.readouterr().out)
         assert printed[0] == printed[1], results.info.source
-
-
-def test_cached_figures_leave_the_dataclass_as_it_was() -> None:
-    raw = {"duration": 2000.0, "dram_read_bytes": 1e6, "dram_write_bytes": None}
-    kernel = KernelResult(kernel="k", launch_id=3, raw=dict(raw), missing={"dram_write_bytes": "n/a in the report"})
-    fresh = KernelResult(kernel="k", launch_id=3, raw=dict(raw), missing={"dram_write_bytes": "n/a in the report"})
-    before = (asdict(kernel), repr(kernel))
-    first = kernel.metric("dram_bandwidth")
-    assert first.value is None and first.missing_reason == "needs dram__bytes_write.sum: n/a in the report"
-    assert kernel.metric("dram_bandwidth") is first  # worked out once
-    assert kernel.values() == fresh.values() and kernel.values() is not kernel.values()  # a copy each call
-    assert (asdict(kernel), repr(kernel)) == before
-    assert kernel == fresh and replace(kernel, launch_id=4).launch_id == 4
-    assert RunResults(RunInfo(), (kernel,)).to_json() == RunResults(RunInfo(), (fresh,)).to_json()
-    assert replace(kernel, raw={**raw, "dram_write_bytes": 1e6}).metric("dram_bandwidth").value == pytest.approx(1e12)
-
-
-def test_value_is_the_metrics_value_without_making_it() -> None:
-    kernels = [*read_report(SUITE / "suite_fast.results.json").kernels, *read_report(PROGRAM).kernels]
-    kernels.append(KernelResult(kernel="k", raw={"duration": math.inf, "dram_read_bytes": math.nan}))
-    for kernel in kernels:
-        assert {key: kernel.value(key) for key in CATALOGUE} == {key: kernel.metric(key).value for key in CATALOGUE}
-    assert kernels[-1].value("duration") is None and kernels[-1].value("dram_read_bytes") is None
-    assert kernels[0].value("duration") == kernels[0].raw["duration"] > 0
-    with pytest.raises(KeyError):
-        kernels[0].value("no_such_metric")
 
 
 @pytest.mark.parametrize("columns", ["60", "80", "120"])

@@ -1,4 +1,4 @@
-"""Readers: ncu CSV and .ncu-rep -> RunResults, on text built here and on recordings from the GPU machine."""
+"""profiling/readers/: ncu CSV and .ncu-rep -> RunResults, on text built here and on recordings from the GPU."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from memlens.errors import InputError
 from memlens.model import shared_figures
-from memlens.model.catalogue import BY_NCU_NAME, CATALOGUE, PER_INSTRUCTION_METRICS, RAW_METRICS
+from memlens.model.catalogue import BY_NCU_NAME, PER_INSTRUCTION_METRICS, RAW_METRICS
 from memlens.model.kernel_names import kernel_name
 from memlens.model.results import KernelResult, RunInfo, RunResults
 from memlens.readers import helpers, read_report
@@ -434,7 +434,9 @@ def test_probe_physics(name: str) -> None:
 @probe
 @pytest.mark.parametrize("name", ["probe_fast.ncu-rep", "probe_fast.csv"])
 def test_fast_recording_has_no_exact_excess(name: str) -> None:
-    for kernel in read_report(PROBE / name).kernels:
+    kernels = read_report(PROBE / name).kernels
+    assert len(kernels) == 3  # the probe's two transposes and its running mean
+    for kernel in kernels:
         metric = kernel.metric("exact_excess_wavefronts")
         assert metric.value is None
         assert "--fast" in (metric.missing_reason or "")
@@ -455,11 +457,6 @@ def test_plain_ncu_csv_without_memlens_ranges(tmp_path: Path) -> None:
     assert all(k.family is None and k.variant is None for k in kernels)
     assert kernels[0].metric("excess_wavefronts_per_shared_ld").value is None  # a CSV: no split
     assert kernels[0].metric("exact_excess_wavefronts").value == 31 * kernels[0].raw["shared_ld_instructions"]
-
-
-def test_every_raw_metric_has_an_ncu_name_the_readers_look_up() -> None:
-    assert {m.ncu for m in RAW_METRICS} == set(BY_NCU_NAME)
-    assert all(m.key in CATALOGUE for m in RAW_METRICS)
 
 
 # --- the suite recordings of tests/fixtures/record.sh (tests/fixtures/<gpu>/), when present ------
@@ -525,7 +522,9 @@ def test_suite_physics(where: Path) -> None:
 
 @recordings
 def test_suite_fast_has_no_exact_excess(where: Path) -> None:
-    for kernel in read_report(where / "suite_fast.ncu-rep").kernels:
+    kernels = read_report(where / "suite_fast.ncu-rep").kernels
+    assert len(kernels) == 19  # every variant of the suite as recorded
+    for kernel in kernels:
         metric = kernel.metric("exact_excess_wavefronts")
         assert metric.value is None and "--fast" in (metric.missing_reason or ""), kernel.label
 
@@ -583,6 +582,7 @@ def test_helper_reads_what_one_process_reads(where: Path, stem: str) -> None:
     with pytest.MonkeyPatch.context() as alone:
         alone.setattr(helpers, "can_fork", lambda: False)
         expected = read_report(path)
+    assert len(expected.kernels) == {"suite": 19, "suite_fast": 19, "plain_ncu": 4}[stem]
     helped = read_with_helper(path)
     assert helped["results"] == json.loads(json.dumps(expected.to_json()))
     assert helped["helpers"] == [True]  # a forked helper read its share
@@ -592,6 +592,7 @@ def test_helper_reads_what_one_process_reads(where: Path, stem: str) -> None:
 @recordings
 def test_a_failed_helper_share_is_read_here(where: Path) -> None:
     expected = read_report(where / "suite.ncu-rep")
+    assert len(expected.kernels) == 19
     helped = read_with_helper(where / "suite.ncu-rep", "fail")
     assert helped["results"] == json.loads(json.dumps(expected.to_json()))
     assert helped["helpers"] == [False]

@@ -1,8 +1,9 @@
-"""A .ncu-rep of thousands of launches is read in chunks by helper processes that exit (ncu_report
-keeps what it decodes for as long as a process lives); here on the recorded suite, with chunks of
-3 actions from 2 actions on, so every path runs on a small report. Each chunked read runs in a fresh
-process, as `memlens` does: a process that has read a report already has ncu_report's threads, and
-memlens forks only a process of one thread (`_can_fork`)."""
+"""profiling/readers/ncu_rep.py, helpers.py: a .ncu-rep of thousands of launches read in chunks by helpers."""
+
+# Helper processes exit after their chunk (ncu_report keeps what it decodes for as long as a process
+# lives); here on the recorded suite, with chunks of 3 actions from 2 actions on, so every path runs on a
+# small report. Each chunked read runs in a fresh process, as `memlens` does: a process that has read a
+# report already has ncu_report's threads, and memlens forks only a process of one thread (`_can_fork`).
 
 from __future__ import annotations
 
@@ -83,6 +84,7 @@ def test_chunks_read_what_one_process_reads() -> None:
 
 def test_a_failed_chunk_is_read_here() -> None:
     expected = read_alone(SUITE)
+    assert len(expected.kernels) == 19  # the recorded suite's variants
     chunked = read_chunked(SUITE, mode="fail")
     assert chunked["results"] == json.loads(json.dumps(expected.to_json()))
     assert chunked["helpers"] and not any(chunked["helpers"])
@@ -102,6 +104,7 @@ def test_truncated_report_errors_alike_in_chunks(tmp_path, percent: int, threads
 
 def test_a_process_with_threads_has_one_new_process_read_its_chunks() -> None:
     expected = read_alone(SUITE)
+    assert len(expected.kernels) == 19
     chunked = read_chunked(SUITE, threads=True)
     assert chunked["forks"] is False and chunked["kinds"] == ["SpawnedHelper"]
     assert chunked["results"] == json.loads(json.dumps(expected.to_json()))
@@ -151,7 +154,7 @@ def spying(read):
         seen.append({"numpy": "numpy" in sys.modules, "forks": helpers.can_fork()})
         return read(*args, **kwargs)
     return spied
-report.read_report = spying(report.read_report)
+report.read_with_instructions = spying(report.read_with_instructions)
 metrics.read_report = spying(metrics.read_report)
 status = cli.main(sys.argv[1:])
 print(json.dumps({"status": status, "seen": seen}), file=sys.stderr)

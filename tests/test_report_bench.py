@@ -1,9 +1,10 @@
-"""`memlens bench` results in the report: a run directory holding the recorded H200 suite's
-results.json and a bench.json written as `memlens bench --into RUN` writes it. The family tables
-gain the bench median, bandwidth and % of copy bandwidth, each family a % of copy chart, the header
-the copy bandwidth; where the variants were compared with copies of their own bytes (bench.json
-schema 2), the header and each family say which copy; runs without bench.json render as before.
-CPU only."""
+"""reports/ with `memlens bench` results: a run directory's bench.json as columns, charts and header lines."""
+
+# The run directory holds the recorded H200 suite's results.json and a bench.json written as `memlens
+# bench --into RUN` writes it. The family tables gain the bench median, bandwidth and % of copy bandwidth,
+# each family a % of copy chart, the header the copy bandwidth; where the variants were compared with
+# copies of their own bytes (bench.json schema 2), the header and each family say which copy; runs
+# without bench.json render as before. CPU only.
 
 from __future__ import annotations
 
@@ -91,6 +92,15 @@ def run_dir(tmp_path: Path) -> Path:
     return make_run(tmp_path / "runs" / "20261122-100000-1", bench_results())
 
 
+@pytest.fixture(scope="module")
+def run_dir_html(tmp_path_factory) -> tuple[Path, str]:
+    """A run directory as `run_dir` makes it, and the report.html `memlens report RUN` writes into it: rendered
+    once for the tests that read it."""
+    directory = make_run(tmp_path_factory.mktemp("html") / "runs" / "20261122-100000-1", bench_results())
+    assert main(["report", str(directory)]) == 0
+    return directory, (directory / "report.html").read_text(encoding="utf-8")
+
+
 def report_of(*paths: Path):
     return build_report([(str(p), read_report(p)) for p in paths], [bench_of(p) for p in paths])
 
@@ -145,7 +155,7 @@ def test_column_values(run_dir):
     assert padded.cells["duration"].text == "0.148 ms" and padded.cells["speedup"].text == "2.06×"
 
 
-def test_a_variant_the_bench_could_not_time_is_n_a_with_the_reason(run_dir):
+def test_a_variant_the_bench_could_not_time_is_n_a_with_the_reason(run_dir, run_dir_html):
     run = report_of(run_dir).runs[0]
     pmpp = rows_of(run)["matmul/tiled_pmpp"]
     assert pmpp.valid and pmpp.bench is None
@@ -154,7 +164,7 @@ def test_a_variant_the_bench_could_not_time_is_n_a_with_the_reason(run_dir):
         assert cell.value is None and cell.text == "n/a"
         assert cell.missing_reason == "memlens bench: output wrong (index 3: got 1.0, expected 2.0)"
     assert "memlens bench did not time: matmul/tiled_pmpp: output wrong (index 3: got 1.0, expected 2.0)" in run.notes
-    html = render(report_of(run_dir), "html")
+    _, html = run_dir_html
     assert 'title="memlens bench: output wrong (index 3: got 1.0, expected 2.0)">n/a</td>' in html
 
 
@@ -175,9 +185,8 @@ def test_a_variant_missing_from_the_bench_and_a_family_without_min_bytes(tmp_pat
     assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 1
 
 
-def test_html_has_the_column_the_chart_and_the_copy_bandwidth(run_dir, capsys):
-    assert main(["report", str(run_dir)]) == 0
-    html = (run_dir / "report.html").read_text(encoding="utf-8")
+def test_html_has_the_column_the_chart_and_the_copy_bandwidth(run_dir_html):
+    run_dir, html = run_dir_html
     # per family (fp16_transpose, matmul, running_mean, transpose) the ncu chart; the % of copy chart but for
     # compute-bound matmul and fp16_transpose (not timed); roofline charts of every family (the transposes' without
     # points: no floating-point work)
@@ -332,8 +341,9 @@ def test_comparison_adds_the_bench_median_when_both_runs_have_it(tmp_path):
     assert same.cells[1].direction == "same"
     md = render(report, "md")
     assert "| bench median |" in md and "0.300 ms → 0.200 ms (🟢 −33.3%)" in md
-    assert "0.300 ms → 0.200 ms" not in render(report, "html")  # HTML: one cell per run
-    assert '<td class="num">0.200 ms <span class="better">−33.3%</span></td>' in render(report, "html")
+    html = render(report, "html")
+    assert "0.300 ms → 0.200 ms" not in html  # HTML: one cell per run
+    assert '<td class="num">0.200 ms <span class="better">−33.3%</span></td>' in html
     without = report_of(first, make_run(tmp_path / "c"))
     assert all(m.key != "bench_median" for c in without.comparisons for m in c.metrics)
 

@@ -1,8 +1,9 @@
-"""`memlens report` through memlens.cli.main: where it writes, what it prints, exit codes."""
+"""profiling/commands/report.py (`memlens report`) through cli.main: where it writes, what it prints, exit codes."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from memlens.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.csv"))
+H200 = FIXTURES / "nvidia_h200"
 
 
 @pytest.fixture
@@ -95,3 +97,53 @@ def test_unknown_format_is_a_usage_error(run_dir):
     with pytest.raises(SystemExit) as exit_info:
         main(["report", str(run_dir), "--format", "pdf"])
     assert exit_info.value.code == 2
+
+
+# --- the default file: never beside the data ---------------------------------------------------------
+
+
+def test_two_reports_of_one_folder_land_in_the_working_directory(capsys, tmp_path: Path, monkeypatch) -> None:
+    data = tmp_path / "a"
+    data.mkdir()
+    shutil.copy(H200 / "suite.csv", data / "seed.csv")
+    shutil.copy(H200 / "plain_ncu.csv", data / "numba.csv")
+    (data / "bench.json").write_text("not memlens's bench", encoding="utf-8")  # unrelated: ignored
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    listing = sorted(p.name for p in data.iterdir())
+    assert main(["report", str(data / "seed.csv")]) == 0
+    assert main(["report", str(data / "numba.csv")]) == 0
+    assert capsys.readouterr().out.split() == ["seed.report.html", "numba.report.html"]
+    assert sorted(p.name for p in work.iterdir()) == ["numba.report.html", "seed.report.html"]
+    assert sorted(p.name for p in data.iterdir()) == listing  # nothing written beside the data
+
+
+def test_a_run_directory_the_user_may_not_write_gets_its_report_in_the_working_directory(
+    capsys, tmp_path: Path, monkeypatch
+) -> None:
+    import json
+
+    from memlens.commands import report
+    from memlens.model.results import KernelResult, RunInfo, RunResults
+
+    run = tmp_path / "runs" / "20261122-010203-1"
+    run.mkdir(parents=True)
+    results = RunResults(RunInfo(source="x"), (KernelResult("k", "f", "v", 0, {"duration": 1.0}),))
+    (run / "results.json").write_text(json.dumps(results.to_json()), encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["report", str(run)]) == 0 and (run / "report.html").is_file()  # a run you may write: its own
+    monkeypatch.setattr(report.os, "access", lambda path, mode: Path(path) != run)  # as a user who may not
+    (run / "report.html").unlink()
+    assert main(["report", str(run)]) == 0
+    assert capsys.readouterr().out.split()[-1] == "20261122-010203-1.report.html"
+    assert not (run / "report.html").exists() and (work / "20261122-010203-1.report.html").is_file()
+
+
+def test_report_help_says_where_the_default_goes(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "./STEM.report.<ext>" in help_text and "never into the data's folder" in help_text

@@ -1,5 +1,4 @@
-"""Kernel names, variant names, messages and paths render as text in HTML, Markdown and JSON;
-the HTML report fetches nothing."""
+"""reports/render.py: names, messages and paths show as text in HTML, Markdown and JSON; HTML fetches nothing."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ import re
 from dataclasses import replace
 from html.parser import HTMLParser
 
+import pytest
 from markdown_it import MarkdownIt
 from test_report_samples import CONFLICT, INFO, LOCAL, PADDED, kernel, outcome, suite_run
 
@@ -63,8 +63,19 @@ def hostile_report(label: str = f"runs/{SCRIPT}"):
     return build_report([(label, hostile_run()), ("runs/clean", suite_run())])
 
 
-def test_html_shows_hostile_names_as_text():
-    html = render(hostile_report(), "html")
+@pytest.fixture(scope="module")
+def hostile_html() -> str:
+    """hostile_report() as HTML, rendered once for the tests that read it."""
+    return render(hostile_report(), "html")
+
+
+@pytest.fixture(scope="module")
+def hostile_md() -> str:
+    return render(hostile_report(), "md")
+
+
+def test_html_shows_hostile_names_as_text(hostile_html):
+    html = hostile_html
     clean = parse(render(build_report([("runs/a", suite_run()), ("runs/b", suite_run())]), "html"))
     page = parse(html)
     assert page.tags <= clean.tags  # no element came from data: no script, img, b, i
@@ -77,16 +88,16 @@ def test_html_shows_hostile_names_as_text():
     assert "a &#34;double&#34; &#39;single&#39; &amp; more" in html
 
 
-def test_html_attributes_and_chart_labels_are_escaped():
-    html = render(hostile_report(), "html")
+def test_html_attributes_and_chart_labels_are_escaped(hostile_html):
+    html = hostile_html
     titles = [value for name, value in parse(html).attributes if name == "title"]
     assert f"runs/{SCRIPT}" in titles  # the run label in the comparison's header, as an attribute
     svg_text = re.findall(r"<text\b[^>]*>(.*?)</text>", html, re.S)
     assert any("&lt;script&gt;alert" in t for t in svg_text)  # shortened to the name before "("
 
 
-def test_html_fetches_nothing():
-    html = render(hostile_report(), "html")
+def test_html_fetches_nothing(hostile_html):
+    html = hostile_html
     assert not re.search(r"<(script|link|iframe|object|embed|img)\b", html, re.I)
     for name, value in parse(html).attributes:
         if name in ("src", "href", "xlink:href", "action", "srcset"):
@@ -106,8 +117,8 @@ def _table_rows(markdown: str) -> list[list[str]]:
     return rows
 
 
-def test_markdown_tables_keep_their_shape():
-    md = render(hostile_report(), "md")
+def test_markdown_tables_keep_their_shape(hostile_md):
+    md = hostile_md
     tables: list[list[list[str]]] = []
     previous = ""
     for line in md.splitlines() + [""]:
@@ -121,8 +132,8 @@ def test_markdown_tables_keep_their_shape():
         assert {len(row) for row in table} == {len(table[0])}, table[0]
 
 
-def test_markdown_renders_hostile_names_as_text():
-    md = render(hostile_report(), "md")
+def test_markdown_renders_hostile_names_as_text(hostile_md):
+    md = hostile_md
     outside_code = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", md)  # code spans show < as text
     assert "<script" not in outside_code and "<img" not in outside_code and "<" not in outside_code
     html = MarkdownIt("commonmark").enable("table").render(md)  # raw HTML on, as GitHub reads it

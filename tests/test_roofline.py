@@ -1,12 +1,11 @@
-"""Roofline and global memory (PMPP chapter 5): FLOPs, intensities, coalescing, ceilings, verdicts.
+"""profiling/model/roofline.py, reports/roofline.py: FLOPs, intensities, coalescing, ceilings (PMPP ch. 5)."""
 
-Fixtures:
-- FULL: tests/fixtures/nvidia_h100_80gb_hbm3/suite_full_small.results.json, the suite at its small
-  sizes under `ncu --set full` on an H100, made into results.json by tests/fixtures/full_set_results.py
-  (it holds the FLOP counters as rates, turned into counts there).
-- RECORDED: tests/fixtures/*/suite.results.json at the default sizes, by tests/fixtures/record.sh. The
-  tests on them skip until a recording holds this catalogue's metrics (the lead re-records).
-"""
+# Fixtures:
+# - FULL: tests/fixtures/nvidia_h100_80gb_hbm3/suite_full_small.results.json, the suite at its small
+#   sizes under `ncu --set full` on an H100, made into results.json by tests/fixtures/full_set_results.py
+#   (it holds the FLOP counters as rates, turned into counts there).
+# - RECORDED: tests/fixtures/*/suite.results.json at the default sizes, by tests/fixtures/record.sh. The
+#   tests on them skip until a recording holds this catalogue's metrics (the lead re-records).
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ import pytest
 
 from memlens.gate.evaluate import evaluate, read_measurements
 from memlens.gate.rules import load_rules
-from memlens.model.catalogue import CATALOGUE, NO_FLOPS, ncu_metric_names
+from memlens.model.catalogue import NO_FLOPS
 from memlens.model.results import KernelResult, RunResults, load_results
 from memlens.model.roofline import bound, ceilings_of, run_ceilings, timed_share
 from memlens.reports.build import build_run
@@ -197,19 +196,6 @@ def test_bound_of_the_naive_matmul(full: RunResults) -> None:
     assert where.memory_bound and where.limit == pytest.approx(where.intensity * full.info.peak_dram_bandwidth)
     assert where.ridge == pytest.approx(full.info.peak_flops_fp32 / full.info.peak_dram_bandwidth)
     assert where.pct_of_limit == pytest.approx(100 * value(naive, "flop_rate") / where.limit)
-
-
-def test_catalogue_asks_ncu_for_the_costly_counters_with_roofline_only() -> None:
-    roofline = ncu_metric_names(fast=True, roofline=True)
-    default = ncu_metric_names()
-    for free in ("dram__bytes.sum.peak_sustained", "sm__cycles_elapsed.avg.per_second",
-                 "smsp__inst_executed_op_global_ld.sum", "lts__t_sector_hit_rate.pct"):  # fmt: skip
-        assert free in default and free in roofline
-    costly_ones = ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-                   "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
-    for costly in costly_ones:
-        assert costly in roofline and costly not in default
-    assert CATALOGUE["flops"].formula == "flops_fp32 + flops_fp64"
 
 
 # --- report and gate --------------------------------------------------------------------------------

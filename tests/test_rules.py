@@ -1,4 +1,4 @@
-"""Rules files: the format, and every mistake reported as a ConfigError naming file and line."""
+"""profiling/gate/rules.py: the rules format, as `memlens gate --help` prints it, and every mistake named by line."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from memlens.cli import main
 from memlens.errors import ConfigError
 from memlens.gate.rules import AbsoluteBound, RegressionBound, Tolerance, load_rules, metric_named, parse_rules
 
@@ -164,3 +165,15 @@ def test_unreadable_rules_file(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ConfigError, match="not UTF-8"):
         load_rules(binary)
+
+
+def test_gate_help_prints_the_rules_format(capsys) -> None:
+    try:
+        main(["gate", "--help"])
+    except SystemExit as exit_info:
+        assert exit_info.code == 0
+    out = capsys.readouterr().out
+    assert "rules file format:" in out
+    for key in ("[[rule]]", "select_regex", "max_regression", "equals = 0", "warn"):
+        assert key in out, key
+    assert "`memlens gate --help`" in (REPO / "README.md").read_text(encoding="utf-8")

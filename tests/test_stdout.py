@@ -1,7 +1,4 @@
-"""Standard output and error as Unix tools treat them: a closed pipe ends a command quietly with
-exit 141 (128 + SIGPIPE), any other write error on stdout (a full disk, an I/O error, a closed
-descriptor) is one line and exit 2, never a traceback and never exit 1 ("gate failed"); and the
-command line's own usage and help."""
+"""profiling/io/terminal.py's guarded streams: a closed pipe is quiet and exit 141, any other write error exit 2."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memlens.cli import COMMANDS, build_parser, main
+from memlens.cli import main
 from memlens.errors import EXIT_INPUT, EXIT_PIPE_CLOSED
 
 REPO = Path(__file__).resolve().parent.parent
@@ -172,49 +169,3 @@ def test_an_error_with_stderr_full_keeps_its_exit_code() -> None:
     with open("/dev/full", "w") as full:
         done = memlens("metrics", "no-such-file", stderr=full)
     assert done.returncode == EXIT_INPUT and done.stdout == ""
-
-
-# --- usage and help --------------------------------------------------------------------------------
-
-
-def usage_error(capsys, argv: list[str]) -> str:
-    with pytest.raises(SystemExit) as stop:
-        main(argv)
-    assert stop.value.code == EXIT_INPUT
-    return capsys.readouterr().err
-
-
-def test_an_extra_argument_shows_the_commands_own_usage(capsys) -> None:
-    err = usage_error(capsys, ["metrics", "X", "X"])
-    assert err.startswith("usage: memlens metrics ") and "memlens metrics: error: unrecognized arguments: X" in err
-    err = usage_error(capsys, ["baseline", "save", str(RUN), "-o", "b.json", "extra"])
-    assert err.startswith("usage: memlens baseline ")
-    assert "memlens baseline: error: unrecognized arguments: extra" in err
-
-
-def test_an_unknown_option_is_named_before_a_missing_command(capsys) -> None:
-    assert usage_error(capsys, ["--bogus"]).endswith("memlens: error: unrecognized arguments: --bogus\n")
-    assert usage_error(capsys, []).endswith("memlens: error: the following arguments are required: COMMAND\n")
-
-
-def test_baseline_help_keeps_its_paragraphs_and_examples(capsys, monkeypatch) -> None:
-    monkeypatch.setenv("COLUMNS", "100")
-    with pytest.raises(SystemExit):
-        main(["baseline", "--help"])
-    out = capsys.readouterr().out
-    assert "show one.\n\n    memlens baseline save RUN -o FILE    RUN: run directory" in out
-    assert "\n    memlens baseline show FILE\n\n" in out
-
-
-@pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_every_commands_help_keeps_its_paragraphs(capsys, monkeypatch, command: str) -> None:
-    """Each paragraph of a command's description starts a paragraph of its --help (argparse would
-    run them together)."""
-    monkeypatch.setenv("COLUMNS", "100")
-    description = build_parser(command).commands[command].description or ""
-    with pytest.raises(SystemExit):
-        main([command, "--help"])
-    help_text = capsys.readouterr().out
-    for paragraph in description.split("\n\n")[1:]:
-        first_words = " ".join(paragraph.split()[:3])
-        assert f"\n\n{first_words}" in help_text or f"\n\n    {first_words}" in help_text, (command, first_words)

@@ -1,7 +1,4 @@
-"""Output that fits: at 80, 100 and 120 columns `memlens metrics` and `memlens lines`
-print no line longer than the terminal; the table keeps the most telling columns and names the ones
-left out with the option that shows all; kernel names are shortened to what a person wrote (the full
-name in JSON); CSV and JSON are unchanged."""
+"""profiling/io/terminal.py's width in `memlens metrics`, `lines` and `bench`: tables that fit, in a pipe too."""
 
 from __future__ import annotations
 
@@ -121,3 +118,13 @@ def test_bench_judges_compute_bound_variants_by_their_roofline(tmp_path, capsys)
     assert "is judged by its roofline instead" in out
     print_table(bench, tmp_path)  # no profile beside: say how to get the judgement
     assert "`memlens profile --roofline`, then `memlens bench --into` that run" in capsys.readouterr().out
+
+
+def test_tables_in_a_pipe_are_wide_enough_not_to_fold(monkeypatch) -> None:
+    from memlens.io.terminal import PIPE_WIDTH, table_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = table_console()
+    assert out.width >= PIPE_WIDTH and table_console(240).width >= 240
+    monkeypatch.setenv("COLUMNS", "90")
+    assert table_console().width == 90

@@ -1,4 +1,4 @@
-"""Unit conversion from ncu's unit strings and the human formatting helpers."""
+"""profiling/io/units.py: unit conversion from ncu's unit strings, and the one formatter of figures."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memlens.cli import main
 from memlens.io.units import (
     UnitError,
     conversion_factor,
@@ -19,6 +20,7 @@ from memlens.io.units import (
     significant,
     to_base,
 )
+from tests.support.outputs import results_file
 
 
 @pytest.mark.parametrize(
@@ -138,3 +140,16 @@ def test_format_duration_always_reads_a_number_and_a_unit(ns: float) -> None:
     number, unit = format_duration(ns).split(" ")
     assert unit in {"ns", "µs", "ms", "s"}
     assert float(number) >= 0
+
+
+def test_one_formatter_for_a_figure_in_the_gate_the_baseline_and_the_report(capsys, tmp_path) -> None:
+    from memlens.gate import evaluate as gate
+    from memlens.io import units
+    from memlens.reports import formatting
+
+    assert formatting.format_value is units.format_value and gate.format_value is units.format_value
+    path = results_file(tmp_path, "k")
+    base = tmp_path / "base.json"
+    assert main(["baseline", "save", str(path), "-o", str(base)]) == 0
+    assert main(["baseline", "show", str(base)]) == 0
+    assert "duration=1.00 µs" in capsys.readouterr().out  # with its unit, as in the gate and the report

@@ -1,0 +1,108 @@
+"""profiling/collect/ncu.py: finding ncu and its version, the argv it runs, its log read for failures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memlens.collect import ncu
+from memlens.collect.ncu import Ncu, NcuTimeout, ProfileRequest, check_log, find_ncu, first_error, profile_argv
+from memlens.errors import ConfigError, ProfilerError
+from tests.conftest import FIXTURES
+from tests.support.fake import PERMISSION_LOG, install_fake_ncu
+
+NCU = Ncu(Path("/opt/nsight/ncu"), (2025, 3, 1, 0))
+
+
+def test_argv_puts_launch_filters_and_count_before_the_metrics_and_the_app_last(tmp_path) -> None:
+    request = ProfileRequest(metrics=["gpu__time_duration.sum", "dram__bytes_read.sum"], report=tmp_path / "r",
+                             log=tmp_path / "l", nvtx_include=(), cache_control="none", launch_count=5,
+                             launch_filter=("--kernel-name-base", "function", "--launch-skip", "2"))  # fmt: skip
+    assert profile_argv(NCU, request, ["./app", "--metrics", "x"]) == [
+        "/opt/nsight/ncu", "--clock-control", "base", "--cache-control", "none", "--replay-mode", "kernel", "--nvtx",
+        "--kernel-name-base", "function", "--launch-skip", "2", "--launch-count", "5",
+        "--metrics", "gpu__time_duration.sum,dram__bytes_read.sum", "--export", str(tmp_path / "r"),
+        "--log-file", str(tmp_path / "l"), "./app", "--metrics", "x"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ({"clock_control": "boost"}, "clock control 'boost' is not one of base, none"),
+        ({"cache_control": "some"}, "cache control 'some' is not one of all, none"),
+        ({"replay_mode": "range"}, "replay mode 'range' is not one of kernel, application"),
+    ],
+)
+def test_a_request_refuses_what_ncu_would_not_take(tmp_path, option: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{message}$"):
+        ProfileRequest(metrics=[], report=tmp_path / "r", log=tmp_path / "l", nvtx_include=(), **option)
+
+
+def test_ncu_is_found_by_option_then_environment_then_path(tmp_path, monkeypatch) -> None:
+    on_path = install_fake_ncu(tmp_path / "bin", monkeypatch)
+    assert find_ncu() == Ncu(on_path, (2025, 3, 1, 0)) and find_ncu().version_text == "2025.3.1.0"
+    monkeypatch.setenv("MEMLENS_NCU", str(tmp_path / "env" / "ncu"))
+    with pytest.raises(ProfilerError, match=f"^ncu not found at {tmp_path / 'env' / 'ncu'}$"):
+        find_ncu()  # the environment names it: PATH is not searched
+    assert find_ncu(str(on_path)).path == on_path  # the option before the environment
+    monkeypatch.delenv("MEMLENS_NCU")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(ProfilerError, match=r"^ncu \(Nsight Compute\) not found: install it or pass --ncu PATH$"):
+        find_ncu()
+
+
+@pytest.mark.parametrize(
+    "printed, expected",
+    [
+        ("Version 2025.3.1.0 (build 36398880) (public-release)\n", (2025, 3, 1, 0)),
+        ("NVIDIA (R) Nsight Compute\nVersion 2023.1 (build 1)\n", (2023, 1)),
+        ("Version 2022.4.1.0 (build 1)\n", "ncu 2022.4.1.0 is older than 2023.1, the oldest memlens reads"),
+        ("Nsight Compute, no version here\n", "--version printed no version (exit code 0)"),
+    ],
+)
+def test_the_version_is_read_and_an_old_one_refused(monkeypatch, printed: str, expected) -> None:
+    def answer(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+        assert argv == ["/opt/nsight/ncu", "--version"] and timeout == 60
+        return subprocess.CompletedProcess(argv, 0, printed, "")
+
+    monkeypatch.setattr(ncu, "run_command", answer)
+    if isinstance(expected, tuple):
+        assert ncu.query_version(NCU.path) == expected
+    else:
+        with pytest.raises(ProfilerError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+            ncu.query_version(NCU.path)
+
+
+def test_the_log_says_what_failed_though_ncu_exited_0() -> None:
+    with pytest.raises(ProfilerError, match="ERR_NVGPUCTRPERM.*run as root"):
+        check_log(PERMISSION_LOG.read_text())  # the permission first, though nothing was profiled either
+    with pytest.raises(ProfilerError, match=r"^ncu profiled no kernel \(the NVTX filter matched no range\)$"):
+        check_log((FIXTURES / "probe" / "nomatch.log").read_text())
+    with pytest.raises(ProfilerError, match="^ncu profiled no kernel$"):
+        check_log("==PROF== Connected to process 1\n==WARNING== No kernels were profiled.\n")
+    check_log("==PROF== Connected to process 1\n==PROF== Disconnected from process 1\n")  # a good log: nothing
+
+
+def test_first_error_is_ncus_first_error_line_without_its_prefix() -> None:
+    log = "==PROF== Connected\n==ERROR== The application returned an error code (1).\n==ERROR== later\n"
+    assert first_error(log) == "The application returned an error code (1)."
+    assert first_error(PERMISSION_LOG.read_text()).startswith("ERR_NVGPUCTRPERM - The user does not have permission")
+    assert first_error("==PROF== Connected\n==ERROR==\n") is None and first_error("") is None
+
+
+def test_run_ncu_keeps_the_exit_code_and_the_log(tmp_path) -> None:
+    log = tmp_path / "ncu.log"
+    script = f"open({str(log)!r}, 'w').write('==PROF== done\\n'); raise SystemExit(4)"
+    run = ncu.run_ncu([sys.executable, "-c", script], timeout=60, log=log)
+    assert (run.returncode, run.log_text, run.argv[1]) == (4, "==PROF== done\n", "-c") and run.seconds < 60
+
+
+def test_run_ncu_ends_a_run_past_its_timeout(tmp_path) -> None:
+    started = time.monotonic()
+    with pytest.raises(NcuTimeout, match=r"^ncu ran past the 0.5 s timeout$") as stopped:
+        ncu.run_ncu([sys.executable, "-c", "import time; time.sleep(20)"], timeout=0.5)
+    assert stopped.value.seconds == 0.5 and time.monotonic() - started < 10
