@@ -1,5 +1,5 @@
-"""profiling/api.py, `import memlens`: one name per module, the range marker, load() and its DataFrame,
-the suite contract, the one export list."""
+"""profiling/api.py, `import memlens`: one name per module, the range marker, load(), the suite contract,
+the one export list."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import memlens
-from memlens.errors import ConfigError, ProfilerError, SetupError
+from memlens.errors import ConfigError
 from tests.conftest import FIXTURES, REPO
 
 CUDA_APP_CSV = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.csv"
@@ -144,22 +144,6 @@ def test_load_returns_typed_results_labelled_by_ranges():
     results = memlens.load(CUDA_APP_CSV)
     assert isinstance(results, memlens.RunResults)
     assert [k.label for k in results.kernels][:2] == ["transpose/conflict", "transpose/padded"]
-
-
-def test_dataframe_one_row_per_launch():
-    pytest.importorskip("pandas")
-    frame = memlens.load(CUDA_APP_CSV).dataframe()
-    assert list(frame.columns[:6]) == ["label", "kernel", "family", "variant", "nvtx", "launch_id"]
-    assert len(frame) == 6
-    row = frame.set_index("label").loc["transpose/conflict"]
-    assert row["exact_excess_wavefronts"] == 4_063_232 and row["nvtx"] == "iteration > transpose/conflict"
-
-
-def test_dataframe_without_pandas_names_the_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(SetupError, match=r"memlens\[pandas\]") as raised:
-        memlens.load(CUDA_APP_CSV).dataframe()
-    assert raised.value.exit_code == 3 and not isinstance(raised.value, ProfilerError)  # not "the profiler failed"
 
 
 def test_one_export_list_with_the_errors_load_raises(tmp_path):

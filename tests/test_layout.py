@@ -1,4 +1,4 @@
-"""The shape of the code: small modules, subprocesses through wrappers, no machine paths, every folder a package."""
+"""The shape of the code: small modules, subprocesses through wrappers, no machine paths."""
 
 from __future__ import annotations
 
@@ -52,18 +52,3 @@ def test_no_machine_paths_in_code_docs_or_tests():
             if MACHINE_PATH.search(line):
                 offenders.append(f"{name}:{number}: {line.strip()}")
     assert offenders == []
-
-
-def test_every_package_folder_is_listed_so_setuptools_does_not_warn() -> None:
-    from memlens.gate.rules import tomllib  # tomli on Python 3.10
-
-    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-    listed = set(setuptools["packages"])
-    installed_as = {top: name for name, top in setuptools["package-dir"].items()}  # folder -> package
-    for top in ("profiling", "reports", "kernels"):
-        for folder in [REPO / top, *(p for p in (REPO / top).rglob("*") if p.is_dir())]:
-            if folder.name == "__pycache__":
-                continue
-            dotted = ".".join((installed_as[top], *folder.relative_to(REPO / top).parts))
-            assert dotted in listed, f"{dotted}: setuptools warns 'absent from the packages configuration'"
-    assert setuptools["package-data"]["memlens.reports.templates"] == ["*.j2"]

@@ -18,6 +18,13 @@ from tests.support.fake import PERMISSION_LOG, install_fake_ncu
 NCU = Ncu(Path("/opt/nsight/ncu"), (2025, 3, 1, 0))
 
 
+@pytest.fixture
+def fake_ncu(tmp_path, monkeypatch):
+    probe = FIXTURES / "probe"
+    return install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(probe / "probe.ncu-rep"),
+                            FAKE_NCU_LOG=str(probe / "probe.log"))  # fmt: skip
+
+
 def test_argv_puts_launch_filters_and_count_before_the_metrics_and_the_app_last(tmp_path) -> None:
     request = ProfileRequest(metrics=["gpu__time_duration.sum", "dram__bytes_read.sum"], report=tmp_path / "r",
                              log=tmp_path / "l", nvtx_include=(), cache_control="none", launch_count=5,
@@ -106,3 +113,31 @@ def test_run_ncu_ends_a_run_past_its_timeout(tmp_path) -> None:
     with pytest.raises(NcuTimeout, match=r"^ncu ran past the 0.5 s timeout$") as stopped:
         ncu.run_ncu([sys.executable, "-c", "import time; time.sleep(20)"], timeout=0.5)
     assert stopped.value.seconds == 0.5 and time.monotonic() - started < 10
+
+
+def test_old_ncu_is_refused(tmp_path, monkeypatch):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_VERSION_TEXT="Version 2019.5.0 (build 1)\n")
+    with pytest.raises(Exception, match="ncu 2019.5.0 is older than 2023.1"):
+        find_ncu()
+
+
+def test_argv_filters_memlens_ranges_and_exports_report(fake_ncu, tmp_path):
+    request = ProfileRequest(metrics=["gpu__time_duration.sum"], report=tmp_path / "r", log=tmp_path / "l",
+                             nvtx_include="regex:memlens@.*/", clock_control="none")  # fmt: skip
+    argv = profile_argv(find_ncu(), request, ["python", "app.py"])
+    assert argv[1:] == ["--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel", "--nvtx",
+                        "--nvtx-include", "regex:memlens@.*/", "--metrics", "gpu__time_duration.sum",
+                        "--export", str(tmp_path / "r"), "--log-file", str(tmp_path / "l"),
+                        "python", "app.py"]  # fmt: skip
+
+
+def test_argv_application_replay_and_excludes(fake_ncu, tmp_path):
+    request = ProfileRequest(metrics=["gpu__time_duration.sum"], report=tmp_path / "r", log=tmp_path / "l",
+                             nvtx_include=("regex:.*/", "regex:.*@.*/"), nvtx_exclude=("regex:NCCL@.*/",),
+                             replay_mode="application")  # fmt: skip
+    argv = profile_argv(find_ncu(), request, ["app"])
+    assert argv[argv.index("--replay-mode") : argv.index("--metrics")] == [
+        "--replay-mode", "application", "--nvtx", "--nvtx-include", "regex:.*/", "--nvtx-include", "regex:.*@.*/",
+        "--nvtx-exclude", "regex:NCCL@.*/"]  # fmt: skip
+    with pytest.raises(ConfigError, match="replay mode 'range' is not one of kernel, application"):
+        ProfileRequest(metrics=[], report=tmp_path / "r", log=tmp_path / "l", nvtx_include=(), replay_mode="range")

@@ -92,3 +92,18 @@ def test_installed_gpu_children_start_the_installed_memlens(installed, tmp_path)
     helped = subprocess.run([sys.executable, "-S", "-m", "memlens", "bench", "--help"], cwd=elsewhere, env=env,
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert helped.returncode == 0 and "--gpus" in helped.stdout, helped.stderr
+
+
+def test_every_package_folder_is_listed_so_setuptools_does_not_warn() -> None:
+    from memlens.gate.rules import tomllib  # tomli on Python 3.10
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    installed_as = {top: name for name, top in setuptools["package-dir"].items()}  # folder -> package
+    for top in ("profiling", "reports", "kernels"):
+        for folder in [REPO / top, *(p for p in (REPO / top).rglob("*") if p.is_dir())]:
+            if folder.name == "__pycache__":
+                continue
+            dotted = ".".join((installed_as[top], *folder.relative_to(REPO / top).parts))
+            assert dotted in listed, f"{dotted}: setuptools warns 'absent from the packages configuration'"
+    assert setuptools["package-data"]["memlens.reports.templates"] == ["*.j2"]

@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
-from memlens.collect.ncu import ProfileRequest, find_ncu, profile_argv
 from memlens.collect.profile_run import Events
-from memlens.errors import ConfigError
 from tests.conftest import FIXTURES
 from tests.support.fake import CPU_SUITE, PERMISSION_LOG, install_fake_ncu
 
@@ -94,34 +92,6 @@ def test_ncu_missing_is_an_environment_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MEMLENS_NCU", str(tmp_path / "nowhere" / "ncu"))
     assert profile_cli(tmp_path) == 3
     assert capsys.readouterr().err.strip() == f"memlens: error: ncu not found at {tmp_path / 'nowhere' / 'ncu'}"
-
-
-def test_old_ncu_is_refused(tmp_path, monkeypatch):
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_VERSION_TEXT="Version 2019.5.0 (build 1)\n")
-    with pytest.raises(Exception, match="ncu 2019.5.0 is older than 2023.1"):
-        find_ncu()
-
-
-def test_argv_filters_memlens_ranges_and_exports_report(fake_ncu, tmp_path):
-    request = ProfileRequest(metrics=["gpu__time_duration.sum"], report=tmp_path / "r", log=tmp_path / "l",
-                             nvtx_include="regex:memlens@.*/", clock_control="none")  # fmt: skip
-    argv = profile_argv(find_ncu(), request, ["python", "app.py"])
-    assert argv[1:] == ["--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel", "--nvtx",
-                        "--nvtx-include", "regex:memlens@.*/", "--metrics", "gpu__time_duration.sum",
-                        "--export", str(tmp_path / "r"), "--log-file", str(tmp_path / "l"),
-                        "python", "app.py"]  # fmt: skip
-
-
-def test_argv_application_replay_and_excludes(fake_ncu, tmp_path):
-    request = ProfileRequest(metrics=["gpu__time_duration.sum"], report=tmp_path / "r", log=tmp_path / "l",
-                             nvtx_include=("regex:.*/", "regex:.*@.*/"), nvtx_exclude=("regex:NCCL@.*/",),
-                             replay_mode="application")  # fmt: skip
-    argv = profile_argv(find_ncu(), request, ["app"])
-    assert argv[argv.index("--replay-mode") : argv.index("--metrics")] == [
-        "--replay-mode", "application", "--nvtx", "--nvtx-include", "regex:.*/", "--nvtx-include", "regex:.*@.*/",
-        "--nvtx-exclude", "regex:NCCL@.*/"]  # fmt: skip
-    with pytest.raises(ConfigError, match="replay mode 'range' is not one of kernel, application"):
-        ProfileRequest(metrics=[], report=tmp_path / "r", log=tmp_path / "l", nvtx_include=(), replay_mode="range")
 
 
 def test_two_runs_get_different_directories(fake_ncu, tmp_path):

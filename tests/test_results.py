@@ -1,15 +1,17 @@
-"""profiling/model/results.py: a kernel's figures and why one is missing, and results.json both ways."""
+"""profiling/model/results.py: a kernel's figures and why one is missing, results.json both ways, the DataFrame."""
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import asdict, replace
 from typing import Any
 
 import pytest
 
-from memlens.errors import InputError
+import memlens
+from memlens.errors import InputError, ProfilerError, SetupError
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.results import Expect, KernelResult, MetricValue, RunInfo, RunResults, VariantOutcome, printable
 from memlens.model.source_lines import InstructionRecord
@@ -19,6 +21,7 @@ from tests.support.results_json import TRANSPOSE_TEMPORARY, VALID_RESULTS, asser
 
 SUITE = FIXTURES / "nvidia_h200"
 PROGRAM = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"
+CUDA_APP_CSV = PROGRAM.with_suffix(".csv")
 
 
 # --- a kernel's figures ------------------------------------------------------------------------------
@@ -160,3 +163,19 @@ def test_a_schema_1_file_loads_without_the_keys_memlens_retired() -> None:
     unknown = with_field(VALID_RESULTS, ("kernels", 0, "raw", "local_ld_request"), 5.0, False)
     with pytest.raises(InputError, match=r"kernels\[0\]: unknown metric keys \['local_ld_request'\]"):
         RunResults.from_json(unknown, "r.json")
+
+
+def test_dataframe_one_row_per_launch():
+    pytest.importorskip("pandas")
+    frame = memlens.load(CUDA_APP_CSV).dataframe()
+    assert list(frame.columns[:6]) == ["label", "kernel", "family", "variant", "nvtx", "launch_id"]
+    assert len(frame) == 6
+    row = frame.set_index("label").loc["transpose/conflict"]
+    assert row["exact_excess_wavefronts"] == 4_063_232 and row["nvtx"] == "iteration > transpose/conflict"
+
+
+def test_dataframe_without_pandas_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(SetupError, match=r"memlens\[pandas\]") as raised:
+        memlens.load(CUDA_APP_CSV).dataframe()
+    assert raised.value.exit_code == 3 and not isinstance(raised.value, ProfilerError)  # not "the profiler failed"
