@@ -1,4 +1,4 @@
-"""profiling/commands/doctor.py: what profiling needs, found or missing, each with a fix; exit codes 0 and 3."""
+"""profiling/doctor.py and its command: what profiling needs, found or missing, each with a fix; exit codes 0 and 3."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_gpu_listed_but_driver_failing(tmp_path, monkeypatch, capsys):
 
 
 def test_doctor_checks_the_static_check_compilers(monkeypatch):
-    from memlens.commands.doctor import CHECK_EXTRA, check_compilers
+    from memlens.doctor import CHECK_EXTRA, check_compilers
     from memlens.static import toolchain
 
     monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
@@ -88,9 +88,21 @@ def test_doctor_detail_and_fix_never_repeat(tmp_path, monkeypatch, capsys) -> No
 
 
 def test_doctor_counter_permission_warning_has_a_fix(monkeypatch) -> None:
-    from memlens.commands import doctor
+    from memlens import doctor
 
     monkeypatch.setattr(doctor, "Path", lambda _: REPO / "no" / "such" / "params")
     check = doctor.check_permission()
     assert not check.ok and not check.required
     assert check.fix and "install the NVIDIA driver" in check.fix
+
+
+def test_run_checks_lists_every_check_in_order_and_the_probe_only_when_asked(tmp_path, monkeypatch) -> None:
+    from memlens import doctor
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("MEMLENS_NCU", raising=False)
+    names = [c.name for c in doctor.run_checks(None, probe=False)]
+    assert names[:3] == ["ncu", "GPU", "counter permission"]
+    assert names[3 : 3 + len(doctor.PACKAGES) + 1] == [*doctor.PACKAGES, "cupy"]
+    assert names[-3:] == ["check: CUDA C++ compiler", "check: NVRTC (Numba kernels)", "check: ptxas"]
+    assert [c.name for c in doctor.run_checks(None, probe=True)] == [*names, "profile probe"]
