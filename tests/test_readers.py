@@ -610,3 +610,30 @@ def test_truncated_report_errors_alike_with_a_helper(tmp_path: Path, percent: in
     helped = read_with_helper(path)
     assert helped["results"] == {"error": str(alone.value)}
     assert not helped["child_left"]
+
+
+def _run_without_lines(tmp_path: Path, raw: bytes) -> Path:
+    """A run directory as an older memlens wrote it: results.json without the kernels' instructions,
+    with range_runs as only results.json knows them, beside its profile.ncu-rep."""
+    measured = read_report(FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep", instructions=True)
+    kernels = tuple(replace(k, instructions=(), range_runs=7) for k in measured.kernels)
+    run = tmp_path / "run"
+    run.mkdir(parents=True)
+    (run / "results.json").write_text(json.dumps(RunResults(measured.info, kernels).to_json()))
+    (run / "profile.ncu-rep").write_bytes(raw)
+    return run
+
+
+def test_lines_of_an_older_run_come_from_its_report_and_its_figures_from_results_json(tmp_path):
+    from memlens.readers import read_lines, read_with_instructions
+
+    pytest.importorskip("ncu_report")
+    raw = (FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep").read_bytes()
+    results = read_with_instructions(_run_without_lines(tmp_path / "a", raw))
+    assert len(results.kernels) == 6 and all(k.instructions for k in results.kernels)
+    assert {k.range_runs for k in results.kernels} == {7}  # results.json's kernels, lines added
+    assert len(read_lines(tmp_path / "a" / "run").kernels) == 6
+    damaged = read_with_instructions(_run_without_lines(tmp_path / "b", b"NVIDIA Nsight Compute, cut short"))
+    assert len(damaged.kernels) == 6 and not any(k.instructions for k in damaged.kernels)  # figures stand
+    with pytest.raises(InputError, match="no per-instruction values"):
+        read_lines(tmp_path / "b" / "run")
