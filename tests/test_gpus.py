@@ -256,7 +256,7 @@ def test_bench_child_argv_selects_its_share_and_sizes(tmp_path):
 
 def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path, monkeypatch, capsys):
     from memlens.bench import gpus as bench_gpus
-    from memlens.io.files import write_json_atomic
+    from tests.support.json_file import write_json
     from tests.test_report_bench import RUNNING_MEAN, TRANSPOSE, bench_results
 
     def children(options, suite, plan, run_dir, scratch):
@@ -265,7 +265,7 @@ def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path
         timed = {"transpose": (TRANSPOSE, 8, {"conflict": 0.3, "swizzled": 0.16}),
                  "running_mean": (RUNNING_MEAN, 8, {"local": 0.48})}  # fmt: skip
         (scratch / "gpu0" / "run").mkdir(parents=True)
-        write_json_atomic(scratch / "gpu0" / "run" / "bench.json", bench_results(timed=timed, failures=()).to_json())
+        write_json(scratch / "gpu0" / "run" / "bench.json", bench_results(timed=timed, failures=()).to_json())
         (run_dir / "bench.gpu1.log").write_text("memlens: error: no usable CUDA GPU: test\n")
         return [0, 3]
 

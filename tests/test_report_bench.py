@@ -27,9 +27,9 @@ from memlens.bench.results import (
 )
 from memlens.cli import main
 from memlens.commands.report import bench_of
-from memlens.io.files import write_json_atomic
 from memlens.readers import read_report
 from memlens.reports.render import build_report, render
+from tests.support.json_file import write_json
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200" / "suite.results.json"
 pytestmark = pytest.mark.skipif(not RECORDED.is_file(), reason="suite fixtures not recorded yet")
@@ -83,7 +83,7 @@ def make_run(directory: Path, bench: BenchResults | None = None) -> Path:
     directory.mkdir(parents=True)
     shutil.copyfile(RECORDED, directory / "results.json")
     if bench is not None:
-        write_json_atomic(directory / BENCH_FILE, bench.to_json())
+        write_json(directory / BENCH_FILE, bench.to_json())
     return directory
 
 

@@ -264,10 +264,6 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
 def point_symlink(link: Path, target_name: str) -> None:
     """Make `link` point at `target_name` (a sibling), replacing an old link atomically."""
     tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")

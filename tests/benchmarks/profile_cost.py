@@ -35,9 +35,9 @@ sys.path.insert(0, str(REPO))
 from memlens.collect.ncu import Ncu, ProfileRequest, check_log, find_ncu, profile_argv  # noqa: E402
 from memlens.collect.profile_run import ProfileOptions, app_argv  # noqa: E402
 from memlens.collect.run_dir import driver_version  # noqa: E402
-from memlens.io.files import write_json_atomic  # noqa: E402
 from memlens.model.catalogue import ncu_metric_names  # noqa: E402
 from memlens.suite import NVTX_DOMAIN, load_suite  # noqa: E402
+from tests.support.json_file import write_json  # noqa: E402
 
 CLOCK_CONTROL = "none"
 TARGETS = {"memlens_over_bare": 1.15, "memlens_over_full": 0.3}
@@ -63,7 +63,7 @@ def main() -> int:
                 )
                 print(f"{step:8} round {round_index + 1}: {seconds[step][-1]:8.2f} s", file=sys.stderr)
     result = summarize(seconds, ncu, suite.path, args)
-    write_json_atomic(args.out, result)
+    write_json(args.out, result)
     print_summary(result)
     print(f"written: {args.out}")
     return 0

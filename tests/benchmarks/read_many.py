@@ -229,9 +229,9 @@ def main() -> int:
             figures = chunking(path.resolve(), settings, args.rounds)  # type: ignore[arg-type]
             if args.json:
                 sys.path.insert(0, str(REPO))
-                from memlens.io.files import write_json_atomic
+                from tests.support.json_file import write_json
 
-                write_json_atomic(args.json, {"benchmark": "read_many --chunking", "path": str(path), "runs": figures})
+                write_json(args.json, {"benchmark": "read_many --chunking", "path": str(path), "runs": figures})
         return 0
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
@@ -242,9 +242,9 @@ def main() -> int:
     report(results, python, args.rounds)
     if args.json:
         sys.path.insert(0, str(REPO))
-        from memlens.io.files import write_json_atomic
+        from tests.support.json_file import write_json
 
-        write_json_atomic(args.json, {"benchmark": "read_many", "target_seconds": TARGET_SECONDS,
+        write_json(args.json, {"benchmark": "read_many", "target_seconds": TARGET_SECONDS,
                                       "target_seconds_10k": TARGET_SECONDS_10K, "target_bytes_10k": TARGET_BYTES_10K,
                                       "python_seconds": python, "rounds": args.rounds, "results": results})  # fmt: skip
         print(f"written: {args.json}")

@@ -1,0 +1,13 @@
+"""Writing a JSON document atomically, for tests, fixtures scripts and benchmarks (memlens writes through io.files)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memlens.io.files import write_text_atomic
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
