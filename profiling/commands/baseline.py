@@ -21,11 +21,10 @@ from memlens.errors import InputError
 from memlens.gate.baseline import from_measurements, load_baseline, save_baseline
 from memlens.gate.evaluate import read_measurements
 from memlens.gate.rules import ALL_METRICS
-from memlens.io.files import input_files
 from memlens.io.terminal import table_console
 from memlens.io.units import format_value, plural
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle
-from memlens.model.run_layout import resolve_run
+from memlens.model.run_layout import input_files, resolve_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

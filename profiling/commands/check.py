@@ -25,9 +25,9 @@ from rich.text import Text
 
 from memlens.commands.common import add_suite_arguments
 from memlens.errors import ConfigError, InputError, ProfilerError
-from memlens.io.files import input_files, resolve_outputs, write_json_output
+from memlens.io.files import resolve_outputs, write_json_output
 from memlens.io.terminal import console, interactive, table_console
-from memlens.model.run_layout import NO_RUN_YET, no_run_yet
+from memlens.model.run_layout import NO_RUN_YET, input_files, no_run_yet
 from memlens.static.check import (
     CHECK_FILE,
     Progress,

@@ -19,9 +19,9 @@ from memlens.errors import GateFailed
 from memlens.gate.baseline import baseline_for, compatibility, load_baseline
 from memlens.gate.evaluate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
 from memlens.gate.rules import format_help, load_rules
-from memlens.io.files import Output, input_files, resolve_outputs, write_output
+from memlens.io.files import Output, resolve_outputs, write_output
 from memlens.io.terminal import table_console
-from memlens.model.run_layout import resolve_run
+from memlens.model.run_layout import input_files, resolve_run
 
 # the file each output gets in a folder named with a trailing / (`--junit build/`)
 JUNIT_NAME, SUMMARY_NAME, JSON_NAME = "gate.xml", "gate.md", "gate.json"

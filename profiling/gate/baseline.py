@@ -31,9 +31,10 @@ from typing import Any
 
 from memlens.errors import ConfigError, InputError
 from memlens.gate.evaluate import Environment, Kind, Measurements
-from memlens.io.files import Output, input_files, read_json, write_json_output
+from memlens.io.files import Output, read_json, write_json_output
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.line_compare import SourceLine
+from memlens.model.run_layout import input_files
 from memlens.static.check import STATIC_METRICS
 
 KIND = "memlens-baseline"

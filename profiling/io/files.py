@@ -187,25 +187,6 @@ def _write_in_place(output: Output, text: str) -> None:
         stream.write(data)
 
 
-INPUT_SUFFIXES = (".csv", ".toml", ".py", ".cu", *RAW_REPORT_SUFFIXES)
-INPUT_NAMES = ("results.json", "bench.json")  # a run directory's own records
-
-
-def input_files(path: str | Path | None) -> list[Path]:
-    """What a command argument reads: the file itself, or a directory's data (results.json,
-    bench.json, profiler reports, CSV, rules, suite sources), so an output never lands on one of
-    them; other files there (a saved baseline, a report) may be written again."""
-    if path is None:
-        return []
-    path = Path(path)
-    try:
-        if path.is_dir():
-            return [p for p in path.iterdir() if p.name in INPUT_NAMES or p.name.endswith(INPUT_SUFFIXES)]
-    except OSError:
-        pass
-    return [path]
-
-
 def missing_reason(path: Path) -> str:
     """Why `path` cannot be opened, in words: a symbolic link loop, a link to nothing, or no such file."""
     if path.is_symlink():

@@ -1,4 +1,5 @@
-"""The run directory's layout: its file names, where runs are found, and the record of a run's provenance.
+"""The run directory's layout: its file names, where runs are found, the files a command reads (never
+written over), and the record of a run's provenance.
 
     runs/                      DEFAULT_OUT (`--out`)
       latest -> <time>-<pid>   LATEST: the newest profile run (bench --into leaves it)
@@ -21,6 +22,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from memlens.io.files import RAW_REPORT_SUFFIXES
 
 DEFAULT_OUT = Path("runs")
 LATEST = "latest"
@@ -105,3 +108,22 @@ class Provenance:
     suite: str | None = None
     suite_commit: str | None = None  # git commit of the suite, " (modified)" where it has changes
     memlens_version: str | None = None
+
+
+INPUT_SUFFIXES = (".csv", ".toml", ".py", ".cu", *RAW_REPORT_SUFFIXES)
+INPUT_NAMES = (RESULTS, BENCH)  # a run directory's own records
+
+
+def input_files(path: str | Path | None) -> list[Path]:
+    """What a command argument reads: the file itself, or a directory's data (results.json,
+    bench.json, profiler reports, CSV, rules, suite sources), so an output never lands on one of
+    them; other files there (a saved baseline, a report) may be written again."""
+    if path is None:
+        return []
+    path = Path(path)
+    try:
+        if path.is_dir():
+            return [p for p in path.iterdir() if p.name in INPUT_NAMES or p.name.endswith(INPUT_SUFFIXES)]
+    except OSError:
+        pass
+    return [path]
