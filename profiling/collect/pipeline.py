@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memlens.collect.kept_sources import keep_sources
 from memlens.collect.run_dir import Machine, point_latest, take_provenance
 from memlens.errors import MemlensError
 from memlens.io.files import write_json_output
@@ -61,6 +60,7 @@ def read_results(
     each line's instructions, the GPU, its roofline ceilings and the sources the lines name; and the
     reader's error, where the report cannot be read (the results then hold no kernel). A run that
     wrote no report has no kernel and no error."""
+    from memlens.collect.kept_sources import keep_sources
     from memlens.model.results import RunResults
     from memlens.model.roofline import run_ceilings
     from memlens.readers import read_report
