@@ -25,8 +25,8 @@ from pathlib import Path
 
 from memlens.bench.results import BENCH_FILE, BenchResults, find_bench
 from memlens.io.files import write_output
-from memlens.model.run_layout import report_file, resolve_run
-from memlens.readers import RESULTS, find_report, read_with_instructions
+from memlens.model.run_layout import RESULTS, report_file, resolve_run
+from memlens.readers import find_report, read_with_instructions
 from memlens.reports import FORMATS
 from memlens.static.check import find_static
 
