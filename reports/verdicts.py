@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from memlens.model import shared_figures
 from memlens.model.instruction_kinds import phase_rule
@@ -16,9 +17,10 @@ from memlens.model.results import (
     Expect,  # the suite's, as results.json carries it
     KernelResult,
 )
+from memlens.model.run_layout import resolve_run
 from memlens.reports.formatting import compact_count, format_value, per_instruction, ways
 from memlens.reports.model import Check, CheckState, ExpectationCheck, Finding
-from memlens.static.check import StaticKernel, local_memory_cause
+from memlens.static.check import StaticKernel, find_static, local_memory_cause
 from memlens.theory.paper import PaperCheck
 
 MAX_REGISTERS = 255  # per thread, on every architecture memlens supports
@@ -217,6 +219,19 @@ def _local_text(ld: float, st: float, static: Sequence[StaticKernel]) -> str:
     text = "local memory: " + " and ".join(amounts)
     cause = local_memory_cause_text(static)
     return f"{text} ({cause})" if cause.startswith("cause unknown") else f"{text}: {cause}"
+
+
+def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, str]:
+    """The cause of local memory of each kernel with local traffic, from the static check's figures
+    where the run directory of `path` has a check.json (see `memlens check --into`)."""
+    path = resolve_run(path)
+    static = find_static(path if path.is_dir() else path.parent)
+    found = {}
+    for index, kernel in enumerate(kernels):
+        figures = static.for_kernel(kernel.label, kernel.kernel) if static is not None else ()
+        if local_memory(kernel, figures)[0]:
+            found[index] = local_memory_cause_text(figures)
+    return found
 
 
 def local_memory_cause_text(static: Sequence[StaticKernel]) -> str:

@@ -32,7 +32,7 @@ from memlens.model.catalogue import CATALOGUE
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
 from memlens.model.nvtx_names import kernels_matching
 from memlens.model.results import IDENTITY, KernelResult, RunResults
-from memlens.model.run_layout import LATEST_RUN, resolve_run
+from memlens.model.run_layout import LATEST_RUN
 from memlens.readers import read_report
 from memlens.theory import paper
 
@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     results = _read(args.path)
     kernels = _select(results, args.pattern, args.path or str(LATEST_RUN))
     output = "json" if args.json else "csv" if args.csv else "table"
+    from memlens.reports.verdicts import local_memory_causes  # the report's wording, imported once needed
+
     causes = local_memory_causes(Path(args.path or LATEST_RUN), kernels)
     render(results, kernels, output, causes, title=args.path or str(LATEST_RUN), wide=args.wide)
     return 0
@@ -94,22 +96,6 @@ def render(results: RunResults, kernels: list[KernelResult], output: str = "tabl
             out.print(line, markup=False, highlight=False, soft_wrap=not fit)
     else:
         raise ValueError(f"unknown output {output!r}")
-
-
-def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, str]:
-    """The cause of local memory of each kernel with local traffic, from the static check's figures
-    where the run directory of `path` has a check.json (see `memlens check --into`)."""
-    from memlens.reports.verdicts import local_memory, local_memory_cause_text  # the report's wording, one home
-    from memlens.static.check import find_static
-
-    path = resolve_run(path)
-    static = find_static(path if path.is_dir() else path.parent)
-    found = {}
-    for index, kernel in enumerate(kernels):
-        figures = static.for_kernel(kernel.label, kernel.kernel) if static is not None else ()
-        if local_memory(kernel, figures)[0]:
-            found[index] = local_memory_cause_text(figures)
-    return found
 
 
 def _read(path: str | None) -> RunResults:

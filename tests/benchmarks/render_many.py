@@ -46,8 +46,8 @@ def render(fixture: Path, count: int, output: str) -> None:
 
             render_report(build_report([(str(fixture), results)], [None], [None]), "html")
         else:
-            from memlens.commands.metrics import local_memory_causes
             from memlens.commands.metrics import render as render_metrics
+            from memlens.reports.verdicts import local_memory_causes
 
             causes = local_memory_causes(fixture, list(kernels))
             render_metrics(results, list(kernels), output, causes)
