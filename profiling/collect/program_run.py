@@ -189,10 +189,10 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     info = run_info(options, ncu.version_text, Machine(driver_version(), None), None, command, started,
                     launches=options.sampling.mode, warm_up=options.sampling.warm_up,
                     launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN)  # fmt: skip
-    results, read_error = read_results(run_dir / NCU_REPORT, info, complete=error is None)
+    report = run_dir / NCU_REPORT
+    results, read_error = read_results(report, info, complete=error is None and report.exists())
     if read_error is not None:
         read_error = ProfilerError(f"report unreadable: {read_error}; kept in {run_dir}")
-    if read_error is not None or not (run_dir / NCU_REPORT).exists():
         results = replace(results, complete=False)
     counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
     if counts:

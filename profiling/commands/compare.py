@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from memlens.errors import ConfigError
 from memlens.io.markdown import md_code, md_escape
 from memlens.model.line_compare import CHANGES, KernelLineChanges, LineChange
-from memlens.model.nvtx_names import kernels_matching
+from memlens.model.nvtx_names import compile_filter, kernels_matching
 from memlens.readers import read_with_instructions
 from memlens.reports.line_changes import MARKDOWN_LIMIT, figures_text, markdown_table
 
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    kernels_matching((), args.pattern)  # a bad pattern is said before the runs are read
+    compile_filter(args.pattern)  # a bad pattern is said before the runs are read
     base, head = read_with_instructions(args.base), read_with_instructions(args.head)
     # jinja2 only for this command, and after reading (NumPy's threads would stop the reader forking its helpers)
     from memlens.reports.render import build_report
