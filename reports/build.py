@@ -421,6 +421,8 @@ def aggregate(kernels: list[KernelResult]) -> KernelResult:
     missing: dict[str, str] = {}
     keys = dict.fromkeys(key for k in kernels for key in k.raw)
     for key in keys:
+        if getattr(CATALOGUE.get(key), "derive", None) is not None:
+            continue  # a ratio an older results.json stored: derived from the sums, never summed
         values = [k.raw.get(key) for k in kernels]
         if any(v is None for v in values):
             raw[key] = None
@@ -429,7 +431,8 @@ def aggregate(kernels: list[KernelResult]) -> KernelResult:
             continue
         raw[key] = _combine(key, [float(v) for v in values], kernels)  # type: ignore[arg-type]
     first = kernels[0]
-    return KernelResult(first.kernel, first.family, first.variant, first.launch_id, raw, missing)
+    instructions = tuple(record for k in kernels for record in k.instructions)  # the table sums over launches
+    return KernelResult(first.kernel, first.family, first.variant, first.launch_id, raw, missing, instructions)
 
 
 def _combine(key: str, values: list[float], kernels: list[KernelResult]) -> float | None:

@@ -14,6 +14,8 @@ MARKDOWN_LIMIT = 60_000
 CODE_WIDTH = 100  # characters of a line's code in a table cell
 VERDICT = {"worse": "🔴 worse", "new": "🟠 new", "better": "🟢 better", "gone": "⚪ gone", "same": "same"}
 _PARTS = (("excess_wavefronts_ld", "excess wavefronts (loads)"), ("excess_wavefronts_st", "excess wavefronts (stores)"),
+          ("excess_wavefronts_atom", "excess wavefronts (atomics)"),
+          ("excess_wavefronts_mma", "excess wavefronts (tensor-core operand reads)"),
           ("local_ld", "local loads"), ("local_st", "local stores"))  # fmt: skip
 
 

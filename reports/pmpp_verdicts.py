@@ -13,6 +13,7 @@ them): nothing is said that the figures do not support.
 from __future__ import annotations
 
 from memlens.io.units import significant
+from memlens.model.instruction_table import UNCOALESCED, global_side
 from memlens.model.results import KernelResult
 from memlens.reports.model import Finding
 
@@ -33,15 +34,58 @@ def pmpp_findings(kernel: KernelResult) -> tuple[Finding, ...]:
 
 
 def coalescing(kernel: KernelResult, side: str) -> Finding | None:
-    """"global loads uncoalesced: 32 sectors per request, 8x the 4 of ..." where the figure shows it;
-    None where it is coalesced for some access width (4, 8 or 16 bytes a thread), or not measured."""
+    """"global loads uncoalesced: 32 sectors per access, 8x the ideal 4 of the same accesses (line ...)"
+    from the per-instruction table where the report has it; else from the hardware counters, labelled;
+    None where the accesses are coalesced, or nothing is measured."""
+    exact = _exact_coalescing(kernel, side)
+    if exact is not False:
+        return exact
+    return _hardware_coalescing(kernel, side)
+
+
+def _exact_coalescing(kernel: KernelResult, side: str) -> Finding | None | bool:
+    """The verdict of the per-instruction figures (None: coalesced); False where the report has none."""
+    short = {"load": "ld", "store": "st"}[side]
+    ratio = kernel.value(f"exact_global_{short}_coalescing")
+    if kernel.value(f"exact_global_{short}_sectors") is None:
+        return False
+    if ratio is None or ratio < UNCOALESCED:
+        return None
+    per = kernel.value(f"exact_global_{short}_sectors_per_access") or 0.0
+    ideal = kernel.value(f"exact_global_{short}_ideal_sectors_per_access") or 0.0
+    worst = _worst_line(kernel, short)
+    where = f"; worst at {worst}" if worst else ""
+    return Finding("global", "bad", (
+        f"global {side}s uncoalesced: {significant(per)} sectors per access, {significant(ratio)}x the ideal"
+        f" {significant(ideal)} of the same accesses{where} (PMPP 6.1: have consecutive threads use consecutive"
+        " addresses)"
+    ))  # fmt: skip
+
+
+def _worst_line(kernel: KernelResult, side: str) -> str | None:
+    """file:line of the global accesses of `side` with the most sectors beyond their ideal."""
+    excess: dict[str, float] = {}
+    for record in kernel.instructions:
+        if record.global_sectors is None or global_side(record.access_type, record.opcode) != side or not record.file:
+            continue
+        where = f"{record.file.rsplit('/', 1)[-1]}:{record.line}"
+        excess[where] = excess.get(where, 0.0) + record.global_sectors - (record.global_sectors_ideal or 0.0)
+    if not excess:
+        return None
+    where, amount = max(excess.items(), key=lambda item: item[1])
+    return where if amount > 0 else None
+
+
+def _hardware_coalescing(kernel: KernelResult, side: str) -> Finding | None:
+    """Sectors per request of the hardware counters, where no per-instruction figures exist: labelled, since
+    they count cp.async's global reads among the sectors but not among the load instructions."""
     per_request = kernel.value(f"global_{side}_sectors_per_request")
     requests = kernel.value(f"global_{side}_requests")
     if per_request is None or not requests:
         return None
     if any(width / SLACK <= per_request <= width * SLACK for width in COALESCED_WIDTHS) or per_request < 4:
         return None  # a coalesced warp of 4-, 8- or 16-byte values (or a partial one): nothing to say
-    figure = f"{significant(per_request)} sectors per request"
+    figure = f"{significant(per_request)} sectors per request (hardware counters; no per-instruction figures)"
     times = significant(per_request / COALESCED_4_BYTE)
     if per_request > WIDEST_COALESCED * SLACK:
         return Finding("global", "bad", (

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from memlens.model.instruction_table import InstructionRecord
 from memlens.model.results import KernelResult, VariantOutcome
-from memlens.model.source_lines import InstructionRecord, SourceMap
+from memlens.model.source_lines import SourceMap
 from memlens.reports.formatting import compact_count
 from memlens.reports.hot_lines import RunSources
 

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memlens.model import shared_figures
-from memlens.model.instruction_kinds import phase_rule
+from memlens.model.instruction_table import (
+    NO_REMOTE_BANKS,
+    RUNTIME_ARRAY,
+    SPILL,
+    KindTotals,
+    is_library_source,
+    kind_totals,
+)
+from memlens.model.instruction_table import local_memory_causes as causes_in_sass
 from memlens.model.results import (
     Expect,  # the suite's, as results.json carries it
     KernelResult,
@@ -46,10 +54,20 @@ def judge(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> Measured
     `memlens check` figures of its kernels where the run has them, names the cause of local memory."""
     conflicts, shared = _shared(kernel)
     local, local_finding = local_memory(kernel, static)
-    tensor = _tensor_core_reads(kernel)
+    tensor = (*_tensor_core_reads(kernel), *_remote_shared(kernel))
     if conflicts is False and local is False:
         return Measured(False, False, (Finding("clean", "ok", f"{shared.text}, no local memory"), *tensor))
     return Measured(conflicts, local, (shared, local_finding, *tensor))
+
+
+def _remote_shared(kernel: KernelResult) -> tuple[Finding, ...]:
+    """Loads and stores of a cluster partner's shared memory (distributed shared memory), with their
+    executions: ncu records no bank figures for them."""
+    executions = _value(kernel, "remote_shared_executions")
+    if not executions:
+        return ()
+    return (Finding("shared", "ok", f"distributed shared memory: {compact_count(executions)} warp-level accesses of a"
+                    f" cluster partner's shared memory ({NO_REMOTE_BANKS})"),)  # fmt: skip
 
 
 def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
@@ -69,11 +87,12 @@ def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
 
 
 def _shared(kernel: KernelResult) -> tuple[bool | None, Finding]:
-    loads, stores, mma = (shared_figures.accesses(kernel, side) for side in ("ld", "st", "mma"))
+    loads, stores, atomics, mma = (shared_figures.accesses(kernel, side) for side in ("ld", "st", "atom", "mma"))
     if loads.value is None and stores.value is None:
         reason = kernel.metric("shared_ld_instructions").missing_reason
         return None, Finding("shared", "unknown", f"shared memory: not measured ({reason})")
-    if (loads.value or 0) + (stores.value or 0) + (mma.value or 0) == 0 and not _value(kernel, "shared_wavefronts"):
+    accessed = (loads.value or 0) + (stores.value or 0) + (atomics.value or 0) + (mma.value or 0)
+    if accessed == 0 and not _value(kernel, "shared_wavefronts"):
         return False, Finding("shared", "ok", "no shared-memory accesses")
     excess = _value(kernel, "exact_excess_wavefronts")
     if excess is None:
@@ -100,22 +119,42 @@ def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: fl
 
 
 def _side_text(kernel: KernelResult, side: str) -> str:
-    """"ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load); <phase rule>"."""
-    records = [r for r in kernel.instructions if r.space == "shared" and r.kind.side == side and r.excess]
-    kinds = list(dict.fromkeys(r.kind.name for r in records)) or [_SIDE_KINDS[side]]
+    """"ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load); <phase rule>":
+    each conflicting kind of the side with its own figures (the per-instruction table), or the side's
+    figures where the kernel carries no instructions."""
+    kinds = [k for k in kind_totals(kernel.instructions)
+             if k.kind.space == "shared" and k.kind.side == side and k.excess]  # fmt: skip
+    if kinds:
+        return "; ".join(_kind_text(figures) for figures in kinds)
     excess = _value(kernel, f"exact_excess_wavefronts_{side}") or 0.0
     ways_of = shared_figures.n_way(kernel, side).value
-    text = f"{' and '.join(kinds)}: " + (f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts")
+    text = f"{_SIDE_KINDS[side]}: " + (f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts")
     text += f", {compact_count(excess)} excess wavefronts"
     per = shared_figures.excess_per_access(kernel, side)
     if per.value is not None:
-        word = kinds[0].split(" (")[0][:-1] if len(kinds) == 1 else shared_figures.SIDE_WORDS[side]  # one load
-        text += f" ({per_instruction(per.value)} per {word}{'' if per.exact else ', of the hardware count'})"
-    rules = list(dict.fromkeys(rule for r in records if (rule := phase_rule(r.opcode, r.width_bits))))
-    return text + "".join(f"; {rule}" for rule in rules)
+        hardware = "" if per.exact else ", of the hardware count"
+        text += f" ({per_instruction(per.value)} per {shared_figures.SIDE_WORDS[side]}{hardware})"
+    return text
 
 
-_SIDE_KINDS = {"ld": "shared loads", "st": "shared stores", "mma": "tensor-core operand reads"}
+def _kind_text(figures: KindTotals) -> str:
+    name = figures.kind.name
+    text = f"{name}: " + (f"{figures.ways:.3g}-way bank conflicts" if figures.ways else "bank conflicts")
+    text += f", {compact_count(figures.excess)} excess wavefronts"
+    if figures.excess_per_access is not None:
+        text += f" ({per_instruction(figures.excess_per_access)} per {_singular(name)})"
+    return text + (f"; {figures.phase}" if figures.phase else "")
+
+
+def _singular(name: str) -> str:
+    """"ldmatrix loads" -> "ldmatrix load", "shared atomics (ATOMS)" -> "shared atomic"."""
+    words = name.split(" (")[0]
+    return words[:-1] if words.endswith("s") else words
+
+
+_SIDE_KINDS = {
+    "ld": "shared loads", "st": "shared stores", "atom": "shared atomics", "mma": "tensor-core operand reads"
+}  # fmt: skip
 
 
 def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
@@ -204,7 +243,7 @@ def local_memory(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> t
     ld, st = _value(kernel, "local_ld_bytes"), _value(kernel, "local_st_bytes")
     known = [v for v in (ld, st) if v is not None]
     if any(v > 0 for v in known):
-        return True, Finding("local", "bad", _local_text(ld or 0, st or 0, static))
+        return True, Finding("local", "bad", _local_text(ld or 0, st or 0, static, kernel))
     if len(known) == 2:
         return False, Finding("local", "ok", "no local memory")
     key = "local_ld_bytes" if ld is None else "local_st_bytes"
@@ -212,13 +251,58 @@ def local_memory(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> t
     return None, Finding("local", "unknown", f"local memory: not measured ({reason})")
 
 
-def _local_text(ld: float, st: float, static: Sequence[StaticKernel]) -> str:
+def _local_text(ld: float, st: float, static: Sequence[StaticKernel], kernel: KernelResult | None = None) -> str:
     """The traffic and its cause: register spill, an array indexed at run time or one too large for
-    registers, from the static check's figures of the kernels; without them, the cause is unknown."""
+    registers, from the static check's figures of the kernels, else from the kernel's SASS (spill slots at
+    fixed stack offsets, or addresses computed at run time); a library's kernel is said to be one."""
     amounts = [f"{format_value(v, 'bytes')} of local {what}" for v, what in ((ld, "loads"), (st, "stores")) if v > 0]
     text = "local memory: " + " and ".join(amounts)
-    cause = local_memory_cause_text(static)
+    cause = local_memory_cause_text(static) if static or kernel is None else sass_cause_text(kernel)
     return f"{text} ({cause})" if cause.startswith("cause unknown") else f"{text}: {cause}"
+
+
+def sass_cause_text(kernel: KernelResult) -> str:
+    """The cause of a kernel's local memory as its SASS shows it, with advice that fits whose kernel it is."""
+    causes = causes_in_sass(kernel.instructions)
+    library = library_of(kernel)
+    if not causes:
+        cause = UNKNOWN_CAUSE if not library else "cause unknown (no per-instruction local accesses in this report)"
+    else:
+        cause = " and ".join(causes) + " (from the SASS: " + _sass_evidence(causes) + ")"
+    if library:
+        return f"{cause}; inside {library}: not yours to change"
+    return cause
+
+
+def _sass_evidence(causes: tuple[str, ...]) -> str:
+    parts = []
+    if SPILL in causes:
+        parts.append("loads and stores at fixed stack offsets; fewer live values or a looser __launch_bounds__ help")
+    if RUNTIME_ARRAY in causes:
+        parts.append("local addresses computed at run time; index the array with compile-time constants "
+                     "(unrolled loops) or keep it in shared memory")
+    return "; ".join(parts)
+
+
+# Kernel-name prefixes of NVIDIA's libraries and the code generators whose kernels users do not edit.
+_LIBRARIES = (
+    ("cuBLAS", ("sm90_xmma", "sm80_xmma", "ampere_", "volta_", "turing_", "cublas", "gemv", "gemmSN", "gemmk1")),
+    ("cuDNN", ("cudnn", "sm90_cudnn", "xmma_fprop", "xmma_dgrad", "xmma_wgrad")),
+    ("CUTLASS", ("cutlass",)), ("CUB", ("cub::",)), ("Thrust", ("thrust::",)),
+    ("NCCL", ("ncclKernel", "ncclDevKernel")),
+)
+
+
+def library_of(kernel: KernelResult) -> str | None:
+    """The library whose kernel this is, by its name, or by its line info lying wholly in library code."""
+    name = kernel.kernel.removeprefix("void ").strip()
+    for library, prefixes in _LIBRARIES:
+        if any(name.startswith(prefix) or f" {prefix}" in name for prefix in prefixes):
+            return library
+    files = [r.inlined_from or r.file for r in kernel.instructions if r.file]
+    if files and all(is_library_source(f.rsplit(":", 1)[0]) for f in files):
+        return "a library"
+    return None
 
 
 def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, str]:

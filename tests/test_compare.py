@@ -123,7 +123,8 @@ def test_new_gone_worse_better_and_same():
     assert new.to_json("k") == {
         "label": "k", "file": "app.cu", "base_line": None, "head_line": 5, "source": "t[x] = l[y];",
         "base_source": None, "change": "new", "matched_by": None, "base": None,
-        "head": {"excess_wavefronts_ld": None, "excess_wavefronts_st": None, "local_ld": 32.0, "local_st": None}}
+        "head": {"excess_wavefronts_ld": None, "excess_wavefronts_st": None, "excess_wavefronts_atom": None,
+                 "excess_wavefronts_mma": None, "local_ld": 32.0, "local_st": None}}
     # a figure that grows while another falls: worse
     assert change_of(LineFigures(8.0, 0.0), LineFigures(0.0, 1.0)) == "worse"
 
@@ -277,7 +278,8 @@ def test_compare_names_the_fixed_and_the_newly_conflicting_line_across_a_shift(c
         assert set(line) >= {"label", "file", "base_line", "head_line", "source", "change", "base", "head"}
         assert (line["base_line"], line["head_line"], line["change"]) == (old, new, change[label])
         before, after = EXPECTED[label.split("/")[1]]
-        assert line["base"] == {"excess_wavefronts_ld": before, "excess_wavefronts_st": None, "local_ld": None,
+        assert line["base"] == {"excess_wavefronts_ld": before, "excess_wavefronts_st": None,
+                                "excess_wavefronts_atom": None, "excess_wavefronts_mma": None, "local_ld": None,
                                 "local_st": None}  # fmt: skip
         assert line["head"]["excess_wavefronts_ld"] == after
         assert line["source"] == (PROGRAMS / "compare_v2.cu").read_text().splitlines()[new - 1].strip()
@@ -289,7 +291,8 @@ def test_compare_names_the_fixed_and_the_newly_conflicting_line_across_a_shift(c
     fill = line_of(PROGRAMS / "compare_v2.cu", "tile[i] = in[")
     assert not [line for line in lines.values() if line["head_line"] == fill]
     calls = {"compare/four_way": (14, 15), "compare/swizzle": (22, 23), "compare/vector": (30, 31)}
-    stores = {"excess_wavefronts_ld": None, "excess_wavefronts_st": 0, "local_ld": None, "local_st": None}
+    stores = {"excess_wavefronts_ld": None, "excess_wavefronts_st": 0, "excess_wavefronts_atom": None,
+              "excess_wavefronts_mma": None, "local_ld": None, "local_st": None}
     v2 = (PROGRAMS / "compare_v2.cu").read_text().splitlines()
     for label, (old, new) in calls.items():
         line = lines[f"{label}:{new}"]

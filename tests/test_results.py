@@ -13,8 +13,8 @@ import pytest
 import memlens
 from memlens.errors import InputError, ProfilerError, SetupError
 from memlens.model.catalogue import CATALOGUE
+from memlens.model.instruction_table import InstructionRecord
 from memlens.model.results import Expect, KernelResult, MetricValue, RunInfo, RunResults, VariantOutcome, printable
-from memlens.model.source_lines import InstructionRecord
 from memlens.readers import read_report
 from tests.conftest import FIXTURES
 from tests.support.results_json import TRANSPOSE_TEMPORARY, VALID_RESULTS, assert_one_line, with_field

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from memlens.commands.lines import kernel_notes, unrecorded_local
 from memlens.model import shared_figures
+from memlens.model.instruction_table import InstructionRecord
 from memlens.model.kernel_lines import KernelLines
 from memlens.model.results import KernelResult
-from memlens.model.source_lines import InstructionRecord
 from memlens.reports.verdicts import judge
 
 EXECUTIONS = 262_144.0  # warp-level executions of each instruction (65,536 tiles x 4 warps)
@@ -97,7 +97,9 @@ def test_triton_matmuls_name_cp_async_tensor_core_reads_and_tma() -> None:
     assert cp_async.value("shared_st_instructions") == 4_096
     assert shared_figures.excess_per_access(cp_async, "st") == shared_figures.Figure(135_168 / 73_728, True)
     texts = [f.text for f in judge(cp_async).findings]
-    assert texts[0].startswith("cp.async stores: 1.46-way bank conflicts, 135 K excess wavefronts (1.83 per cp.async "
+    # the cp.async kind's own figures, not the store side's blend with its conflict-free STS.128 (1.46-way,
+    # 1.83 per store): 24 LDGSTS, 413,696 wavefronts over an ideal of 278,528 in 69,632 executions
+    assert texts[0].startswith("cp.async stores: 1.49-way bank conflicts, 135 K excess wavefronts (1.94 per cp.async "
                                "store); 16-byte accesses are served a quarter-warp")  # fmt: skip
     assert "tensor-core operand reads: conflict-free (1-way), over 32.8 K executions" in texts
     assert tma.value("exact_shared_mma_ways") == 1.0 and tma.value("shared_mma_executions") == 32_768

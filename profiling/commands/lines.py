@@ -58,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
 
 def describe(line: LineRecord) -> str:
     """The figures of a line in words: "shared loads 32-way, 65,011,712 excess wavefronts; ..."."""
-    return "; ".join(line_words(line, format_count)) or "not executed"
+    words = "; ".join(line_words(line, format_count))
+    if words:
+        return words
+    return "executed, no memory figures" if any(kind.executions for kind in line.kinds) else "not executed"
 
 
 def kernel_notes(entry: KernelLines, shown: tuple[LineRecord, ...]) -> list[str]:

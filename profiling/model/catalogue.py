@@ -384,68 +384,94 @@ _RAW += _ROOFLINE_RAW
 _DERIVED += _ROOFLINE_DERIVED
 
 
-# Figures summed over per-instruction values (profiling/model/source_lines.py): the readers fill them in
-# from the instrumented metrics' instances, one per SASS instruction; a CSV cannot carry them.
+# Figures summed over ncu's per-instruction values (the per-instruction table, profiling/model/
+# instruction_table.py): the readers fill them in, one record per SASS instruction; a CSV cannot carry them.
+# Each is a sum over launches; each ratio (n-way, excess per access, sectors per access) is derived from
+# the sums, never summed itself.
+_SHARED_SIDES = {  # side -> (what its instructions are, in words)
+    "ld": "shared-memory loads (LDS, ldmatrix LDSM ...)",
+    "st": "shared-memory stores (STS, stmatrix STSM, cp.async LDGSTS ...)",
+    "atom": "shared-memory atomics (ATOMS ...)",
+    "mma": "tensor-core operand reads from shared memory (wgmma: HGMMA ...)",
+}
+_GLOBAL_SIDES = {"ld": "global loads (LDG, and cp.async's global reads)", "st": "global stores",
+                 "atom": "global atomics and reductions"}  # fmt: skip
+
+
+def _shared_side_metrics(side: str, what: str) -> list[Metric]:
+    excess, waves, ideal, runs = (f"exact_excess_wavefronts_{side}", f"exact_shared_{side}_wavefronts",
+                                  f"exact_shared_{side}_ideal", f"shared_{side}_executions")  # fmt: skip
+    return [
+        Metric(excess, "wavefront", f"exact excess shared-memory wavefronts of {what}", better="lower",
+               instrumented=True, deterministic=True,
+               formula="sum over those instructions of shared_wavefronts - shared_wavefronts_ideal"),
+        Metric(waves, "wavefront", f"shared-memory wavefronts of {what}", instrumented=True, deterministic=True,
+               formula="sum over those instructions of shared_wavefronts"),
+        Metric(ideal, "wavefront", f"conflict-free ideal wavefronts of {what}", instrumented=True,
+               deterministic=True, formula="sum over those instructions of shared_wavefronts_ideal"),
+        Metric(runs, "inst", f"warp-level executions of {what}", instrumented=True, deterministic=True,
+               formula="sum over those instructions of inst_executed"),
+        Metric(f"exact_shared_{side}_ways", "wavefront/ideal",
+               f"wavefronts of {what} over their conflict-free ideal (n-way; 1 = no conflict, whatever the width)",
+               better="lower", instrumented=True, deterministic=True, formula=f"{waves} / {ideal}",
+               derive=lambda v, w=waves, i=ideal: _ratio(v.get(w), v.get(i))),
+        Metric(f"excess_wavefronts_per_shared_{side}", "wavefront/inst",
+               f"exact excess wavefronts of {what} per warp-level execution", better="lower", instrumented=True,
+               formula=f"{excess} / {runs}", derive=lambda v, e=excess, r=runs: _ratio(v.get(e), v.get(r))),
+    ]
+
+
+def _global_side_metrics(side: str, what: str) -> list[Metric]:
+    sectors, ideal, runs = (f"exact_global_{side}_sectors", f"exact_global_{side}_sectors_ideal",
+                            f"global_{side}_executions")  # fmt: skip
+    return [
+        Metric(sectors, "sector", f"L2 sectors of {what}, counted per instruction", better="lower",
+               instrumented=True, deterministic=True,
+               formula="sum over those instructions of memory_l2_theoretical_sectors_global"),
+        Metric(ideal, "sector", f"the sectors the same {what} would need, perfectly coalesced", instrumented=True,
+               deterministic=True, formula="sum over those instructions of memory_l2_theoretical_sectors_global_ideal"),
+        Metric(runs, "inst", f"warp-level executions of {what}", instrumented=True, deterministic=True,
+               formula="sum over those instructions of inst_executed"),
+        Metric(f"exact_global_{side}_sectors_per_access", "sector/inst",
+               f"sectors per warp-level access of {what} (per instruction data; compare with its ideal)",
+               better="lower", instrumented=True, formula=f"{sectors} / {runs}",
+               derive=lambda v, s=sectors, r=runs: _ratio(v.get(s), v.get(r))),
+        Metric(f"exact_global_{side}_ideal_sectors_per_access", "sector/inst",
+               f"the ideal sectors per warp-level access of {what}", instrumented=True, formula=f"{ideal} / {runs}",
+               derive=lambda v, i=ideal, r=runs: _ratio(v.get(i), v.get(r))),
+        Metric(f"exact_global_{side}_coalescing", "sector/ideal",
+               f"sectors of {what} over their perfectly coalesced ideal (1 = coalesced)", better="lower",
+               instrumented=True, formula=f"{sectors} / {ideal}",
+               derive=lambda v, s=sectors, i=ideal: _ratio(v.get(s), v.get(i))),
+    ]
+
+
 _PER_INSTRUCTION = [
-    Metric(
-        "exact_excess_wavefronts_ld", "wavefront",
-        "exact excess shared-memory wavefronts of load instructions (LDS, ldmatrix LDSM)",
-        better="lower", instrumented=True, deterministic=True,
-        formula="sum over shared-load instructions of shared_wavefronts - shared_wavefronts_ideal",
-    ),
-    Metric(
-        "exact_excess_wavefronts_st", "wavefront",
-        "exact excess shared-memory wavefronts of store instructions (STS, stmatrix STSM, cp.async LDGSTS, ATOMS)",
-        better="lower", instrumented=True, deterministic=True,
-        formula="sum over shared-store instructions of shared_wavefronts - shared_wavefronts_ideal",
-    ),
-    Metric(
-        "exact_excess_wavefronts_mma", "wavefront",
-        "exact excess shared-memory wavefronts of tensor-core operand reads (wgmma: HGMMA and the like)",
-        better="lower", instrumented=True, deterministic=True,
-        formula="sum over tensor-core instructions of shared_wavefronts - shared_wavefronts_ideal",
-    ),
-    Metric(
-        "exact_shared_ld_ways", "wavefront/ideal",
-        "shared-load wavefronts over the conflict-free ideal of the same loads (n-way; 1 = no conflict,"
-        " whatever the access width)",
-        better="lower", instrumented=True, deterministic=True,
-        formula="sum over shared-load instructions of shared_wavefronts / of shared_wavefronts_ideal",
-    ),
-    Metric(
-        "exact_shared_st_ways", "wavefront/ideal",
-        "shared-store wavefronts over the conflict-free ideal of the same stores (n-way; 1 = no conflict)",
-        better="lower", instrumented=True, deterministic=True,
-        formula="sum over shared-store instructions of shared_wavefronts / of shared_wavefronts_ideal",
-    ),
-    Metric(
-        "exact_shared_mma_ways", "wavefront/ideal",
-        "tensor-core operand-read wavefronts over their conflict-free ideal (n-way; 1 = no conflict)",
-        better="lower", instrumented=True, deterministic=True,
-        formula="sum over tensor-core instructions of shared_wavefronts / of shared_wavefronts_ideal",
-    ),
-    *(Metric(f"shared_{side}_executions", "inst", f"warp-level executions of the instructions that {what}",
-             instrumented=True, deterministic=True, formula="sum over those instructions of inst_executed")
-      for side, what in (("ld", "read shared memory (LDS, ldmatrix LDSM)"),
-                         ("st", "write shared memory (STS, stmatrix STSM, cp.async LDGSTS, ATOMS)"),
-                         ("mma", "read tensor-core operands from shared memory (wgmma: HGMMA ...)"))),
-    Metric(
-        "excess_wavefronts_per_shared_ld", "wavefront/inst",
-        "exact excess wavefronts of load instructions per shared-load execution",
-        better="lower", instrumented=True,
-        formula="exact_excess_wavefronts_ld / shared_ld_executions",
-        derive=lambda v: _ratio(v.get("exact_excess_wavefronts_ld"), v.get("shared_ld_executions")),
-    ),
-    Metric(
-        "excess_wavefronts_per_shared_st", "wavefront/inst",
-        "exact excess wavefronts of store instructions per shared-store execution",
-        better="lower", instrumented=True,
-        formula="exact_excess_wavefronts_st / shared_st_executions",
-        derive=lambda v: _ratio(v.get("exact_excess_wavefronts_st"), v.get("shared_st_executions")),
-    ),
+    *(m for side, what in _SHARED_SIDES.items() for m in _shared_side_metrics(side, what)),
+    *(m for side, what in _GLOBAL_SIDES.items() for m in _global_side_metrics(side, what)),
+    Metric("remote_shared_executions", "inst",
+           "warp-level loads and stores of a cluster partner's shared memory (distributed shared memory; ncu"
+           " records no bank figures for them)", instrumented=True, deterministic=True,
+           formula="sum over those instructions of inst_executed"),
+    *(Metric(f"local_{side}_executions", "inst", f"warp-level local-memory {word} executions, per instruction",
+             better="lower", instrumented=True, deterministic=True,
+             formula="sum over those instructions of inst_executed")
+      for side, word in (("ld", "load"), ("st", "store"))),
 ]
 # The source-level metric of per-instruction warp-level executions (the lines' local loads/stores).
 PER_PC_EXECUTIONS = "inst_executed"
+# What ncu records of each memory instruction (SourceCounters' per-instruction values), beside the shared
+# wavefronts: the memory spaces it touched and how (bit sets), its access width, and for global accesses the
+# L2 sectors it asked for, their ideal for the same accesses, and its L1 requests. The per-instruction table
+# (model/instruction_table.py) places and aggregates every instruction by these, not by its opcode.
+MEMORY_TYPE = "memory_type"
+MEMORY_ACCESS_TYPE = "memory_access_type"
+MEMORY_ACCESS_SIZE = "memory_access_size_type"
+GLOBAL_SECTORS = "memory_l2_theoretical_sectors_global"
+GLOBAL_SECTORS_IDEAL = "memory_l2_theoretical_sectors_global_ideal"
+GLOBAL_REQUESTS = "memory_l1_tag_requests_global"
+PER_PC_METRICS = (PER_PC_EXECUTIONS, MEMORY_TYPE, MEMORY_ACCESS_TYPE, MEMORY_ACCESS_SIZE,
+                  GLOBAL_SECTORS, GLOBAL_SECTORS_IDEAL, GLOBAL_REQUESTS)  # fmt: skip
 
 CATALOGUE: dict[str, Metric] = {m.key: m for m in _RAW + _DERIVED + _PER_INSTRUCTION}
 RAW_METRICS: tuple[Metric, ...] = tuple(_RAW)
@@ -470,7 +496,7 @@ def ncu_metric_names(fast: bool = False, roofline: bool = False) -> list[str]:
     """The `--metrics` list for ncu; `fast` leaves out the instrumented pass, `roofline` adds the
     FLOP and L1 global-sector counters (on an H200 they take the list from 4 replay passes a kernel to 6)."""
     names = [m.ncu for m in RAW_METRICS if m.ncu and not (fast and m.instrumented) and (roofline or not m.roofline)]
-    per_pc = [] if fast else [PER_PC_EXECUTIONS]
+    per_pc = [] if fast else list(PER_PC_METRICS)
     return names + per_pc + list(DEVICE_ATTRIBUTES.values())
 
 

@@ -19,7 +19,7 @@ class Kind:
 
     name: str  # "ldmatrix loads", "cp.async stores", "tensor-core operand reads", "TMA transfers", ...
     space: str  # "shared", "local" or "tma" (the copy engine, which ncu's wavefront metrics do not cover)
-    side: str  # "ld", "st", "mma" (tensor-core operand reads) or "other"
+    side: str  # "ld", "st", "atom", "mma" (tensor-core operand reads) or "other"
 
 
 # Base opcode (before the first dot) -> kind. Shared loads and stores are what `shared_ld_executions` and
@@ -30,7 +30,7 @@ KINDS = {
     "STS": Kind("shared stores", "shared", "st"),
     "STSM": Kind("stmatrix stores", "shared", "st"),
     "LDGSTS": Kind("cp.async stores", "shared", "st"),
-    "ATOMS": Kind("shared atomics", "shared", "st"),
+    "ATOMS": Kind("shared atomics", "shared", "atom"),
     "HGMMA": Kind("tensor-core operand reads", "shared", "mma"),
     "QGMMA": Kind("tensor-core operand reads", "shared", "mma"),
     "IGMMA": Kind("tensor-core operand reads", "shared", "mma"),
@@ -45,7 +45,7 @@ KINDS = {
 GENERIC = {
     "LD": Kind("shared loads (generic LD)", "shared", "ld"),
     "ST": Kind("shared stores (generic ST)", "shared", "st"),
-    "ATOM": Kind("shared atomics (generic ATOM)", "shared", "st"),
+    "ATOM": Kind("shared atomics (generic ATOM)", "shared", "atom"),
 }
 OTHER_SHARED = Kind("other shared-memory accesses", "shared", "other")
 MATRIX_OPCODES = ("LDSM", "STSM")  # one 8x8 matrix of 16-byte rows a phase

@@ -26,13 +26,15 @@ from memlens.model.source_lines import TEMPORARY_SOURCE, LineRecord, SideFigures
 Change = Literal["new", "gone", "better", "worse", "same"]
 MatchedBy = Literal["text", "line"]
 CHANGES: tuple[Change, ...] = ("worse", "new", "better", "gone", "same")  # the terminal's order: changes first
-FIGURES = ("excess_wavefronts_ld", "excess_wavefronts_st", "local_ld", "local_st")
+FIGURES = ("excess_wavefronts_ld", "excess_wavefronts_st", "excess_wavefronts_atom", "excess_wavefronts_mma",
+           "local_ld", "local_st")  # fmt: skip
 SIMILAR = 0.6  # an edited line is the same line where difflib's ratio of the two texts is at least this
 
 # Figures a gate rule checks on every source line of the kernels it selects (rules.py, gate.py).
 LINE_METRICS: dict[str, Metric] = {m.key: m for m in (
     Metric("line_excess_wavefronts", "wavefront",
-           "exact excess shared-memory wavefronts of one source line (its loads and stores)",
+           "exact excess shared-memory wavefronts of one source line (its loads, stores, atomics and tensor-core"
+           " operand reads)",
            better="lower", instrumented=True, deterministic=True, problem_above_zero=True),
     Metric("line_local_accesses", "inst", "warp-level local-memory loads and stores executed by one source line",
            better="lower", deterministic=True, problem_above_zero=True),
@@ -47,6 +49,8 @@ class LineFigures:
     excess_wavefronts_st: float | None = None
     local_ld: float | None = None
     local_st: float | None = None
+    excess_wavefronts_atom: float | None = None
+    excess_wavefronts_mma: float | None = None
 
     @classmethod
     def of(cls, record: LineRecord) -> LineFigures:
@@ -54,11 +58,12 @@ class LineFigures:
             return side.excess if side.wavefronts or side.ideal else None
 
         return cls(shared(record.shared_ld), shared(record.shared_st), record.local_ld_executions,
-                   record.local_st_executions)  # fmt: skip
+                   record.local_st_executions, shared(record.shared_atom), shared(record.shared_mma))  # fmt: skip
 
     @property
     def excess(self) -> float:
-        return (self.excess_wavefronts_ld or 0.0) + (self.excess_wavefronts_st or 0.0)
+        """The line's excess wavefronts, as LineRecord.excess counts them: every shared side."""
+        return sum(getattr(self, f"excess_wavefronts_{side}") or 0.0 for side in ("ld", "st", "atom", "mma"))
 
     @property
     def local(self) -> float:

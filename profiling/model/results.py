@@ -19,9 +19,9 @@ from memlens.errors import InputError, SetupError
 from memlens.io.files import read_json
 from memlens.io.safe_text import neutral
 from memlens.model.catalogue import CATALOGUE, RETIRED_KEYS, derive_all
+from memlens.model.instruction_table import InstructionRecord
 from memlens.model.kernel_names import kernel_label
 from memlens.model.run_layout import RESULTS, Provenance
-from memlens.model.source_lines import InstructionRecord
 
 # 2: kernels carry their shared- and local-memory `instructions`, outcomes their declared `sources`
 SCHEMA_VERSION = 2
@@ -143,7 +143,10 @@ class KernelResult:
     # on a frozen dataclass); dataclass fields, equality, repr and asdict do not see it.
     @cached_property
     def _values(self) -> dict[str, float | None]:
-        return {**self.raw, **derive_all(self.raw)}
+        derived = derive_all(self.raw)
+        # an older results.json stored some ratios (n-ways) as values, without the sums they derive from now
+        kept = {key: value for key, value in derived.items() if value is not None or self.raw.get(key) is None}
+        return {**self.raw, **kept}
 
     @cached_property
     def _metrics(self) -> dict[str, MetricValue]:

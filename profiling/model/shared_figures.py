@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memlens.model.instruction_table import SIDE_WORDS  # noqa: E402  (ld, st, atom, mma)
 from memlens.model.results import KernelResult
 
-SIDE_WORDS = {"ld": "load", "st": "store", "mma": "tensor-core operand read"}
 FALLBACK = (
     "the hardware counter (this report has no per-instruction figures): it counts cp.async as loads and no "
     "ldmatrix, stmatrix or cp.async as stores"
@@ -40,8 +40,8 @@ def accesses(kernel: KernelResult, side: str) -> Figure:
     exact = kernel.value(f"shared_{side}_executions")
     if exact is not None:
         return Figure(exact, True)
-    if side == "mma":
-        return Figure(None, True, kernel.missing_reason("shared_mma_executions"))
+    if side in ("mma", "atom"):
+        return Figure(None, True, kernel.missing_reason(f"shared_{side}_executions"))
     counted = kernel.value(f"shared_{side}_instructions")
     if counted is None:
         return Figure(None, False, kernel.missing_reason(f"shared_{side}_instructions"))
@@ -56,8 +56,8 @@ def n_way(kernel: KernelResult, side: str) -> Figure:
         return Figure(exact, True)
     if kernel.value(f"exact_excess_wavefronts_{side}") is not None:  # the exact pass ran: no such access
         return Figure(None, True, f"no shared-memory {SIDE_WORDS[side]}s")
-    if side == "mma":
-        return Figure(None, False, kernel.missing_reason("exact_shared_mma_ways"))
+    if side in ("mma", "atom"):
+        return Figure(None, False, kernel.missing_reason(f"exact_shared_{side}_ways"))
     if kernel.value(f"shared_{side}_instructions") == 0:
         return Figure(None, False, f"the hardware counts no shared-memory {SIDE_WORDS[side]} instructions "
                                    "(it counts no ldmatrix or stmatrix); profile without --fast for the exact n-way")

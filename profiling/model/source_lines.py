@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from memlens.model.instruction_kinds import Kind, kind_of, phase_rule
+from memlens.model.instruction_table import NO_REMOTE_BANKS, UNCOALESCED, InstructionRecord, KindTotals, kind_totals
 
 LINE_INFO_HINT = (
     "no line info in this report: compile with -lineinfo (nvcc, NVRTC, CuPy options=('-lineinfo',)) "
@@ -26,69 +26,6 @@ LINE_INFO_HINT = (
 
 # A CuPy kernel is compiled from a temporary copy of its source, named by a hash of it.
 TEMPORARY_SOURCE = re.compile(r"(^|/)[0-9a-f]{40}\.cubin\.cu$")
-
-
-@dataclass(frozen=True)
-class InstructionRecord:
-    """One SASS instruction that touches shared or local memory, in one kernel launch."""
-
-    pc: int  # the instruction's address, as the report correlates it
-    sass: str  # the instruction as disassembled, e.g. "LDS.128 R12, [R2]"
-    opcode: str  # with its modifiers, e.g. "LDS.128", "STL"
-    space: str  # "shared", "local" or "tma"
-    side: str  # "ld", "st", "mma" (tensor-core operand reads) or "other"
-    width_bits: int  # bits a thread accesses: 32 unless the opcode says .64, .128, .U8 ...
-    file: str | None = None  # as the report names it; None without line info
-    line: int | None = None
-    executions: float | None = None  # warp-level executions (inst_executed), None where not collected
-    wavefronts: float | None = None  # shared memory only
-    ideal: float | None = None
-
-    @property
-    def kind(self) -> Kind:
-        return kind_of(self.opcode, self.space)
-
-    @property
-    def excess(self) -> float | None:
-        if self.wavefronts is None or self.ideal is None:
-            return None
-        return max(self.wavefronts - self.ideal, 0.0)
-
-    @property
-    def ways(self) -> float | None:
-        """Wavefronts over the conflict-free ideal of this very access (its width included): 1.0 is
-        conflict-free, 32.0 a 32-way conflict; a 16-byte load at 4 wavefronts a warp reads 1.0."""
-        if self.wavefronts is None or not self.ideal:
-            return None
-        return self.wavefronts / self.ideal
-
-
-SIDES = ("ld", "st", "mma")  # shared loads, shared stores, tensor-core operand reads
-
-
-def shared_totals(instructions: Iterable[InstructionRecord], with_executions: bool) -> dict[str, float | None]:
-    """A launch's per-instruction figures of shared memory, per side: the exact excess wavefronts
-    (`exact_excess_wavefronts_ld`), the wavefronts over their ideal (`exact_shared_ld_ways`, None for a
-    side without instructions) and the warp-level executions (`shared_ld_executions`, None where
-    `with_executions` is False: the report holds no per-instruction executions); the same for `st` and `mma`."""
-    wavefronts = dict.fromkeys(SIDES, 0.0)
-    ideal = dict.fromkeys(SIDES, 0.0)
-    excess = dict.fromkeys(SIDES, 0.0)
-    executions = dict.fromkeys(SIDES, 0.0)
-    for record in instructions:
-        if record.space != "shared" or record.kind.side not in excess:
-            continue
-        side = record.kind.side
-        wavefronts[side] += record.wavefronts or 0.0
-        ideal[side] += record.ideal or 0.0
-        excess[side] += record.excess or 0.0
-        executions[side] += record.executions or 0.0
-    totals: dict[str, float | None] = {}
-    for side in SIDES:
-        totals[f"exact_excess_wavefronts_{side}"] = excess[side]
-        totals[f"exact_shared_{side}_ways"] = wavefronts[side] / ideal[side] if ideal[side] else None
-        totals[f"shared_{side}_executions"] = executions[side] if with_executions else None
-    return totals
 
 
 # --- lines -----------------------------------------------------------------------------------------
@@ -112,32 +49,6 @@ class SideFigures:
 
 
 @dataclass(frozen=True)
-class KindFigures:
-    """One kind of instruction on one line ("ldmatrix loads", "TMA transfers", ...), summed."""
-
-    kind: Kind
-    opcodes: tuple[str, ...]
-    executions: float | None  # warp-level, None where the report holds no per-instruction executions
-    wavefronts: float | None  # shared memory only: None for local and TMA instructions
-    ideal: float | None
-    phase: str | None  # how such an access is served, where that decides what conflicts (phase_rule)
-
-    @property
-    def excess(self) -> float:
-        return max((self.wavefronts or 0.0) - (self.ideal or 0.0), 0.0)
-
-    @property
-    def ways(self) -> float | None:
-        return self.wavefronts / self.ideal if self.wavefronts is not None and self.ideal else None
-
-    def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind.name, "space": self.kind.space, "side": self.kind.side,
-                "opcodes": list(self.opcodes), "executions": self.executions, "wavefronts": self.wavefronts,
-                "ideal": self.ideal, "excess_wavefronts": self.excess if self.wavefronts is not None else None,
-                "n_way": self.ways, "phase": self.phase}  # fmt: skip
-
-
-@dataclass(frozen=True)
 class LineRecord:
     """The shared-memory, local-memory and TMA instructions of one source line (or, without line
     info, of one instruction) of one kernel launch, summed."""
@@ -154,14 +65,17 @@ class LineRecord:
     sass: str | None = None  # the instruction, where the line stands for one (no line info)
     shared_mma: SideFigures = SideFigures()  # tensor-core operand reads (HGMMA ...)
     tma_executions: float | None = None  # TMA transfers: executions, no wavefronts
-    kinds: tuple[KindFigures, ...] = ()  # each kind of instruction on the line, in address order
+    kinds: tuple[KindTotals, ...] = ()  # each kind of instruction on the line, in address order
     # the file on disk changed after the report was written (and the run kept no copy): its text at
     # this line is another line's, so `source` is None
     stale: bool = False
+    shared_atom: SideFigures = SideFigures()  # shared atomics (ATOMS ...)
+    remote_executions: float | None = None  # loads and stores of a cluster partner's shared memory
+    inlined_from: tuple[str, ...] = ()  # the library functions inlined here whose instructions count on the line
 
     @property
     def excess(self) -> float:
-        return self.shared_ld.excess + self.shared_st.excess + self.shared_mma.excess
+        return self.shared_ld.excess + self.shared_st.excess + self.shared_atom.excess + self.shared_mma.excess
 
     @property
     def local_executions(self) -> float:
@@ -184,7 +98,8 @@ class LineRecord:
             "sass": self.sass, "opcodes": list(self.opcodes),
             "excess_wavefronts": self.excess,
             "shared_ld": side(self.shared_ld), "shared_st": side(self.shared_st),
-            "shared_mma": side(self.shared_mma),
+            "shared_mma": side(self.shared_mma), "shared_atom": side(self.shared_atom),
+            "remote_shared_executions": self.remote_executions, "inlined_from": list(self.inlined_from),
             "local_ld_executions": self.local_ld_executions, "local_st_executions": self.local_st_executions,
             "tma_executions": self.tma_executions,
             "kinds": [kind.to_json() for kind in self.kinds],
@@ -314,11 +229,16 @@ def _text(recorded: str, root: str) -> str:
 
 
 def roll_up(instructions: Sequence[InstructionRecord], sources: SourceMap, kernel: str = "") -> list[LineRecord]:
-    """The lines of `instructions` (one entry an instruction where there is no line info), hottest
-    first: by excess wavefronts, then local executions."""
-    groups: dict[tuple[str | None, int | None, int | None], list[InstructionRecord]] = {}
+    """The lines of `instructions` (where there is no line info, one entry a kind of instruction, of those
+    that ran), hottest first: by excess wavefronts, then local executions."""
+    groups: dict[tuple[str | None, int | None, str | None], list[InstructionRecord]] = {}
     for record in sorted(instructions, key=lambda r: r.pc):
-        key = (record.file, record.line, None) if record.file else (None, None, record.pc)
+        if record.file:
+            key: tuple[str | None, int | None, str | None] = (record.file, record.line, None)
+        elif record.executions == 0:
+            continue  # no line to name, and it never ran: nothing to say
+        else:
+            key = (None, None, record.kind.name)
         groups.setdefault(key, []).append(record)
     lines = [_line(records, sources, kernel) for records in groups.values()]
     lines.sort(key=lambda r: (-r.excess, -r.local_executions, -(r.tma_executions or 0.0), r.file or "", r.line or 0))
@@ -339,14 +259,16 @@ def _line(records: list[InstructionRecord], sources: SourceMap, kernel: str) -> 
         shared_ld=_side(records, "ld"), shared_st=_side(records, "st"),
         local_ld_executions=_local(records, "ld"), local_st_executions=_local(records, "st"),
         opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
-        sass=None if first.file else first.sass, stale=stale,
+        sass=None if first.file else _kind_group(records), stale=stale,
         shared_mma=_side(records, "mma"), tma_executions=_counted(r.executions for r in records if r.space == "tma"),
-        kinds=_kinds(records),
+        kinds=kind_totals(records), shared_atom=_side(records, "atom"),
+        remote_executions=_counted(r.executions for r in records if r.space == "remote_shared"),
+        inlined_from=tuple(dict.fromkeys(r.inlined_from for r in records if r.inlined_from)),
     )  # fmt: skip
 
 
 def _side(records: list[InstructionRecord], side: str) -> SideFigures:
-    chosen = [r for r in records if r.space == "shared" and r.kind.side == side]
+    chosen = [r for r in records if r.space == "shared" and r.side == side]
     return SideFigures(
         executions=_counted(r.executions for r in chosen),
         wavefronts=float(sum(r.wavefronts or 0.0 for r in chosen)),
@@ -366,29 +288,12 @@ def _counted(executions: Iterable[float | None]) -> float | None:
     return float(sum(values))  # type: ignore[arg-type]
 
 
-def _kinds(records: list[InstructionRecord]) -> tuple[KindFigures, ...]:
-    """The line's instructions by kind, leaving out those that neither ran nor touched memory (ptxas's
-    never-taken `@!PT LDS RZ, [RZ]` beside a cp.async)."""
-    groups: dict[str, list[InstructionRecord]] = {}
-    for record in records:
-        if not record.executions and not record.wavefronts and record.space != "tma":
-            continue
-        groups.setdefault(record.kind.name, []).append(record)
-    kinds = []
-    for chosen in groups.values():
-        shared = chosen[0].space == "shared"
-        kinds.append(KindFigures(
-            kind=chosen[0].kind, opcodes=tuple(dict.fromkeys(r.opcode for r in chosen)),
-            executions=_counted(r.executions for r in chosen),
-            wavefronts=float(sum(r.wavefronts or 0.0 for r in chosen)) if shared else None,
-            ideal=float(sum(r.ideal or 0.0 for r in chosen)) if shared else None,
-            phase=_phase(chosen) if shared else None,
-        ))  # fmt: skip
-    return tuple(kinds)
-
-
-def _phase(records: list[InstructionRecord]) -> str | None:
-    return next((rule for r in records if (rule := phase_rule(r.opcode, r.width_bits))), None)
+def _kind_group(records: list[InstructionRecord]) -> str:
+    """How a kind's instructions are named where there is no line info: "shared loads (3 instructions, no
+    line info)", or the one instruction's SASS."""
+    if len(records) == 1:
+        return records[0].sass
+    return f"{records[0].kind.name} ({len(records)} instructions, no line info)"
 
 
 def has_line_info(instructions: Iterable[InstructionRecord]) -> bool:
@@ -401,9 +306,9 @@ def line_words(line: LineRecord, count: Callable[[float], str], problems_only: b
     transfers 64 executions (no wavefronts: ...)"; `count` formats a count. `problems_only`: only the
     kinds that conflict or touch local memory."""
     words = []
-    for figures in line.kinds:
+    for figures in sorted(line.kinds, key=lambda k: not _problem(k)):  # what to fix first, then the rest
         name = figures.kind.name
-        if problems_only and not figures.excess and figures.kind.space != "local":
+        if problems_only and not figures.excess and figures.kind.space not in ("local", "remote_shared", "global"):
             continue
         if figures.kind.space == "shared":
             ways = figures.ways
@@ -416,6 +321,36 @@ def line_words(line: LineRecord, count: Callable[[float], str], problems_only: b
         elif figures.kind.space == "tma":
             ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
             words.append(f"{name}{ran} (no wavefronts: ncu does not count the copy engine's shared-memory accesses)")
+        elif figures.kind.space == "remote_shared":
+            ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
+            words.append(f"{name}{ran} ({NO_REMOTE_BANKS})")
+        elif figures.kind.space == "global":
+            words.extend(_global_words(figures, problems_only))
         elif figures.executions:
             words.append(f"{name} {count(figures.executions)} executions")
+    if line.inlined_from and words:
+        inlined = ", ".join(Path(where).name for where in line.inlined_from)
+        words.append(f"with inlined {inlined} (counted on the nearest line of this code)")
     return words
+
+
+def _problem(figures: KindTotals) -> bool:
+    """A kind that conflicts, touches local memory or is uncoalesced."""
+    ratio = figures.sectors_over_ideal
+    return bool(figures.excess) or figures.kind.space == "local" or (ratio is not None and ratio >= UNCOALESCED)
+
+
+def _global_words(figures: KindTotals, problems_only: bool) -> list[str]:
+    """"global loads 32 sectors per access, 8x the ideal 4 (uncoalesced)", or "global loads coalesced
+    (16 sectors per access, the ideal)"; with `problems_only`, only uncoalesced kinds."""
+    per, ideal, ratio = figures.sectors_per_access, figures.ideal_sectors_per_access, figures.sectors_over_ideal
+    if per is None or ideal is None or ratio is None:
+        return []
+    name = figures.kind.name
+    if ratio >= UNCOALESCED:
+        return [f"{name} uncoalesced: {per:.3g} sectors per access, {ratio:.3g}x the ideal {ideal:.3g}"]
+    if problems_only:
+        return []
+    if ratio > 1:
+        return [f"{name} {per:.3g} sectors per access, {ratio:.3g}x the ideal {ideal:.3g}"]
+    return [f"{name} coalesced ({per:.3g} sectors per access, the ideal)"]

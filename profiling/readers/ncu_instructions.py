@@ -13,20 +13,34 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from memlens.model import catalogue
 from memlens.model.catalogue import CATALOGUE, PER_INSTRUCTION_METRICS, PER_PC_EXECUTIONS
 from memlens.model.instruction_kinds import classify
+from memlens.model.instruction_table import (
+    GLOBAL,
+    LOAD,
+    LOCAL,
+    SHARED,
+    STORE,
+    InstructionRecord,
+    global_side,
+    is_library_source,
+    kernel_totals,
+    shared_side,
+)
 from memlens.model.results import printable
-from memlens.model.source_lines import InstructionRecord, shared_totals
 
 Action = Any
 Decoded = tuple[str, str | None, str, int, str]  # opcode, space, side, width, SASS text
-SharedSplit = tuple["float | None", ...]  # PER_INSTRUCTION_METRICS' values, in its order
+Totals = dict[str, "float | None"]  # PER_INSTRUCTION_METRICS' values by key
 Binary = tuple[str, int, int, int]  # kernel name, executed instructions, first and last PC
 Records = tuple[InstructionRecord, ...]
 
 WAVEFRONTS = CATALOGUE["shared_wavefronts"].ncu or ""
 IDEAL = CATALOGUE["shared_wavefronts_ideal"].ncu or ""
 SPLIT_KEYS = tuple(metric.key for metric in PER_INSTRUCTION_METRICS)
+WIDTHS = (8, 16, 32, 64, 128)  # ncu's memory_access_size_type in bits; other values (2 for .U8) are not bits
+USER_CODE_SEARCH = 64  # instructions searched on each side for the user's line behind inlined library code
 
 
 class InstructionReader:
@@ -36,6 +50,7 @@ class InstructionReader:
         self.decoded: dict[tuple[Binary, int], Decoded] = {}
         self.indices: dict[tuple[Binary, str, frozenset[int]], dict[int, int]] = {}  # PC -> instance index, per metric
         self.memory_pcs: dict[Binary, tuple[int, ...]] = {}  # executed local and TMA instructions
+        self.locations: dict[tuple[Binary, int], tuple[str | None, int | None, str | None]] = {}
 
     def decode(self, action: Action, binary: Binary, pc: int) -> Decoded:
         key = (binary, pc)
@@ -46,39 +61,90 @@ class InstructionReader:
             self.decoded[key] = found
         return found
 
-    def figures(self, action: Action, kernel: str, lines: bool) -> tuple[SharedSplit | None, Records]:
-        """The launch's per-instruction shared-memory figures (PER_INSTRUCTION_METRICS, in its order; None
-        where the action holds no per-instruction wavefronts: not collected, or a report without
-        instances) and, with `lines`, every shared-memory, local-memory and TMA instruction with its
-        figures and source line (else none). The per-PC values are read once for both."""
+    def figures(self, action: Action, kernel: str, lines: bool) -> tuple[Totals | None, Records]:
+        """The launch's per-instruction figures (PER_INSTRUCTION_METRICS by key; None where the action
+        holds no per-instruction wavefronts: not collected, or a report without instances) and, with
+        `lines`, every memory instruction with its figures and source line (else none). Each instruction
+        is placed by what ncu recorded for it (memory type, access type, width), by its opcode where ncu
+        recorded nothing (an older report)."""
         wavefronts, ideal = _per_pc(action, WAVEFRONTS), _per_pc(action, IDEAL)
+        memory_types = _per_pc(action, catalogue.MEMORY_TYPE)
         binary = _binary(action, kernel)
-        pcs = set(wavefronts or ()) | (set(self._memory_pcs(action, binary)) if lines else set())
-        executed = self._values(action, binary, PER_PC_EXECUTIONS, pcs)
+        pcs = set(wavefronts or ()) | set(memory_types or ())
+        if lines:
+            pcs |= set(self._memory_pcs(action, binary))
+        values = {name: self._values(action, binary, name, pcs) for name in (
+            PER_PC_EXECUTIONS, catalogue.MEMORY_ACCESS_TYPE, catalogue.MEMORY_ACCESS_SIZE,
+            catalogue.GLOBAL_SECTORS, catalogue.GLOBAL_SECTORS_IDEAL)}  # fmt: skip
+        executed = values[PER_PC_EXECUTIONS]
         records = []
         for pc in sorted(pcs):
-            opcode, space, side, width, sass = self.decode(action, binary, pc)
-            if side == "never":
-                continue
-            shared = wavefronts is not None and pc in wavefronts
-            file, line = _source(action, pc) if lines else (None, None)
-            records.append(InstructionRecord(
-                pc, sass, opcode, "shared" if shared else space or "shared", side, width, file, line,
-                executions=None if executed is None else executed.get(pc, 0.0),
-                wavefronts=wavefronts.get(pc) if shared else None,
-                ideal=(ideal or {}).get(pc, 0.0) if shared else None,
-            ))  # fmt: skip
-        return self._split(action, wavefronts, ideal, records, executed is not None), tuple(records) if lines else ()
+            record = self._record(action, binary, pc, wavefronts, ideal, memory_types, values, lines)
+            if record is not None:
+                records.append(record)
+        return self._totals(action, wavefronts, ideal, records, executed is not None), tuple(records) if lines else ()
+
+    def _record(self, action: Action, binary: Binary, pc: int, wavefronts: dict[int, float] | None,
+                ideal: dict[int, float] | None, memory_types: dict[int, float] | None,
+                values: dict[str, dict[int, float] | None], lines: bool) -> InstructionRecord | None:  # fmt: skip
+        opcode, by_opcode, opcode_side, opcode_width, sass = self.decode(action, binary, pc)
+        if opcode_side == "never":
+            return None
+        executed = values[PER_PC_EXECUTIONS]
+        access = _int(values[catalogue.MEMORY_ACCESS_TYPE], pc)
+        memory_type = _int(memory_types, pc)
+        waves = (wavefronts or {}).get(pc)
+        has_waves = bool(waves) or bool((ideal or {}).get(pc))
+        space = _space(by_opcode, memory_type, has_waves, wavefronts is not None and pc in wavefronts)
+        if space is None:
+            return None
+        side = _side(space, opcode, memory_type, access, opcode_side)
+        size = _int(values[catalogue.MEMORY_ACCESS_SIZE], pc)
+        sectors = (values[catalogue.GLOBAL_SECTORS] or {}).get(pc)
+        touches_global = memory_type is not None and bool(memory_type & GLOBAL) and sectors is not None
+        file, line, inlined = self._location(action, binary, pc) if lines else (None, None, None)
+        return InstructionRecord(
+            pc, sass, opcode, space, side, size if size in WIDTHS else opcode_width, file, line,
+            executions=None if executed is None else executed.get(pc, 0.0),
+            wavefronts=waves if space == "shared" else None,
+            ideal=(ideal or {}).get(pc, 0.0) if space == "shared" else None,
+            memory_type=memory_type, access_type=access,
+            global_sectors=sectors if touches_global else None,
+            global_sectors_ideal=(values[catalogue.GLOBAL_SECTORS_IDEAL] or {}).get(pc) if touches_global else None,
+            inlined_from=inlined,
+        )  # fmt: skip
+
+    def _location(self, action: Action, binary: Binary, pc: int) -> tuple[str | None, int | None, str | None]:
+        """(file, line, inlined-from) of an instruction: where ncu's location lies in an inlined library
+        function (a CUDA header, Triton's language library), the nearest instruction of the user's own
+        code in address order (before it, else after it) stands for it, and the library's location is
+        named beside."""
+        key = (binary, pc)
+        found = self.locations.get(key)
+        if found is not None:
+            return found
+        file, line = _source(action, pc)
+        found = (file, line, None)
+        if file and is_library_source(file):
+            for distance in range(1, USER_CODE_SEARCH + 1):
+                for near in (pc - 16 * distance, pc + 16 * distance):
+                    user_file, user_line = _source(action, near)
+                    if user_file and not is_library_source(user_file):
+                        found = (user_file, user_line, f"{file}:{line}")
+                        break
+                if found[2] is not None:
+                    break
+        self.locations[key] = found
+        return found
 
     @staticmethod
-    def _split(action: Action, wavefronts: dict[int, float] | None, ideal: dict[int, float] | None,
-               records: list[InstructionRecord], with_executions: bool) -> SharedSplit | None:  # fmt: skip
+    def _totals(action: Action, wavefronts: dict[int, float] | None, ideal: dict[int, float] | None,
+                records: list[InstructionRecord], with_executions: bool) -> Totals | None:  # fmt: skip
         if wavefronts is None or ideal is None:
             return None
         if not wavefronts and _total(action, WAVEFRONTS) not in (0.0, None):
             return None
-        totals = shared_totals(records, with_executions)
-        return tuple(totals[key] for key in SPLIT_KEYS)
+        return kernel_totals(records, with_executions)
 
     def _memory_pcs(self, action: Action, binary: Binary) -> tuple[int, ...]:
         """The executed local-memory and TMA instructions of a binary: every executed instruction
@@ -162,3 +228,41 @@ def embedded_sources(action: Action) -> dict[str, str]:
         return {str(name): str(files[name]) for name in files.keys()}
     except Exception:  # a third-party binding: no embedded source is not an error
         return {}
+
+
+def _int(values: dict[int, float] | None, pc: int) -> int | None:
+    value = (values or {}).get(pc)
+    return None if value is None else int(value)
+
+
+def _space(by_opcode: str | None, memory_type: int | None, has_waves: bool, has_wave_record: bool) -> str | None:
+    """Where an instruction's accesses went, by what ncu recorded: shared where it counted shared
+    wavefronts; a shared access without any (ncu counts none for a cluster partner's shared memory, reached
+    through a generic address) is remote; else local, then global, by its memory-type bits. By opcode where
+    ncu recorded no memory type (TMA's copy engine, or an older report)."""
+    if by_opcode == "tma":
+        return "tma"
+    if has_waves:
+        return "shared"
+    if memory_type:
+        if memory_type & SHARED:
+            return "remote_shared"
+        if memory_type & LOCAL:
+            return "local"
+        if memory_type & GLOBAL:
+            return "global"
+    if memory_type == 0:  # recorded, never ran
+        return by_opcode if by_opcode in ("shared", "local") else None
+    if has_wave_record:
+        return "shared"
+    return by_opcode if by_opcode in ("shared", "local", "tma") else None
+
+
+def _side(space: str, opcode: str, memory_type: int | None, access: int | None, opcode_side: str) -> str:
+    if space == "shared":
+        return shared_side(opcode, memory_type, access, opcode_side)
+    if space == "global":
+        return global_side(access, opcode) or "other"
+    if access:
+        return "st" if access & STORE and not access & LOAD else "ld" if access & LOAD else opcode_side
+    return opcode_side

@@ -15,9 +15,9 @@ from typing import Any
 
 from memlens.errors import InputError, SetupError
 from memlens.model.catalogue import CATALOGUE, DEVICE_ATTRIBUTES, PER_INSTRUCTION_METRICS
+from memlens.model.instruction_table import InstructionRecord
 from memlens.model.kernel_names import kernel_name
 from memlens.model.results import KernelResult, RunInfo, RunResults, printable
-from memlens.model.source_lines import InstructionRecord
 from memlens.readers import helpers, warm_up
 from memlens.readers.common import (
     NCU_METRICS,
@@ -31,7 +31,7 @@ from memlens.readers.common import (
     suite_range,
     with_label,
 )
-from memlens.readers.ncu_instructions import InstructionReader, SharedSplit, embedded_sources
+from memlens.readers.ncu_instructions import InstructionReader, Totals, embedded_sources
 
 # ncu_report.IMetric.value() returns str, int, float or None; as_string for the device name.
 Action = Any
@@ -41,11 +41,15 @@ Labels = tuple[tuple[str, str] | None, ProgramLabel | None]  # the memlens range
 # kernel name, metric values, labels, excess shared wavefronts of loads and of stores (None: no
 # per-instruction values), the launch's shared- and local-memory instructions (where asked for)
 Records = tuple[InstructionRecord, ...]
-Launch = tuple[str, list[object], Labels, SharedSplit | None, Records]
+Launch = tuple[str, list[object], Labels, Totals | None, Records]
 
 DURATION = CATALOGUE["duration"].ncu
 NO_INSTANCES = "no per-instruction values in the report"
 NO_ACCESS = "no shared-memory instruction of this side"
+NO_GLOBAL_SECTORS = (
+    "this report holds no per-instruction global sectors (memory_l2_theoretical_sectors_global): re-profile with"
+    " memlens profile, or ncu --section SourceCounters"
+)
 NO_EXECUTIONS = (
     "this report holds no per-instruction executions (inst_executed); re-profile with memlens profile, or ncu "
     "--metrics inst_executed or --section SourceCounters"
@@ -233,7 +237,7 @@ class _LaunchReader:
             if self.first is None:
                 self.first = action
 
-    def _instruction_figures(self, action: Action, name: str) -> tuple[SharedSplit | None, Records]:
+    def _instruction_figures(self, action: Action, name: str) -> tuple[Totals | None, Records]:
         return self.instructions.figures(action, name, self.with_instructions)
 
     def disassemble_pending(self) -> None:
@@ -408,7 +412,7 @@ def _kernel(
     labels: Labels,
     units: dict[str, str],
     from_memlens: bool,
-    split: SharedSplit | None = None,
+    split: Totals | None = None,
     instructions: tuple[InstructionRecord, ...] = (),
 ) -> KernelResult:
     raw: dict[str, float | None] = {}
@@ -421,11 +425,13 @@ def _kernel(
         raw[metric.key] = converted
         if reason is not None:
             missing[metric.key] = reason
-    for metric, value in zip(PER_INSTRUCTION_METRICS, split or (None,) * len(PER_INSTRUCTION_METRICS), strict=True):
-        raw[metric.key] = value
+    for metric in PER_INSTRUCTION_METRICS:
+        value = raw[metric.key] = None if split is None else split.get(metric.key)
         if value is None:
             if split is None:
                 reason = missing.get("shared_wavefronts") or NO_INSTANCES
+            elif "global" in metric.key and split.get("exact_global_ld_sectors") is None:
+                reason = NO_GLOBAL_SECTORS
             else:
                 reason = NO_EXECUTIONS if metric.key.endswith("_executions") else NO_ACCESS
             missing[metric.key] = reason

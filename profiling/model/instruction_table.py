@@ -1,0 +1,335 @@
+"""The per-instruction table and its one aggregation: every figure memlens prints about shared, local,
+remote-shared and global memory (per kernel, per line, per kind) is a sum over these records, and a ratio of
+sums, never a sum or mean of ratios.
+
+A record is one SASS instruction of one launch with what ncu records for it (SourceCounters' per-instruction
+values): its warp-level executions, the memory spaces it touched and how (`memory_type`,
+`memory_access_type`: bit sets), its width, its shared wavefronts and their conflict-free ideal, its L2
+sectors and their ideal. An instruction is placed by those, not by its opcode: the opcode only names a kind
+in the words a user wrote (ldmatrix, stmatrix, cp.async, tensor-core operand reads, TMA). A report without
+them (memlens before 0.2, a plain report without SourceCounters) is placed by opcode, as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from memlens.model.instruction_kinds import Kind, kind_of, phase_rule
+
+# ncu's memory_type bits and memory_access_type bits, as its per-instruction values record them
+# (tests/fixtures/*/kinds: LDG 4, LDL/STL 8, LDS 16, LDGSTS 20 = global read into shared, a generic
+# load of a cluster partner's shared memory 20 with no wavefronts; load 2, store 4, atomic 8, LDGSTS 6).
+GLOBAL, LOCAL, SHARED = 4, 8, 16
+LOAD, STORE, ATOMIC = 2, 4, 8
+
+SIDES = ("ld", "st", "atom", "mma")  # shared loads, stores, atomics, tensor-core operand reads
+SIDE_WORDS = {"ld": "load", "st": "store", "atom": "atomic", "mma": "tensor-core operand read"}
+GLOBAL_SIDES = ("ld", "st", "atom")  # global loads, stores, atomics and reductions
+REMOTE = Kind("distributed shared memory accesses", "remote_shared", "other")
+NO_REMOTE_BANKS = "ncu records no bank figures for remote shared memory"
+
+
+@dataclass(frozen=True)
+class InstructionRecord:
+    """One row of the table: a SASS instruction of one launch that touches memory, with what ncu records."""
+
+    pc: int  # the instruction's address, as the report correlates it
+    sass: str  # the instruction as disassembled, e.g. "LDS.128 R12, [R2]"
+    opcode: str  # with its modifiers, e.g. "LDS.128", "STL"
+    space: str  # "shared", "local", "global", "remote_shared" or "tma"
+    side: str  # "ld", "st", "atom", "mma" (tensor-core operand reads) or "other"
+    width_bits: int  # bits a thread accesses (ncu's access size, else the opcode's .64, .128, .U8 ...)
+    file: str | None = None  # as the report names it; None without line info
+    line: int | None = None
+    executions: float | None = None  # warp-level executions (inst_executed), None where not collected
+    wavefronts: float | None = None  # shared memory only
+    ideal: float | None = None
+    memory_type: int | None = None  # ncu's memory_type bits (GLOBAL, LOCAL, SHARED); None: not recorded
+    access_type: int | None = None  # ncu's memory_access_type bits (LOAD, STORE, ATOMIC)
+    global_sectors: float | None = None  # L2 theoretical sectors of its global accesses
+    global_sectors_ideal: float | None = None
+    # the location ncu records where it lies in an inlined library function (a CUDA header, Triton's
+    # language library): `file:line` of that function, while `file` and `line` name the user's code
+    inlined_from: str | None = None
+
+    @property
+    def kind(self) -> Kind:
+        return record_kind(self.opcode, self.space, self.side)
+
+    @property
+    def excess(self) -> float | None:
+        if self.wavefronts is None or self.ideal is None:
+            return None
+        return max(self.wavefronts - self.ideal, 0.0)
+
+    @property
+    def ways(self) -> float | None:
+        """Wavefronts over the conflict-free ideal of this very access (its width included): 1.0 is
+        conflict-free, 32.0 a 32-way conflict; a 16-byte load at 4 wavefronts a warp reads 1.0."""
+        if self.wavefronts is None or not self.ideal:
+            return None
+        return self.wavefronts / self.ideal
+
+
+def shared_side(opcode: str, memory_type: int | None, access_type: int | None, fallback: str) -> str:
+    """The side of a shared-memory access: an atomic (ncu's access bit), a tensor-core operand read (a
+    *GMMA opcode reads its operands from shared memory), a store (the access writes shared memory: a
+    store, or a copy into it such as cp.async), else a load; `fallback` where ncu recorded no access."""
+    if opcode.partition(".")[0].endswith("GMMA"):
+        return "mma"
+    if access_type is None or memory_type is None:
+        return fallback
+    if access_type & ATOMIC:
+        return "atom"
+    if access_type & STORE:
+        return "st"
+    return "ld"
+
+
+def global_side(access_type: int | None, opcode: str) -> str | None:
+    """ld, st or atom (atomics and reductions) of a global access, by ncu's access bits; a reduction
+    (RED) is recorded with no access bit: it is named by its opcode family as an atomic."""
+    if access_type is None or access_type == 0:
+        return "atom" if opcode.partition(".")[0].startswith("RED") else None
+    if access_type & ATOMIC:
+        return "atom"
+    if access_type & LOAD:
+        return "ld"
+    if access_type & STORE:
+        return "st"
+    return None
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Sums over records: executions, wavefronts and ideal (shared), sectors and ideal (global)."""
+
+    executions: float = 0.0
+    wavefronts: float = 0.0
+    ideal: float = 0.0
+    known_executions: bool = True
+
+    @property
+    def excess(self) -> float:
+        return max(self.wavefronts - self.ideal, 0.0)
+
+    @property
+    def ways(self) -> float | None:
+        return self.wavefronts / self.ideal if self.ideal else None
+
+
+def _add(totals: Totals, executions: float | None, amount: float, ideal: float) -> Totals:
+    return Totals(totals.executions + (executions or 0.0), totals.wavefronts + amount, totals.ideal + ideal,
+                  totals.known_executions and executions is not None)  # fmt: skip
+
+
+def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -> dict[str, float | None]:
+    """A launch's per-instruction figures, every key of catalogue.PER_INSTRUCTION_METRICS: per shared
+    side (ld, st, atom, mma) the excess wavefronts, wavefronts, ideal and executions; per global side the
+    sectors, their ideal and executions; remote shared-memory executions; local executions."""
+    shared = dict.fromkeys(SIDES, Totals())
+    global_ = dict.fromkeys(GLOBAL_SIDES, Totals())
+    remote = 0.0
+    local = {"ld": 0.0, "st": 0.0}
+    has_global = False
+    for record in records:
+        space = record.space
+        executions = record.executions
+        if space == "shared" and record.side in shared:
+            side = record.side
+            shared[side] = _add(shared[side], executions, record.wavefronts or 0.0, record.ideal or 0.0)
+        elif space == "remote_shared":
+            remote += executions or 0.0
+        elif space == "local" and record.side in local:
+            local[record.side] += executions or 0.0
+        if record.global_sectors is not None:
+            side = global_side(record.access_type, record.opcode)
+            if side is not None:
+                has_global = True
+                global_[side] = _add(global_[side], executions, record.global_sectors,
+                                     record.global_sectors_ideal or 0.0)
+    out: dict[str, float | None] = {}
+    for side, total in shared.items():
+        out[f"exact_excess_wavefronts_{side}"] = total.excess
+        out[f"exact_shared_{side}_wavefronts"] = total.wavefronts
+        out[f"exact_shared_{side}_ideal"] = total.ideal
+        out[f"shared_{side}_executions"] = total.executions if with_executions else None
+    for side, total in global_.items():
+        out[f"exact_global_{side}_sectors"] = total.wavefronts if has_global else None
+        out[f"exact_global_{side}_sectors_ideal"] = total.ideal if has_global else None
+        out[f"global_{side}_executions"] = total.executions if has_global and with_executions else None
+    out["remote_shared_executions"] = remote if with_executions else None
+    out["local_ld_executions"] = local["ld"] if with_executions else None
+    out["local_st_executions"] = local["st"] if with_executions else None
+    return out
+
+
+# --- kinds --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KindTotals:
+    """One kind of instruction ("shared atomics", "ldmatrix loads", "global loads", ...) summed over the
+    records given (a line's, or a kernel's)."""
+
+    kind: Kind
+    opcodes: tuple[str, ...]
+    executions: float | None  # None where one record's executions are not known
+    wavefronts: float | None  # shared kinds only
+    ideal: float | None
+    sectors: float | None  # global kinds only (L2 theoretical sectors)
+    sectors_ideal: float | None
+    phase: str | None = None  # how such an access is served, where that decides what conflicts (phase_rule)
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind.name, "space": self.kind.space, "side": self.kind.side,
+                "opcodes": list(self.opcodes), "executions": self.executions, "wavefronts": self.wavefronts,
+                "ideal": self.ideal, "excess_wavefronts": self.excess if self.wavefronts is not None else None,
+                "n_way": self.ways, "excess_per_access": self.excess_per_access, "phase": self.phase,
+                "global_sectors": self.sectors, "global_sectors_ideal": self.sectors_ideal,
+                "sectors_per_access": self.sectors_per_access,
+                "ideal_sectors_per_access": self.ideal_sectors_per_access}  # fmt: skip
+
+    @property
+    def excess(self) -> float:
+        return max((self.wavefronts or 0.0) - (self.ideal or 0.0), 0.0)
+
+    @property
+    def ways(self) -> float | None:
+        return self.wavefronts / self.ideal if self.wavefronts is not None and self.ideal else None
+
+    @property
+    def excess_per_access(self) -> float | None:
+        return self.excess / self.executions if self.executions and self.wavefronts is not None else None
+
+    @property
+    def sectors_per_access(self) -> float | None:
+        return self.sectors / self.executions if self.sectors is not None and self.executions else None
+
+    @property
+    def ideal_sectors_per_access(self) -> float | None:
+        return self.sectors_ideal / self.executions if self.sectors_ideal is not None and self.executions else None
+
+    @property
+    def sectors_over_ideal(self) -> float | None:
+        return self.sectors / self.sectors_ideal if self.sectors is not None and self.sectors_ideal else None
+
+
+def kind_totals(records: Sequence[InstructionRecord]) -> tuple[KindTotals, ...]:
+    """The records by kind, in address order of each kind's first instruction; instructions that never
+    ran and touched nothing (ptxas's `@!PT LDS RZ, [RZ]` beside a cp.async) are left out. A cp.async is
+    two kinds at once: a shared store (its wavefronts) and a global load (its sectors)."""
+    groups: dict[str, list[InstructionRecord]] = {}
+    for record in sorted(records, key=lambda r: r.pc):
+        if not record.executions and not record.wavefronts and record.space != "tma":
+            continue
+        groups.setdefault(record.kind.name, []).append(record)
+        if record.space == "shared" and record.global_sectors is not None:
+            groups.setdefault(f"{record.kind.name} (global reads)", []).append(record)
+    return tuple(_kind(name, chosen) for name, chosen in groups.items())
+
+
+def _kind(name: str, records: list[InstructionRecord]) -> KindTotals:
+    first = records[0]
+    kind = first.kind
+    global_part = name.endswith("(global reads)")
+    if global_part:
+        kind = Kind(name, "global", "ld")
+    shared = kind.space == "shared"
+    with_sectors = [r for r in records if r.global_sectors is not None]
+    on_global = kind.space == "global" or global_part
+    executions = [r.executions for r in records]
+    return KindTotals(
+        kind=kind, opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
+        executions=None if None in executions else float(sum(e for e in executions if e is not None)),
+        wavefronts=float(sum(r.wavefronts or 0.0 for r in records)) if shared else None,
+        ideal=float(sum(r.ideal or 0.0 for r in records)) if shared else None,
+        sectors=float(sum(r.global_sectors for r in with_sectors)) if on_global and with_sectors else None,
+        sectors_ideal=(float(sum(r.global_sectors_ideal or 0.0 for r in with_sectors))
+                       if on_global and with_sectors else None),
+        phase=next((rule for r in records if (rule := phase_rule(r.opcode, r.width_bits))), None) if shared else None,
+    )  # fmt: skip
+
+
+# --- coalescing -----------------------------------------------------------------------------------
+
+# Sectors this many times their ideal (for the same accesses) or more: uncoalesced. One sector more a
+# warp access (an unaligned row) stays below it; a stride of two 4-byte values reaches it.
+UNCOALESCED = 1.5
+
+
+def uncoalesced(kinds: Iterable[KindTotals]) -> list[KindTotals]:
+    """The global kinds whose sectors exceed their ideal by UNCOALESCED or more."""
+    return [k for k in kinds if (ratio := k.sectors_over_ideal) is not None and ratio >= UNCOALESCED]
+
+
+# --- local memory: spill or array ---------------------------------------------------------------
+
+SPILL = "register spill"
+RUNTIME_ARRAY = "array indexed at run time"
+# A local access at a fixed offset from the stack pointer (R1) is a spill slot or a fixed array element;
+# one through another register is an address computed at run time: an array indexed with run-time values.
+_STACK_ADDRESS = re.compile(r"\[\s*R1(\s*\+\s*(0x[0-9a-fA-F]+|\d+))?\s*\]")
+
+
+def local_memory_causes(records: Iterable[InstructionRecord]) -> tuple[str, ...]:
+    """What put the launch's local accesses in local memory, from its SASS: a register spill (reloads
+    `LDL.LU` or loads and stores at fixed stack offsets) and/or an array indexed at run time (local
+    addresses computed in a register). Empty where there are no executed local accesses."""
+    fixed = computed = False
+    for record in records:
+        if record.space != "local" or not record.executions:
+            continue
+        if _STACK_ADDRESS.search(record.sass):
+            fixed = True
+        elif "[" in record.sass:
+            computed = True
+    causes = []
+    if fixed and (not computed or _has_reloads(records)):
+        causes.append(SPILL)
+    if computed:
+        causes.append(RUNTIME_ARRAY)
+    return tuple(causes)
+
+
+def _has_reloads(records: Iterable[InstructionRecord]) -> bool:
+    """Spill reloads: `LDL.LU` (load, last use) at a fixed stack offset."""
+    return any(r.space == "local" and r.opcode.startswith("LDL.LU") and r.executions
+               and _STACK_ADDRESS.search(r.sass) for r in records)
+
+
+def record_kind(opcode: str, space: str | None, side: str) -> Kind:
+    """The kind of a record: its opcode's words where the opcode is known for that space, else a name by
+    what ncu recorded (so that an opcode of a new GPU still lands in the right figures)."""
+    if space == "remote_shared":
+        return REMOTE
+    if space == "global":
+        base = opcode.partition(".")[0]
+        name = {"ld": "global loads", "st": "global stores", "atom": "global atomics and reductions"}.get(side)
+        return Kind(name or f"global accesses ({base})", "global", side)
+    kind = kind_of(opcode, space)
+    if space == "shared" and side == "atom" and kind.side != "atom":
+        return Kind("shared atomics", "shared", "atom")
+    if space == "shared" and kind.side != side and kind.space == "shared":
+        words = {"ld": "shared loads", "st": "shared stores", "atom": "shared atomics"}.get(side, kind.name)
+        return Kind(f"{words} ({opcode.partition('.')[0]})", "shared", side)
+    return kind
+
+
+# --- your line, not the header's ----------------------------------------------------------------
+
+# Where inlined library code lives: the CUDA toolkit's headers (crt/, cooperative_groups, cuda/std, the
+# *_functions.hpp and sm_*_rt.hpp of atomics and intrinsics), CUTLASS, CuTe, CUB, Thrust, Triton's language
+# library, and any installed Python package.
+_LIBRARY = re.compile(
+    r"(^|/)(crt|cooperative_groups|cuda/std|cuda/__|cutlass|cute|cub|thrust|nv/target)/"
+    r"|(^|/)[a-z_0-9]*_(functions|intrinsics)\.(h|hpp)$|(^|/)sm_[0-9]+_rt\.hpp$|(^|/)cuda_[a-z_0-9]*\.(h|hpp)$"
+    r"|(^|/)triton/language/|(site|dist)-packages/|(^|/)targets/[^/]+/include/|/cuda[-0-9.]*/include/"
+)
+
+
+def is_library_source(path: str) -> bool:
+    """Whether a recorded source location lies in a library's inlined code rather than the user's."""
+    return bool(_LIBRARY.search(path.replace("\\", "/")))
