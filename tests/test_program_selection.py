@@ -157,3 +157,47 @@ def test_a_library_range_inside_a_program_range_only_adds_to_the_label():
     assert program_label([("CCCL", "cub::DeviceReduce::Sum")]) == ProgramLabel("CCCL@cub::DeviceReduce::Sum")
     # other named domains keep the report's order
     assert program_label([("mine", "outer"), (DEFAULT, "a/b")]).nvtx == "mine@outer > a/b"
+
+
+TWO_PROCESSES_LOG = ("==PROF== Connected to process 615 (/usr/bin/python3.12)\n"
+                     "==PROF== Connected to process 640 (/usr/bin/python3.12)\n"
+                     "==PROF== Disconnected from process 640\n==PROF== Disconnected from process 615\n")  # fmt: skip
+
+
+def test_launches_of_child_processes_are_labelled_with_their_process(tmp_path, monkeypatch, capsys):
+    """ncu --target-processes all follows a multiprocessing worker or a torchrun rank: where its log names
+    two processes, memlens asks ncu's CSV export which process launched each kernel, and numbers them."""
+    log = tmp_path / "two.log"
+    log.write_text(TWO_PROCESSES_LOG)
+    export = tmp_path / "export.csv"
+    rows = "".join(f'"{i}","{615 if i < 2 else 640}","python3.12","host","(1, 1, 1)"\n' for i in range(6))
+    export.write_text('"ID","Process ID","Process Name","Host Name","launch__grid_size"\n"","","","",""\n' + rows)
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
+                     FAKE_NCU_LOG=str(log), FAKE_NCU_IMPORT_CSV=str(export))  # fmt: skip
+    assert profile(tmp_path) == 0
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert data["info"]["processes"] == {"615 (/usr/bin/python3.12)": 1, "640 (/usr/bin/python3.12)": 2}
+    assert [k["process"] for k in data["kernels"]] == [1, 1, 2, 2, 2, 2]
+    capsys.readouterr()
+    assert main(["metrics", str(tmp_path / "runs"), "--json"]) == 0
+    labels = [k["label"] for k in json.loads(capsys.readouterr().out)["kernels"]]
+    assert labels[:3] == ["transpose/conflict (process 1)", "transpose/padded (process 1)",
+                          "transpose/store_conflict (process 2)"]  # fmt: skip
+    assert main(["metrics", str(tmp_path / "runs")]) == 0
+    assert ("processes (each launch's label names its own): 1: 615 (/usr/bin/python3.12), "
+            "2: 640 (/usr/bin/python3.12)") in capsys.readouterr().out  # fmt: skip
+
+
+def test_one_process_needs_no_export_and_an_export_ncu_refuses_leaves_labels_alone(tmp_path, monkeypatch):
+    from memlens.collect.program_processes import connected_processes, parse_launch_pids
+
+    assert connected_processes(OK_LOG) == {"615 (cuda_app)": 1}
+    assert connected_processes("no process\n") is None
+    assert parse_launch_pids('"ID","Process ID"\n"","",\n"0","12"\n"x","13"\n') == {0: "12"}
+    log = tmp_path / "two.log"
+    log.write_text(TWO_PROCESSES_LOG)
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
+                     FAKE_NCU_LOG=str(log), FAKE_NCU_IMPORT_CSV=str(tmp_path / "missing.csv"))  # fmt: skip
+    assert profile(tmp_path) == 0  # the export failed: the run stands, its kernels without their process
+    kernels = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())["kernels"]
+    assert all("process" not in k for k in kernels)

@@ -12,6 +12,7 @@ code (N)." and exit with N, as ncu does. FAKE_NCU_LINGER=SECONDS: stay that long
 report (ncu writes it as it goes, then still runs). On SIGINT it stops, writes its report and log and exits with
 code 130, without a traceback.
 
+`ncu --import REPORT ...` prints FAKE_NCU_IMPORT_CSV's text (an export of the report).
 FAKE_NCU_LAUNCHES (JSON): the program's launches, each {"kernel": NAME, "push_pop": {DOMAIN: [RANGE, ...]},
 "start_end": {DOMAIN: [RANGE, ...]}} (the default domain is "<default domain>"): the fake then selects
 launches as ncu's documented filters do, as far as memlens uses them (nvtx_select below), writes the
@@ -57,6 +58,10 @@ def main() -> int:
     argv = sys.argv[1:]
     if argv == ["--version"]:
         sys.stdout.write(os.environ.get("FAKE_NCU_VERSION_TEXT", VERSION_TEXT))
+        return 0
+    if argv[:1] == ["--import"]:  # ncu's export of a report: FAKE_NCU_IMPORT_CSV's text
+        with open(os.environ["FAKE_NCU_IMPORT_CSV"], encoding="utf-8") as handle:
+            sys.stdout.write(handle.read())
         return 0
     options, app = parse(argv)
     record = os.environ.get("FAKE_NCU_RECORD")
