@@ -1,8 +1,9 @@
 """Profile every selected variant of a suite in one process under one ncu invocation, or any
-program: `memlens profile [options] -- COMMAND [ARGS...]` profiles the kernels its NVTX push/pop
-ranges select (--nvtx-include FILTER in ncu's syntax, repeatable; default 'regex:.*/' and
-'regex:.*@.*/', every range of every domain; --nvtx-exclude FILTER leaves ranges out), or with
---all-kernels every kernel up to --launch-count (default 100).
+program: `memlens profile [options] -- COMMAND [ARGS...]` profiles the kernels its NVTX ranges select
+(--nvtx-include FILTER in ncu's syntax, repeatable; default: the program's own ranges, every domain's but
+the libraries', every range where it opened none of its own; --nvtx-exclude FILTER leaves ranges out;
+--nvtx-push-pop-scope process|thread, default process: push/pop ranges over every thread's launches),
+or with --all-kernels every kernel up to --launch-count (default 100).
 
 Clock control defaults to ncu's own (base: clocks locked to base, what most users want on
 their own machine); set MEMLENS_CLOCK_CONTROL=none on machines whose clocks must be left alone.
