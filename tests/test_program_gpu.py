@@ -129,3 +129,43 @@ def test_failing_program_exit_3(tmp_path):
     done = memlens_profile(tmp_path, "--", sys.executable, "-c", "import sys; sys.exit('boom')")
     assert done.returncode == 3
     assert "exited with status 1: boom" in done.stderr
+
+
+GEMM_WORDS = ("gemm", "cutlass", "xmma", "matmul")
+
+
+def test_push_pop_step_ranges_get_the_backward_kernels(tmp_path):
+    """Issue 34: a PyTorch loop with a plain torch.cuda.nvtx.range_push/range_pop around each step, default
+    options: backward runs on PyTorch's autograd thread, and --nvtx-push-pop-scope process (memlens's
+    default) puts its kernels inside the step's range: the Triton activation's backward and more than the
+    forward's GEMM are profiled, labelled by the step."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    loop = REPO / "tests" / "benchmarks" / "train_loop.py"
+    done = memlens_profile(tmp_path, "--", sys.executable, str(loop), "--steps", "5", "--ranges", "push-pop")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(((tmp_path / "latest").resolve() / "results.json").read_text())
+    assert data["info"]["push_pop_scope"] == "process"
+    names = [k["kernel"] for k in data["kernels"]]
+    assert any("act_backward" in name for name in names), names
+    gemms = {(k["kernel"], k["raw"].get("grid_size")) for k in data["kernels"]
+             if any(word in k["kernel"].lower() for word in GEMM_WORDS)}  # fmt: skip
+    # forward: one GEMM shape a layer; backward adds the weight gradient's (width x width) and the input's
+    assert len(gemms) >= 2, gemms
+    backward = next(k for k in data["kernels"] if "act_backward" in k["kernel"])
+    assert backward["nvtx"] == "train/step", backward["nvtx"]  # labelled by the range the main thread pushed
+
+
+def test_cupy_reduction_is_profiled_in_the_program_range_not_its_warm_up(tmp_path):
+    """Issue 34: the warm-up of cupy.sum(x, axis=1) runs inside CUB's own CCCL range only; the default
+    selects the program's own ranges, so the launch inside memlens.range("cupy/rowsum") is the one profiled."""
+    pytest.importorskip("cupy")
+    pytest.importorskip("nvtx")
+    done = memlens_profile(tmp_path, "--", sys.executable, str(PROGRAMS / "cupy_rowsum_app.py"))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(((tmp_path / "latest").resolve() / "results.json").read_text())
+    labels = [(k["family"], k["variant"], k["nvtx"]) for k in data["kernels"]]
+    assert labels and all((family, variant) == ("cupy", "rowsum") for family, variant, _ in labels), labels
+    assert any("CCCL@" in nvtx for _, _, nvtx in labels), labels  # CUB's range adds to the label
+    assert data["info"]["ranges_not_profiled"] is None
+    assert "the program's own ranges" in data["info"]["ranges_selected"]

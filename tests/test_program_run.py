@@ -18,7 +18,8 @@ from tests.conftest import FIXTURES
 from tests.support.fake import install_fake_ncu
 
 PROGRAMS = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3"
-DEFAULTS = ["regex:.*/", "regex:.*@.*/", "regex:.*", "regex:.*@.*"]
+OTHER = "^([^CN].*|C|C[^C].*|CC|CC[^C].*|CCC|CCC[^L].*|CCCL..*|N|N[^C].*|NC|NC[^C].*|NCC|NCC[^L].*|NCCL..*)$"
+DEFAULTS = ["regex:.*/", f"regex:{OTHER}@.*/", "regex:.*", f"regex:{OTHER}@.*"]
 OK_LOG = "==PROF== Connected to process 615 (cuda_app)\n==PROF== Disconnected from process 615\n"
 
 
@@ -71,8 +72,8 @@ def test_default_filters_every_push_pop_range_of_every_domain(fake_ncu, tmp_path
     argv = ncu_argv(tmp_path)
     app = argv.index("--log-file") + 2
     assert argv[app:] == program("print('app ran')")
-    # push/pop ranges of the default domain, then of every named one ("torchapp@...", "cudaapp@..."), then
-    # start/end ranges of the same: those cover every thread's launches (PyTorch's backward)
+    # push/pop ranges of the default domain, then of every named one but CCCL and NCCL ("torchapp@...",
+    # "cudaapp@..."), then start/end ranges of the same
     assert filter_args(argv, "--nvtx-include") == DEFAULTS
     assert "--nvtx-exclude" not in argv
     assert "--nvtx" in argv and "--launch-count" not in argv

@@ -159,10 +159,11 @@ def sampling_lines(info: RunInfo, kernels: Sequence[Any]) -> list[str]:
     launches, per kernel "1 profiled of its range's N runs" where memlens.range counted them, and the
     counted ranges with no profiled launch. Nothing for a run of every launch (or a suite run, or a
     plain ncu report: info.launches None)."""
+    lines = selection_lines(info)
     if info.launches in (None, ALL):
-        return []
+        return lines
     sampling = parse_launches(info.launches, info.warm_up or 0)
-    lines = [f"launches: {sampling.describe()}"]
+    lines.append(f"launches: {sampling.describe()}")
     by_runs: dict[int, dict[str, None]] = {}
     for kernel in kernels:
         if getattr(kernel, "range_runs", None) is not None:
@@ -176,6 +177,21 @@ def sampling_lines(info: RunInfo, kernels: Sequence[Any]) -> list[str]:
                      "profiled; memlens.range counts its ranges' runs)")  # fmt: skip
     if info.ranges_not_profiled:
         lines.append("  " + not_profiled_line(info.ranges_not_profiled))
+    return lines
+
+
+def selection_lines(info: RunInfo) -> list[str]:
+    """What a program run's NVTX filters selected, which launches its push/pop ranges covered, and its
+    processes where there were several (nothing for a suite run or a plain ncu report)."""
+    lines = [f"ranges: {info.ranges_selected}"] if info.ranges_selected else []
+    if info.push_pop_scope == "process":
+        lines.append("push/pop ranges cover every thread's launches (--nvtx-push-pop-scope process)")
+    elif info.push_pop_scope == "thread":
+        lines.append("push/pop ranges cover the launches of the thread that pushed them only "
+                     "(--nvtx-push-pop-scope thread)")  # fmt: skip
+    if info.processes and len(info.processes) > 1:
+        named = ", ".join(f"{number}: {name}" for name, number in sorted(info.processes.items(), key=lambda p: p[1]))
+        lines.append(f"processes (each launch's label names its own): {named}")
     return lines
 
 

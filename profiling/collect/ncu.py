@@ -24,6 +24,9 @@ CACHE_CONTROLS = ("all", "none")
 # kernel: each kernel replayed in place (memory saved and restored per pass); application: the whole
 # program run once per pass (it must launch the same kernels each run)
 REPLAY_MODES = ("kernel", "application")
+# ncu --nvtx-push-pop-scope: which launches a push/pop range covers, those of the thread that pushed it
+# (ncu's default) or every thread's of its process (PyTorch's backward runs on its autograd thread)
+PUSH_POP_SCOPES = ("thread", "process")
 PERMISSION_HINT = (
     "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run as root, or allow all users "
     "with `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d and reboot; see "
@@ -83,12 +86,16 @@ class ProfileRequest:
     nvtx_exclude: tuple[str, ...] = ()  # ncu --nvtx-exclude: kernels in these ranges are not profiled
     replay_mode: str = "kernel"  # ncu --replay-mode: "application" runs the program once per pass
     launch_filter: tuple[str, ...] = ()  # ncu's kernel filter options (launch_sampling.LaunchSampling.ncu_args)
+    push_pop_scope: str | None = None  # ncu --nvtx-push-pop-scope; None: ncu's default (thread)
+    all_processes: bool = False  # ncu --target-processes all: a program's child processes too
 
     def __post_init__(self) -> None:
         if self.replay_mode not in REPLAY_MODES:
             raise ConfigError(f"replay mode {self.replay_mode!r} is not one of {', '.join(REPLAY_MODES)}")
         if self.clock_control not in CLOCK_CONTROLS:
             raise ConfigError(f"clock control {self.clock_control!r} is not one of {', '.join(CLOCK_CONTROLS)}")
+        if self.push_pop_scope is not None and self.push_pop_scope not in PUSH_POP_SCOPES:
+            raise ConfigError(f"push/pop scope {self.push_pop_scope!r} is not one of {', '.join(PUSH_POP_SCOPES)}")
         if self.cache_control not in CACHE_CONTROLS:
             raise ConfigError(f"cache control {self.cache_control!r} is not one of {', '.join(CACHE_CONTROLS)}")
 
@@ -100,7 +107,9 @@ def profile_argv(ncu: Ncu, request: ProfileRequest, app: Sequence[str]) -> list[
         "--clock-control", request.clock_control,
         "--cache-control", request.cache_control,
         "--replay-mode", request.replay_mode,
-        "--nvtx", *[arg for nvtx_filter in filters for arg in ("--nvtx-include", nvtx_filter)],
+        *(["--target-processes", "all"] if request.all_processes else []),
+        "--nvtx", *(["--nvtx-push-pop-scope", request.push_pop_scope] if request.push_pop_scope else []),
+        *[arg for nvtx_filter in filters for arg in ("--nvtx-include", nvtx_filter)],
         *[arg for nvtx_filter in request.nvtx_exclude for arg in ("--nvtx-exclude", nvtx_filter)],
         *request.launch_filter,
         *(["--launch-count", str(request.launch_count)] if request.launch_count else []),

@@ -1,19 +1,28 @@
 """`memlens profile -- COMMAND`: any program under ncu with memlens's metrics, into a run directory.
 
-What is profiled: the kernels launched inside the program's NVTX push/pop ranges that the filters
+What is profiled: the kernels launched inside the program's own NVTX ranges, those the filters
 select, in ncu's own `--nvtx-include` syntax (validated here, passed through as written):
 
 - `RANGE/`, `DOMAIN@RANGE/`: a push/pop range of the default domain or of DOMAIN; a trailing `/` is
   what makes ncu match push/pop ranges (without it ncu matches start/end ranges only, silently).
 - `regex:EXPR/`, `regex:DOMAIN@EXPR/`: the same with a regular expression.
-- default: `regex:.*/` and `regex:.*@.*/`, every push/pop range of every domain: the first takes
-  NVTX's default domain (where `memlens.range`, `torch.cuda.nvtx.range` and `nvtxRangePushA` put
-  them), the second every named one (`nvtx.annotate(..., domain="mine")`, `nvtxDomainRangePushEx`);
-  and `regex:.*`, `regex:.*@.*`, every start/end range of every domain. A push/pop range belongs to
-  the thread that pushed it (ncu sees it around that thread's launches only); a start/end range
-  belongs to the process, so it covers the launches of every thread while it is open: PyTorch's
-  backward, run on its autograd thread, is covered by a start/end range around the step, not by a
-  push/pop one. `memlens.range` opens both (api.py).
+- default (OWN_RANGE_FILTERS): every push/pop and start/end range of NVTX's default domain (where
+  `memlens.range`, `torch.cuda.nvtx.range_push` and `nvtxRangePushA` put them) and of every named
+  domain but the libraries' (nvtx_names.LIBRARY_DOMAINS: CCCL, NCCL), whose domain regex
+  (nvtx_names.domains_other_than) matches any name but theirs. A library's range never selects a
+  launch: a CuPy reduction warmed up outside the program's ranges (inside CCCL's own) is not the
+  "first launch" that stands for the one inside them, since ncu counts a kernel's invocations
+  among the launches its NVTX filter passes. Inside a range of the program's, a library's range
+  only adds to the label (readers.common.program_label). A program that opened no range of its own
+  that launched a kernel (ncu: "No kernels were profiled") is run once more with ANY_RANGE_FILTERS,
+  every range of every domain, libraries' included (what memlens did before), and the run says so.
+- push/pop ranges cover every thread's launches (`--nvtx-push-pop-scope process`, the default here;
+  ncu's own is `thread`): PyTorch runs backward on its autograd thread, outside a push/pop range
+  that the main thread pushed around the step. `--nvtx-push-pop-scope thread` keeps ncu's default,
+  for programs whose threads nest ranges of their own independently. A start/end range belongs to
+  the process either way. `memlens.range` opens both kinds (api.py).
+- the program's child processes are profiled too (`--target-processes all`: a `multiprocessing`
+  worker, a `torchrun` rank); ncu's log names each process it connected to (`info.processes`).
 
 Which launches: `--launches first` (the default) profiles each distinct kernel (function, grid, block,
 shared memory) once, `--launches N` N times, `--launches all` every launch; `--warm-up K` leaves out
@@ -50,6 +59,8 @@ from memlens.collect.launch_sampling import (
     read_range_counts,
 )
 from memlens.collect.ncu import (
+    PUSH_POP_SCOPES,
+    Ncu,
     NcuRun,
     NcuTimeout,
     ProfileRequest,
@@ -60,19 +71,33 @@ from memlens.collect.ncu import (
     run_ncu,
 )
 from memlens.collect.pipeline import read_results, run_info, save_run, start_disassembler
+from memlens.collect.program_processes import connected_processes, with_processes
 from memlens.collect.run_dir import Machine, driver_version, new_run_dir, now
 from memlens.errors import ConfigError, ProfilerError
 from memlens.io.files import write_output
 from memlens.io.processes import command_line
 from memlens.model.catalogue import ncu_metric_names
+from memlens.model.nvtx_names import LIBRARY_DOMAINS, domains_other_than
 from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
 
 if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
     from memlens.model.results import RunResults
 
-# push/pop ranges of the default domain and of every named one; start/end ranges of the same
-DEFAULT_FILTERS = ("regex:.*/", "regex:.*@.*/", "regex:.*", "regex:.*@.*")
+
+
+def own_range_filters(library: tuple[str, ...] = LIBRARY_DOMAINS) -> tuple[str, ...]:
+    """push/pop ranges of the default domain and of every named one but the libraries'; start/end ranges of the same"""
+    other = domains_other_than(library)
+    return ("regex:.*/", f"regex:{other}@.*/", "regex:.*", f"regex:{other}@.*")
+
+
+OWN_RANGE_FILTERS = own_range_filters()
+DEFAULT_FILTERS = OWN_RANGE_FILTERS
+# every range of every domain, the libraries' included: for a program that opened none of its own
+ANY_RANGE_FILTERS = ("regex:.*/", "regex:.*@.*/", "regex:.*", "regex:.*@.*")
+DEFAULT_SCOPE = "process"
+OWN_RANGES_LOG = "ncu.own-ranges.log"  # the first pass's log, where the program opened no range of its own
 DEFAULT_LAUNCH_COUNT = 100
 STDERR_FILE = "program.stderr"
 _APP_FAILED = re.compile(r"The application returned an error code \((-?\d+)\)")
@@ -94,6 +119,7 @@ class ProgramOptions:
     timeout: float | None = None
     ncu: str | None = None
     invocation: str = ""  # the memlens command line, for results.json
+    push_pop_scope: str = DEFAULT_SCOPE  # ncu --nvtx-push-pop-scope: "process" (every thread's launches) or "thread"
 
     @property
     def filters(self) -> tuple[str, ...]:
@@ -141,6 +167,8 @@ def validate(options: ProgramOptions) -> None:
         mode = options.sampling.mode
         raise ConfigError(f"--launch-count counts every launch: give it with --launches all (--launches {mode} "
                           "profiles each distinct kernel, not the first N launches)")  # fmt: skip
+    if options.push_pop_scope not in PUSH_POP_SCOPES:
+        raise ConfigError(f"--nvtx-push-pop-scope {options.push_pop_scope!r}: give {' or '.join(PUSH_POP_SCOPES)}")
     for nvtx_filter in options.nvtx_include:
         validate_filter(nvtx_filter)
     for nvtx_filter in options.nvtx_exclude:
@@ -156,20 +184,58 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     validate(options)
     ncu = find_ncu(options.ncu)
     run_dir = new_run_dir(options.out_dir)
+    started = now()
+    commands: list[str] = []
+    filters = options.filters
+    run, error = _run_pass(ncu, options, filters, run_dir, commands)
+    if _opened_no_range_of_its_own(options, run, run_dir):
+        print(f"memlens: {OWN_RANGES_NONE}: running it once more, selecting every range of every domain, "
+              "the libraries' included", file=sys.stderr)  # fmt: skip
+        (run_dir / NCU_LOG).replace(run_dir / OWN_RANGES_LOG)
+        filters = ANY_RANGE_FILTERS
+        run, error = _run_pass(ncu, options, filters, run_dir, commands)
+    command = options.invocation or command_line(options.command)
+    info = run_info(options, ncu.version_text, Machine(driver_version(), None), None, command, started,
+                    launches=options.sampling.mode, warm_up=options.sampling.warm_up,
+                    launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN,
+                    push_pop_scope=options.push_pop_scope, ranges_selected=_selected(options, filters),
+                    processes=connected_processes(run.log_text) if run else None)  # fmt: skip
+    report = run_dir / NCU_REPORT
+    results, read_error = read_results(report, info, complete=error is None and report.exists())
+    if read_error is not None:
+        read_error = ProfilerError(f"report unreadable: {read_error}; kept in {run_dir}")
+        results = replace(results, complete=False)
+    results = with_processes(_with_range_counts(results, options, run_dir), ncu, report)
+    error = error or read_error
+    if error is None and not results.kernels:
+        error = ProfilerError(_nothing_profiled(options, run_dir))
+        results = replace(results, complete=False)
+    save_run(options.out_dir, run_dir, results, error)
+    return run_dir, results
+
+
+OWN_RANGES_NONE = "the program opened no NVTX range of its own that launched a kernel"
+
+
+def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_dir: Path,
+              commands: list[str]) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
+    """One run of the program under ncu with these NVTX filters: what ncu did, and what went wrong."""
     request = ProfileRequest(
         metrics=ncu_metric_names(options.fast, options.roofline),
         report=run_dir / REPORT_STEM,
         log=run_dir / NCU_LOG,
-        nvtx_include=options.filters,
+        nvtx_include=filters,
         nvtx_exclude=options.nvtx_exclude,
         clock_control=options.clock_control,
         cache_control=options.cache_control,
         launch_count=options.launches,
         launch_filter=tuple(options.sampling.ncu_args()),
+        push_pop_scope=options.push_pop_scope,
+        all_processes=True,
     )
     argv = profile_argv(ncu, request, options.command)
-    write_output(run_dir / NCU_COMMAND, command_line(argv) + "\n")
-    started = now()
+    commands.append(command_line(argv))
+    write_output(run_dir / NCU_COMMAND, "\n".join(commands) + "\n")
     stderr = _StderrTee(run_dir / STDERR_FILE)
     error: BaseException | None = None
     run: NcuRun | None = None
@@ -185,27 +251,39 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         last_line = stderr.close()
     if run is not None:
         error = _failure(run, options, last_line, run_dir)
-    command = options.invocation or command_line(options.command)
-    info = run_info(options, ncu.version_text, Machine(driver_version(), None), None, command, started,
-                    launches=options.sampling.mode, warm_up=options.sampling.warm_up,
-                    launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN)  # fmt: skip
-    report = run_dir / NCU_REPORT
-    results, read_error = read_results(report, info, complete=error is None and report.exists())
-    if read_error is not None:
-        read_error = ProfilerError(f"report unreadable: {read_error}; kept in {run_dir}")
-        results = replace(results, complete=False)
+    return run, error
+
+
+def _opened_no_range_of_its_own(options: ProgramOptions, run: NcuRun | None, run_dir: Path) -> bool:
+    """Whether the default filters, the program's own ranges, selected nothing in a run that went well
+    otherwise: ncu exited 0, said it profiled no kernel and wrote no report."""
+    if options.nvtx_include or options.all_kernels or run is None or run.returncode != 0:
+        return False
+    return "No kernels were profiled" in run.log_text and not (run_dir / NCU_REPORT).exists()
+
+
+def _selected(options: ProgramOptions, filters: tuple[str, ...]) -> str:
+    """What the NVTX filters of the run selected, in a line for results.json and the report."""
+    if options.all_kernels:
+        return "every kernel (--all-kernels)"
+    if options.nvtx_include:
+        return "the ranges of --nvtx-include " + " ".join(repr(f) for f in options.nvtx_include)
+    if filters == ANY_RANGE_FILTERS:
+        return (f"every range of every domain, the libraries' included: {OWN_RANGES_NONE} (the labels name "
+                "the ranges seen)")  # fmt: skip
+    return (f"the program's own ranges; those of {', '.join(LIBRARY_DOMAINS)} (libraries' domains) only add to "
+            "the label of a launch inside them")  # fmt: skip
+
+
+def _with_range_counts(results: RunResults, options: ProgramOptions, run_dir: Path) -> RunResults:
+    """Each kernel with the runs of its memlens.range, and the counted ranges with no profiled launch."""
     counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
-    if counts:
-        kernels = tuple(replace(k, range_runs=range_runs(k.nvtx, counts)) for k in results.kernels)
-        not_profiled = None if options.sampling.every_launch else ranges_not_profiled(counts, kernels)
-        info = replace(results.info, ranges_not_profiled=not_profiled or None)
-        results = replace(results, kernels=kernels, info=info)
-    error = error or read_error
-    if error is None and not results.kernels:
-        error = ProfilerError(_nothing_profiled(options, run_dir))
-        results = replace(results, complete=False)
-    save_run(options.out_dir, run_dir, results, error)
-    return run_dir, results
+    if not counts:
+        return results
+    kernels = tuple(replace(k, range_runs=range_runs(k.nvtx, counts)) for k in results.kernels)
+    not_profiled = None if options.sampling.every_launch else ranges_not_profiled(counts, kernels)
+    info = replace(results.info, ranges_not_profiled=not_profiled or None)
+    return replace(results, kernels=kernels, info=info)
 
 
 def program_env() -> dict[str, str]:

@@ -1,8 +1,9 @@
 """Profile every selected variant of a suite in one process under one ncu invocation, or any
-program: `memlens profile [options] -- COMMAND [ARGS...]` profiles the kernels its NVTX push/pop
-ranges select (--nvtx-include FILTER in ncu's syntax, repeatable; default 'regex:.*/' and
-'regex:.*@.*/', every range of every domain; --nvtx-exclude FILTER leaves ranges out), or with
---all-kernels every kernel up to --launch-count (default 100).
+program: `memlens profile [options] -- COMMAND [ARGS...]` profiles the kernels its NVTX ranges select
+(--nvtx-include FILTER in ncu's syntax, repeatable; default: the program's own ranges, every domain's but
+the libraries', every range where it opened none of its own; --nvtx-exclude FILTER leaves ranges out;
+--nvtx-push-pop-scope process|thread, default process: push/pop ranges over every thread's launches),
+or with --all-kernels every kernel up to --launch-count (default 100).
 
 Clock control defaults to ncu's own (base: clocks locked to base, what most users want on
 their own machine); set MEMLENS_CLOCK_CONTROL=none on machines whose clocks must be left alone.
@@ -53,13 +54,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     program.add_argument(
         "--nvtx-include", action="append", default=[], metavar="FILTER",
         help="profile kernels in the push/pop ranges FILTER selects, ncu's syntax: RANGE/, DOMAIN@RANGE/, "
-             "regex:EXPR/, regex:DOMAIN@EXPR/ (repeatable; default 'regex:.*/' and 'regex:.*@.*/': every "
-             "range of the default domain and of every named one)",
+             "regex:EXPR/, regex:DOMAIN@EXPR/ (repeatable; default: the program's own ranges, every range of "
+             "the default domain and of every named one but the libraries' (CCCL, NCCL); where it opened none "
+             "of its own, every range of every domain)",
     )  # fmt: skip
     program.add_argument(
         "--nvtx-exclude", action="append", default=[], metavar="FILTER",
         help="leave out the kernels in the push/pop ranges FILTER selects, same syntax (repeatable; "
              "e.g. 'regex:NCCL@.*/')",
+    )  # fmt: skip
+    program.add_argument(
+        "--nvtx-push-pop-scope", choices=("process", "thread"), default="process",
+        help="which launches a push/pop range covers: every thread's (process, the default: PyTorch's backward, "
+             "launched from its autograd thread, is inside a range the main thread pushed around the step) or "
+             "only the thread's that pushed it (thread, ncu's own default)",
     )  # fmt: skip
     program.add_argument("--all-kernels", action="store_true", help="profile every kernel, not NVTX ranges")
     program.add_argument("--launch-count", type=int, metavar="N",
@@ -80,6 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if (getattr(args, "program", None) or args.nvtx_include or args.nvtx_exclude or args.all_kernels
+            or args.nvtx_push_pop_scope != "process"
             or args.launch_count is not None or args.launches is not None or args.warm_up is not None):  # fmt: skip
         return _run_program(args)
     return _run_suite(args)
@@ -132,8 +141,9 @@ def _run_program(args: argparse.Namespace) -> int:
     from memlens.collect.program_run import ProgramOptions, profile_program
 
     if not getattr(args, "program", None):
-        raise ConfigError("--nvtx-include, --nvtx-exclude, --all-kernels, --launch-count, --launches and --warm-up "
-                          "profile a program: memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
+        raise ConfigError("--nvtx-include, --nvtx-exclude, --nvtx-push-pop-scope, --all-kernels, --launch-count, "
+                          "--launches and --warm-up profile a program: "
+                          "memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
     suite_only = [name for name, given in (("a suite", args.suite), ("-k", args.pattern), ("--size", args.size),
                                            ("--sweep", args.sweep), ("--small", args.small),
                                            ("--gpus", args.gpus)) if given]  # fmt: skip
@@ -150,9 +160,12 @@ def _run_program(args: argparse.Namespace) -> int:
         sampling=parse_launches(launches, args.warm_up or 0),
         **_ncu_options(args),
         invocation=shell_command(sys.argv[1:]),
+        push_pop_scope=args.nvtx_push_pop_scope,
     )
     run_dir, results = profile_program(options)
     print(f"{plural(len(results.kernels), 'kernel')} profiled: {run_dir}")
+    if results.info.ranges_selected:
+        print(f"ranges: {results.info.ranges_selected}")
     if not options.sampling.every_launch:
         print(options.sampling.describe())
     if results.info.ranges_not_profiled:

@@ -60,3 +60,41 @@ def parse_swept(name: str | None) -> tuple[str, str, int] | None:
     """(variant, size name, value) of a swept variant's name, None for any other name."""
     match = SWEPT_PATTERN.match(name or "")
     return (match.group(1), match.group(2), int(match.group(3))) if match else None
+
+
+# NVTX domains that libraries open ranges in, around their own launches: CCCL (CUB and Thrust, which CuPy's
+# reductions and sorts use: "CCCL@cub::DeviceSegmentedReduce::Sum", seen on the H100) and NCCL (its
+# collectives, nccl_domain "NCCL" in its source). cuBLAS, cuDNN and Triton open none by default (a PyTorch
+# loop's GEMMs carried no range of theirs); PyTorch's emit_nvtx puts its per-operator ranges in NVTX's
+# default domain, where they count as the program's own (it is something a user turns on).
+LIBRARY_DOMAINS = ("CCCL", "NCCL")
+
+
+def is_library_domain(name: str, library: tuple[str, ...] = LIBRARY_DOMAINS) -> bool:
+    return name.strip() in library
+
+
+def domains_other_than(names: Iterable[str]) -> str:
+    """A regular expression that matches any domain name but `names`, whole: `^(...)$` with alternation,
+    character classes and `.*` only (no look-ahead), so it means the same under a full match and a search
+    and in any regex dialect ncu may use. It has no `@`, `,`, `/` or `+` (ncu's own NVTX syntax)."""
+    words = sorted({name for name in names if name})
+    for word in words:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", word):  # nothing ncu's filter syntax or a regex would read
+            raise ConfigError(f"library domain {word!r}: letters, digits and '_' only")
+    alternatives = _other_than(words, "")
+    return "^(" + "|".join(alternatives) + ")$"
+
+
+def _other_than(words: list[str], prefix: str) -> list[str]:
+    """The alternatives that match what starts with `prefix` and is none of `words` (which all start with it)."""
+    escaped = prefix  # letters, digits and '_': nothing to escape
+    ending = [w for w in words if len(w) > len(prefix)]
+    found = [escaped] if prefix and prefix not in words else []
+    if not ending:  # prefix is one of the words, nothing longer is: any longer name
+        return [*found, escaped + "..*"]
+    following = sorted({w[len(prefix)] for w in ending})
+    found.append(escaped + "[^" + "".join(following) + "].*")
+    for char in following:
+        found.extend(_other_than([w for w in ending if w[len(prefix)] == char], prefix + char))
+    return found

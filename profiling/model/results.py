@@ -82,6 +82,9 @@ class KernelResult:
     # counts them; program_run.range_runs): set beside one profiled launch of many (--launches first).
     # None where unknown, and then not written to results.json
     range_runs: int | None = None
+    # The process that launched it, numbered in the order ncu connected to the program's processes
+    # (RunInfo.processes), where a program run had more than one; None otherwise, and then not written
+    process: int | None = None
 
     @property
     def label(self) -> str:
@@ -89,8 +92,12 @@ class KernelResult:
         range path, else the kernel name (a Numba kernel's function name, so a CSV and a .ncu-rep of
         one run give one label)."""
         if self.family and self.variant:
-            return f"{self.family}/{self.variant}"
-        return self.nvtx or kernel_label(self.kernel)
+            return f"{self.family}/{self.variant}" + self._process_suffix
+        return (self.nvtx or kernel_label(self.kernel)) + self._process_suffix
+
+    @property
+    def _process_suffix(self) -> str:
+        return f" (process {self.process})" if self.process is not None else ""
 
     def identity(self) -> dict[str, Any]:
         """Which launch this is, the fields IDENTITY names: what every table, CSV and JSON of kernels starts with."""
@@ -243,6 +250,12 @@ class RunInfo(Provenance):
     warm_up: int | None = None
     launch_counts: str | None = None
     ranges_not_profiled: dict[str, int] | None = None  # memlens.range paths that ran -> runs; none profiled in them
+    # A program run's NVTX selection: ncu's --nvtx-push-pop-scope ("process": every thread's launches, or
+    # "thread"), what its filters selected (a line: the program's own ranges, or every range where it
+    # opened none of its own, ...), and the processes ncu connected to ("PID (NAME)" -> number)
+    push_pop_scope: str | None = None
+    ranges_selected: str | None = None
+    processes: dict[str, int] | None = None
     # The GPU's roofline ceilings (profiling/model/roofline.py): medians over the run's kernels of ncu's figures
     peak_flops_fp32: float | None = None  # FLOP/s
     peak_flops_fp64: float | None = None
@@ -317,6 +330,8 @@ def _kernel_json(kernel: KernelResult) -> dict[str, Any]:
         del data["sweep_size"], data["sweep_value"]  # a run without sweeps: results.json as before them
     if kernel.range_runs is None:
         del data["range_runs"]
+    if kernel.process is None:
+        del data["process"]
     return data
 
 

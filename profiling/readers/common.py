@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from memlens.io.units import UnitError, conversion_factor
 from memlens.model.catalogue import PER_INSTRUCTION_METRICS, RAW_METRICS, Metric
-from memlens.model.nvtx_names import NVTX_DOMAIN, parse_swept
+from memlens.model.nvtx_names import NVTX_DOMAIN, is_library_domain, parse_swept
 from memlens.model.results import KernelResult, printable
 
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
@@ -69,18 +69,21 @@ class ProgramLabel:
 
 def program_label(ranges: Iterable[tuple[str, str]]) -> ProgramLabel | None:
     """The label of a launch from its open push/pop ranges, (domain, name) pairs in report order
-    (each domain's ranges outermost first); None where no range is open."""
+    (each domain's ranges outermost first); None where no range is open. A library's ranges
+    (nvtx_names.LIBRARY_DOMAINS: CCCL, NCCL) come after the program's own and never make the family:
+    inside a range of the program's they only add to the label ("cupy/rowsum > CCCL@cub::...")."""
     parts: list[str] = []
     named: set[str] = set()
     family: tuple[str, str] | None = None
-    for domain, name in ranges:
+    ordered = sorted(ranges, key=lambda pair: is_library_domain(pair[0]))  # stable: report order otherwise
+    for domain, name in ordered:
         domain, name = domain.strip(), name.strip()
         if not name:
             continue
         prefix = f"{domain}@" if domain and domain != DEFAULT_DOMAIN else ""
         parts.append(name if not prefix or domain in named else prefix + name)
         named.add(domain)
-        match = FAMILY_RANGE_PATTERN.match(name)
+        match = None if is_library_domain(domain) else FAMILY_RANGE_PATTERN.match(name)
         if match:
             family = (prefix + match.group(1), match.group(2))
     if not parts:

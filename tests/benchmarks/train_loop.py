@@ -4,7 +4,12 @@ push/pop and a start/end range, so the backward kernels PyTorch launches from it
 inside it too). About 55 kernel launches a step with the defaults: 2,750 in 50 steps.
 
     python tests/benchmarks/train_loop.py [--steps 50] [--layers 6] [--width 1024] [--batch 512]
-        [--last-batch N] [--count-launches]
+        [--last-batch N] [--count-launches] [--ranges memlens|push-pop]
+
+--ranges push-pop puts a plain push/pop range around each step instead (torch.cuda.nvtx.range_push /
+range_pop, as most PyTorch scripts do; issue 34): no start/end range, nothing counted. PyTorch runs backward
+on its autograd thread, so only `memlens profile`'s --nvtx-push-pop-scope process (its default) covers the
+backward kernels with it.
 
 --last-batch N runs the last step on N rows instead of --batch: its kernels get new grids, which
 `--launches first` profiles once more (each shape once). --count-launches runs the loop under
@@ -122,12 +127,25 @@ def train(args: argparse.Namespace) -> float:
     loss = torch.zeros((), device=device)
     for step in range(args.steps):
         rows = args.last_batch if args.last_batch and step == args.steps - 1 else args.batch
-        with step_range(STEP_RANGE):
+        with step_range(STEP_RANGE) if args.ranges == "memlens" else _PushPop(STEP_RANGE):
             loss = torch.nn.functional.mse_loss(model(inputs[:rows]), targets[:rows])
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)  # backward() returns once its thread launched every kernel
     return float(loss)
+
+
+class _PushPop:
+    """A plain push/pop range of NVTX's default domain, as a PyTorch script opens one."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> None:
+        torch.cuda.nvtx.range_push(self.name)
+
+    def __exit__(self, *exc_info: object) -> None:
+        torch.cuda.nvtx.range_pop()
 
 
 def count_launches(args: argparse.Namespace) -> dict[str, object]:
@@ -151,6 +169,9 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--last-batch", type=int, default=0, help="rows of the last step (default: --batch)")
     parser.add_argument("--count-launches", action="store_true", help="print the launches (torch.profiler)")
+    parser.add_argument("--ranges", choices=("memlens", "push-pop"), default="memlens",
+                        help="the range around each step: memlens.range (push/pop and start/end, counted) or a "
+                        "plain push/pop range (torch.cuda.nvtx.range_push)")  # fmt: skip
     args = parser.parse_args()
     if args.count_launches:
         print(json.dumps(count_launches(args)))

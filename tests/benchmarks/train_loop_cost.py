@@ -1,7 +1,7 @@
 """What profiling a training loop costs (issue 27, item 4), on a GPU machine with ncu, torch and triton:
 
     python tests/benchmarks/train_loop_cost.py OUT_DIR [--steps 50] [--subset-steps 3] [--layers 6]
-        [--skip app,count,default,all,bare] [--timeout 300]
+        [--skip app,count,default,all,bare,pushpop,cupy] [--timeout 300]
 
 Steps, each timed by wall clock (`--clock-control none` throughout: shared machines):
 
@@ -12,6 +12,14 @@ Steps, each timed by wall clock (`--clock-control none` throughout: shared machi
               app(S) + (all(K) - app(K)) x launches(S) / launches(K), said so in the table
     bare      ncu with memlens's argv and metric list on every launch of K steps (no launch filter),
               extrapolated the same way
+    pushpop   (issue 34) the loop with a plain push/pop range around each step (train_loop.py --ranges
+              push-pop), alone and under `memlens profile` with default options, S steps: its time, its
+              ratio to the program alone (target at most 3x), and among the profiled kernels the Triton
+              backward, the GEMMs (each distinct name and grid: the backward's weight gradient has a grid
+              of its own) and the elementwise kernels
+    cupy      (issue 34) tests/fixtures/programs/cupy_rowsum_app.py under `memlens profile`: a CuPy row sum
+              warmed up outside memlens.range("cupy/rowsum") (inside CUB's CCCL range), then run inside
+              it: each profiled kernel's label, and whether the range's launch was the one profiled
 
 Then the default run's kernels are matched with the all-launches run's by (kernel, grid, block): each
 one's deterministic counters must be equal and its duration within 10 %; and the backward kernels
@@ -40,7 +48,10 @@ from memlens.model.catalogue import CATALOGUE, ncu_metric_names  # noqa: E402
 from memlens.model.results import load_results  # noqa: E402
 
 LOOP = REPO / "tests" / "benchmarks" / "train_loop.py"
-STEPS = ("app", "count", "default", "all", "bare")
+STEPS = ("app", "count", "default", "all", "bare", "pushpop", "cupy")
+CUPY_APP = REPO / "tests" / "fixtures" / "programs" / "cupy_rowsum_app.py"
+GEMM_WORDS = ("gemm", "cutlass", "xmma", "matmul")
+ELEMENTWISE_WORDS = ("elementwise", "vectorized", "unrolled", "foreach")
 TARGET_S, TARGET_RATIO = 60.0, 10.0
 DURATION_TOLERANCE = 0.10
 DETERMINISTIC = tuple(key for key, metric in CATALOGUE.items() if metric.deterministic)
@@ -85,6 +96,15 @@ def main() -> int:
         argv = profile_argv(ncu, request, [*loop, *subset])
         argv.insert(1, "--force-overwrite")
         seconds["bare_subset"] = timed(argv, env, args.timeout)
+    if "pushpop" in steps:
+        push_pop = [*loop, *full, "--ranges", "push-pop"]
+        seconds["pushpop_app"] = timed(push_pop, env, args.timeout)
+        seconds["pushpop"] = timed([*memlens, "--out", str(out / "pushpop"), "--", *push_pop], env, args.timeout)
+        facts["pushpop"] = _push_pop_facts((out / "pushpop" / "latest").resolve(), seconds)
+    if "cupy" in steps:
+        seconds["cupy"] = timed([*memlens, "--out", str(out / "cupy"), "--", sys.executable, str(CUPY_APP)], env,
+                                args.timeout)  # fmt: skip
+        facts["cupy"] = _cupy_facts((out / "cupy" / "latest").resolve())
     scale = _scale(launches)
     for name in ("all", "bare"):
         if f"{name}_subset" in seconds and "app" in seconds and scale is not None:
@@ -140,6 +160,34 @@ def _kernels(runs: dict[str, Path]) -> dict[str, object]:
     return found
 
 
+def _push_pop_facts(run: Path, seconds: dict[str, float]) -> dict[str, object]:
+    """What the push/pop-ranged loop's default run profiled, and its time against the program alone."""
+    try:
+        results = load_results(run / "results.json")
+    except Exception as exc:  # a benchmark: say what is missing, go on
+        return {"unreadable": str(exc)}
+    names = [k.kernel for k in results.kernels]
+    gemms = sorted({(k.kernel[:80], k.value("grid_size")) for k in results.kernels
+                    if any(word in k.kernel.lower() for word in GEMM_WORDS)})  # fmt: skip
+    ratio = seconds["pushpop"] / seconds["pushpop_app"] if seconds.get("pushpop_app") else None
+    return {"profiled": len(names), "backward_triton": sum("act_backward" in n for n in names),
+            "gemm_kernels_and_grids": [list(g) for g in gemms], "gemms": len(gemms),
+            "elementwise": sum(any(w in n.lower() for w in ELEMENTWISE_WORDS) for n in names),
+            "labels": sorted({k.nvtx or "(no range)" for k in results.kernels}),
+            "push_pop_scope": results.info.push_pop_scope, "ranges_selected": results.info.ranges_selected,
+            "over_app": round(ratio, 2) if ratio else None, "met_3x": ratio is not None and ratio <= 3.0}  # fmt: skip
+
+
+def _cupy_facts(run: Path) -> dict[str, object]:
+    try:
+        results = load_results(run / "results.json")
+    except Exception as exc:  # a benchmark: say what is missing, go on
+        return {"unreadable": str(exc)}
+    labels = [k.nvtx or k.label for k in results.kernels]
+    return {"labels": labels, "in_range": bool(labels) and all(k.family == "cupy" for k in results.kernels),
+            "ranges_not_profiled": results.info.ranges_not_profiled}  # fmt: skip
+
+
 def _compare(runs: dict[str, Path]) -> dict[str, object]:
     """The default run's kernels against the first launch of each in the all-launches run."""
     default = load_results(runs["default"] / "results.json").kernels
@@ -187,6 +235,14 @@ def _print(facts: dict[str, object], scale: float | None) -> None:
     print(f"kernels: {json.dumps(facts['kernels'])}")
     print(f"default vs all, first launch of each: {json.dumps(facts['comparison'])}")
     print(f"targets (default <= {TARGET_S:g} s and <= {TARGET_RATIO:g}x the program): {json.dumps(facts['targets'])}")
+    for key, title in (("pushpop_app", "push/pop-ranged loop alone"), ("pushpop", "push/pop-ranged loop, memlens "
+                       "default")):  # fmt: skip
+        if key in seconds:
+            print(f"  {title:58s} {seconds[key]:8.1f} s")
+    if "pushpop" in facts:
+        print(f"push/pop-ranged loop (issue 34, target <= 3x the program): {json.dumps(facts['pushpop'])}")
+    if "cupy" in facts:
+        print(f"CuPy row sum after a warm-up outside its range (issue 34): {json.dumps(facts['cupy'])}")
 
 
 def parse_args() -> argparse.Namespace:

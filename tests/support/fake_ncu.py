@@ -11,12 +11,20 @@ it was given. FAKE_NCU_APP_EXIT=1: where the app fails, log ncu's "The applicati
 code (N)." and exit with N, as ncu does. FAKE_NCU_LINGER=SECONDS: stay that long after writing the
 report (ncu writes it as it goes, then still runs). On SIGINT it stops, writes its report and log and exits with
 code 130, without a traceback.
+
+`ncu --import REPORT ...` prints FAKE_NCU_IMPORT_CSV's text (an export of the report).
+FAKE_NCU_LAUNCHES (JSON): the program's launches, each {"kernel": NAME, "push_pop": {DOMAIN: [RANGE, ...]},
+"start_end": {DOMAIN: [RANGE, ...]}} (the default domain is "<default domain>"): the fake then selects
+launches as ncu's documented filters do, as far as memlens uses them (nvtx_select below), writes the
+indices it profiled to FAKE_NCU_PROFILED (a JSON list, one line per run), and where it profiled none
+logs ncu's "No kernels were profiled." and writes no report.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,7 +38,7 @@ VERSION_TEXT = (
 # ncu options that take a value, as memlens passes them
 WITH_VALUE = {"--clock-control", "--cache-control", "--replay-mode", "--nvtx-include", "--nvtx-exclude", "--metrics",
               "--export", "--log-file", "-o", "-k", "-c", "--launch-count", "--filter-mode", "--kernel-id",
-              "--kernel-name-base"}  # fmt: skip
+              "--kernel-name-base", "--nvtx-push-pop-scope", "--target-processes"}  # fmt: skip
 
 
 def parse(argv: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -50,6 +58,10 @@ def main() -> int:
     argv = sys.argv[1:]
     if argv == ["--version"]:
         sys.stdout.write(os.environ.get("FAKE_NCU_VERSION_TEXT", VERSION_TEXT))
+        return 0
+    if argv[:1] == ["--import"]:  # ncu's export of a report: FAKE_NCU_IMPORT_CSV's text
+        with open(os.environ["FAKE_NCU_IMPORT_CSV"], encoding="utf-8") as handle:
+            sys.stdout.write(handle.read())
         return 0
     options, app = parse(argv)
     record = os.environ.get("FAKE_NCU_RECORD")
@@ -71,7 +83,7 @@ def main() -> int:
     except KeyboardInterrupt:
         finish(options)  # ncu writes what it profiled so far
         return 130
-    finish(options)
+    finish(options, argv)
     time.sleep(float(os.environ.get("FAKE_NCU_LINGER", "0")))  # ncu, its report written, still running
     if os.environ.get("FAKE_NCU_APP_EXIT") == "1" and app_status != 0:
         if "--log-file" in options:
@@ -81,8 +93,61 @@ def main() -> int:
     return int(os.environ.get("FAKE_NCU_EXIT", "0"))
 
 
-def finish(options: dict[str, str]) -> None:
+def filters_of(argv: list[str], option: str) -> list[str]:
+    return [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == option]
+
+
+def nvtx_matches(nvtx_filter: str, launch: dict) -> bool:
+    """Whether one --nvtx-include filter, as memlens writes them (`[regex:][DOMAIN@]RANGE` with a
+    trailing `/` for push/pop ranges), selects the launch: the domain whole (NVTX's default one where
+    none is named), and any range of that domain's open ones."""
+    regex = nvtx_filter.startswith("regex:")
+    body = nvtx_filter.removeprefix("regex:")
+    kind = "push_pop" if body.endswith("/") else "start_end"
+    domain, at, name = body.rstrip("/").rpartition("@") if "@" in body else ("", "", body.rstrip("/"))
+    for open_domain, ranges in launch.get(kind, {}).items():
+        if regex:
+            domain_ok = re.fullmatch(domain, open_domain) if at else open_domain == "<default domain>"
+            if domain_ok and any(re.fullmatch(name, r) for r in ranges):
+                return True
+        elif open_domain == (domain if at else "<default domain>") and name in ranges:
+            return True
+    return False
+
+
+def nvtx_select(argv: list[str], launches: list[dict]) -> list[int]:
+    """The launches ncu profiles: those an include filter selects (every one with none), then the N-th
+    of each kernel among them where `--kernel-id ::regex:.*:N` asks (ncu counts a kernel's invocations
+    among the launches its other filters pass)."""
+    includes = filters_of(argv, "--nvtx-include")
+    passed = [i for i, launch in enumerate(launches) if not includes or any(nvtx_matches(f, launch) for f in includes)]
+    kernel_id = filters_of(argv, "--kernel-id")
+    if not kernel_id:
+        return passed
+    wanted = kernel_id[0].rsplit(":", 1)[1]
+    seen: dict[str, int] = {}
+    chosen = []
+    for index in passed:
+        kernel = launches[index]["kernel"]
+        seen[kernel] = seen.get(kernel, 0) + 1
+        if re.fullmatch(wanted.strip("^$"), str(seen[kernel])):
+            chosen.append(index)
+    return chosen
+
+
+def finish(options: dict[str, str], argv: list[str] | None = None) -> None:
     """Write what ncu writes at its end: the recorded report, log and stdout."""
+    simulated = os.environ.get("FAKE_NCU_LAUNCHES")
+    if simulated is not None and argv is not None:
+        profiled = nvtx_select(argv, json.loads(simulated))
+        with open(os.environ["FAKE_NCU_PROFILED"], "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(profiled) + "\n")
+        if not profiled:
+            if "--log-file" in options:
+                with open(options["--log-file"], "w", encoding="utf-8") as log:
+                    log.write("==PROF== Connected to process 615 (/usr/bin/python3.12)\n"
+                              "==PROF== Disconnected from process 615\n==WARNING== No kernels were profiled.\n")
+            return
     recorded = os.environ.get("FAKE_NCU_REPORT")
     export = options.get("--export") or options.get("-o")
     if recorded and export:
