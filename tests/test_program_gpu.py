@@ -153,7 +153,9 @@ def test_push_pop_step_ranges_get_the_backward_kernels(tmp_path):
     # forward: one GEMM shape a layer; backward adds the weight gradient's (width x width) and the input's
     assert len(gemms) >= 2, gemms
     backward = next(k for k in data["kernels"] if "act_backward" in k["kernel"])
-    assert backward["nvtx"] == "train/step", backward["nvtx"]  # labelled by the range the main thread pushed
+    # selected through the process-wide range, but ncu records push/pop ranges per thread: the autograd
+    # thread's launch carries no range of its own (seen on the H100, ncu 2025.3.1)
+    assert backward["nvtx"] is None, backward["nvtx"]
 
 
 def test_cupy_reduction_is_profiled_in_the_program_range_not_its_warm_up(tmp_path):

@@ -227,14 +227,19 @@ def kind_totals(records: Sequence[InstructionRecord]) -> tuple[KindTotals, ...]:
             continue
         groups.setdefault(record.kind.name, []).append(record)
         if record.space == "shared" and record.global_sectors is not None:
-            groups.setdefault(f"{record.kind.name} (global reads)", []).append(record)
+            groups.setdefault(f"{_family(record.kind.name)} global reads", []).append(record)
     return tuple(_kind(name, chosen) for name, chosen in groups.items())
+
+
+def _family(name: str) -> str:
+    """"cp.async stores" -> "cp.async": the instruction family of a kind that copies global into shared memory."""
+    return name.rsplit(" ", 1)[0] if " " in name else name
 
 
 def _kind(name: str, records: list[InstructionRecord]) -> KindTotals:
     first = records[0]
     kind = first.kind
-    global_part = name.endswith("(global reads)")
+    global_part = name.endswith(" global reads")
     if global_part:
         kind = Kind(name, "global", "ld")
     shared = kind.space == "shared"
