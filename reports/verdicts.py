@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlens.errors import MemlensError
 from memlens.model import shared_figures
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
@@ -26,6 +27,7 @@ from memlens.model.results import (
     KernelResult,
 )
 from memlens.model.run_layout import resolve_run
+from memlens.readers import read_with_instructions
 from memlens.reports.formatting import compact_count, format_value, per_instruction, ways
 from memlens.reports.model import Check, CheckState, ExpectationCheck, Finding
 from memlens.static.check import StaticKernel, find_static, local_memory_cause
@@ -311,11 +313,28 @@ def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, st
     path = resolve_run(path)
     static = find_static(path if path.is_dir() else path.parent)
     found = {}
+    with_records: dict[int, KernelResult] | None = None
     for index, kernel in enumerate(kernels):
         figures = static.for_kernel(kernel.label, kernel.kernel) if static is not None else ()
-        if local_memory(kernel, figures)[0]:
+        if not local_memory(kernel, figures)[0]:
+            continue
+        if figures:
             found[index] = local_memory_cause_text(figures)
+            continue
+        if with_records is None:  # no static check: the SASS of the report's instructions tells
+            with_records = _with_instructions(path, kernels)
+        found[index] = sass_cause_text(with_records.get(kernel.launch_id, kernel))
     return found
+
+
+def _with_instructions(path: Path, kernels: list[KernelResult]) -> dict[int, KernelResult]:
+    """The kernels with their per-instruction records, by launch id (those given, where they carry them)."""
+    if any(k.instructions for k in kernels):
+        return {k.launch_id: k for k in kernels}
+    try:
+        return {k.launch_id: k for k in read_with_instructions(path).kernels}
+    except MemlensError:
+        return {}
 
 
 def local_memory_cause_text(static: Sequence[StaticKernel]) -> str:

@@ -182,3 +182,56 @@ def test_every_n_way_is_within_its_bounds_and_excess_is_n_way_minus_one_times_id
             assert figures.excess_per_access == pytest.approx((figures.ways - 1) * ideal_per_access)
             checked += 1
     assert checked or not any(r.executions for k in results.kernels for r in k.instructions)
+
+
+# --- aggregates are ratios of sums -----------------------------------------------------------------
+
+
+def test_a_kernel_launched_twice_keeps_its_n_way_in_the_report(tmp_path):
+    # plain ncu, two launches of transpose_conflict at 22.33-way each: the variant is 22.33-way, not 44.7
+    out = tmp_path / "plain.md"
+    assert main(["report", str(FIXTURES / "nvidia_h200" / "plain_ncu.ncu-rep"), "--format", "md", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "22.3-way bank conflicts, 5.76 K excess wavefronts (21.3 per shared load)" in text
+    assert "44.7" not in text
+
+
+def test_five_conflict_free_launches_aggregate_to_one_way():
+    from memlens.model.results import KernelResult
+    from memlens.reports.build import aggregate
+
+    raw = {"exact_shared_ld_wavefronts": 4096.0, "exact_shared_ld_ideal": 4096.0, "exact_excess_wavefronts_ld": 0.0,
+           "shared_ld_executions": 1024.0}  # fmt: skip
+    launches = [KernelResult("k", launch_id=i, raw=dict(raw)) for i in range(5)]
+    combined = aggregate(launches)
+    assert combined.value("exact_shared_ld_ways") == 1.0
+    assert combined.value("exact_shared_ld_wavefronts") == 5 * 4096.0
+    # an older results.json stored the ratio itself: it is never summed over launches
+    old = [KernelResult("k", launch_id=i, raw={"exact_shared_ld_ways": 1.0}) for i in range(5)]
+    assert aggregate(old).value("exact_shared_ld_ways") is None
+    assert old[0].value("exact_shared_ld_ways") == 1.0
+
+
+def test_the_line_gate_counts_every_shared_side_as_lines_does(kinds):
+    from memlens.model.line_compare import LineFigures
+    from memlens.model.source_lines import SourceMap, roll_up
+
+    lines = roll_up(kinds["atomics_one_bank"].instructions, SourceMap(Path.cwd()))
+    atomic_line = next(line for line in lines if line.line == 28)
+    figures = LineFigures.of(atomic_line)
+    assert figures.excess == atomic_line.excess == 2_031_616
+    assert figures.value("line_excess_wavefronts") == 2_031_616 and figures.excess_wavefronts_atom == 2_031_616
+
+
+def test_a_library_kernels_local_memory_is_not_the_users_to_change():
+    from memlens.model.instruction_table import InstructionRecord
+    from memlens.model.results import KernelResult
+    from memlens.reports.verdicts import library_of, sass_cause_text
+
+    spill = InstructionRecord(0x10, "LDL.LU R4, [R1+0x8]", "LDL.LU", "local", "ld", 32, executions=64.0)
+    cublas = KernelResult("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", instructions=(spill,))
+    assert library_of(cublas) == "cuBLAS"
+    assert sass_cause_text(cublas).endswith("; inside cuBLAS: not yours to change")
+    assert sass_cause_text(cublas).startswith("register spill (from the SASS")
+    mine = KernelResult("my_kernel(float *)", instructions=(spill,))
+    assert library_of(mine) is None and "not yours" not in sass_cause_text(mine)
