@@ -235,3 +235,26 @@ def test_a_library_kernels_local_memory_is_not_the_users_to_change():
     assert sass_cause_text(cublas).startswith("register spill (from the SASS")
     mine = KernelResult("my_kernel(float *)", instructions=(spill,))
     assert library_of(mine) is None and "not yours" not in sass_cause_text(mine)
+
+
+def test_compare_and_the_line_gate_give_the_figures_metrics_gives(capsys, tmp_path):
+    metrics = {k["label"]: k for k in _json(capsys, "metrics", str(MEMORY_KINDS), "--json")["kernels"]}
+    compared = _json(capsys, "compare", str(MEMORY_KINDS), str(MEMORY_KINDS), "--json", "--all")
+    checked = 0
+    for kernel in compared["kernels"]:
+        figures = {f["key"]: f for f in kernel["figures"]}
+        exact = sum(metrics[kernel["label"]]["metrics"][f"exact_excess_wavefronts_{s}"]["value"]
+                    for s in ("ld", "st", "atom", "mma"))  # fmt: skip
+        assert figures["exact_excess_wavefronts"]["head"] == exact
+        by_lines = sum(line["head"][f"excess_wavefronts_{s}"] or 0.0 for line in compared["lines"]
+                       if line["label"] == kernel["label"] for s in ("ld", "st", "atom", "mma"))  # fmt: skip
+        assert by_lines == exact, kernel["label"]
+        checked += 1
+    assert checked == 12
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rule]]\nname = "no conflicting line"\nselect = "atomics_*"\n'
+                     'metric = "line_excess_wavefronts"\nmax = 0\n')  # fmt: skip
+    report = tmp_path / "gate.json"
+    assert main(["gate", str(MEMORY_KINDS), "--rules", str(rules), "--json", str(report)]) == 1
+    out = capsys.readouterr().out
+    assert "memory_kinds.cu:28" in out and "2,031,616" in out  # the atomics' line, with the figure metrics gives
