@@ -388,36 +388,38 @@ _DERIVED += _ROOFLINE_DERIVED
 # instruction_table.py): the readers fill them in, one record per SASS instruction; a CSV cannot carry them.
 # Each is a sum over launches; each ratio (n-way, excess per access, sectors per access) is derived from
 # the sums, never summed itself.
-_SHARED_SIDES = {  # side -> (what its instructions are, in words)
-    "ld": "shared-memory loads (LDS, ldmatrix LDSM ...)",
-    "st": "shared-memory stores (STS, stmatrix STSM, cp.async LDGSTS ...)",
-    "atom": "shared-memory atomics (ATOMS ...)",
-    "mma": "tensor-core operand reads from shared memory (wgmma: HGMMA ...)",
-}
-_GLOBAL_SIDES = {"ld": "global loads (LDG, and cp.async's global reads)", "st": "global stores",
-                 "atom": "global atomics and reductions"}  # fmt: skip
+_SHARED_SIDES = {"ld": "shared-memory loads (LDS, ldmatrix LDSM ...)", "atom": "shared-memory atomics (ATOMS ...)",
+                 "st": "shared-memory stores (STS, stmatrix STSM, cp.async LDGSTS ...)",
+                 "mma": "tensor-core operand reads from shared memory (wgmma: HGMMA ...)"}  # fmt: skip
+_GLOBAL_SIDES = {"ld": "global loads (LDG, cp.async's reads)", "st": "global stores", "atom": "global atomics"}
+
+
+def _summed(key: str, unit: str, meaning: str, value: str, better: Better = None) -> Metric:
+    """A sum over the per-instruction table of one of ncu's per-instruction values."""
+    return Metric(key, unit, meaning, better=better, instrumented=True, deterministic=True,
+                  formula=f"sum over those instructions of {value}")  # fmt: skip
+
+
+def _ratio_of(key: str, unit: str, meaning: str, over: tuple[str, str], better: Better = None) -> Metric:
+    """A ratio of two sums, derived (never summed over launches itself)."""
+    num, den = over
+    return Metric(key, unit, meaning, better=better, instrumented=True, formula=f"{num} / {den}",
+                  derive=lambda v: _ratio(v.get(num), v.get(den)))  # fmt: skip
 
 
 def _shared_side_metrics(side: str, what: str) -> list[Metric]:
     excess, waves, ideal, runs = (f"exact_excess_wavefronts_{side}", f"exact_shared_{side}_wavefronts",
                                   f"exact_shared_{side}_ideal", f"shared_{side}_executions")  # fmt: skip
     return [
-        Metric(excess, "wavefront", f"exact excess shared-memory wavefronts of {what}", better="lower",
-               instrumented=True, deterministic=True,
-               formula="sum over those instructions of shared_wavefronts - shared_wavefronts_ideal"),
-        Metric(waves, "wavefront", f"shared-memory wavefronts of {what}", instrumented=True, deterministic=True,
-               formula="sum over those instructions of shared_wavefronts"),
-        Metric(ideal, "wavefront", f"conflict-free ideal wavefronts of {what}", instrumented=True,
-               deterministic=True, formula="sum over those instructions of shared_wavefronts_ideal"),
-        Metric(runs, "inst", f"warp-level executions of {what}", instrumented=True, deterministic=True,
-               formula="sum over those instructions of inst_executed"),
-        Metric(f"exact_shared_{side}_ways", "wavefront/ideal",
-               f"wavefronts of {what} over their conflict-free ideal (n-way; 1 = no conflict, whatever the width)",
-               better="lower", instrumented=True, deterministic=True, formula=f"{waves} / {ideal}",
-               derive=lambda v, w=waves, i=ideal: _ratio(v.get(w), v.get(i))),
-        Metric(f"excess_wavefronts_per_shared_{side}", "wavefront/inst",
-               f"exact excess wavefronts of {what} per warp-level execution", better="lower", instrumented=True,
-               formula=f"{excess} / {runs}", derive=lambda v, e=excess, r=runs: _ratio(v.get(e), v.get(r))),
+        _summed(excess, "wavefront", f"exact excess shared-memory wavefronts of {what}",
+                "shared_wavefronts - shared_wavefronts_ideal", "lower"),
+        _summed(waves, "wavefront", f"shared-memory wavefronts of {what}", "shared_wavefronts"),
+        _summed(ideal, "wavefront", f"conflict-free ideal wavefronts of {what}", "shared_wavefronts_ideal"),
+        _summed(runs, "inst", f"warp-level executions of {what}", "inst_executed"),
+        _ratio_of(f"exact_shared_{side}_ways", "wavefront/ideal", f"wavefronts of {what} over their conflict-free"
+                  " ideal (n-way; 1 = no conflict, whatever the width)", (waves, ideal), "lower"),
+        _ratio_of(f"excess_wavefronts_per_shared_{side}", "wavefront/inst",
+                  f"exact excess wavefronts of {what} per warp-level execution", (excess, runs), "lower"),
     ]
 
 
@@ -425,51 +427,33 @@ def _global_side_metrics(side: str, what: str) -> list[Metric]:
     sectors, ideal, runs = (f"exact_global_{side}_sectors", f"exact_global_{side}_sectors_ideal",
                             f"global_{side}_executions")  # fmt: skip
     return [
-        Metric(sectors, "sector", f"L2 sectors of {what}, counted per instruction", better="lower",
-               instrumented=True, deterministic=True,
-               formula="sum over those instructions of memory_l2_theoretical_sectors_global"),
-        Metric(ideal, "sector", f"the sectors the same {what} would need, perfectly coalesced", instrumented=True,
-               deterministic=True, formula="sum over those instructions of memory_l2_theoretical_sectors_global_ideal"),
-        Metric(runs, "inst", f"warp-level executions of {what}", instrumented=True, deterministic=True,
-               formula="sum over those instructions of inst_executed"),
-        Metric(f"exact_global_{side}_sectors_per_access", "sector/inst",
-               f"sectors per warp-level access of {what} (per instruction data; compare with its ideal)",
-               better="lower", instrumented=True, formula=f"{sectors} / {runs}",
-               derive=lambda v, s=sectors, r=runs: _ratio(v.get(s), v.get(r))),
-        Metric(f"exact_global_{side}_ideal_sectors_per_access", "sector/inst",
-               f"the ideal sectors per warp-level access of {what}", instrumented=True, formula=f"{ideal} / {runs}",
-               derive=lambda v, i=ideal, r=runs: _ratio(v.get(i), v.get(r))),
-        Metric(f"exact_global_{side}_coalescing", "sector/ideal",
-               f"sectors of {what} over their perfectly coalesced ideal (1 = coalesced)", better="lower",
-               instrumented=True, formula=f"{sectors} / {ideal}",
-               derive=lambda v, s=sectors, i=ideal: _ratio(v.get(s), v.get(i))),
+        _summed(sectors, "sector", f"L2 sectors of {what}", "memory_l2_theoretical_sectors_global", "lower"),
+        _summed(ideal, "sector", f"the sectors the same {what} would need, perfectly coalesced",
+                "memory_l2_theoretical_sectors_global_ideal"),
+        _summed(runs, "inst", f"warp-level executions of {what}", "inst_executed"),
+        _ratio_of(f"exact_global_{side}_sectors_per_access", "sector/inst",
+                  f"sectors per warp-level access of {what}", (sectors, runs), "lower"),
+        _ratio_of(f"exact_global_{side}_ideal_sectors_per_access", "sector/inst",
+                  f"the ideal sectors per warp-level access of {what}", (ideal, runs)),
+        _ratio_of(f"exact_global_{side}_coalescing", "sector/ideal",
+                  f"sectors of {what} over their perfectly coalesced ideal (1 = coalesced)", (sectors, ideal), "lower"),
     ]
 
 
 _PER_INSTRUCTION = [
     *(m for side, what in _SHARED_SIDES.items() for m in _shared_side_metrics(side, what)),
     *(m for side, what in _GLOBAL_SIDES.items() for m in _global_side_metrics(side, what)),
-    Metric("remote_shared_executions", "inst",
-           "warp-level loads and stores of a cluster partner's shared memory (distributed shared memory; ncu"
-           " records no bank figures for them)", instrumented=True, deterministic=True,
-           formula="sum over those instructions of inst_executed"),
-    *(Metric(f"local_{side}_executions", "inst", f"warp-level local-memory {word} executions, per instruction",
-             better="lower", instrumented=True, deterministic=True,
-             formula="sum over those instructions of inst_executed")
-      for side, word in (("ld", "load"), ("st", "store"))),
+    _summed("remote_shared_executions", "inst", "warp-level loads and stores of a cluster partner's shared memory"
+            " (distributed shared memory; ncu records no bank figures for them)", "inst_executed"),
+    *(_summed(f"local_{side}_executions", "inst", f"warp-level local-memory {word} executions, per instruction",
+              "inst_executed", "lower") for side, word in (("ld", "load"), ("st", "store"))),
 ]
-# The source-level metric of per-instruction warp-level executions (the lines' local loads/stores).
-PER_PC_EXECUTIONS = "inst_executed"
-# What ncu records of each memory instruction (SourceCounters' per-instruction values), beside the shared
-# wavefronts: the memory spaces it touched and how (bit sets), its access width, and for global accesses the
-# L2 sectors it asked for, their ideal for the same accesses, and its L1 requests. The per-instruction table
-# (model/instruction_table.py) places and aggregates every instruction by these, not by its opcode.
-MEMORY_TYPE = "memory_type"
-MEMORY_ACCESS_TYPE = "memory_access_type"
-MEMORY_ACCESS_SIZE = "memory_access_size_type"
-GLOBAL_SECTORS = "memory_l2_theoretical_sectors_global"
+PER_PC_EXECUTIONS = "inst_executed"  # the source-level metric of per-instruction warp-level executions
+# What ncu records of each memory instruction (SourceCounters): spaces and access kinds (bit sets), width, and
+# global L2 sectors with their ideal; model/instruction_table.py places every instruction by these.
+MEMORY_TYPE, MEMORY_ACCESS_TYPE, MEMORY_ACCESS_SIZE = "memory_type", "memory_access_type", "memory_access_size_type"
+GLOBAL_SECTORS, GLOBAL_REQUESTS = "memory_l2_theoretical_sectors_global", "memory_l1_tag_requests_global"
 GLOBAL_SECTORS_IDEAL = "memory_l2_theoretical_sectors_global_ideal"
-GLOBAL_REQUESTS = "memory_l1_tag_requests_global"
 PER_PC_METRICS = (PER_PC_EXECUTIONS, MEMORY_TYPE, MEMORY_ACCESS_TYPE, MEMORY_ACCESS_SIZE,
                   GLOBAL_SECTORS, GLOBAL_SECTORS_IDEAL, GLOBAL_REQUESTS)  # fmt: skip
 
