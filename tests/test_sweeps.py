@@ -203,8 +203,9 @@ def swept_results(full: RunResults, family: str, size: str, values: tuple[int, .
 def test_results_json_records_the_size_and_a_run_without_sweeps_is_unchanged(tmp_path):
     full = load_results(FULL)
     assert "sweep_size" not in json.dumps(full.to_json())
-    before_sweeps = [{k: v for k, v in asdict(kernel).items() if not k.startswith("sweep_") and k != "range_runs"}
-                     for kernel in full.kernels]  # range_runs: a program run's, left out where unknown  # fmt: skip
+    before_sweeps = [{k: v for k, v in asdict(kernel).items()
+                      if not k.startswith("sweep_") and k not in ("range_runs", "process")}
+                     for kernel in full.kernels]  # a program run's fields, left out where unknown  # fmt: skip
     assert full.to_json()["kernels"] == before_sweeps  # every field as before, in the same order
     swept = swept_results(full, "transpose", "rows", (64, 128))
     data = swept.to_json()
