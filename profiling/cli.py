@@ -12,6 +12,7 @@ import threading
 from collections.abc import Sequence
 
 from memlens.errors import EXIT_PIPE_CLOSED, EXIT_PROFILER, MemlensError, StdoutClosed
+from memlens.io.files import one_command
 from memlens.io.terminal import guarded_streams, point_at_null_device
 from memlens.version import __version__
 
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.program = program
     hook, sys.unraisablehook = sys.unraisablehook, _interrupt_again
     try:
-        with guarded_streams():
+        with guarded_streams(), one_command():
             return _run(args)
     finally:
         sys.unraisablehook = hook

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memlens.errors import ConfigError
+from memlens.io.files import note_input
 from memlens.io.units import format_bytes
 from memlens.model.catalogue import CATALOGUE, Metric, lookup
 from memlens.model.line_compare import LINE_METRICS
@@ -201,7 +202,7 @@ def metric_named(key: str) -> Metric:
 
 
 def load_rules(path: str | Path) -> RuleSet:
-    path = Path(path)
+    path = note_input(path)
     try:
         with path.open("rb") as stream:
             data = stream.read(MAX_RULES_BYTES + 1)  # bounded: a device or a huge file is one error

@@ -27,11 +27,12 @@ from memlens.io.files import read_json
 from memlens.io.processes import CommandFailed, CommandTimeout, run_command
 from memlens.model.catalogue import Metric
 from memlens.model.results import MetricValue
+from memlens.model.run_layout import CHECK
 
 SCHEMA_VERSION = 1
 KIND = "memlens-static-check"
 PTXAS_TIMEOUT_S = 180.0
-CHECK_FILE = "check.json"  # `memlens check --into RUN` writes it into a run directory, beside bench.json
+CHECK_FILE = CHECK  # `memlens check --into RUN` writes it into a run directory, beside bench.json
 # The most a thread's registers hold: 255 registers of 4 bytes. A stack frame larger than this is
 # an array that no register allocation could have kept.
 REGISTER_FILE_BYTES = 255 * 4
