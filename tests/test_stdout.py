@@ -155,6 +155,22 @@ def test_head_in_a_pipefail_script_sees_141() -> None:
     assert (done.stdout, done.stderr) == ("{\nstatus 141\n", "")
 
 
+@pytest.mark.skipif(shutil.which("head") is None or shutil.which("bash") is None, reason="needs bash and head")
+def test_one_large_write_into_a_closed_pipe_is_141_not_0() -> None:
+    """issue 33 (2): the HTML report is one write of 600 kB; Python's buffered writer returns a short
+    count when the reader goes away mid-write, and the rest was lost with exit 0."""
+    fast = FIXTURES / "nvidia_h200" / "suite_fast.results.json"
+    script = f"set -o pipefail; {sys.executable} -m memlens report {RUN} {fast} -o - | head -1; echo status $?"
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert (done.stdout, done.stderr) == ("<!doctype html>\nstatus 141\n", "")
+
+
+def test_a_large_write_is_written_whole_where_the_pipe_stays_open() -> None:
+    fast = FIXTURES / "nvidia_h200" / "suite_fast.results.json"
+    done = memlens("report", str(RUN), str(fast), "--format", "md", "-o", "-")
+    assert done.returncode == 0 and len(done.stdout) > 70_000 and done.stdout.rstrip().endswith("|")
+
+
 def test_a_closed_stdout_is_one_line_and_exit_2() -> None:
     done = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); from memlens.cli import main; "
                            f"sys.exit(main(['metrics', {str(RUN)!r}]))"], cwd=REPO, stderr=subprocess.PIPE,
