@@ -393,6 +393,17 @@ def test_a_folder_with_a_trailing_slash_gets_the_default_name(capsys, data: Path
     one_line_exit_2(capsys, commands(data, f"{tmp_path / 'plain'}/")[command], "plain/: not a folder")
 
 
+@pytest.mark.parametrize("command", ["report", "baseline save", "gate --junit", "gate --summary", "gate --json",
+                                     "check --json"])  # fmt: skip
+def test_a_missing_folder_on_the_way_to_an_output_is_refused_never_made(capsys, data: Path, tmp_path: Path,
+                                                                        command: str) -> None:  # fmt: skip
+    """issue 33 (3): `-o a/b/c/x.md` made a, b and c, though `-o newdir/` is refused."""
+    target = tmp_path / "a" / "b" / "c" / "x.out"
+    message = f"{target}: cannot write (no such folder {tmp_path / 'a'};"
+    one_line_exit_2(capsys, commands(data, str(target))[command], message)
+    assert not (tmp_path / "a").exists()
+
+
 def test_a_baseline_into_a_folder_is_named_for_its_gpu(capsys, tmp_path: Path) -> None:
     run = FIXTURES / "nvidia_h200" / "suite.results.json"
     assert main(["baseline", "save", str(run), "-o", f"{tmp_path}/"]) == 0

@@ -98,7 +98,9 @@ def resolve_output(path: str | Path, default_name: str | None = None) -> Output:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise OutputError(f"{named}: symbolic link loop") from None
-        return Output(named, Path(os.path.realpath(path)), "file")  # new, a link to nothing, or unreachable
+        target = Path(os.path.realpath(path))
+        _check_folder(named, path, target.parent)
+        return Output(named, target, "file")  # new, a link to nothing, or unreachable
     if stat.S_ISDIR(mode):
         raise OutputError(f"{named}: is a directory; name a file to write")
     if stat.S_ISBLK(mode):
@@ -111,6 +113,22 @@ def resolve_output(path: str | Path, default_name: str | None = None) -> Output:
     if target.name.endswith(RAW_REPORT_SUFFIXES):
         raise OutputError(f"{named}: refusing to write over a raw profiler report ({target}); name another file")
     return Output(named, target, "file")
+
+
+def _check_folder(named: str, path: Path, folder: Path) -> None:
+    """OutputError where the folder a new file goes into is missing or no folder: memlens makes no folders."""
+    try:
+        if folder.is_dir():
+            return
+        missing = path.parent
+        while missing.parent != missing and not missing.parent.exists():
+            missing = missing.parent
+        blocking = missing if missing.exists() else missing.parent
+        if blocking.exists() and not blocking.is_dir():
+            raise OutputError(f"{named}: cannot write ({blocking} is not a folder)")
+    except OSError:  # a folder we may not look into: the write names the reason
+        return
+    raise OutputError(f"{named}: cannot write (no such folder {missing}; memlens makes no folders: create it first)")
 
 
 def resolve_outputs(outputs: Iterable[tuple[str, str | Path | None, str | None]]) -> list[Output | None]:
@@ -256,9 +274,8 @@ def _reason(exc: OSError) -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Temp file + rename in `path`'s folder (made when missing). OSError as it comes: commands
+    """Temp file + rename in `path`'s folder, which must exist. OSError as it comes: commands
     write through `write_output`, which names it in one line."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
