@@ -14,6 +14,7 @@ import pytest
 
 from memlens.cli import main
 from memlens.errors import EXIT_INPUT, EXIT_PIPE_CLOSED
+from memlens.version import __version__
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -134,6 +135,23 @@ def test_dev_full_as_stdout_is_one_line_and_exit_2(rules: Path, argv: list[str])
         done = memlens(*(a.format(rules=rules) for a in argv), stdout=full)
     assert done.returncode == EXIT_INPUT
     assert done.stderr == "memlens: error: standard output: cannot write (No space left on device)\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["metrics", "--help"], ["gate", "--help"]])
+def test_help_and_version_into_dev_full_are_one_line_and_exit_2(argv: list[str]) -> None:
+    """issue 33 (4): argparse prints them while the arguments are parsed, before the command's guard."""
+    with open("/dev/full", "w") as full:
+        done = memlens(*argv, stdout=full)
+    assert (done.returncode, done.stderr) == (EXIT_INPUT, "memlens: error: standard output: cannot write "
+                                                          "(No space left on device)\n")  # fmt: skip
+
+
+def test_help_and_version_print_and_exit_0() -> None:
+    version = memlens("--version")
+    assert (version.returncode, version.stdout) == (0, f"memlens {__version__}\n")
+    done = memlens("--help")
+    assert done.returncode == 0 and done.stdout.startswith("usage: memlens") and done.stderr == ""
 
 
 @pytest.mark.parametrize("argv", [["metrics", str(RUN)], ["report", str(RUN), "-o", "-"],
