@@ -26,6 +26,7 @@ from memlens.errors import ConfigError, InputError, ProfilerError
 from memlens.io.files import read_json
 from memlens.io.processes import CommandFailed, CommandTimeout, run_command
 from memlens.model.catalogue import Metric
+from memlens.model.json_kinds import wrong_kind
 from memlens.model.results import MetricValue
 from memlens.model.run_layout import CHECK
 
@@ -129,8 +130,9 @@ class StaticResults:
 
     @classmethod
     def from_json(cls, data: Any, source: str) -> StaticResults:
-        if not isinstance(data, dict) or data.get("kind") != KIND:
-            raise InputError(f"{source}: not a `memlens check --json` file")
+        wrong = wrong_kind(source, data, ("kind", KIND), "a `memlens check --json` file")
+        if wrong is not None:
+            raise wrong
         if data.get("schema_version") != SCHEMA_VERSION:
             raise InputError(f"{source}: unsupported schema_version {data.get('schema_version')!r}")
         fields = set(StaticKernel.__dataclass_fields__)
