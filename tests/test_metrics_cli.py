@@ -41,7 +41,7 @@ def test_table_from_a_report(capsys: pytest.CaptureFixture[str]) -> None:
                  "16,252,928 (31/ld*)", "32.00",
                  "HW conflict", "40,231",  # the hardware counter, non-zero for the padded one
                  "1.07 GB / 1.07 GB",  # local loads / stores of the running mean
-                 "4.10 KB", "4.22 KB", "16,384 x 256", "1,333.9", "27.7%"):
+                 "4,096 B", "4,224 B", "16,384 x 256", "1,333.9", "27.7%"):
         assert text in out, text
     assert "n/a" not in out
     assert "exact excess wavefronts: * per instruction of the hardware counter (this report has no " \

@@ -21,7 +21,8 @@ Keys of a rule:
   a glob `*` matches anything (including `/`), `?` one character, `[...]` a set: to match a literal
   `[` in a kernel name, use `select_regex`. Matching is case-sensitive.
 - `exclude` (optional, a glob or a list of globs): kernels to leave out of the selection.
-- `metric` (required): a key of `profiling.catalogue` (the profile run's figures, e.g. `duration`,
+- `metric` (required): a key of memlens's metric catalogue, `memlens.model.catalogue`, as `memlens
+  metrics --json` names them (the profile run's figures, e.g. `duration`,
   `local_bytes`) or of the static-check table (`static.registers`, `static.spill_bytes`, ...:
   the figures of `memlens check --json`), or a line metric: `line_excess_wavefronts` (the exact
   excess shared-memory wavefronts of one source line) or `line_local_accesses` (its local loads and
