@@ -52,12 +52,14 @@ profile: $(SETUP)
 RUN ?= runs/latest
 # Static checks, no GPU: compile every suite kernel for sm_90 and gate registers, spills, .local.
 check: $(SETUP)
+	mkdir -p build  # memlens makes no folders for its outputs
 	$(PYTHON) -m memlens check $(SUITE) --json build/check.json
 	$(PYTHON) -m memlens gate build/check.json --rules $(SUITE)/gates-static.toml \
 		--junit build/gate-static.xml --summary build/gate-static.md
 
 # Gate a profile run (default: the latest) with the suite's rules; BASELINE=FILE adds regression checks.
 gate: $(SETUP)
+	mkdir -p build
 	$(PYTHON) -m memlens gate $(RUN) --rules $(SUITE)/gates.toml $(if $(BASELINE),--baseline $(BASELINE)) \
 		--junit build/gate.xml --summary build/gate.md --json build/gate.json
 
@@ -73,6 +75,7 @@ DEMO_RUNS ?= $(or $(wildcard tests/fixtures/*/suite.results.json tests/fixtures/
 	tests/fixtures/probe/probe.csv tests/fixtures/probe/probe_fast.ncu-rep)
 DEMO_PLAIN ?= $(firstword $(wildcard tests/fixtures/*/plain_ncu.ncu-rep))
 demo: $(SETUP)
+	mkdir -p build
 	$(PYTHON) -m memlens report $(DEMO_RUNS) -o build/demo-report.html
 	$(PYTHON) -m memlens report $(DEMO_RUNS) --format md -o build/demo-report.md
 	$(if $(DEMO_PLAIN),$(PYTHON) -m memlens report $(DEMO_PLAIN) -o build/demo-plain-ncu.html)

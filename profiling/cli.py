@@ -9,9 +9,10 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memlens.errors import EXIT_PIPE_CLOSED, EXIT_PROFILER, MemlensError, StdoutClosed
+from memlens.io.files import one_command
 from memlens.io.terminal import guarded_streams, point_at_null_device
 from memlens.version import __version__
 
@@ -89,9 +90,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; its exit code. Standard output is guarded while it runs (terminal.GuardedStream):
-    a closed pipe ends the command quietly with EXIT_PIPE_CLOSED, any other write error there is
-    one line and exit 2."""
+    """Run one command; its exit code. Standard output is guarded while the arguments are parsed
+    (`--help`, `--version`) and the command runs (terminal.GuardedStream): a closed pipe ends the
+    command quietly with EXIT_PIPE_CLOSED, any other write error there is one line and exit 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
@@ -99,20 +100,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "profile" and "--" in argv:  # memlens profile [options] -- COMMAND [ARGS...]
         split = argv.index("--")
         argv, program = argv[:split], argv[split + 1 :]
-    args = parser.parse_args(argv)
-    if command == "profile":
-        args.program = program
+
+    def parse() -> argparse.Namespace:
+        args = parser.parse_args(argv)
+        if command == "profile":
+            args.program = program
+        return args
+
     hook, sys.unraisablehook = sys.unraisablehook, _interrupt_again
     try:
-        with guarded_streams():
-            return _run(args)
+        with guarded_streams(), one_command():
+            return _run(parse)
     finally:
         sys.unraisablehook = hook
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(parse: Callable[[], argparse.Namespace]) -> int:
     try:
         try:
+            args = parse()  # --help, --version and a usage error exit (SystemExit) after the flush below
             return int(args.run(args))
         finally:
             sys.stdout.flush()  # what is still buffered fails here, as this command's error

@@ -35,7 +35,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("local_ld_bytes", "local loads", "local memory", "bytes", "bytes of local-memory loads"),
     Column("local_st_bytes", "local stores", "local memory", "bytes", "bytes of local-memory stores"),
     Column("registers_per_thread", "registers", "resources", "count", "registers per thread"),
-    Column(SHARED_PER_BLOCK, "shared / block", "resources", "exact_bytes", "static plus dynamic shared memory"),
+    Column(SHARED_PER_BLOCK, "shared / block", "resources", "bytes", "static plus dynamic shared memory"),
 )
 # `memlens bench` figures (bench.json in the run directory): in the family tables of runs that have one
 BENCH_MEDIAN, BENCH_BANDWIDTH, BENCH_PCT = "bench_median", "bench_bandwidth", "bench_pct_of_copy"

@@ -248,6 +248,7 @@ class Report:
     runs: tuple[RunSection, ...]
     comparisons: tuple[Comparison, ...] = ()
     bench_columns: tuple[Column, ...] = ()  # in the family tables of the runs with bench results only
+    line_notes: tuple[str, ...] = ()  # "RUN: no per-line data ...": runs whose lines were not compared
 
     def family_columns(self, run: RunSection) -> tuple[Column, ...]:
         """The columns of `run`'s family tables: the bench columns after the time group when the
@@ -266,6 +267,7 @@ class Report:
             "bench_columns": [asdict(c) for c in self.bench_columns],
             "runs": [_run_json(r) for r in self.runs],
             "comparisons": [asdict(c) for c in self.comparisons],
+            "line_notes": list(self.line_notes),
         }
 
 

@@ -20,7 +20,7 @@ from markupsafe import Markup
 from memlens.io.markdown import MdSafe, md_code, md_escape
 from memlens.io.safe_text import neutral
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle
-from memlens.model.line_compare import LineChange, compare_runs
+from memlens.model.line_compare import NO_LINE_DATA, LineChange, compare_runs, has_line_data
 from memlens.model.results import RunResults
 from memlens.reports.build import build_run, labels
 from memlens.reports.columns import BENCH_COLUMNS, COLUMNS
@@ -56,17 +56,20 @@ def build_report(
         sections.append(build_run(results, name, timed, source, static))
     runs_built = tuple(sections)
     comparisons = with_lines(compare(runs_built), [results for _, results in runs], names)
-    return Report(__version__, COLUMNS, runs_built, comparisons, BENCH_COLUMNS)
+    line_notes = tuple(f"{name}: {NO_LINE_DATA}" for name, (_, results) in zip(names, runs, strict=True)
+                       if comparisons and not has_line_data(results))  # fmt: skip
+    return Report(__version__, COLUMNS, runs_built, comparisons, BENCH_COLUMNS, line_notes)
 
 
 def with_lines(comparisons: tuple[Comparison, ...], results: Sequence[RunResults],
                names: Sequence[str]) -> tuple[Comparison, ...]:  # fmt: skip
-    """Each comparison with its kernel's source lines in every later run against the first run's."""
-    if not comparisons:
+    """Each comparison with its kernel's source lines in every later run against the first run's, where
+    both runs hold per-line data (else none: `NO_LINE_DATA`, once, not every line "gone")."""
+    if not comparisons or not has_line_data(results[0]):
         return comparisons
     labels = [c.label for c in comparisons]
     later = [(name, {c.label: c for c in compare_runs(results[0], other, labels)})
-             for name, other in zip(names[1:], results[1:], strict=True)]  # fmt: skip
+             for name, other in zip(names[1:], results[1:], strict=True) if has_line_data(other)]  # fmt: skip
     return tuple(replace(c, lines=tuple(RunLineChanges(name, by_label[c.label]) for name, by_label in later))
                  for c in comparisons)  # fmt: skip
 

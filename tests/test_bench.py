@@ -574,7 +574,7 @@ def _set(data: dict, dotted: str, value) -> dict:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (("format", "memlens-report"), 'not a memlens bench file (no "format": "memlens-bench")'),
+        (("format", "memlens-report"), "a JSON report (`memlens report --format json`), not a memlens bench file"),
         (("schema_version", 99), "unsupported schema_version 99"),
         (("copy", KeyError), "malformed bench results (KeyError: 'copy')"),
         (("info.unknown", 1), "malformed bench results (TypeError"),

@@ -255,7 +255,7 @@ def test_a_line_rule_on_a_run_without_per_instruction_values_fails():
 def test_memlens_compare_of_one_recording_with_itself(capsys):
     assert main(["compare", str(CUDA_APP), str(CUDA_APP), "-k", "^transpose/conflict$"]) == 0
     out = capsys.readouterr().out
-    assert ": 0 lines changed in 1 kernels" in out and "2 lines the same (--all shows them)" in out
+    assert ": 0 lines changed in 1 kernel\n" in out and "2 lines the same (--all shows them)" in out
     assert main(["compare", str(CUDA_APP), str(CUDA_APP), "-k", "nothing-matches"]) == 2
     assert "no kernel in" in capsys.readouterr().err
 
@@ -377,7 +377,8 @@ def test_compare_of_runs_without_per_instruction_values_says_lines_were_not_comp
     csv = FIXTURES / "nvidia_h200" / "suite.csv"
     assert main(["compare", str(csv), str(csv), "-k", "^transpose/conflict$"]) == 0
     out = capsys.readouterr().out
-    assert out.count("lines not compared") == 2 and "0 lines changed in 1 kernels" in out
+    assert out.count("no per-line data") == 2 and out.startswith(f"memlens compare: {csv} -> {csv}: 1 kernel, "
+                                                                   "source lines not compared\n")  # fmt: skip
     assert "excess wavefronts" not in out.split("transpose/conflict", 1)[1]  # the kernel's figures: all the same
 
 
@@ -392,3 +393,36 @@ def test_a_baseline_with_malformed_lines_is_one_line_and_exit_2(tmp_path, capsys
     assert main(["gate", str(CUDA_APP), "--rules", str(rules), "--baseline", str(path)]) == 2
     err = capsys.readouterr().err
     assert err == f"memlens: error: {path}: malformed baseline (line must be a whole number or null, not 'twelve')\n"
+
+
+FULL = FIXTURES / "nvidia_h200" / "suite.results.json"
+FAST = FIXTURES / "nvidia_h200" / "suite_fast.results.json"  # a --fast run: no per-instruction values
+NO_LINE_DATA = ("no per-line data (no per-instruction values: a CSV, a --fast run, or ncu without the SourceCounters "
+                "metrics): source lines not compared")  # fmt: skip
+
+
+def test_compare_with_one_side_without_line_data_lists_no_gone_lines(capsys):
+    """issue 33 (6): a note, then "2 lines changed (2 gone)" and two `gone` rows, for lines never measured in HEAD."""
+    assert main(["compare", str(FULL), str(FAST), "-k", "^transpose/conflict$"]) == 0
+    out = capsys.readouterr().out
+    assert "gone" not in out and out.count("no per-line data") == 1
+    assert out.splitlines()[:2] == [f"memlens compare: {FULL} -> {FAST}: 1 kernel, source lines not compared",
+                                    f"note: {FAST}: {NO_LINE_DATA}"]  # fmt: skip
+    assert main(["compare", str(FULL), str(FAST), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["lines"] == [] and data["notes"] == [f"{FAST}: {NO_LINE_DATA}"]
+    assert data["summary"] == "source lines not compared"
+    assert main(["compare", str(FULL), str(FAST), "--md"]) == 0
+    md = capsys.readouterr().out
+    assert "gone" not in md and md.count("no per-line data") == 1 and "| kernel | line |" not in md
+
+
+def test_a_report_of_a_run_without_line_data_beside_one_with_says_so_once(capsys):
+    """issue 33 (6): the demo Markdown (suite and suite_fast) listed about 150 `gone` rows, without a note."""
+    assert main(["report", str(FULL), str(FAST), "--format", "md", "-o", "-"]) == 0
+    md = capsys.readouterr().out
+    assert "gone |" not in md and "Source lines that changed" not in md
+    assert md.count("no per-line data") == 1 and f"> {md_escape(str(FAST))}: {md_escape(NO_LINE_DATA)}\n" in md
+    assert main(["report", str(FULL), str(FAST), "--format", "json", "-o", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert all(c["lines"] == [] for c in data["comparisons"]) and len(data["line_notes"]) == 1

@@ -7,6 +7,8 @@ import os
 import re
 import stat
 
+import pytest
+
 from memlens.cli import main
 from tests.conftest import REPO
 from tests.support.fake import install_fake_ncu
@@ -107,3 +109,28 @@ def test_run_checks_lists_every_check_in_order_and_the_probe_only_when_asked(tmp
     assert names[3 + len(doctor.PACKAGES)] in (*doctor.CUPY_PACKAGES, "cupy")  # the CuPy found, or "cupy" missing
     assert names[-3:] == ["check: CUDA C++ compiler", "check: NVRTC (Numba kernels)", "check: ptxas"]
     assert [c.name for c in doctor.run_checks(None, probe=True)] == [*names, "profile probe"]
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_an_ncu_that_exists_but_cannot_run_is_named_so_not_missing(tmp_path, monkeypatch, capsys, kind):
+    """issue 33 (10): `doctor --ncu /etc/passwd` said "not found" for a file that is there."""
+    path = tmp_path / "ncu"
+    path.write_text("not a program\n") if kind == "file" else path.mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("COLUMNS", "400")  # the row on one line, whatever the temporary path's length
+    assert main(["doctor", "--ncu", str(path)]) == 3
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("│ ncu "))
+    why = "not executable" if kind == "file" else "a folder"
+    assert f"│ MISSING │ {path}: {why}, not the ncu program (e.g. /usr/local/cuda/bin/ncu)" in row
+    assert "not found" not in row
+
+
+def test_gate_help_names_only_modules_and_commands_that_exist(capsys):
+    """issue 33 (10): `gate --help` named "a key of `profiling.catalogue`", a module no user can find."""
+    with pytest.raises(SystemExit):
+        main(["gate", "--help"])
+    out = capsys.readouterr().out
+    assert "profiling." not in out
+    for module in re.findall(r"`(memlens(?:\.\w+)+)`", out):
+        assert importlib.util.find_spec(module) is not None, module
+    assert "`memlens.model.catalogue`" in out

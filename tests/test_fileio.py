@@ -123,6 +123,78 @@ def test_an_output_never_replaces_an_input(capsys, data: Path, argv: list[str], 
     assert digest(data / victim) == before
 
 
+H200 = FIXTURES / "nvidia_h200"
+PMPP = FIXTURES / "programs"
+LINE_RULES = 'version = 1\n[[rule]]\nname = "lines"\nselect = "*"\nmetric = "line_excess_wavefronts"\nmax = 0\n'
+
+
+@pytest.fixture
+def run_with_check(tmp_path: Path) -> Path:
+    """A memlens run directory with its results.json and the check.json `memlens check --into` wrote."""
+    run = tmp_path / "r"
+    run.mkdir()
+    shutil.copy(H200 / "suite.results.json", run / "results.json")
+    shutil.copy(H200 / "check.json", run / "check.json")
+    return run
+
+
+@pytest.mark.parametrize("given", ["r", "r/results.json"])
+@pytest.mark.parametrize("fmt", ["json", "md"])
+def test_a_report_never_replaces_the_check_json_it_read(capsys, run_with_check: Path, given: str, fmt: str) -> None:
+    """issue 33 (1): the report reads check.json for its local-memory causes; -o onto it is refused."""
+    before = digest(run_with_check / "check.json")
+    source = str(run_with_check.parent / given)
+    one_line_exit_2(capsys, ["report", source, "--format", fmt, "-o", str(run_with_check / "check.json")],
+                    "check.json: is an input of this command")  # fmt: skip
+    assert digest(run_with_check / "check.json") == before
+    assert main(["metrics", str(run_with_check)]) == 0  # the run still reads
+
+
+@pytest.fixture
+def quoted_source(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """(a plain ncu report without imported sources, the source file on disk it quotes, older than it)."""
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "tests" / "fixtures" / "programs" / "pmpp_app.cu"
+    source.parent.mkdir(parents=True)
+    shutil.copy(PMPP / "pmpp_app.cu", source)
+    os.utime(source, (1_600_000_000, 1_600_000_000))
+    report = tmp_path / "pmpp_plain.ncu-rep"
+    shutil.copy(PMPP / "nvidia_h100_80gb_hbm3" / "pmpp_plain.ncu-rep", report)
+    return report, source
+
+
+def test_a_report_never_replaces_a_source_it_quotes(capsys, quoted_source: tuple[Path, Path]) -> None:
+    report, source = quoted_source
+    assert main(["report", str(report), "--format", "md", "-o", "-"]) == 0
+    assert "the file as it is on disk now" in capsys.readouterr().out  # it quotes the file on disk
+    before = digest(source)
+    one_line_exit_2(capsys, ["report", str(report), "--format", "md", "-o", str(source)],
+                    "pmpp_app.cu: is an input of this command")  # fmt: skip
+    assert digest(source) == before
+
+
+def test_a_gate_summary_never_replaces_a_source_its_line_rule_read(capsys, quoted_source: tuple[Path, Path]) -> None:
+    report, source = quoted_source
+    rules = report.with_name("lines.toml")
+    rules.write_text(LINE_RULES, encoding="utf-8")
+    before = digest(source)
+    one_line_exit_2(capsys, ["gate", str(report), "--rules", str(rules), "--summary", str(source)],
+                    "pmpp_app.cu: is an input of this command")  # fmt: skip
+    assert digest(source) == before
+
+
+def test_every_file_a_command_read_is_noted_and_forgotten_after_it(run_with_check: Path, capsys) -> None:
+    assert main(["report", str(run_with_check), "--format", "json", "-o", "-"]) == 0
+    assert fileio.inputs_read() == []  # one command's inputs are not the next one's
+    with fileio.one_command():
+        from memlens.readers import read_report
+        from memlens.static.check import find_static
+
+        read_report(run_with_check)
+        find_static(run_with_check)
+        assert {p.name for p in fileio.inputs_read()} == {"results.json", "check.json"}
+
+
 def test_an_output_through_a_symlink_or_hard_link_to_an_input_is_refused(capsys, data: Path) -> None:
     (data / "alias.xml").symlink_to(data / "x.csv")
     os.link(data / "x.csv", data / "hard.xml")
@@ -319,6 +391,17 @@ def test_a_folder_with_a_trailing_slash_gets_the_default_name(capsys, data: Path
     assert not missing.exists()  # neither the folder nor a file named like it
     (tmp_path / "plain").write_text("", encoding="utf-8")
     one_line_exit_2(capsys, commands(data, f"{tmp_path / 'plain'}/")[command], "plain/: not a folder")
+
+
+@pytest.mark.parametrize("command", ["report", "baseline save", "gate --junit", "gate --summary", "gate --json",
+                                     "check --json"])  # fmt: skip
+def test_a_missing_folder_on_the_way_to_an_output_is_refused_never_made(capsys, data: Path, tmp_path: Path,
+                                                                        command: str) -> None:  # fmt: skip
+    """issue 33 (3): `-o a/b/c/x.md` made a, b and c, though `-o newdir/` is refused."""
+    target = tmp_path / "a" / "b" / "c" / "x.out"
+    message = f"{target}: cannot write (no such folder {tmp_path / 'a'};"
+    one_line_exit_2(capsys, commands(data, str(target))[command], message)
+    assert not (tmp_path / "a").exists()
 
 
 def test_a_baseline_into_a_folder_is_named_for_its_gpu(capsys, tmp_path: Path) -> None:

@@ -348,7 +348,7 @@ needs_probe = pytest.mark.skipif(not (PROBE / "probe.csv").exists(), reason="pro
 def test_probe_recording_passes_and_writes_every_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     rules_file = tmp_path / "probe.toml"
     rules_file.write_text(PROBE_RULES)
-    outputs = [tmp_path / "out" / name for name in ("junit.xml", "summary.md", "gate.json")]
+    outputs = [tmp_path / name for name in ("junit.xml", "summary.md", "gate.json")]  # a folder that exists
     code, out, err = gate(capsys, str(PROBE / "probe.csv"), "--rules", str(rules_file), "--junit", str(outputs[0]),
                           "--summary", str(outputs[1]), "--json", str(outputs[2]))  # fmt: skip
     assert (code, err) == (0, "")

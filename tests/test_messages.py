@@ -33,6 +33,54 @@ def one_line(capsys, argv: list[str], code: int = EXIT_INPUT) -> str:
 # --- the path the user gave ------------------------------------------------------------------------
 
 
+@pytest.fixture
+def wrong_kinds(tmp_path: Path) -> dict[str, Path]:
+    """A file of each kind memlens writes that is not a run's results, and a JSON memlens did not write."""
+    check = RUN.with_name("check.json")
+    baseline, gate = tmp_path / "baseline.json", tmp_path / "gate.json"
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES.format(name="any", select="*"), encoding="utf-8")
+    assert main(["baseline", "save", str(RUN), "-o", str(baseline)]) == 0
+    assert main(["gate", str(RUN), "--rules", str(rules), "--json", str(gate)]) == 0
+    (tmp_path / "empty.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "list.json").write_text("[1, 2]", encoding="utf-8")
+    return {"check": check, "baseline": baseline, "gate": gate, "empty": tmp_path / "empty.json",
+            "list": tmp_path / "list.json"}  # fmt: skip
+
+
+WHAT = {
+    "check": "a `memlens check` file (the static check of a build)",
+    "baseline": "a baseline (`memlens baseline save`)",
+    "gate": "the verdicts of `memlens gate --json`",
+    "empty": 'a JSON object memlens did not write (no "kind", "format" or "schema_version")',
+    "list": 'a JSON array memlens did not write (no "kind", "format" or "schema_version")',
+}
+
+
+@pytest.mark.parametrize("kind", list(WHAT))
+@pytest.mark.parametrize("command", ["metrics", "lines", "report", "compare"])
+def test_a_wrong_kind_of_json_is_named_with_what_the_command_wanted(capsys, wrong_kinds, kind: str,
+                                                                    command: str) -> None:  # fmt: skip
+    """issue 33 (5): `metrics check.json` said "malformed results (info must be an object, not None)"."""
+    path = wrong_kinds[kind]
+    argv = [command, str(RUN), str(path)] if command == "compare" else [command, str(path)]
+    capsys.readouterr()
+    assert one_line(capsys, argv) == (f"{path}: {WHAT[kind]}, not a run's results: a run directory, "
+                                      "results.json, .ncu-rep or ncu CSV")  # fmt: skip
+
+
+def test_a_wrong_kind_of_json_through_the_api_and_as_a_baseline(capsys, wrong_kinds) -> None:
+    import memlens
+    from memlens.errors import InputError
+
+    with pytest.raises(InputError, match="a `memlens check` file .*, not a run's results"):
+        memlens.load(wrong_kinds["check"])
+    rules = wrong_kinds["gate"].with_name("rules.toml")
+    for given, what in [(RUN, "a run's results (results.json)"), (wrong_kinds["check"], WHAT["check"])]:
+        assert one_line(capsys, ["gate", str(RUN), "--rules", str(rules), "--baseline", str(given)]) == (
+            f"{given}: {what}, not a memlens baseline (write one with `memlens baseline save RUN -o FILE`)")
+
+
 def test_metrics_k_names_the_file_given_not_the_report_it_came_from(capsys) -> None:
     assert one_line(capsys, ["metrics", str(RUN), "-k", "nomatch"]) == f"no kernel in {RUN} matches -k 'nomatch'"
 

@@ -41,7 +41,7 @@ def test_table_from_a_report(capsys: pytest.CaptureFixture[str]) -> None:
                  "16,252,928 (31/ld*)", "32.00",
                  "HW conflict", "40,231",  # the hardware counter, non-zero for the padded one
                  "1.07 GB / 1.07 GB",  # local loads / stores of the running mean
-                 "4.10 KB", "4.22 KB", "16,384 x 256", "1,333.9", "27.7%"):
+                 "4,096 B", "4,224 B", "16,384 x 256", "1,333.9", "27.7%"):
         assert text in out, text
     assert "n/a" not in out
     assert "exact excess wavefronts: * per instruction of the hardware counter (this report has no " \
@@ -250,3 +250,58 @@ def test_every_output_names_a_kernel_by_the_same_fields(capsys: pytest.CaptureFi
         assert list(entry)[: len(IDENTITY)] == list(line)[: len(IDENTITY)] == list(IDENTITY)
         assert [row[field] for field in IDENTITY] == ["" if entry[f] is None else str(entry[f]) for f in IDENTITY]
         assert entry["nvtx"] and line["nvtx"] == entry["nvtx"]
+
+
+# --- footnotes agree with their table (issue 33, item 8) -----------------------------------------------
+
+H200_RUNS = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200"
+
+
+def _notes(out: str) -> list[str]:
+    """The lines below the table, each as one line (a note wrapped by the terminal joined again)."""
+    below = out[out.rindex("┘") + 1 :].strip().splitlines()
+    notes: list[str] = []
+    for line in below:
+        if notes and line.startswith(" "):
+            notes[-1] += " " + line.strip()
+        else:
+            notes.append(line.strip())
+    return notes
+
+
+def test_a_csvs_fallback_n_way_gives_the_csvs_reason_not_the_fast_runs(monkeypatch, capsys):
+    """`metrics suite.csv` said "(no exact pass in this report) ... profile without --fast" beside an exact column."""
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["metrics", str(H200_RUNS / "suite.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "65,011,712" in out  # the exact excess, from the CSV's totals
+    notes = [n for n in _notes(out) if n.startswith("shared ld n-way")]
+    assert notes and all("--fast" not in n and "no exact pass" not in n for n in notes), notes
+    assert all("a CSV cannot carry per-instruction values" in n for n in notes), notes
+
+
+def test_a_fast_runs_fallback_n_way_names_the_fast_run(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["metrics", str(H200_RUNS / "suite_fast.results.json")]) == 0
+    notes = [n for n in _notes(capsys.readouterr().out) if n.startswith("shared ld n-way: *")]
+    assert len(notes) == 1 and "run without --fast" in notes[0]
+
+
+def test_no_footnote_for_a_column_left_out(monkeypatch, capsys):
+    """At 80 columns "shared ld n-way: - — no shared-memory loads" was printed with that column dropped."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["metrics", str(H200_RUNS / "suite.results.json")]) == 0
+    out = capsys.readouterr().out
+    header = "".join(line for line in out.splitlines() if line.startswith("┃"))
+    notes = _notes(out)
+    assert "n-way" not in header and not [n for n in notes if n.startswith("shared ld n-way")], notes
+
+
+def test_a_fast_run_says_once_which_figures_on_paper_were_not_measured(monkeypatch, capsys):
+    """A --fast run printed 19 separate "on paper N, measured n/a" lines."""
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["metrics", str(H200_RUNS / "suite_fast.results.json")]) == 0
+    below = " ".join(capsys.readouterr().out.rsplit("┘", 1)[1].split())
+    assert below.count("on paper") == 1 and "measured n/a" not in below, below
+    assert "exact excess wavefronts on paper, not measured in this run (19 of 19): fp16_transpose/dense," in below
+    assert "transpose/conflict" in below.split("not measured in this run")[1]

@@ -168,6 +168,20 @@ def test_gate_equals_paper_fails_a_variant_without_a_figure() -> None:
                                "(Expect(excess_wavefronts=...) in its suite)")  # fmt: skip
 
 
+@pytest.mark.parametrize("name", ["suite.ncu-rep", "suite.csv"])
+def test_gate_equals_paper_on_a_raw_report_says_it_holds_no_figures_and_what_to_gate(capsys, name: str) -> None:
+    """issue 33 (7): on the raw report each variant "declared no figure on paper", though the suite declares them."""
+    report = FIXTURES / "nvidia_h200" / name
+    rules = FIXTURES.parent.parent / "kernels" / "gates.toml"
+    assert main(["gate", str(report), "--rules", str(rules), "--json", "-"]) == 1
+    verdicts = [v for v in json.loads(capsys.readouterr().out)["verdicts"] if v["rule"].endswith("worked out on paper")]
+    assert len(verdicts) == 19 and {v["status"] for v in verdicts} == {"fail"}
+    assert {v["message"] for v in verdicts} == {
+        f"{report} holds no suite's figures on paper (a raw ncu report or CSV keeps no Expect(...)): "
+        "gate the run directory or its results.json instead"}  # fmt: skip
+    assert main(["gate", str(report.with_name("suite.results.json")), "--rules", str(rules)]) == 0  # as said
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

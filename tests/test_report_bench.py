@@ -369,7 +369,7 @@ def test_bench_text_is_escaped_in_html_and_markdown(tmp_path):
     "content, message",
     [
         ("{not json", "invalid JSON at line 1 column 2"),
-        ('{"format": "memlens-report"}', 'not a memlens bench file (no "format": "memlens-bench")'),
+        ('{"format": "memlens-report"}', "a JSON report (`memlens report --format json`), not a memlens bench file"),
         (None, "malformed bench results (KeyError: 'copy')"),
     ],
 )

@@ -42,7 +42,7 @@ def test_several_runs_write_memlens_report_in_the_working_directory(run_dir, tmp
 
 
 def test_output_option_and_json(run_dir, tmp_path, capsys):
-    target = tmp_path / "new" / "dir" / "r.json"
+    target = tmp_path / "r.json"  # into a folder that exists: memlens makes none (test_fileio)
     assert main(["report", str(run_dir), "-o", str(target), "--format", "json"]) == 0
     assert capsys.readouterr().out.strip() == str(target)
     assert json.loads(target.read_text(encoding="utf-8"))["format"] == "memlens-report"

@@ -64,7 +64,8 @@ def test_without_the_exact_pass_the_hardware_figure_is_a_marked_fallback() -> No
     loads = shared_figures.n_way(kernel, "ld")  # the hardware counted no load instruction: nothing to divide
     assert loads.value is None and not loads.exact and "counts no ldmatrix" in (loads.note or "")
     stores = shared_figures.n_way(kernel, "st")  # 4 wavefronts per conflict-free STS.128, by the hardware
-    assert stores == shared_figures.Figure(4.0, False, shared_figures.HW_WAYS) and stores.fallback
+    assert stores == shared_figures.Figure(4.0, False, shared_figures.hw_ways_note(kernel, "st")) and stores.fallback
+    assert stores.note.startswith(shared_figures.HW_WAYS + " (no exact n-way: ")  # the report's own reason
     count = shared_figures.accesses(kernel, "st")
     assert count.value == EXECUTIONS and count.fallback and count.note == shared_figures.FALLBACK
 

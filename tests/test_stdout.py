@@ -14,6 +14,7 @@ import pytest
 
 from memlens.cli import main
 from memlens.errors import EXIT_INPUT, EXIT_PIPE_CLOSED
+from memlens.version import __version__
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -136,6 +137,23 @@ def test_dev_full_as_stdout_is_one_line_and_exit_2(rules: Path, argv: list[str])
     assert done.stderr == "memlens: error: standard output: cannot write (No space left on device)\n"
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["metrics", "--help"], ["gate", "--help"]])
+def test_help_and_version_into_dev_full_are_one_line_and_exit_2(argv: list[str]) -> None:
+    """issue 33 (4): argparse prints them while the arguments are parsed, before the command's guard."""
+    with open("/dev/full", "w") as full:
+        done = memlens(*argv, stdout=full)
+    assert (done.returncode, done.stderr) == (EXIT_INPUT, "memlens: error: standard output: cannot write "
+                                                          "(No space left on device)\n")  # fmt: skip
+
+
+def test_help_and_version_print_and_exit_0() -> None:
+    version = memlens("--version")
+    assert (version.returncode, version.stdout) == (0, f"memlens {__version__}\n")
+    done = memlens("--help")
+    assert done.returncode == 0 and done.stdout.startswith("usage: memlens") and done.stderr == ""
+
+
 @pytest.mark.parametrize("argv", [["metrics", str(RUN)], ["report", str(RUN), "-o", "-"],
                                   ["report", str(RUN), "-o", "/dev/stdout"], ["list"]])  # fmt: skip
 def test_a_pipe_closed_by_its_reader_is_quiet_and_141(argv: list[str]) -> None:
@@ -153,6 +171,22 @@ def test_head_in_a_pipefail_script_sees_141() -> None:
     script = f"set -o pipefail; {sys.executable} -m memlens metrics {RUN} --json | head -1; echo status $?"
     done = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert (done.stdout, done.stderr) == ("{\nstatus 141\n", "")
+
+
+@pytest.mark.skipif(shutil.which("head") is None or shutil.which("bash") is None, reason="needs bash and head")
+def test_one_large_write_into_a_closed_pipe_is_141_not_0() -> None:
+    """issue 33 (2): the HTML report is one write of 600 kB; Python's buffered writer returns a short
+    count when the reader goes away mid-write, and the rest was lost with exit 0."""
+    fast = FIXTURES / "nvidia_h200" / "suite_fast.results.json"
+    script = f"set -o pipefail; {sys.executable} -m memlens report {RUN} {fast} -o - | head -1; echo status $?"
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert (done.stdout, done.stderr) == ("<!doctype html>\nstatus 141\n", "")
+
+
+def test_a_large_write_is_written_whole_where_the_pipe_stays_open() -> None:
+    fast = FIXTURES / "nvidia_h200" / "suite_fast.results.json"
+    done = memlens("report", str(RUN), str(fast), "-o", "-")  # HTML, 600 kB
+    assert done.returncode == 0 and len(done.stdout) > 500_000 and done.stdout.rstrip().endswith("</html>")
 
 
 def test_a_closed_stdout_is_one_line_and_exit_2() -> None:

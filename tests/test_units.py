@@ -107,7 +107,9 @@ def test_format_duration(ns: float, text: str) -> None:
     [
         (0.0, "0 B"),
         (512.0, "512 B"),
-        (4224.0, "4.22 KB"),
+        (4224.0, "4,224 B"),  # exact below 10,000 bytes (issue 33): "4,096 B" in metrics, report and gate alike
+        (9999.0, "9,999 B"),
+        (10_000.0, "10.0 KB"),
         (1_073_741_824.0, "1.07 GB"),
         (2.5e12, "2.50 TB"),
     ],
@@ -153,3 +155,18 @@ def test_one_formatter_for_a_figure_in_the_gate_the_baseline_and_the_report(caps
     assert main(["baseline", "save", str(path), "-o", str(base)]) == 0
     assert main(["baseline", "show", str(base)]) == 0
     assert "duration=1.00 µs" in capsys.readouterr().out  # with its unit, as in the gate and the report
+
+
+def test_a_size_reads_the_same_in_metrics_and_the_report(monkeypatch, capsys) -> None:
+    """issue 33 (10): static shared memory read "4.10 KB" in `metrics` and "4,096 B" in the report."""
+    from memlens.cli import main
+    from tests.conftest import FIXTURES
+
+    run = str(FIXTURES / "nvidia_h200" / "suite.results.json")
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["metrics", run, "-k", "transpose/conflict$", "--wide"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "transpose/conflict" in line)
+    assert "4,096 B" in row and "KB" not in row
+    assert main(["report", run, "--format", "md", "-o", "-"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| **conflict** (baseline)"))
+    assert row.endswith("| 4,096 B |")

@@ -17,6 +17,7 @@ from typing import Any
 
 from memlens.errors import InputError, MemlensError
 from memlens.io.files import read_json
+from memlens.model.json_kinds import wrong_kind
 from memlens.model.run_layout import BENCH, RESULTS, Provenance
 
 BENCH_FILE = BENCH
@@ -170,8 +171,9 @@ class BenchResults:
 
     @classmethod
     def from_json(cls, data: Any, source: str = BENCH_FILE) -> BenchResults:
-        if not isinstance(data, dict) or data.get("format") != BENCH_FORMAT:
-            raise InputError(f'{source}: not a memlens bench file (no "format": "{BENCH_FORMAT}")')
+        wrong = wrong_kind(source, data, ("format", BENCH_FORMAT), "a memlens bench file (`memlens bench` writes one)")
+        if wrong is not None:
+            raise wrong
         version = data.get("schema_version")
         if version not in SUPPORTED_SCHEMAS:
             raise InputError(f"{source}: unsupported schema_version {version!r} (memlens reads {SUPPORTED_SCHEMAS})")

@@ -54,6 +54,10 @@ def find_ncu(explicit: str | None = None) -> Ncu:
             path = Path(candidate)
             return Ncu(path, query_version(path))
     where = explicit or os.environ.get("MEMLENS_NCU")
+    if where and Path(where).is_dir():
+        raise ProfilerError(f"{where}: a folder, not the ncu program (e.g. /usr/local/cuda/bin/ncu)")
+    if where and Path(where).exists():
+        raise ProfilerError(f"{where}: not executable, not the ncu program (e.g. /usr/local/cuda/bin/ncu)")
     if where:
         raise ProfilerError(f"ncu not found at {where}")
     raise ProfilerError("ncu (Nsight Compute) not found: install it or pass --ncu PATH")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from memlens.errors import ConfigError
 from memlens.io.markdown import md_code, md_escape
-from memlens.model.line_compare import CHANGES, KernelLineChanges, LineChange
+from memlens.model.line_compare import CHANGES, NO_LINE_DATA, KernelLineChanges, LineChange, has_line_data
 from memlens.model.nvtx_names import compile_filter, kernels_matching
 from memlens.readers import read_with_instructions
 from memlens.reports.line_changes import MARKDOWN_LIMIT, figures_text, markdown_table
@@ -60,9 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if not wanted:
         raise ConfigError(f"no kernel in {args.base} or {args.head} matches -k {args.pattern!r}")
     report = build_report([(args.base, base), (args.head, head)])
-    compared = [_compared(c) for c in report.comparisons if c.label in wanted and c.lines]
-    no_lines = [name for name, run in ((args.base, base), (args.head, head))
-                if not any(k.instructions for k in run.kernels)]  # fmt: skip
+    no_lines = [name for name, run in ((args.base, base), (args.head, head)) if not has_line_data(run)]
+    compared = [_compared(c) for c in report.comparisons if c.label in wanted and (c.lines or no_lines)]
     if args.json:
         print(json.dumps(to_json(args.base, args.head, compared, no_lines), indent=2))
     elif args.md:
@@ -79,14 +78,16 @@ def _compared(comparison: Comparison) -> Compared:
         figures.append({"key": metric.key, "header": metric.header, "base": old.value, "head": new.value,
                         "base_text": old.text, "head_text": new.text, "change": new.change_text or None,
                         "direction": new.direction})  # fmt: skip
-    return Compared(comparison.label, comparison.statuses, tuple(figures), comparison.lines[0].changes)
+    if comparison.lines:
+        return Compared(comparison.label, comparison.statuses, tuple(figures), comparison.lines[0].changes)
+    in_base, in_head = (status != "absent" for status in comparison.statuses[:2])  # lines not compared: none
+    return Compared(comparison.label, comparison.statuses, tuple(figures),
+                    KernelLineChanges(comparison.label, (), in_base=in_base, in_head=in_head))  # fmt: skip
 
 
-NO_LINES = ("no per-instruction values (a CSV, a --fast run, or ncu without the SourceCounters metrics):"
-            " lines not compared")
-
-
-def summary(compared: list[Compared]) -> str:
+def summary(compared: list[Compared], no_lines: list[str]) -> str:
+    if no_lines:
+        return "source lines not compared"
     counts = {change: sum(c.lines.count(change) for c in compared) for change in CHANGES}
     changed = sum(n for change, n in counts.items() if change != "same")
     parts = ", ".join(f"{counts[change]} {change}" for change in CHANGES[:-1] if counts[change])
@@ -97,8 +98,10 @@ def summary(compared: list[Compared]) -> str:
 
 
 def render_text(base: str, head: str, compared: list[Compared], no_lines: list[str], show_all: bool) -> list[str]:
-    out = [f"memlens compare: {base} -> {head}: {summary(compared)} in {len(compared)} kernels"]
-    out += [f"note: {name}: {NO_LINES}" for name in no_lines]
+    kernels = f"{len(compared)} kernel{'s' if len(compared) != 1 else ''}"
+    title = f"{kernels}, {summary(compared, no_lines)}" if no_lines else f"{summary(compared, no_lines)} in {kernels}"
+    out = [f"memlens compare: {base} -> {head}: {title}"]
+    out += [f"note: {name}: {NO_LINE_DATA}" for name in no_lines]
     for kernel in compared:
         out.append("")
         presence = "" if kernel.lines.in_base and kernel.lines.in_head else (
@@ -114,7 +117,7 @@ def render_text(base: str, head: str, compared: list[Compared], no_lines: list[s
         same = kernel.lines.count("same")
         if not show_all and same:
             out.append(f"  {same} line{'s' if same != 1 else ''} the same (--all shows them)")
-        if not kernel.lines.lines:
+        if not kernel.lines.lines and not no_lines:
             out.append("  no shared- or local-memory lines")
         out += [f"  note: {note}" for note in kernel.lines.notes]
     return out
@@ -133,8 +136,8 @@ def _text_line(line: LineChange) -> list[str]:
 
 def to_json(base: str, head: str, compared: list[Compared], no_lines: list[str]) -> dict[str, object]:
     return {
-        "kind": "memlens-compare", "schema_version": 1, "base": base, "head": head, "summary": summary(compared),
-        "notes": [f"{name}: {NO_LINES}" for name in no_lines],
+        "kind": "memlens-compare", "schema_version": 1, "base": base, "head": head,
+        "summary": summary(compared, no_lines), "notes": [f"{name}: {NO_LINE_DATA}" for name in no_lines],
         "kernels": [{"label": k.label, "statuses": list(k.statuses), "in_base": k.lines.in_base,
                      "in_head": k.lines.in_head, "figures": list(k.figures), "notes": list(k.lines.notes),
                      "changed_lines": len(k.lines.changed)} for k in compared],
@@ -143,12 +146,12 @@ def to_json(base: str, head: str, compared: list[Compared], no_lines: list[str])
 
 
 def to_markdown(base: str, head: str, compared: list[Compared], no_lines: list[str]) -> str:
-    head_lines = [f"## memlens compare: {md_escape(summary(compared))}", "",
+    head_lines = [f"## memlens compare: {md_escape(summary(compared, no_lines))}", "",
                   f"{md_code(Path(base).name or base)} → {md_code(Path(head).name or head)}", ""]  # fmt: skip
-    notes = [f"> {md_escape(name)}: {md_escape(NO_LINES)}" for name in no_lines]
+    notes = [f"> {md_escape(name)}: {md_escape(NO_LINE_DATA)}" for name in no_lines]
     notes += [f"> {md_code(k.label)}: {md_escape(note)}" for k in compared for note in k.lines.notes]
     rows = [(k.label, line) for k in compared for line in k.lines.changed]
     text = "\n".join(head_lines + (notes + [""] if notes else []))
     if not rows:
-        return text + "No source line changed.\n"
+        return text + ("" if no_lines else "No source line changed.\n")
     return text + "\n".join(markdown_table(rows, MARKDOWN_LIMIT - len(text))) + "\n"

@@ -295,12 +295,13 @@ def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> l
     for (title, reason), labels in seen.items():
         which = "" if len(labels) == len(kernels) else f" ({', '.join(labels)})"
         lines.append(f"{title}: {NA} — {reason}{which}")
-    dashes = {shared_figures.n_way(k, "ld").note: None for k in kernels if _ways(k) == "-"}
-    for reason in dashes:
-        lines.append(f"shared ld n-way: - — {reason}")
-    if any(FALLBACK_MARK in _ways(k) for k in kernels):
-        lines.append(f"shared ld n-way: {FALLBACK_MARK} {shared_figures.HW_WAYS}")
-    if any(FALLBACK_MARK in _excess(k) for k in kernels):
+    shown = {column.name for column in columns or COLUMNS}  # a note for a column left out would explain nothing
+    if "shared ld n-way" in shown:
+        dashes = {shared_figures.n_way(k, "ld").note: None for k in kernels if _ways(k) == "-"}
+        fallbacks = {shared_figures.n_way(k, "ld").note: None for k in kernels if FALLBACK_MARK in _ways(k)}
+        lines += [f"shared ld n-way: - — {reason}" for reason in dashes]
+        lines += [f"shared ld n-way: {FALLBACK_MARK} {reason}" for reason in fallbacks]
+    if "exact excess wavefronts" in shown and any(FALLBACK_MARK in _excess(k) for k in kernels):
         lines.append(f"exact excess wavefronts: {FALLBACK_MARK} per instruction of {shared_figures.FALLBACK}")
     return lines
 

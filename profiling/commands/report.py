@@ -25,8 +25,8 @@ from pathlib import Path
 
 from memlens.bench.results import BENCH_FILE, BenchResults, find_bench
 from memlens.io.files import write_output
-from memlens.model.run_layout import RESULTS, report_file, resolve_run
-from memlens.readers import find_report, read_with_instructions
+from memlens.model.run_layout import RESULTS, input_files, report_file, resolve_run
+from memlens.readers import read_with_instructions
 from memlens.reports import FORMATS
 from memlens.static.check import find_static
 
@@ -49,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
     statics = [find_static(run_directory(path)) for path in args.runs]
     text = render(build_report(runs, benches, statics), args.format)
     default = default_output(args.runs, args.format)
-    inputs = [find_report(Path(path)) for path in args.runs]
-    inputs += [Path(source) for source, _ in filter(None, benches)]
+    # what it read is noted as read (io.files.note_input); a run directory's records besides
+    inputs = [file for path in args.runs for file in input_files(run_directory(path))]
     written = write_output(args.output or default, text, inputs, default_name=default.name)
     if written.kind == "file":
         print(written.named)

@@ -33,11 +33,13 @@ from memlens.errors import ConfigError, InputError
 from memlens.gate.evaluate import Environment, Kind, Measurements
 from memlens.io.files import Output, read_json, write_json_output
 from memlens.model.catalogue import CATALOGUE
+from memlens.model.json_kinds import wrong_kind
 from memlens.model.line_compare import SourceLine
 from memlens.model.run_layout import input_files
 from memlens.static.check import STATIC_METRICS
 
 KIND = "memlens-baseline"
+WANT_BASELINE = "a memlens baseline (write one with `memlens baseline save RUN -o FILE`)"
 SCHEMA_VERSION = 1
 
 
@@ -98,8 +100,9 @@ def baseline_name(baseline: Baseline) -> str:
 
 def load_baseline(path: Path) -> Baseline:
     data = read_json(path, what="baseline")
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise InputError(f"{path}: not a memlens baseline (write one with `memlens baseline save RUN -o FILE`)")
+    wrong = wrong_kind(str(path), data, ("kind", KIND), WANT_BASELINE)
+    if wrong is not None:
+        raise wrong
     if data.get("schema_version") != SCHEMA_VERSION:
         raise InputError(f"{path}: unsupported baseline schema_version {data.get('schema_version')!r}"
                          f" (this memlens reads {SCHEMA_VERSION})")  # fmt: skip

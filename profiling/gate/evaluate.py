@@ -73,6 +73,7 @@ class Measurements:
     problems: tuple[tuple[str, str], ...] = ()  # (subject, message): the run's own failures
     paper: dict[str, PaperCheck] = field(default_factory=dict)  # label -> figure on paper against the measured
     lines: Mapping[str, LineSet] | None = None  # subject key -> its source lines; None: not read
+    declares: bool = True  # records what its suite declared (results.json); a raw report or CSV does not
 
 
 class BaselineValues(Protocol):
@@ -139,7 +140,7 @@ def from_run(run: RunResults) -> Measurements:
         info.gpu_name, info.compute_capability, info.driver_version, info.ncu_version, info.clock_control
     )
     return Measurements("profile", info.source or "", environment, _subjects(run.kernels), tuple(problems),
-                        checks(run))  # fmt: skip
+                        checks(run), declares=bool(run.outcomes))  # fmt: skip
 
 
 def from_static(results: StaticResults) -> Measurements:
@@ -226,6 +227,9 @@ def _check_paper(rule: Rule, subject: Subject, measurements: Measurements) -> Ve
     if measurements.kind == "static":
         return verdict("fail", f"{rule.metric.key} is a profiler metric, not part of this static result")
     found = measurements.paper.get(subject.label)
+    if found is None and not measurements.declares:
+        return verdict("fail", f"{measurements.source} holds no suite's figures on paper (a raw ncu report "
+                               "or CSV keeps no Expect(...)): gate the run directory or its results.json instead")
     if found is None:
         return verdict("fail", f"{subject.label} declares no exact excess wavefronts on paper "
                                "(Expect(excess_wavefronts=...) in its suite)")  # fmt: skip

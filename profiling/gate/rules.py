@@ -21,7 +21,8 @@ Keys of a rule:
   a glob `*` matches anything (including `/`), `?` one character, `[...]` a set: to match a literal
   `[` in a kernel name, use `select_regex`. Matching is case-sensitive.
 - `exclude` (optional, a glob or a list of globs): kernels to leave out of the selection.
-- `metric` (required): a key of `profiling.catalogue` (the profile run's figures, e.g. `duration`,
+- `metric` (required): a key of memlens's metric catalogue, `memlens.model.catalogue`, as `memlens
+  metrics --json` names them (the profile run's figures, e.g. `duration`,
   `local_bytes`) or of the static-check table (`static.registers`, `static.spill_bytes`, ...:
   the figures of `memlens check --json`), or a line metric: `line_excess_wavefronts` (the exact
   excess shared-memory wavefronts of one source line) or `line_local_accesses` (its local loads and
@@ -66,6 +67,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memlens.errors import ConfigError
+from memlens.io.files import note_input
 from memlens.io.units import format_bytes
 from memlens.model.catalogue import CATALOGUE, Metric, lookup
 from memlens.model.line_compare import LINE_METRICS
@@ -201,7 +203,7 @@ def metric_named(key: str) -> Metric:
 
 
 def load_rules(path: str | Path) -> RuleSet:
-    path = Path(path)
+    path = note_input(path)
     try:
         with path.open("rb") as stream:
             data = stream.read(MAX_RULES_BYTES + 1)  # bounded: a device or a huge file is one error

@@ -11,7 +11,8 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,33 @@ RAW_REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 
 
 STDOUT = "-"  # `-o -`: the document on standard output
+
+# The inputs of the command that runs: every file it has read (results.json, a raw report, check.json,
+# bench.json, rules, a baseline, the sources a report quotes), noted by whatever reads it. No output
+# of the command may replace one of them (write_output).
+_inputs_read: dict[str, Path] = {}
+
+
+def note_input(path: str | Path) -> Path:
+    """Record `path` as an input of the command that runs (an output will never replace it); `path` back."""
+    path = Path(path)
+    _inputs_read.setdefault(os.path.abspath(path), path)
+    return path
+
+
+def inputs_read() -> list[Path]:
+    """The files the command that runs has read so far, in the order first read."""
+    return list(_inputs_read.values())
+
+
+@contextmanager
+def one_command() -> Iterator[None]:
+    """A command's span: the inputs noted inside it are that command's alone."""
+    _inputs_read.clear()
+    try:
+        yield
+    finally:
+        _inputs_read.clear()
 
 
 @dataclass(frozen=True)
@@ -70,7 +98,9 @@ def resolve_output(path: str | Path, default_name: str | None = None) -> Output:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise OutputError(f"{named}: symbolic link loop") from None
-        return Output(named, Path(os.path.realpath(path)), "file")  # new, a link to nothing, or unreachable
+        target = Path(os.path.realpath(path))
+        _check_folder(named, path, target.parent)
+        return Output(named, target, "file")  # new, a link to nothing, or unreachable
     if stat.S_ISDIR(mode):
         raise OutputError(f"{named}: is a directory; name a file to write")
     if stat.S_ISBLK(mode):
@@ -83,6 +113,22 @@ def resolve_output(path: str | Path, default_name: str | None = None) -> Output:
     if target.name.endswith(RAW_REPORT_SUFFIXES):
         raise OutputError(f"{named}: refusing to write over a raw profiler report ({target}); name another file")
     return Output(named, target, "file")
+
+
+def _check_folder(named: str, path: Path, folder: Path) -> None:
+    """OutputError where the folder a new file goes into is missing or no folder: memlens makes no folders."""
+    try:
+        if folder.is_dir():
+            return
+        missing = path.parent
+        while missing.parent != missing and not missing.parent.exists():
+            missing = missing.parent
+        blocking = missing if missing.exists() else missing.parent
+        if blocking.exists() and not blocking.is_dir():
+            raise OutputError(f"{named}: cannot write ({blocking} is not a folder)")
+    except OSError:  # a folder we may not look into: the write names the reason
+        return
+    raise OutputError(f"{named}: cannot write (no such folder {missing}; memlens makes no folders: create it first)")
 
 
 def resolve_outputs(outputs: Iterable[tuple[str, str | Path | None, str | None]]) -> list[Output | None]:
@@ -107,12 +153,13 @@ def write_output(path: str | Path | Output, text: str, inputs: Iterable[str | Pa
                  default_name: str | None = None) -> Output:  # fmt: skip
     """Write `text` where `path` says (see `resolve_output`): a regular file atomically (temp file +
     rename, so a reader sees the old file or the whole new one), never over one of the command's
-    `inputs` (same path after symlinks, or same file by inode), never over a raw profiler report,
+    `inputs` nor any file it has read (`note_input`; same path after symlinks, or same file by inode),
+    never over a raw profiler report,
     never onto a directory; a special file in place. Every refusal and every OS error (read-only
     folder, missing parent, disk full) is one OutputError line."""
     output = path if isinstance(path, Output) else resolve_output(path, default_name)
     if output.path is not None:
-        for source in inputs:
+        for source in [*inputs, *inputs_read()]:
             if source is not None and same_file(output.path, Path(source)):
                 raise OutputError(f"{output.named}: is an input of this command ({source}); name another file")
     try:
@@ -227,9 +274,8 @@ def _reason(exc: OSError) -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Temp file + rename in `path`'s folder (made when missing). OSError as it comes: commands
+    """Temp file + rename in `path`'s folder, which must exist. OSError as it comes: commands
     write through `write_output`, which names it in one line."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
@@ -260,6 +306,7 @@ def point_symlink(link: Path, target_name: str) -> None:
 def read_bytes_limited(path: Path, limit: int = MAX_TEXT_BYTES, what: str = "") -> bytes:
     """The bytes of `path`; InputError when it cannot be read or holds more than `limit` bytes.
     Reads at most limit + 1 bytes, so a device such as /dev/zero cannot exhaust memory."""
+    note_input(path)
     try:
         with path.open("rb") as stream:
             data = stream.read(limit + 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import os
 import sys
 from collections.abc import Iterator
@@ -107,9 +108,23 @@ class GuardedStream:
             try:
                 if self._stream is None:
                     raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+                if len(text) >= io.DEFAULT_BUFFER_SIZE and hasattr(self._stream, "buffer"):
+                    return self._write_whole(text)
                 return self._stream.write(text)
             except OSError as exc:
                 self._fail(exc)
+        return len(text)
+
+    def _write_whole(self, text: str) -> int:
+        """One large write, to its last byte: a buffered writer whose reader goes away mid-write
+        returns a short count and drops the rest, which the text layer never sees; writing on from
+        where it stopped meets the closed pipe (EPIPE) as an error."""
+        stream = self._stream
+        stream.flush()  # type: ignore[union-attr]  # what was printed before comes first
+        data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))  # type: ignore[union-attr]
+        while data:
+            data = data[stream.buffer.write(data) :]  # type: ignore[union-attr]
+        stream.buffer.flush()  # type: ignore[union-attr]
         return len(text)
 
     def writelines(self, lines: Any) -> None:

@@ -126,9 +126,15 @@ def format_duration(ns: float) -> str:
     return f"{significant(ns)} ns"
 
 
+EXACT_BYTES_BELOW = 10_000  # a byte figure under this reads exact ("4,096 B", a tile's size), above in SI units
+
+
 def format_bytes(count: float) -> str:
-    """A byte amount in the largest decimal (SI) unit where it reads at least 1, as ncu writes and
-    as memlens prints every byte figure: 2_147_483_648 -> "2.15 GB". Below 1 KB: "512 B"."""
+    """The one rule for a byte figure, sizes and traffic alike, in every command and the report:
+    exact below 10,000 ("4,096 B", "512 B"), else in the largest decimal (SI) unit where it reads
+    at least 1, as ncu writes them: 2_147_483_648 -> "2.15 GB"."""
+    if abs(count) < EXACT_BYTES_BELOW and float(count).is_integer():
+        return exact_bytes(count)
     for scale, name in DECIMAL_BYTES:
         if abs(count) >= scale:
             return f"{significant(count / scale)} {name}"
@@ -204,15 +210,10 @@ def speedup(value: float) -> str:
     return f"{significant(value)}×"
 
 
-def byte_amount(value: float) -> str:
-    """Bytes of a gate figure: exact below 10,000 ("4,224 B"), else decimal units ("12.3 MB")."""
-    return exact_bytes(value) if abs(value) < 1e4 else format_bytes(value)
-
-
 # kind -> formatter; the report's columns name a kind, the gate a catalogue unit (ns, byte, ...)
 FORMATTERS = {
     "ns": format_duration,
-    "byte": byte_amount,
+    "byte": format_bytes,
     "byte/second": format_bandwidth,
     "%": format_percent,
     "flag": lambda v: "yes" if v else "no",

@@ -26,6 +26,16 @@ from memlens.model.source_lines import TEMPORARY_SOURCE, LineRecord, SideFigures
 Change = Literal["new", "gone", "better", "worse", "same"]
 MatchedBy = Literal["text", "line"]
 CHANGES: tuple[Change, ...] = ("worse", "new", "better", "gone", "same")  # the terminal's order: changes first
+# A run none of whose kernels has per-instruction values has no lines to compare: never every line "gone"
+NO_LINE_DATA = ("no per-line data (no per-instruction values: a CSV, a --fast run, or ncu without the SourceCounters "
+                "metrics): source lines not compared")  # fmt: skip
+
+
+def has_line_data(results: RunResults) -> bool:
+    """Whether a run holds per-instruction values, so its lines can be compared with another's."""
+    return any(kernel.instructions for kernel in results.kernels)
+
+
 FIGURES = ("excess_wavefronts_ld", "excess_wavefronts_st", "excess_wavefronts_atom", "excess_wavefronts_mma",
            "local_ld", "local_st")  # fmt: skip
 SIMILAR = 0.6  # an edited line is the same line where difflib's ratio of the two texts is at least this

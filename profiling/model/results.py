@@ -20,6 +20,7 @@ from memlens.io.files import read_json
 from memlens.io.safe_text import neutral
 from memlens.model.catalogue import CATALOGUE, RETIRED_KEYS, derive_all
 from memlens.model.instruction_table import InstructionRecord
+from memlens.model.json_kinds import WANT_RESULTS, wrong_kind
 from memlens.model.kernel_names import kernel_label
 from memlens.model.run_layout import RESULTS, Provenance
 
@@ -301,8 +302,9 @@ class RunResults:
 
     @classmethod
     def from_json(cls, data: Any, source: str = RESULTS) -> RunResults:
-        if not isinstance(data, dict):
-            raise InputError(f"{source}: not a memlens results object")
+        wrong = wrong_kind(source, data, None, WANT_RESULTS)
+        if wrong is not None:
+            raise wrong
         version = data.get("schema_version")
         if type(version) is not int or version not in SUPPORTED_SCHEMAS:
             readable = ", ".join(map(str, SUPPORTED_SCHEMAS))

@@ -12,6 +12,7 @@ written over), and the record of a run's provenance.
                                profile_files(run_dir, i): the same, per GPU, for `--gpus` over several
         results.json           RESULTS: RunResults (profiling/model/results.py)
         bench.json             BENCH: BenchResults (profiling/bench/results.py)
+        check.json             CHECK: StaticResults (profiling/static/check.py)
         report.html|md|json    report_file(): `memlens report`
 
 Creating one, the `latest` pointer and taking provenance: collect/run_dir.py.
@@ -37,6 +38,7 @@ NCU_COMMAND = "ncu-command.txt"
 EVENTS = "events.jsonl"
 RESULTS = "results.json"
 BENCH = "bench.json"
+CHECK = "check.json"  # `memlens check --into RUN`: the static check of the run's build
 REPORT_FILE_STEM = "report"  # memlens report writes report.<format> into a run directory
 
 
@@ -111,13 +113,14 @@ class Provenance:
 
 
 INPUT_SUFFIXES = (".csv", ".toml", ".py", ".cu", *RAW_REPORT_SUFFIXES)
-INPUT_NAMES = (RESULTS, BENCH)  # a run directory's own records
+INPUT_NAMES = (RESULTS, BENCH, CHECK)  # a run directory's own records
 
 
 def input_files(path: str | Path | None) -> list[Path]:
     """What a command argument reads: the file itself, or a directory's data (results.json,
-    bench.json, profiler reports, CSV, rules, suite sources), so an output never lands on one of
-    them; other files there (a saved baseline, a report) may be written again."""
+    bench.json, check.json, profiler reports, CSV, rules, suite sources), so an output never lands on
+    one of them; other files there (a saved baseline, a report) may be written again. What a command
+    reads beyond these (a check.json, the sources a report quotes) io.files.note_input records."""
     if path is None:
         return []
     path = Path(path)

@@ -16,9 +16,13 @@ FALLBACK = (
     "ldmatrix, stmatrix or cp.async as stores"
 )
 HW_WAYS = (
-    "the hardware's wavefronts per instruction (no exact pass in this report): a conflict-free 8-byte access "
-    "reads 2 and a 16-byte one 4; profile without --fast for the exact n-way"
+    "the hardware's wavefronts per instruction: a conflict-free 8-byte access reads 2 and a 16-byte one 4"
 )
+
+
+def hw_ways_note(kernel: KernelResult, side: str) -> str:
+    """HW_WAYS, and why the exact n-way is missing as the report says it (a --fast run, a CSV, ...)."""
+    return f"{HW_WAYS} (no exact n-way: {kernel.missing_reason(f'exact_shared_{side}_ways') or 'not in the report'})"
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,13 @@ def n_way(kernel: KernelResult, side: str) -> Figure:
     if side in ("mma", "atom"):
         return Figure(None, False, kernel.missing_reason(f"exact_shared_{side}_ways"))
     if kernel.value(f"shared_{side}_instructions") == 0:
+        why = kernel.missing_reason(f"exact_shared_{side}_ways") or "not in the report"
         return Figure(None, False, f"the hardware counts no shared-memory {SIDE_WORDS[side]} instructions "
-                                   "(it counts no ldmatrix or stmatrix); profile without --fast for the exact n-way")
+                                   f"(it counts no ldmatrix or stmatrix); no exact n-way: {why}")
     hardware = kernel.value(f"shared_{side}_ways")
     if hardware is None:
         return Figure(None, False, kernel.missing_reason(f"shared_{side}_ways"))
-    return Figure(hardware, False, HW_WAYS)
+    return Figure(hardware, False, hw_ways_note(kernel, side))
 
 
 def no_such_access(kernel: KernelResult, side: str, figure: Figure) -> bool:

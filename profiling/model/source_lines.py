@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from memlens.io.files import note_input
 from memlens.model.instruction_table import NO_REMOTE_BANKS, UNCOALESCED, InstructionRecord, KindTotals, kind_totals
 
 LINE_INFO_HINT = (
@@ -215,8 +216,14 @@ def _find(recorded: str, root: str) -> Path | None:
     return path.resolve() if path.is_file() else None
 
 
-@lru_cache(maxsize=256)
 def _read(path: str) -> str | None:
+    """The text of a source file, noted as an input of the command (no output may replace it)."""
+    note_input(path)
+    return _read_cached(path)
+
+
+@lru_cache(maxsize=256)
+def _read_cached(path: str) -> str | None:
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from memlens.errors import InputError, MemlensError
-from memlens.io.files import missing_reason
+from memlens.io.files import missing_reason, note_input
 from memlens.model.results import RunResults, load_results
 from memlens.model.run_layout import LATEST, NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet, resolve_run, runs_in
 from memlens.readers.ncu_csv import parse_csv, read_csv
@@ -46,7 +46,7 @@ def read_with_instructions(path: str | Path) -> RunResults:
     if report.name != RESULTS or any(k.instructions for k in results.kernels) or not raw.is_file():
         return results
     try:
-        measured = {k.launch_id: k for k in read_ncu_rep(raw, instructions=True).kernels}
+        measured = {k.launch_id: k for k in read_ncu_rep(note_input(raw), instructions=True).kernels}
     except MemlensError:
         return results  # its figures are in results.json: the lines are what is missing
     kernels = tuple(
@@ -112,6 +112,7 @@ def report_kind(path: Path) -> str:
 
 
 def _read_file(path: Path, instructions: bool = False) -> RunResults:
+    note_input(path)
     kind = _kind(path)
     if kind == "json":
         results = load_results(path)

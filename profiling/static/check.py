@@ -26,12 +26,14 @@ from memlens.errors import ConfigError, InputError, ProfilerError
 from memlens.io.files import read_json
 from memlens.io.processes import CommandFailed, CommandTimeout, run_command
 from memlens.model.catalogue import Metric
+from memlens.model.json_kinds import wrong_kind
 from memlens.model.results import MetricValue
+from memlens.model.run_layout import CHECK
 
 SCHEMA_VERSION = 1
 KIND = "memlens-static-check"
 PTXAS_TIMEOUT_S = 180.0
-CHECK_FILE = "check.json"  # `memlens check --into RUN` writes it into a run directory, beside bench.json
+CHECK_FILE = CHECK  # `memlens check --into RUN` writes it into a run directory, beside bench.json
 # The most a thread's registers hold: 255 registers of 4 bytes. A stack frame larger than this is
 # an array that no register allocation could have kept.
 REGISTER_FILE_BYTES = 255 * 4
@@ -128,8 +130,9 @@ class StaticResults:
 
     @classmethod
     def from_json(cls, data: Any, source: str) -> StaticResults:
-        if not isinstance(data, dict) or data.get("kind") != KIND:
-            raise InputError(f"{source}: not a `memlens check --json` file")
+        wrong = wrong_kind(source, data, ("kind", KIND), "a `memlens check --json` file")
+        if wrong is not None:
+            raise wrong
         if data.get("schema_version") != SCHEMA_VERSION:
             raise InputError(f"{source}: unsupported schema_version {data.get('schema_version')!r}")
         fields = set(StaticKernel.__dataclass_fields__)

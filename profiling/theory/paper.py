@@ -75,5 +75,9 @@ def lines(found: dict[str, PaperCheck], labels: Iterable[str]) -> list[str]:
     shown = [found[label] for label in dict.fromkeys(labels) if label in found]
     same = [c.label for c in shown if c.as_on_paper]
     out = [f"exact excess wavefronts {AS_ON_PAPER}: {', '.join(same)}"] if same else []
-    out += [f"{c.label}: exact excess wavefronts {c.words()}" for c in shown if not c.as_on_paper]
+    out += [f"{c.label}: exact excess wavefronts {c.words()}" for c in shown if c.as_on_paper is False]
+    unmeasured = [c.label for c in shown if c.measured is None]
+    if unmeasured:  # one line, not one a variant: a --fast run measures none of them
+        out.append(f"exact excess wavefronts on paper, not measured in this run ({len(unmeasured)} of "
+                   f"{len(shown)}): {', '.join(unmeasured)}")
     return out

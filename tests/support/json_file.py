@@ -10,4 +10,5 @@ from memlens.io.files import write_text_atomic
 
 
 def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)  # memlens makes no folders; a test's scratch may want them
     write_text_atomic(path, json.dumps(data, indent=2) + "\n")
