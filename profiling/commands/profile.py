@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_suite(args: argparse.Namespace) -> int:
     from memlens.collect.gpus import chosen_gpus
     from memlens.collect.profile_run import ProfileOptions, profile
-    from memlens.collect.shards import profile_on_gpus
+    from memlens.collect.scheduler import profile_on_gpus
     from memlens.commands.common import skipped_lines
     from memlens.io.terminal import Progress, interactive
 
