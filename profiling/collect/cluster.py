@@ -45,7 +45,6 @@ CONNECT_TIMEOUT_S = 20.0
 WORKERS_TIMEOUT_S = 60.0  # for a worker with a GPU to join
 STOP_GRACE_S = 30.0  # after Ctrl-C, for the running jobs to ship what they profiled
 POLL_S = 0.2
-NO_GPU = Gpu(-1, "", "", "")  # a job whose workers died: where it ran is unknown
 
 
 def profile_on_cluster(options: ProfileOptions, address: str, on_event=None) -> tuple[Path, RunResults]:
@@ -118,7 +117,8 @@ def local_cluster(gpus: Sequence[Gpu]) -> Iterator[Any]:
         f"gpu{gpu.index}": {
             "cls": distributed.Nanny,
             "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": {"CUDA_VISIBLE_DEVICES": gpu.uuid},
-                        "dashboard_address": None, "silence_logs": logging.CRITICAL},
+                        "dashboard_address": None, "silence_logs": logging.CRITICAL,
+                        "preload": ["memlens.collect.cluster_worker"]},  # Ctrl-C: see dask_setup there
         }
         for gpu in gpus
     }  # fmt: skip
@@ -214,7 +214,7 @@ class DaskBackend:
         log = context.run_dir / f"job{job.number}.failed.txt"
         write_output(log, f"job {job.number}: {', '.join(job.cases)}\n" + "\n".join(attempt.history) + "\n")
         message = f"job {job.number} failed: {attempt.history[-1]}; see {log.name}"
-        parts[job.number] = Part(NO_GPU, _failed(job, message), ProfilerError(message))
+        parts[job.number] = Part(None, _failed(job, message), ProfilerError(message))
 
     def _stop(self, run_id: str, pending: dict, parts: dict, context: RunContext) -> None:
         """Ctrl-C: stop the running jobs, keep what they ship within STOP_GRACE_S, cancel the rest."""
@@ -235,7 +235,7 @@ class DaskBackend:
 
     @staticmethod
     def _with_unfinished(parts: dict, pending: dict, why: str) -> list[Part]:
-        unfinished = [Part(NO_GPU, _failed(a.job, f"not run: {why}", "not_run"), None) for a in pending.values()]
+        unfinished = [Part(None, _failed(a.job, f"not run: {why}", "not_run"), None) for a in pending.values()]
         return [*parts.values(), *unfinished]
 
 
@@ -259,3 +259,4 @@ def _failed(job: Job, message: str, status: str = "failed") -> RunResults:
         family, _, variant = label.partition("/")
         outcomes.append(VariantOutcome(family, variant, status, message))
     return RunResults(RunInfo(), (), tuple(outcomes), complete=False)
+

@@ -42,7 +42,7 @@ class Shipped:
     its error (kind and message), and its files (name suffix -> bytes: `ncu-rep`, `log`, `command`,
     `events`)."""
 
-    where: Where
+    where: Where  # its gpu None where the worker found none
     results: dict
     error: tuple[str, str] | None
     files: dict[str, bytes] = field(default_factory=dict)
@@ -92,11 +92,19 @@ def run_remote(options: ProfileOptions, job: Job, run_id: str, started: dt.datet
         results = json.loads(json.dumps(part.results.to_json()).replace(str(scratch), run_dir))
         return Shipped(where, results, error, _read(files))
     except MemlensError as exc:  # before ncu ran: the worker's setup (no GPU, no ncu, no suite)
-        where = Where(host_name(), gpu or Gpu(-1, "", "", ""))
-        return Shipped(where, {}, (type(exc).__name__, str(exc)))
+        return Shipped(Where(host_name(), gpu), {}, (type(exc).__name__, str(exc)))
     finally:
         stop.set()  # ends the poller
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def dask_setup(worker) -> None:  # noqa: ANN001 - Dask's preload hook (`--cluster local`'s workers)
+    """A Ctrl-C at the terminal reaches the local cluster's worker processes too (one process group):
+    they leave it to memlens, which stops their jobs through the run's stop event and then closes
+    them. A handler, not SIG_IGN, so ncu and the program they start still take SIGINT."""
+    import signal
+
+    signal.signal(signal.SIGINT, lambda number, frame: None)
 
 
 def _done(value) -> Future:

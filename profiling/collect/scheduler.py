@@ -55,13 +55,14 @@ class Where:
     """Where a job ran: the host, its GPU, the driver and ncu there."""
 
     host: str | None
-    gpu: Gpu
+    gpu: Gpu | None
     driver_version: str | None = None
     ncu_version: str | None = None
 
     def tag(self, results: RunResults) -> RunResults:
         """`results` with every kernel and case marked as run here."""
-        results = self.gpu.tag(results)
+        if self.gpu is not None:
+            results = self.gpu.tag(results)
         outcomes = tuple(replace(o, host=self.host, driver_version=self.driver_version, ncu_version=self.ncu_version)
                          for o in results.outcomes)  # fmt: skip
         return replace(results, outcomes=outcomes)

@@ -162,7 +162,7 @@ def sizes_for(share: Sequence[Variant], items: Sequence[str]) -> tuple[str, ...]
 class Part:
     """What one job's ncu run gave: its results (tagged with where it ran) and its error, if any."""
 
-    gpu: Gpu
+    gpu: Gpu | None  # None: a job that never came back, where it ran unknown
     results: RunResults
     error: BaseException | None
     host: str | None = None
@@ -183,7 +183,7 @@ def merge(
     outcomes = sorted((o for p in parts for o in p.results.outcomes), key=lambda o: position(f"{o.family}/{o.variant}"))
     kernels = sorted((k for p in parts for k in p.results.kernels), key=lambda k: position(k.label))
     infos = [p.results.info for p in parts]
-    names = list(dict.fromkeys(p.gpu.name for p in parts if p.gpu.name))
+    names = list(dict.fromkeys(p.gpu.name for p in parts if p.gpu is not None and p.gpu.name))
     sources = [info.source for info in infos if info.source]
     provenance = take_provenance(machine, selection.suite.path, command, started)
     provenance.update(
@@ -201,7 +201,7 @@ def merge(
 def _named(error: BaseException, part: Part, host: bool) -> BaseException:
     """`error` with its message naming the GPU it happened on (and its host, where `host`); its
     kind (and exit code) kept."""
-    if isinstance(error, (MemlensError, KeyboardInterrupt)):
+    if part.gpu is not None and isinstance(error, (MemlensError, KeyboardInterrupt)):
         where = f"{part.host} {part.gpu}" if host and part.host is not None else str(part.gpu)
         error.args = (f"{where}: {error}", *error.args[1:])
     return error
