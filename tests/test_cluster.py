@@ -335,3 +335,15 @@ def test_memlens_imports_no_dask_without_cluster():
             "for m in sys.modules))")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_report_header_names_each_host_of_a_cluster_run():
+    from memlens.model.results import RunInfo, RunResults, VariantOutcome
+    from memlens.reports.build import gpus_header
+
+    h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    outcomes = (VariantOutcome("transpose", "conflict", "ok", gpu_index=0, gpu_name=h100, host="a"),
+                VariantOutcome("transpose", "padded", "ok", gpu_index=0, gpu_name=h200, host="b"),
+                VariantOutcome("transpose", "swizzled", "ok", gpu_index=0, gpu_name=h200, host="b"))  # fmt: skip
+    (item,) = gpus_header(RunResults(RunInfo(host="a"), (), outcomes))
+    assert item.text == "a GPU 0 (NVIDIA H100 80GB HBM3): 1 variant; b GPU 0 (NVIDIA H200): 2 variants"
