@@ -9,8 +9,8 @@ the app, which inherits that, then hang: only SIGKILL ends them); no-app (never 
 FAKE_NCU_RECORD=FILE appends one JSON line per run: its argv and the CUDA_VISIBLE_DEVICES and TMPDIR
 it was given, and its pid and parent's. FAKE_NCU_APP_EXIT=1: where the app fails, log ncu's
 "The application returned an error code (N)." and exit with N, as ncu does. FAKE_NCU_LINGER=SECONDS:
-stay that long after writing the report (ncu writes it as it goes, then still runs). On SIGINT it stops, writes its report and log and exits with
-code 130, without a traceback.
+stay that long after writing the report (ncu writes it as it goes, then still runs). On SIGINT it
+stops, writes its report and log and exits with code 130, without a traceback.
 """
 
 from __future__ import annotations
