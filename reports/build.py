@@ -125,17 +125,26 @@ def cannot_show(results: RunResults) -> list[str]:
 
 
 def gpus_header(results: RunResults) -> tuple[HeaderItem, ...]:
-    """Which GPU ran how many variants, for a run made with --gpus (the host and each GPU)."""
-    counts: dict[int, int] = {}
+    """Which GPU ran how many variants, for a run made with --gpus or --cluster (each GPU, by host
+    where the run spans several)."""
+    counts: dict[tuple[str, int], int] = {}
+    names: dict[tuple[str, int], str] = {}
     for outcome in results.outcomes:
         if outcome.gpu_index is not None:
-            counts[outcome.gpu_index] = counts.get(outcome.gpu_index, 0) + 1
+            key = (outcome.host or "", outcome.gpu_index)
+            counts[key] = counts.get(key, 0) + 1
+            if outcome.gpu_name:
+                names[key] = outcome.gpu_name
     if not counts:
         return ()
-    names = {k.gpu_index: k.gpu_name for k in results.kernels if k.gpu_index is not None and k.gpu_name}
-    parts = [f"GPU {i}{f' ({names[i]})' if i in names else ''}: {n} variant{'s' if n != 1 else ''}"
-             for i, n in sorted(counts.items())]  # fmt: skip
-    host = f" on {results.info.host}" if results.info.host else ""
+    by_index = {k.gpu_index: k.gpu_name for k in results.kernels if k.gpu_index is not None and k.gpu_name}
+    hosts = len({host for host, _ in counts}) > 1
+    parts = []
+    for (host, index), n in sorted(counts.items()):
+        name = names.get((host, index)) or by_index.get(index)
+        where = f"{host} " if hosts and host else ""
+        parts.append(f"{where}GPU {index}{f' ({name})' if name else ''}: {n} variant{'s' if n != 1 else ''}")
+    host = "" if hosts or not results.info.host else f" on {results.info.host}"
     return (HeaderItem("GPUs", "; ".join(parts) + host),)
 
 

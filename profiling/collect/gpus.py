@@ -37,7 +37,8 @@ class Gpu:
         """`results` with every kernel and variant outcome marked as run on this GPU."""
         kernels = tuple(replace(k, gpu_index=self.index, gpu_name=self.name, gpu_uuid=self.uuid)
                         for k in results.kernels)  # fmt: skip
-        outcomes = tuple(replace(o, gpu_index=self.index) for o in results.outcomes)
+        outcomes = tuple(replace(o, gpu_index=self.index, gpu_name=self.name, gpu_uuid=self.uuid)
+                         for o in results.outcomes)  # fmt: skip
         return replace(results, kernels=kernels, outcomes=outcomes)
 
 

@@ -1,5 +1,5 @@
-"""`memlens profile --gpus`: the selected variants shared out over several GPUs of one host, one ncu
-per GPU, all running at once, merged into one run directory.
+"""How a run's cases are shared out as jobs over several GPUs (`--gpus`, `--cluster`), and how the jobs'
+results merge into one run: the jobs run through collect/scheduler.py's backends.
 
 Each GPU's ncu runs the profiled program with CUDA_VISIBLE_DEVICES=<that GPU's UUID> (see
 profiling/collect/gpus.py), not with ncu's `--devices`: `--devices` only filters which device ncu profiles,
@@ -15,33 +15,27 @@ balances expected cost, from one source for every case (a variant at one value; 
    family declares it;
 3. else one each: round robin.
 Largest first, each to the GPU with the least expected work so far; each GPU then runs its share
-in suite order. The run directory holds each GPU's raw report, log, command and events
-(`profile.gpu<i>.ncu-rep`, ...: run_dir.profile_files) and one results.json; every kernel and
-variant outcome records its GPU. A GPU that fails leaves the others' results; the error names it.
+in suite order. The run directory holds each job's raw report, log, command and events
+(`profile.gpu<i>.ncu-rep` or `profile.job<n>.ncu-rep`, ...: run_layout.profile_files) and one
+results.json; every kernel and case records where it ran. A job that fails leaves the others'
+results; the error names its GPU.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
-import shutil
-import tempfile
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
 from memlens.collect.gpus import Gpu
-from memlens.collect.ncu import Ncu, find_ncu
-from memlens.collect.profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
-from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now, take_provenance
+from memlens.collect.profile_run import ProfileOptions
+from memlens.collect.run_dir import Machine, take_provenance
 from memlens.errors import MemlensError
-from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
 from memlens.model.results import RunResults
-from memlens.model.run_layout import LATEST, profile_files
-from memlens.suite import Case, Selection, Variant, select_variants, suite_root
+from memlens.model.run_layout import LATEST
+from memlens.suite import Case, Selection, Variant
 
 COST_PREVIOUS, COST_MIN_BYTES, COST_EQUAL = "previous run", "min_bytes", "equal"
 Item = TypeVar("Item", "Variant", "Unit")  # what split() shares out: anything with a label
@@ -164,91 +158,14 @@ def sizes_for(share: Sequence[Variant], items: Sequence[str]) -> tuple[str, ...]
     return tuple(kept)
 
 
-# --- running the shares at once --------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Part:
-    """What one GPU's ncu run gave: its results (tagged with the GPU) and its error, if any."""
+    """What one job's ncu run gave: its results (tagged with where it ran) and its error, if any."""
 
-    gpu: Gpu
+    gpu: Gpu | None  # None: a job that never came back, where it ran unknown
     results: RunResults
     error: BaseException | None
-
-
-class _Relay:
-    """Passes the events of every GPU's program to one progress display: one plan, of every variant."""
-
-    def __init__(self, on_event: Callable[[dict], None] | None, labels: list[str]) -> None:
-        self._on_event, self._labels = on_event, labels
-        self._lock = threading.Lock()
-        self._planned = False
-
-    def __call__(self, event: dict) -> None:
-        if self._on_event is None:
-            return
-        with self._lock:
-            if event.get("event") == "plan":
-                if self._planned:
-                    return
-                self._planned = True
-                event = {**event, "variants": self._labels}
-            self._on_event(event)
-
-
-def profile_on_gpus(
-    options: ProfileOptions, gpus: Sequence[Gpu], on_event: Callable[[dict], None] | None = None
-) -> tuple[Path, RunResults]:
-    """Profile the selected variants over `gpus`; one GPU is the single-GPU run, on that GPU."""
-    if len(gpus) == 1:
-        return profile(options, on_event, gpus[0])
-    selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
-    ncu = find_ncu(options.ncu)
-    shares = split(units(selection), unit_costs(selection, options.small, options.out_dir), len(gpus))
-    plan = [(gpu, share) for gpu, share in zip(gpus, shares, strict=True) if share]
-    run_dir = new_run_dir(options.out_dir)
-    started = now()
-    done: Future[Selection] = Future()
-    done.set_result(selection)
-    relay = _Relay(on_event, [case.label for case in selection.cases()])
-    stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=len(plan) + 1, thread_name_prefix="memlens-gpu") as pool:
-        machine = pool.submit(machine_of, suite_root(options.suite))
-        futures = [pool.submit(_run_share, options, ncu, run_dir, gpu, share, done, machine, started, relay, stop)
-                   for gpu, share in plan]  # fmt: skip
-        _wait(futures, stop)
-        parts = [future.result() for future in futures]
-    with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
-        results, error = merge(parts, selection, machine.result(), options.command, started)
-        return save(options, run_dir, results, error)
-
-
-def _run_share(
-    options: ProfileOptions, ncu: Ncu, run_dir: Path, gpu: Gpu, share: list[Unit], selection: Future[Selection],
-    machine: Future[Machine], started, relay: _Relay, stop: threading.Event,
-) -> Part:  # fmt: skip
-    scratch = tempfile.mkdtemp(prefix=f"memlens-gpu{gpu.index}-")
-    labels, sizes, sweeps = share_arguments(share, options)
-    try:
-        files, env = profile_files(run_dir, gpu.index), {**gpu.environment(), "TMPDIR": scratch}
-        shard = Shard(files, env, labels, sizes, sweeps)
-        events, cause = run_shard(options, ncu, shard, selection, relay, stop)
-        results, error = conclude(options, ncu, shard, selection.result(), machine.result(), started, events, cause)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return Part(gpu, gpu.tag(results), error)
-
-
-def _wait(futures: list[Future[Part]], stop: threading.Event) -> None:
-    """Wait for every GPU's run; on Ctrl-C (or SIGTERM) stop them all and wait for them to save."""
-    try:
-        with sigterm_as_interrupt():
-            while not all(future.done() for future in futures):
-                concurrent.futures.wait(futures, timeout=0.2)
-    except KeyboardInterrupt:
-        stop.set()
-        with hold_interrupts():
-            concurrent.futures.wait(futures)
+    host: str | None = None
 
 
 # --- the merge -------------------------------------------------------------------------------------
@@ -266,7 +183,7 @@ def merge(
     outcomes = sorted((o for p in parts for o in p.results.outcomes), key=lambda o: position(f"{o.family}/{o.variant}"))
     kernels = sorted((k for p in parts for k in p.results.kernels), key=lambda k: position(k.label))
     infos = [p.results.info for p in parts]
-    names = list(dict.fromkeys(info.gpu_name for info in infos if info.gpu_name))
+    names = list(dict.fromkeys(p.gpu.name for p in parts if p.gpu is not None and p.gpu.name))
     sources = [info.source for info in infos if info.source]
     provenance = take_provenance(machine, selection.suite.path, command, started)
     provenance.update(
@@ -276,12 +193,15 @@ def merge(
     )
     info = replace(infos[0], **provenance)
     complete = all(p.results.complete for p in parts)
-    error = next((_named(p.error, p.gpu) for p in parts if p.error is not None), None)
+    hosts = len({p.host for p in parts}) > 1  # name the host where the jobs ran on several
+    error = next((_named(p.error, p, hosts) for p in parts if p.error is not None), None)
     return RunResults(info, tuple(kernels), tuple(outcomes), complete), error
 
 
-def _named(error: BaseException, gpu: Gpu) -> BaseException:
-    """`error` with its message naming the GPU it happened on; its kind (and exit code) kept."""
-    if isinstance(error, (MemlensError, KeyboardInterrupt)):
-        error.args = (f"{gpu}: {error}", *error.args[1:])
+def _named(error: BaseException, part: Part, host: bool) -> BaseException:
+    """`error` with its message naming the GPU it happened on (and its host, where `host`); its
+    kind (and exit code) kept."""
+    if part.gpu is not None and isinstance(error, (MemlensError, KeyboardInterrupt)):
+        where = f"{part.host} {part.gpu}" if host and part.host is not None else str(part.gpu)
+        error.args = (f"{where}: {error}", *error.args[1:])
     return error

@@ -49,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share the variants out over these GPUs (nvidia-smi's indices), one ncu per GPU at once, "
              "into one run directory (default: the one GPU CUDA picks)",
     )  # fmt: skip
+    parser.add_argument(
+        "--cluster", metavar="ADDRESS|local",
+        help="share the cases out over a Dask cluster's GPU workers (a scheduler address such as "
+             "tcp://HOST:8786, or local: one worker per GPU of this host), into one run directory; needs "
+             "memlens[cluster] (docs/cluster.md)",
+    )  # fmt: skip
     add_size_arguments(parser)
     program = parser.add_argument_group("a program (memlens profile [options] -- COMMAND [ARGS...])")
     program.add_argument(
@@ -97,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_suite(args: argparse.Namespace) -> int:
     from memlens.collect.gpus import chosen_gpus
     from memlens.collect.profile_run import ProfileOptions, profile
-    from memlens.collect.shards import profile_on_gpus
+    from memlens.collect.scheduler import profile_on_gpus
     from memlens.commands.common import skipped_lines
     from memlens.io.terminal import Progress, interactive
 
@@ -110,9 +116,16 @@ def _run_suite(args: argparse.Namespace) -> int:
         small=args.small,
         command=shell_command(sys.argv[1:]),
     )
+    if args.cluster is not None and args.gpus is not None:
+        raise ConfigError("--gpus and --cluster both share the cases out: give one (--cluster local uses "
+                          "this host's GPUs)")  # fmt: skip
     gpus = chosen_gpus(args.gpus)
     with Progress(enabled=interactive()) as progress:
-        if gpus is None:
+        if args.cluster is not None:
+            from memlens.collect.cluster import profile_on_cluster
+
+            run_dir, results = profile_on_cluster(options, args.cluster, on_event=progress.update)
+        elif gpus is None:
             run_dir, results = profile(options, on_event=progress.update)
         else:
             run_dir, results = profile_on_gpus(options, gpus, on_event=progress.update)
@@ -146,7 +159,7 @@ def _run_program(args: argparse.Namespace) -> int:
                           "memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
     suite_only = [name for name, given in (("a suite", args.suite), ("-k", args.pattern), ("--size", args.size),
                                            ("--sweep", args.sweep), ("--small", args.small),
-                                           ("--gpus", args.gpus)) if given]  # fmt: skip
+                                           ("--gpus", args.gpus), ("--cluster", args.cluster)) if given]  # fmt: skip
     if suite_only:
         raise ConfigError(f"{', '.join(suite_only)} select suite variants, not a program's kernels: "
                           "use --nvtx-include FILTER with -- COMMAND")  # fmt: skip

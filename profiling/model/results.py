@@ -229,6 +229,13 @@ class VariantOutcome:
     baseline: bool = False  # the family's baseline, the variant others are compared with
     sources: tuple[str, ...] = ()  # the CUDA C++ files its declared kernels come from, as declared
     gpu_index: int | None = None  # the GPU it ran on, where memlens chose one (--gpus)
+    # Where it ran, for runs shared out over GPUs (--gpus, --cluster): None otherwise, and then not
+    # written to results.json
+    gpu_name: str | None = None
+    gpu_uuid: str | None = None
+    host: str | None = None
+    driver_version: str | None = None
+    ncu_version: str | None = None
 
     def __post_init__(self) -> None:
         if self.expect is not None and not isinstance(self.expect, Expect):
@@ -282,7 +289,7 @@ class RunResults:
             "schema_version": SCHEMA_VERSION,
             "info": asdict(self.info),
             "complete": self.complete,
-            "outcomes": [asdict(o) for o in self.outcomes],
+            "outcomes": [_outcome_json(o) for o in self.outcomes],
             "kernels": [_kernel_json(k) for k in self.kernels],
         }
         if self.embedded_sources:  # optional: the code as it ran, for the files the kernels' lines name
@@ -324,6 +331,17 @@ class RunResults:
             raise InputError(f"{source}: malformed results ({exc})") from None
         kept = {printable(name): printable(text) for name, text in sources.items()}
         return cls(info, kernels, outcomes, complete, embedded_sources=kept)
+
+
+WHERE_FIELDS = ("gpu_name", "gpu_uuid", "host", "driver_version", "ncu_version")  # VariantOutcome's, optional
+
+
+def _outcome_json(outcome: VariantOutcome) -> dict[str, Any]:
+    data = asdict(outcome)
+    for key in WHERE_FIELDS:
+        if data[key] is None:
+            del data[key]  # a run on one GPU: results.json as before these fields
+    return data
 
 
 def _kernel_json(kernel: KernelResult) -> dict[str, Any]:

@@ -10,6 +10,7 @@ written over), and the record of a run's provenance.
         events.jsonl           EVENTS: what the profiled program reported, one JSON line each
         profile.gpu<i>.ncu-rep, ncu.gpu<i>.log, ncu-command.gpu<i>.txt, events.gpu<i>.jsonl
                                profile_files(run_dir, i): the same, per GPU, for `--gpus` over several
+        profile.job<n>.ncu-rep, ...  profile_files(run_dir, job=n): per job, for `--cluster`
         results.json           RESULTS: RunResults (profiling/model/results.py)
         bench.json             BENCH: BenchResults (profiling/bench/results.py)
         check.json             CHECK: StaticResults (profiling/static/check.py)
@@ -65,11 +66,17 @@ class ProfileFiles:
     def report(self) -> Path:
         return self.report_stem.with_name(self.report_stem.name + ".ncu-rep")
 
+    @property
+    def tag(self) -> str:
+        """What tells this ncu run's files from the others' (`gpu1`, `job3`); "run" for a run's only one."""
+        return self.report_stem.name.partition(".")[2] or "run"
 
-def profile_files(run_dir: Path, gpu: int | None = None) -> ProfileFiles:
+
+def profile_files(run_dir: Path, gpu: int | None = None, job: int | None = None) -> ProfileFiles:
     """The files of the one ncu run of a run directory, or (`gpu` given) of the ncu run on GPU `gpu`
-    of several: `profile.gpu1.ncu-rep` beside `profile.gpu0.ncu-rep`, never one over the other."""
-    tag = "" if gpu is None else f".gpu{gpu}"
+    of several: `profile.gpu1.ncu-rep` beside `profile.gpu0.ncu-rep`, never one over the other; or
+    (`job` given) of job `job` of a cluster run, wherever it ran: `profile.job3.ncu-rep`."""
+    tag = f".job{job}" if job is not None else "" if gpu is None else f".gpu{gpu}"
     return ProfileFiles(
         report_stem=run_dir / f"{REPORT_STEM}{tag}",
         log=run_dir / NCU_LOG.replace(".log", f"{tag}.log"),

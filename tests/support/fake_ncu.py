@@ -7,10 +7,10 @@ log), FAKE_NCU_STDOUT (recorded text to print), FAKE_NCU_EXIT (exit code), FAKE_
 normal; hang (sleep before starting the app); stubborn (ignore SIGINT, as a wedged ncu might, run
 the app, which inherits that, then hang: only SIGKILL ends them); no-app (never start the app).
 FAKE_NCU_RECORD=FILE appends one JSON line per run: its argv and the CUDA_VISIBLE_DEVICES and TMPDIR
-it was given. FAKE_NCU_APP_EXIT=1: where the app fails, log ncu's "The application returned an error
-code (N)." and exit with N, as ncu does. FAKE_NCU_LINGER=SECONDS: stay that long after writing the
-report (ncu writes it as it goes, then still runs). On SIGINT it stops, writes its report and log and exits with
-code 130, without a traceback.
+it was given, and its pid and parent's. FAKE_NCU_APP_EXIT=1: where the app fails, log ncu's
+"The application returned an error code (N)." and exit with N, as ncu does. FAKE_NCU_LINGER=SECONDS:
+stay that long after writing the report (ncu writes it as it goes, then still runs). On SIGINT it
+stops, writes its report and log and exits with code 130, without a traceback.
 
 `ncu --import REPORT ...` prints FAKE_NCU_IMPORT_CSV's text (an export of the report).
 FAKE_NCU_LAUNCHES (JSON): the program's launches, each {"kernel": NAME, "push_pop": {DOMAIN: [RANGE, ...]},
@@ -68,7 +68,7 @@ def main() -> int:
     if record:
         with open(record, "a", encoding="utf-8") as handle:
             seen = {key: os.environ.get(key) for key in ("CUDA_VISIBLE_DEVICES", "TMPDIR")}
-            handle.write(json.dumps({"argv": argv, **seen}) + "\n")
+            handle.write(json.dumps({"argv": argv, **seen, "pid": os.getpid(), "ppid": os.getppid()}) + "\n")
     mode = os.environ.get("FAKE_NCU_MODE", "normal")
     if mode == "stubborn":
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the app inherits it: both need SIGKILL

@@ -1,0 +1,262 @@
+"""`memlens profile --cluster ADDRESS|local`: the scheduler interface's cluster backend, on Dask distributed
+(the `cluster` extra, imported only here, only when asked for).
+
+Each job (scheduler.plan_jobs: as many as the cluster has GPUs, balanced by expected cost) is a Dask
+task that needs the resource `GPU=1`: Dask hands it to a worker with a free GPU, and a worker that
+declares `GPU=1` runs one at a time, so there is at most one ncu per GPU. The worker runs
+cluster_worker.run_remote and ships the job's files and results back; they are written into the run
+directory as they come (`profile.job<n>.ncu-rep`, `ncu.job<n>.log`, `ncu-command.job<n>.txt`,
+`events.job<n>.jsonl`) and merged into one results.json, each case with its host, GPU and versions.
+
+Faults: a job whose worker dies (Dask's KilledWorker) is submitted once more, to another worker where
+there is one; should that die too, its cases are failed and `job<n>.failed.txt` says what happened to
+each attempt. A scheduler that goes away ends the run with what finished (incomplete, exit 3). Ctrl-C
+sets the run's stop event: the running jobs stop their ncu and ship what they profiled (for up to
+STOP_GRACE_S), the others are cancelled, and what came back is saved.
+
+`local` starts a cluster of this host's GPUs (nvidia-smi's): one worker process per GPU with
+CUDA_VISIBLE_DEVICES=<its UUID>, one thread, `GPU=1`, no dashboard, and a scheduler that gives up on a
+job after its first worker death (memlens retries it itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memlens.collect.gpus import Gpu, list_gpus
+from memlens.collect.profile_run import ProfileOptions
+from memlens.collect.scheduler import BackendStopped, Job, RunContext, profile_jobs, select
+from memlens.collect.shards import Part
+from memlens.errors import ConfigError, OutputError, ProfilerError, SetupError
+from memlens.io.files import write_output
+from memlens.io.processes import sigterm_as_interrupt
+from memlens.model.results import RunInfo, RunResults, VariantOutcome
+from memlens.model.run_layout import ProfileFiles, profile_files
+
+LOCAL = "local"
+CONNECT_TIMEOUT_S = 20.0
+WORKERS_TIMEOUT_S = 60.0  # for a worker with a GPU to join
+STOP_GRACE_S = 30.0  # after Ctrl-C, for the running jobs to ship what they profiled
+POLL_S = 0.2
+
+
+def profile_on_cluster(options: ProfileOptions, address: str, on_event=None) -> tuple[Path, RunResults]:
+    """Profile the selection on the cluster at `address` (or `local`): one run directory."""
+    selection = select(options)  # a wrong selection is said before anything starts
+    if options.suite is not None:  # the workers find the suite at the same path
+        options = _with_absolute_suite(options)
+    with connect(address) as client:
+        return profile_jobs(options, DaskBackend(client), on_event, selection)
+
+
+def _with_absolute_suite(options: ProfileOptions) -> ProfileOptions:
+    from dataclasses import replace
+
+    return replace(options, suite=str(Path(options.suite).resolve()))
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError as exc:
+        raise SetupError(f"--cluster needs Dask distributed ({exc}): pip install \"memlens[cluster]\"") from None
+    for name in ("distributed", "tornado", "asyncio"):  # memlens says what went wrong in one line
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return distributed
+
+
+@contextlib.contextmanager
+def connect(address: str) -> Iterator[Any]:
+    """A Dask client of the scheduler at `address`, or of a cluster of this host's GPUs (`local`);
+    ProfilerError (exit 3) where none answers or no worker declares a GPU."""
+    distributed = _distributed()
+    with contextlib.ExitStack() as stack:
+        if address == LOCAL:
+            cluster = stack.enter_context(local_cluster(list_gpus()))
+            address = cluster.scheduler_address
+        elif "://" not in address and ":" not in address:
+            raise ConfigError(f"--cluster {address!r}: expected a scheduler address (tcp://HOST:8786) or 'local'")
+        try:
+            client = distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise ProfilerError(f"--cluster {address}: no scheduler answers there ({exc})") from None
+        try:
+            _wait_for_gpus(client, address)
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.close(timeout=5)
+
+
+def _wait_for_gpus(client: Any, address: str) -> None:
+    deadline = time.monotonic() + WORKERS_TIMEOUT_S
+    while gpu_slots(client) == 0:
+        if time.monotonic() > deadline:
+            raise ProfilerError(f"--cluster {address}: no worker declares a GPU resource after "
+                                f"{WORKERS_TIMEOUT_S:g} s (start each with --resources GPU=1)")  # fmt: skip
+        time.sleep(POLL_S)
+
+
+def gpu_slots(client: Any) -> int:
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    return int(sum(w.get("resources", {}).get("GPU", 0) for w in workers))
+
+
+@contextlib.contextmanager
+def local_cluster(gpus: Sequence[Gpu]) -> Iterator[Any]:
+    """A Dask cluster of this host: the scheduler in this process, one worker process per GPU."""
+    distributed = _distributed()
+    workers = {
+        f"gpu{gpu.index}": {
+            "cls": distributed.Nanny,
+            "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": {"CUDA_VISIBLE_DEVICES": gpu.uuid},
+                        "dashboard_address": None, "silence_logs": logging.CRITICAL,
+                        "preload": ["memlens.collect.cluster_worker"]},  # Ctrl-C: see dask_setup there
+        }
+        for gpu in gpus
+    }  # fmt: skip
+    scheduler = {"cls": distributed.Scheduler,
+                 "options": {"dashboard": False, "dashboard_address": None, "allowed_failures": 0}}  # fmt: skip
+    cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
+    try:
+        yield cluster
+    finally:
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=10)
+
+
+class _SchedulerGone(Exception):  # noqa: N818 - a condition the backend handles, never raised further
+    """The client lost its scheduler: every future not yet back is cancelled."""
+
+
+@dataclass
+class _Attempt:
+    job: Job
+    number: int  # 0, then 1 for the retry
+    history: list[str]
+
+
+class DaskBackend:
+    """The scheduler interface on a Dask cluster (see the module's notes)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def slots(self) -> int:
+        return max(1, gpu_slots(self.client))
+
+    def run(self, jobs: Sequence[Job], context: RunContext) -> list[Part]:
+        run_id = uuid.uuid4().hex[:12]
+        if context.on_event is not None:
+            self.client.subscribe_topic(f"memlens-{run_id}", lambda event: context.on_event(event[1]))
+        pending = {self._submit(run_id, context, _Attempt(job, 0, [])): _Attempt(job, 0, []) for job in jobs}
+        parts: dict[int, Part] = {}
+        try:
+            with sigterm_as_interrupt():
+                while pending:
+                    done = [future for future in pending if future.done()]
+                    if any(future.status == "cancelled" for future in done):
+                        raise _SchedulerGone
+                    for future in done:
+                        self._take(future, pending.pop(future), pending, parts, run_id, context)
+                    if not done:
+                        time.sleep(POLL_S)
+        except KeyboardInterrupt:
+            self._stop(run_id, pending, parts, context)
+            raise BackendStopped(self._with_unfinished(parts, pending, "interrupted"),
+                                 KeyboardInterrupt(f"{len(parts)} of {len(jobs)} jobs finished; "
+                                                   f"partial results in {context.run_dir}")) from None  # fmt: skip
+        except _SchedulerGone:
+            error = ProfilerError(f"the scheduler went away: {len(parts)} of {len(jobs)} jobs finished; "
+                                  f"partial results in {context.run_dir}")  # fmt: skip
+            raise BackendStopped(self._with_unfinished(parts, pending, "the scheduler went away"), error) from None
+        return [parts[job.number] for job in jobs]
+
+    def _submit(self, run_id: str, context: RunContext, attempt: _Attempt, avoid: str | None = None) -> Any:
+        from memlens.collect.cluster_worker import run_remote
+
+        others = [w for w in self.client.scheduler_info(n_workers=-1)["workers"] if w != avoid]
+        where = {"workers": others, "allow_other_workers": True} if avoid and others else {}
+        key = f"memlens-{run_id}-job{attempt.job.number}-try{attempt.number}"
+        return self.client.submit(run_remote, context.options, attempt.job, run_id, context.started,
+                                  str(context.run_dir), key=key, resources={"GPU": 1}, pure=False, **where)  # fmt: skip
+
+    def _take(self, future: Any, attempt: _Attempt, pending: dict, parts: dict, run_id: str,
+              context: RunContext) -> None:  # fmt: skip
+        """A job that came back: its files written and its part kept; a dead worker's job retried once."""
+        distributed = _distributed()
+        job = attempt.job
+        if future.status == "finished":
+            shipped = future.result()
+            _write(profile_files(context.run_dir, job=job.number), shipped.files)
+            if shipped.results:
+                results = RunResults.from_json(shipped.results, f"job {job.number}'s results")
+            else:  # the worker could not start the job (no GPU, no ncu, no suite)
+                results = _failed(job, shipped.error[1] if shipped.error else "no results")
+            parts[job.number] = Part(shipped.where.gpu, results, shipped.raised(), shipped.where.host)
+            return
+        exc = future.exception()
+        killed = isinstance(exc, distributed.KilledWorker)
+        worker = getattr(getattr(exc, "last_worker", None), "address", None) if killed else None
+        attempt.history.append(f"attempt {attempt.number + 1}: " + (f"its worker {worker} died while running it"
+                               if killed else f"{type(exc).__name__}: {exc}"))  # fmt: skip
+        if killed and attempt.number == 0:
+            retry = _Attempt(job, 1, attempt.history)
+            pending[self._submit(run_id, context, retry, avoid=worker)] = retry
+            return
+        log = context.run_dir / f"job{job.number}.failed.txt"
+        write_output(log, f"job {job.number}: {', '.join(job.cases)}\n" + "\n".join(attempt.history) + "\n")
+        message = f"job {job.number} failed: {attempt.history[-1]}; see {log.name}"
+        parts[job.number] = Part(None, _failed(job, message), ProfilerError(message))
+
+    def _stop(self, run_id: str, pending: dict, parts: dict, context: RunContext) -> None:
+        """Ctrl-C: stop the running jobs, keep what they ship within STOP_GRACE_S, cancel the rest."""
+        from memlens.io.processes import hold_interrupts
+
+        distributed = _distributed()
+        with hold_interrupts(), contextlib.suppress(Exception):
+            distributed.Event(f"memlens-stop-{run_id}", client=self.client).set()
+            started = {key for keys in self.client.processing().values() for key in keys}
+            running = [f for f in pending if f.key in started]
+            self.client.cancel([f for f in pending if f.key not in started], force=True)
+            deadline = time.monotonic() + STOP_GRACE_S
+            while time.monotonic() < deadline and not all(f.done() for f in running):
+                time.sleep(POLL_S)
+            for future in [f for f in running if f.status == "finished"]:
+                self._take(future, pending.pop(future), {}, parts, run_id, context)
+            self.client.cancel(list(pending), force=True)
+
+    @staticmethod
+    def _with_unfinished(parts: dict, pending: dict, why: str) -> list[Part]:
+        unfinished = [Part(None, _failed(a.job, f"not run: {why}", "not_run"), None) for a in pending.values()]
+        return [*parts.values(), *unfinished]
+
+
+def _write(files: ProfileFiles, shipped: dict[str, bytes]) -> None:
+    """A job's shipped files, each a new file of the run directory (never one written over)."""
+    paths = {"ncu-rep": files.report, "log": files.log, "command": files.command, "events": files.events}
+    for kind, data in shipped.items():
+        if kind not in paths:
+            continue
+        try:
+            with open(paths[kind], "xb") as handle:
+                handle.write(data)
+        except OSError as exc:
+            raise OutputError(f"{paths[kind]}: cannot write it ({exc.strerror or exc})") from None
+
+
+def _failed(job: Job, message: str, status: str = "failed") -> RunResults:
+    """The results of a job that did not run: each of its cases failed (or not run), with why."""
+    outcomes = []
+    for label in job.cases:
+        family, _, variant = label.partition("/")
+        outcomes.append(VariantOutcome(family, variant, status, message))
+    return RunResults(RunInfo(), (), tuple(outcomes), complete=False)
+

@@ -1,0 +1,153 @@
+"""What a cluster worker runs for one job (`run_remote`): the pipeline a local run takes (scheduler.run_job)
+on the worker's GPU, into a scratch folder there; then the job's raw report, ncu log, ncu command, the
+program's events and its results come back to the client as `Shipped` (a few hundred KB a job).
+
+The worker's GPU is the first device of its CUDA_VISIBLE_DEVICES (a UUID or an index), named by
+nvidia-smi: start one worker per GPU with that variable set (`--cluster local` does; so does dask-cuda's
+`dask cuda worker`). ncu is found on the worker as a local run finds it (--ncu, $MEMLENS_NCU, PATH); the
+suite must be at the same path on every worker (a shared file system or the same checkout), or be the
+built-in one. While the job runs, the program's events go to the client through the scheduler (topic
+`memlens-<run>`), and the run's stop event (`memlens-stop-<run>`, set on Ctrl-C) stops ncu as a Ctrl-C
+would: the job then ships back what it profiled so far.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import tempfile
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memlens.collect.gpus import Gpu, list_gpus
+from memlens.collect.ncu import find_ncu
+from memlens.collect.profile_run import ProfileOptions
+from memlens.collect.run_dir import machine_of
+from memlens.collect.scheduler import Job, RunContext, Where, host_name, run_job, select
+from memlens.errors import ConfigError, InputError, MemlensError, OutputError, ProfilerError, SetupError
+from memlens.model.run_layout import ProfileFiles, profile_files
+from memlens.suite import suite_root
+
+STOP_POLL_S = 0.5
+ERRORS = {kind.__name__: kind for kind in (ConfigError, InputError, OutputError, ProfilerError, SetupError)}
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """One job's outcome as it crosses the network: where it ran, its results (results.json's form),
+    its error (kind and message), and its files (name suffix -> bytes: `ncu-rep`, `log`, `command`,
+    `events`)."""
+
+    where: Where  # its gpu None where the worker found none
+    results: dict
+    error: tuple[str, str] | None
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def raised(self) -> BaseException | None:
+        """The job's error as memlens raises it (its kind, hence its exit code, kept)."""
+        if self.error is None:
+            return None
+        kind, message = self.error
+        if kind == "KeyboardInterrupt":
+            return KeyboardInterrupt(message)
+        return ERRORS.get(kind, ProfilerError)(message)
+
+
+def worker_gpu(visible: str | None, gpus: tuple[Gpu, ...]) -> Gpu:
+    """The GPU a worker runs on: the first device of CUDA_VISIBLE_DEVICES (UUID or index) among
+    nvidia-smi's; where unset, the host's only GPU."""
+    first = (visible or "").split(",")[0].strip()
+    if not first:
+        if len(gpus) == 1:
+            return gpus[0]
+        raise ProfilerError(f"worker on {host_name()}: CUDA_VISIBLE_DEVICES is not set and the host has "
+                            f"{len(gpus)} GPUs; start one worker per GPU, each with its own")  # fmt: skip
+    for gpu in gpus:
+        if first in (gpu.uuid, str(gpu.index)):
+            return gpu
+    raise ProfilerError(f"worker on {host_name()}: CUDA_VISIBLE_DEVICES={first} is none of nvidia-smi's GPUs")
+
+
+def run_remote(options: ProfileOptions, job: Job, run_id: str, started: dt.datetime, run_dir: str) -> Shipped:
+    """Run `job` on this worker's GPU (a Dask task: see the module's notes); what it says of its files
+    names them where the client writes them, in `run_dir`."""
+    stop, events = _stop_event(run_id), _event_sender(run_id, job.number)
+    scratch = Path(tempfile.mkdtemp(prefix=f"memlens-job{job.number}-"))
+    gpu = None
+    try:
+        gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), list_gpus())
+        ncu = find_ncu(options.ncu)
+        selection, machine = _done(select(options)), _done(machine_of(suite_root(options.suite)))
+        where = Where(host_name(), gpu, machine.result().driver_version, ncu.version_text)
+        context = RunContext(options, selection.result(), scratch, started, events, stop)
+        files = profile_files(scratch, job=job.number)
+        part = run_job(context, ncu, job, files, where, gpu.environment(), selection, machine, started)
+        error = None
+        if part.error is not None:
+            error = (type(part.error).__name__, str(part.error).replace(str(scratch), run_dir))
+        results = json.loads(json.dumps(part.results.to_json()).replace(str(scratch), run_dir))
+        return Shipped(where, results, error, _read(files))
+    except MemlensError as exc:  # before ncu ran: the worker's setup (no GPU, no ncu, no suite)
+        return Shipped(Where(host_name(), gpu), {}, (type(exc).__name__, str(exc)))
+    finally:
+        stop.set()  # ends the poller
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def dask_setup(worker) -> None:  # noqa: ANN001 - Dask's preload hook (`--cluster local`'s workers)
+    """A Ctrl-C at the terminal reaches the local cluster's worker processes too (one process group):
+    they leave it to memlens, which stops their jobs through the run's stop event and then closes
+    them. A handler, not SIG_IGN, so ncu and the program they start still take SIGINT."""
+    import signal
+
+    signal.signal(signal.SIGINT, lambda number, frame: None)
+
+
+def _done(value) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def _read(files: ProfileFiles) -> dict[str, bytes]:
+    found = {"ncu-rep": files.report, "log": files.log, "command": files.command, "events": files.events}
+    return {kind: path.read_bytes() for kind, path in found.items() if path.is_file()}
+
+
+def _stop_event(run_id: str) -> threading.Event:
+    """A local event set once the run's distributed stop event is (polled from a thread of its own)."""
+    from distributed import Event
+
+    local = threading.Event()
+    remote = Event(f"memlens-stop-{run_id}")
+
+    def poll() -> None:
+        while not local.is_set():
+            try:
+                if remote.is_set():
+                    local.set()
+            except Exception:  # noqa: BLE001 - the scheduler gone: the job ends by itself, its result lost
+                return
+            local.wait(STOP_POLL_S)
+
+    threading.Thread(target=poll, name="memlens-stop", daemon=True).start()
+    return local
+
+
+def _event_sender(run_id: str, job: int):
+    """Sends each event of the profiled program to the client (the run's progress display)."""
+    from distributed import get_worker
+
+    worker = get_worker()
+
+    def send(event: dict) -> None:
+        try:
+            worker.log_event(f"memlens-{run_id}", {**event, "job": job})
+        except Exception:  # noqa: BLE001 - progress only: never the job's failure
+            pass
+
+    return send

@@ -1,0 +1,234 @@
+"""One scheduler interface, two backends: a suite run's cases shared out as jobs over GPUs.
+
+A job is a share of the selection's units (shards.units: a variant, or a swept family at one value),
+run as one ncu run on one GPU by `run_job`, the same pipeline a single-GPU run takes (shards.py
+balances the shares). A backend runs the jobs and hands back each job's `Part`: its results, tagged
+with where it ran (`Where`: host, GPU model, UUID and index, driver and ncu version), and its error.
+
+- `LocalGpus` (embedded, `--gpus`): one thread a GPU of this host, each job's ncu writing straight
+  into the run directory (`profile.gpu<i>.ncu-rep`, ...).
+- `collect/cluster.py` (`--cluster ADDRESS|local`): Dask distributed workers that declare a `GPU`
+  resource; each ships its job's raw report, log, command, events and results back, written as
+  `profile.job<n>.ncu-rep`, ... Imported only when asked for (the `cluster` extra).
+
+`profile_jobs` is the run both take: the split, the run directory, the backend, the merge, the save.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime as dt
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from memlens.collect.gpus import Gpu
+from memlens.collect.ncu import Ncu, find_ncu
+from memlens.collect.profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
+from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now
+from memlens.collect.shards import Part, merge, share_arguments, split, unit_costs, units
+from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
+from memlens.model.results import RunResults
+from memlens.model.run_layout import ProfileFiles, profile_files
+from memlens.suite import Selection, select_variants, suite_root
+
+
+@dataclass(frozen=True)
+class Job:
+    """One ncu run's worth of cases: the profiled program's -k labels, --size and --sweep items."""
+
+    number: int
+    labels: tuple[str, ...]
+    sizes: tuple[str, ...]
+    sweeps: tuple[str, ...]
+    cases: tuple[str, ...]  # the case labels it runs, in suite order
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a job ran: the host, its GPU, the driver and ncu there."""
+
+    host: str | None
+    gpu: Gpu | None
+    driver_version: str | None = None
+    ncu_version: str | None = None
+
+    def tag(self, results: RunResults) -> RunResults:
+        """`results` with every kernel and case marked as run here."""
+        if self.gpu is not None:
+            results = self.gpu.tag(results)
+        outcomes = tuple(replace(o, host=self.host, driver_version=self.driver_version, ncu_version=self.ncu_version)
+                         for o in results.outcomes)  # fmt: skip
+        return replace(results, outcomes=outcomes)
+
+
+def host_name() -> str | None:
+    return socket.gethostname() or None
+
+
+@dataclass
+class RunContext:
+    """What every job of one run shares: the options, the selection, the run directory, the start."""
+
+    options: ProfileOptions
+    selection: Selection
+    run_dir: Path
+    started: dt.datetime
+    on_event: Callable[[dict], None] | None
+    stop: threading.Event
+
+
+class Backend(Protocol):
+    """Runs a run's jobs on GPUs: `slots` says how many at once, `run` returns one Part a job."""
+
+    def slots(self) -> int: ...
+
+    def run(self, jobs: Sequence[Job], context: RunContext) -> list[Part]: ...
+
+
+def profile_on_gpus(
+    options: ProfileOptions, gpus: Sequence[Gpu], on_event: Callable[[dict], None] | None = None
+) -> tuple[Path, RunResults]:
+    """`--gpus`: the selection over `gpus` of this host; one GPU is the single-GPU run, on that GPU."""
+    if len(gpus) == 1:
+        return profile(options, on_event, gpus[0])
+    selection = select(options)  # a wrong selection is said before a missing ncu
+    return profile_jobs(options, LocalGpus(gpus, find_ncu(options.ncu)), on_event, selection)
+
+
+def select(options: ProfileOptions) -> Selection:
+    return select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
+
+
+def plan_jobs(options: ProfileOptions, selection: Selection, count: int) -> list[Job]:
+    """The selection's units shared out into at most `count` jobs of balanced expected cost."""
+    shares = split(units(selection), unit_costs(selection, options.small, options.out_dir), count)
+    jobs = []
+    for share in (s for s in shares if s):
+        labels, sizes, sweeps = share_arguments(share, options)
+        cases = tuple(case.label for unit in share for case in unit.cases())
+        jobs.append(Job(len(jobs), labels, sizes, sweeps, cases))
+    return jobs
+
+
+def profile_jobs(
+    options: ProfileOptions, backend: Backend, on_event: Callable[[dict], None] | None = None,
+    selection: Selection | None = None,
+) -> tuple[Path, RunResults]:  # fmt: skip
+    """Profile the selection's jobs on `backend`, merged into one run directory; its error raised
+    once what finished is saved."""
+    selection = selection or select(options)
+    jobs = plan_jobs(options, selection, backend.slots())
+    run_dir = new_run_dir(options.out_dir)
+    started = now()
+    relay = Relay(on_event, [case.label for case in selection.cases()])
+    context = RunContext(options, selection, run_dir, started, relay, threading.Event())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-machine") as pool:
+        machine = pool.submit(machine_of, suite_root(options.suite))
+        parts, error = _run(backend, jobs, context)
+    with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
+        results, first = merge(parts, selection, machine.result(), options.command, started)
+        if error is not None:
+            results = replace(results, complete=False)
+        return save(options, run_dir, results, error or first)
+
+
+def _run(backend: Backend, jobs: Sequence[Job], context: RunContext) -> tuple[list[Part], BaseException | None]:
+    """The backend's parts; and the error that ended the run early (the backend's own), if any."""
+    try:
+        return backend.run(jobs, context), None
+    except BackendStopped as stopped:
+        return stopped.parts, stopped.error
+
+
+class BackendStopped(Exception):  # noqa: N818 - not an error of its own: carries the parts and the error
+    """A backend that could not finish: the parts it has, and why it stopped (Ctrl-C, the scheduler gone)."""
+
+    def __init__(self, parts: list[Part], error: BaseException) -> None:
+        super().__init__(str(error))
+        self.parts, self.error = parts, error
+
+
+def run_job(
+    context: RunContext, ncu: Ncu, job: Job, files: ProfileFiles, where: Where, env: dict[str, str],
+    selection: Future[Selection], machine: Future[Machine], started: dt.datetime,
+    stop: threading.Event | None = None,
+) -> Part:  # fmt: skip
+    """One job's ncu run on one GPU (the pipeline a single-GPU run takes), its files in `files`."""
+    scratch = tempfile.mkdtemp(prefix=f"memlens-{files.tag}-")
+    options = context.options
+    try:
+        shard = Shard(files, {**env, "TMPDIR": scratch}, job.labels, job.sizes, job.sweeps)
+        events, cause = run_shard(options, ncu, shard, selection, context.on_event, stop or context.stop)
+        results, error = conclude(options, ncu, shard, selection.result(), machine.result(), started, events, cause)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return Part(where.gpu, where.tag(results), error, where.host)
+
+
+class Relay:
+    """Passes the events of every job's program to one progress display: one plan, of every case."""
+
+    def __init__(self, on_event: Callable[[dict], None] | None, labels: list[str]) -> None:
+        self._on_event, self._labels = on_event, labels
+        self._lock = threading.Lock()
+        self._planned = False
+
+    def __call__(self, event: dict) -> None:
+        if self._on_event is None:
+            return
+        with self._lock:
+            if event.get("event") == "plan":
+                if self._planned:
+                    return
+                self._planned = True
+                event = {**event, "variants": self._labels}
+            self._on_event(event)
+
+
+# --- the embedded backend: this host's GPUs, one thread each ----------------------------------------
+
+
+class LocalGpus:
+    """`--gpus`: job i on GPU i of this host, all at once, each ncu writing into the run directory."""
+
+    def __init__(self, gpus: Sequence[Gpu], ncu: Ncu) -> None:
+        self.gpus, self.ncu = tuple(gpus), ncu
+
+    def slots(self) -> int:
+        return len(self.gpus)
+
+    def run(self, jobs: Sequence[Job], context: RunContext) -> list[Part]:
+        done: Future[Selection] = Future()
+        done.set_result(context.selection)
+        with ThreadPoolExecutor(max_workers=len(jobs) + 1, thread_name_prefix="memlens-gpu") as pool:
+            machine = pool.submit(machine_of, suite_root(context.options.suite))
+            futures = [pool.submit(self._run_one, context, job, gpu, done, machine)
+                       for job, gpu in zip(jobs, self.gpus, strict=False)]  # fmt: skip
+            _wait(futures, context.stop)
+            return [future.result() for future in futures]
+
+    def _run_one(
+        self, context: RunContext, job: Job, gpu: Gpu, selection: Future[Selection], machine: Future[Machine]
+    ) -> Part:
+        where = Where(host_name(), gpu, machine.result().driver_version, self.ncu.version_text)
+        files = profile_files(context.run_dir, gpu.index)
+        return run_job(context, self.ncu, job, files, where, gpu.environment(), selection, machine, context.started)
+
+
+def _wait(futures: list[Future[Part]], stop: threading.Event) -> None:
+    """Wait for every GPU's run; on Ctrl-C (or SIGTERM) stop them all and wait for them to save."""
+    try:
+        with sigterm_as_interrupt():
+            while not all(future.done() for future in futures):
+                concurrent.futures.wait(futures, timeout=0.2)
+    except KeyboardInterrupt:
+        stop.set()
+        with hold_interrupts():
+            concurrent.futures.wait(futures)

@@ -1,0 +1,75 @@
+"""The transpose sweep of RESULTS.md (35 cases then, 40 with today's suite:
+`memlens profile kernels --sweep transpose.rows=2048,4096,8192,16384`)
+on one GPU, with `--gpus all` and with `--cluster local`: wall time of each, and whether the deterministic
+counters (exact excess wavefronts, local-memory instructions) of every case are the same in all three.
+
+    python tests/benchmarks/sweep_backends.py OUT.json [--rounds 2] [--steps one,gpus,cluster]
+
+Each step is a `python -m memlens profile ... --clock-control none` subprocess into a folder of its own;
+the first round warms the kernel caches. Target (issue 37): two GPUs at most 0.6x one GPU's time through
+either backend. Not pass/fail: prints the table and writes it as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SWEEP = ["--sweep", "transpose.rows=2048,4096,8192,16384"]  # the whole suite
+STEPS = {"one": [], "gpus": ["--gpus", "all"], "cluster": ["--cluster", "local"]}
+KEYS = ("exact_excess_wavefronts_ld", "exact_excess_wavefronts_st", "local_ld_instructions", "local_st_instructions")
+
+
+def run(step: str, out: Path) -> tuple[float, dict]:
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    argv = [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), *SWEEP, "--out", str(out),
+            "--clock-control", "none", *STEPS[step]]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1200)
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{step}: exit {done.returncode}: {done.stderr.strip()[-2000:]}")
+    data = json.loads((out / "latest" / "results.json").read_text())
+    figures = {f"{k['family']}/{k['variant']}/{k['kernel']}": [k["raw"].get(key) for key in KEYS]
+               for k in data["kernels"]}  # fmt: skip
+    return seconds, figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--steps", default="one,gpus,cluster")
+    args = parser.parse_args()
+    steps = args.steps.split(",")
+    seconds: dict[str, list[float]] = {step: [] for step in steps}
+    figures: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="memlens-sweep-") as scratch:
+        for round_index in range(args.rounds):
+            for step in steps:
+                took, figures[step] = run(step, Path(scratch) / f"{step}{round_index}")
+                seconds[step].append(took)
+                print(f"round {round_index + 1} {step}: {took:.1f} s, {len(figures[step])} kernels", file=sys.stderr)
+    kept = {step: statistics.median(times[1:] or times) for step, times in seconds.items()}  # warm rounds
+    same = all(figures[step] == figures[steps[0]] for step in steps)
+    rows = {step: {"seconds": kept[step], "rounds": seconds[step],
+                   "of_one_gpu": kept[step] / kept["one"] if "one" in kept else None} for step in steps}  # fmt: skip
+    for step, row in rows.items():
+        ratio = f"{row['of_one_gpu']:.2f}x one GPU" if row["of_one_gpu"] else ""
+        print(f"{step:8} {row['seconds']:7.1f} s  {ratio}")
+    print(f"deterministic counters identical in every step: {same}")
+    args.out.write_text(json.dumps({"steps": rows, "same_counters": same, "cases": len(figures[steps[0]]),
+                                    "command": " ".join(sys.argv)}, indent=1) + "\n")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
