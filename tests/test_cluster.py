@@ -215,6 +215,10 @@ def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatc
             processes.append(_start([*python, "distributed.cli.dask_worker", address, "--nthreads", "1",
                                      "--resources", "GPU=1", "--no-dashboard", "--no-nanny",
                                      "--death-timeout", "10"], worker_env))  # fmt: skip
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:  # both workers in: the run is planned as 2 jobs
+            client.wait_for_workers(2, timeout=60)
         out = tmp_path / "runs"
 
         def kill_scheduler_once_a_job_is_back() -> None:
@@ -235,8 +239,12 @@ def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatc
     data = results(out)
     assert data["complete"] is False
     status = {f"{o['family']}/{o['variant']}": o["status"] for o in data["outcomes"]}
-    assert status == {**dict.fromkeys(SHARE[0], "ok"), **dict.fromkeys(SHARE[1], "not_run")}
-    assert [k["variant"] for k in data["kernels"]] == ["conflict", "local"]
+    # which share the fast worker took is the scheduler's choice: one share finished, the other did not run
+    finished = next(share for share in SHARE.values() if status[share[0]] == "ok")
+    left = next(share for share in SHARE.values() if share is not finished)
+    assert status == {**dict.fromkeys(finished, "ok"), **dict.fromkeys(left, "not_run")}
+    # the finished job's kernels only (the probe report holds conflict and local of the first share)
+    assert {f"{k['family']}/{k['variant']}" for k in data["kernels"]} <= set(finished)
     for pid in marked_processes(tag):  # the hung job's ncu and program, left by its worker
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

@@ -35,7 +35,7 @@ from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.scheduler import BackendStopped, Job, RunContext, profile_jobs, select
 from memlens.collect.shards import Part
 from memlens.errors import ConfigError, OutputError, ProfilerError, SetupError
-from memlens.io.files import write_output
+from memlens.io.files import write_new_bytes, write_output
 from memlens.io.processes import sigterm_as_interrupt
 from memlens.model.results import RunInfo, RunResults, VariantOutcome
 from memlens.model.run_layout import ProfileFiles, profile_files
@@ -246,8 +246,7 @@ def _write(files: ProfileFiles, shipped: dict[str, bytes]) -> None:
         if kind not in paths:
             continue
         try:
-            with open(paths[kind], "xb") as handle:
-                handle.write(data)
+            write_new_bytes(paths[kind], data)
         except OSError as exc:
             raise OutputError(f"{paths[kind]}: cannot write it ({exc.strerror or exc})") from None
 

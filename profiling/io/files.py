@@ -291,6 +291,20 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
+def write_new_bytes(path: Path, data: bytes) -> None:
+    """A new file, written whole or not at all and never over one that exists: temp file in `path`'s folder,
+    then a hard link to `path` (FileExistsError where it exists). OSError as it comes."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def point_symlink(link: Path, target_name: str) -> None:
     """Make `link` point at `target_name` (a sibling), replacing an old link atomically."""
     tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
