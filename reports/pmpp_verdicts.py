@@ -13,8 +13,9 @@ them): nothing is said that the figures do not support.
 from __future__ import annotations
 
 from memlens.io.units import significant
-from memlens.model.instruction_table import UNCOALESCED, global_side
+from memlens.model.instruction_table import coalescing_words, global_side
 from memlens.model.results import KernelResult
+from memlens.model.source_lines import TEMPORARY_SOURCE
 from memlens.reports.model import Finding
 
 SECTOR_BYTES = 32
@@ -49,14 +50,15 @@ def _exact_coalescing(kernel: KernelResult, side: str) -> Finding | None | bool:
     ratio = kernel.value(f"exact_global_{short}_coalescing")
     if kernel.value(f"exact_global_{short}_sectors") is None:
         return False
-    if ratio is None or ratio < UNCOALESCED:
+    words = coalescing_words(ratio)
+    if ratio is None or words is None:
         return None
     per = kernel.value(f"exact_global_{short}_sectors_per_access") or 0.0
     ideal = kernel.value(f"exact_global_{short}_ideal_sectors_per_access") or 0.0
     worst = _worst_line(kernel, short)
     where = f"; worst at {worst}" if worst else ""
-    return Finding("global", "bad", (
-        f"global {side}s uncoalesced: {significant(per)} sectors per access, {significant(ratio)}x the ideal"
+    return Finding("global", "bad" if words == "uncoalesced" else "unknown", (
+        f"global {side}s {words}: {significant(per)} sectors per access, {significant(ratio)}x the ideal"
         f" {significant(ideal)} of the same accesses{where} (PMPP 6.1: have consecutive threads use consecutive"
         " addresses)"
     ))  # fmt: skip
@@ -68,7 +70,9 @@ def _worst_line(kernel: KernelResult, side: str) -> str | None:
     for record in kernel.instructions:
         if record.global_sectors is None or global_side(record.access_type, record.opcode) != side or not record.file:
             continue
-        where = f"{record.file.rsplit('/', 1)[-1]}:{record.line}"
+        name = record.file.rsplit("/", 1)[-1]
+        # a compiler's temporary copy (CuPy's <sha1>.cubin.cu) means nothing to a reader: its line alone
+        where = f"line {record.line}" if TEMPORARY_SOURCE.search(record.file) else f"{name}:{record.line}"
         excess[where] = excess.get(where, 0.0) + record.global_sectors - (record.global_sectors_ideal or 0.0)
     if not excess:
         return None

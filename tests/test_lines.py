@@ -84,7 +84,7 @@ def test_a_wide_access_is_judged_against_its_own_ideal():
                              executions=1000, wavefronts=4000, ideal=4000)  # fmt: skip
     assert wide.ways == 1.0 and wide.excess == 0
     line = roll_up([wide], SourceMap(REPO))[0]
-    assert describe(line) == "shared loads conflict-free (1-way)"
+    assert describe(line) == "16-byte shared loads conflict-free (1-way)"  # its width named: served in quarter-warps
 
 
 # --- the built-in suite, H100, line info ------------------------------------------------------------
@@ -100,10 +100,11 @@ def test_transpose_conflict_names_the_column_read_line(suite):
     assert hottest.source == "out[(size_t)out_row * rows + out_col] = tile[tx][tile_col<SWIZZLE>(tx, r)];"
     assert not hottest.temporary  # CuPy's temporary copy, mapped back to the declared file
     assert hottest.shared_ld.excess == 65_011_712 and hottest.shared_ld.ways == 32
-    assert hottest.shared_st.ways is None and hottest.opcodes == ("LDS",)
+    assert hottest.shared_st.ways is None and hottest.opcodes == ("LDS", "STG.E")  # the load and its global store
     store = found.lines[1]
     assert store.line == 31 and store.shared_st.excess == 0 and store.shared_st.ways == 1
-    assert describe(hottest) == "shared loads 32-way, 65,011,712 excess wavefronts"
+    assert describe(hottest) == ("shared loads 32-way, 65,011,712 excess wavefronts; global stores coalesced (4 sectors"
+                                 " per access, the ideal)")  # fmt: skip
 
 
 def test_matmul_article_store_line_and_load_line_each_with_its_own_excess(suite):
@@ -235,7 +236,9 @@ def test_lines_of_an_old_results_json_reads_the_runs_report(tmp_path, capsys):
     results = read_lines(run)
     assert sum(len(k.instructions) for k in results.kernels) > 0
     assert main(["lines", str(run), "-k", "tiled_article", "--top", "1"]) == 0
-    assert "kernels/matmul.py:62  shared loads 2.5-way, 805,306,368 excess wavefronts" in capsys.readouterr().out
+    # the line's two loads apart: sb[j, ty]'s 16-byte loads conflict, sa[tx, j]'s 4-byte ones do not
+    assert ("kernels/matmul.py:62  16-byte shared loads 4-way, 805,306,368 excess wavefronts; shared loads"
+            " conflict-free (1-way)") in capsys.readouterr().out  # fmt: skip
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -265,7 +268,7 @@ def test_report_verdict_and_html_name_the_hot_line(suite):
     article = rows["matmul/tiled_article"]
     assert [line.line for line in article.hot_lines] == [62, 58, 59]
     store = ("kernels/matmul.py:58 `sa[tx, ty] = a[x, a_col] if x < m and a_col < k else float32(0.0)`: "
-             "shared stores 8-way")
+             "global loads uncoalesced: 16 sectors per access, 4x the ideal 4, shared stores 8-way")
     assert store in article.verdict_text
     assert rows["transpose/padded"].hot_lines == () and "kernels/" not in rows["transpose/padded"].verdict_text
     html = render(report, "html")
@@ -374,8 +377,9 @@ def test_report_table_and_verdict_give_the_exact_n_way_as_metrics_and_lines_do(s
     shared = next(f for f in judge(next(k for k in suite.kernels if k.label == "matmul/tiled_article")).findings
                   if f.topic == "shared")  # fmt: skip
     # each side in the words of its instructions, divided by the executions of that side's instructions
-    assert shared.text.startswith("shared loads: 2.5-way bank conflicts, 805 M excess wavefronts (2.40 per shared "
-                                  "load); 16-byte accesses are served a quarter-warp"), shared.text
+    # the 16-byte loads with their own figures (the side's blend with the conflict-free 4-byte loads was 2.5-way)
+    assert shared.text.startswith("16-byte shared loads: 4-way bank conflicts, 805 M excess wavefronts (12 per 16-byte"
+                                  " shared load); 16-byte accesses are served a quarter-warp"), shared.text
     assert shared.text.endswith("; shared stores: 8-way bank conflicts, 235 M excess wavefronts (7 per shared store)")
     copy = build_report([("app", RunResults(suite.info, (app["copy_float2_shared"],)))])
     cell = copy.runs[0].families[0].rows[0].cells["shared_ld_ways"]

@@ -152,7 +152,7 @@ def test_column_values(run_dir):
         "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
     )
     # the ncu figures beside them are unchanged
-    assert padded.cells["duration"].text == "0.148 ms" and padded.cells["speedup"].text == "2.06×"
+    assert padded.cells["duration"].text == "0.147 ms" and padded.cells["speedup"].text == "2.08×"
 
 
 def test_a_variant_the_bench_could_not_time_is_n_a_with_the_reason(run_dir, run_dir_html):
@@ -250,7 +250,7 @@ def test_each_family_says_the_copy_of_its_bytes_its_percentages_are_of(tmp_path,
     assert html.count("% of copy bandwidth (memlens bench; copy of the same bytes as the variants)") == 2  # not matmul
     md = render(report, "md")
     assert "\n\n% of copy bandwidth: of a device-to-device copy of 537 MB, the variants' min\\_bytes" in md
-    assert "| **padded** | ok | 0.148 ms | 2.06× | 0.150 ms | 3.58 TB/s | 94.7% | " in md
+    assert "| **padded** | ok | 0.147 ms | 2.08× | 0.150 ms | 3.58 TB/s | 94.7% | " in md
     assert "| copy, same bytes | each variant's % of copy bandwidth is of a device-to-device copy" in md
     assert main(["report", str(directory), "--format", "json", "-o", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -278,8 +278,8 @@ def test_markdown(run_dir, capsys):
     md = capsys.readouterr().out
     header = "| variant | status | duration | speedup | bench median | bench bandwidth | % of copy bandwidth |"
     assert md.count(header) == 4  # every family of the run; fp16_transpose's bench cells n/a (not timed)
-    assert "| **dense** (baseline) | ok | 78.8 µs | 1.00× | n/a | n/a | n/a | " in md
-    assert "| **padded** | ok | 0.148 ms | 2.06× | 0.150 ms | 3.58 TB/s | 93.3% | " in md
+    assert "| **dense** (baseline) | ok | 80.1 µs | 1.00× | n/a | n/a | n/a | " in md
+    assert "| **padded** | ok | 0.147 ms | 2.08× | 0.150 ms | 3.58 TB/s | 93.3% | " in md
     assert "| **tiled\\_pmpp** | ok | 2.10 ms | 8.40× | n/a | n/a | n/a | " in md
     assert "| copy bandwidth | 3.83 TB/s (memlens bench: device-to-device copy of 1.07 GB, read plus written," in md
     assert "> ⚠️ memlens bench did not time: matmul/tiled\\_pmpp: output wrong" in md

@@ -36,10 +36,10 @@ def test_the_same_variant_of_both_gpus_is_one_row_with_shares_of_each_gpus_peak(
     # both GPUs recorded the same 19 variants (fp16_transpose 5, matmul 4, running_mean 3, transpose 7)
     assert len(by_label) == 19 and {c.statuses for c in by_label.values()} == {("ok", "ok")}
     spill = metrics_of(by_label["running_mean/spill"])
-    assert [c.text for c in spill["dram_pct_of_peak"].cells] == ["32.4%", "23.3%"]
+    assert [c.text for c in spill["dram_pct_of_peak"].cells] == ["32.3%", "23.5%"]
     # memory-bound on the H100 (>= MEMORY_BOUND_PCT of its peak), not on the H200
     pitch = metrics_of(by_label["fp16_transpose/pitch128"])
-    assert [c.text for c in pitch["dram_pct_of_peak"].cells] == ["62.3%", "45.6%"]
+    assert [c.text for c in pitch["dram_pct_of_peak"].cells] == ["62.6%", "45.5%"]
     assert [c.text for c in pitch["memory_bound"].cells] == ["memory-bound", "not memory-bound"]
     for label, comparison in by_label.items():
         metrics = metrics_of(comparison)
@@ -50,10 +50,10 @@ def test_the_same_variant_of_both_gpus_is_one_row_with_shares_of_each_gpus_peak(
         assert bound == ["memory-bound" if p >= MEMORY_BOUND_PCT else "not memory-bound" for p in peaks]
         assert "dram_pct_of_copy" not in metrics  # neither run has bench.json
     padded = metrics_of(by_label["transpose/padded"])
-    assert [c.text for c in padded["dram_pct_of_peak"].cells] == ["82.2%", "72.6%"]
+    assert [c.text for c in padded["dram_pct_of_peak"].cells] == ["82.9%", "72.9%"]
     assert [c.text for c in padded["memory_bound"].cells] == ["memory-bound", "memory-bound"]
     conflict = metrics_of(by_label["transpose/conflict"])
-    assert [c.text for c in conflict["dram_pct_of_peak"].cells] == ["50.1%", "35.3%"]
+    assert [c.text for c in conflict["dram_pct_of_peak"].cells] == ["50.1%", "35.1%"]
     assert [c.text for c in conflict["memory_bound"].cells] == ["not memory-bound", "not memory-bound"]
     assert padded["memory_bound"].cells[1].direction == "n/a" and padded["memory_bound"].cells[1].change_text == ""
 
@@ -68,7 +68,7 @@ def test_a_variant_one_gpu_did_not_run_is_a_row_of_the_other_gpu_alone():
     by_label = {c.label: c for c in build_report([("h100", without_spill), ("h200", h200)]).comparisons}
     assert len(by_label) == 19 and by_label["running_mean/spill"].statuses == ("absent", "ok")
     spill = metrics_of(by_label["running_mean/spill"])
-    assert [c.text for c in spill["dram_pct_of_peak"].cells] == ["n/a", "23.3%"]
+    assert [c.text for c in spill["dram_pct_of_peak"].cells] == ["n/a", "23.5%"]
     assert [c.text for c in spill["memory_bound"].cells] == ["n/a", "not memory-bound"]
 
 

@@ -94,7 +94,9 @@ def test_each_binary_is_disassembled_once_with_its_local_and_tma_instructions(mo
     by_name = {k.kernel: k for k in results.kernels}
     conflict = by_name["transpose_conflict"]
     assert conflict.value("local_ld_instructions") == 0 and conflict.value("local_st_instructions") == 0
-    assert {r.space for r in conflict.instructions} == {"shared"} and len(conflict.instructions) == 8
+    # 8 shared-memory instructions, and the global loads and stores the table places by their memory type
+    assert {r.space for r in conflict.instructions} == {"shared", "global"}
+    assert sum(r.space == "shared" for r in conflict.instructions) == 8
     assert len(decoded["transpose_conflict"]) == len(set(decoded["transpose_conflict"])) > 8  # each PC once
     local = by_name["running_mean_local"]
     assert local.value("local_ld_instructions") > 0

@@ -183,7 +183,7 @@ def merge(
     outcomes = sorted((o for p in parts for o in p.results.outcomes), key=lambda o: position(f"{o.family}/{o.variant}"))
     kernels = sorted((k for p in parts for k in p.results.kernels), key=lambda k: position(k.label))
     infos = [p.results.info for p in parts]
-    names = list(dict.fromkeys(p.gpu.name for p in parts if p.gpu is not None and p.gpu.name))
+    names = sorted({p.gpu.name for p in parts if p.gpu is not None and p.gpu.name})  # whatever order shares end in
     sources = [info.source for info in infos if info.source]
     provenance = take_provenance(machine, selection.suite.path, command, started)
     provenance.update(

@@ -25,6 +25,7 @@ GLOBAL, LOCAL, SHARED = 4, 8, 16
 LOAD, STORE, ATOMIC = 2, 4, 8
 
 SIDES = ("ld", "st", "atom", "mma")  # shared loads, stores, atomics, tensor-core operand reads
+_BY_WIDTH = ("shared loads", "shared stores")  # kinds told apart by width: 8- and 16-byte accesses conflict apart
 SIDE_WORDS = {"ld": "load", "st": "store", "atom": "atomic", "mma": "tensor-core operand read"}
 GLOBAL_SIDES = ("ld", "st", "atom")  # global loads, stores, atomics and reductions
 REMOTE = Kind("distributed shared memory accesses", "remote_shared", "other")
@@ -56,7 +57,10 @@ class InstructionRecord:
 
     @property
     def kind(self) -> Kind:
-        return record_kind(self.opcode, self.space, self.side)
+        kind = record_kind(self.opcode, self.space, self.side)
+        if kind.name in _BY_WIDTH and self.width_bits != 32:  # a width is served in phases of its own
+            return Kind(f"{self.width_bits // 8}-byte {kind.name}", kind.space, kind.side)
+        return kind
 
     @property
     def excess(self) -> float | None:
@@ -260,14 +264,18 @@ def _kind(name: str, records: list[InstructionRecord]) -> KindTotals:
 
 # --- coalescing -----------------------------------------------------------------------------------
 
-# Sectors this many times their ideal (for the same accesses) or more: uncoalesced. One sector more a
-# warp access (an unaligned row) stays below it; a stride of two 4-byte values reaches it.
-UNCOALESCED = 1.5
+# Sectors this many times their ideal (for the same accesses) or more: uncoalesced (a stride of two 4-byte
+# values reaches it); PARTLY_UNCOALESCED or more: partly (misaligned or partly scattered rows; one sector more
+# a 4-sector warp access, an unaligned row, stays below it).
+UNCOALESCED = 2.0
+PARTLY_UNCOALESCED = 1.3
 
 
-def uncoalesced(kinds: Iterable[KindTotals]) -> list[KindTotals]:
-    """The global kinds whose sectors exceed their ideal by UNCOALESCED or more."""
-    return [k for k in kinds if (ratio := k.sectors_over_ideal) is not None and ratio >= UNCOALESCED]
+def coalescing_words(ratio: float | None) -> str | None:
+    """"uncoalesced", "partly uncoalesced", or None (coalesced, or not measured) for sectors over their ideal."""
+    if ratio is None or ratio < PARTLY_UNCOALESCED:
+        return None
+    return "uncoalesced" if ratio >= UNCOALESCED else "partly uncoalesced"
 
 
 # --- local memory: spill or array ---------------------------------------------------------------

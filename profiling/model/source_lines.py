@@ -18,7 +18,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from memlens.io.files import note_input
-from memlens.model.instruction_table import NO_REMOTE_BANKS, UNCOALESCED, InstructionRecord, KindTotals, kind_totals
+from memlens.model.instruction_table import (
+    NO_REMOTE_BANKS,
+    InstructionRecord,
+    KindTotals,
+    coalescing_words,
+    kind_totals,
+)
 
 LINE_INFO_HINT = (
     "no line info in this report: compile with -lineinfo (nvcc, NVRTC, CuPy options=('-lineinfo',)) "
@@ -343,8 +349,8 @@ def line_words(line: LineRecord, count: Callable[[float], str], problems_only: b
 
 def _problem(figures: KindTotals) -> bool:
     """A kind that conflicts, touches local memory or is uncoalesced."""
-    ratio = figures.sectors_over_ideal
-    return bool(figures.excess) or figures.kind.space == "local" or (ratio is not None and ratio >= UNCOALESCED)
+    uncoalesced = coalescing_words(figures.sectors_over_ideal) is not None
+    return bool(figures.excess) or figures.kind.space == "local" or uncoalesced
 
 
 def _global_words(figures: KindTotals, problems_only: bool) -> list[str]:
@@ -354,8 +360,9 @@ def _global_words(figures: KindTotals, problems_only: bool) -> list[str]:
     if per is None or ideal is None or ratio is None:
         return []
     name = figures.kind.name
-    if ratio >= UNCOALESCED:
-        return [f"{name} uncoalesced: {per:.3g} sectors per access, {ratio:.3g}x the ideal {ideal:.3g}"]
+    words = coalescing_words(ratio)
+    if words:
+        return [f"{name} {words}: {per:.3g} sectors per access, {ratio:.3g}x the ideal {ideal:.3g}"]
     if problems_only:
         return []
     if ratio > 1:
