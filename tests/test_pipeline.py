@@ -11,21 +11,19 @@ import pytest
 from memlens.collect.pipeline import read_results, run_info, save_run
 from memlens.collect.run_dir import Machine
 from memlens.errors import OutputError, ProfilerError
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.results import RunInfo, RunResults
 
 APP = Path(__file__).parent / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"
 REPORT = APP / "cuda_app.ncu-rep"
 
 
-class Settings:
-    clock_control, cache_control, fast = "none", "all", True
-
-
 def test_run_info_takes_provenance_and_how_ncu_ran():
     started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=3)
-    info = run_info(Settings(), "2025.3.1.0", Machine("580.1", "abc"), Path("suite.py"), "memlens profile", started,
+    settings = NcuSettings("none", "all", fast=True)
+    info = run_info(settings, "2025.3.1.0", Machine("580.1", "abc"), Path("suite.py"), "memlens profile", started,
                     launches="first", warm_up=2)  # fmt: skip
-    assert (info.ncu_version, info.clock_control, info.cache_control, info.fast) == ("2025.3.1.0", "none", "all", True)
+    assert (info.ncu_version, info.ncu_settings) == ("2025.3.1.0", settings)
     assert (info.driver_version, info.suite_commit, info.suite, info.command) == (
         "580.1", "abc", "suite.py", "memlens profile")  # fmt: skip
     assert (info.launches, info.warm_up) == ("first", 2)

@@ -77,6 +77,7 @@ from memlens.errors import ConfigError, ProfilerError
 from memlens.io.files import write_output
 from memlens.io.processes import command_line
 from memlens.model.catalogue import ncu_metric_names
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.nvtx_names import LIBRARY_DOMAINS, domains_other_than
 from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
@@ -112,12 +113,8 @@ class ProgramOptions:
     launch_count: int | None = None
     sampling: LaunchSampling = LaunchSampling()  # --launches all
     out_dir: Path = Path("runs")
-    clock_control: str = "base"
-    cache_control: str = "all"
-    fast: bool = False
-    roofline: bool = False  # also the FLOP and L1 global-sector counters (more replay passes)
+    ncu_settings: NcuSettings = NcuSettings()  # clock and cache control, --fast, --roofline, --ncu
     timeout: float | None = None
-    ncu: str | None = None
     invocation: str = ""  # the memlens command line, for results.json
     push_pop_scope: str = DEFAULT_SCOPE  # ncu --nvtx-push-pop-scope: "process" (every thread's launches) or "thread"
 
@@ -182,7 +179,7 @@ def validate(options: ProgramOptions) -> None:
 def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     """Profile the program; results.json is written whatever happens once the run directory exists."""
     validate(options)
-    ncu = find_ncu(options.ncu)
+    ncu = find_ncu(options.ncu_settings.path)
     run_dir = new_run_dir(options.out_dir)
     started = now()
     commands: list[str] = []
@@ -195,7 +192,7 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         filters = ANY_RANGE_FILTERS
         run, error = _run_pass(ncu, options, filters, run_dir, commands)
     command = options.invocation or command_line(options.command)
-    info = run_info(options, ncu.version_text, Machine(driver_version(), None), None, command, started,
+    info = run_info(options.ncu_settings, ncu.version_text, Machine(driver_version(), None), None, command, started,
                     launches=options.sampling.mode, warm_up=options.sampling.warm_up,
                     launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN,
                     push_pop_scope=options.push_pop_scope, ranges_selected=_selected(options, filters),
@@ -221,13 +218,12 @@ def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_d
               commands: list[str]) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
     """One run of the program under ncu with these NVTX filters: what ncu did, and what went wrong."""
     request = ProfileRequest(
-        metrics=ncu_metric_names(options.fast, options.roofline),
+        metrics=ncu_metric_names(options.ncu_settings.fast, options.ncu_settings.roofline),
         report=run_dir / REPORT_STEM,
         log=run_dir / NCU_LOG,
         nvtx_include=filters,
         nvtx_exclude=options.nvtx_exclude,
-        clock_control=options.clock_control,
-        cache_control=options.cache_control,
+        settings=options.ncu_settings,
         launch_count=options.launches,
         launch_filter=tuple(options.sampling.ncu_args()),
         push_pop_scope=options.push_pop_scope,
@@ -240,7 +236,7 @@ def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_d
     error: BaseException | None = None
     run: NcuRun | None = None
     try:
-        warm = None if options.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
+        warm = None if options.ncu_settings.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
         env = {**program_env(), RANGE_COUNTS_ENV: str(run_dir / RANGE_COUNTS_FILE)}  # memlens.range counts its runs
         run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end, env=env)
     except NcuTimeout as exc:

@@ -99,7 +99,7 @@ def profile_on_gpus(
     if len(gpus) == 1:
         return profile(options, on_event, gpus[0])
     selection = select(options)  # a wrong selection is said before a missing ncu
-    return profile_jobs(options, LocalGpus(gpus, find_ncu(options.ncu)), on_event, selection)
+    return profile_jobs(options, LocalGpus(gpus, find_ncu(options.ncu_settings.path)), on_event, selection)
 
 
 def select(options: ProfileOptions) -> Selection:

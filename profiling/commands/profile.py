@@ -16,11 +16,18 @@ import os
 import sys
 from pathlib import Path
 
-from memlens.collect.ncu import CACHE_CONTROLS, CLOCK_CONTROLS
 from memlens.collect.run_dir import shell_command
 from memlens.commands.common import add_size_arguments, add_suite_arguments
 from memlens.errors import ConfigError
 from memlens.io.units import plural
+from memlens.model.ncu_settings import (
+    CACHE_CONTROLS,
+    CLOCK_CONTROL_ENV,
+    CLOCK_CONTROLS,
+    DEFAULT_CACHE_CONTROL,
+    DEFAULT_CLOCK_CONTROL,
+    NcuSettings,
+)
 from memlens.model.run_layout import DEFAULT_OUT
 
 # A suite run's modules (the suite contract imports NumPy) are imported in _run_suite, a program run's
@@ -32,11 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_arguments(parser)
     parser.add_argument("--out", default=str(DEFAULT_OUT), help=f"folder for run directories (default: {DEFAULT_OUT})")
     parser.add_argument(
-        "--clock-control", choices=CLOCK_CONTROLS, default=os.environ.get("MEMLENS_CLOCK_CONTROL", "base"),
-        help="ncu clock control (default: base, or $MEMLENS_CLOCK_CONTROL)",
+        "--clock-control", choices=CLOCK_CONTROLS, default=os.environ.get(CLOCK_CONTROL_ENV, DEFAULT_CLOCK_CONTROL),
+        help=f"ncu clock control (default: {DEFAULT_CLOCK_CONTROL}, or ${CLOCK_CONTROL_ENV})",
     )  # fmt: skip
     parser.add_argument(
-        "--cache-control", choices=CACHE_CONTROLS, default="all", help="flush caches between passes (default: all)"
+        "--cache-control", choices=CACHE_CONTROLS, default=DEFAULT_CACHE_CONTROL,
+        help=f"flush caches between passes (default: {DEFAULT_CACHE_CONTROL})",
     )
     parser.add_argument("--fast", action="store_true", help="skip the instrumented pass: no exact bank-conflict count")
     parser.add_argument("--roofline", action="store_true",
@@ -140,12 +148,8 @@ def _ncu_options(args: argparse.Namespace) -> dict[str, object]:
     """What a suite run and a program run ask of ncu alike."""
     return {
         "out_dir": Path(args.out),
-        "clock_control": args.clock_control,
-        "cache_control": args.cache_control,
-        "fast": args.fast,
-        "roofline": args.roofline,
+        "ncu_settings": NcuSettings(args.clock_control, args.cache_control, args.fast, args.roofline, args.ncu),
         "timeout": args.timeout if args.timeout > 0 else None,
-        "ncu": args.ncu,
     }
 
 
