@@ -161,7 +161,7 @@ def header(info: RunInfo) -> tuple[HeaderItem, ...]:
         ("clock control", settings and settings.clock_control),
         ("cache control", settings and settings.cache_control),
         ("date", info.started_at),
-        ("command", info.command),
+        ("command", info.memlens_command),
         ("memlens", info.memlens_version),
     ]
     if settings and settings.fast:

@@ -71,3 +71,11 @@ def test_bad_settings_in_results_json_name_the_field(settings: object, message: 
     with pytest.raises(InputError) as info:
         RunResults.from_json(data, "r.json")
     assert str(info.value) == f"r.json: malformed results ({message})"
+
+
+def test_a_schema_2_files_command_is_read_as_the_memlens_command() -> None:
+    results = RunResults.from_json(VALID_RESULTS)
+    assert results.info.memlens_command == VALID_RESULTS["info"]["command"]
+    assert results.info.memlens_command.startswith("memlens profile kernels")
+    info = json.loads(json.dumps(results.to_json()))["info"]
+    assert "command" not in info and info["memlens_command"] == VALID_RESULTS["info"]["command"]

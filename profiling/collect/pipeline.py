@@ -25,14 +25,14 @@ if TYPE_CHECKING:
 
 
 def run_info(
-    settings: NcuSettings, ncu_version: str | None, machine: Machine, suite: Path | None, command: str,
+    settings: NcuSettings, ncu_version: str | None, machine: Machine, suite: Path | None, memlens_command: str,
     started: dt.datetime, **program: Any,
 ) -> RunInfo:  # fmt: skip
     """The RunInfo of a run that started at `started` and ends now (suite None: a program run, whose
     launch sampling comes in `program`)."""
     from memlens.model.results import RunInfo
 
-    return RunInfo(**take_provenance(machine, suite, command, started), ncu_version=ncu_version,
+    return RunInfo(**take_provenance(machine, suite, memlens_command, started), ncu_version=ncu_version,
                    ncu_settings=settings, **program)  # fmt: skip
 
 

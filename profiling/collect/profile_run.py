@@ -55,7 +55,7 @@ class ProfileOptions:
     sweeps: tuple[str, ...] = ()  # FAMILY.NAME=V1,V2,... items: each value of a family in its own range
     small: bool = False
     seed: int = 0
-    command: str = ""
+    memlens_command: str = ""  # the memlens command line, for results.json
 
 
 @dataclass
@@ -260,7 +260,8 @@ def conclude(
     """The results of a run of ncu, and the error to raise once they are saved (None: none)."""
     events.poll()
     error, stopped = _explain(cause, events, shard.files.log.parent)
-    info = run_info(options.ncu_settings, ncu.version_text, machine, selected.suite.path, options.command, started)
+    info = run_info(options.ncu_settings, ncu.version_text, machine, selected.suite.path, options.memlens_command,
+                    started)
     variants = selected.variants
     if shard.labels is not None:
         variants = [v for v in variants if v.label in shard.labels]

@@ -133,7 +133,7 @@ def profile_jobs(
         machine = pool.submit(machine_of, suite_root(options.suite))
         parts, error = _run(backend, jobs, context)
     with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
-        results, first = merge(parts, selection, machine.result(), options.command, started)
+        results, first = merge(parts, selection, machine.result(), options.memlens_command, started)
         if error is not None:
             results = replace(results, complete=False)
         return save(options, run_dir, results, error or first)

@@ -122,7 +122,7 @@ def _run_suite(args: argparse.Namespace) -> int:
         sizes=tuple(args.size),
         sweeps=tuple(args.sweep),
         small=args.small,
-        command=shell_command(sys.argv[1:]),
+        memlens_command=shell_command(sys.argv[1:]),
     )
     if args.cluster is not None and args.gpus is not None:
         raise ConfigError("--gpus and --cluster both share the cases out: give one (--cluster local uses "
@@ -169,14 +169,14 @@ def _run_program(args: argparse.Namespace) -> int:
                           "use --nvtx-include FILTER with -- COMMAND")  # fmt: skip
     launches = args.launches or (ALL if args.launch_count is not None else DEFAULT)  # a cap alone: every launch
     options = ProgramOptions(
-        command=tuple(args.program),
+        program=tuple(args.program),
         nvtx_include=tuple(args.nvtx_include),
         nvtx_exclude=tuple(args.nvtx_exclude),
         all_kernels=args.all_kernels,
         launch_count=args.launch_count,
         sampling=parse_launches(launches, args.warm_up or 0),
         **_ncu_options(args),
-        invocation=shell_command(sys.argv[1:]),
+        memlens_command=shell_command(sys.argv[1:]),
         push_pop_scope=args.nvtx_push_pop_scope,
     )
     run_dir, results = profile_program(options)

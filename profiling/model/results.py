@@ -26,7 +26,8 @@ from memlens.model.ncu_settings import NcuSettings
 from memlens.model.run_layout import RESULTS, Provenance
 
 # 2: kernels carry their shared- and local-memory `instructions`, outcomes their declared `sources`
-# 3: info's `ncu_settings` (NcuSettings) for 2's `clock_control`, `cache_control` and `fast`
+# 3: info's `ncu_settings` (NcuSettings) for 2's `clock_control`, `cache_control` and `fast`, and its
+#    `memlens_command` for 2's `command`
 SCHEMA_VERSION = 3
 SUPPORTED_SCHEMAS = (1, 2, 3)
 
@@ -438,7 +439,9 @@ _SCHEMA_2_SETTINGS = ("clock_control", "cache_control", "fast")  # info's, befor
 
 def _info_from_json(data: Any) -> RunInfo:
     """results.json's info; schema 2's flat `clock_control`, `cache_control` and `fast` read into its
-    `ncu_settings`."""
+    `ncu_settings`, its `command` as `memlens_command`."""
+    if isinstance(data, dict) and "command" in data and "memlens_command" not in data:
+        data = {("memlens_command" if key == "command" else key): value for key, value in data.items()}
     if isinstance(data, dict) and any(key in data for key in _SCHEMA_2_SETTINGS):
         data = dict(data)
         old = {key: data.pop(key) for key in _SCHEMA_2_SETTINGS if key in data}
