@@ -152,18 +152,19 @@ def header(info: RunInfo) -> tuple[HeaderItem, ...]:
     def text(value: object) -> str:
         return "n/a" if value in (None, "") else str(value)
 
+    settings = info.ncu_settings
     items = [
         ("GPU", info.gpu_name),
         ("compute capability", info.compute_capability),
         ("driver", info.driver_version),
         ("Nsight Compute", info.ncu_version),
-        ("clock control", info.clock_control),
-        ("cache control", info.cache_control),
+        ("clock control", settings and settings.clock_control),
+        ("cache control", settings and settings.cache_control),
         ("date", info.started_at),
-        ("command", info.command),
+        ("command", info.memlens_command),
         ("memlens", info.memlens_version),
     ]
-    if info.fast:
+    if settings and settings.fast:
         items.append(("mode", "--fast (no instrumented pass: no exact bank-conflict count)"))
     if info.suite:
         items.append(("suite", info.suite + (f" @ {info.suite_commit}" if info.suite_commit else "")))

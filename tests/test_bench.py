@@ -210,7 +210,7 @@ def test_bench_writes_bench_json_and_prints_table(device, tmp_path, capsys):
     assert bench_cli(tmp_path) == 0
     run = only_run(tmp_path)
     data = json.loads((run / BENCH_FILE).read_text())
-    assert (data["format"], data["schema_version"]) == ("memlens-bench", 2)
+    assert (data["format"], data["schema_version"]) == ("memlens-bench", 3)
     assert data["info"]["gpu_name"] == "Fake GPU"
     assert data["info"]["repeats"] == 20
     assert data["copy"]["buffer_bytes"] == GIB  # max(1 GiB, 16 x 48 KiB)
@@ -523,7 +523,7 @@ def _valid(tmp_path: Path, version: int = 2) -> dict:
     copy = {"buffer_bytes": GIB, "times": {"samples_ms": [0.5] * 20}}
     variant = {"family": "f", "variant": "v", "size": {"n": 4}, "min_bytes": 32, "input_sets": 2, "set_bytes": 32,
                "times": {"samples_ms": [1.0] * 20}}  # fmt: skip
-    if version == 2:
+    if version >= 2:
         variant["copy"] = {"buffer_bytes": 16, "input_sets": 2, "times": {"samples_ms": [0.25] * 20}}
     return {"format": "memlens-bench", "schema_version": version,
             "info": {"gpu_name": "G", "l2_bytes": MIB, "repeats": 20}, "copy": copy, "variants": [variant]}  # fmt: skip
@@ -540,6 +540,17 @@ def test_minimal_file_loads_with_derived_figures(tmp_path):
     assert results.copy == CopyBandwidth(GIB, TimeSummary.of([0.5] * 20))  # input_sets: 1 when not given
 
 
+def test_a_schema_2_files_command_is_read_as_the_memlens_command(tmp_path):
+    data = _valid(tmp_path)
+    data["info"]["command"] = "memlens bench -k transpose"
+    results = BenchResults.from_json(data)
+    assert results.info.memlens_command == "memlens bench -k transpose"
+    rewritten = json.loads(json.dumps(results.to_json()))
+    assert rewritten["schema_version"] == 3 and "command" not in rewritten["info"]
+    assert rewritten["info"]["memlens_command"] == "memlens bench -k transpose"
+    assert BenchResults.from_json(rewritten) == results
+
+
 def test_schema_1_files_are_read_with_their_one_copy(tmp_path):
     """A bench.json as memlens wrote it before schema 2: every variant compared with the one 1 GiB copy."""
     data = _valid(tmp_path, version=1)
@@ -553,8 +564,8 @@ def test_schema_1_files_are_read_with_their_one_copy(tmp_path):
     assert timing.copy == results.copy == CopyBandwidth(GIB, TimeSummary.of([0.5] * 20))
     assert timing.pct_of_copy == pytest.approx(100 * (32 / 1e6) / (2 * GIB / 0.5 / 1e6))
     assert unsized.copy is None and unsized.pct_of_copy is None
-    rewritten = json.loads(json.dumps(results.to_json()))  # written again: schema 2, with the copy of each variant
-    assert rewritten["schema_version"] == 2 and rewritten["variants"][0]["copy"]["buffer_bytes"] == GIB
+    rewritten = json.loads(json.dumps(results.to_json()))  # written again: schema 3, with the copy of each variant
+    assert rewritten["schema_version"] == 3 and rewritten["variants"][0]["copy"]["buffer_bytes"] == GIB
     assert rewritten["variants"][1]["copy"] is None
     assert BenchResults.from_json(rewritten) == results
 

@@ -107,7 +107,7 @@ def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tm
     assert data["info"]["gpu_name"] == "NVIDIA H200"
     info = data["info"]  # what a merge of runs from several hosts needs (docs/several-gpus.md)
     assert info["host"] == socket.gethostname() and info["ncu_version"] == "2025.3.1.0"
-    assert {"driver_version", "suite_commit", "command", "started_at", "memlens_version"} <= set(info)
+    assert {"driver_version", "suite_commit", "memlens_command", "started_at", "memlens_version"} <= set(info)
     assert "3 kernels from 5 variants profiled" in capsys.readouterr().out
     assert main(["report", str(run), "--format", "md", "-o", "-"]) == 0  # the merged run's one report
     gpus_line = f"| GPUs | GPU 0 (NVIDIA H200): 3 variants; GPU 1 (NVIDIA H200): 2 variants on {socket.gethostname()} |"

@@ -12,6 +12,7 @@ import pytest
 from memlens.collect import ncu
 from memlens.collect.ncu import Ncu, NcuTimeout, ProfileRequest, check_log, find_ncu, first_error, profile_argv
 from memlens.errors import ConfigError, ProfilerError
+from memlens.model.ncu_settings import NcuSettings
 from tests.conftest import FIXTURES
 from tests.support.fake import PERMISSION_LOG, install_fake_ncu
 
@@ -27,7 +28,8 @@ def fake_ncu(tmp_path, monkeypatch):
 
 def test_argv_puts_launch_filters_and_count_before_the_metrics_and_the_app_last(tmp_path) -> None:
     request = ProfileRequest(metrics=["gpu__time_duration.sum", "dram__bytes_read.sum"], report=tmp_path / "r",
-                             log=tmp_path / "l", nvtx_include=(), cache_control="none", launch_count=5,
+                             log=tmp_path / "l", nvtx_include=(), settings=NcuSettings(cache_control="none"),
+                             launch_count=5,
                              launch_filter=("--kernel-name-base", "function", "--launch-skip", "2"))  # fmt: skip
     assert profile_argv(NCU, request, ["./app", "--metrics", "x"]) == [
         "/opt/nsight/ncu", "--clock-control", "base", "--cache-control", "none", "--replay-mode", "kernel", "--nvtx",
@@ -39,13 +41,15 @@ def test_argv_puts_launch_filters_and_count_before_the_metrics_and_the_app_last(
 @pytest.mark.parametrize(
     "option, message",
     [
-        ({"clock_control": "boost"}, "clock control 'boost' is not one of base, none"),
-        ({"cache_control": "some"}, "cache control 'some' is not one of all, none"),
+        ({"settings": {"clock_control": "boost"}}, "clock control 'boost' is not one of base, none"),
+        ({"settings": {"cache_control": "some"}}, "cache control 'some' is not one of all, none"),
         ({"replay_mode": "range"}, "replay mode 'range' is not one of kernel, application"),
     ],
 )
 def test_a_request_refuses_what_ncu_would_not_take(tmp_path, option: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=f"^{message}$"):
+        if "settings" in option:
+            option = {"settings": NcuSettings(**option["settings"])}
         ProfileRequest(metrics=[], report=tmp_path / "r", log=tmp_path / "l", nvtx_include=(), **option)
 
 
@@ -123,7 +127,7 @@ def test_old_ncu_is_refused(tmp_path, monkeypatch):
 
 def test_argv_filters_memlens_ranges_and_exports_report(fake_ncu, tmp_path):
     request = ProfileRequest(metrics=["gpu__time_duration.sum"], report=tmp_path / "r", log=tmp_path / "l",
-                             nvtx_include="regex:memlens@.*/", clock_control="none")  # fmt: skip
+                             nvtx_include="regex:memlens@.*/", settings=NcuSettings("none"))  # fmt: skip
     argv = profile_argv(find_ncu(), request, ["python", "app.py"])
     assert argv[1:] == ["--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel", "--nvtx",
                         "--nvtx-include", "regex:memlens@.*/", "--metrics", "gpu__time_duration.sum",

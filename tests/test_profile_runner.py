@@ -32,9 +32,9 @@ def test_profile_writes_run_directory_with_raw_report_and_results(fake_ncu, tmp_
     run = latest.resolve()
     assert (run / "profile.ncu-rep").read_bytes() == (PROBE / "probe.ncu-rep").read_bytes()
     data = json.loads((run / "results.json").read_text())
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
     assert data["info"]["ncu_version"] == "2025.3.1.0"
-    assert data["info"]["clock_control"] == "none"
+    assert data["info"]["ncu_settings"]["clock_control"] == "none"
     assert data["info"]["gpu_name"] == "NVIDIA H200"
     assert [o["status"] for o in data["outcomes"]] == ["ok"] * 5
     # the probe recording holds transpose.conflict, transpose.padded and running_mean.local

@@ -51,7 +51,7 @@ def test_program_run_writes_the_suite_run_directory(fake_ncu, tmp_path, capsys):
     data = json.loads((run / "results.json").read_text())
     assert data["complete"] is True and data["outcomes"] == []
     assert data["info"]["gpu_name"] == "NVIDIA H100 80GB HBM3"
-    assert data["info"]["command"].startswith("memlens ")
+    assert data["info"]["memlens_command"].startswith("memlens ")
     # the provenance a suite run records (collect/run_dir.take_provenance), the host among it
     assert data["info"]["host"] == socket.gethostname() and data["info"]["memlens_version"] == "0.1.0"
     labels = [(k["family"], k["variant"], k["nvtx"]) for k in data["kernels"]]

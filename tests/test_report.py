@@ -21,6 +21,7 @@ from test_report_samples import (
     suite_run,
 )
 
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.results import RunResults
 from memlens.reports.model import REPORT_VERSION
 from memlens.reports.render import build_report, render
@@ -116,7 +117,8 @@ def test_expectations_match_and_mismatch_is_flagged():
 
 def test_fast_run_says_so_and_falls_back_to_the_labelled_hardware_counter():
     results = suite_run()
-    results = replace(results, info=replace(INFO, fast=True), kernels=tuple(fast(k) for k in results.kernels))
+    info = replace(INFO, ncu_settings=NcuSettings(fast=True))
+    results = replace(results, info=info, kernels=tuple(fast(k) for k in results.kernels))
     report = build_report([("run", results)])
     run = report.runs[0]
     rows = {r.label: r for r in run.variants}

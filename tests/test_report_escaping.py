@@ -34,7 +34,7 @@ def hostile_run() -> RunResults:
         outcome("fam<b>|`", "v\"'&|", False, True, note=IMG, demonstrates=f"{SCRIPT} | `tick`", baseline=True),
         outcome("fam<b>|`", "wrong<i>", False, True, status="wrong", message=f"{IMG} at | index `3`"),
     )
-    info = replace(INFO, command=f'memlens profile "{SCRIPT}" & `x` | y', gpu_name=IMG, source=SCRIPT)
+    info = replace(INFO, memlens_command=f'memlens profile "{SCRIPT}" & `x` | y', gpu_name=IMG, source=SCRIPT)
     return RunResults(info, kernels, outcomes)
 
 
@@ -161,4 +161,4 @@ def test_json_keeps_names_exact():
     assert family["name"] == "fam<b>|`"
     assert [v["name"] for v in family["variants"]] == ["v\"'&|", "wrong<i>"]
     assert family["variants"][0]["declared"] == IMG
-    assert run["info"]["command"] == f'memlens profile "{SCRIPT}" & `x` | y'
+    assert run["info"]["memlens_command"] == f'memlens profile "{SCRIPT}" & `x` | y'

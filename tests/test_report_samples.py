@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.results import Expect, KernelResult, RunInfo, RunResults, VariantOutcome
 
 FAST_REASON = "not collected: run without --fast (--fast skips the instrumented pass)"
@@ -44,8 +45,8 @@ REGISTERS = {**LOCAL, "duration": 144_000.0, "local_ld_instructions": 0.0, "loca
 
 INFO = RunInfo(
     gpu_name="NVIDIA H200", compute_capability="9.0", driver_version="580.159.04", ncu_version="2025.3.1.0",
-    clock_control="none", cache_control="all", command="memlens profile kernels", started_at="2026-11-21T23:00:00",
-    memlens_version="0.1.0", suite="kernels",
+    ncu_settings=NcuSettings("none", "all"), memlens_command="memlens profile kernels",
+    started_at="2026-11-21T23:00:00", memlens_version="0.1.0", suite="kernels",
 )
 
 

@@ -14,6 +14,7 @@ import memlens
 from memlens.errors import InputError, ProfilerError, SetupError
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.instruction_table import InstructionRecord
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.results import Expect, KernelResult, MetricValue, RunInfo, RunResults, VariantOutcome, printable
 from memlens.readers import read_report
 from tests.conftest import FIXTURES
@@ -110,7 +111,7 @@ def test_results_json_sources_round_trip_and_are_checked(tmp_path):
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        (("schema_version",), 99, "unsupported schema_version 99 (this memlens reads 1, 2)"),
+        (("schema_version",), 99, "unsupported schema_version 99 (this memlens reads 1, 2, 3)"),
         (("schema_version",), True, "unsupported schema_version True"),
         (("info", "wall_seconds"), "abc", "info.wall_seconds must be a finite number or null, not \"abc\""),
         (("kernels", 0, "launch_id"), 1e400, "kernels[0].launch_id must be an integer, not inf"),
@@ -141,12 +142,13 @@ def test_every_field_of_a_run_comes_back_from_results_json() -> None:
     outcome = VariantOutcome("transpose", "conflict@rows=64", "wrong", "index 3", "column reads",
                              Expect(bank_conflicts=True, note="32-way", excess_wavefronts=31), True,
                              ("kernels/transpose.cu",), 1)  # fmt: skip
-    info = RunInfo(gpu_name="NVIDIA H200", ncu_version="2025.3.1", fast=True, launches="first", warm_up=2,
-                   ranges_not_profiled={"loop/": 3}, peak_dram_bandwidth=4.8e12)  # fmt: skip
+    info = RunInfo(gpu_name="NVIDIA H200", ncu_version="2025.3.1", ncu_settings=NcuSettings(fast=True),
+                   launches="first", warm_up=2, ranges_not_profiled={"loop/": 3},
+                   peak_dram_bandwidth=4.8e12)  # fmt: skip
     results = RunResults(info, (kernel,), (outcome,), complete=False, embedded_sources={"kernels/transpose.cu": "x"})
     data = json.loads(json.dumps(results.to_json()))
     assert sorted(data) == ["complete", "info", "kernels", "outcomes", "schema_version", "sources"]
-    assert (data["schema_version"], data["complete"], len(data["kernels"][0])) == (2, False, 14)
+    assert (data["schema_version"], data["complete"], len(data["kernels"][0])) == (3, False, 14)
     again = RunResults.from_json(data)
     assert again == results and again.embedded_sources == {"kernels/transpose.cu": "x"}
     assert again.kernels[0].instructions == (record,) and again.outcomes[0].expect.excess_wavefronts == 31

@@ -12,14 +12,15 @@ import pytest
 from memlens import __version__
 from memlens.bench.results import BenchInfo
 from memlens.collect.run_dir import Machine, new_run_dir, point_latest, shell_command, take_provenance
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.results import RunInfo, load_results
 from memlens.model.run_layout import BENCH, LATEST, NCU_REPORT, RESULTS, Provenance, report_file
 from memlens.readers import find_report
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures"
-SHARED = {"gpu_name", "host", "driver_version", "command", "started_at", "wall_seconds", "suite", "suite_commit",
-          "memlens_version"}  # fmt: skip
+SHARED = {"gpu_name", "host", "driver_version", "memlens_command", "started_at", "wall_seconds", "suite",
+          "suite_commit", "memlens_version"}  # fmt: skip
 
 
 def test_the_layout_names(tmp_path):
@@ -42,14 +43,14 @@ def test_provenance_is_taken_in_one_place():
     taken = take_provenance(Machine("580.159.04", "abc123 (modified)"), REPO / "kernels",
                             shell_command(["bench", "-k", "a b"]), started, gpu_name="NVIDIA H200")  # fmt: skip
     assert set(taken) == SHARED
-    assert taken["command"] == "memlens bench -k 'a b'"
+    assert taken["memlens_command"] == "memlens bench -k 'a b'"
     assert taken["started_at"] == started.isoformat(timespec="seconds")
     assert 3 <= taken["wall_seconds"] < 60
     assert (taken["driver_version"], taken["suite_commit"]) == ("580.159.04", "abc123 (modified)")
     assert (taken["suite"], taken["memlens_version"]) == (str(REPO / "kernels"), __version__)
-    run = RunInfo(**taken, ncu_version="2025.3.1", fast=True)
+    run = RunInfo(**taken, ncu_version="2025.3.1", ncu_settings=NcuSettings(fast=True))
     bench = BenchInfo(**taken, l2_bytes=1 << 20, repeats=50)
-    assert run.gpu_name == bench.gpu_name == "NVIDIA H200" and run.fast and bench.repeats == 50
+    assert run.gpu_name == bench.gpu_name == "NVIDIA H200" and run.ncu_settings.fast and bench.repeats == 50
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("**/results.json")), ids=lambda p: p.parent.name)
@@ -59,7 +60,13 @@ def test_results_written_by_earlier_versions_still_load_and_write_back_flat(path
     assert results.info.started_at == written["info"].get("started_at")
     assert results.info.suite_commit == written["info"].get("suite_commit")
     again = results.to_json()["info"]
-    assert {k: v for k, v in again.items() if k in written["info"]} == written["info"]
+    renamed = {"clock_control", "cache_control", "fast"}  # schema 2's, in ncu_settings since schema 3
+    assert {k: v for k, v in again.items() if k in written["info"]} == {
+        k: v for k, v in written["info"].items() if k not in renamed | {"command"}}  # fmt: skip
+    assert again["memlens_command"] == written["info"].get("command", written["info"].get("memlens_command"))
+    settings = again.get("ncu_settings") or {}
+    assert {k: settings.get(k) for k in renamed & set(written["info"])} == {
+        k: v for k, v in written["info"].items() if k in renamed}  # fmt: skip
 
 
 def test_new_run_directories_and_the_latest_pointer(tmp_path):

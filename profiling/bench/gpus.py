@@ -54,7 +54,8 @@ def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, Ben
     if not timed:
         raise ProfilerError(f"no GPU timed anything, first {failures[0].family}/{failures[0].variant}: "
                             f"{failures[0].message}; logs in {run_dir}")  # fmt: skip
-    provenance = take_provenance(machine_of(selection.suite.path), selection.suite.path, options.command, started)
+    suite = selection.suite.path
+    provenance = take_provenance(machine_of(suite), suite, options.memlens_command, started)
     provenance["gpu_name"] = " + ".join(dict.fromkeys(p.info.gpu_name for p in timed if p.info.gpu_name))
     results = BenchResults(
         replace(timed[0].info, **provenance),

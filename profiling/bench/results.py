@@ -22,8 +22,8 @@ from memlens.model.run_layout import BENCH, RESULTS, Provenance
 
 BENCH_FILE = BENCH
 BENCH_FORMAT = "memlens-bench"
-SCHEMA_VERSION = 2
-SUPPORTED_SCHEMAS = (1, 2)
+SCHEMA_VERSION = 3  # 3: info's `memlens_command` for 2's `command`
+SUPPORTED_SCHEMAS = (1, 2, 3)
 
 
 # --- statistics ------------------------------------------------------------------------------------
@@ -178,13 +178,18 @@ class BenchResults:
         if version not in SUPPORTED_SCHEMAS:
             raise InputError(f"{source}: unsupported schema_version {version!r} (memlens reads {SUPPORTED_SCHEMAS})")
         try:
-            info = BenchInfo(**{**data["info"], "sizes": tuple(data["info"].get("sizes", ()))})
+            info = BenchInfo(**_renamed(data["info"]), sizes=tuple(data["info"].get("sizes", ())))
             copy = CopyBandwidth.from_json(data["copy"])
             variants = tuple(_variant_from_json(v, copy if version == 1 else None) for v in data["variants"])
             failures = tuple(BenchFailure(**f) for f in data.get("failures", []))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputError(f"{source}: malformed bench results ({type(exc).__name__}: {exc})") from None
         return cls(info, copy, variants, failures)
+
+
+def _renamed(info: Mapping[str, Any]) -> dict[str, Any]:
+    """bench.json's info with schema 2's `command` as `memlens_command`; `sizes` left to the caller."""
+    return {("memlens_command" if key == "command" else key): value for key, value in info.items() if key != "sizes"}
 
 
 def _positive_int(value: Any) -> int:

@@ -215,7 +215,7 @@ class BenchOptions:
     sweeps: tuple[str, ...] = ()  # FAMILY.NAME=V1,V2,... items: each value timed as its own variant
     small: bool = False
     seed: int = 0
-    command: str = ""
+    memlens_command: str = ""  # the memlens command line, for bench.json
 
 
 # progress(stage, label, index, total): stage "copy", "start" or "done"
@@ -241,7 +241,7 @@ def bench(
     timings, failures = time_variants(variants, device, copies, sizes, options, progress)
     suite = selection.suite.path
     info = BenchInfo(
-        **take_provenance(machine_of(suite), suite, options.command, started, gpu_name=device.name),
+        **take_provenance(machine_of(suite), suite, options.memlens_command, started, gpu_name=device.name),
         l2_bytes=device.l2_bytes, repeats=options.repeats, cuda_driver_version=device.cuda_driver_version,
         seed=options.seed, small=options.small, sizes=options.sizes,
     )  # fmt: skip

@@ -80,7 +80,7 @@ def run_remote(options: ProfileOptions, job: Job, run_id: str, started: dt.datet
     gpu = None
     try:
         gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), list_gpus())
-        ncu = find_ncu(options.ncu)
+        ncu = find_ncu(options.ncu_settings.path)
         selection, machine = _done(select(options)), _done(machine_of(suite_root(options.suite)))
         where = Where(host_name(), gpu, machine.result().driver_version, ncu.version_text)
         context = RunContext(options, selection.result(), scratch, started, events, stop)

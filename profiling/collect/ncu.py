@@ -16,11 +16,10 @@ from pathlib import Path
 
 from memlens.errors import ConfigError, ProfilerError
 from memlens.io.processes import CommandFailed, CommandTimeout, run_command, run_watched
+from memlens.model.ncu_settings import NcuSettings
 
 # The oldest ncu whose reports the readers have been checked against.
 MIN_VERSION = (2023, 1)
-CLOCK_CONTROLS = ("base", "none")
-CACHE_CONTROLS = ("all", "none")
 # kernel: each kernel replayed in place (memory saved and restored per pass); application: the whole
 # program run once per pass (it must launch the same kernels each run)
 REPLAY_MODES = ("kernel", "application")
@@ -84,8 +83,7 @@ class ProfileRequest:
     report: Path  # written as <report>.ncu-rep
     log: Path
     nvtx_include: str | tuple[str, ...]  # e.g. "regex:memlens@.*/"; () for every kernel
-    clock_control: str = "base"
-    cache_control: str = "all"
+    settings: NcuSettings = NcuSettings()  # clock and cache control
     launch_count: int | None = None  # ncu --launch-count: profile at most this many launches
     nvtx_exclude: tuple[str, ...] = ()  # ncu --nvtx-exclude: kernels in these ranges are not profiled
     replay_mode: str = "kernel"  # ncu --replay-mode: "application" runs the program once per pass
@@ -96,20 +94,16 @@ class ProfileRequest:
     def __post_init__(self) -> None:
         if self.replay_mode not in REPLAY_MODES:
             raise ConfigError(f"replay mode {self.replay_mode!r} is not one of {', '.join(REPLAY_MODES)}")
-        if self.clock_control not in CLOCK_CONTROLS:
-            raise ConfigError(f"clock control {self.clock_control!r} is not one of {', '.join(CLOCK_CONTROLS)}")
         if self.push_pop_scope is not None and self.push_pop_scope not in PUSH_POP_SCOPES:
             raise ConfigError(f"push/pop scope {self.push_pop_scope!r} is not one of {', '.join(PUSH_POP_SCOPES)}")
-        if self.cache_control not in CACHE_CONTROLS:
-            raise ConfigError(f"cache control {self.cache_control!r} is not one of {', '.join(CACHE_CONTROLS)}")
 
 
 def profile_argv(ncu: Ncu, request: ProfileRequest, app: Sequence[str]) -> list[str]:
     filters = (request.nvtx_include,) if isinstance(request.nvtx_include, str) else request.nvtx_include
     return [
         str(ncu.path),
-        "--clock-control", request.clock_control,
-        "--cache-control", request.cache_control,
+        "--clock-control", request.settings.clock_control,
+        "--cache-control", request.settings.cache_control,
         "--replay-mode", request.replay_mode,
         *(["--target-processes", "all"] if request.all_processes else []),
         "--nvtx", *(["--nvtx-push-pop-scope", request.push_pop_scope] if request.push_pop_scope else []),

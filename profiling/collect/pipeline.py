@@ -12,36 +12,28 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from memlens.collect.run_dir import Machine, point_latest, take_provenance
 from memlens.errors import MemlensError
 from memlens.io.files import write_json_output
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.run_layout import RESULTS
 
 if TYPE_CHECKING:
     from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
 
 
-class NcuSettings(Protocol):
-    """How ncu ran: the options a suite run and a program run share."""
-
-    clock_control: str
-    cache_control: str
-    fast: bool
-
-
 def run_info(
-    settings: NcuSettings, ncu_version: str | None, machine: Machine, suite: Path | None, command: str,
+    settings: NcuSettings, ncu_version: str | None, machine: Machine, suite: Path | None, memlens_command: str,
     started: dt.datetime, **program: Any,
 ) -> RunInfo:  # fmt: skip
     """The RunInfo of a run that started at `started` and ends now (suite None: a program run, whose
     launch sampling comes in `program`)."""
     from memlens.model.results import RunInfo
 
-    return RunInfo(**take_provenance(machine, suite, command, started), ncu_version=ncu_version,
-                   clock_control=settings.clock_control, cache_control=settings.cache_control,
-                   fast=settings.fast, **program)  # fmt: skip
+    return RunInfo(**take_provenance(machine, suite, memlens_command, started), ncu_version=ncu_version,
+                   ncu_settings=settings, **program)  # fmt: skip
 
 
 def start_disassembler(report: Path) -> None:

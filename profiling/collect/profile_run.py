@@ -35,6 +35,7 @@ from memlens.errors import ConfigError, MemlensError, ProfilerError
 from memlens.io.files import write_output
 from memlens.io.processes import command_line, hold_interrupts
 from memlens.model.catalogue import ncu_metric_names
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.nvtx_names import labels_pattern, parse_swept
 from memlens.model.results import RunInfo, RunResults, VariantOutcome
 from memlens.model.run_layout import DEFAULT_OUT, NCU_COMMAND, ProfileFiles, profile_files
@@ -48,17 +49,13 @@ class ProfileOptions:
     suite: str | None = None
     pattern: str | None = None
     out_dir: Path = DEFAULT_OUT
-    clock_control: str = "base"
-    cache_control: str = "all"
-    fast: bool = False
-    roofline: bool = False  # also the roofline's counters (more replay passes)
+    ncu_settings: NcuSettings = NcuSettings()  # clock and cache control, --fast, --roofline, --ncu
     timeout: float | None = None
-    ncu: str | None = None
     sizes: tuple[str, ...] = ()  # NAME=VALUE overrides
     sweeps: tuple[str, ...] = ()  # FAMILY.NAME=V1,V2,... items: each value of a family in its own range
     small: bool = False
     seed: int = 0
-    command: str = ""
+    memlens_command: str = ""  # the memlens command line, for results.json
 
 
 @dataclass
@@ -180,7 +177,7 @@ def profile(
         if options.sweeps:
             selection.result()  # a sweep is checked in full before ncu starts
         try:
-            ncu = find_ncu(options.ncu)
+            ncu = find_ncu(options.ncu_settings.path)
         except MemlensError:
             selection.result()  # a wrong selection is the first thing to say
             raise
@@ -236,7 +233,7 @@ def run_shard(
             raise selection.exception()  # stops ncu: the profiled program refuses this selection too
         if stop is not None and stop.is_set():
             raise KeyboardInterrupt
-        if not options.fast:
+        if not options.ncu_settings.fast:
             start_disassembler(shard.files.report)
         for event in events.poll():
             if on_event:
@@ -248,12 +245,11 @@ def run_shard(
 
 def _request(options: ProfileOptions, files: ProfileFiles) -> ProfileRequest:
     return ProfileRequest(
-        metrics=ncu_metric_names(options.fast, options.roofline),
+        metrics=ncu_metric_names(options.ncu_settings.fast, options.ncu_settings.roofline),
         report=files.report_stem,
         log=files.log,
         nvtx_include=f"regex:{NVTX_DOMAIN}@.*/",
-        clock_control=options.clock_control,
-        cache_control=options.cache_control,
+        settings=options.ncu_settings,
     )
 
 
@@ -264,7 +260,8 @@ def conclude(
     """The results of a run of ncu, and the error to raise once they are saved (None: none)."""
     events.poll()
     error, stopped = _explain(cause, events, shard.files.log.parent)
-    info = run_info(options, ncu.version_text, machine, selected.suite.path, options.command, started)
+    info = run_info(options.ncu_settings, ncu.version_text, machine, selected.suite.path, options.memlens_command,
+                    started)
     variants = selected.variants
     if shard.labels is not None:
         variants = [v for v in variants if v.label in shard.labels]

@@ -77,6 +77,7 @@ from memlens.errors import ConfigError, ProfilerError
 from memlens.io.files import write_output
 from memlens.io.processes import command_line
 from memlens.model.catalogue import ncu_metric_names
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.nvtx_names import LIBRARY_DOMAINS, domains_other_than
 from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
@@ -105,20 +106,16 @@ _APP_FAILED = re.compile(r"The application returned an error code \((-?\d+)\)")
 
 @dataclass(frozen=True)
 class ProgramOptions:
-    command: tuple[str, ...]
+    program: tuple[str, ...]  # the profiled program's command line
     nvtx_include: tuple[str, ...] = ()  # () -> DEFAULT_FILTERS, unless all_kernels
     nvtx_exclude: tuple[str, ...] = ()
     all_kernels: bool = False
     launch_count: int | None = None
     sampling: LaunchSampling = LaunchSampling()  # --launches all
     out_dir: Path = Path("runs")
-    clock_control: str = "base"
-    cache_control: str = "all"
-    fast: bool = False
-    roofline: bool = False  # also the FLOP and L1 global-sector counters (more replay passes)
+    ncu_settings: NcuSettings = NcuSettings()  # clock and cache control, --fast, --roofline, --ncu
     timeout: float | None = None
-    ncu: str | None = None
-    invocation: str = ""  # the memlens command line, for results.json
+    memlens_command: str = ""  # the memlens command line, for results.json
     push_pop_scope: str = DEFAULT_SCOPE  # ncu --nvtx-push-pop-scope: "process" (every thread's launches) or "thread"
 
     @property
@@ -157,7 +154,7 @@ def validate_filter(nvtx_filter: str, option: str = "--nvtx-include") -> str:
 
 
 def validate(options: ProgramOptions) -> None:
-    if not options.command:
+    if not options.program:
         raise ConfigError("no program to profile: memlens profile [options] -- COMMAND [ARGS...]")
     if options.all_kernels and options.nvtx_include:
         raise ConfigError("--all-kernels profiles every kernel: leave out --nvtx-include, or --all-kernels")
@@ -173,7 +170,7 @@ def validate(options: ProgramOptions) -> None:
         validate_filter(nvtx_filter)
     for nvtx_filter in options.nvtx_exclude:
         validate_filter(nvtx_filter, "--nvtx-exclude")
-    program = options.command[0]
+    program = options.program[0]
     if shutil.which(program) is None:
         where = "not an executable file" if os.sep in program else "not found on PATH"
         raise ConfigError(f"cannot run {program!r}: {where}")
@@ -182,7 +179,7 @@ def validate(options: ProgramOptions) -> None:
 def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     """Profile the program; results.json is written whatever happens once the run directory exists."""
     validate(options)
-    ncu = find_ncu(options.ncu)
+    ncu = find_ncu(options.ncu_settings.path)
     run_dir = new_run_dir(options.out_dir)
     started = now()
     commands: list[str] = []
@@ -194,8 +191,8 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         (run_dir / NCU_LOG).replace(run_dir / OWN_RANGES_LOG)
         filters = ANY_RANGE_FILTERS
         run, error = _run_pass(ncu, options, filters, run_dir, commands)
-    command = options.invocation or command_line(options.command)
-    info = run_info(options, ncu.version_text, Machine(driver_version(), None), None, command, started,
+    info = run_info(options.ncu_settings, ncu.version_text, Machine(driver_version(), None), None,
+                    options.memlens_command, started,
                     launches=options.sampling.mode, warm_up=options.sampling.warm_up,
                     launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN,
                     push_pop_scope=options.push_pop_scope, ranges_selected=_selected(options, filters),
@@ -221,26 +218,25 @@ def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_d
               commands: list[str]) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
     """One run of the program under ncu with these NVTX filters: what ncu did, and what went wrong."""
     request = ProfileRequest(
-        metrics=ncu_metric_names(options.fast, options.roofline),
+        metrics=ncu_metric_names(options.ncu_settings.fast, options.ncu_settings.roofline),
         report=run_dir / REPORT_STEM,
         log=run_dir / NCU_LOG,
         nvtx_include=filters,
         nvtx_exclude=options.nvtx_exclude,
-        clock_control=options.clock_control,
-        cache_control=options.cache_control,
+        settings=options.ncu_settings,
         launch_count=options.launches,
         launch_filter=tuple(options.sampling.ncu_args()),
         push_pop_scope=options.push_pop_scope,
         all_processes=True,
     )
-    argv = profile_argv(ncu, request, options.command)
+    argv = profile_argv(ncu, request, options.program)
     commands.append(command_line(argv))
     write_output(run_dir / NCU_COMMAND, "\n".join(commands) + "\n")
     stderr = _StderrTee(run_dir / STDERR_FILE)
     error: BaseException | None = None
     run: NcuRun | None = None
     try:
-        warm = None if options.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
+        warm = None if options.ncu_settings.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
         env = {**program_env(), RANGE_COUNTS_ENV: str(run_dir / RANGE_COUNTS_FILE)}  # memlens.range counts its runs
         run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end, env=env)
     except NcuTimeout as exc:
@@ -299,7 +295,7 @@ def _failure(run: NcuRun, options: ProgramOptions, last_line: str, run_dir: Path
     if failed or (run.returncode != 0 and "Connected to process" in run.log_text):
         status = failed.group(1) if failed else str(run.returncode)
         said = f": {last_line}" if last_line else " (it wrote nothing to stderr)"
-        return ProfilerError(f"the program {command_line(options.command[:1])} exited with status {status}{said}; "
+        return ProfilerError(f"the program {command_line(options.program[:1])} exited with status {status}{said}; "
                              f"what was profiled is in {run_dir}")  # fmt: skip
     if run.returncode != 0:
         reason = first_error(run.log_text)

@@ -70,7 +70,7 @@ def machine_of(suite: Path) -> Machine:
 
 
 def shell_command(argv: Sequence[str]) -> str:
-    """The memlens command line a run was made with (its provenance's `command`)."""
+    """The memlens command line a run was made with (its provenance's `memlens_command`)."""
     return "memlens " + shlex.join(argv)
 
 
@@ -79,7 +79,7 @@ def now() -> dt.datetime:
 
 
 def take_provenance(
-    machine: Machine, suite: Path | None, command: str, started: dt.datetime, gpu_name: str | None = None
+    machine: Machine, suite: Path | None, memlens_command: str, started: dt.datetime, gpu_name: str | None = None
 ) -> dict[str, Any]:
     """The Provenance fields of a run that started at `started` and ends now, as keyword arguments
     for RunInfo or BenchInfo (suite None: a program run)."""
@@ -87,7 +87,7 @@ def take_provenance(
         gpu_name=gpu_name,
         host=_hostname(),
         driver_version=machine.driver_version,
-        command=command,
+        memlens_command=memlens_command,
         started_at=started.isoformat(timespec="seconds"),
         wall_seconds=round((now() - started).total_seconds(), 2),
         suite=None if suite is None else str(suite),

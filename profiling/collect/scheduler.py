@@ -99,7 +99,7 @@ def profile_on_gpus(
     if len(gpus) == 1:
         return profile(options, on_event, gpus[0])
     selection = select(options)  # a wrong selection is said before a missing ncu
-    return profile_jobs(options, LocalGpus(gpus, find_ncu(options.ncu)), on_event, selection)
+    return profile_jobs(options, LocalGpus(gpus, find_ncu(options.ncu_settings.path)), on_event, selection)
 
 
 def select(options: ProfileOptions) -> Selection:
@@ -133,7 +133,7 @@ def profile_jobs(
         machine = pool.submit(machine_of, suite_root(options.suite))
         parts, error = _run(backend, jobs, context)
     with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
-        results, first = merge(parts, selection, machine.result(), options.command, started)
+        results, first = merge(parts, selection, machine.result(), options.memlens_command, started)
         if error is not None:
             results = replace(results, complete=False)
         return save(options, run_dir, results, error or first)

@@ -172,7 +172,7 @@ class Part:
 
 
 def merge(
-    parts: Sequence[Part], selection: Selection, machine: Machine, command: str, started
+    parts: Sequence[Part], selection: Selection, machine: Machine, memlens_command: str, started
 ) -> tuple[RunResults, BaseException | None]:
     """One RunResults of every GPU's, in suite order, and the first GPU's error (named with its GPU)."""
     order = {case.label: i for i, case in enumerate(selection.cases())}
@@ -185,7 +185,7 @@ def merge(
     infos = [p.results.info for p in parts]
     names = sorted({p.gpu.name for p in parts if p.gpu is not None and p.gpu.name})  # whatever order shares end in
     sources = [info.source for info in infos if info.source]
-    provenance = take_provenance(machine, selection.suite.path, command, started)
+    provenance = take_provenance(machine, selection.suite.path, memlens_command, started)
     provenance.update(
         gpu_name=" + ".join(names) or None,
         compute_capability=next((i.compute_capability for i in infos if i.compute_capability), None),

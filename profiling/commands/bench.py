@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         sizes=tuple(args.size),
         sweeps=tuple(args.sweep),
         small=args.small,
-        command=shell_command(sys.argv[1:]),
+        memlens_command=shell_command(sys.argv[1:]),
     )
     gpus = chosen_gpus(args.gpus)
     if gpus is not None:

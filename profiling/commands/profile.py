@@ -16,11 +16,18 @@ import os
 import sys
 from pathlib import Path
 
-from memlens.collect.ncu import CACHE_CONTROLS, CLOCK_CONTROLS
 from memlens.collect.run_dir import shell_command
 from memlens.commands.common import add_size_arguments, add_suite_arguments
 from memlens.errors import ConfigError
 from memlens.io.units import plural
+from memlens.model.ncu_settings import (
+    CACHE_CONTROLS,
+    CLOCK_CONTROL_ENV,
+    CLOCK_CONTROLS,
+    DEFAULT_CACHE_CONTROL,
+    DEFAULT_CLOCK_CONTROL,
+    NcuSettings,
+)
 from memlens.model.run_layout import DEFAULT_OUT
 
 # A suite run's modules (the suite contract imports NumPy) are imported in _run_suite, a program run's
@@ -32,11 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_arguments(parser)
     parser.add_argument("--out", default=str(DEFAULT_OUT), help=f"folder for run directories (default: {DEFAULT_OUT})")
     parser.add_argument(
-        "--clock-control", choices=CLOCK_CONTROLS, default=os.environ.get("MEMLENS_CLOCK_CONTROL", "base"),
-        help="ncu clock control (default: base, or $MEMLENS_CLOCK_CONTROL)",
+        "--clock-control", choices=CLOCK_CONTROLS, default=os.environ.get(CLOCK_CONTROL_ENV, DEFAULT_CLOCK_CONTROL),
+        help=f"ncu clock control (default: {DEFAULT_CLOCK_CONTROL}, or ${CLOCK_CONTROL_ENV})",
     )  # fmt: skip
     parser.add_argument(
-        "--cache-control", choices=CACHE_CONTROLS, default="all", help="flush caches between passes (default: all)"
+        "--cache-control", choices=CACHE_CONTROLS, default=DEFAULT_CACHE_CONTROL,
+        help=f"flush caches between passes (default: {DEFAULT_CACHE_CONTROL})",
     )
     parser.add_argument("--fast", action="store_true", help="skip the instrumented pass: no exact bank-conflict count")
     parser.add_argument("--roofline", action="store_true",
@@ -114,7 +122,7 @@ def _run_suite(args: argparse.Namespace) -> int:
         sizes=tuple(args.size),
         sweeps=tuple(args.sweep),
         small=args.small,
-        command=shell_command(sys.argv[1:]),
+        memlens_command=shell_command(sys.argv[1:]),
     )
     if args.cluster is not None and args.gpus is not None:
         raise ConfigError("--gpus and --cluster both share the cases out: give one (--cluster local uses "
@@ -140,12 +148,8 @@ def _ncu_options(args: argparse.Namespace) -> dict[str, object]:
     """What a suite run and a program run ask of ncu alike."""
     return {
         "out_dir": Path(args.out),
-        "clock_control": args.clock_control,
-        "cache_control": args.cache_control,
-        "fast": args.fast,
-        "roofline": args.roofline,
+        "ncu_settings": NcuSettings(args.clock_control, args.cache_control, args.fast, args.roofline, args.ncu),
         "timeout": args.timeout if args.timeout > 0 else None,
-        "ncu": args.ncu,
     }
 
 
@@ -165,14 +169,14 @@ def _run_program(args: argparse.Namespace) -> int:
                           "use --nvtx-include FILTER with -- COMMAND")  # fmt: skip
     launches = args.launches or (ALL if args.launch_count is not None else DEFAULT)  # a cap alone: every launch
     options = ProgramOptions(
-        command=tuple(args.program),
+        program=tuple(args.program),
         nvtx_include=tuple(args.nvtx_include),
         nvtx_exclude=tuple(args.nvtx_exclude),
         all_kernels=args.all_kernels,
         launch_count=args.launch_count,
         sampling=parse_launches(launches, args.warm_up or 0),
         **_ncu_options(args),
-        invocation=shell_command(sys.argv[1:]),
+        memlens_command=shell_command(sys.argv[1:]),
         push_pop_scope=args.nvtx_push_pop_scope,
     )
     run_dir, results = profile_program(options)

@@ -59,7 +59,7 @@ class Environment:
     compute_capability: str | None = None
     driver_version: str | None = None
     ncu_version: str | None = None
-    clock_control: str | None = None
+    clock_control: str | None = None  # the run's NcuSettings.clock_control, as a baseline file records it
     arch: str | None = None  # static check: the target, e.g. sm_90
     compiler: str | None = None  # static check: e.g. "nvrtc 12.9, ptxas 12.9.86"
 
@@ -136,8 +136,9 @@ def from_run(run: RunResults) -> Measurements:
     problems = [("", "the run stopped before every variant ran (incomplete)")] if not run.complete else []
     problems += [(f"{o.family}/{o.variant}", f"{o.status}: {o.message}".rstrip(": "))
                  for o in run.outcomes if o.status in ("wrong", "failed")]  # fmt: skip
+    clock_control = None if info.ncu_settings is None else info.ncu_settings.clock_control
     environment = Environment(
-        info.gpu_name, info.compute_capability, info.driver_version, info.ncu_version, info.clock_control
+        info.gpu_name, info.compute_capability, info.driver_version, info.ncu_version, clock_control
     )
     return Measurements("profile", info.source or "", environment, _subjects(run.kernels), tuple(problems),
                         checks(run), declares=bool(run.outcomes))  # fmt: skip

@@ -15,18 +15,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from memlens.errors import InputError, SetupError
+from memlens.errors import ConfigError, InputError, SetupError
 from memlens.io.files import read_json
 from memlens.io.safe_text import neutral
 from memlens.model.catalogue import CATALOGUE, RETIRED_KEYS, derive_all
 from memlens.model.instruction_table import InstructionRecord
 from memlens.model.json_kinds import WANT_RESULTS, wrong_kind
 from memlens.model.kernel_names import kernel_label
+from memlens.model.ncu_settings import NcuSettings
 from memlens.model.run_layout import RESULTS, Provenance
 
 # 2: kernels carry their shared- and local-memory `instructions`, outcomes their declared `sources`
-SCHEMA_VERSION = 2
-SUPPORTED_SCHEMAS = (1, 2)
+# 3: info's `ncu_settings` (NcuSettings) for 2's `clock_control`, `cache_control` and `fast`, and its
+#    `memlens_command` for 2's `command`
+SCHEMA_VERSION = 3
+SUPPORTED_SCHEMAS = (1, 2, 3)
 
 # A derived metric -> the other catalogue keys its formula names, in catalogue order (missing_reason
 # names the first one missing).
@@ -248,9 +251,7 @@ class RunInfo(Provenance):
 
     compute_capability: str | None = None
     ncu_version: str | None = None
-    clock_control: str | None = None
-    cache_control: str | None = None
-    fast: bool = False
+    ncu_settings: NcuSettings | None = None  # how ncu ran; None: read from a raw report, which does not say
     source: str | None = None  # the report file the kernels were read from
     # A program run's launch sampling (launch_sampling.py): "first", "N" or "all", the warm-up launches
     # left out of each kernel, and what is known of the launches each profiled one stands for
@@ -317,7 +318,7 @@ class RunResults:
             readable = ", ".join(map(str, SUPPORTED_SCHEMAS))
             raise InputError(f"{source}: unsupported schema_version {version!r} (this memlens reads {readable})")
         try:
-            info = RunInfo(**_checked(RunInfo, data.get("info"), "info"))
+            info = _info_from_json(data.get("info"))
             kernels = tuple(_kernel_from_json(k, f"kernels[{i}]") for i, k in enumerate(_list(data, "kernels")))
             outcomes = tuple(_outcome_from_json(o, f"outcomes[{i}]")
                              for i, o in enumerate(_list(data, "outcomes", [])))  # fmt: skip
@@ -421,7 +422,14 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def _checked(cls: type, data: Any, where: str, nested: tuple[str, ...] = ()) -> dict[str, Any]:
     """`data` as keyword arguments of the dataclass `cls`, each field of a plain type checked
-    (`nested` names the fields the caller checks); ValueError naming the first bad field."""
+    (`nested` names the fields the caller checks); ValueError naming the first bad field.
+
+    Kept rather than msgspec.convert or pydantic's TypeAdapter (measured, issue 35: on the recorded
+    H200 suite's results.json, 19 kernels, two runs: this checker 6.8 to 7.8 ms, msgspec and pydantic 0.5 to 1.2 ms;
+    tests/benchmarks/handwritten_vs_libraries.py): both take a NaN for a float and a field the
+    dataclass lacks without a word, which results.json must refuse, and msgspec names a bad value in
+    `raw` as `raw[...]`, not by its metric key. Refusing both there needs msgspec Structs in place of
+    the model's dataclasses: a change of the typed model, not of this checker."""
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be an object, not {_short(data)}")
     hints = _hints(cls)
@@ -431,6 +439,29 @@ def _checked(cls: type, data: Any, where: str, nested: tuple[str, ...] = ()) -> 
         if key not in nested and not _is(value, hints[key]):
             raise ValueError(f"{where}.{key} must be {_describe(hints[key])}, not {_short(value)}")
     return {key: printable(value) if isinstance(value, str) else value for key, value in data.items()}
+
+
+_SCHEMA_2_SETTINGS = ("clock_control", "cache_control", "fast")  # info's, before ncu_settings held them
+
+
+def _info_from_json(data: Any) -> RunInfo:
+    """results.json's info; schema 2's flat `clock_control`, `cache_control` and `fast` read into its
+    `ncu_settings`, its `command` as `memlens_command`."""
+    if isinstance(data, dict) and "command" in data and "memlens_command" not in data:
+        data = {("memlens_command" if key == "command" else key): value for key, value in data.items()}
+    if isinstance(data, dict) and any(key in data for key in _SCHEMA_2_SETTINGS):
+        data = dict(data)
+        old = {key: data.pop(key) for key in _SCHEMA_2_SETTINGS if key in data}
+        if "ncu_settings" not in data and (old.get("clock_control") or old.get("cache_control")):
+            data["ncu_settings"] = {key: value for key, value in old.items() if value is not None}
+    fields = _checked(RunInfo, data, "info", nested=("ncu_settings",))
+    if fields.get("ncu_settings") is not None:
+        settings = _checked(NcuSettings, fields["ncu_settings"], "info.ncu_settings")
+        try:
+            fields["ncu_settings"] = NcuSettings(**settings)
+        except ConfigError as exc:
+            raise ValueError(f"info.ncu_settings: {exc}") from None
+    return RunInfo(**fields)
 
 
 def _outcome_from_json(data: Any, where: str) -> VariantOutcome:

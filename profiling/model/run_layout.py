@@ -111,7 +111,7 @@ class Provenance:
     gpu_name: str | None = None
     host: str | None = None  # the machine's host name
     driver_version: str | None = None  # as nvidia-smi prints it, e.g. 580.159.04
-    command: str | None = None
+    memlens_command: str | None = None  # the memlens command line that made the run (before schema 3: `command`)
     started_at: str | None = None  # ISO 8601
     wall_seconds: float | None = None
     suite: str | None = None

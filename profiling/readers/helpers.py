@@ -7,6 +7,13 @@ notebook has imported it), one new Python process, `python -m memlens.readers.he
 standard input in chunks of CHUNK by helpers it forks, and hands them all back on its standard output
 (processes.start_pipe). Either way ncu_report's memory (what it decoded, kept for as long as a
 process lives: see ncu_rep.IN_FLIGHT_ACTIONS) goes with the helper that decoded it.
+
+Forked by hand rather than with a standard pool (measured, issue 35, Python 3.11): each helper
+must die after its share (that is what frees ncu_report's memory) and must be forked from a process
+of one thread; concurrent.futures.ProcessPoolExecutor refuses `max_tasks_per_child` with the fork
+start method (ValueError), and multiprocessing.Pool(maxtasksperchild=1) starts 3 threads of its own
+in this process (1 -> 4) and forks its replacement helpers from one of them, the very fork that
+can_fork refuses (tests/benchmarks/handwritten_vs_libraries.py).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from memlens.collect.ncu import Ncu, ProfileRequest, check_log, find_ncu, profil
 from memlens.collect.profile_run import ProfileOptions, app_argv  # noqa: E402
 from memlens.collect.run_dir import driver_version  # noqa: E402
 from memlens.model.catalogue import ncu_metric_names  # noqa: E402
+from memlens.model.ncu_settings import NcuSettings  # noqa: E402
 from memlens.suite import NVTX_DOMAIN, load_suite  # noqa: E402
 from tests.support.json_file import write_json  # noqa: E402
 
@@ -48,7 +49,8 @@ RATIO_STEPS = ("memlens", "bare", "full")
 def main() -> int:
     args = parse_args()
     ncu = find_ncu(args.ncu)
-    options = ProfileOptions(suite=args.suite, pattern=args.pattern, small=args.small, clock_control=CLOCK_CONTROL)
+    options = ProfileOptions(suite=args.suite, pattern=args.pattern, small=args.small,
+                             ncu_settings=NcuSettings(CLOCK_CONTROL))
     suite = load_suite(options.suite)
     with tempfile.TemporaryDirectory(prefix="profile-cost-") as tmp:
         work = Path(tmp)
@@ -100,7 +102,7 @@ def step_argv(step: str, ncu: Ncu, suite, options: ProfileOptions, stem: Path) -
         return argv + {"fast": ["--fast"], "roofline": ["--roofline"]}.get(step, [])
     request = ProfileRequest(
         metrics=ncu_metric_names(), report=stem, log=stem.with_suffix(".log"),
-        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/", clock_control=CLOCK_CONTROL,
+        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/", settings=NcuSettings(CLOCK_CONTROL),
     )  # fmt: skip
     argv = profile_argv(ncu, request, app_argv(suite.path, options, stem.with_suffix(".events")))
     if step == "full":

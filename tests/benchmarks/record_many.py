@@ -55,6 +55,7 @@ from memlens.collect.run_dir import driver_version  # noqa: E402
 from memlens.errors import MemlensError  # noqa: E402
 from memlens.io.processes import command_line  # noqa: E402
 from memlens.model.catalogue import ncu_metric_names  # noqa: E402
+from memlens.model.ncu_settings import NcuSettings  # noqa: E402
 from memlens.readers import read_report  # noqa: E402
 from memlens.suite import NVTX_DOMAIN  # noqa: E402
 
@@ -111,7 +112,8 @@ def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kerne
         sys.exit(f"record_many: {out} is not empty (ncu never overwrites a report here)")
     request = ProfileRequest(
         metrics=ncu_metric_names(fast=not lines), report=out / STEM, log=out / f"{STEM}.log",
-        nvtx_include=DEFAULT_FILTERS if kernels else f"regex:{NVTX_DOMAIN}@.*/", clock_control="none",
+        nvtx_include=DEFAULT_FILTERS if kernels else f"regex:{NVTX_DOMAIN}@.*/",
+        settings=NcuSettings("none"),
         replay_mode=replay,
     )  # fmt: skip
     app_argv = [sys.executable, str(Path(__file__).resolve()), "--app", str(launches), "--kernels", str(kernels)]

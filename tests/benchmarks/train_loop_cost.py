@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO))
 from memlens.collect.ncu import ProfileRequest, find_ncu, profile_argv  # noqa: E402
 from memlens.collect.program_run import DEFAULT_FILTERS  # noqa: E402
 from memlens.model.catalogue import CATALOGUE, ncu_metric_names  # noqa: E402
+from memlens.model.ncu_settings import NcuSettings  # noqa: E402
 from memlens.model.results import load_results  # noqa: E402
 
 LOOP = REPO / "tests" / "benchmarks" / "train_loop.py"
@@ -92,7 +93,7 @@ def main() -> int:
         bare_dir = out / "bare"
         bare_dir.mkdir(exist_ok=True)
         request = ProfileRequest(metrics=ncu_metric_names(), report=bare_dir / "profile", log=bare_dir / "ncu.log",
-                                 nvtx_include=DEFAULT_FILTERS, clock_control="none")  # fmt: skip
+                                 nvtx_include=DEFAULT_FILTERS, settings=NcuSettings("none"))  # fmt: skip
         argv = profile_argv(ncu, request, [*loop, *subset])
         argv.insert(1, "--force-overwrite")
         seconds["bare_subset"] = timed(argv, env, args.timeout)
