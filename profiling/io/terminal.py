@@ -21,21 +21,24 @@ def interactive() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
-def console(stderr: bool = False) -> Console:
+def console(stderr: bool = False, file: TextIO | None = None) -> Console:
+    """A console on standard output (or error), or on `file` where that is another stream."""
     from rich.console import Console
 
+    if file is sys.stdout or file is sys.stderr:
+        file = None  # rich looks the standard stream up when it prints, as without a file
     # markup and highlighting off: kernel names like `f<[a]>` must print as they are.
-    return Console(stderr=stderr, markup=False, highlight=False, soft_wrap=False)
+    return Console(stderr=stderr, file=file, markup=False, highlight=False, soft_wrap=False)
 
 
 PIPE_WIDTH = 200  # columns of a table in a pipe, a file or a CI log, where rich would assume 80
 
 
-def table_console(pipe_width: int = PIPE_WIDTH) -> Console:
+def table_console(pipe_width: int = PIPE_WIDTH, file: TextIO | None = None) -> Console:
     """The console a command prints its table on: on a terminal as wide as the terminal; in a
     pipe or a file at least `pipe_width` columns (rich's 80 would fold the table), unless COLUMNS
     sets the width."""
-    out = console()
+    out = console(file=file)
     if not out.is_terminal and "COLUMNS" not in os.environ:
         out.width = max(out.width, pipe_width)
     return out
