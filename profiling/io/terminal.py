@@ -44,50 +44,49 @@ def table_console(pipe_width: int = PIPE_WIDTH, file: TextIO | None = None) -> C
     return out
 
 
-def progress_bar(transient: bool):  # -> rich.progress.Progress, imported only when a bar is drawn
-    """The live bar of long commands, on stderr: what runs, how far along, for how long."""
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from rich.progress import Progress as Bar
+class ProgressBar:
+    """The one live bar of long commands (profile, bench, check), on stderr: what runs, how far
+    along, for how long. Drawn on a terminal outside CI only (`interactive()`); elsewhere every call
+    is nothing, and `enabled` is False so a command can print plain lines instead. `transient`: the
+    bar goes away when done."""
 
-    return Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               console=console(stderr=True), transient=transient)  # fmt: skip
+    def __init__(self, description: str = "", total: int | None = None, transient: bool = True,
+                 enabled: bool | None = None) -> None:  # fmt: skip
+        self.enabled = interactive() if enabled is None else enabled
+        self._first = (description, total)
+        self._transient = transient
+        self._bar: Any = None  # rich.progress.Progress, imported only when a bar is drawn
+        self._task: Any = None
 
-
-class Progress:
-    """Live progress of a profile run: a bar on a terminal, one plain line per variant otherwise."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self._bar = None
-        self._task = None
-
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> ProgressBar:
         if self.enabled:
-            self._bar = progress_bar(transient=False)
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=console(stderr=True), transient=self._transient)  # fmt: skip
             self._bar.__enter__()
-            self._task = self._bar.add_task("starting ncu", total=None)
+            description, total = self._first
+            self._task = self._bar.add_task(description, total=total)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
 
-    def update(self, event: dict) -> None:
-        kind = event.get("event")
-        if self._bar is not None and self._task is not None:
-            if kind == "plan":
-                self._bar.update(self._task, total=len(event["variants"]), description="compiling")
-            elif kind == "start":
-                self._bar.update(self._task, description=f"profiling {event['variant']}")
-            elif kind == "done":
-                self._bar.advance(self._task)
-                if event["status"] != "ok":
-                    self._bar.console.print(f"{event['variant']}: {event['status']}: {event.get('message', '')}")
-        elif kind == "done":
-            line = f"memlens: {event['variant']}: {event['status']}"
-            if event.get("message"):
-                line += f": {event['message']}"
-            print(line, file=sys.stderr)
+    def update(self, description: str | None = None, total: int | None = None, completed: int | None = None,
+               advance: int = 0) -> None:  # fmt: skip
+        """Describe what runs now, set the total or the steps done, or advance by `advance` steps."""
+        if self._bar is None:
+            return
+        self._bar.update(self._task, description=description, total=total, completed=completed)
+        if advance:
+            self._bar.advance(self._task, advance)
+
+    def print(self, line: str) -> None:
+        """A line above the bar (on stderr)."""
+        if self._bar is not None:
+            self._bar.console.print(line)
 
 
 # --- standard output and error while a command runs -----------------------------------------------
