@@ -56,6 +56,12 @@ def rich_table(columns: Sequence[TableColumn], rows: list[list[str]]) -> Table:
     return table
 
 
+def longest_word(cells: Sequence[str]) -> int:
+    """The widest word (in terminal cells) of `cells`: a column at least this wide breaks its cells
+    between words, never inside one ("fp16_transpos|e")."""
+    return max((cell_len(word) for cell in cells for word in cell.split()), default=0)
+
+
 def fast_table(out: Console, columns: Sequence[TableColumn], rows: list[list[str]]) -> Text | None:
     """The table `rich_table(columns, rows)` draws on `out`, made without rich's renderer per cell: rich sizes
     the columns (from a table of the few cells that decide their widths) and draws only the cells that
