@@ -14,7 +14,6 @@ from memlens.io.tables import longest_word
 from memlens.io.terminal import table_console
 from memlens.suite import Variant, select_variants
 
-
 HEADERS = ("family", "variant", "demonstrates", "expect", "on paper")
 
 

@@ -44,6 +44,25 @@ def table_console(pipe_width: int = PIPE_WIDTH, file: TextIO | None = None) -> C
     return out
 
 
+def fit_lines(lines: list[str], wide: bool = False) -> list[str]:
+    """`lines` wrapped between words to the terminal's width, each continuation indented past its
+    line's own indent; as they are with `wide`, and in a pipe or a file unless COLUMNS sets a width.
+    A word wider than the terminal stays whole on a line of its own."""
+    if wide or not (sys.stdout.isatty() or "COLUMNS" in os.environ):
+        return lines
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size().columns
+    fitted = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        wrapped = textwrap.wrap(line, width, subsequent_indent=indent + "    ", break_long_words=False,
+                                break_on_hyphens=False)  # fmt: skip
+        fitted += wrapped or [line]
+    return fitted
+
+
 class ProgressBar:
     """The one live bar of long commands (profile, bench, check), on stderr: what runs, how far
     along, for how long. Drawn on a terminal outside CI only (`interactive()`); elsewhere every call
