@@ -1,4 +1,5 @@
-"""Render a memlens report as HTML (one self-contained file), GitHub-flavoured Markdown or JSON.
+"""Render a memlens report as HTML (one self-contained file) or GitHub-flavoured Markdown (the
+formats html and md of memlens/output/formats/ call these; json is the report's `to_json`).
 
 Every value reaches the page through a template with escaping on: HTML autoescape for HTML,
 Markdown escaping of every `{{ }}` output for Markdown, and json.dumps for JSON. Kernel names
@@ -7,7 +8,6 @@ such as `void transpose<float, 32, 32, 0>(T1 *, ...)` therefore show as text eve
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -83,16 +83,6 @@ def changed_lines(comparisons: Sequence[Comparison]) -> list[tuple[str, LineChan
             label = comparison.label if len(comparison.lines) == 1 else f"{comparison.label} ({run_lines.run})"
             rows += [(label, change) for change in run_lines.changes.changed]
     return rows
-
-
-def render(report: Report, fmt: str) -> str:
-    if fmt == "html":
-        return render_html(report)
-    if fmt == "md":
-        return render_markdown(report)
-    if fmt == "json":
-        return json.dumps(report.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    raise ValueError(f"unknown report format {fmt!r}")
 
 
 # --- HTML ---------------------------------------------------------------------------------------

@@ -14,10 +14,12 @@ import pytest
 
 from memlens.cli import main
 from memlens.gate.baseline import from_measurements, load_baseline, save_baseline
-from memlens.gate.evaluate import evaluate, read_measurements, to_junit, to_markdown
+from memlens.gate.evaluate import evaluate, read_measurements
 from memlens.gate.rules import parse_rules
 from memlens.io.markdown import md_escape
 from memlens.model.line_compare import LineFigures, LineSet, SourceLine, change_of, compare_lines
+from memlens.output.formats.junit import to_junit
+from memlens.output.formats.markdown import gate_summary as to_markdown
 from memlens.reports.line_changes import markdown_table
 from memlens.theory.bank_model import excess_wavefronts
 

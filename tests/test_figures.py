@@ -43,7 +43,8 @@ def test_a_numba_kernel_has_one_label_from_csv_and_ncu_rep() -> None:
 
 
 def test_a_report_of_a_csv_and_an_ncu_rep_compares_the_numba_kernel_once() -> None:
-    from memlens.reports.render import build_report, render
+    from memlens.output import render_report as render
+    from memlens.reports.render import build_report
 
     report = build_report([("a.csv", plain_run(FROM_CSV)), ("a.ncu-rep", plain_run(FROM_REP))])
     assert [c.label for c in report.comparisons] == ["matmul"]
@@ -145,7 +146,8 @@ def test_an_ncu_rep_with_ncus_other_name_for_shared_loads_is_measured(monkeypatc
 
 def test_bytes_are_si_in_the_cli_the_report_and_the_gate(capsys, tmp_path: Path) -> None:
     from memlens.io.units import format_value
-    from memlens.reports.render import build_report, render
+    from memlens.output import render_report as render
+    from memlens.reports.render import build_report
 
     assert format_value(2**31, "bytes") == "2.15 GB" and format_value(2**31, "byte") == "2.15 GB"
     run = read_report(PROBE / "probe.csv")

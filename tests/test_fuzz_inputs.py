@@ -20,10 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlens.errors import ConfigError, InputError
-from memlens.gate.evaluate import evaluate, from_run, to_json_text, to_junit, to_markdown, to_table
+from memlens.gate.evaluate import evaluate, from_run
 from memlens.gate.rules import RULE_KEYS, parse_rules
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.results import RunResults, load_results
+from memlens.output import render_text
+from memlens.output.formats.junit import to_junit
+from memlens.output.formats.markdown import gate_summary as to_markdown
+from memlens.output.formats.table import gate_table as to_table
 from memlens.readers.ncu_csv import WANTED, parse_csv
 from tests.support.results_json import SUITE_RESULTS, VALID_RESULTS, assert_one_line, with_field
 from tests.test_readers import VALID, _parse_or_input_error
@@ -161,7 +165,7 @@ def _parse_or_config_error(text: str) -> None:
         assert str(exc).startswith("fuzz.toml")
     else:  # what parses evaluates and renders
         result = evaluate(rules, from_run(GATE_RUN))
-        to_junit(result), to_markdown(result), to_json_text(result), to_table(result)
+        to_junit(result), to_markdown(result), render_text("json", "gate", result), to_table(result)
 
 
 @settings(max_examples=300, deadline=None)

@@ -21,15 +21,15 @@ from memlens.gate.evaluate import (
     evaluate,
     from_run,
     read_measurements,
-    to_json,
-    to_junit,
-    to_markdown,
-    to_table,
 )  # fmt: skip
 from memlens.gate.rules import parse_rules
 from memlens.io.markdown import md_code
 from memlens.io.markdown import md_escape as markdown_escape
 from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
+from memlens.output.formats.json import gate_json as to_json
+from memlens.output.formats.junit import to_junit
+from memlens.output.formats.markdown import gate_summary as to_markdown
+from memlens.output.formats.table import gate_table as to_table
 from tests.schemas.xsd_lite import validate_file
 
 HERE = Path(__file__).resolve().parent

@@ -254,7 +254,8 @@ def test_lines_usage_errors_are_exit_2(argv, message, capsys):
 
 
 def test_report_verdict_and_html_name_the_hot_line(suite):
-    from memlens.reports.render import build_report, render
+    from memlens.output import render_report as render
+    from memlens.reports.render import build_report
 
     declared = {(o.family, o.variant): o for o in suite.outcomes}
     outcomes = tuple(declared.get((k.family, k.variant), VariantOutcome(k.family, k.variant, "ok"))

@@ -12,9 +12,9 @@ import pytest
 from rich.cells import cell_len
 
 from memlens.cli import main
-from memlens.commands.metrics import COLUMNS, csv_header, print_table
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.results import KernelResult, RunInfo, RunResults
+from memlens.output.kernel_metrics import COLUMNS, csv_header, print_table
 from memlens.readers import read_report
 
 PROBE = Path(__file__).resolve().parent / "fixtures" / "probe"

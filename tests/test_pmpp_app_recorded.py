@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
+from memlens.output import render_report as render
 from memlens.readers import read_report
-from memlens.reports.render import build_report, render
+from memlens.reports.render import build_report
 from tests.conftest import FIXTURES
 
 RUNS = sorted(FIXTURES.glob("programs/*/pmpp_run/results.json"))

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from test_report_browser import chromium
 
+from memlens.output import render_report as render
 from memlens.readers import read_report
-from memlens.reports.render import build_report, render
+from memlens.reports.render import build_report
 from tests.conftest import FIXTURES
 
 PROGRAM = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"  # ncu --import-source yes

@@ -23,8 +23,9 @@ from test_report_samples import (
 
 from memlens.model.ncu_settings import NcuSettings
 from memlens.model.results import RunResults
+from memlens.output import render_report as render
 from memlens.reports.model import REPORT_VERSION
-from memlens.reports.render import build_report, render
+from memlens.reports.render import build_report
 
 PROBE = str(Path(__file__).resolve().parent / "fixtures" / "probe")
 

@@ -27,8 +27,9 @@ from memlens.bench.results import (
 )
 from memlens.cli import main
 from memlens.commands.report import bench_of
+from memlens.output import render_report as render
 from memlens.readers import read_report
-from memlens.reports.render import build_report, render
+from memlens.reports.render import build_report
 from tests.support.json_file import write_json
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200" / "suite.results.json"

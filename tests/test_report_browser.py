@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from test_report_samples import suite_run
 
-from memlens.reports.render import build_report, render
+from memlens.output import render_report as render
+from memlens.reports.render import build_report
 
 pytestmark = pytest.mark.browser
 

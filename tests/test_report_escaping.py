@@ -12,7 +12,8 @@ from markdown_it import MarkdownIt
 from test_report_samples import CONFLICT, INFO, LOCAL, PADDED, kernel, outcome, suite_run
 
 from memlens.model.results import RunResults
-from memlens.reports.render import build_report, md_code, md_escape, render
+from memlens.output import render_report as render
+from memlens.reports.render import build_report, md_code, md_escape
 
 TEMPLATE_NAME = "void transpose<float, 32, 32, 0>(T1 *, const T1 *, ...)"
 SCRIPT = "<script>alert(1)</script>"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from memlens.output import render_report as render
 from memlens.readers import read_report
-from memlens.reports.render import build_report, render
+from memlens.reports.render import build_report
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.results.json"))

@@ -20,8 +20,9 @@ from memlens.gate.rules import load_rules
 from memlens.model.catalogue import NO_FLOPS
 from memlens.model.results import KernelResult, RunResults, load_results
 from memlens.model.roofline import bound, ceilings_of, run_ceilings, timed_share
+from memlens.output import render_report as render
 from memlens.reports.build import build_run
-from memlens.reports.render import build_report, render
+from memlens.reports.render import build_report
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPO = FIXTURES.parent.parent

@@ -11,7 +11,7 @@ import pytest
 from rich.cells import cell_len
 
 from memlens.cli import main
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, REPO
 
 H200 = FIXTURES / "nvidia_h200"
 INPUTS = {
@@ -128,3 +128,44 @@ def test_tables_in_a_pipe_are_wide_enough_not_to_fold(monkeypatch) -> None:
     assert out.width >= PIPE_WIDTH and table_console(240).width >= 240
     monkeypatch.setenv("COLUMNS", "90")
     assert table_console().width == 90
+
+
+H100 = FIXTURES / "nvidia_h100_80gb_hbm3"
+COMPARE = H100 / "compare"
+EVERY_COMMAND = {  # each command on a fixture, as a user runs it at 80 columns
+    "list": ["list"],
+    "doctor": ["doctor", "--ncu", "/nonexistent/ncu"],
+    "metrics": ["metrics", str(H200 / "suite.results.json")],
+    "lines": ["lines", str(H200 / "suite.results.json")],
+    "compare": ["compare", str(COMPARE / "compare_v1.ncu-rep"), str(COMPARE / "compare_v2.ncu-rep")],
+    "gate": ["gate", str(H200 / "suite.results.json"), "--rules", str(REPO / "kernels" / "gates.toml")],
+    "baseline": ["baseline", "show", str(REPO / "kernels" / "baselines" / "nvidia_h200.json")],
+    "check --help": ["check", "--help"],
+    "report --help": ["report", "--help"],
+    "profile --help": ["profile", "--help"],
+    "bench --help": ["bench", "--help"],
+}
+WHOLE_WORDS = {"list": ["fp16_transpose", "conflict-free;"], "compare": ["tile[threadIdx.x"],
+               "doctor": ["'memlens[cuda13]'"]}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", list(EVERY_COMMAND))
+def test_every_command_fits_80_columns_and_breaks_between_words(command, monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")
+    try:
+        code = main(EVERY_COMMAND[command])
+    except SystemExit as exc:  # --help
+        code = exc.code
+    out = capsys.readouterr().out
+    assert code in (0, 3) and out.strip(), out  # doctor: 3, something required is missing here
+    assert _widest(out) <= 80, "\n".join(line for line in out.splitlines() if cell_len(line) > 80)
+    for word in WHOLE_WORDS.get(command, []):
+        if command != "doctor" or "cupy" in out and "MISSING" in out:
+            assert re.search(rf"(^|\s){re.escape(word)}", out, re.M), out
+
+
+@pytest.mark.parametrize("command", ["list", "compare"])
+def test_wide_prints_the_whole_table_or_line_at_80_columns(command, monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main([*EVERY_COMMAND[command], "--wide"]) == 0
+    assert _widest(capsys.readouterr().out) > 80

@@ -21,7 +21,7 @@ from memlens.collect.gpus import chosen_gpus
 from memlens.collect.run_dir import shell_command
 from memlens.commands.common import add_size_arguments, add_suite_arguments, skipped_lines
 from memlens.errors import ProfilerError
-from memlens.io.terminal import interactive, progress_bar, table_console
+from memlens.io.terminal import ProgressBar, table_console
 from memlens.io.units import format_bytes, format_duration, format_percent
 from memlens.model.run_layout import DEFAULT_OUT
 from memlens.suite import SKIPPED
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if gpus is not None:
         run_dir, results = bench_on_gpus(options, gpus)
     else:
-        with BenchProgress(enabled=interactive()) as progress:
+        with BenchProgress(ProgressBar()) as progress:
             run_dir, results = run_bench(options, on_progress=progress.update)
     print_table(results, run_dir)
     if any(f.status != SKIPPED for f in results.failures):
@@ -80,32 +80,23 @@ def failure_message(results: BenchResults, run_dir: Path) -> str:
 
 
 class BenchProgress:
-    """A live bar on a terminal; nothing otherwise."""
+    """bench's progress on the one progress bar (on a terminal; nothing otherwise)."""
 
-    def __init__(self, enabled: bool) -> None:
-        self._bar = None
-        self._task = None
-        if enabled:
-            self._bar = progress_bar(transient=True)
+    def __init__(self, bar: ProgressBar) -> None:
+        self.bar = bar
 
     def __enter__(self) -> BenchProgress:
-        if self._bar is not None:
-            self._bar.__enter__()
+        self.bar.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
+        self.bar.__exit__(*exc)
 
     def update(self, stage: str, label: str, index: int, total: int) -> None:
-        if self._bar is None:
-            return
-        if self._task is None:
-            self._task = self._bar.add_task("", total=total)
         if stage == "done":
-            self._bar.update(self._task, completed=index)
+            self.bar.update(total=total, completed=index)
         else:
-            self._bar.update(self._task, description=f"timing {label}")
+            self.bar.update(f"timing {label}", total=total)
 
 
 def print_table(results: BenchResults, run_dir: Path) -> None:

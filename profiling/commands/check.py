@@ -26,7 +26,7 @@ from rich.text import Text
 from memlens.commands.common import add_suite_arguments
 from memlens.errors import ConfigError, InputError, ProfilerError
 from memlens.io.files import resolve_outputs, write_json_output
-from memlens.io.terminal import console, interactive, table_console
+from memlens.io.terminal import ProgressBar, table_console
 from memlens.model.run_layout import NO_RUN_YET, input_files, no_run_yet
 from memlens.static.check import (
     CHECK_FILE,
@@ -97,24 +97,19 @@ def run(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _progress(total: int) -> Iterator[Progress | None]:
-    """A transient bar on a terminal; nothing in a pipe or CI log."""
-    if not interactive():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from rich.progress import Progress as Bar
-
-    with Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-             console=console(stderr=True), transient=True) as bar:  # fmt: skip
-        task = bar.add_task("compiling", total=total)
+    """A transient bar on a terminal (the one progress bar); nothing in a pipe or CI log."""
+    with ProgressBar("compiling", total=total) as bar:
+        if not bar.enabled:
+            yield None
+            return
         started = False
 
         def step(description: str) -> None:
             nonlocal started
             if started:
-                bar.advance(task)
+                bar.update(advance=1)
             started = True
-            bar.update(task, description=f"compiling {description}")
+            bar.update(f"compiling {description}")
 
         yield step
 

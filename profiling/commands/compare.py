@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from memlens.errors import ConfigError
 from memlens.io.markdown import md_code, md_escape
+from memlens.io.terminal import fit_lines
 from memlens.model.line_compare import CHANGES, NO_LINE_DATA, KernelLineChanges, LineChange, has_line_data
 from memlens.model.nvtx_names import compile_filter, kernels_matching
 from memlens.readers import read_with_instructions
@@ -45,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("head", metavar="HEAD", help="run directory, results.json or .ncu-rep of the new build")
     parser.add_argument("-k", dest="pattern", help="only kernels whose label or name matches this regex")
     parser.add_argument("--all", action="store_true", help="also the lines and figures that did not change")
+    parser.add_argument("--wide", action="store_true", help="one line each, however wide the terminal "
+                        "(default: wrapped between words to the terminal)")  # fmt: skip
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="every kernel and every line as JSON")
     out.add_argument("--md", action="store_true", help="a Markdown table of the changed lines, for a pull request")
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.md:
         print(to_markdown(args.base, args.head, compared, no_lines))
     else:
-        print("\n".join(render_text(args.base, args.head, compared, no_lines, args.all)))
+        print("\n".join(fit_lines(render_text(args.base, args.head, compared, no_lines, args.all), args.wide)))
     return 0
 
 

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from memlens.doctor import run_checks
 from memlens.errors import EXIT_PROFILER
+from memlens.io.tables import longest_word
 from memlens.io.terminal import console
 
 
@@ -24,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
     table.add_column("status", overflow="fold")
     # detail holds paths and versions that must read whole; the fix column's advice wraps well
     table.add_column("detail", overflow="fold", ratio=3)
-    table.add_column("fix", overflow="fold", ratio=2)
+    # a fix such as `pip install 'memlens[cuda13]'` breaks between words, never inside one
+    fix_width = longest_word([check.fix for check in checks])  # a ratio column's `width` is its minimum
+    table.add_column("fix", overflow="fold", ratio=2, width=fix_width)
     for check in checks:
         status = "ok" if check.ok else ("MISSING" if check.required else "warning")
         table.add_row(check.name, status, check.detail, check.fix)

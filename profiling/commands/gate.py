@@ -12,16 +12,17 @@ refused before any is written (exit 2), FOLDER/ writes gate.xml, gate.md or gate
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from memlens.errors import GateFailed
 from memlens.gate.baseline import baseline_for, compatibility, load_baseline
-from memlens.gate.evaluate import GateResult, evaluate, read_measurements, to_json_text, to_junit, to_markdown, to_table
+from memlens.gate.evaluate import GateResult, evaluate, read_measurements
 from memlens.gate.rules import format_help, load_rules
 from memlens.io.files import Output, resolve_outputs, write_output
-from memlens.io.terminal import table_console
 from memlens.model.run_layout import input_files, resolve_run
+from memlens.output import render_text, renderer
 
 # the file each output gets in a folder named with a trailing / (`--junit build/`)
 JUNIT_NAME, SUMMARY_NAME, JSON_NAME = "gate.xml", "gate.md", "gate.json"
@@ -76,14 +77,11 @@ def write_outputs(result: GateResult, junit: str | Path | None, summary: str | P
         [("--junit", junit, JUNIT_NAME), ("--summary", summary, SUMMARY_NAME), ("--json", json_path, JSON_NAME)]
     )
     written = []
-    for output, render in zip(outputs, (to_junit, to_markdown, to_json_text), strict=True):
+    for output, fmt in zip(outputs, ("junit", "md", "json"), strict=True):
         if output is not None:
-            written.append(write_output(output, render(result), inputs))
+            written.append(write_output(output, render_text(fmt, "gate", result), inputs))
     return written
 
 
 def show(result: GateResult) -> None:
-    out = table_console()
-    for note in result.notes:
-        out.print(f"note: {note}")
-    out.print(to_table(result))
+    renderer("table", "gate")(result, sys.stdout)

@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memlens.collect.run_dir import shell_command
 from memlens.commands.common import add_size_arguments, add_suite_arguments
@@ -33,6 +34,10 @@ from memlens.model.run_layout import DEFAULT_OUT
 # A suite run's modules (the suite contract imports NumPy) are imported in _run_suite, a program run's
 # in _run_program: between `memlens profile -- COMMAND` starting and ncu starting, memlens imports only
 # what builds the ncu command (tests/benchmarks/start_time.py measures it).
+
+
+if TYPE_CHECKING:
+    from memlens.io.terminal import ProgressBar
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,7 +118,7 @@ def _run_suite(args: argparse.Namespace) -> int:
     from memlens.collect.profile_run import ProfileOptions, profile
     from memlens.collect.scheduler import profile_on_gpus
     from memlens.commands.common import skipped_lines
-    from memlens.io.terminal import Progress, interactive
+    from memlens.io.terminal import ProgressBar
 
     options = ProfileOptions(
         suite=args.suite,
@@ -128,7 +133,7 @@ def _run_suite(args: argparse.Namespace) -> int:
         raise ConfigError("--gpus and --cluster both share the cases out: give one (--cluster local uses "
                           "this host's GPUs)")  # fmt: skip
     gpus = chosen_gpus(args.gpus)
-    with Progress(enabled=interactive()) as progress:
+    with ProfileProgress(ProgressBar("starting ncu", transient=False)) as progress:
         if args.cluster is not None:
             from memlens.collect.cluster import profile_on_cluster
 
@@ -190,3 +195,35 @@ def _run_program(args: argparse.Namespace) -> int:
 
         print(not_profiled_line(results.info.ranges_not_profiled))
     return 0
+
+
+class ProfileProgress:
+    """A profile run's events on the one progress bar; without a bar (a pipe, CI), one plain line on
+    stderr per variant done."""
+
+    def __init__(self, bar: ProgressBar) -> None:
+        self.bar = bar
+
+    def __enter__(self) -> ProfileProgress:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)
+
+    def update(self, event: dict) -> None:
+        kind = event.get("event")
+        if self.bar.enabled:
+            if kind == "plan":
+                self.bar.update("compiling", total=len(event["variants"]))
+            elif kind == "start":
+                self.bar.update(f"profiling {event['variant']}")
+            elif kind == "done":
+                self.bar.update(advance=1)
+                if event["status"] != "ok":
+                    self.bar.print(f"{event['variant']}: {event['status']}: {event.get('message', '')}")
+        elif kind == "done":
+            line = f"memlens: {event['variant']}: {event['status']}"
+            if event.get("message"):
+                line += f": {event['message']}"
+            print(line, file=sys.stderr)

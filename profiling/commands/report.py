@@ -26,8 +26,8 @@ from pathlib import Path
 from memlens.bench.results import BENCH_FILE, BenchResults, find_bench
 from memlens.io.files import write_output
 from memlens.model.run_layout import RESULTS, input_files, report_file, resolve_run
+from memlens.output import format_names, render_text
 from memlens.readers import read_with_instructions
-from memlens.reports import FORMATS
 from memlens.static.check import find_static
 
 
@@ -36,18 +36,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", help="file to write, - for stdout, FOLDER/ for the default name in FOLDER "
                         "(default: RUN/report.<ext> for a writable memlens run directory, else ./STEM.report.<ext> "
                         "named after the input, or ./memlens-report.<ext> for several runs)")
-    parser.add_argument("--format", choices=FORMATS, default="html", help="html (default), md or json")
+    parser.add_argument("--format", choices=format_names("report"), default="html",
+                        help=f"{', '.join(format_names('report'))} (default: html)")
 
 
 def run(args: argparse.Namespace) -> int:
     runs = [(path, read_with_instructions(path)) for path in args.runs]
     # jinja2 and matplotlib only for this command, and after reading: NumPy's threads would stop the
     # reader forking its helpers (readers/helpers.py)
-    from memlens.reports.render import build_report, render
+    from memlens.reports.render import build_report
 
     benches = [bench_of(path) for path in args.runs]
     statics = [find_static(run_directory(path)) for path in args.runs]
-    text = render(build_report(runs, benches, statics), args.format)
+    text = render_text(args.format, "report", build_report(runs, benches, statics))
     default = default_output(args.runs, args.format)
     # what it read is noted as read (io.files.note_input); a run directory's records besides
     inputs = [file for path in args.runs for file in input_files(run_directory(path))]

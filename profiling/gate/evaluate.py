@@ -1,5 +1,6 @@
-"""The gate: rules evaluated against measured kernels (and a baseline) -> typed verdicts, and
-those verdicts as JUnit XML, GitHub-flavoured Markdown, JSON and a terminal table.
+"""The gate: rules evaluated against measured kernels (and a baseline) -> typed verdicts
+(`GateResult`). Its renderers (JUnit XML, Markdown, JSON, the terminal table) are output formats:
+memlens/output/formats/.
 
 What can be gated is `Measurements`: the kernels of a profile run (`from_run`) or of a static
 check (`from_static`). One check per (rule, selected kernel); a rule that selects nothing, a
@@ -8,22 +9,14 @@ metric the run lacks, an empty run, an incomplete run and a variant with a wrong
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
-from xml.etree import ElementTree
 
-from rich.table import Table
-from rich.text import Text
-
-from memlens.gate.rules import ALL_METRICS, AbsoluteBound, PaperBound, RegressionBound, Rule, RuleSet, Tolerance
-from memlens.io.markdown import md_code, md_escape
-from memlens.io.safe_text import neutral
+from memlens.gate.rules import AbsoluteBound, PaperBound, RegressionBound, Rule, RuleSet, Tolerance
 from memlens.io.units import format_value, plural, shown_list
 from memlens.model.catalogue import Metric
-from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 from memlens.model.line_compare import LineChange, LineSet, SourceLine, compare_lines, kernel_line_set
 from memlens.model.results import MetricValue, RunResults
 from memlens.static.check import StaticResults, is_static_json, load_static
@@ -258,12 +251,12 @@ _SYMBOL = {"max": "<=", "min": ">=", "equals": "=="}
 
 
 def _check_absolute(bound: AbsoluteBound, metric: Metric, value: float, verdict: VerdictMaker) -> Verdict:
-    words = f"{_SYMBOL[bound.kind]} {_figure(bound.limit, metric.unit)}"
-    shown = _figure(value, metric.unit)
+    words = f"{_SYMBOL[bound.kind]} {figure_text(bound.limit, metric.unit)}"
+    shown = figure_text(value, metric.unit)
     if not _within(bound.kind, value, bound.limit):
         return verdict("fail", f"{metric.key} = {shown}, expected {words}", value, words)
     if bound.warn is not None and not _within(bound.kind, value, bound.warn):
-        warn = f"{_SYMBOL[bound.kind]} {_figure(bound.warn, metric.unit)}"
+        warn = f"{_SYMBOL[bound.kind]} {figure_text(bound.warn, metric.unit)}"
         return verdict("warn", f"{metric.key} = {shown}: within {words} but past the warning level {warn}",
                        value, words)  # fmt: skip
     return verdict("pass", f"{metric.key} = {shown} ({words})", value, words)
@@ -284,7 +277,7 @@ def _check_regression(
     lower = metric.better == "lower"
     words = f"{'<=' if lower else '>='} baseline {'+' if lower else '-'}{bound.limit.describe()}"
     change = _change(value, before)
-    detail = f"{metric.key} = {_figure(value, metric.unit)}, baseline {_figure(before, metric.unit)} ({change})"
+    detail = f"{metric.key} = {figure_text(value, metric.unit)}, baseline {figure_text(before, metric.unit)} ({change})"
     if not _no_worse(value, before, bound.limit.allowance(before), lower, metric.deterministic):
         return verdict("fail", f"{detail}: regressed by more than {bound.limit.describe()}", value, words, before)
     if bound.warn is not None and not _no_worse(value, before, bound.warn.allowance(before), lower,
@@ -316,7 +309,7 @@ def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,
         return [verdict("fail", f"{metric.key}: {NO_LINES}")]
     checked: list[tuple[SourceLine, LineChange | None]] = [(line, None) for line in head.lines]
     if isinstance(bound, AbsoluteBound):
-        words = f"{_SYMBOL[bound.kind]} {_figure(bound.limit, metric.unit)}"
+        words = f"{_SYMBOL[bound.kind]} {figure_text(bound.limit, metric.unit)}"
 
         def status(line: SourceLine, change: LineChange | None) -> Status:
             value = line.figures.value(metric.key)
@@ -345,7 +338,7 @@ def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,
     bad = sorted((j for j in judged if j[0] != "pass"), key=lambda j: j[0] != "fail")
     if not bad:
         worst = max(head.lines, key=lambda line: line.figures.value(metric.key), default=None)
-        top = "" if worst is None else (f", the most {_figure(worst.figures.value(metric.key), metric.unit)}"
+        top = "" if worst is None else (f", the most {figure_text(worst.figures.value(metric.key), metric.unit)}"
                                         f" at {worst.location}")  # fmt: skip
         return [verdict("pass", f"{metric.key}: {len(checked)} lines {words}{top}", None, words)]
     return [_line_verdict(rule, subject, state, line, change, words) for state, line, change in bad]
@@ -362,13 +355,14 @@ def _line_verdict(rule: Rule, subject: Subject, status: Status, line: SourceLine
     value = line.figures.value(metric.key)
     where = line.location
     before = None
-    detail = f"{_figure(value, metric.unit)}, expected {words}"
+    detail = f"{figure_text(value, metric.unit)}, expected {words}"
     if rule.needs_baseline:
         before = change.base.value(metric.key) if change is not None and change.base is not None else 0.0
         if change is not None and change.base_line not in (None, line.line):
             where += f" (line {change.base_line} in the baseline)"
         kind = "new line" if change is None or change.base is None else change.change
-        detail = f"{_figure(value, metric.unit)}, baseline {_figure(before, metric.unit)} ({kind}), expected {words}"
+        shown, baseline = figure_text(value, metric.unit), figure_text(before, metric.unit)
+        detail = f"{shown}, baseline {baseline} ({kind}), expected {words}"
     level = "" if status == "fail" else " (past the warning level)"
     code = f": {line.source}" if line.file and line.source else ""
     return Verdict(rule.name, subject.key, status, f"{metric.key} at {where}{level}: {detail}{code}", metric.key,
@@ -381,113 +375,6 @@ def _change(value: float, before: float) -> str:
     return f"{(value - before) / abs(before) * 100:+.1f}%"
 
 
-# --- renderers ---------------------------------------------------------------------------------
-
-
-def to_json(result: GateResult) -> dict[str, object]:
-    counts = {s: result.count(s) for s in ("pass", "warn", "fail", "skip")}
-    return {
-        "kind": "memlens-gate", "schema_version": 1, "passed": result.passed, "counts": counts,
-        "rules": result.rules, "source": result.source, "measurements": result.kind,
-        "notes": list(result.notes), "verdicts": [asdict(v) for v in result.verdicts],
-    }  # fmt: skip
-
-
-def to_json_text(result: GateResult) -> str:
-    return json.dumps(to_json(result), indent=2) + "\n"
-
-
-def _case_name(verdict: Verdict) -> str:
-    return f"{verdict.subject} [{verdict.metric}]" if verdict.metric and verdict.subject else verdict.subject or "all"
-
-
-def to_junit(result: GateResult) -> str:
-    """JUnit XML (the Jenkins/Ant schema): one testsuite, one testcase per check. ElementTree
-    escapes `<`, `>`, `&` and quotes; characters XML 1.0 forbids are replaced first."""
-    counts = {"tests": str(len(result.verdicts)), "failures": str(result.count("fail")), "errors": "0"}
-    root = ElementTree.Element("testsuites", {"name": "memlens gate", **counts})  # no "skipped" there
-    suite = ElementTree.SubElement(root, "testsuite", {"name": _xml_text(f"memlens gate {result.rules}"), **counts,
-                                                       "skipped": str(result.count("skip")), "time": "0"})  # fmt: skip
-    properties = ElementTree.SubElement(suite, "properties")
-    for name, value in [("rules", result.rules), ("source", result.source), ("measurements", result.kind)] + [
-        (f"note{i + 1}", note) for i, note in enumerate(result.notes)
-    ]:
-        ElementTree.SubElement(properties, "property", {"name": name, "value": _xml_text(value)})
-    for verdict in result.verdicts:
-        case = ElementTree.SubElement(suite, "testcase", {
-            "classname": _xml_text(f"memlens.gate.evaluate.{verdict.rule}"), "name": _xml_text(_case_name(verdict)),
-            "time": "0"})  # fmt: skip
-        message = _xml_text(verdict.message)
-        if verdict.status == "fail":
-            failure = ElementTree.SubElement(case, "failure", {"message": message, "type": "GateFailed"})
-            failure.text = message + (f"\n(rules file line {verdict.line})" if verdict.line else "")
-        elif verdict.status == "skip":
-            ElementTree.SubElement(case, "skipped", {"message": message})
-        else:
-            ElementTree.SubElement(case, "system-out").text = f"{verdict.status.upper()}: {message}"
-    ElementTree.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
-
-
-def _xml_text(text: str) -> str:
-    """`text` without the characters XML 1.0 cannot hold (control characters other than tab/newline),
-    bidirectional controls shown as their codes."""
-    return "".join(c if c in "\t\n\r" or (" " <= c <= "\ud7ff") or ("\ue000" <= c <= "\ufffd")
-                   or c > "\uffff" else "\ufffd" for c in neutral(text))  # fmt: skip
-
-
-_ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "skip": "⏭️ skip"}
-
-
-def to_markdown(result: GateResult) -> str:
-    """A GitHub step summary: failures, warnings and skips in a table, passing checks folded away."""
-    lines = [f"## memlens gate: {result.summary()}", "",
-             f"Rules `{_code(result.rules)}` on {result.kind} results `{_code(result.source)}`.", ""]  # fmt: skip
-    lines += [f"> {md_escape(note)}" for note in result.notes] + ([""] if result.notes else [])
-    order = {"fail": 0, "warn": 1, "skip": 2}
-    shown = sorted((v for v in result.verdicts if v.status != "pass"), key=lambda v: order[v.status])
-    passed = [v for v in result.verdicts if v.status == "pass"]
-    if shown:
-        lines += _markdown_table(shown) + [""]
-    if passed:
-        lines += ["<details><summary>" + f"{len(passed)} passing checks" + "</summary>", ""]
-        lines += _markdown_table(passed) + ["", "</details>"]
-    return "\n".join(lines) + "\n"
-
-
-def _markdown_table(verdicts: Sequence[Verdict]) -> list[str]:
-    lines = ["| status | rule | kernel | metric | value | bound | baseline | detail |",
-             "|---|---|---|---|---:|---|---:|---|"]  # fmt: skip
-    for v in verdicts:
-        unit = ALL_METRICS[v.metric].unit if v.metric in ALL_METRICS else ""
-        cells = [_ICON[v.status], md_escape(v.rule), md_code(elide_middle(v.subject, NAME_WIDTH)) if v.subject else "—",
-                 md_escape(v.metric or "—"), _figure(v.value, unit), md_escape(v.bound or "—"),
-                 _figure(v.baseline, unit), md_escape(v.message)]  # fmt: skip
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def _code(text: str) -> str:
-    """`text` for a one-backtick code span (no escapes work there): backticks and breaks dropped."""
-    return " ".join(text.replace("`", "'").splitlines())
-
-
-def _figure(value: float | None, unit: str) -> str:
+def figure_text(value: float | None, unit: str) -> str:
     """A figure with its unit: "0.554 ms", "4,224 B", "12.3 MB", "yes"; counts as plain numbers."""
     return "—" if value is None else format_value(value, unit)
-
-
-_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
-
-
-def to_table(result: GateResult) -> Table:
-    """The verdicts as a rich table; every cell is a Text, so names print as they are."""
-    table = Table(title=f"memlens gate: {result.rules} on {result.source}", caption=result.summary())
-    for column in ("status", "rule", "kernel", "detail"):
-        table.add_column(column, overflow="fold")
-    for v in result.verdicts:
-        table.add_row(Text(v.status.upper(), style=_STYLE[v.status]), Text(neutral(v.rule)),
-                      Text(elide_middle(neutral(v.subject), NAME_WIDTH) or "-"), Text(neutral(v.message)))  # fmt: skip
-    return table
-
-

@@ -21,70 +21,91 @@ def interactive() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
-def console(stderr: bool = False) -> Console:
+def console(stderr: bool = False, file: TextIO | None = None) -> Console:
+    """A console on standard output (or error), or on `file` where that is another stream."""
     from rich.console import Console
 
+    if file is sys.stdout or file is sys.stderr:
+        file = None  # rich looks the standard stream up when it prints, as without a file
     # markup and highlighting off: kernel names like `f<[a]>` must print as they are.
-    return Console(stderr=stderr, markup=False, highlight=False, soft_wrap=False)
+    return Console(stderr=stderr, file=file, markup=False, highlight=False, soft_wrap=False)
 
 
 PIPE_WIDTH = 200  # columns of a table in a pipe, a file or a CI log, where rich would assume 80
 
 
-def table_console(pipe_width: int = PIPE_WIDTH) -> Console:
+def table_console(pipe_width: int = PIPE_WIDTH, file: TextIO | None = None) -> Console:
     """The console a command prints its table on: on a terminal as wide as the terminal; in a
     pipe or a file at least `pipe_width` columns (rich's 80 would fold the table), unless COLUMNS
     sets the width."""
-    out = console()
+    out = console(file=file)
     if not out.is_terminal and "COLUMNS" not in os.environ:
         out.width = max(out.width, pipe_width)
     return out
 
 
-def progress_bar(transient: bool):  # -> rich.progress.Progress, imported only when a bar is drawn
-    """The live bar of long commands, on stderr: what runs, how far along, for how long."""
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from rich.progress import Progress as Bar
+def fit_lines(lines: list[str], wide: bool = False) -> list[str]:
+    """`lines` wrapped between words to the terminal's width, each continuation indented past its
+    line's own indent; as they are with `wide`, and in a pipe or a file unless COLUMNS sets a width.
+    A word wider than the terminal stays whole on a line of its own."""
+    if wide or not (sys.stdout.isatty() or "COLUMNS" in os.environ):
+        return lines
+    import shutil
+    import textwrap
 
-    return Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               console=console(stderr=True), transient=transient)  # fmt: skip
+    width = shutil.get_terminal_size().columns
+    fitted = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        wrapped = textwrap.wrap(line, width, subsequent_indent=indent + "    ", break_long_words=False,
+                                break_on_hyphens=False)  # fmt: skip
+        fitted += wrapped or [line]
+    return fitted
 
 
-class Progress:
-    """Live progress of a profile run: a bar on a terminal, one plain line per variant otherwise."""
+class ProgressBar:
+    """The one live bar of long commands (profile, bench, check), on stderr: what runs, how far
+    along, for how long. Drawn on a terminal outside CI only (`interactive()`); elsewhere every call
+    is nothing, and `enabled` is False so a command can print plain lines instead. `transient`: the
+    bar goes away when done."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self._bar = None
-        self._task = None
+    def __init__(self, description: str = "", total: int | None = None, transient: bool = True,
+                 enabled: bool | None = None) -> None:  # fmt: skip
+        self.enabled = interactive() if enabled is None else enabled
+        self._first = (description, total)
+        self._transient = transient
+        self._bar: Any = None  # rich.progress.Progress, imported only when a bar is drawn
+        self._task: Any = None
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> ProgressBar:
         if self.enabled:
-            self._bar = progress_bar(transient=False)
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=console(stderr=True), transient=self._transient)  # fmt: skip
             self._bar.__enter__()
-            self._task = self._bar.add_task("starting ncu", total=None)
+            description, total = self._first
+            self._task = self._bar.add_task(description, total=total)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
 
-    def update(self, event: dict) -> None:
-        kind = event.get("event")
-        if self._bar is not None and self._task is not None:
-            if kind == "plan":
-                self._bar.update(self._task, total=len(event["variants"]), description="compiling")
-            elif kind == "start":
-                self._bar.update(self._task, description=f"profiling {event['variant']}")
-            elif kind == "done":
-                self._bar.advance(self._task)
-                if event["status"] != "ok":
-                    self._bar.console.print(f"{event['variant']}: {event['status']}: {event.get('message', '')}")
-        elif kind == "done":
-            line = f"memlens: {event['variant']}: {event['status']}"
-            if event.get("message"):
-                line += f": {event['message']}"
-            print(line, file=sys.stderr)
+    def update(self, description: str | None = None, total: int | None = None, completed: int | None = None,
+               advance: int = 0) -> None:  # fmt: skip
+        """Describe what runs now, set the total or the steps done, or advance by `advance` steps."""
+        if self._bar is None:
+            return
+        self._bar.update(self._task, description=description, total=total, completed=completed)
+        if advance:
+            self._bar.advance(self._task, advance)
+
+    def print(self, line: str) -> None:
+        """A line above the bar (on stderr)."""
+        if self._bar is not None:
+            self._bar.console.print(line)
 
 
 # --- standard output and error while a command runs -----------------------------------------------

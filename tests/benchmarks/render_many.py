@@ -41,8 +41,8 @@ def render(fixture: Path, count: int, output: str) -> None:
     results = replace(base, kernels=kernels)
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         if output == "report":
+            from memlens.output import render_report
             from memlens.reports.render import build_report
-            from memlens.reports.render import render as render_report
 
             render_report(build_report([(str(fixture), results)], [None], [None]), "html")
         else:

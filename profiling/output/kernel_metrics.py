@@ -1,0 +1,317 @@
+"""What `memlens metrics` shows, as typed findings (`KernelMetrics`) and the pieces its formats
+share: the table's columns and notes (terminal), the JSON of every metric (json) and the CSV (csv).
+The formats that render it are memlens/output/formats/{table,json,csv}.py."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
+
+from memlens.collect.launch_sampling import sampling_lines
+from memlens.io.tables import LABEL_MIN_WIDTH, TableColumn, fast_table, print_drawn, rich_table
+from memlens.io.terminal import console, table_console
+from memlens.io.units import format_bytes, format_count, format_duration, format_percent
+from memlens.model import shared_figures
+from memlens.model.catalogue import CATALOGUE
+from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
+from memlens.model.results import IDENTITY, KernelResult, RunResults
+from memlens.theory import paper
+
+NA = "n/a"
+FALLBACK_MARK = "*"  # a figure of the hardware counters, where the report has no exact one
+PIPE_WIDTH = 240  # rich's 80 columns would fold the table when stdout is a file or a pipe
+# On a terminal, tables up to this many kernels are drawn by rich itself; larger ones, and any table
+# written to a file or a pipe, by the fast printer (the same text: rich's column widths, box and
+# wrapping, without rich's cost per cell, seconds for 1,000 kernels).
+RICH_MAX_ROWS = 200
+
+
+@dataclass(frozen=True)
+class KernelMetrics:
+    """The kernels `memlens metrics` shows, of `results`: `local` gives the cause of local memory of
+    kernels (by position in `kernels`) that have local traffic; the table's title names `title` (the
+    path the user gave), else the run's source; `wide`: every column, however wide the terminal."""
+
+    results: RunResults
+    kernels: list[KernelResult]
+    local: dict[int, str] = field(default_factory=dict)
+    title: str | None = None
+    wide: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Every catalogue metric of every kernel with its unit, the cause of its local memory and
+        its exact excess wavefronts on paper."""
+        on_paper = paper.checks(self.results)
+        data = to_json(self.results, self.kernels)
+        for index, text in self.local.items():
+            data["kernels"][index]["local_memory_cause"] = text
+        for entry, kernel in zip(data["kernels"], self.kernels, strict=True):
+            found = on_paper.get(kernel.label)
+            entry["paper_excess_wavefronts"] = found.paper if found else None
+            entry["as_on_paper"] = found.as_on_paper if found else None
+        return data
+
+
+def print_metrics(table: KernelMetrics, out: TextIO | None = None) -> None:
+    """The table, its notes, each kernel's cause of local memory and the figures on paper."""
+    kernels = table.kernels
+    print_table(table.results, kernels, title=table.title, wide=table.wide, file=out)
+    where = console(file=out)
+    fit = not table.wide and (where.is_terminal or "COLUMNS" in os.environ)  # wrapped to the terminal, as the table
+    for line in dict.fromkeys(f"{kernels[i].label}: local memory: {text}" for i, text in table.local.items()):
+        where.print(line, markup=False, highlight=False, soft_wrap=not fit)
+    for line in paper.lines(paper.checks(table.results), (k.label for k in kernels)):
+        where.print(line, markup=False, highlight=False, soft_wrap=not fit)
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # names the column in notes: "exact excess wavefronts: n/a — ..."
+    header: str  # the table's header, on two lines where long
+    keys: tuple[str, ...]  # catalogue keys the cell shows; a missing one prints n/a
+    render: Callable[[KernelResult], str]
+
+
+def _value(kernel: KernelResult, key: str) -> float | None:
+    return kernel.value(key)
+
+
+def _show(kernel: KernelResult, key: str, form: Callable[[float], str]) -> str:
+    value = _value(kernel, key)
+    return NA if value is None else form(value)
+
+
+def _gb_per_s(value: float) -> str:
+    return f"{value / 1e9:,.1f}"
+
+
+def _ways(kernel: KernelResult) -> str:
+    """The loads' wavefronts over their own ideal (a conflict-free 16-byte load or ldmatrix reads
+    1.00); without per-instruction values, the hardware's wavefronts per load, marked "*"."""
+    figure = shared_figures.n_way(kernel, "ld")
+    if figure.value is None:
+        return "-" if shared_figures.no_such_access(kernel, "ld", figure) else NA
+    return f"{figure.value:.2f}" + ("" if figure.exact else FALLBACK_MARK)
+
+
+def _excess(kernel: KernelResult) -> str:
+    """The exact excess, and per execution of the side(s) it comes from: "(31/ld)" only where
+    that side conflicts (a .ncu-rep or results.json splits it; a CSV cannot)."""
+    total = _show(kernel, "exact_excess_wavefronts", format_count)
+    per_access = []
+    for side in shared_figures.conflicting_sides(kernel):
+        figure = shared_figures.excess_per_access(kernel, side)
+        if figure.value is not None:
+            per_access.append(f"{figure.value:.3g}/{side}" + ("" if figure.exact else FALLBACK_MARK))
+    return f"{total} ({', '.join(per_access)})" if per_access else total
+
+
+def _local(kernel: KernelResult) -> str:
+    loads = _show(kernel, "local_ld_bytes", format_bytes)
+    stores = _show(kernel, "local_st_bytes", format_bytes)
+    return f"{loads} / {stores}"
+
+
+def _launch(kernel: KernelResult) -> str:
+    return f"{_show(kernel, 'grid_size', format_count)} x {_show(kernel, 'block_size', format_count)}"
+
+
+def _static_shared(kernel: KernelResult) -> str:
+    return _show(kernel, "static_shared_per_block", format_bytes)
+
+
+def _kernel_label(kernel: KernelResult) -> str:
+    """The label; for a kernel a program's NVTX range labels, the kernel's name on the line below."""
+    label = elide_middle(kernel.label, NAME_WIDTH)
+    if kernel.nvtx is not None and kernel.kernel != kernel.label:
+        return f"{label}\n  {elide_middle(kernel.kernel, NAME_WIDTH)}"
+    return label
+
+
+COLUMNS = (
+    Column("kernel", "kernel", (), lambda k: _kernel_label(k)),
+    Column("duration", "duration", ("duration",), lambda k: _show(k, "duration", format_duration)),
+    Column("DRAM GB/s", "DRAM\nGB/s", ("dram_bandwidth",), lambda k: _show(k, "dram_bandwidth", _gb_per_s)),
+    Column("DRAM % of peak", "DRAM %\nof peak", ("dram_pct_of_peak",),
+           lambda k: _show(k, "dram_pct_of_peak", format_percent)),
+    Column("shared ld n-way", "shared ld\nn-way", ("shared_ld_ways",), _ways),
+    Column("exact excess wavefronts", "exact excess\nwavefronts", ("exact_excess_wavefronts",), _excess),
+    Column("HW conflict counter", "HW conflict\ncounter", ("hw_bank_conflicts",),
+           lambda k: _show(k, "hw_bank_conflicts", format_count)),
+    Column("local ld / st", "local\nld / st", ("local_ld_bytes", "local_st_bytes"), _local),
+    Column("registers", "regs", ("registers_per_thread",), lambda k: _show(k, "registers_per_thread", format_count)),
+    Column("static shared/block", "static\nshared/block", ("static_shared_per_block",), _static_shared),
+    Column("grid x block", "grid x\nblock", ("grid_size", "block_size"), _launch),
+)
+
+
+def print_table(
+    results: RunResults, kernels: list[KernelResult], fast: bool | None = None, title: str | None = None,
+    wide: bool = False, file: TextIO | None = None,
+) -> None:  # fmt: skip
+    """The title, one row a kernel and the notes. `fast` picks the printer (default: by the output
+    and the number of kernels); both print the same text. On a terminal (or where COLUMNS sets the
+    width) the table fits it: the most telling columns that fit (FIT_ORDER), kernel names shortened,
+    and a line naming the columns left out; `wide`, or a pipe without COLUMNS, every column."""
+    out = table_console(PIPE_WIDTH, file=file)
+    if fast is None:
+        fast = not out.is_terminal or len(kernels) > RICH_MAX_ROWS
+    fit = not wide and (out.is_terminal or "COLUMNS" in os.environ)
+    chosen = list(COLUMNS)
+    if fit:
+        label = max(LABEL_MIN_WIDTH, min(NAME_WIDTH, out.width // 2))
+        rows = [[_fitted_label(kernel, label), *(column.render(kernel) for column in COLUMNS[1:])]
+                for kernel in kernels]  # fmt: skip
+        chosen = _columns_that_fit(rows, out.width)
+        keep = [COLUMNS.index(column) for column in chosen]
+        rows = [[row[index] for index in keep] for row in rows]
+    else:
+        rows = [[column.render(kernel) for column in COLUMNS] for kernel in kernels]
+    # never squeeze a figure: on a narrow terminal the table is wider than the screen, not truncated
+    out.width = max(out.width, _narrowest_table(rows, chosen))
+    out.print(_title(results, title))
+    columns = [TableColumn(column.header, numeric=column.name != "kernel") for column in chosen]
+    text = fast_table(out, columns, rows) if fast else None
+    if text is None:
+        out.print(rich_table(columns, rows))
+    else:
+        print_drawn(out, text)  # every line already fits the width
+    left_out = [column.name for column in COLUMNS if column not in chosen]
+    if left_out:
+        out.print(f"left out to fit {out.width} columns: {', '.join(left_out)} (--wide shows all; --json every figure)")
+    for line in notes(kernels, chosen):
+        out.print(line)
+    for line in sampling_lines(results.info, kernels):
+        out.print(line)
+
+
+# The columns a narrow terminal keeps, most telling first; the table shows them in COLUMNS' order.
+FIT_ORDER = ("kernel", "duration", "exact excess wavefronts", "local ld / st", "shared ld n-way", "DRAM GB/s",
+             "DRAM % of peak", "HW conflict counter", "registers", "static shared/block", "grid x block")
+
+
+def _fitted_label(kernel: KernelResult, width: int) -> str:
+    """The label, and a program's kernel below it, shortened to what a person wrote and to `width`."""
+    label = elide_middle(kernel.label, width)
+    if kernel.nvtx is not None and kernel.kernel != kernel.label:
+        return f"{label}\n  {elide_middle(short_kernel(kernel.kernel), width - 2)}"
+    return label
+
+
+def _columns_that_fit(rows: list[list[str]], width: int) -> list[Column]:
+    """The columns of FIT_ORDER, in COLUMNS' order, that fit `width` with the kernel column whole."""
+    widths = _widths(rows, list(COLUMNS))
+    used = widths[0] + 3 + 1  # the kernel column, its padding and borders
+    chosen = {"kernel"}
+    for name in FIT_ORDER[1:]:
+        index = next(i for i, column in enumerate(COLUMNS) if column.name == name)
+        if used + widths[index] + 3 <= width:
+            used += widths[index] + 3
+            chosen.add(name)
+    return [column for column in COLUMNS if column.name in chosen]
+
+
+def _widths(rows: list[list[str]], columns: list[Column]) -> list[int]:
+    def widest(texts: list[str]) -> int:
+        return max((cell_len(line) for text in texts for line in text.split("\n")), default=0)
+
+    return [widest([column.header] + [row[index] for row in rows]) for index, column in enumerate(columns)]
+
+
+def _narrowest_table(rows: list[list[str]], columns: list[Column] | None = None) -> int:
+    """The width under which a figure would be cut: every numeric column whole, the kernel column
+    at its minimum, one space of padding a side, and the borders."""
+    columns = columns or list(COLUMNS)
+    widths = _widths(rows, columns)
+    label_width = min(widths[0], LABEL_MIN_WIDTH) if rows else 0
+    return label_width + sum(widths[1:]) + 2 * len(columns) + len(columns) + 1
+
+
+def _title(results: RunResults, named: str | None = None) -> str:
+    """The file the user named (not the report a results.json was made from), GPU and cc."""
+    info = results.info
+    where = ", ".join(p for p in (info.gpu_name, info.compute_capability and f"cc {info.compute_capability}") if p)
+    return f"{named or info.source or 'results'}" + (f" ({where})" if where else "")
+
+
+def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> list[str]:
+    """One line per distinct (column, reason) of a missing metric, naming the kernels when not all."""
+    seen: dict[tuple[str, str], dict[str, None]] = {}  # the labels of each, in order, each once
+    for kernel in kernels:
+        for column in columns or COLUMNS:
+            for key in column.keys:
+                if kernel.value(key) is None and not (key == "shared_ld_ways" and _ways(kernel) != NA):
+                    seen.setdefault((column.name, kernel.missing_reason(key) or "missing"), {})[kernel.label] = None
+    lines = []
+    for (title, reason), labels in seen.items():
+        which = "" if len(labels) == len(kernels) else f" ({', '.join(labels)})"
+        lines.append(f"{title}: {NA} — {reason}{which}")
+    shown = {column.name for column in columns or COLUMNS}  # a note for a column left out would explain nothing
+    if "shared ld n-way" in shown:
+        dashes = {shared_figures.n_way(k, "ld").note: None for k in kernels if _ways(k) == "-"}
+        fallbacks = {shared_figures.n_way(k, "ld").note: None for k in kernels if FALLBACK_MARK in _ways(k)}
+        lines += [f"shared ld n-way: - — {reason}" for reason in dashes]
+        lines += [f"shared ld n-way: {FALLBACK_MARK} {reason}" for reason in fallbacks]
+    if "exact excess wavefronts" in shown and any(FALLBACK_MARK in _excess(k) for k in kernels):
+        lines.append(f"exact excess wavefronts: {FALLBACK_MARK} per instruction of {shared_figures.FALLBACK}")
+    return lines
+
+
+# --- machine-readable output ---------------------------------------------------------------------
+
+
+def _metrics_json(kernel: KernelResult) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for key, unit in _UNITS:
+        value = kernel.value(key)
+        if value is None:
+            out[key] = {"value": None, "unit": unit, "reason": kernel.missing_reason(key)}
+        else:
+            out[key] = {"value": value, "unit": unit}
+    return out
+
+
+_UNITS = tuple((key, metric.unit) for key, metric in CATALOGUE.items())
+
+
+def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
+    return {
+        "info": asdict(results.info),
+        "kernels": [
+            {
+                **k.identity(),
+                "range_runs": k.range_runs,  # runs of its memlens.range (--launches first); null: unknown
+                "metrics": _metrics_json(k),
+            }
+            for k in kernels
+        ],
+    }
+
+
+def csv_header() -> list[str]:
+    """Identity columns (results.IDENTITY), then every catalogue metric as "key (unit)"."""
+    return [*IDENTITY, *(f"{key} ({metric.unit})" for key, metric in CATALOGUE.items())]
+
+
+def write_csv(kernels: list[KernelResult], stream: Any) -> None:
+    """One row a kernel; a missing metric is an empty cell (--json says why)."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(csv_header())
+    for k in kernels:
+        values = [_csv_number(k.value(key)) for key in CATALOGUE]
+        identity = ["" if value is None else value for value in k.identity().values()]
+        writer.writerow([*identity, *values])
+
+
+def _csv_number(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if value.is_integer() else repr(value)
