@@ -13,6 +13,7 @@ import numpy as np
 from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, Size
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
+assert _spec is not None and _spec.loader is not None  # _common.py sits beside this file
 common = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(common)
 
