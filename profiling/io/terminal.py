@@ -14,6 +14,8 @@ from memlens.errors import StdoutClosed, StdoutError
 
 if TYPE_CHECKING:  # rich.console takes tens of ms to import: only where a console is made
     from rich.console import Console
+    from rich.progress import Progress as Bar
+    from rich.progress import TaskID
 
 
 def interactive() -> bool:
@@ -41,7 +43,7 @@ def table_console(pipe_width: int = PIPE_WIDTH) -> Console:
     return out
 
 
-def progress_bar(transient: bool):  # -> rich.progress.Progress, imported only when a bar is drawn
+def progress_bar(transient: bool) -> Bar:  # rich.progress is imported only when a bar is drawn
     """The live bar of long commands, on stderr: what runs, how far along, for how long."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
@@ -55,8 +57,8 @@ class Progress:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self._bar = None
-        self._task = None
+        self._bar: Bar | None = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> Progress:
         if self.enabled:
@@ -69,7 +71,7 @@ class Progress:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
 
-    def update(self, event: dict) -> None:
+    def update(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
         if self._bar is not None and self._task is not None:
             if kind == "plan":
