@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 from memlens.bench.gpus import bench_on_gpus
 from memlens.bench.results import BENCH_FILE, BenchResults, VariantTiming, roofline_shares
@@ -83,8 +87,8 @@ class BenchProgress:
     """A live bar on a terminal; nothing otherwise."""
 
     def __init__(self, enabled: bool) -> None:
-        self._bar = None
-        self._task = None
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
         if enabled:
             self._bar = progress_bar(transient=True)
 

@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from memlens.collect.ncu import CACHE_CONTROLS, CLOCK_CONTROLS
 from memlens.collect.run_dir import shell_command
@@ -136,7 +137,7 @@ def _run_suite(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ncu_options(args: argparse.Namespace) -> dict[str, object]:
+def _ncu_options(args: argparse.Namespace) -> dict[str, Any]:
     """What a suite run and a program run ask of ncu alike."""
     return {
         "out_dir": Path(args.out),
