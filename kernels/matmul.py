@@ -24,9 +24,8 @@ from numba import config, cuda, float32
 from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
-assert _spec is not None and _spec.loader is not None  # _common.py sits beside this file
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
+common = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]  # _common.py sits beside this file
+_spec.loader.exec_module(common)  # type: ignore[union-attr]
 
 TILE = 16  # the article's 16x16 blocks; also PMPP's TILE_WIDTH below
 SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
