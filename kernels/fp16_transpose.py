@@ -28,8 +28,8 @@ from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, Size
 from memlens.theory import bank_model
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
+common = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]  # _common.py sits beside this file
+_spec.loader.exec_module(common)  # type: ignore[union-attr]
 
 SOURCE = Path(__file__).with_name("fp16_transpose.cu")
 TILE, THREADS = 32, 128  # as in fp16_transpose.cu

@@ -24,8 +24,8 @@ from numba import config, cuda, float32
 from memlens.suite import CudaKernel, Expect, Family, Inputs, Launch, NumbaKernel, Size
 
 _spec = importlib.util.spec_from_file_location(f"{__name__}_common", Path(__file__).with_name("_common.py"))
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
+common = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]  # _common.py sits beside this file
+_spec.loader.exec_module(common)  # type: ignore[union-attr]
 
 TILE = 16  # the article's 16x16 blocks; also PMPP's TILE_WIDTH below
 SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
@@ -118,7 +118,7 @@ matmul = Family(
 def _jit(function: Callable[..., Any]) -> Any:
     # On-disk cache: later runs skip the compile. Line info lets ncu name each instruction's source
     # line; the CUDA simulator (CPU tests) takes no such option.
-    options = {} if config.ENABLE_CUDASIM else {"lineinfo": True}
+    options = {} if config.ENABLE_CUDASIM else {"lineinfo": True}  # type: ignore[attr-defined]  # set from the environment at import
     return cuda.jit(function, cache=True, **options)
 
 

@@ -108,7 +108,7 @@ _THREAD = threading.local()
 def _open_ranges() -> list[tuple[str, Any]]:
     if not hasattr(_THREAD, "stack"):
         _THREAD.stack = []
-    return _THREAD.stack  # type: ignore[no-any-return]
+    return _THREAD.stack
 
 
 class _RangeCounts:

@@ -54,8 +54,8 @@ class Parser(argparse.ArgumentParser):
 
     commands: dict[str, argparse.ArgumentParser]
 
-    def parse_args(self, args: Sequence[str] | None = None, namespace: object = None) -> argparse.Namespace:  # type: ignore[override]
-        parsed, extra = self.parse_known_args(args, namespace)  # type: ignore[arg-type]
+    def parse_args(self, args: Sequence[str] | None = None, namespace: None = None) -> argparse.Namespace:  # type: ignore[override]
+        parsed, extra = self.parse_known_args(args, namespace)
         if extra:
             self.commands.get(parsed.command, self).error(f"unrecognized arguments: {' '.join(extra)}")
         if parsed.command is None:

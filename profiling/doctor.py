@@ -94,7 +94,7 @@ def check_compilers() -> list[Check]:
     nvcc, ptxas, nvrtc = find_nvcc(), find_ptxas(), nvrtc_version()
     checks = []
     if nvcc is not None or nvrtc is not None:
-        detail = f"nvcc {nvcc}" if nvcc is not None else "NVRTC {}.{}".format(*nvrtc)  # type: ignore[str-format]
+        detail = f"nvcc {nvcc}" if nvcc is not None else "NVRTC {}.{}".format(*nvrtc)  # type: ignore[misc]  # nvrtc is set here
         checks.append(Check("check: CUDA C++ compiler", True, detail, required=False))
     else:
         checks.append(Check("check: CUDA C++ compiler", False, "no nvcc, no NVRTC", CHECK_EXTRA, required=False))

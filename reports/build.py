@@ -295,7 +295,7 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
     timing = bench.lookup(family, row.name)
     if timing is None:
         failure = next((f for f in bench.failures if (f.family, f.variant) == (family, row.name)), None)
-        reason = (
+        reason: str | None = (
             f"memlens bench: {_failure_words(failure.status, failure.message)}" if failure
             else "not timed by memlens bench (not in its bench.json)"
         )
@@ -452,9 +452,10 @@ def _combine(key: str, values: list[float], kernels: list[KernelResult]) -> floa
         return max(values)
     if how == "duration_weighted":
         weights = [k.raw.get("duration") for k in kernels]
-        if any(w is None for w in weights) or not sum(weights):  # type: ignore[arg-type]
+        known = [w for w in weights if w is not None]
+        if len(known) < len(weights) or not sum(known):
             return None
-        return sum(v * w for v, w in zip(values, weights, strict=True)) / sum(weights)  # type: ignore[misc]
+        return sum(v * w for v, w in zip(values, known, strict=True)) / sum(known)
     return math.fsum(values)
 
 

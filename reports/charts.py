@@ -12,6 +12,7 @@ import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -25,11 +26,14 @@ from memlens.model.kernel_names import elide_middle, short_kernel  # noqa: E402
 from memlens.reports.formatting import format_value  # noqa: E402
 from memlens.reports.model import Comparison, Row  # noqa: E402
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 BLUE, GREY, RED, AMBER, INK, FAINT = "#3b6ea8", "#9aa9b8", "#c0392b", "#d69e2e", "#1f2933", "#52606d"
 RUN_COLOURS = ("#3b6ea8", "#e08e2b", "#3f9b6b", "#8a5bb5", "#c0392b", "#6b7b8c")
 LABEL_CHARS = 30  # characters of a bar's label that fit the left margin at 9 pt (0.2 of 11 in)
 COMPARISON_LABEL_CHARS = 38  # the comparison chart's wider margin (0.26 of 11 in)
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {  # matplotlib's rc_context types each key's value
     "svg.fonttype": "none",
     "font.family": "sans-serif",
     "font.size": 9,

@@ -7,7 +7,7 @@ from memlens.model import shared_figures
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.results import KernelResult
 from memlens.reports.formatting import format_count, format_value
-from memlens.reports.model import Cell, Column
+from memlens.reports.model import Cell, Column, Severity
 from memlens.reports.verdicts import HW_LABEL
 
 SPEEDUP = "speedup"
@@ -74,7 +74,7 @@ def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
             cells[column.key] = _ways_cell(kernel, column)
             continue
         metric = kernel.metric(column.key)
-        flag = "bad" if CATALOGUE[column.key].problem_above_zero and (metric.value or 0) > 0 else None
+        flag: Severity | None = "bad" if CATALOGUE[column.key].problem_above_zero and (metric.value or 0) > 0 else None
         exact = format_count(metric.value) if metric.value is not None and column.kind == "compact" else ""
         cells[column.key] = Cell(
             column.key, metric.value, metric.unit, format_value(metric.value, column.kind), exact,

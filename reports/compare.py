@@ -46,7 +46,7 @@ def compare(runs: tuple[RunSection, ...]) -> tuple[Comparison, ...]:
     bench results (a run without shows n/a)."""
     if len(runs) < 2:
         return ()
-    keys = COMPARED
+    keys: tuple[str, ...] = COMPARED
     if runs[0].bench is not None and any(run.bench is not None for run in runs[1:]):
         keys = (*COMPARED, BENCH_MEDIAN)
     if len(gpu_models(runs)) > 1:
@@ -59,7 +59,7 @@ def compare(runs: tuple[RunSection, ...]) -> tuple[Comparison, ...]:
 
 def gpu_models(runs: tuple[RunSection, ...]) -> list[str]:
     """The GPU models of the runs, each once, in order."""
-    return list(dict.fromkeys(run.info.get("gpu_name") for run in runs if run.info.get("gpu_name")))
+    return list(dict.fromkeys(name for run in runs if (name := run.info.get("gpu_name"))))
 
 
 def _value(key: str, row: Row | None, run: RunSection) -> float | None:

@@ -99,7 +99,7 @@ class BenchSummary:
     own copy (`BenchTiming`): `copy_text` says which, for the % of copy charts."""
 
     source: str  # the bench.json read
-    gpu_name: str
+    gpu_name: str | None
     started_at: str | None
     repeats: int
     copy_buffer_bytes: int  # the copy moves twice this (read plus written)

@@ -12,6 +12,8 @@ them): nothing is said that the figures do not support.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from memlens.io.units import significant
 from memlens.model.instruction_table import coalescing_words, global_side
 from memlens.model.results import KernelResult
@@ -44,7 +46,7 @@ def coalescing(kernel: KernelResult, side: str) -> Finding | None:
     return _hardware_coalescing(kernel, side)
 
 
-def _exact_coalescing(kernel: KernelResult, side: str) -> Finding | None | bool:
+def _exact_coalescing(kernel: KernelResult, side: str) -> Finding | None | Literal[False]:
     """The verdict of the per-instruction figures (None: coalesced); False where the report has none."""
     short = {"load": "ld", "store": "st"}[side]
     ratio = kernel.value(f"exact_global_{short}_coalescing")

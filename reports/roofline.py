@@ -177,7 +177,7 @@ def _with_roofline(
     if compute_bound:
         rows = tuple(_without_copy_pct(r) for r in rows)
     peaks = tuple(
-        (p, ceilings[f"peak_flops_{p}"]) for p in PRECISIONS if p in precisions and ceilings.get(f"peak_flops_{p}")
+        (p, peak) for p in PRECISIONS if p in precisions and (peak := ceilings.get(f"peak_flops_{p}"))
     )
     note = load_cut_note(family.name, [(r, k) for r, k, _ in judged])
     roofline = FamilyRoofline(

@@ -29,7 +29,7 @@ from memlens.model.results import (
 from memlens.model.run_layout import resolve_run
 from memlens.readers import read_with_instructions
 from memlens.reports.formatting import compact_count, format_value, per_instruction, ways
-from memlens.reports.model import Check, CheckState, ExpectationCheck, Finding
+from memlens.reports.model import Check, CheckState, ExpectationCheck, Finding, Severity
 from memlens.static.check import StaticKernel, find_static, local_memory_cause
 from memlens.theory.paper import PaperCheck
 
@@ -210,6 +210,7 @@ def _estimate(kernel: KernelResult) -> Finding:
     """Without the exact count: what the wavefront counter supports (wavefronts per load), how to
     get the exact figure, and the over-counting conflict counter, labelled."""
     ld_ways = _value(kernel, "shared_ld_ways")
+    severity: Severity
     if ld_ways is None:
         severity, guess = "unknown", "shared memory: bank conflicts not measured exactly"
     elif ld_ways >= LIKELY_CONFLICT:
@@ -386,7 +387,7 @@ def check(declared: Expect | None, measured: Measured, on_paper: PaperCheck | No
     """Each declared aspect against the measurement; a mismatch in any aspect flags the whole.
     `on_paper`, where the variant declares its exact excess wavefronts, is one more aspect: "as on
     paper", or both figures where they differ."""
-    checks = (
+    checks: tuple[Check, ...] = (
         _check("bank_conflicts", declared.bank_conflicts if declared else None, measured.bank_conflicts),
         _check("local_memory", declared.local_memory if declared else None, measured.local_memory),
     )

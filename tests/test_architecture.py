@@ -53,3 +53,28 @@ def test_a_planted_import_breaks_its_contract(installed, tmp_path, module, plant
     verdicts = [line for line in done.stdout.splitlines() if line.endswith((" KEPT", " BROKEN"))]
     assert len(verdicts) == 5
     assert [line for line in verdicts if line.startswith(broken)][0].endswith(" BROKEN"), verdicts
+
+
+def test_the_checkout_laid_out_as_the_package_keeps_every_contract(tmp_path):
+    """`make lint` checks the contracts (and types) on the checkout, with no wheel: tools/package_tree.py
+    links every .py file of profiling/, reports/ and kernels/ under memlens/, and a planted import there
+    (a link replaced by a changed copy) breaks its contract."""
+    from tools.package_tree import lay_out
+
+    linked = lay_out(tmp_path / "tree")
+    sources = [p for top in ("profiling", "reports", "kernels") for p in (REPO / top).rglob("*.py")
+               if "__pycache__" not in p.parts]  # fmt: skip
+    assert linked == len(sources) > 90
+    files = tmp_path / "tree" / "memlens"
+    assert (files / "reports" / "render.py").resolve() == REPO / "reports" / "render.py"
+    assert (files / "kernels" / "transpose.py").resolve() == REPO / "kernels" / "transpose.py"
+    env = {**os.environ, "PYTHONPATH": ""}
+    kept = lint(tmp_path / "tree", env, tmp_path)
+    assert "Contracts: 5 kept, 0 broken." in kept.stdout, kept.stdout[-3000:]
+    planted = files / "io" / "files.py"
+    text = planted.read_text(encoding="utf-8")
+    planted.unlink()
+    planted.write_text(text + "\nimport memlens.model.results  # planted\n", encoding="utf-8")
+    broken = lint(tmp_path / "tree", env, tmp_path)
+    assert broken.returncode == 1
+    assert "Stages: each imports only those below it BROKEN" in broken.stdout

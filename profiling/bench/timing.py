@@ -84,11 +84,16 @@ def set_bytes_of(inputs: Mapping[str, np.ndarray], output: np.ndarray) -> int:
 class Device(Protocol):
     """What a bench needs from the GPU; `CudaDevice` is the real one, tests pass a stand-in."""
 
-    name: str
-    l2_bytes: int
-    cuda_driver_version: str | None
+    # read-only members: a frozen record or one with narrower types (CudaDevice's) matches
+    @property
+    def name(self) -> str: ...
+    @property
+    def l2_bytes(self) -> int: ...
+    @property
+    def cuda_driver_version(self) -> str | None: ...
     # (major, minor): families needing a newer GPU are skipped; a device without it skips none
-    compute_capability: tuple[int, int] | None
+    @property
+    def compute_capability(self) -> tuple[int, int] | None: ...
 
     def free_bytes(self) -> int: ...
 

@@ -59,6 +59,7 @@ def profile_on_cluster(options: ProfileOptions, address: str, on_event=None) -> 
 def _with_absolute_suite(options: ProfileOptions) -> ProfileOptions:
     from dataclasses import replace
 
+    assert options.suite is not None  # a suite run's
     return replace(options, suite=str(Path(options.suite).resolve()))
 
 

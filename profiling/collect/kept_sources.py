@@ -26,6 +26,7 @@ def keep_sources(results: RunResults, root: Path | None = None) -> RunResults:
     already, the others read now from disk, CuPy's temporary ones from its cache) in
     `embedded_sources`, which results.json writes as "sources"."""
     root = (root or Path.cwd()).resolve()
+    declared: dict[tuple[str | None, str | None], tuple[str, ...]]  # a kernel's family may be None
     declared = {(o.family, o.variant): o.sources for o in results.outcomes}
     kept = dict(results.embedded_sources)
     missing: set[str] = set()

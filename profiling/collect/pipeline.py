@@ -65,7 +65,7 @@ def read_results(
         return RunResults(info, (), outcomes, complete), exc
     kernels = tuple(k for k in measured.kernels if keep is None or keep(k))
     info = replace(info, gpu_name=measured.info.gpu_name, compute_capability=measured.info.compute_capability,
-                   source=report.name, **run_ceilings(kernels))  # fmt: skip
+                   source=report.name, **run_ceilings(kernels))  # type: ignore[arg-type]  # fmt: skip
     results = RunResults(info, kernels, outcomes, complete, embedded_sources=measured.embedded_sources)
     return keep_sources(results), None
 

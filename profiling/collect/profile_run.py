@@ -229,8 +229,8 @@ def run_shard(
     argv = profile_argv(ncu, _request(options, shard.files), app)
 
     def poll() -> None:
-        if selection.done() and selection.exception() is not None:
-            raise selection.exception()  # stops ncu: the profiled program refuses this selection too
+        if selection.done() and (refused := selection.exception()) is not None:
+            raise refused  # stops ncu: the profiled program refuses this selection too
         if stop is not None and stop.is_set():
             raise KeyboardInterrupt
         if not options.ncu_settings.fast:

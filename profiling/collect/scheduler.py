@@ -109,7 +109,7 @@ def select(options: ProfileOptions) -> Selection:
 def plan_jobs(options: ProfileOptions, selection: Selection, count: int) -> list[Job]:
     """The selection's units shared out into at most `count` jobs of balanced expected cost."""
     shares = split(units(selection), unit_costs(selection, options.small, options.out_dir), count)
-    jobs = []
+    jobs: list[Job] = []
     for share in (s for s in shares if s):
         labels, sizes, sweeps = share_arguments(share, options)
         cases = tuple(case.label for unit in share for case in unit.cases())

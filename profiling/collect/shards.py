@@ -74,7 +74,8 @@ def case_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[dict[s
         return {case.label: measured[case.label] for case in cases}, COST_PREVIOUS
     if all(case.variant.family.min_bytes is not None for case in cases):
         return {
-            case.label: float(case.variant.family.min_bytes(case.size(selection.sizes, small))) for case in cases
+            case.label: float(case.variant.family.min_bytes(case.size(selection.sizes, small)))  # type: ignore[misc]
+            for case in cases  # min_bytes checked above
         }, COST_MIN_BYTES
     return {case.label: 1.0 for case in cases}, COST_EQUAL
 

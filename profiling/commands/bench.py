@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
+
+if TYPE_CHECKING:
+    pass
 
 from memlens.bench.gpus import bench_on_gpus
 from memlens.bench.results import BENCH_FILE, BenchResults, VariantTiming, roofline_shares

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _compared(comparison: Comparison) -> Compared:
-    figures = []
+    figures: list[dict[str, object]] = []
     for metric in comparison.metrics:
         old, new = metric.cells[0], metric.cells[1]
         figures.append({"key": metric.key, "header": metric.header, "base": old.value, "head": new.value,

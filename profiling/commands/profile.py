@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memlens.collect.run_dir import shell_command
 from memlens.commands.common import add_size_arguments, add_suite_arguments
@@ -149,7 +149,7 @@ def _run_suite(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ncu_options(args: argparse.Namespace) -> dict[str, object]:
+def _ncu_options(args: argparse.Namespace) -> dict[str, Any]:
     """What a suite run and a program run ask of ncu alike."""
     return {
         "out_dir": Path(args.out),

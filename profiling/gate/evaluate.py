@@ -212,6 +212,7 @@ def _check(rule: Rule, subject: Subject, kind: Kind, baseline: BaselineValues | 
     if before is None:
         return verdict("fail", f"{subject.key} has no {metric.key} in the baseline (save a new baseline)",
                        measured.value)  # fmt: skip
+    assert isinstance(rule.bound, RegressionBound)  # a paper rule is checked by _check_paper
     return _check_regression(rule.bound, metric, measured.value, before, verdict)
 
 
@@ -317,6 +318,7 @@ def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,
                 return "fail"
             return "warn" if bound.warn is not None and not _within(bound.kind, value, bound.warn) else "pass"
     else:
+        assert isinstance(bound, RegressionBound)  # a paper rule is checked by _check_paper
         if baseline is None:
             return [verdict("skip", "no baseline given (--baseline FILE)")]
         before_lines = baseline.lines_of(subject.key) if hasattr(baseline, "lines_of") else None

@@ -135,7 +135,7 @@ def resolve_outputs(outputs: Iterable[tuple[str, str | Path | None, str | None]]
     """`resolve_output` of each (option, path or None, default name); OutputError naming both when
     two of them are one file (also through links, or both standard output), before anything is written."""
     found: list[Output | None] = []
-    seen: dict[tuple, str] = {}
+    seen: dict[tuple[object, ...], str] = {}
     for option, path, default_name in outputs:
         if path is None:
             found.append(None)
@@ -204,7 +204,7 @@ def _own_descriptor(path: str) -> int | None:
     return int(name) if own and name.isdigit() else None
 
 
-def _identity(output: Output) -> tuple:
+def _identity(output: Output) -> tuple[object, ...]:
     """What two outputs share when they are one file: the inode, else the path a new file gets."""
     try:
         if output.kind == "stdout" or output.fd is not None:

@@ -158,7 +158,11 @@ def _default_sigint() -> Callable[[], None] | None:
     write its report): give it the default action back."""
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         return None
-    return lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    def restore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    return restore
 
 
 def start_pipe(argv: Sequence[str], *, env: Mapping[str, str]) -> subprocess.Popen[bytes]:

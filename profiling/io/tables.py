@@ -138,8 +138,8 @@ def _column_widths(out: Console, columns: Sequence[TableColumn], rows: list[list
         deciding.append(picked)
     proxy = rich_table(columns, [[cells[r] if r < len(cells) else "" for cells in deciding]
                          for r in range(max(map(len, deciding)))])  # fmt: skip
-    lines = out.render_lines(proxy, out.options, pad=False)
-    top = "".join(segment.text for segment in lines[0]) if lines else ""
+    rendered = out.render_lines(proxy, out.options, pad=False)
+    top = "".join(segment.text for segment in rendered[0]) if rendered else ""
     edges = table_box().substitute(out.options, safe=out.safe_box)
     if len(top) < 2 or not (top[0] == edges.top_left and top[-1] == edges.top_right):
         return None
@@ -186,8 +186,8 @@ def _cell_lines(out: Console, cell: str, width: int, column: TableColumn, header
     renderable = cell if header else Text(cell)
     options = out.options.update(width=width, justify="right" if numeric else "left", no_wrap=numeric,
                                  overflow="fold", height=None, highlight=False)  # fmt: skip
-    lines = out.render_lines(Padding(renderable, (0, 1)), options, pad=True)
-    return ["".join(segment.text for segment in line) for line in lines] or [" " * width]  # a row is 1 line or more
+    rendered = out.render_lines(Padding(renderable, (0, 1)), options, pad=True)
+    return ["".join(segment.text for segment in line) for line in rendered] or [" " * width]  # a row is 1 line or more
 
 
 # --- JSON ------------------------------------------------------------------------------------------

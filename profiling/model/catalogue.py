@@ -8,6 +8,7 @@ Units are ncu's base units (`--print-units base`): ns, byte, byte/second, %, and
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -265,8 +266,12 @@ _FLOP_WEIGHTS = {precision: tuple((key, weight) for key, _, weight in _FLOP_COUN
                  for precision in _PRECISIONS}  # fmt: skip
 
 
+def _peak_flops(values: Values, op: str, weight: float) -> float | None:
+    return _scale(_product(values.get(f"peak_{op}_per_cycle"), values.get("sm_clock")), weight)
+
+
 def _flops(values: Values, precision: str) -> float | None:
-    total = 0
+    total = 0.0
     for key, weight in _FLOP_WEIGHTS[precision]:
         count = values.get(key)
         if count is None:
@@ -310,7 +315,7 @@ _ROOFLINE_DERIVED = [
             f"{_PRECISIONS[precision]}-precision floating-point operations (CUDA cores; no tensor cores)"
             + (": counts ptxas's HFMA2.MMA register moves too, an upper bound" if precision == "fp16" else ""),
             better=None, deterministic=True, formula=_FLOP_FORMULA[precision],
-            derive=lambda v, p=precision: _flops(v, p),
+            derive=functools.partial(_flops, precision=precision),
         )
         for precision in _PRECISIONS
     ),
@@ -368,9 +373,7 @@ _ROOFLINE_DERIVED = [
             f"peak_flops_{precision}", "FLOP/second",
             f"the GPU's peak {_PRECISIONS[precision]}-precision FLOP/s at the kernel's SM clock (CUDA cores)",
             formula=f"peak_{op}_per_cycle * {weight} * sm_clock",
-            derive=lambda v, op=op, weight=weight: _scale(
-                _product(v.get(f"peak_{op}_per_cycle"), v.get("sm_clock")), weight
-            ),
+            derive=functools.partial(_peak_flops, op=op, weight=weight),
         )
         for precision, op, weight in (("fp32", "ffma", 2), ("fp64", "dfma", 2), ("fp16", "hfma", 4))
     ),

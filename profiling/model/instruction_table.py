@@ -149,10 +149,10 @@ def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -
         elif space == "local" and record.side in local:
             local[record.side] += executions or 0.0
         if record.global_sectors is not None:
-            side = global_side(record.access_type, record.opcode)
-            if side is not None:
+            on_side = global_side(record.access_type, record.opcode)
+            if on_side is not None:
                 has_global = True
-                global_[side] = _add(global_[side], executions, record.global_sectors,
+                global_[on_side] = _add(global_[on_side], executions, record.global_sectors,
                                      record.global_sectors_ideal or 0.0)
     out: dict[str, float | None] = {}
     for side, total in shared.items():
@@ -255,7 +255,7 @@ def _kind(name: str, records: list[InstructionRecord]) -> KindTotals:
         executions=None if None in executions else float(sum(e for e in executions if e is not None)),
         wavefronts=float(sum(r.wavefronts or 0.0 for r in records)) if shared else None,
         ideal=float(sum(r.ideal or 0.0 for r in records)) if shared else None,
-        sectors=float(sum(r.global_sectors for r in with_sectors)) if on_global and with_sectors else None,
+        sectors=float(sum(r.global_sectors or 0.0 for r in with_sectors)) if on_global and with_sectors else None,
         sectors_ideal=(float(sum(r.global_sectors_ideal or 0.0 for r in with_sectors))
                        if on_global and with_sectors else None),
         phase=next((rule for r in records if (rule := phase_rule(r.opcode, r.width_bits))), None) if shared else None,

@@ -23,6 +23,7 @@ def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | 
     """Each of `kernels` (of `results`) with its lines, file names shown relative to `root` (default:
     the working directory) and CuPy's temporary copies mapped to the files the suite declared."""
     root = (root or Path.cwd()).resolve()
+    declared: dict[tuple[str | None, str | None], tuple[str, ...]]  # a kernel's family may be None
     declared = {(o.family, o.variant): o.sources for o in results.outcomes}
     found = []
     for kernel in kernels:

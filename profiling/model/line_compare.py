@@ -201,6 +201,7 @@ def lines_by_label(results: RunResults, kernels: Iterable[KernelResult] | None =
     """Each label's lines (all its launches summed, as the report sums them), file names shown
     relative to `root` (default: the working directory)."""
     root = (root or Path.cwd()).resolve()
+    declared: dict[tuple[str | None, str | None], tuple[str, ...]]  # a kernel's family may be None
     declared = {(o.family, o.variant): o.sources for o in results.outcomes}
     grouped: dict[str, list[KernelResult]] = {}
     for kernel in results.kernels if kernels is None else kernels:
@@ -216,6 +217,7 @@ def lines_by_label(results: RunResults, kernels: Iterable[KernelResult] | None =
 
 def kernel_line_set(results: RunResults, kernel: KernelResult, root: Path | None = None) -> LineSet:
     """The lines of one kernel launch (a gate's subject)."""
+    declared: dict[tuple[str | None, str | None], tuple[str, ...]]  # a kernel's family may be None
     declared = {(o.family, o.variant): o.sources for o in results.outcomes}
     sources = SourceMap((root or Path.cwd()).resolve(), results.embedded_sources,
                         declared.get((kernel.family, kernel.variant), ()))  # fmt: skip
@@ -276,7 +278,7 @@ def _match_file(file: str | None, old: list[SourceLine], new: list[SourceLine], 
     if file is not None and base and head and file in base.files and file in head.files:
         mapping = dict(_align(base.files[file].splitlines(), head.files[file].splitlines()))
         new_by_line = {s.line: s for s in new}
-        pairs = [(s, new_by_line.pop(mapping[s.line - 1] + 1, None)) if s.line and s.line - 1 in mapping
+        pairs: list[Pair] = [(s, new_by_line.pop(mapping[s.line - 1] + 1, None)) if s.line and s.line - 1 in mapping
                  else (s, None) for s in old]  # fmt: skip
         return _with_rest(pairs, list(new_by_line.values())), "text"
     texts_known = all(s.source is not None for s in (*old, *new))

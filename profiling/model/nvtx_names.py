@@ -6,7 +6,7 @@ Kept free of heavy imports: readers and `memlens metrics` need it without NumPy.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
 from memlens.errors import ConfigError
@@ -26,9 +26,11 @@ def compile_filter(pattern: str | None) -> re.Pattern[str] | None:
         raise ConfigError(f"bad -k pattern {pattern!r}: {exc}") from None
 
 
-class _Named(Protocol):
-    label: str  # "family/variant", or the name a plain report gives
-    kernel: str  # the function's name
+class _Named(Protocol):  # read-only members: frozen records match
+    @property
+    def label(self) -> str: ...  # "family/variant", or the name a plain report gives
+    @property
+    def kernel(self) -> str: ...  # the function's name
 
 
 Kernel = TypeVar("Kernel", bound=_Named)
@@ -41,7 +43,7 @@ def kernels_matching(kernels: Iterable[Kernel], pattern: str | None) -> list[Ker
     return [k for k in kernels if regex is None or regex.search(k.label) or regex.search(k.kernel)]
 
 
-def labels_pattern(labels: list[str] | tuple[str, ...]) -> str:
+def labels_pattern(labels: Sequence[str]) -> str:
     """A -k regex that selects exactly these family/variant labels (one GPU's share of a suite)."""
     return "^(?:" + "|".join(re.escape(label) for label in labels) + ")$"
 

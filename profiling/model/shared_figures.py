@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlens.model.instruction_table import SIDE_WORDS  # noqa: E402  (ld, st, atom, mma)
+from memlens.model.instruction_table import SIDE_WORDS as SIDE_WORDS  # noqa: E402  (ld, st, atom, mma; re-exported)
 from memlens.model.results import KernelResult
 
 FALLBACK = (

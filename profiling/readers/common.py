@@ -117,6 +117,7 @@ def raw_values(
     """Every raw catalogue metric in its base unit, and the reason for each one missing."""
     raw: dict[str, float | None] = {}
     missing: dict[str, str] = {}
+    reason: str | None
     for metric in NCU_METRICS:
         cell = next((c for name in metric.ncu_names if (c := lookup(name)) is not None), None)
         if cell is None:

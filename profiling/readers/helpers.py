@@ -27,13 +27,13 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memlens.io.processes import CommandFailed, start_pipe
 
 LaunchReader = Any  # ncu_rep._LaunchReader (not imported: ncu_rep imports this module)
 Slot = tuple[int, int]  # (range index, action index) of an action in the report
-Read = tuple[list, dict[str, str]]  # the launches read, and the units met
+Read = tuple[list[Any], dict[str, str]]  # the launches read, and the units met
 # the folder holding the package where it is installed as folders named memlens (a checkout's profiling/
 # is found through its editable install instead): the new process imports the same memlens
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -98,7 +98,7 @@ class Helper:
         EXITING.append(self.pid)
         self.pid = 0
         try:
-            return pickle.loads(data)
+            return cast(Read, pickle.loads(data))
         except Exception:
             return None
 
@@ -154,8 +154,8 @@ class SpawnedHelper:
     def start(cls, path: Path, instructions: bool, slots: Sequence[Slot], chunk: int) -> SpawnedHelper | None:
         argv = [sys.executable, "-m", HELPER_PROCESS, str(path), str(chunk)]
         argv += ["--instructions"] if instructions else []
-        path = os.pathsep.join(filter(None, (ROOT and str(ROOT), os.environ.get("PYTHONPATH"))))
-        env = {**os.environ, "PYTHONPATH": path}
+        python_path = os.pathsep.join(filter(None, (str(ROOT) if ROOT else None, os.environ.get("PYTHONPATH"))))
+        env = {**os.environ, "PYTHONPATH": python_path}
         try:
             process = start_pipe(argv, env=env)
         except CommandFailed:
@@ -176,7 +176,7 @@ class SpawnedHelper:
         if self.process.wait() != 0:
             return None
         try:
-            return pickle.loads(data)
+            return cast(Read, pickle.loads(data))
         except Exception:
             return None
 

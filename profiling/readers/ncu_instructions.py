@@ -162,7 +162,7 @@ class InstructionReader:
         metric = action.metric_by_name(name)
         if metric is None:
             return None
-        wanted = frozenset(pcs)  # type: ignore[arg-type]
+        wanted = frozenset(pcs)
         count = metric.num_instances()
         if not count or not metric.has_correlation_ids():
             return {}

@@ -332,9 +332,9 @@ class _Absent(enum.Enum):
 
 
 _ABSENT = _Absent.ABSENT
-_NAMES: tuple[str, ...] = tuple(m.ncu for m in NCU_METRICS)  # NCU_METRICS all have one
+_NAMES: tuple[str, ...] = tuple(m.ncu for m in NCU_METRICS if m.ncu is not None)  # NCU_METRICS all have one
 _DURATION_INDEX = _NAMES.index(DURATION)
-_ALIASES: tuple[tuple[str, tuple[str, ...]], ...] = tuple((m.ncu, m.aliases) for m in NCU_METRICS)  # type: ignore[misc]
+_ALIASES: tuple[tuple[str, tuple[str, ...]], ...] = tuple((m.ncu, m.aliases) for m in NCU_METRICS if m.ncu is not None)
 
 
 class _MetricReader:
@@ -417,6 +417,7 @@ def _kernel(
 ) -> KernelResult:
     raw: dict[str, float | None] = {}
     missing: dict[str, str] = {}
+    reason: str | None
     for metric, ncu_name, value in zip(NCU_METRICS, _NAMES, values, strict=True):
         if value is _ABSENT:
             converted, reason = None, absent_reason(metric, from_memlens)
