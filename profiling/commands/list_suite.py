@@ -52,10 +52,10 @@ def run(args: argparse.Namespace) -> int:
             for header, text in zip(HEADERS[2:], fields, strict=True):
                 out.print(textwrap.fill(f"{header}: {text}", out.width, initial_indent="  ", subsequent_indent="  ",
                                         break_long_words=False, break_on_hyphens=False), soft_wrap=True)  # fmt: skip
-    families = {v.family.name: v.family for v in selection.variants}
-    for family in families.values():
-        if family.min_compute_capability:
-            out.print(f"{family.name}: {family.requirement()}; profile and bench skip it on an older GPU")
+    needing = {v.family.name: v.family for v in selection.variants}
+    for needs in needing.values():
+        if needs.min_compute_capability:
+            out.print(f"{needs.name}: {needs.requirement()}; profile and bench skip it on an older GPU")
     return 0
 
 
