@@ -146,7 +146,7 @@ def test_results_json_round_trip_keeps_instructions_and_sources(suite, tmp_path)
     loaded = read_report(path)
     assert [k.instructions for k in loaded.kernels] == [k.instructions for k in suite.kernels]
     assert loaded.outcomes[0].sources == (str(transpose.CONFLICT.source),)
-    assert suite.to_json()["schema_version"] == 2
+    assert suite.to_json()["schema_version"] == 3
 
 
 # --- the CUDA C++ program: the load/store split and wide accesses -----------------------------------

@@ -241,7 +241,7 @@ BAD_FILES = [
     ("latin1.csv", PROBE_CSV.replace(b"tr<", b"tr\xe9<", 1), "not UTF-8 text (byte"),
     ("latin1.json", b'{"schema_version": 1, "info": {"gpu_name": "\xe9"}}', "not UTF-8 text (byte"),
     ("other_tool.csv", _csv_with({0: "Index", 6: "Function"}), 'no ncu CSV header (a row with "ID" and "Kernel'),
-    ("v99.json", _results(schema_version=99), "unsupported schema_version 99 (this memlens reads 1, 2)"),
+    ("v99.json", _results(schema_version=99), "unsupported schema_version 99 (this memlens reads 1, 2, 3)"),
     ("types.json", _results(info__wall_seconds="1 s"), 'malformed results (info.wall_seconds must be a finite'),
     ("status.json", _results(outcomes__0__status="great"), 'malformed results (outcomes[0].status "great" is not'),
 ]

@@ -83,7 +83,7 @@ def test_user_errors_exit_2_with_one_line(run_dir, capsys, arguments, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("memlens: error: ") and message in err and err.count("\n") == 1
-    assert json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["schema_version"] == 2
+    assert json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["schema_version"] == 3
 
 
 def test_malformed_results_exit_2(tmp_path, capsys):

@@ -399,8 +399,8 @@ _GLOBAL_SIDES = {"ld": "global loads (LDG, cp.async's reads)", "st": "global sto
 
 def _summed(key: str, unit: str, meaning: str, value: str, better: Better = None) -> Metric:
     """A sum over the per-instruction table of one of ncu's per-instruction values."""
-    return Metric(key, unit, meaning, better=better, instrumented=True, deterministic=True,
-                  formula=f"sum over those instructions of {value}")  # fmt: skip
+    formula = f"sum over those instructions of {value}"
+    return Metric(key, unit, meaning, better=better, instrumented=True, deterministic=True, formula=formula)
 
 
 def _ratio_of(key: str, unit: str, meaning: str, over: tuple[str, str], better: Better = None) -> Metric:
@@ -471,12 +471,9 @@ NCU_ALIASES: dict[str, Metric] = {alias: m for m in _RAW for alias in m.aliases}
 # still load, without them (local_*_requests gave way to local_*_instructions: 2 replay passes fewer).
 RETIRED_KEYS = frozenset({"local_ld_requests", "local_st_requests"})
 
-# Device attributes read alongside the metrics, to label a run.
-DEVICE_ATTRIBUTES = {
-    "gpu_name": "device__attribute_display_name",
-    "cc_major": "device__attribute_compute_capability_major",
-    "cc_minor": "device__attribute_compute_capability_minor",
-}
+DEVICE_ATTRIBUTES = {"gpu_name": "device__attribute_display_name",  # read beside the metrics, to label a run
+                     "cc_major": "device__attribute_compute_capability_major",
+                     "cc_minor": "device__attribute_compute_capability_minor"}  # fmt: skip
 
 
 def ncu_metric_names(fast: bool = False, roofline: bool = False) -> list[str]:

@@ -26,8 +26,7 @@ from memlens.model.ncu_settings import NcuSettings
 from memlens.model.run_layout import RESULTS, Provenance
 
 # 2: kernels carry their shared- and local-memory `instructions`, outcomes their declared `sources`
-# 3: info's `ncu_settings` (NcuSettings) for 2's `clock_control`, `cache_control` and `fast`, and its
-#    `memlens_command` for 2's `command`
+# 3: info's `ncu_settings` for 2's `clock_control`, `cache_control`, `fast`; `memlens_command` for `command`
 SCHEMA_VERSION = 3
 SUPPORTED_SCHEMAS = (1, 2, 3)
 
@@ -422,14 +421,10 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def _checked(cls: type, data: Any, where: str, nested: tuple[str, ...] = ()) -> dict[str, Any]:
     """`data` as keyword arguments of the dataclass `cls`, each field of a plain type checked
-    (`nested` names the fields the caller checks); ValueError naming the first bad field.
-
-    Kept rather than msgspec.convert or pydantic's TypeAdapter (measured, issue 35: on the recorded
-    H200 suite's results.json, 19 kernels, two runs: this checker 6.8 to 7.8 ms, msgspec and pydantic 0.5 to 1.2 ms;
-    tests/benchmarks/handwritten_vs_libraries.py): both take a NaN for a float and a field the
-    dataclass lacks without a word, which results.json must refuse, and msgspec names a bad value in
-    `raw` as `raw[...]`, not by its metric key. Refusing both there needs msgspec Structs in place of
-    the model's dataclasses: a change of the typed model, not of this checker."""
+    (`nested` names the fields the caller checks); ValueError naming the first bad field. Kept rather
+    than msgspec or pydantic (tests/benchmarks/handwritten_vs_libraries.py, the H200 suite's results.json:
+    6.8-7.8 ms here, 0.5-1.2 ms there): both take a NaN and an unknown field without a word, which
+    results.json must refuse; refusing them needs msgspec Structs for the model's dataclasses."""
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be an object, not {_short(data)}")
     hints = _hints(cls)

@@ -1,8 +1,8 @@
 """Four hand-written pieces against the well-kept libraries that could replace them (issue 35, item 7):
 the figures quoted in their docstrings. CPU only; needs msgspec, pydantic, tomlkit and psutil where it
-runs (not memlens's dependencies), e.g. `pip install --target /tmp/libs msgspec pydantic tomlkit psutil`.
+runs (not memlens's dependencies), e.g. `pip install --target LIBS msgspec pydantic tomlkit psutil`.
 
-    PYTHONPATH=/tmp/libs python tests/benchmarks/handwritten_vs_libraries.py
+    PYTHONPATH=LIBS python tests/benchmarks/handwritten_vs_libraries.py
 
     results.json  model/results._checked against msgspec.convert and pydantic's TypeAdapter on the H200
                   suite recording's kernels, and whether each refuses a NaN and an unknown field
