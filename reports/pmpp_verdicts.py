@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Literal
 
 from memlens.io.units import significant
+from memlens.model.catalogue import GLOBAL_KEYS
+from memlens.model.instruction_kinds import Side
 from memlens.model.instruction_table import coalescing_words, global_side
 from memlens.model.results import KernelResult
 from memlens.model.source_lines import TEMPORARY_SOURCE
@@ -48,15 +50,16 @@ def coalescing(kernel: KernelResult, side: str) -> Finding | None:
 
 def _exact_coalescing(kernel: KernelResult, side: str) -> Finding | None | Literal[False]:
     """The verdict of the per-instruction figures (None: coalesced); False where the report has none."""
-    short = {"load": "ld", "store": "st"}[side]
-    ratio = kernel.value(f"exact_global_{short}_coalescing")
-    if kernel.value(f"exact_global_{short}_sectors") is None:
+    short = {"load": Side.LD, "store": Side.ST}[side]
+    keys = GLOBAL_KEYS[short]
+    ratio = kernel.value(keys.coalescing)
+    if kernel.value(keys.sectors) is None:
         return False
     words = coalescing_words(ratio)
     if ratio is None or words is None:
         return None
-    per = kernel.value(f"exact_global_{short}_sectors_per_access") or 0.0
-    ideal = kernel.value(f"exact_global_{short}_ideal_sectors_per_access") or 0.0
+    per = kernel.value(keys.per_access) or 0.0
+    ideal = kernel.value(keys.ideal_per_access) or 0.0
     worst = _worst_line(kernel, short)
     where = f"; worst at {worst}" if worst else ""
     return Finding("global", "bad" if words == "uncoalesced" else "unknown", (
@@ -66,7 +69,7 @@ def _exact_coalescing(kernel: KernelResult, side: str) -> Finding | None | Liter
     ))  # fmt: skip
 
 
-def _worst_line(kernel: KernelResult, side: str) -> str | None:
+def _worst_line(kernel: KernelResult, side: Side) -> str | None:
     """file:line of the global accesses of `side` with the most sectors beyond their ideal."""
     excess: dict[str, float] = {}
     for record in kernel.instructions:
@@ -85,8 +88,9 @@ def _worst_line(kernel: KernelResult, side: str) -> str | None:
 def _hardware_coalescing(kernel: KernelResult, side: str) -> Finding | None:
     """Sectors per request of the hardware counters, where no per-instruction figures exist: labelled, since
     they count cp.async's global reads among the sectors but not among the load instructions."""
-    per_request = kernel.value(f"global_{side}_sectors_per_request")
-    requests = kernel.value(f"global_{side}_requests")
+    keys = GLOBAL_KEYS[{"load": Side.LD, "store": Side.ST}[side]]
+    per_request = kernel.value(keys.hw_per_request or "")
+    requests = kernel.value(keys.hw_requests or "")
     if per_request is None or not requests:
         return None
     if any(width / SLACK <= per_request <= width * SLACK for width in COALESCED_WIDTHS) or per_request < 4:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from memlens.errors import MemlensError
 from memlens.model import shared_figures
+from memlens.model.catalogue import REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
+from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
     RUNTIME_ARRAY,
@@ -65,7 +67,7 @@ def judge(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> Measured
 def _remote_shared(kernel: KernelResult) -> tuple[Finding, ...]:
     """Loads and stores of a cluster partner's shared memory (distributed shared memory), with their
     executions: ncu records no bank figures for them."""
-    executions = _value(kernel, "remote_shared_executions")
+    executions = _value(kernel, REMOTE_SHARED_EXECUTIONS)
     if not executions:
         return ()
     return (Finding("shared", "ok", f"distributed shared memory: {compact_count(executions)} warp-level accesses of a"
@@ -75,11 +77,11 @@ def _remote_shared(kernel: KernelResult) -> tuple[Finding, ...]:
 def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
     """The tensor-core instructions' shared-memory operand reads (wgmma: HGMMA ...), with their own
     figures, as ncu counts them; none where the kernel has none (or the report no per-instruction data)."""
-    executions = _value(kernel, "shared_mma_executions")
-    ways_of = _value(kernel, "exact_shared_mma_ways")
+    executions = _value(kernel, SHARED_KEYS[Side.MMA].executions)
+    ways_of = _value(kernel, SHARED_KEYS[Side.MMA].ways)
     if not executions or ways_of is None:
         return ()
-    excess = _value(kernel, "exact_excess_wavefronts_mma") or 0.0
+    excess = _value(kernel, SHARED_KEYS[Side.MMA].excess) or 0.0
     state = f"{ways_of:.3g}-way bank conflicts, {compact_count(excess)} excess" if excess else "conflict-free (1-way)"
     return (Finding("shared", "bad" if excess else "ok",
                     f"tensor-core operand reads: {state}, over {compact_count(executions)} executions"),)  # fmt: skip
@@ -105,9 +107,9 @@ def _shared(kernel: KernelResult) -> tuple[bool | None, Finding]:
 
 
 def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: float) -> str:
-    sides = shared_figures.conflicting_sides(kernel)
-    if sides:  # the per-instruction split: each side that conflicts, in the words of its instructions
-        return "; ".join(_side_text(kernel, side) for side in sides)
+    split = shared_figures.conflicting_sides(kernel)
+    if split:  # the per-instruction split: each side that conflicts, in the words of its instructions
+        return "; ".join(_side_text(kernel, side) for side in split)
     sides = _conflicting_sides(kernel, loads, stores)
     if sides == ["loads"] or sides == ["stores"]:
         side = sides[0]
@@ -120,15 +122,15 @@ def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: fl
     return f"shared loads and stores: bank conflicts{detail}, {compact_count(excess)} excess wavefronts{per}"
 
 
-def _side_text(kernel: KernelResult, side: str) -> str:
+def _side_text(kernel: KernelResult, side: Side) -> str:
     """"ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load); <phase rule>":
     each conflicting kind of the side with its own figures (the per-instruction table), or the side's
     figures where the kernel carries no instructions."""
     kinds = [k for k in kind_totals(kernel.instructions)
-             if k.kind.space == "shared" and k.kind.side == side and k.excess]  # fmt: skip
+             if k.kind.space is Space.SHARED and k.kind.side is side and k.excess]  # fmt: skip
     if kinds:
         return "; ".join(_kind_text(figures) for figures in kinds)
-    excess = _value(kernel, f"exact_excess_wavefronts_{side}") or 0.0
+    excess = _value(kernel, SHARED_KEYS[side].excess) or 0.0
     ways_of = shared_figures.n_way(kernel, side).value
     text = f"{_SIDE_KINDS[side]}: " + (f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts")
     text += f", {compact_count(excess)} excess wavefronts"
@@ -154,9 +156,8 @@ def _singular(name: str) -> str:
     return words[:-1] if words.endswith("s") else words
 
 
-_SIDE_KINDS = {
-    "ld": "shared loads", "st": "shared stores", "atom": "shared atomics", "mma": "tensor-core operand reads"
-}  # fmt: skip
+_SIDE_KINDS = {Side.LD: "shared loads", Side.ST: "shared stores", Side.ATOM: "shared atomics",
+               Side.MMA: "tensor-core operand reads"}  # fmt: skip
 
 
 def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:

@@ -23,8 +23,9 @@ PROBE = FIXTURES / "probe" / "probe.ncu-rep"
 
 CHILD = """
 import json, os, sys
-if sys.argv[4] == "threads":
-    import numpy  # starts BLAS threads: no fork, each chunk read by a new process
+if sys.argv[4] == "threads":  # a thread of its own: no fork, each chunk read by a new process
+    import threading
+    threading.Thread(target=threading.Event().wait, daemon=True).start()  # (numpy's BLAS threads start late)
 from memlens.errors import InputError
 from memlens.readers import helpers, ncu_rep, read_report
 ncu_rep.CHUNKED_MIN_ACTIONS = 2

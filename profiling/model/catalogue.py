@@ -9,64 +9,32 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
 
-Better = Literal["lower", "higher"] | None
-# How the launches of one variant add up: counts and times sum, per-launch settings (registers,
-# shared memory, grid and block) take the largest, a percentage of peak is weighted by duration.
-OverLaunches = Literal["sum", "max", "duration_weighted"]
-Values = Mapping[str, "float | None"]
+from memlens.model.metric import SECTOR_BYTES, Better, Metric, OverLaunches, Values, _diff, _ratio, _scale, _sum
+from memlens.model.per_instruction import (
+    _PER_INSTRUCTION,
+    GLOBAL_KEYS,
+    GLOBAL_REQUESTS,
+    GLOBAL_SECTORS,
+    GLOBAL_SECTORS_IDEAL,
+    LOCAL_EXECUTIONS,
+    MEMORY_ACCESS_SIZE,
+    MEMORY_ACCESS_TYPE,
+    MEMORY_TYPE,
+    PER_PC_EXECUTIONS,
+    PER_PC_METRICS,
+    REMOTE_SHARED_EXECUTIONS,
+    SHARED_KEYS,
+    GlobalKeys,
+    SharedKeys,
+)
 
-SECTOR_BYTES = 32  # an L1TEX sector is 32 bytes
-
-
-@dataclass(frozen=True)
-class Metric:
-    key: str
-    unit: str
-    meaning: str
-    ncu: str | None = None  # the ncu metric name; None for a derived figure
-    better: Better = None  # which direction is an improvement, for gates and speedups
-    instrumented: bool = False  # needs ncu's instrumented replay pass (skipped by --fast)
-    formula: str = ""  # for derived figures, in words over catalogue keys
-    derive: Callable[[Values], float | None] | None = None
-    deterministic: bool = False  # a count that does not vary between runs of one input
-    over_launches: OverLaunches = "sum"  # how a variant's launches combine into one figure
-    problem_above_zero: bool = False  # any value above zero marks a problem (excess wavefronts, local traffic)
-    # why a derived figure has no value although its inputs are there (None: "an input is zero or missing")
-    na_reason: Callable[[Values], str | None] | None = None
-    aliases: tuple[str, ...] = ()  # other ncu names of the same counter, read where `ncu` is absent
-    # collected only with `memlens profile --roofline`: on an H200 the FLOP counters cost a replay pass
-    # together and L1's global sector counters another (tests/benchmarks/ncu_passes.py)
-    roofline: bool = False
-
-    @property
-    def ncu_names(self) -> tuple[str, ...]:
-        """The names a report may hold this metric under: the one memlens asks for, then its aliases."""
-        return (self.ncu, *self.aliases) if self.ncu else self.aliases
-
-
-def _ratio(num: float | None, den: float | None) -> float | None:
-    if num is None or den is None or den == 0:
-        return None
-    return num / den
-
-
-def _sum(*parts: float | None) -> float | None:
-    if any(p is None for p in parts):
-        return None
-    return float(sum(parts))  # type: ignore[arg-type]
-
-
-def _diff(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b
-
-
-def _scale(value: float | None, factor: float) -> float | None:
-    return None if value is None else value * factor
-
+__all__ = [  # the per-instruction names, re-exported: the catalogue is where every metric name is found
+    "SECTOR_BYTES", "Better", "Metric", "OverLaunches", "Values", "GLOBAL_KEYS", "GLOBAL_REQUESTS", "GLOBAL_SECTORS",
+    "GLOBAL_SECTORS_IDEAL", "LOCAL_EXECUTIONS", "MEMORY_ACCESS_SIZE", "MEMORY_ACCESS_TYPE", "MEMORY_TYPE",
+    "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys", "SharedKeys",
+]  # fmt: skip
 
 _RAW = [
     Metric("duration", "ns", "kernel duration on the GPU", "gpu__time_duration.sum", "lower"),
@@ -386,79 +354,6 @@ _ROOFLINE_DERIVED = [
 _RAW += _ROOFLINE_RAW
 _DERIVED += _ROOFLINE_DERIVED
 
-
-# Figures summed over ncu's per-instruction values (the per-instruction table, profiling/model/
-# instruction_table.py): the readers fill them in, one record per SASS instruction; a CSV cannot carry them.
-# Each is a sum over launches; each ratio (n-way, excess per access, sectors per access) is derived from
-# the sums, never summed itself.
-_SHARED_SIDES = {"ld": "shared-memory loads (LDS, ldmatrix LDSM ...)", "atom": "shared-memory atomics (ATOMS ...)",
-                 "st": "shared-memory stores (STS, stmatrix STSM, cp.async LDGSTS ...)",
-                 "mma": "tensor-core operand reads from shared memory (wgmma: HGMMA ...)"}  # fmt: skip
-_GLOBAL_SIDES = {"ld": "global loads (LDG, cp.async's reads)", "st": "global stores", "atom": "global atomics"}
-
-
-def _summed(key: str, unit: str, meaning: str, value: str, better: Better = None) -> Metric:
-    """A sum over the per-instruction table of one of ncu's per-instruction values."""
-    formula = f"sum over those instructions of {value}"
-    return Metric(key, unit, meaning, better=better, instrumented=True, deterministic=True, formula=formula)
-
-
-def _ratio_of(key: str, unit: str, meaning: str, over: tuple[str, str], better: Better = None) -> Metric:
-    """A ratio of two sums, derived (never summed over launches itself)."""
-    num, den = over
-    return Metric(key, unit, meaning, better=better, instrumented=True, formula=f"{num} / {den}",
-                  derive=lambda v: _ratio(v.get(num), v.get(den)))  # fmt: skip
-
-
-def _shared_side_metrics(side: str, what: str) -> list[Metric]:
-    excess, waves, ideal, runs = (f"exact_excess_wavefronts_{side}", f"exact_shared_{side}_wavefronts",
-                                  f"exact_shared_{side}_ideal", f"shared_{side}_executions")  # fmt: skip
-    return [
-        _summed(excess, "wavefront", f"exact excess shared-memory wavefronts of {what}",
-                "shared_wavefronts - shared_wavefronts_ideal", "lower"),
-        _summed(waves, "wavefront", f"shared-memory wavefronts of {what}", "shared_wavefronts"),
-        _summed(ideal, "wavefront", f"conflict-free ideal wavefronts of {what}", "shared_wavefronts_ideal"),
-        _summed(runs, "inst", f"warp-level executions of {what}", "inst_executed"),
-        _ratio_of(f"exact_shared_{side}_ways", "wavefront/ideal", f"wavefronts of {what} over their conflict-free"
-                  " ideal (n-way; 1 = no conflict, whatever the width)", (waves, ideal), "lower"),
-        _ratio_of(f"excess_wavefronts_per_shared_{side}", "wavefront/inst",
-                  f"exact excess wavefronts of {what} per warp-level execution", (excess, runs), "lower"),
-    ]
-
-
-def _global_side_metrics(side: str, what: str) -> list[Metric]:
-    sectors, ideal, runs = (f"exact_global_{side}_sectors", f"exact_global_{side}_sectors_ideal",
-                            f"global_{side}_executions")  # fmt: skip
-    return [
-        _summed(sectors, "sector", f"L2 sectors of {what}", "memory_l2_theoretical_sectors_global", "lower"),
-        _summed(ideal, "sector", f"the sectors the same {what} would need, perfectly coalesced",
-                "memory_l2_theoretical_sectors_global_ideal"),
-        _summed(runs, "inst", f"warp-level executions of {what}", "inst_executed"),
-        _ratio_of(f"exact_global_{side}_sectors_per_access", "sector/inst",
-                  f"sectors per warp-level access of {what}", (sectors, runs), "lower"),
-        _ratio_of(f"exact_global_{side}_ideal_sectors_per_access", "sector/inst",
-                  f"the ideal sectors per warp-level access of {what}", (ideal, runs)),
-        _ratio_of(f"exact_global_{side}_coalescing", "sector/ideal",
-                  f"sectors of {what} over their perfectly coalesced ideal (1 = coalesced)", (sectors, ideal), "lower"),
-    ]
-
-
-_PER_INSTRUCTION = [
-    *(m for side, what in _SHARED_SIDES.items() for m in _shared_side_metrics(side, what)),
-    *(m for side, what in _GLOBAL_SIDES.items() for m in _global_side_metrics(side, what)),
-    _summed("remote_shared_executions", "inst", "warp-level loads and stores of a cluster partner's shared memory"
-            " (distributed shared memory; ncu records no bank figures for them)", "inst_executed"),
-    *(_summed(f"local_{side}_executions", "inst", f"warp-level local-memory {word} executions, per instruction",
-              "inst_executed", "lower") for side, word in (("ld", "load"), ("st", "store"))),
-]
-PER_PC_EXECUTIONS = "inst_executed"  # the source-level metric of per-instruction warp-level executions
-# What ncu records of each memory instruction (SourceCounters): spaces and access kinds (bit sets), width, and
-# global L2 sectors with their ideal; model/instruction_table.py places every instruction by these.
-MEMORY_TYPE, MEMORY_ACCESS_TYPE, MEMORY_ACCESS_SIZE = "memory_type", "memory_access_type", "memory_access_size_type"
-GLOBAL_SECTORS, GLOBAL_REQUESTS = "memory_l2_theoretical_sectors_global", "memory_l1_tag_requests_global"
-GLOBAL_SECTORS_IDEAL = "memory_l2_theoretical_sectors_global_ideal"
-PER_PC_METRICS = (PER_PC_EXECUTIONS, MEMORY_TYPE, MEMORY_ACCESS_TYPE, MEMORY_ACCESS_SIZE,
-                  GLOBAL_SECTORS, GLOBAL_SECTORS_IDEAL, GLOBAL_REQUESTS)  # fmt: skip
 
 CATALOGUE: dict[str, Metric] = {m.key: m for m in _RAW + _DERIVED + _PER_INSTRUCTION}
 RAW_METRICS: tuple[Metric, ...] = tuple(_RAW)

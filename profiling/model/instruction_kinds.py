@@ -8,74 +8,115 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
+from typing import NamedTuple
 
 _PREDICATE = re.compile(r"^\s*@!?U?P[T0-9]+\s+")
 # `@!PT`: a predicate that is never true (ptxas puts `@!PT LDS RZ, [RZ]` beside a cp.async): the
 # instruction issues but touches nothing, so it is no access of any kind
 NEVER = re.compile(r"^\s*@!U?PT\s+")
+class Space(str, Enum):
+    """Where an instruction's accesses go. A str: it compares, serialises and reads back as its value."""
+
+    SHARED = "shared"
+    LOCAL = "local"
+    GLOBAL = "global"
+    REMOTE_SHARED = "remote_shared"  # a cluster partner's shared memory (distributed shared memory)
+    TMA = "tma"  # the copy engine, whose shared-memory accesses ncu's wavefront metrics do not cover
+    NONE = "none"
+
+    def __str__(self) -> str:  # in f-strings and keys, its value (Python 3.11 would print "Space.SHARED")
+        return str(self.value)
+
+
+class Side(str, Enum):
+    """How an instruction accesses its space."""
+
+    LD = "ld"
+    ST = "st"
+    ATOM = "atom"
+    MMA = "mma"  # tensor-core operand reads from shared memory
+    OTHER = "other"
+    NEVER = "never"  # predicated on `!PT`: it issues and touches nothing
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
 @dataclass(frozen=True)
 class Kind:
     """What a SASS opcode does to memory, in the words of what a user wrote."""
 
     name: str  # "ldmatrix loads", "cp.async stores", "tensor-core operand reads", "TMA transfers", ...
-    space: str  # "shared", "local" or "tma" (the copy engine, which ncu's wavefront metrics do not cover)
-    side: str  # "ld", "st", "atom", "mma" (tensor-core operand reads) or "other"
+    space: Space
+    side: Side
+
+    def __post_init__(self) -> None:  # accept the values, as code of earlier versions and JSON give them
+        object.__setattr__(self, "space", Space(self.space))
+        object.__setattr__(self, "side", Side(self.side))
 
 
 # Base opcode (before the first dot) -> kind. Shared loads and stores are what `shared_ld_executions` and
 # `shared_st_executions` count: a cp.async (LDGSTS) writes shared memory, so it is a store.
 KINDS = {
-    "LDS": Kind("shared loads", "shared", "ld"),
-    "LDSM": Kind("ldmatrix loads", "shared", "ld"),
-    "STS": Kind("shared stores", "shared", "st"),
-    "STSM": Kind("stmatrix stores", "shared", "st"),
-    "LDGSTS": Kind("cp.async stores", "shared", "st"),
-    "ATOMS": Kind("shared atomics", "shared", "atom"),
-    "HGMMA": Kind("tensor-core operand reads", "shared", "mma"),
-    "QGMMA": Kind("tensor-core operand reads", "shared", "mma"),
-    "IGMMA": Kind("tensor-core operand reads", "shared", "mma"),
-    "BGMMA": Kind("tensor-core operand reads", "shared", "mma"),
-    "LDL": Kind("local loads", "local", "ld"),
-    "STL": Kind("local stores", "local", "st"),
-    **{op: Kind("TMA transfers", "tma", "other")
+    "LDS": Kind("shared loads", Space.SHARED, Side.LD),
+    "LDSM": Kind("ldmatrix loads", Space.SHARED, Side.LD),
+    "STS": Kind("shared stores", Space.SHARED, Side.ST),
+    "STSM": Kind("stmatrix stores", Space.SHARED, Side.ST),
+    "LDGSTS": Kind("cp.async stores", Space.SHARED, Side.ST),
+    "ATOMS": Kind("shared atomics", Space.SHARED, Side.ATOM),
+    "HGMMA": Kind("tensor-core operand reads", Space.SHARED, Side.MMA),
+    "QGMMA": Kind("tensor-core operand reads", Space.SHARED, Side.MMA),
+    "IGMMA": Kind("tensor-core operand reads", Space.SHARED, Side.MMA),
+    "BGMMA": Kind("tensor-core operand reads", Space.SHARED, Side.MMA),
+    "LDL": Kind("local loads", Space.LOCAL, Side.LD),
+    "STL": Kind("local stores", Space.LOCAL, Side.ST),
+    **{op: Kind("TMA transfers", Space.TMA, Side.OTHER)
        for op in ("UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UBLKCP", "UBLKRED", "UBLKPF")},
 }  # fmt: skip
 # Generic loads and stores reach shared memory through a generic address: known only where ncu
 # counts shared wavefronts for them.
 GENERIC = {
-    "LD": Kind("shared loads (generic LD)", "shared", "ld"),
-    "ST": Kind("shared stores (generic ST)", "shared", "st"),
-    "ATOM": Kind("shared atomics (generic ATOM)", "shared", "atom"),
+    "LD": Kind("shared loads (generic LD)", Space.SHARED, Side.LD),
+    "ST": Kind("shared stores (generic ST)", Space.SHARED, Side.ST),
+    "ATOM": Kind("shared atomics (generic ATOM)", Space.SHARED, Side.ATOM),
 }
-OTHER_SHARED = Kind("other shared-memory accesses", "shared", "other")
+OTHER_SHARED = Kind("other shared-memory accesses", Space.SHARED, Side.OTHER)
 MATRIX_OPCODES = ("LDSM", "STSM")  # one 8x8 matrix of 16-byte rows a phase
 
 
-def classify(sass: str) -> tuple[str, str | None, str, int]:
-    """(opcode, space, side, width in bits) of a SASS instruction's text; space None for an
-    instruction that is neither a shared, local nor TMA access by its opcode, side "never" for one
-    that never executes (predicated on `!PT`)."""
+class Classified(NamedTuple):
+    """What a SASS instruction's text says by its opcode alone (where ncu records nothing more)."""
+
+    opcode: str  # with its modifiers
+    space: Space | None  # None: neither a shared, local nor TMA access by its opcode
+    side: Side  # NEVER for one that never executes (predicated on `!PT`)
+    width_bits: int
+
+
+def classify(sass: str) -> Classified:
+    """The opcode, space, side and width in bits of a SASS instruction's text."""
     opcode = _PREDICATE.sub("", sass).split(" ", 1)[0].strip()
     base, _, modifiers = opcode.partition(".")
     if NEVER.match(sass):
-        return opcode, None, "never", 32
+        return Classified(opcode, None, Side.NEVER, 32)
     kind = KINDS.get(base)
     width = 128 if base in MATRIX_OPCODES else _width(modifiers.split(".") if modifiers else [])
     if kind is None:
-        return opcode, None, "other", width
-    return opcode, kind.space, kind.side, width
+        return Classified(opcode, None, Side.OTHER, width)
+    return Classified(opcode, kind.space, kind.side, width)
 
 
-def kind_of(opcode: str, space: str | None) -> Kind:
+def kind_of(opcode: str, space: Space | None) -> Kind:
     """The kind of an instruction: by its opcode, or, for one that ncu found touching shared memory
     without a shared opcode (a generic LD or ST), by the generic form."""
     base = opcode.partition(".")[0]
     kind = KINDS.get(base)
     if kind is not None and kind.space == space:
         return kind
-    if space == "shared":
+    if space is Space.SHARED:
         return GENERIC.get(base, OTHER_SHARED)
-    return kind or Kind("other", space or "none", "other")
+    return kind or Kind("other", space or Space.NONE, Side.OTHER)
 
 
 def phase_rule(opcode: str, width_bits: int) -> str | None:

@@ -16,7 +16,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memlens.model.instruction_kinds import Kind, kind_of, phase_rule
+from memlens.model.catalogue import GLOBAL_KEYS, LOCAL_EXECUTIONS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
+from memlens.model.instruction_kinds import Kind, Side, Space, kind_of, phase_rule
 
 # ncu's memory_type bits and memory_access_type bits, as its per-instruction values record them
 # (tests/fixtures/*/kinds: LDG 4, LDL/STL 8, LDS 16, LDGSTS 20 = global read into shared, a generic
@@ -24,11 +25,11 @@ from memlens.model.instruction_kinds import Kind, kind_of, phase_rule
 GLOBAL, LOCAL, SHARED = 4, 8, 16
 LOAD, STORE, ATOMIC = 2, 4, 8
 
-SIDES = ("ld", "st", "atom", "mma")  # shared loads, stores, atomics, tensor-core operand reads
+SIDES = (Side.LD, Side.ST, Side.ATOM, Side.MMA)  # shared loads, stores, atomics, tensor-core operand reads
 _BY_WIDTH = ("shared loads", "shared stores")  # kinds told apart by width: 8- and 16-byte accesses conflict apart
-SIDE_WORDS = {"ld": "load", "st": "store", "atom": "atomic", "mma": "tensor-core operand read"}
-GLOBAL_SIDES = ("ld", "st", "atom")  # global loads, stores, atomics and reductions
-REMOTE = Kind("distributed shared memory accesses", "remote_shared", "other")
+SIDE_WORDS = {Side.LD: "load", Side.ST: "store", Side.ATOM: "atomic", Side.MMA: "tensor-core operand read"}
+GLOBAL_SIDES = (Side.LD, Side.ST, Side.ATOM)  # global loads, stores, atomics and reductions
+REMOTE = Kind("distributed shared memory accesses", Space.REMOTE_SHARED, Side.OTHER)
 NO_REMOTE_BANKS = "ncu records no bank figures for remote shared memory"
 
 
@@ -39,8 +40,8 @@ class InstructionRecord:
     pc: int  # the instruction's address, as the report correlates it
     sass: str  # the instruction as disassembled, e.g. "LDS.128 R12, [R2]"
     opcode: str  # with its modifiers, e.g. "LDS.128", "STL"
-    space: str  # "shared", "local", "global", "remote_shared" or "tma"
-    side: str  # "ld", "st", "atom", "mma" (tensor-core operand reads) or "other"
+    space: Space
+    side: Side
     width_bits: int  # bits a thread accesses (ncu's access size, else the opcode's .64, .128, .U8 ...)
     file: str | None = None  # as the report names it; None without line info
     line: int | None = None
@@ -54,6 +55,10 @@ class InstructionRecord:
     # the location ncu records where it lies in an inlined library function (a CUDA header, Triton's
     # language library): `file:line` of that function, while `file` and `line` name the user's code
     inlined_from: str | None = None
+
+    def __post_init__(self) -> None:  # results.json and older code give the values
+        object.__setattr__(self, "space", Space(self.space))
+        object.__setattr__(self, "side", Side(self.side))
 
     @property
     def kind(self) -> Kind:
@@ -77,32 +82,32 @@ class InstructionRecord:
         return self.wavefronts / self.ideal
 
 
-def shared_side(opcode: str, memory_type: int | None, access_type: int | None, fallback: str) -> str:
+def shared_side(opcode: str, memory_type: int | None, access_type: int | None, fallback: Side) -> Side:
     """The side of a shared-memory access: an atomic (ncu's access bit), a tensor-core operand read (a
     *GMMA opcode reads its operands from shared memory), a store (the access writes shared memory: a
     store, or a copy into it such as cp.async), else a load; `fallback` where ncu recorded no access."""
     if opcode.partition(".")[0].endswith("GMMA"):
-        return "mma"
+        return Side.MMA
     if access_type is None or memory_type is None:
         return fallback
     if access_type & ATOMIC:
-        return "atom"
+        return Side.ATOM
     if access_type & STORE:
-        return "st"
-    return "ld"
+        return Side.ST
+    return Side.LD
 
 
-def global_side(access_type: int | None, opcode: str) -> str | None:
+def global_side(access_type: int | None, opcode: str) -> Side | None:
     """ld, st or atom (atomics and reductions) of a global access, by ncu's access bits; a reduction
     (RED) is recorded with no access bit: it is named by its opcode family as an atomic."""
     if access_type is None or access_type == 0:
-        return "atom" if opcode.partition(".")[0].startswith("RED") else None
+        return Side.ATOM if opcode.partition(".")[0].startswith("RED") else None
     if access_type & ATOMIC:
-        return "atom"
+        return Side.ATOM
     if access_type & LOAD:
-        return "ld"
+        return Side.LD
     if access_type & STORE:
-        return "st"
+        return Side.ST
     return None
 
 
@@ -136,17 +141,17 @@ def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -
     shared = dict.fromkeys(SIDES, Totals())
     global_ = dict.fromkeys(GLOBAL_SIDES, Totals())
     remote = 0.0
-    local = {"ld": 0.0, "st": 0.0}
+    local = {Side.LD: 0.0, Side.ST: 0.0}
     has_global = False
     for record in records:
         space = record.space
         executions = record.executions
-        if space == "shared" and record.side in shared:
+        if space is Space.SHARED and record.side in shared:
             side = record.side
             shared[side] = _add(shared[side], executions, record.wavefronts or 0.0, record.ideal or 0.0)
-        elif space == "remote_shared":
+        elif space is Space.REMOTE_SHARED:
             remote += executions or 0.0
-        elif space == "local" and record.side in local:
+        elif space is Space.LOCAL and record.side in local:
             local[record.side] += executions or 0.0
         if record.global_sectors is not None:
             on_side = global_side(record.access_type, record.opcode)
@@ -156,17 +161,17 @@ def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -
                                      record.global_sectors_ideal or 0.0)
     out: dict[str, float | None] = {}
     for side, total in shared.items():
-        out[f"exact_excess_wavefronts_{side}"] = total.excess
-        out[f"exact_shared_{side}_wavefronts"] = total.wavefronts
-        out[f"exact_shared_{side}_ideal"] = total.ideal
-        out[f"shared_{side}_executions"] = total.executions if with_executions else None
+        keys = SHARED_KEYS[side]
+        out[keys.excess], out[keys.wavefronts], out[keys.ideal] = total.excess, total.wavefronts, total.ideal
+        out[keys.executions] = total.executions if with_executions else None
     for side, total in global_.items():
-        out[f"exact_global_{side}_sectors"] = total.wavefronts if has_global else None
-        out[f"exact_global_{side}_sectors_ideal"] = total.ideal if has_global else None
-        out[f"global_{side}_executions"] = total.executions if has_global and with_executions else None
-    out["remote_shared_executions"] = remote if with_executions else None
-    out["local_ld_executions"] = local["ld"] if with_executions else None
-    out["local_st_executions"] = local["st"] if with_executions else None
+        found = GLOBAL_KEYS[side]
+        out[found.sectors] = total.wavefronts if has_global else None
+        out[found.ideal] = total.ideal if has_global else None
+        out[found.executions] = total.executions if has_global and with_executions else None
+    out[REMOTE_SHARED_EXECUTIONS] = remote if with_executions else None
+    for side, key in LOCAL_EXECUTIONS.items():
+        out[key] = local[side] if with_executions else None
     return out
 
 
@@ -227,10 +232,10 @@ def kind_totals(records: Sequence[InstructionRecord]) -> tuple[KindTotals, ...]:
     two kinds at once: a shared store (its wavefronts) and a global load (its sectors)."""
     groups: dict[str, list[InstructionRecord]] = {}
     for record in sorted(records, key=lambda r: r.pc):
-        if not record.executions and not record.wavefronts and record.space != "tma":
+        if not record.executions and not record.wavefronts and record.space != Space.TMA:
             continue
         groups.setdefault(record.kind.name, []).append(record)
-        if record.space == "shared" and record.global_sectors is not None:
+        if record.space == Space.SHARED and record.global_sectors is not None:
             groups.setdefault(f"{_family(record.kind.name)} global reads", []).append(record)
     return tuple(_kind(name, chosen) for name, chosen in groups.items())
 
@@ -245,10 +250,10 @@ def _kind(name: str, records: list[InstructionRecord]) -> KindTotals:
     kind = first.kind
     global_part = name.endswith(" global reads")
     if global_part:
-        kind = Kind(name, "global", "ld")
-    shared = kind.space == "shared"
+        kind = Kind(name, Space.GLOBAL, Side.LD)
+    shared = kind.space == Space.SHARED
     with_sectors = [r for r in records if r.global_sectors is not None]
-    on_global = kind.space == "global" or global_part
+    on_global = kind.space == Space.GLOBAL or global_part
     executions = [r.executions for r in records]
     return KindTotals(
         kind=kind, opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
@@ -293,7 +298,7 @@ def local_memory_causes(records: Iterable[InstructionRecord]) -> tuple[str, ...]
     addresses computed in a register). Empty where there are no executed local accesses."""
     fixed = computed = False
     for record in records:
-        if record.space != "local" or not record.executions:
+        if record.space != Space.LOCAL or not record.executions:
             continue
         if _STACK_ADDRESS.search(record.sass):
             fixed = True
@@ -309,25 +314,25 @@ def local_memory_causes(records: Iterable[InstructionRecord]) -> tuple[str, ...]
 
 def _has_reloads(records: Iterable[InstructionRecord]) -> bool:
     """Spill reloads: `LDL.LU` (load, last use) at a fixed stack offset."""
-    return any(r.space == "local" and r.opcode.startswith("LDL.LU") and r.executions
+    return any(r.space == Space.LOCAL and r.opcode.startswith("LDL.LU") and r.executions
                and _STACK_ADDRESS.search(r.sass) for r in records)
 
 
-def record_kind(opcode: str, space: str | None, side: str) -> Kind:
+def record_kind(opcode: str, space: Space | None, side: Side) -> Kind:
     """The kind of a record: its opcode's words where the opcode is known for that space, else a name by
     what ncu recorded (so that an opcode of a new GPU still lands in the right figures)."""
-    if space == "remote_shared":
+    if space == Space.REMOTE_SHARED:
         return REMOTE
-    if space == "global":
+    if space == Space.GLOBAL:
         base = opcode.partition(".")[0]
-        name = {"ld": "global loads", "st": "global stores", "atom": "global atomics and reductions"}.get(side)
-        return Kind(name or f"global accesses ({base})", "global", side)
+        name = {Side.LD: "global loads", Side.ST: "global stores", Side.ATOM: "global atomics and reductions"}.get(side)
+        return Kind(name or f"global accesses ({base})", Space.GLOBAL, side)
     kind = kind_of(opcode, space)
-    if space == "shared" and side == "atom" and kind.side != "atom":
-        return Kind("shared atomics", "shared", "atom")
-    if space == "shared" and kind.side != side and kind.space == "shared":
-        words = {"ld": "shared loads", "st": "shared stores", "atom": "shared atomics"}.get(side, kind.name)
-        return Kind(f"{words} ({opcode.partition('.')[0]})", "shared", side)
+    if space == Space.SHARED and side == Side.ATOM and kind.side != Side.ATOM:
+        return Kind("shared atomics", Space.SHARED, Side.ATOM)
+    if space == Space.SHARED and kind.side != side and kind.space == Space.SHARED:
+        words = {Side.LD: "shared loads", Side.ST: "shared stores", Side.ATOM: "shared atomics"}.get(side, kind.name)
+        return Kind(f"{words} ({opcode.partition('.')[0]})", Space.SHARED, side)
     return kind
 
 

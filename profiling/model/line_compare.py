@@ -73,7 +73,9 @@ class LineFigures:
     @property
     def excess(self) -> float:
         """The line's excess wavefronts, as LineRecord.excess counts them: every shared side."""
-        return sum(getattr(self, f"excess_wavefronts_{side}") or 0.0 for side in ("ld", "st", "atom", "mma"))
+        sides = (self.excess_wavefronts_ld, self.excess_wavefronts_st, self.excess_wavefronts_atom,
+                 self.excess_wavefronts_mma)  # fmt: skip
+        return sum(value or 0.0 for value in sides)
 
     @property
     def local(self) -> float:

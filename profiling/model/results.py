@@ -7,7 +7,6 @@ import json
 import math
 import numbers
 import re
-import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -21,6 +20,7 @@ from memlens.io.safe_text import neutral
 from memlens.model.catalogue import CATALOGUE, RETIRED_KEYS, derive_all
 from memlens.model.instruction_table import InstructionRecord
 from memlens.model.json_kinds import WANT_RESULTS, wrong_kind
+from memlens.model.json_types import describe_type, fits
 from memlens.model.kernel_names import kernel_label
 from memlens.model.ncu_settings import NcuSettings
 from memlens.model.run_layout import RESULTS, Provenance
@@ -30,8 +30,7 @@ from memlens.model.run_layout import RESULTS, Provenance
 SCHEMA_VERSION = 3
 SUPPORTED_SCHEMAS = (1, 2, 3)
 
-# A derived metric -> the other catalogue keys its formula names, in catalogue order (missing_reason
-# names the first one missing).
+# A derived metric -> the other catalogue keys its formula names, in order (missing_reason names the first missing)
 _FORMULA_INPUTS: dict[str, tuple[str, ...]] = {
     metric.key: tuple(
         other.key for other in CATALOGUE.values()
@@ -77,13 +76,11 @@ class KernelResult:
     # A program's NVTX push/pop ranges open at the launch ("iteration > transpose/conflict", see
     # readers.common.program_label); None for suite runs and launches outside any range.
     nvtx: str | None = None
-    # The size a sweep ran it at (--sweep FAMILY.NAME=V1,V2: its variant is "variant@NAME=VALUE");
-    # None outside sweeps, and then not written to results.json
+    # The size a sweep ran it at (--sweep FAMILY.NAME=V1,V2: its variant "variant@NAME=VALUE"); None: not written
     sweep_size: str | None = None
     sweep_value: int | None = None
-    # How many times the memlens.range enclosing it ran in the program (memlens profile -- COMMAND
-    # counts them; program_run.range_runs): set beside one profiled launch of many (--launches first).
-    # None where unknown, and then not written to results.json
+    # How many times the memlens.range enclosing it ran in the program (program_run.range_runs): set beside
+    # one profiled launch of many (--launches first); None where unknown, and then not written
     range_runs: int | None = None
     # The process that launched it, numbered in the order ncu connected to the program's processes
     # (RunInfo.processes), where a program run had more than one; None otherwise, and then not written
@@ -148,9 +145,8 @@ class KernelResult:
             return reason or "an input is zero or missing"
         return "not in the report"
 
-    # Caches, computed once per kernel on first use: `raw` and `missing` are never changed after
-    # construction. cached_property stores into the instance's __dict__ (no __setattr__, so it works
-    # on a frozen dataclass); dataclass fields, equality, repr and asdict do not see it.
+    # Caches, computed once per kernel on first use (`raw` and `missing` never change): cached_property stores
+    # into __dict__, which works on a frozen dataclass; fields, equality, repr and asdict do not see it.
     @cached_property
     def _values(self) -> dict[str, float | None]:
         derived = derive_all(self.raw)
@@ -231,8 +227,7 @@ class VariantOutcome:
     baseline: bool = False  # the family's baseline, the variant others are compared with
     sources: tuple[str, ...] = ()  # the CUDA C++ files its declared kernels come from, as declared
     gpu_index: int | None = None  # the GPU it ran on, where memlens chose one (--gpus)
-    # Where it ran, for runs shared out over GPUs (--gpus, --cluster): None otherwise, and then not
-    # written to results.json
+    # Where it ran, for runs shared out over GPUs (--gpus, --cluster): None otherwise, and then not written
     gpu_name: str | None = None
     gpu_uuid: str | None = None
     host: str | None = None
@@ -384,36 +379,6 @@ def _list(data: dict[str, Any], key: str, default: list[Any] | None = None) -> l
     return value
 
 
-def _is(value: Any, hint: Any) -> bool:
-    """`value`, as json.loads gives it, fits the field type `hint` (str, int, float, bool, dict[K, V], X | None)."""
-    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    for option in options:
-        if option is type(None) and value is None:
-            return True
-        if option is bool and isinstance(value, bool):
-            return True
-        if option is str and isinstance(value, str):
-            return True
-        if option is int and isinstance(value, int) and not isinstance(value, bool):
-            return True
-        if option is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return math.isfinite(value)
-        if typing.get_origin(option) is dict and isinstance(value, dict):
-            key_hint, value_hint = typing.get_args(option)
-            return all(_is(k, key_hint) and _is(v, value_hint) for k, v in value.items())
-    return False
-
-
-_WORDS = {str: "text", int: "an integer", float: "a finite number", bool: "true or false", type(None): "null",
-          dict[str, int]: "an object of integers"}
-
-
-def _describe(hint: Any) -> str:
-    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    return " or ".join(_WORDS.get(option, getattr(option, "__name__", str(option))) for option in options
-                       if typing.get_origin(option) is not Callable)  # a suite's function never reaches JSON
-
-
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
@@ -431,8 +396,8 @@ def _checked(cls: type, data: Any, where: str, nested: tuple[str, ...] = ()) -> 
     for key, value in data.items():
         if key not in hints:
             raise ValueError(f"{where}: unknown field {key!r}")
-        if key not in nested and not _is(value, hints[key]):
-            raise ValueError(f"{where}.{key} must be {_describe(hints[key])}, not {_short(value)}")
+        if key not in nested and not fits(value, hints[key]):
+            raise ValueError(f"{where}.{key} must be {describe_type(hints[key])}, not {_short(value)}")
     return {key: printable(value) if isinstance(value, str) else value for key, value in data.items()}
 
 
@@ -483,7 +448,7 @@ def _kernel_from_json(data: Any, where: str = "kernel") -> KernelResult:
     )
     for key, kind in (("raw", float | None), ("missing", str)):
         mapping = fields.get(key, {})
-        if not isinstance(mapping, dict) or not all(_is(v, kind) for v in mapping.values()):
+        if not isinstance(mapping, dict) or not all(fits(v, kind) for v in mapping.values()):
             what = "finite numbers or null" if key == "raw" else "text"
             raise ValueError(f"{where}.{key} must map metric keys to {what}")
     raw = {k: v for k, v in fields.get("raw", {}).items() if k not in RETIRED_KEYS}

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlens.model.instruction_table import SIDE_WORDS as SIDE_WORDS  # noqa: E402  (ld, st, atom, mma; re-exported)
+from memlens.model.catalogue import SHARED_KEYS
+from memlens.model.instruction_kinds import Side
+from memlens.model.instruction_table import SIDE_WORDS as SIDE_WORDS  # re-exported: a side in words
 from memlens.model.results import KernelResult
 
 FALLBACK = (
@@ -20,9 +22,10 @@ HW_WAYS = (
 )
 
 
-def hw_ways_note(kernel: KernelResult, side: str) -> str:
+def hw_ways_note(kernel: KernelResult, side: Side | str) -> str:
     """HW_WAYS, and why the exact n-way is missing as the report says it (a --fast run, a CSV, ...)."""
-    return f"{HW_WAYS} (no exact n-way: {kernel.missing_reason(f'exact_shared_{side}_ways') or 'not in the report'})"
+    why = kernel.missing_reason(SHARED_KEYS[Side(side)].ways) or "not in the report"
+    return f"{HW_WAYS} (no exact n-way: {why})"
 
 
 @dataclass(frozen=True)
@@ -39,56 +42,61 @@ class Figure:
         return self.value is not None and not self.exact
 
 
-def accesses(kernel: KernelResult, side: str) -> Figure:
-    """Warp-level executions of the side's instructions (`ld`, `st`, `mma`)."""
-    exact = kernel.value(f"shared_{side}_executions")
+def accesses(kernel: KernelResult, side: Side | str) -> Figure:
+    """Warp-level executions of the side's instructions (loads, stores, atomics, tensor-core reads)."""
+    keys = SHARED_KEYS[Side(side)]
+    exact = kernel.value(keys.executions)
     if exact is not None:
         return Figure(exact, True)
-    if side in ("mma", "atom"):
-        return Figure(None, True, kernel.missing_reason(f"shared_{side}_executions"))
-    counted = kernel.value(f"shared_{side}_instructions")
+    if keys.hw_instructions is None:  # no hardware counter of this side
+        return Figure(None, True, kernel.missing_reason(keys.executions))
+    counted = kernel.value(keys.hw_instructions)
     if counted is None:
-        return Figure(None, False, kernel.missing_reason(f"shared_{side}_instructions"))
+        return Figure(None, False, kernel.missing_reason(keys.hw_instructions))
     return Figure(counted, False, FALLBACK)
 
 
-def n_way(kernel: KernelResult, side: str) -> Figure:
+def n_way(kernel: KernelResult, side: Side | str) -> Figure:
     """The side's wavefronts over the conflict-free ideal of the same accesses (1 = no conflict, whatever
     the width or instruction); without the exact pass, the hardware's wavefronts per instruction."""
-    exact = kernel.value(f"exact_shared_{side}_ways")
+    side = Side(side)
+    keys = SHARED_KEYS[side]
+    exact = kernel.value(keys.ways)
     if exact is not None:
         return Figure(exact, True)
-    if kernel.value(f"exact_excess_wavefronts_{side}") is not None:  # the exact pass ran: no such access
+    if kernel.value(keys.excess) is not None:  # the exact pass ran: no such access
         return Figure(None, True, f"no shared-memory {SIDE_WORDS[side]}s")
-    if side in ("mma", "atom"):
-        return Figure(None, False, kernel.missing_reason(f"exact_shared_{side}_ways"))
-    if kernel.value(f"shared_{side}_instructions") == 0:
-        why = kernel.missing_reason(f"exact_shared_{side}_ways") or "not in the report"
+    if keys.hw_instructions is None or keys.hw_ways is None:
+        return Figure(None, False, kernel.missing_reason(keys.ways))
+    if kernel.value(keys.hw_instructions) == 0:
+        why = kernel.missing_reason(keys.ways) or "not in the report"
         return Figure(None, False, f"the hardware counts no shared-memory {SIDE_WORDS[side]} instructions "
                                    f"(it counts no ldmatrix or stmatrix); no exact n-way: {why}")
-    hardware = kernel.value(f"shared_{side}_ways")
+    hardware = kernel.value(keys.hw_ways)
     if hardware is None:
-        return Figure(None, False, kernel.missing_reason(f"shared_{side}_ways"))
+        return Figure(None, False, kernel.missing_reason(keys.hw_ways))
     return Figure(hardware, False, hw_ways_note(kernel, side))
 
 
-def no_such_access(kernel: KernelResult, side: str, figure: Figure) -> bool:
+def no_such_access(kernel: KernelResult, side: Side | str, figure: Figure) -> bool:
     """Whether a side's missing n-way means the kernel has no such access (shown "-"), not a missing figure
     (n/a): the exact pass found none, or, without it, the hardware counted none."""
-    return figure.value is None and (figure.exact or kernel.value(f"shared_{side}_instructions") == 0)
+    counter = SHARED_KEYS[Side(side)].hw_instructions
+    return figure.value is None and (figure.exact or (counter is not None and kernel.value(counter) == 0))
 
 
-def excess_per_access(kernel: KernelResult, side: str) -> Figure:
+def excess_per_access(kernel: KernelResult, side: Side | str) -> Figure:
     """The side's exact excess wavefronts over its executions."""
-    excess = kernel.value(f"exact_excess_wavefronts_{side}")
+    side = Side(side)
+    excess = kernel.value(SHARED_KEYS[side].excess)
     if excess is None:
-        return Figure(None, True, kernel.missing_reason(f"exact_excess_wavefronts_{side}"))
+        return Figure(None, True, kernel.missing_reason(SHARED_KEYS[side].excess))
     count = accesses(kernel, side)
     if not count.value:
         return Figure(None, count.exact, count.note or f"no shared-memory {SIDE_WORDS[side]}s")
     return Figure(excess / count.value, count.exact, count.note)
 
 
-def conflicting_sides(kernel: KernelResult) -> list[str]:
-    """The sides (`ld`, `st`, `mma`) with exact excess wavefronts; empty where the report has no split."""
-    return [side for side in SIDE_WORDS if (kernel.value(f"exact_excess_wavefronts_{side}") or 0) > 0]
+def conflicting_sides(kernel: KernelResult) -> list[Side]:
+    """The sides with exact excess wavefronts; empty where the report has no split."""
+    return [side for side, keys in SHARED_KEYS.items() if (kernel.value(keys.excess) or 0) > 0]

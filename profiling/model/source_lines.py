@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from memlens.io.files import note_input
+from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
     InstructionRecord,
@@ -269,19 +270,20 @@ def _line(records: list[InstructionRecord], sources: SourceMap, kernel: str) -> 
             stale = source is None and sources.file_text(first.file, path)[1]
     return LineRecord(
         file=shown, line=first.line if first.file else None, source=source, temporary=temporary,
-        shared_ld=_side(records, "ld"), shared_st=_side(records, "st"),
-        local_ld_executions=_local(records, "ld"), local_st_executions=_local(records, "st"),
+        shared_ld=_side(records, Side.LD), shared_st=_side(records, Side.ST),
+        local_ld_executions=_local(records, Side.LD), local_st_executions=_local(records, Side.ST),
         opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
         sass=None if first.file else _kind_group(records), stale=stale,
-        shared_mma=_side(records, "mma"), tma_executions=_counted(r.executions for r in records if r.space == "tma"),
-        kinds=kind_totals(records), shared_atom=_side(records, "atom"),
-        remote_executions=_counted(r.executions for r in records if r.space == "remote_shared"),
+        shared_mma=_side(records, Side.MMA),
+        tma_executions=_counted(r.executions for r in records if r.space == Space.TMA),
+        kinds=kind_totals(records), shared_atom=_side(records, Side.ATOM),
+        remote_executions=_counted(r.executions for r in records if r.space == Space.REMOTE_SHARED),
         inlined_from=tuple(dict.fromkeys(r.inlined_from for r in records if r.inlined_from)),
     )  # fmt: skip
 
 
-def _side(records: list[InstructionRecord], side: str) -> SideFigures:
-    chosen = [r for r in records if r.space == "shared" and r.side == side]
+def _side(records: list[InstructionRecord], side: Side) -> SideFigures:
+    chosen = [r for r in records if r.space == Space.SHARED and r.side == side]
     return SideFigures(
         executions=_counted(r.executions for r in chosen),
         wavefronts=float(sum(r.wavefronts or 0.0 for r in chosen)),
@@ -289,8 +291,8 @@ def _side(records: list[InstructionRecord], side: str) -> SideFigures:
     )
 
 
-def _local(records: list[InstructionRecord], side: str) -> float | None:
-    return _counted(r.executions for r in records if r.space == "local" and r.side == side)
+def _local(records: list[InstructionRecord], side: Side) -> float | None:
+    return _counted(r.executions for r in records if r.space == Space.LOCAL and r.side == side)
 
 
 def _counted(executions: Iterable[float | None]) -> float | None:
@@ -321,9 +323,10 @@ def line_words(line: LineRecord, count: Callable[[float], str], problems_only: b
     words = []
     for figures in sorted(line.kinds, key=lambda k: not _problem(k)):  # what to fix first, then the rest
         name = figures.kind.name
-        if problems_only and not figures.excess and figures.kind.space not in ("local", "remote_shared", "global"):
+        always_shown = figures.kind.space in (Space.LOCAL, Space.REMOTE_SHARED, Space.GLOBAL)
+        if problems_only and not figures.excess and not always_shown:
             continue
-        if figures.kind.space == "shared":
+        if figures.kind.space == Space.SHARED:
             ways = figures.ways
             if figures.excess:
                 words.append(f"{name} {ways:.3g}-way, {count(figures.excess)} excess wavefronts")
@@ -331,13 +334,13 @@ def line_words(line: LineRecord, count: Callable[[float], str], problems_only: b
                 words.append(f"{name} conflict-free (1-way)")
             elif figures.wavefronts:
                 words.append(f"{name}, {count(figures.wavefronts)} wavefronts")
-        elif figures.kind.space == "tma":
+        elif figures.kind.space == Space.TMA:
             ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
             words.append(f"{name}{ran} (no wavefronts: ncu does not count the copy engine's shared-memory accesses)")
-        elif figures.kind.space == "remote_shared":
+        elif figures.kind.space == Space.REMOTE_SHARED:
             ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
             words.append(f"{name}{ran} ({NO_REMOTE_BANKS})")
-        elif figures.kind.space == "global":
+        elif figures.kind.space == Space.GLOBAL:
             words.extend(_global_words(figures, problems_only))
         elif figures.executions:
             words.append(f"{name} {count(figures.executions)} executions")
@@ -350,7 +353,7 @@ def line_words(line: LineRecord, count: Callable[[float], str], problems_only: b
 def _problem(figures: KindTotals) -> bool:
     """A kind that conflicts, touches local memory or is uncoalesced."""
     uncoalesced = coalescing_words(figures.sectors_over_ideal) is not None
-    return bool(figures.excess) or figures.kind.space == "local" or uncoalesced
+    return bool(figures.excess) or figures.kind.space == Space.LOCAL or uncoalesced
 
 
 def _global_words(figures: KindTotals, problems_only: bool) -> list[str]:

@@ -11,11 +11,11 @@ launches of one binary share, so that a launch reads a few instances, not its th
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from memlens.model import catalogue
 from memlens.model.catalogue import CATALOGUE, PER_INSTRUCTION_METRICS, PER_PC_EXECUTIONS
-from memlens.model.instruction_kinds import classify
+from memlens.model.instruction_kinds import Side, Space, classify
 from memlens.model.instruction_table import (
     GLOBAL,
     LOAD,
@@ -31,7 +31,15 @@ from memlens.model.instruction_table import (
 from memlens.model.results import printable
 
 Action = Any
-Decoded = tuple[str, str | None, str, int, str]  # opcode, space, side, width, SASS text
+class Decoded(NamedTuple):
+    """An instruction as its opcode classifies it (instruction_kinds.classify), with its SASS text."""
+
+    opcode: str
+    space: Space | None
+    side: Side
+    width_bits: int
+    sass: str
+
 Totals = dict[str, "float | None"]  # PER_INSTRUCTION_METRICS' values by key
 Binary = tuple[str, int, int, int]  # kernel name, executed instructions, first and last PC
 Records = tuple[InstructionRecord, ...]
@@ -57,7 +65,7 @@ class InstructionReader:
         found = self.decoded.get(key)
         if found is None:
             sass = printable(str(action.sass_by_pc(pc) or "")).strip()
-            found = (*classify(sass), sass)
+            found = Decoded(*classify(sass), sass)
             self.decoded[key] = found
         return found
 
@@ -106,8 +114,8 @@ class InstructionReader:
         return InstructionRecord(
             pc, sass, opcode, space, side, size if size in WIDTHS else opcode_width, file, line,
             executions=None if executed is None else executed.get(pc, 0.0),
-            wavefronts=waves if space == "shared" else None,
-            ideal=(ideal or {}).get(pc, 0.0) if space == "shared" else None,
+            wavefronts=waves if space == Space.SHARED else None,
+            ideal=(ideal or {}).get(pc, 0.0) if space == Space.SHARED else None,
             memory_type=memory_type, access_type=access,
             global_sectors=sectors if touches_global else None,
             global_sectors_ideal=(values[catalogue.GLOBAL_SECTORS_IDEAL] or {}).get(pc) if touches_global else None,
@@ -152,7 +160,8 @@ class InstructionReader:
         found = self.memory_pcs.get(binary)
         if found is None:
             executed = _per_pc(action, PER_PC_EXECUTIONS) or {}
-            found = tuple(pc for pc in sorted(executed) if self.decode(action, binary, pc)[1] in ("local", "tma"))
+            memory = (Space.LOCAL, Space.TMA)
+            found = tuple(pc for pc in sorted(executed) if self.decode(action, binary, pc).space in memory)
             self.memory_pcs[binary] = found
         return found
 
@@ -235,34 +244,34 @@ def _int(values: dict[int, float] | None, pc: int) -> int | None:
     return None if value is None else int(value)
 
 
-def _space(by_opcode: str | None, memory_type: int | None, has_waves: bool, has_wave_record: bool) -> str | None:
+def _space(by_opcode: Space | None, memory_type: int | None, has_waves: bool, has_wave_record: bool) -> Space | None:
     """Where an instruction's accesses went, by what ncu recorded: shared where it counted shared
     wavefronts; a shared access without any (ncu counts none for a cluster partner's shared memory, reached
     through a generic address) is remote; else local, then global, by its memory-type bits. By opcode where
     ncu recorded no memory type (TMA's copy engine, or an older report)."""
-    if by_opcode == "tma":
-        return "tma"
+    if by_opcode is Space.TMA:
+        return Space.TMA
     if has_waves:
-        return "shared"
+        return Space.SHARED
     if memory_type:
         if memory_type & SHARED:
-            return "remote_shared"
+            return Space.REMOTE_SHARED
         if memory_type & LOCAL:
-            return "local"
+            return Space.LOCAL
         if memory_type & GLOBAL:
-            return "global"
+            return Space.GLOBAL
     if memory_type == 0:  # recorded, never ran
-        return by_opcode if by_opcode in ("shared", "local") else None
+        return by_opcode if by_opcode in (Space.SHARED, Space.LOCAL) else None
     if has_wave_record:
-        return "shared"
-    return by_opcode if by_opcode in ("shared", "local", "tma") else None
+        return Space.SHARED
+    return by_opcode if by_opcode in (Space.SHARED, Space.LOCAL, Space.TMA) else None
 
 
-def _side(space: str, opcode: str, memory_type: int | None, access: int | None, opcode_side: str) -> str:
-    if space == "shared":
+def _side(space: Space, opcode: str, memory_type: int | None, access: int | None, opcode_side: Side) -> Side:
+    if space is Space.SHARED:
         return shared_side(opcode, memory_type, access, opcode_side)
-    if space == "global":
-        return global_side(access, opcode) or "other"
+    if space is Space.GLOBAL:
+        return global_side(access, opcode) or Side.OTHER
     if access:
-        return "st" if access & STORE and not access & LOAD else "ld" if access & LOAD else opcode_side
+        return Side.ST if access & STORE and not access & LOAD else Side.LD if access & LOAD else opcode_side
     return opcode_side

@@ -1,0 +1,62 @@
+"""A metric of the catalogue (model/catalogue.py): its key, unit, meaning, ncu name or formula, and the
+arithmetic its derived figures share (a missing input gives a missing figure, never a zero)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+Better = Literal["lower", "higher"] | None
+# How the launches of one variant add up: counts and times sum, per-launch settings (registers,
+# shared memory, grid and block) take the largest, a percentage of peak is weighted by duration.
+OverLaunches = Literal["sum", "max", "duration_weighted"]
+Values = Mapping[str, "float | None"]
+
+SECTOR_BYTES = 32  # an L1TEX sector is 32 bytes
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    unit: str
+    meaning: str
+    ncu: str | None = None  # the ncu metric name; None for a derived figure
+    better: Better = None  # which direction is an improvement, for gates and speedups
+    instrumented: bool = False  # needs ncu's instrumented replay pass (skipped by --fast)
+    formula: str = ""  # for derived figures, in words over catalogue keys
+    derive: Callable[[Values], float | None] | None = None
+    deterministic: bool = False  # a count that does not vary between runs of one input
+    over_launches: OverLaunches = "sum"  # how a variant's launches combine into one figure
+    problem_above_zero: bool = False  # any value above zero marks a problem (excess wavefronts, local traffic)
+    # why a derived figure has no value although its inputs are there (None: "an input is zero or missing")
+    na_reason: Callable[[Values], str | None] | None = None
+    aliases: tuple[str, ...] = ()  # other ncu names of the same counter, read where `ncu` is absent
+    # collected only with `memlens profile --roofline`: on an H200 the FLOP counters cost a replay pass
+    # together and L1's global sector counters another (tests/benchmarks/ncu_passes.py)
+    roofline: bool = False
+
+    @property
+    def ncu_names(self) -> tuple[str, ...]:
+        """The names a report may hold this metric under: the one memlens asks for, then its aliases."""
+        return (self.ncu, *self.aliases) if self.ncu else self.aliases
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    if num is None or den is None or den == 0:
+        return None
+    return num / den
+
+
+def _sum(*parts: float | None) -> float | None:
+    if any(p is None for p in parts):
+        return None
+    return float(sum(parts))  # type: ignore[arg-type]
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def _scale(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
