@@ -1,5 +1,5 @@
 """The per-instruction table (memlens.model.instruction_table) on recordings of kernels written for one figure
-each (tests/fixtures/programs/memory_kinds.cu, triton_attention_app.py; recorded on an H100 by
+each (tests/fixtures/programs/memory_kinds.cu, triton_attention_app.py; recorded on an H100 and an H200 by
 tests/fixtures/record_kinds.sh). Every figure below was worked out on paper first: the kernel's comment says how.
 Each measured loop runs 512 blocks x 8 warps x 16 accesses = 65,536 warp-level executions."""
 
@@ -22,9 +22,13 @@ ATTENTION = KINDS / "triton_attention.ncu-rep"
 RUNS = 65_536
 
 
-@pytest.fixture(scope="module")
-def kinds():
-    return {k.kernel.split("(")[0]: k for k in read_report(MEMORY_KINDS, instructions=True).kernels}
+GPUS = ("nvidia_h100_80gb_hbm3", "nvidia_h200")  # the same recordings on both: the same figures on paper
+
+
+@pytest.fixture(scope="module", params=GPUS)
+def kinds(request):
+    path = FIXTURES / request.param / "kinds" / "memory_kinds.ncu-rep"
+    return {k.kernel.split("(")[0]: k for k in read_report(path, instructions=True).kernels}
 
 
 @pytest.mark.parametrize(("kernel", "side", "ways", "per_access"), [
@@ -104,13 +108,15 @@ def test_an_inlined_atomic_counts_on_the_line_that_calls_it(kinds):
     assert atom.inlined_from is not None and atom.inlined_from.endswith("device_atomic_functions.hpp:112")
 
 
-def test_the_attention_kernel_loading_through_cp_async_is_coalesced(tmp_path):
-    (kernel,) = read_report(ATTENTION, instructions=True).kernels
+@pytest.mark.parametrize("gpu", GPUS)
+def test_the_attention_kernel_loading_through_cp_async_is_coalesced(tmp_path, gpu):
+    attention = FIXTURES / gpu / "kinds" / "triton_attention.ncu-rep"
+    (kernel,) = read_report(attention, instructions=True).kernels
     assert kernel.value("exact_global_ld_coalescing") == 1.0  # every LDG and LDGSTS at its ideal
     cp_async = next(k for k in kind_totals(kernel.instructions) if k.kind.name == "cp.async global reads")
     assert cp_async.sectors == cp_async.sectors_ideal and cp_async.executions
     out = tmp_path / "attention.md"
-    assert main(["report", str(ATTENTION), "--format", "md", "-o", str(out)]) == 0
+    assert main(["report", str(attention), "--format", "md", "-o", str(out)]) == 0
     assert "uncoalesced" not in out.read_text()
 
 
