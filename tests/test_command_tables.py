@@ -71,3 +71,14 @@ def test_the_reports_columns_are_five_fields_in_json_whatever_the_column_type_ho
     assert all(list(column) == ["key", "header", "group", "kind", "title"] for column in data["columns"])
     assert data["columns"][0] == {"key": "duration", "header": "duration", "group": "time", "kind": "duration",
                                   "title": "kernel duration on the GPU (all launches of the variant)"}  # fmt: skip
+
+
+def test_the_doctors_table_imports_no_numpy():
+    """`memlens doctor` says NumPy is missing: its command and its table must run without it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, memlens.commands.doctor, memlens.output.formats.table, memlens.output.command_tables; "
+            "print(sorted(m for m in ('numpy', 'memlens.suite', 'memlens.bench.timing') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

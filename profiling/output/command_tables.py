@@ -1,6 +1,8 @@
 """The terminal tables of `memlens check`, `bench`, `list`, `doctor` and `baseline show`: each command
 hands its typed findings here (through `memlens.output.renderer("table", SUBJECT)`), and each table
-is drawn by io/tables.rich_table with io/tables.Column columns."""
+is drawn by io/tables.rich_table with io/tables.Column columns. The engine's modules are imported
+where a table needs them: `memlens doctor` must not import NumPy (the suite, bench) to say it is
+missing."""
 
 from __future__ import annotations
 
@@ -12,20 +14,18 @@ from typing import TYPE_CHECKING, TextIO
 
 from rich.cells import cell_len
 
-from memlens.bench.results import BENCH_FILE, BenchResults, VariantTiming
-from memlens.bench.timing import L2_MULTIPLE
-from memlens.doctor import Check
-from memlens.gate.baseline import Baseline
-from memlens.gate.rules import ALL_METRICS
 from memlens.io.tables import Column, longest_word, rich_table
 from memlens.io.terminal import console, table_console
 from memlens.io.units import format_bytes, format_duration, format_percent, format_value
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle
-from memlens.static.check import StaticResults, rows
-from memlens.suite import SKIPPED
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from memlens.bench.results import BenchResults, VariantTiming
+    from memlens.doctor import Check
+    from memlens.gate.baseline import Baseline
+    from memlens.static.check import StaticResults
 
 NA = "n/a"
 
@@ -39,6 +39,8 @@ CHECK_COLUMNS = tuple(
 
 def print_check(results: StaticResults, out: TextIO | None = None) -> None:
     """What the compiler decided per kernel, one row a kernel."""
+    from memlens.static.check import rows
+
     title = f"memlens check {results.source}: {results.arch}, {results.compiler or 'no compiler used'}"
     table_console(file=out).print(rich_table(CHECK_COLUMNS, list(rows(results)), title=title))
 
@@ -65,6 +67,8 @@ class BenchTable:
 
 def print_bench(table: BenchTable, out: TextIO | None = None) -> None:
     """The GPU's copy, one row a variant, the notes, and where bench.json went."""
+    from memlens.bench.results import BENCH_FILE
+
     where = table_console(file=out)
     results = table.results
     info, copy = results.info, results.copy
@@ -113,10 +117,15 @@ def _ms(milliseconds: float) -> str:
 
 
 def cache_may_flatter(timing: VariantTiming, l2_bytes: int) -> bool:
+    from memlens.bench.timing import L2_MULTIPLE
+
     return timing.rotated_bytes < L2_MULTIPLE * l2_bytes
 
 
 def bench_notes(results: BenchResults, skipped: Sequence[str] = ()) -> list[str]:
+    from memlens.bench.timing import L2_MULTIPLE
+    from memlens.suite import SKIPPED
+
     lines = []
     l2 = results.info.l2_bytes
     if any(cache_may_flatter(t, l2) for t in results.variants):
@@ -220,5 +229,7 @@ def print_baseline(view: BaselineView, out: TextIO | None = None) -> None:
 
 def _figure(key: str, value: float) -> str:
     """A figure with its unit ("0.554 ms", "4,224 B"); a count in full."""
+    from memlens.gate.rules import ALL_METRICS
+
     metric = ALL_METRICS.get(key)
     return format_value(value, metric.unit if metric else "")
