@@ -3,52 +3,61 @@ and how (the n-way columns: the exact figure where the run has it)."""
 
 from __future__ import annotations
 
+from memlens.io.tables import Column
 from memlens.model import shared_figures
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.results import KernelResult
 from memlens.reports.formatting import format_count, format_value
-from memlens.reports.model import Cell, Column, Severity
+from memlens.reports.model import Cell, Severity
 from memlens.reports.verdicts import HW_LABEL
 
 SPEEDUP = "speedup"
 SHARED_PER_BLOCK = "shared_per_block"
 
+
+def figure_column(key: str, header: str, group: str, kind: str, title: str = "") -> Column:
+    """A column of the report's variant tables: the figure `key` (a catalogue key or a report figure)
+    under `header`, in `group`, formatted as `kind` (reports.formatting.FORMATTERS), `title` its legend."""
+    return Column(header, key=key, group=group, kind=kind, title=title)
+
+
 COLUMNS: tuple[Column, ...] = (
-    Column("duration", "duration", "time", "duration", "kernel duration on the GPU (all launches of the variant)"),
-    Column(SPEEDUP, "speedup", "time", "speedup", "the family's baseline duration divided by this duration"),
-    Column("dram_bandwidth", "bandwidth", "DRAM", "bandwidth", "bytes read plus written, per second"),
-    Column("dram_pct_of_peak", "% of peak", "DRAM", "percent", "DRAM throughput as a percentage of peak"),
-    Column("shared_ld_ways", "ld n-way", "shared memory", "ways",
+    figure_column("duration", "duration", "time", "duration",
+                  "kernel duration on the GPU (all launches of the variant)"),
+    figure_column(SPEEDUP, "speedup", "time", "speedup", "the family's baseline duration divided by this duration"),
+    figure_column("dram_bandwidth", "bandwidth", "DRAM", "bandwidth", "bytes read plus written, per second"),
+    figure_column("dram_pct_of_peak", "% of peak", "DRAM", "percent", "DRAM throughput as a percentage of peak"),
+    figure_column("shared_ld_ways", "ld n-way", "shared memory", "ways",
            "shared loads' wavefronts over the conflict-free ideal of the same loads (exact; 1 = no conflict at any "
            "width); without the exact pass, wavefronts per load instruction (hover: the hardware figure)"),
-    Column("shared_st_ways", "st n-way", "shared memory", "ways",
+    figure_column("shared_st_ways", "st n-way", "shared memory", "ways",
            "shared stores' wavefronts over the conflict-free ideal of the same stores (exact; 1 = no conflict at any "
            "width); without the exact pass, wavefronts per store instruction (hover: the hardware figure)"),
-    Column(
+    figure_column(
         "exact_excess_wavefronts", "excess wavefronts", "shared memory", "compact",
         "exact: instrumented wavefronts minus the conflict-free ideal",
     ),
-    Column(
+    figure_column(
         "hw_bank_conflicts", HW_LABEL, "shared memory", "compact",
         "l1tex bank-conflict counter, loads plus stores: counts conflicts where there are none",
     ),
-    Column("local_ld_bytes", "local loads", "local memory", "bytes", "bytes of local-memory loads"),
-    Column("local_st_bytes", "local stores", "local memory", "bytes", "bytes of local-memory stores"),
-    Column("registers_per_thread", "registers", "resources", "count", "registers per thread"),
-    Column(SHARED_PER_BLOCK, "shared / block", "resources", "bytes", "static plus dynamic shared memory"),
+    figure_column("local_ld_bytes", "local loads", "local memory", "bytes", "bytes of local-memory loads"),
+    figure_column("local_st_bytes", "local stores", "local memory", "bytes", "bytes of local-memory stores"),
+    figure_column("registers_per_thread", "registers", "resources", "count", "registers per thread"),
+    figure_column(SHARED_PER_BLOCK, "shared / block", "resources", "bytes", "static plus dynamic shared memory"),
 )
 # `memlens bench` figures (bench.json in the run directory): in the family tables of runs that have one
 BENCH_MEDIAN, BENCH_BANDWIDTH, BENCH_PCT = "bench_median", "bench_bandwidth", "bench_pct_of_copy"
 BENCH_COLUMNS: tuple[Column, ...] = (
-    Column(
+    figure_column(
         BENCH_MEDIAN, "bench median", "memlens bench", "milliseconds",
         "median launch time timed by memlens bench with CUDA events, outside ncu (hover for p10–p90)",
     ),
-    Column(
+    figure_column(
         BENCH_BANDWIDTH, "bench bandwidth", "memlens bench", "gb_per_s",
         "the family's min_bytes (the fewest bytes the kernel must move) over the bench median",
     ),
-    Column(
+    figure_column(
         BENCH_PCT, "% of copy bandwidth", "memlens bench", "percent",
         "bench bandwidth as a percentage of a device-to-device copy of the same bytes (the family's min_bytes,"
         " half read, half written) timed the same way by the same bench (hover for the copy)",

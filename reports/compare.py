@@ -4,9 +4,9 @@ figure beside the first run's with its change, better or worse by the catalogue'
 from __future__ import annotations
 
 from memlens.model.catalogue import CATALOGUE
-from memlens.reports.columns import BENCH_COLUMNS, BENCH_MEDIAN, COLUMNS
+from memlens.reports.columns import BENCH_COLUMNS, BENCH_MEDIAN, COLUMNS, figure_column
 from memlens.reports.formatting import format_value, signed_percent
-from memlens.reports.model import Column, CompareCell, CompareMetric, Comparison, Direction, Row, RunSection
+from memlens.reports.model import CompareCell, CompareMetric, Comparison, Direction, Row, RunSection
 
 COMPARED = (
     "duration",
@@ -29,11 +29,12 @@ DRAM_PCT_OF_COPY, MEMORY_BOUND = "dram_pct_of_copy", "memory_bound"
 # ncu's Speed Of Light rule reads throughput below 60% of peak as latency-bound: at or above, memory-bound
 MEMORY_BOUND_PCT = 60.0
 CEILING_COLUMNS = (
-    Column("dram_pct_of_peak", "DRAM % of its GPU's peak", "DRAM", "percent", "ncu's DRAM throughput, % of peak"),
-    Column(DRAM_PCT_OF_COPY, "DRAM % of its GPU's copy", "DRAM", "percent",
-           "DRAM bandwidth over the copy bandwidth memlens bench measured on the run's GPU"),
-    Column(MEMORY_BOUND, f"memory-bound (DRAM ≥ {MEMORY_BOUND_PCT:g}% of peak)", "DRAM", "percent",
-           "DRAM throughput at or above the share of peak where ncu stops calling a kernel latency-bound"),
+    figure_column("dram_pct_of_peak", "DRAM % of its GPU's peak", "DRAM", "percent",
+                  "ncu's DRAM throughput, % of peak"),
+    figure_column(DRAM_PCT_OF_COPY, "DRAM % of its GPU's copy", "DRAM", "percent",
+                  "DRAM bandwidth over the copy bandwidth memlens bench measured on the run's GPU"),
+    figure_column(MEMORY_BOUND, f"memory-bound (DRAM ≥ {MEMORY_BOUND_PCT:g}% of peak)", "DRAM", "percent",
+                  "DRAM throughput at or above the share of peak where ncu stops calling a kernel latency-bound"),
 )  # fmt: skip
 BOUND_TEXT = {True: "memory-bound", False: "not memory-bound"}
 

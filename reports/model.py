@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from memlens.reports.roofline import FamilyRoofline
     from memlens.reports.source_view import SourceView
 
+from memlens.io.tables import Column
 from memlens.model.line_compare import KernelLineChanges
 from memlens.model.source_lines import LineRecord
 
@@ -22,17 +23,6 @@ REPORT_VERSION = 1
 Severity = Literal["ok", "bad", "unknown", "invalid"]
 CheckState = Literal["match", "mismatch", "unchecked", "undeclared"]
 Direction = Literal["better", "worse", "same", "n/a"]
-
-
-@dataclass(frozen=True)
-class Column:
-    """A column of the variant tables: a catalogue key (or a report figure) and how to show it."""
-
-    key: str
-    header: str
-    group: str
-    kind: str  # a formatting kind of reports.formatting.FORMATTERS
-    title: str = ""  # a longer explanation, shown as a tooltip and in the legend
 
 
 @dataclass(frozen=True)
@@ -263,12 +253,18 @@ class Report:
             "format": REPORT_FORMAT,
             "version": REPORT_VERSION,
             "memlens_version": self.memlens_version,
-            "columns": [asdict(c) for c in self.columns],
-            "bench_columns": [asdict(c) for c in self.bench_columns],
+            "columns": [_column_json(c) for c in self.columns],
+            "bench_columns": [_column_json(c) for c in self.bench_columns],
             "runs": [_run_json(r) for r in self.runs],
             "comparisons": [asdict(c) for c in self.comparisons],
             "line_notes": list(self.line_notes),
         }
+
+
+def _column_json(column: Column) -> dict[str, str]:
+    """What the report's JSON says of a column (io/tables.Column also holds how a terminal lays it out)."""
+    return {"key": column.key, "header": column.header, "group": column.group, "kind": column.kind,
+            "title": column.title}  # fmt: skip
 
 
 def _run_json(run: RunSection) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from memlens.io.markdown import MdSafe, md_code, md_escape
 from memlens.io.safe_text import neutral
+from memlens.io.tables import Column
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 from memlens.model.line_compare import NO_LINE_DATA, LineChange, compare_runs, has_line_data
 from memlens.model.results import RunResults
@@ -27,7 +28,7 @@ from memlens.reports.columns import BENCH_COLUMNS, COLUMNS
 from memlens.reports.compare import compare
 from memlens.reports.formatting import short_kernel
 from memlens.reports.line_changes import figures_text, markdown_table
-from memlens.reports.model import Column, Comparison, FamilySection, Report, RunLineChanges
+from memlens.reports.model import Comparison, FamilySection, Report, RunLineChanges
 from memlens.reports.source_view import SourceView
 from memlens.version import __version__
 

@@ -10,9 +10,8 @@ import math
 import pytest
 from rich.console import Console
 
-from memlens.io.tables import TableColumn, fast_table, rich_table, write_indented
+from memlens.io.tables import Column, fast_table, label_width, rich_table, write_indented
 
-COLUMNS = [TableColumn("name", numeric=False), TableColumn("count"), TableColumn("two-line\nheader")]
 ROWS = [
     ["transpose<float, 32, 32, 0>(T1 *, const T1 *, int) with a long tail of words", "1,024", "3.5 ms"],
     ["f<[a]> :smile:", "7", "n/a"],
@@ -21,6 +20,10 @@ ROWS = [
     ["iteration > cudaapp@spill/capped\n  spill_capped(float *, int)", "12", "1 ms"],
     ["step12 > many/k3\n  many_scale_3 with a name long enough to be folded on a narrow terminal", "3", "2 ms"],
 ]
+
+# `memlens metrics`' columns: a label kept LABEL_MIN_WIDTH wide, figures right-justified and never wrapped
+COLUMNS = [Column("name", min_width=label_width([row[0] for row in ROWS])),
+           *(Column(header, numeric=True, wrap=False) for header in ("count", "two-line\nheader"))]  # fmt: skip
 
 
 def _text(width: int, fast: bool) -> str:

@@ -12,19 +12,16 @@ per-instruction values (for line rules: `line_excess_wavefronts`, `line_local_ac
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
-
-from rich.table import Table
-from rich.text import Text
 
 from memlens.errors import InputError
 from memlens.gate.baseline import from_measurements, load_baseline, save_baseline
 from memlens.gate.evaluate import read_measurements
-from memlens.gate.rules import ALL_METRICS
-from memlens.io.terminal import table_console
-from memlens.io.units import format_value, plural
-from memlens.model.kernel_names import NAME_WIDTH, elide_middle
+from memlens.io.units import plural
 from memlens.model.run_layout import input_files, resolve_run
+from memlens.output import renderer
+from memlens.output.command_tables import BaselineView
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,20 +47,5 @@ def run(args: argparse.Namespace) -> int:
             with_lines = f", {len(baseline.lines)} with their source lines" if baseline.lines else ""
             print(f"memlens: baseline of {kernels}{with_lines} ({where}) written to {written.named}")
         return 0
-    baseline = load_baseline(args.file)
-    environment = ", ".join(f"{k} {v}" for k, v in vars(baseline.environment).items() if v)
-    table = Table(title=f"baseline {args.file}: {baseline.measurements}, {environment or 'no environment'}")
-    for column in ("kernel", "figures"):
-        table.add_column(column, overflow="fold")
-    for key, values in baseline.values.items():
-        figures = ", ".join(f"{m}={_figure(m, v)}" for m, v in values.items())
-        table.add_row(Text(elide_middle(key, NAME_WIDTH)), Text(figures))
-    out = table_console()
-    out.print(table)
+    renderer("table", "baseline")(BaselineView(args.file, load_baseline(args.file)), sys.stdout)
     return 0
-
-
-def _figure(key: str, value: float) -> str:
-    """A figure with its unit ("0.554 ms", "4,224 B"); a count in full."""
-    metric = ALL_METRICS.get(key)
-    return format_value(value, metric.unit if metric else "")

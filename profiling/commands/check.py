@@ -20,27 +20,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rich.table import Table
-from rich.text import Text
-
 from memlens.commands.common import add_suite_arguments
 from memlens.errors import ConfigError, InputError, ProfilerError
 from memlens.io.files import resolve_outputs, write_json_output
-from memlens.io.terminal import ProgressBar, table_console
+from memlens.io.terminal import ProgressBar
 from memlens.model.run_layout import NO_RUN_YET, input_files, no_run_yet
+from memlens.output import renderer
 from memlens.static.check import (
     CHECK_FILE,
     Progress,
-    StaticResults,
     arch_rejection,
     check_suite,
     compiler_missing,
-    rows,
     without_kernels,
 )
 from memlens.suite import select_variants
-
-COLUMNS = ("variant", "kernel", "registers", "stack B", "spill st B", "spill ld B", "shared B", "PTX .local")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     for output in filter(None, outputs):
         write_json_output(output, results.to_json(), inputs=input_files(suite.path))
     if not any(output is not None and output.kind == "stdout" for output in outputs):
-        _print(results)  # with `--json -`, the JSON is standard output
+        renderer("table", "check")(results, sys.stdout)  # with `--json -`, the JSON is standard output
     for label in without_kernels(suite, args.pattern):
         print(f"memlens: {label} declares no kernels: nothing to compile", file=sys.stderr)
     if results.failures:
@@ -113,13 +107,3 @@ def _progress(total: int) -> Iterator[Progress | None]:
 
         yield step
 
-
-def _print(results: StaticResults) -> None:
-    out = table_console()
-    table = Table(title=f"memlens check {results.source}: {results.arch}, {results.compiler or 'no compiler used'}")
-    for column in COLUMNS:
-        table.add_column(column, overflow="fold", justify="right" if column.endswith("B") or column == "registers"
-                         else "left")  # fmt: skip
-    for row in rows(results):
-        table.add_row(*(Text(cell) for cell in row))
-    out.print(table)

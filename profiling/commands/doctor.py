@@ -4,13 +4,11 @@ Python packages. Says what to fix; exit code 3 when something required is missin
 from __future__ import annotations
 
 import argparse
-
-from rich.table import Table
+import sys
 
 from memlens.doctor import run_checks
 from memlens.errors import EXIT_PROFILER
-from memlens.io.tables import longest_word
-from memlens.io.terminal import console
+from memlens.output import renderer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,16 +18,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     checks = run_checks(args.ncu, args.probe)
-    table = Table(title="memlens doctor", expand=True)
-    table.add_column("check", overflow="fold")
-    table.add_column("status", overflow="fold")
-    # detail holds paths and versions that must read whole; the fix column's advice wraps well
-    table.add_column("detail", overflow="fold", ratio=3)
-    # a fix such as `pip install 'memlens[cuda13]'` breaks between words, never inside one
-    fix_width = longest_word([check.fix for check in checks])  # a ratio column's `width` is its minimum
-    table.add_column("fix", overflow="fold", ratio=2, width=fix_width)
-    for check in checks:
-        status = "ok" if check.ok else ("MISSING" if check.required else "warning")
-        table.add_row(check.name, status, check.detail, check.fix)
-    console().print(table)
+    renderer("table", "doctor")(checks, sys.stdout)
     return EXIT_PROFILER if any(c.required and not c.ok for c in checks) else 0

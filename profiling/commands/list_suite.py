@@ -4,17 +4,12 @@ excess wavefronts each declares on paper (at the default size), and the GPU a fa
 from __future__ import annotations
 
 import argparse
-import textwrap
-
-from rich.cells import cell_len
-from rich.table import Table
+import sys
 
 from memlens.commands.common import add_suite_arguments
-from memlens.io.tables import longest_word
-from memlens.io.terminal import table_console
+from memlens.output import renderer
+from memlens.output.command_tables import SuiteListing
 from memlens.suite import Variant, select_variants
-
-HEADERS = ("family", "variant", "demonstrates", "expect", "on paper")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,31 +26,11 @@ def run(args: argparse.Namespace) -> int:
     for variant in selection.variants:
         name = variant.name + (" (baseline)" if variant is variant.family.baseline else "")
         rows.append((variant.family.name, name, variant.demonstrates, variant.expect.describe(), _paper(variant)))
-    out = table_console()
-    # the table where each column can be as wide as its longest word (lines break between words)
-    widest = [longest_word([header, *(row[index] for row in rows)]) for index, header in enumerate(HEADERS)]
-    if args.wide or sum(widest) + 3 * len(HEADERS) + 1 <= out.width:
-        if args.wide:  # every cell on one line
-            longest = [max(cell_len(cell) for cell in (header, *(row[i] for row in rows))) for i, header in
-                       enumerate(HEADERS)]  # fmt: skip
-            out.width = max(out.width, sum(longest) + 3 * len(HEADERS) + 1)
-        table = Table(title=f"suite {suite.path}", show_lines=False)
-        for header, width in zip(HEADERS, widest, strict=True):
-            table.add_column(header, overflow="fold", min_width=width)
-        for row in rows:
-            table.add_row(*row)
-        out.print(table)
-    else:  # one block a variant: its name, then each field on lines of its own, wrapped between words
-        out.print(f"suite {suite.path}")
-        for family, name, *fields in rows:
-            out.print(f"\n{family} / {name}")
-            for header, text in zip(HEADERS[2:], fields, strict=True):
-                out.print(textwrap.fill(f"{header}: {text}", out.width, initial_indent="  ", subsequent_indent="  ",
-                                        break_long_words=False, break_on_hyphens=False), soft_wrap=True)  # fmt: skip
     needing = {v.family.name: v.family for v in selection.variants}
-    for needs in needing.values():
-        if needs.min_compute_capability:
-            out.print(f"{needs.name}: {needs.requirement()}; profile and bench skip it on an older GPU")
+    requirements = tuple(f"{needs.name}: {needs.requirement()}; profile and bench skip it on an older GPU"
+                         for needs in needing.values() if needs.min_compute_capability)  # fmt: skip
+    listing = SuiteListing(str(suite.path), tuple(rows), requirements, wide=args.wide)
+    renderer("table", "suite")(listing, sys.stdout)
     return 0
 
 

@@ -1,10 +1,13 @@
 """Tables and JSON for the terminal, fast enough for thousands of kernels.
 
-`rich_table` is a rich Table; `fast_table` draws the same text without rich's renderer per cell
-(rich's column widths, box and wrapping). Kept because rich is slower: 1,000 rows of 10 columns
-to a file take 1.05 s through rich and 0.045 s here, the same 122,610 characters (rich 15.0,
-Python 3.11, this repository's CPU machine; tests/test_tables.py checks the text is rich's). `write_indented` lays JSON
-out as `json.dumps(data, indent=2)` does, encoded by orjson, many times faster for large reports.
+`Column` is memlens's one column type: the terminal's tables, `memlens metrics` and the report's
+variant tables (HTML, Markdown, JSON) all describe their columns with it. `rich_table` is the one
+table renderer on rich: every command's table is drawn by it. `fast_table` draws the same text
+without rich's renderer per cell (rich's column widths, box and wrapping). Kept because rich is
+slower: 1,000 rows of 10 columns to a file take 1.05 s through rich and 0.045 s here, the same
+122,610 characters (rich 15.0, Python 3.11, this repository's CPU machine; tests/test_tables.py
+checks the text is rich's). `write_indented` lays JSON out as `json.dumps(data, indent=2)` does,
+encoded by orjson, many times faster for large reports.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import orjson
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
@@ -28,9 +31,33 @@ LABEL_MIN_WIDTH = 28  # characters of a label (a text column) kept on one line h
 
 
 @dataclass(frozen=True)
-class TableColumn:
-    header: str  # on two lines where long
-    numeric: bool = True  # right-justified, never wrapped; a text column is left-justified and folds
+class Column:
+    """A column of a table, wherever it is shown: its header (on two lines where long) and what it holds;
+    how a terminal lays out its cells (rich's column options); the report's group, formatting kind and
+    longer title.
+
+    key: what the column shows: a catalogue key or a report figure (a report row's cells are keyed by
+        it), or the name its notes give it in `memlens metrics` ("exact excess wavefronts: n/a - ...").
+    keys: the catalogue keys its cells show (`memlens metrics`: a missing one prints n/a, with a note).
+    group, kind, title: the report's: the header above a run of columns, a formatting kind of
+        reports.formatting.FORMATTERS, a longer explanation (its tooltip and legend).
+    numeric: right-justified, else left-justified. wrap: a cell breaks over lines where the column is
+        narrow (False: never, a figure stays whole). overflow: a word wider than the column folds onto
+        the next line ("fold") or is cut with an ellipsis ("ellipsis").
+    min_width, width, ratio: rich's (`label_width` gives a label column's minimum)."""
+
+    header: str
+    key: str = ""
+    keys: tuple[str, ...] = ()
+    group: str = ""
+    kind: str = ""
+    title: str = ""
+    numeric: bool = False
+    wrap: bool = True
+    overflow: Literal["fold", "ellipsis"] = "fold"
+    min_width: int | None = None
+    width: int | None = None
+    ratio: int | None = None
 
 
 def table_box() -> Box:
@@ -39,22 +66,26 @@ def table_box() -> Box:
     return box.HEAVY_HEAD  # rich's Table default
 
 
-def rich_table(columns: Sequence[TableColumn], rows: list[list[str]]) -> Table:
-    """A rich Table of `rows`: numeric columns right-justified and never wrapped, text columns folded
-    but kept wide enough for LABEL_MIN_WIDTH characters of their longest cell."""
+def label_width(cells: Sequence[str]) -> int:
+    """The minimum width of a label column: its longest line, up to LABEL_MIN_WIDTH characters, kept
+    on one line however narrow the terminal (rich adds the padding to it)."""
+    return min(max((cell_len(line) for cell in cells for line in cell.split("\n")), default=0), LABEL_MIN_WIDTH)
+
+
+def rich_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], title: str | None = None,
+               caption: str | None = None, expand: bool = False) -> Table:  # fmt: skip
+    """A rich Table of `rows`, each column laid out as its `Column` says; a str cell prints as it is
+    (no markup, no emoji codes), a Text with its style."""
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(box=table_box())
-    for index, column in enumerate(columns):
-        label_width = None
-        if not column.numeric:  # keeps room for a label on a narrow terminal; rich adds the padding to it
-            longest = max((cell_len(line) for row in rows for line in row[index].split("\n")), default=0)
-            label_width = min(longest, LABEL_MIN_WIDTH)
-        table.add_column(column.header, justify="right" if column.numeric else "left", overflow="fold",
-                         no_wrap=column.numeric, min_width=label_width)  # fmt: skip
+    table = Table(box=table_box(), title=title, caption=caption, expand=expand)
+    for column in columns:
+        table.add_column(column.header, justify="right" if column.numeric else "left", overflow=column.overflow,
+                         no_wrap=not column.wrap, min_width=column.min_width, width=column.width,
+                         ratio=column.ratio)  # fmt: skip
     for row in rows:
-        table.add_row(*(Text(cell) for cell in row))  # Text: kernel names print as they are (no emoji codes)
+        table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in row))
     return table
 
 
@@ -64,7 +95,7 @@ def longest_word(cells: Sequence[str]) -> int:
     return max((cell_len(word) for cell in cells for word in cell.split()), default=0)
 
 
-def fast_table(out: Console, columns: Sequence[TableColumn], rows: list[list[str]]) -> Text | None:
+def fast_table(out: Console, columns: Sequence[Column], rows: list[list[str]]) -> Text | None:
     """The table `rich_table(columns, rows)` draws on `out`, made without rich's renderer per cell: rich sizes
     the columns (from a table of the few cells that decide their widths) and draws only the cells that
     do not fit on one line or are not plain text. None where the widths cannot be had."""
@@ -116,7 +147,7 @@ def print_drawn(out: Console, text: Text) -> None:
         out.print(text, soft_wrap=True)
 
 
-def _column_widths(out: Console, columns: Sequence[TableColumn], rows: list[list[str]]) -> list[int] | None:
+def _column_widths(out: Console, columns: Sequence[Column], rows: list[list[str]]) -> list[int] | None:
     """Each column's width (padding included) as rich sets it for `rows`. rich sizes a column from the
     largest minimum (longest word) and the largest maximum (longest line) of its cells, so a table of
     the cells that hold those, and of any cell that is not plain text, gets the same widths."""
@@ -171,21 +202,21 @@ def _plain_lines(cell: str) -> list[str] | None:
     return None
 
 
-def _cell_lines(out: Console, cell: str, width: int, column: TableColumn, header: bool = False) -> list[str]:
+def _cell_lines(out: Console, cell: str, width: int, column: Column, header: bool = False) -> list[str]:
     """The lines of one cell padded to `width` as rich draws it in `column` (a header is a str to rich,
     a body cell a Text)."""
     numeric = column.numeric
     if _plain(cell) and (room := width - 2 - cell_len(cell)) >= 0:
         return [f" {' ' * room}{cell} " if numeric else f" {cell}{' ' * room} "]
-    lines = None if numeric or header else _plain_lines(cell)
+    lines = None if numeric or header or not column.wrap else _plain_lines(cell)
     if lines is not None and all(cell_len(line) <= width - 2 for line in lines):
         return [f" {line}{' ' * (width - 2 - cell_len(line))} " for line in lines]
     from rich.padding import Padding
     from rich.text import Text
 
     renderable = cell if header else Text(cell)
-    options = out.options.update(width=width, justify="right" if numeric else "left", no_wrap=numeric,
-                                 overflow="fold", height=None, highlight=False)  # fmt: skip
+    options = out.options.update(width=width, justify="right" if numeric else "left", no_wrap=not column.wrap,
+                                 overflow=column.overflow, height=None, highlight=False)  # fmt: skip
     rendered = out.render_lines(Padding(renderable, (0, 1)), options, pad=True)
     return ["".join(segment.text for segment in line) for line in rendered] or [" " * width]  # a row is 1 line or more
 

@@ -7,6 +7,11 @@ method per kind of findings it renders, each `(findings, out: TextIO) -> None`:
     gate(result: memlens.gate.evaluate.GateResult, out)      the gate's verdicts
     report(report: memlens.reports.model.Report, out)        a report of one or more runs
     metrics(table: memlens.output.kernel_metrics.KernelMetrics, out)   `memlens metrics`
+    check(results: memlens.static.check.StaticResults, out)   `memlens check`
+    bench(table: memlens.output.command_tables.BenchTable, out)   `memlens bench`
+    suite(listing: memlens.output.command_tables.SuiteListing, out)   `memlens list`
+    doctor(checks: list[memlens.doctor.Check], out)   `memlens doctor`
+    baseline(view: memlens.output.command_tables.BaselineView, out)   `memlens baseline show`
 
 A format renders only the findings it has a method for (JUnit renders the gate's verdicts alone);
 `renderer` says so in one line. Adding a format is adding its module (model: pytest-benchmark's one
@@ -24,7 +29,8 @@ from typing import Any, Protocol, TextIO
 
 from memlens.errors import ConfigError
 
-SUBJECTS = ("gate", "report", "metrics")  # the kinds of findings; a format implements a method of each it renders
+# the kinds of findings; a format implements a method of each it renders
+SUBJECTS = ("gate", "report", "metrics", "check", "bench", "suite", "doctor", "baseline")
 
 Render = Callable[[Any, TextIO], None]
 

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from rich.cells import cell_len  # a few ms; the rest of rich is imported where a table is drawn
 
 from memlens.collect.launch_sampling import sampling_lines
-from memlens.io.tables import LABEL_MIN_WIDTH, TableColumn, fast_table, print_drawn, rich_table
+from memlens.io.tables import LABEL_MIN_WIDTH, Column, fast_table, label_width, print_drawn, rich_table
 from memlens.io.terminal import console, table_console
 from memlens.io.units import format_bytes, format_count, format_duration, format_percent
 from memlens.model import shared_figures
@@ -72,14 +72,6 @@ def print_metrics(table: KernelMetrics, out: TextIO | None = None) -> None:
 # --- the table ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Column:
-    name: str  # names the column in notes: "exact excess wavefronts: n/a — ..."
-    header: str  # the table's header, on two lines where long
-    keys: tuple[str, ...]  # catalogue keys the cell shows; a missing one prints n/a
-    render: Callable[[KernelResult], str]
-
-
 def _value(kernel: KernelResult, key: str) -> float | None:
     return kernel.value(key)
 
@@ -136,21 +128,34 @@ def _kernel_label(kernel: KernelResult) -> str:
     return label
 
 
+# Each column's `key` names it in notes ("exact excess wavefronts: n/a — ..."); `keys`: the catalogue
+# keys its cell shows (a missing one prints n/a); CELLS: each column's cell of a kernel, by its key.
 COLUMNS = (
-    Column("kernel", "kernel", (), lambda k: _kernel_label(k)),
-    Column("duration", "duration", ("duration",), lambda k: _show(k, "duration", format_duration)),
-    Column("DRAM GB/s", "DRAM\nGB/s", ("dram_bandwidth",), lambda k: _show(k, "dram_bandwidth", _gb_per_s)),
-    Column("DRAM % of peak", "DRAM %\nof peak", ("dram_pct_of_peak",),
-           lambda k: _show(k, "dram_pct_of_peak", format_percent)),
-    Column("shared ld n-way", "shared ld\nn-way", ("shared_ld_ways",), _ways),
-    Column("exact excess wavefronts", "exact excess\nwavefronts", ("exact_excess_wavefronts",), _excess),
-    Column("HW conflict counter", "HW conflict\ncounter", ("hw_bank_conflicts",),
-           lambda k: _show(k, "hw_bank_conflicts", format_count)),
-    Column("local ld / st", "local\nld / st", ("local_ld_bytes", "local_st_bytes"), _local),
-    Column("registers", "regs", ("registers_per_thread",), lambda k: _show(k, "registers_per_thread", format_count)),
-    Column("static shared/block", "static\nshared/block", ("static_shared_per_block",), _static_shared),
-    Column("grid x block", "grid x\nblock", ("grid_size", "block_size"), _launch),
+    Column("kernel", "kernel"),
+    Column("duration", "duration", ("duration",)),
+    Column("DRAM\nGB/s", "DRAM GB/s", ("dram_bandwidth",)),
+    Column("DRAM %\nof peak", "DRAM % of peak", ("dram_pct_of_peak",)),
+    Column("shared ld\nn-way", "shared ld n-way", ("shared_ld_ways",)),
+    Column("exact excess\nwavefronts", "exact excess wavefronts", ("exact_excess_wavefronts",)),
+    Column("HW conflict\ncounter", "HW conflict counter", ("hw_bank_conflicts",)),
+    Column("local\nld / st", "local ld / st", ("local_ld_bytes", "local_st_bytes")),
+    Column("regs", "registers", ("registers_per_thread",)),
+    Column("static\nshared/block", "static shared/block", ("static_shared_per_block",)),
+    Column("grid x\nblock", "grid x block", ("grid_size", "block_size")),
 )
+CELLS: dict[str, Callable[[KernelResult], str]] = {
+    "kernel": _kernel_label,
+    "duration": lambda k: _show(k, "duration", format_duration),
+    "DRAM GB/s": lambda k: _show(k, "dram_bandwidth", _gb_per_s),
+    "DRAM % of peak": lambda k: _show(k, "dram_pct_of_peak", format_percent),
+    "shared ld n-way": _ways,
+    "exact excess wavefronts": _excess,
+    "HW conflict counter": lambda k: _show(k, "hw_bank_conflicts", format_count),
+    "local ld / st": _local,
+    "registers": lambda k: _show(k, "registers_per_thread", format_count),
+    "static shared/block": _static_shared,
+    "grid x block": _launch,
+}
 
 
 def print_table(
@@ -168,23 +173,25 @@ def print_table(
     chosen = list(COLUMNS)
     if fit:
         label = max(LABEL_MIN_WIDTH, min(NAME_WIDTH, out.width // 2))
-        rows = [[_fitted_label(kernel, label), *(column.render(kernel) for column in COLUMNS[1:])]
+        rows = [[_fitted_label(kernel, label), *(CELLS[column.key](kernel) for column in COLUMNS[1:])]
                 for kernel in kernels]  # fmt: skip
         chosen = _columns_that_fit(rows, out.width)
         keep = [COLUMNS.index(column) for column in chosen]
         rows = [[row[index] for index in keep] for row in rows]
     else:
-        rows = [[column.render(kernel) for column in COLUMNS] for kernel in kernels]
+        rows = [[CELLS[column.key](kernel) for column in COLUMNS] for kernel in kernels]
     # never squeeze a figure: on a narrow terminal the table is wider than the screen, not truncated
     out.width = max(out.width, _narrowest_table(rows, chosen))
     out.print(_title(results, title))
-    columns = [TableColumn(column.header, numeric=column.name != "kernel") for column in chosen]
+    labels = [row[0] for row in rows]  # the kernel column, always kept, first
+    columns = [Column(column.header, min_width=label_width(labels)) if column.key == "kernel"
+               else Column(column.header, numeric=True, wrap=False) for column in chosen]  # fmt: skip
     text = fast_table(out, columns, rows) if fast else None
     if text is None:
         out.print(rich_table(columns, rows))
     else:
         print_drawn(out, text)  # every line already fits the width
-    left_out = [column.name for column in COLUMNS if column not in chosen]
+    left_out = [column.key for column in COLUMNS if column not in chosen]
     if left_out:
         out.print(f"left out to fit {out.width} columns: {', '.join(left_out)} (--wide shows all; --json every figure)")
     for line in notes(kernels, chosen):
@@ -212,11 +219,11 @@ def _columns_that_fit(rows: list[list[str]], width: int) -> list[Column]:
     used = widths[0] + 3 + 1  # the kernel column, its padding and borders
     chosen = {"kernel"}
     for name in FIT_ORDER[1:]:
-        index = next(i for i, column in enumerate(COLUMNS) if column.name == name)
+        index = next(i for i, column in enumerate(COLUMNS) if column.key == name)
         if used + widths[index] + 3 <= width:
             used += widths[index] + 3
             chosen.add(name)
-    return [column for column in COLUMNS if column.name in chosen]
+    return [column for column in COLUMNS if column.key in chosen]
 
 
 def _widths(rows: list[list[str]], columns: list[Column]) -> list[int]:
@@ -249,12 +256,12 @@ def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> l
         for column in columns or COLUMNS:
             for key in column.keys:
                 if kernel.value(key) is None and not (key == "shared_ld_ways" and _ways(kernel) != NA):
-                    seen.setdefault((column.name, kernel.missing_reason(key) or "missing"), {})[kernel.label] = None
+                    seen.setdefault((column.key, kernel.missing_reason(key) or "missing"), {})[kernel.label] = None
     lines = []
     for (title, reason), labels in seen.items():
         which = "" if len(labels) == len(kernels) else f" ({', '.join(labels)})"
         lines.append(f"{title}: {NA} — {reason}{which}")
-    shown = {column.name for column in columns or COLUMNS}  # a note for a column left out would explain nothing
+    shown = {column.key for column in columns or COLUMNS}  # a note for a column left out would explain nothing
     if "shared ld n-way" in shown:
         dashes = {shared_figures.n_way(k, "ld").note: None for k in kernels if _ways(k) == "-"}
         fallbacks = {shared_figures.n_way(k, "ld").note: None for k in kernels if FALLBACK_MARK in _ways(k)}

@@ -11,8 +11,11 @@ from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from memlens.doctor import Check
     from memlens.gate.evaluate import GateResult
+    from memlens.output.command_tables import BaselineView, BenchTable, SuiteListing
     from memlens.output.kernel_metrics import KernelMetrics
+    from memlens.static.check import StaticResults
 
 
 class Terminal:
@@ -32,6 +35,32 @@ class Terminal:
 
         print_metrics(table, out)
 
+    # the other commands' tables (memlens/output/command_tables.py)
+    def check(self, results: StaticResults, out: TextIO) -> None:
+        from memlens.output.command_tables import print_check
+
+        print_check(results, out)
+
+    def bench(self, table: BenchTable, out: TextIO) -> None:
+        from memlens.output.command_tables import print_bench
+
+        print_bench(table, out)
+
+    def suite(self, listing: SuiteListing, out: TextIO) -> None:
+        from memlens.output.command_tables import print_suite
+
+        print_suite(listing, out)
+
+    def doctor(self, checks: list[Check], out: TextIO) -> None:
+        from memlens.output.command_tables import print_doctor
+
+        print_doctor(checks, out)
+
+    def baseline(self, view: BaselineView, out: TextIO) -> None:
+        from memlens.output.command_tables import print_baseline
+
+        print_baseline(view, out)
+
 
 FORMAT = Terminal()
 
@@ -39,14 +68,13 @@ _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
 def gate_table(result: GateResult) -> Table:
-    """The verdicts as a rich table; every cell is a Text, so names print as they are."""
-    from rich.table import Table
+    """The verdicts as a rich table (io/tables.rich_table); every cell is a Text, so names print as they are."""
     from rich.text import Text
 
-    table = Table(title=f"memlens gate: {result.rules} on {result.source}", caption=result.summary())
-    for column in ("status", "rule", "kernel", "detail"):
-        table.add_column(column, overflow="fold")
-    for v in result.verdicts:
-        table.add_row(Text(v.status.upper(), style=_STYLE[v.status]), Text(neutral(v.rule)),
-                      Text(elide_middle(neutral(v.subject), NAME_WIDTH) or "-"), Text(neutral(v.message)))  # fmt: skip
-    return table
+    from memlens.io.tables import Column, rich_table
+
+    columns = [Column(header) for header in ("status", "rule", "kernel", "detail")]
+    body = [(Text(v.status.upper(), style=_STYLE[v.status]), Text(neutral(v.rule)),
+             Text(elide_middle(neutral(v.subject), NAME_WIDTH) or "-"), Text(neutral(v.message)))
+            for v in result.verdicts]  # fmt: skip
+    return rich_table(columns, body, title=f"memlens gate: {result.rules} on {result.source}", caption=result.summary())
