@@ -7,6 +7,8 @@ method per kind of findings it renders, each `(findings, out: TextIO) -> None`:
     gate(result: memlens.gate.evaluate.GateResult, out)      the gate's verdicts
     report(report: memlens.reports.model.Report, out)        a report of one or more runs
     metrics(table: memlens.output.kernel_metrics.KernelMetrics, out)   `memlens metrics`
+    lines(found: memlens.output.findings.LinesFindings, out)     `memlens lines` (sarif, github)
+    compare(found: memlens.output.findings.CompareFindings, out)  `memlens compare` (sarif, github)
 
 A format renders only the findings it has a method for (JUnit renders the gate's verdicts alone);
 `renderer` says so in one line. Adding a format is adding its module (model: pytest-benchmark's one
@@ -24,7 +26,8 @@ from typing import Any, Protocol, TextIO
 
 from memlens.errors import ConfigError
 
-SUBJECTS = ("gate", "report", "metrics")  # the kinds of findings; a format implements a method of each it renders
+# the kinds of findings; a format implements a method of each it renders
+SUBJECTS = ("gate", "report", "metrics", "lines", "compare")
 
 Render = Callable[[Any, TextIO], None]
 
