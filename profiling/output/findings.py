@@ -186,7 +186,9 @@ def _ratio(part: float, whole: float) -> float | None:
 
 
 def _share(part: float, whole: float) -> str:
-    return f"{part / whole:.0%}" if whole else "all"
+    if not whole:
+        return "all"
+    return "<1%" if 0 < part / whole < 0.005 else f"{part / whole:.0%}"
 
 
 def compare_findings(kernel: KernelLineChanges) -> list[Finding]:

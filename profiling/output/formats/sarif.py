@@ -66,7 +66,7 @@ def sarif_log(subject: str, found: Any) -> dict[str, object]:
 def _result(finding: Finding, fingerprint: str, index: int, root: Path) -> dict[str, object]:
     where = place(finding.file, root)
     message = finding.message
-    location: dict[str, object] = {}
+    location: dict[str, Any] = {}
     properties = dict(finding.properties)
     if where is not None and finding.line is not None:
         artifact: dict[str, object] = {"uri": where.path, "uriBaseId": ROOT_ID} if where.inside else {
@@ -83,8 +83,10 @@ def _result(finding: Finding, fingerprint: str, index: int, root: Path) -> dict[
     if finding.kernel:
         logical["decoratedName"] = finding.kernel
     location["logicalLocations"] = [logical]
-    if finding.sass:
+    if finding.sass:  # the SASS on the line, within its kernel
         properties["sass"] = list(finding.sass)
+        location["logicalLocations"].append({"kind": "instruction", "name": " ".join(finding.sass),
+                                             "fullyQualifiedName": f"{finding.label}/{' '.join(finding.sass)}"})
     return {
         "ruleId": finding.rule, "ruleIndex": index, "level": finding.level, "message": {"text": message},
         "locations": [location], "partialFingerprints": {FINGERPRINT: fingerprint}, "properties": properties,
