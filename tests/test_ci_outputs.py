@@ -52,13 +52,13 @@ def assert_sarif(log: dict) -> None:
             assert result["message"]["text"]  # 3.27.11: message required, 3.11.8 text
             assert result["ruleId"] in ids and ids[result["ruleIndex"]] == result["ruleId"]  # 3.27.5, 3.27.6
             assert result["level"] in LEVELS  # 3.27.10
+            assert result["locations"]  # GitHub code scanning: at least one, with a file
             for location in result["locations"]:
-                physical = location.get("physicalLocation")
-                if physical is not None:  # 3.29.2: an artifactLocation or an address; region.startLine >= 1
-                    artifact = physical["artifactLocation"]
-                    assert artifact["uri"] and (artifact.get("uriBaseId") in run["originalUriBaseIds"]
-                                                or artifact["uri"].startswith("file:///"))  # fmt: skip
-                    assert physical["region"]["startLine"] >= 1
+                physical = location["physicalLocation"]  # 3.29.2: an artifactLocation; region.startLine >= 1
+                artifact = physical["artifactLocation"]
+                assert artifact["uri"] and (artifact.get("uriBaseId") in run["originalUriBaseIds"]
+                                            or artifact["uri"].startswith("file:///"))  # fmt: skip
+                assert physical.get("region", {"startLine": 1})["startLine"] >= 1
                 kinds = [logical["kind"] for logical in location["logicalLocations"]]
                 assert kinds in (["function"], ["function", "instruction"])  # the kernel, the SASS on the line
                 assert all(logical["fullyQualifiedName"] for logical in location["logicalLocations"])
@@ -243,6 +243,23 @@ def test_the_gate_fingerprint_matches_across_the_shift_of_its_line(capsys, gated
     old = sarif(capsys, ["gate", str(V1), "--rules", str(tmp_path / "worse.toml"), "--source-root", root], 1)
     assert fingerprints(old)["compare/four_way"] == fingerprints(absolute)["compare/four_way"]  # 17 -> 18
     assert fingerprints(head)["compare/vector"] == fingerprints(absolute)["compare/vector"]
+
+
+def test_a_failed_rule_without_a_line_is_in_the_one_notice(capsys, tmp_path):
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rule]]\nname = "no conflicts"\nselect = "compare/vector"\nmetric = "exact_excess_wavefronts"\n'
+                     'max = 0\n')  # fmt: skip
+    assert main(["gate", str(V2), "--rules", str(rules), "--format", "github"]) == 1
+    assert capsys.readouterr().out == (
+        "::notice title=memlens::memlens: 1 finding without a source file in the repository: no source line: "
+        "no conflicts: compare/vector: exact_excess_wavefronts = 131,072, expected <= 0\n")
+    log = sarif(capsys, ["gate", str(V2), "--rules", str(rules)], code=1)
+    (result,) = log["runs"][0]["results"]
+    assert result["level"] == "error" and result["properties"]["no_source_line"] is True
+    # GitHub code scanning rejects a log with a result without a file: one without a line is at its rule
+    assert result["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": rules.as_uri()}, "region": {"startLine": 1}}
+    assert result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "compare/vector"
 
 
 # --- the output rules ----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -67,6 +67,7 @@ class LinesFindings:
 
     kernels: tuple[KernelLines, ...]
     source_root: Path | None = None  # None: the git top level of the working directory
+    source: str = ""  # the run as the user named it
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,10 @@ class Finding:
     code: str | None  # the line's code, where known
     sass: tuple[str, ...] = ()  # the SASS opcodes on the line, or the one instruction standing for it
     properties: dict[str, object] = field(default_factory=dict)
+    # where a finding without a source line is placed for viewers that need a file (GitHub code scanning
+    # rejects a log with a result without one): the gate's rules file at the rule's line, else the run
+    artifact: str | None = None
+    artifact_line: int | None = None
 
 
 # --- the findings of each subject ------------------------------------------------------------------
@@ -110,13 +115,17 @@ class Finding:
 def findings(subject: str, found: object) -> list[Finding]:
     if subject == "lines":
         assert isinstance(found, LinesFindings)
-        return [f for entry in found.kernels for f in kernel_findings(entry)]
+        return _placed([f for entry in found.kernels for f in kernel_findings(entry)], found.source)
     if subject == "compare":
         assert isinstance(found, CompareFindings)
-        return [f for kernel in found.compared for f in compare_findings(kernel.lines)]
+        return _placed([f for kernel in found.compared for f in compare_findings(kernel.lines)], found.head)
     if subject == "gate":
         return gate_findings(found)
     raise ValueError(f"no line findings of {subject!r}")
+
+
+def _placed(found: list[Finding], run: str) -> list[Finding]:
+    return [f if f.file and f.line else replace(f, artifact=run or None) for f in found]
 
 
 def _level(part: float, whole: float) -> Level:
@@ -231,7 +240,9 @@ def gate_findings(result: object) -> list[Finding]:
                            label, "", verdict.source_file, verdict.source_line, verdict.source_code, (),
                            {"rule": verdict.rule, "metric": verdict.metric, "value": verdict.value,
                             "bound": verdict.bound or None, "baseline": verdict.baseline,
-                            "rules_file_line": verdict.line}))
+                            "rules_file_line": verdict.line},
+                           getattr(result, "rules", None) if verdict.line else getattr(result, "source", None),
+                           verdict.line))
     return out  # fmt: skip
 
 
@@ -289,18 +300,14 @@ def fingerprints(found: list[Finding]) -> list[str]:
     its code with whitespace collapsed (never its line number); the n-th of identical code lines in
     one kernel is told apart by n. A line without code text is hashed with its file and number."""
     seen: dict[str, int] = {}
-    out = []
-    order = sorted(range(len(found)), key=lambda i: (found[i].file or "", found[i].line or 0))
     keys: dict[int, str] = {}
-    for i in order:
+    for i in sorted(range(len(found)), key=lambda i: (found[i].file or "", found[i].line or 0)):
         f = found[i]
         code = " ".join(f.code.split()) if f.code else f"{f.file}:{f.line}:{' '.join(f.sass)}"
         text = "\0".join((f.rule, f.label, code, str(f.properties.get("kind", ""))))
         seen[text] = seen.get(text, 0) + 1
         keys[i] = hashlib.sha256(f"{text}\0{seen[text]}".encode()).hexdigest()[:32]
-    for i in range(len(found)):
-        out.append(keys[i])
-    return out
+    return [keys[i] for i in range(len(found))]
 
 
 def short_name(kernel: str) -> str:

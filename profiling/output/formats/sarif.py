@@ -8,7 +8,16 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memlens.output.findings import RULES, Finding, findings, fingerprints, place, resolve_root, short_name
+from memlens.output.findings import (
+    RULES,
+    Finding,
+    Place,
+    findings,
+    fingerprints,
+    place,
+    resolve_root,
+    short_name,
+)
 from memlens.version import __version__
 
 if TYPE_CHECKING:
@@ -63,21 +72,28 @@ def sarif_log(subject: str, found: Any) -> dict[str, object]:
     }  # fmt: skip
 
 
+def _artifact(where: Place) -> dict[str, object]:
+    return {"uri": where.path, "uriBaseId": ROOT_ID} if where.inside else {"uri": Path(where.path).as_uri()}
+
+
 def _result(finding: Finding, fingerprint: str, index: int, root: Path) -> dict[str, object]:
     where = place(finding.file, root)
     message = finding.message
     location: dict[str, Any] = {}
     properties = dict(finding.properties)
     if where is not None and finding.line is not None:
-        artifact: dict[str, object] = {"uri": where.path, "uriBaseId": ROOT_ID} if where.inside else {
-            "uri": Path(where.path).as_uri()}  # fmt: skip
         region: dict[str, object] = {"startLine": finding.line}
         if finding.code:
             region["snippet"] = {"text": finding.code}
-        location["physicalLocation"] = {"artifactLocation": artifact, "region": region}
+        location["physicalLocation"] = {"artifactLocation": _artifact(where), "region": region}
         if not where.inside:
             message += f" (at {where.path}:{finding.line}, outside the source root {root}: an absolute path)"
             properties["outside_source_root"] = True
+    elif (elsewhere := place(finding.artifact, root)) is not None:  # no source line: the rules file or the run
+        location["physicalLocation"] = {"artifactLocation": _artifact(elsewhere)}
+        if finding.artifact_line:
+            location["physicalLocation"]["region"] = {"startLine": finding.artifact_line}
+        properties["no_source_line"] = True
     logical: dict[str, object] = {"kind": "function", "fullyQualifiedName": finding.label,
                                   "name": short_name(finding.kernel) or finding.label}  # fmt: skip
     if finding.kernel:
