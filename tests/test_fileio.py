@@ -62,11 +62,14 @@ def commands(data: Path, target: str) -> dict[str, list[str]]:
         "gate --junit": ["gate", csv, "--rules", rules, "--junit", target],
         "gate --summary": ["gate", csv, "--rules", rules, "--summary", target],
         "gate --json": ["gate", csv, "--rules", rules, "--json", target],
+        "gate --sarif": ["gate", csv, "--rules", rules, "--sarif", target],
+        "compare --sarif": ["compare", csv, csv, "--sarif", target],
         "check --json": ["check", "kernels", "-k", "^transpose/padded$", "--json", target],
     }
 
 
-WRITERS = ["report", "baseline save", "gate --junit", "gate --summary", "gate --json", "check --json"]
+WRITERS = ["report", "baseline save", "gate --junit", "gate --summary", "gate --json", "gate --sarif",
+           "compare --sarif", "check --json"]
 
 
 @pytest.fixture(autouse=True)
@@ -114,6 +117,8 @@ def seen_as(monkeypatch, path: Path, kind: int) -> Iterator[None]:
         (["gate", "{d}/x.csv", "--rules", "{d}/r.toml", "--junit", "{d}/x.csv"], "x.csv"),
         (["gate", "{d}/x.csv", "--rules", "{d}/r.toml", "--json", "{d}/r.toml"], "r.toml"),
         (["gate", "{d}/x.csv", "--rules", "{d}/r.toml", "--summary", "{d}/r.toml"], "r.toml"),
+        (["gate", "{d}/x.csv", "--rules", "{d}/r.toml", "--sarif", "{d}/r.toml"], "r.toml"),
+        (["compare", "{d}/x.csv", "{d}", "--sarif", "{d}/x.csv"], "x.csv"),
         (["gate", "{d}", "--rules", "{d}/r.toml", "--junit", "{d}/x.csv"], "x.csv"),  # the run directory's report
     ],
 )

@@ -9,36 +9,29 @@ is new, gone, worse (a figure grew), better or same, with its code and both figu
 shared-memory wavefronts of its loads and of its stores, local loads and stores executed. The terminal
 lists the changed lines (all with --all); --json gives every line; --md a table of the changed lines for a
 pull-request comment, within GitHub's comment size. The exit code is 0: gate lines with `memlens gate`
-(metric line_excess_wavefronts or line_local_accesses)."""
+(metric line_excess_wavefronts or line_local_accesses). --sarif FILE writes the lines that got worse (or
+are new with conflicts or local accesses) as SARIF 2.1.0, --format github as GitHub workflow commands."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memlens.commands.ci_outputs import add_ci_arguments, check_stdout, with_root, write_ci
 from memlens.errors import ConfigError
 from memlens.io.markdown import md_code, md_escape
 from memlens.io.terminal import fit_lines
 from memlens.model.line_compare import CHANGES, NO_LINE_DATA, KernelLineChanges, LineChange, has_line_data
 from memlens.model.nvtx_names import compile_filter, kernels_matching
+from memlens.model.run_layout import input_files, resolve_run
+from memlens.output.findings import Compared, CompareFindings
 from memlens.readers import read_with_instructions
 from memlens.reports.line_changes import MARKDOWN_LIMIT, figures_text, markdown_table
 
 if TYPE_CHECKING:
     from memlens.reports.model import Comparison
-
-
-@dataclass(frozen=True)
-class Compared:
-    """One kernel label across BASE and HEAD: its figures' changes and its lines."""
-
-    label: str
-    statuses: tuple[str, ...]
-    figures: tuple[dict[str, object], ...]  # key, header, base, head, change, direction
-    lines: KernelLineChanges
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,10 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="every kernel and every line as JSON")
     out.add_argument("--md", action="store_true", help="a Markdown table of the changed lines, for a pull request")
+    add_ci_arguments(parser, "compare")
 
 
 def run(args: argparse.Namespace) -> int:
     compile_filter(args.pattern)  # a bad pattern is said before the runs are read
+    check_stdout(args, [("--json", args.json), ("--md", args.md)])
     base, head = read_with_instructions(args.base), read_with_instructions(args.head)
     # jinja2 only for this command, and after reading (NumPy's threads would stop the reader forking its helpers)
     from memlens.reports.render import build_report
@@ -65,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     report = build_report([(args.base, base), (args.head, head)])
     no_lines = [name for name, run in ((args.base, base), (args.head, head)) if not has_line_data(run)]
     compared = [_compared(c) for c in report.comparisons if c.label in wanted and (c.lines or no_lines)]
+    found = CompareFindings(args.base, args.head, tuple(compared), tuple(no_lines))
+    inputs = [*input_files(resolve_run(Path(args.base))), *input_files(resolve_run(Path(args.head)))]
+    if write_ci("compare", with_root(found, args), args, inputs):
+        return 0
     if args.json:
         print(json.dumps(to_json(args.base, args.head, compared, no_lines), indent=2))
     elif args.md:

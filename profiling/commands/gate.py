@@ -7,7 +7,9 @@ model (e.g. kernels/baselines/nvidia_h200.json); no file for it is a usage error
 from another GPU model is refused unless --allow-mismatch. --junit, --summary (GitHub Markdown) and
 --json are written even when the gate fails, so CI can publish them; two of them on one file are
 refused before any is written (exit 2), FOLDER/ writes gate.xml, gate.md or gate.json into FOLDER, and
-`-` prints that document on standard output instead of the table."""
+`-` prints that document on standard output instead of the table. --sarif FILE writes the failed and
+warning checks as SARIF 2.1.0 (a line rule's at its line), --format github prints them as GitHub
+workflow commands instead of the table."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from memlens.commands.ci_outputs import SARIF_NAME, add_ci_arguments, check_stdout, with_root
 from memlens.errors import GateFailed
 from memlens.gate.baseline import baseline_for, compatibility, load_baseline
 from memlens.gate.evaluate import GateResult, evaluate, read_measurements
@@ -45,9 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"write a GitHub-flavoured Markdown summary ({SUMMARY_NAME} in a FOLDER/; -: stdout)")
     parser.add_argument("--json", metavar="FILE",
                         help=f"write the verdicts as JSON ({JSON_NAME} in a FOLDER/; -: stdout)")
+    add_ci_arguments(parser, "gate")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.format == "github":  # two of the files on standard output: resolve_outputs says so
+        check_stdout(args, [(f"--{name} -", getattr(args, name) == "-") for name in ("junit", "summary", "json")])
     rules = load_rules(args.rules)
     measurements = read_measurements(args.source, lines=rules.needs_lines)
     notes: list[str] = []
@@ -59,10 +65,12 @@ def run(args: argparse.Namespace) -> int:
     if path is not None:
         baseline = load_baseline(path)
         notes += compatibility(baseline, measurements, args.allow_mismatch)
-    result = evaluate(rules, measurements, baseline, notes)
+    result = with_root(evaluate(rules, measurements, baseline, notes), args)
     inputs = [*input_files(resolve_run(Path(args.source))), args.rules, args.baseline]
-    written = write_outputs(result, args.junit, args.summary, args.json, inputs)
-    if not any(output.kind == "stdout" for output in written):
+    written = write_outputs(result, args.junit, args.summary, args.json, inputs, args.sarif)
+    if args.format == "github":
+        renderer("github", "gate")(result, sys.stdout)
+    elif not any(output.kind == "stdout" for output in written):
         show(result)  # with `--json -` (or --junit, --summary), that document is standard output
     if not result.passed:
         raise GateFailed(f"gate {result.summary()}")
@@ -70,14 +78,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_outputs(result: GateResult, junit: str | Path | None, summary: str | Path | None,
-                  json_path: str | Path | None, inputs: Sequence[Path | None] = ()) -> list[Output]:  # fmt: skip
+                  json_path: str | Path | None, inputs: Sequence[Path | None] = (),
+                  sarif: str | Path | None = None) -> list[Output]:  # fmt: skip
     """Each file asked for, what was written; a write error is OutputError (exit 2), never a gate
     failure (exit 1). Two of them on one file are refused before any is written."""
-    outputs = resolve_outputs(
-        [("--junit", junit, JUNIT_NAME), ("--summary", summary, SUMMARY_NAME), ("--json", json_path, JSON_NAME)]
-    )
+    outputs = resolve_outputs([("--junit", junit, JUNIT_NAME), ("--summary", summary, SUMMARY_NAME),
+                               ("--json", json_path, JSON_NAME), ("--sarif", sarif, SARIF_NAME)])  # fmt: skip
     written = []
-    for output, fmt in zip(outputs, ("junit", "md", "json"), strict=True):
+    for output, fmt in zip(outputs, ("junit", "md", "json", "sarif"), strict=True):
         if output is not None:
             written.append(write_output(output, render_text(fmt, "gate", result), inputs))
     return written

@@ -5,7 +5,9 @@ per-instruction metrics (see the README). Each line shows file:line and its code
 instruction on it in words (shared loads and stores, ldmatrix, stmatrix, cp.async, shared atomics,
 tensor-core operand reads, local loads and stores, TMA transfers) with its exact excess wavefronts and
 n-way (wavefronts over the ideal of the very accesses, so a conflict-free 16-byte access reads 1-way)
-or its warp-level executions. Without line info, each SASS instruction stands for its line."""
+or its warp-level executions. Without line info, each SASS instruction stands for its line. --sarif FILE
+writes every conflicting, local-memory and uncoalesced line (not only the --top shown) as SARIF 2.1.0,
+--format github as GitHub workflow commands instead of the text."""
 
 from __future__ import annotations
 
@@ -15,16 +17,20 @@ import os
 import shutil
 import sys
 import textwrap
+from pathlib import Path
 
 from rich.cells import cell_len, set_cell_size
 
+from memlens.commands.ci_outputs import add_ci_arguments, check_stdout, with_root, write_ci
 from memlens.errors import ConfigError
 from memlens.io.units import format_count, plural
 from memlens.model.kernel_lines import KernelLines, kernel_lines
 from memlens.model.kernel_names import ELLIPSIS, elide_middle, short_kernel
 from memlens.model.nvtx_names import kernels_matching
 from memlens.model.results import KernelResult
+from memlens.model.run_layout import input_files, resolve_run
 from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, line_words
+from memlens.output.findings import LinesFindings
 from memlens.readers import read_lines
 
 DEFAULT_TOP = 5
@@ -36,16 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                         help=f"lines shown per kernel (default {DEFAULT_TOP}; 0 for all)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="every kernel's lines as JSON")
+    add_ci_arguments(parser, "lines")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise ConfigError(f"--top must be 0 or more, not {args.top}")
+    check_stdout(args, [("--json", args.json)])
     results = read_lines(args.path)
     kernels = kernels_matching(results.kernels, args.pattern)
     if not kernels:
         raise ConfigError(f"no kernel in {args.path} matches -k {args.pattern!r}")
     found = kernel_lines(results, kernels)
+    inputs = input_files(resolve_run(Path(args.path)))
+    if write_ci("lines", with_root(LinesFindings(tuple(found), source=args.path), args), args, inputs):
+        return 0
     if args.json:
         print(json.dumps(to_json(found, args.top), indent=2))
     else:

@@ -98,6 +98,7 @@ class GateResult:
     kind: Kind
     verdicts: tuple[Verdict, ...]
     notes: tuple[str, ...] = ()  # environment differences and other remarks
+    source_root: Path | None = None  # where SARIF and annotations make paths relative (None: the git top level)
 
     def count(self, status: Status) -> int:
         return sum(1 for v in self.verdicts if v.status == status)

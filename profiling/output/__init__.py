@@ -12,6 +12,8 @@ method per kind of findings it renders, each `(findings, out: TextIO) -> None`:
     suite(listing: memlens.output.command_tables.SuiteListing, out)   `memlens list`
     doctor(checks: list[memlens.doctor.Check], out)   `memlens doctor`
     baseline(view: memlens.output.command_tables.BaselineView, out)   `memlens baseline show`
+    lines(found: memlens.output.findings.LinesFindings, out)     `memlens lines` (sarif, github)
+    compare(found: memlens.output.findings.CompareFindings, out)  `memlens compare` (sarif, github)
 
 A format renders only the findings it has a method for (JUnit renders the gate's verdicts alone);
 `renderer` says so in one line. Adding a format is adding its module (model: pytest-benchmark's one
@@ -30,7 +32,7 @@ from typing import Any, Protocol, TextIO
 from memlens.errors import ConfigError
 
 # the kinds of findings; a format implements a method of each it renders
-SUBJECTS = ("gate", "report", "metrics", "check", "bench", "suite", "doctor", "baseline")
+SUBJECTS = ("gate", "report", "metrics", "check", "bench", "suite", "doctor", "baseline", "lines", "compare")
 
 Render = Callable[[Any, TextIO], None]
 
