@@ -11,8 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_report_samples import INFO, LOCAL, REGISTERS, kernel, outcome
-from test_static_check import needs_compiler
 
 from memlens.cli import main
 from memlens.model.results import RunResults
@@ -28,6 +26,8 @@ from memlens.static.check import (
     local_memory_cause,
 )  # fmt: skip
 from memlens.suite import load_suite
+from tests.test_report_samples import INFO, LOCAL, REGISTERS, kernel, outcome
+from tests.test_static_check import needs_compiler
 
 REPO = Path(__file__).resolve().parent.parent
 H200 = REPO / "tests" / "fixtures" / "nvidia_h200"

@@ -9,7 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_report_samples import (
+
+from memlens.model.ncu_settings import NcuSettings
+from memlens.model.results import RunResults
+from memlens.output import render_report as render
+from memlens.reports.model import REPORT_VERSION
+from memlens.reports.render import build_report
+from tests.test_report_samples import (
     CONFLICT,
     FAST_REASON,
     INFO,
@@ -20,12 +26,6 @@ from test_report_samples import (
     outcome,
     suite_run,
 )
-
-from memlens.model.ncu_settings import NcuSettings
-from memlens.model.results import RunResults
-from memlens.output import render_report as render
-from memlens.reports.model import REPORT_VERSION
-from memlens.reports.render import build_report
 
 PROBE = str(Path(__file__).resolve().parent / "fixtures" / "probe")
 

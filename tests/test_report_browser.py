@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_report_samples import suite_run
 
 from memlens.output import render_report as render
 from memlens.reports.render import build_report
+from tests.test_report_samples import suite_run
 
 pytestmark = pytest.mark.browser
 

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_report_samples import suite_run
 
 from memlens.cli import main
+from tests.test_report_samples import suite_run
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.csv"))
