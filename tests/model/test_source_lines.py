@@ -21,7 +21,7 @@ from memlens.model.results import RunResults, VariantOutcome
 from memlens.model.source_lines import SourceMap, roll_up
 from memlens.readers import read_lines, read_report
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 H100 = FIXTURES / "nvidia_h100_80gb_hbm3"
 H200 = FIXTURES / "nvidia_h200"

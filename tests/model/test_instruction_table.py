@@ -15,7 +15,7 @@ from memlens.cli import main
 from memlens.model.instruction_table import RUNTIME_ARRAY, SPILL, kind_totals, local_memory_causes
 from memlens.readers import read_report
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KINDS = FIXTURES / "nvidia_h100_80gb_hbm3" / "kinds"
 MEMORY_KINDS = KINDS / "memory_kinds.ncu-rep"
 ATTENTION = KINDS / "triton_attention.ncu-rep"

@@ -83,7 +83,8 @@ def test_a_report_without_per_instruction_local_counts_says_so() -> None:
 
 # --- the recorded Triton matmuls (H100): cp.async + wgmma, and TMA + wgmma --------------------------
 
-TRITON = Path(__file__).resolve().parent / "fixtures" / "nvidia_h100_80gb_hbm3" / "programs" / "triton_matmul.ncu-rep"
+TRITON = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_h100_80gb_hbm3" / "programs"
+TRITON = TRITON / "triton_matmul.ncu-rep"
 
 
 def test_triton_matmuls_name_cp_async_tensor_core_reads_and_tma() -> None:

@@ -24,7 +24,7 @@ from memlens.output import render_report as render
 from memlens.reports.build import build_run
 from memlens.reports.render import build_report
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = FIXTURES.parent.parent
 FULL = FIXTURES / "nvidia_h100_80gb_hbm3" / "suite_full_small.results.json"
 SMALL_MATMUL = {"m": 70, "k": 45, "n": 33}
