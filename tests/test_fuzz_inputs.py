@@ -3,7 +3,7 @@
 # The property everywhere: the reader returns typed results or raises the one error kind its input
 # calls for (InputError for reports, ConfigError for rules) with a one-line message; nothing else
 # escapes. What it accepts must then be usable: results round-trip and render, rules evaluate.
-# The CSV reader's own fuzz tests live in tests/test_readers.py; the ones here add column-level
+# The CSV reader's own fuzz tests live in tests/readers/test_readers.py; the ones here add column-level
 # changes (another ncu version's export) on top of the same valid text.
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from memlens.output.formats.junit import to_junit
 from memlens.output.formats.markdown import gate_summary as to_markdown
 from memlens.output.formats.table import gate_table as to_table
 from memlens.readers.ncu_csv import WANTED, parse_csv
+from tests.readers.test_readers import VALID, _parse_or_input_error
 from tests.support.results_json import SUITE_RESULTS, VALID_RESULTS, assert_one_line, with_field
-from tests.test_readers import VALID, _parse_or_input_error
 
 JSON_SCALARS = (
     st.none()

@@ -24,7 +24,7 @@ from memlens.readers import helpers, read_report
 from memlens.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT, ROOFLINE_SKIPPED
 from memlens.readers.ncu_csv import parse_csv
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROBE = FIXTURES / "probe"
 REPO = FIXTURES.parent.parent
 NVTX = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"

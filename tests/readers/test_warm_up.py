@@ -16,7 +16,7 @@ from tests.support.fake import CPU_SUITE, install_fake_ncu
 
 pytest.importorskip("ncu_report")
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROBE = FIXTURES / "probe"
 PROGRAM = FIXTURES / "nvidia_h200" / "programs" / "cuda_app.ncu-rep"
 SUITE = FIXTURES / "nvidia_h200" / "suite.ncu-rep"  # per-PC inst_executed and shared wavefronts

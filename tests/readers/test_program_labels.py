@@ -15,7 +15,7 @@ from memlens.readers.common import ProgramLabel, program_label
 from memlens.readers.ncu_csv import parse_csv
 from memlens.reports.build import build_run
 
-PROGRAMS = Path(__file__).resolve().parent / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"
+PROGRAMS = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"
 CUDA_APP_REP = PROGRAMS / "cuda_app.ncu-rep"
 CUDA_APP_CSV = PROGRAMS / "cuda_app.csv"
 
