@@ -13,8 +13,8 @@ from collections import Counter
 
 import pytest
 
+from tests.collect.test_program_run_gpu import memlens_profile
 from tests.conftest import REPO
-from tests.test_program_gpu import memlens_profile
 
 pytestmark = pytest.mark.gpu
 LOOP = REPO / "tests" / "benchmarks" / "train_loop.py"

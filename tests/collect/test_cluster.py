@@ -1,6 +1,6 @@
 """`memlens profile --cluster` on the CPU: a real Dask cluster (two worker processes, each declaring
 GPU=1 and given a GPU of its own by CUDA_VISIBLE_DEVICES), the fake nvidia-smi naming those GPUs and
-the fake ncu replaying a recording, as in tests/test_gpus.py."""
+the fake ncu replaying a recording, as in tests/collect/test_gpus.py."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from memlens.errors import OutputError, ProfilerError
 from memlens.model.ncu_settings import NcuSettings
 from memlens.model.results import RunInfo, RunResults
 
-APP = Path(__file__).parent / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"
+APP = Path(__file__).parents[1] / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"
 REPORT = APP / "cuda_app.ncu-rep"
 
 

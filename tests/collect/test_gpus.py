@@ -203,7 +203,7 @@ def test_costs_come_from_the_previous_run_else_min_bytes_else_equal(tmp_path):
 
 
 def test_costs_from_min_bytes_where_every_family_declares_it():
-    selection = select_variants(Path(__file__).resolve().parent.parent / "kernels", "transpose|running_mean")
+    selection = select_variants(Path(__file__).resolve().parents[2] / "kernels", "transpose|running_mean")
     costs, source = expected_costs(selection, True, Path("/nonexistent"))
     assert source == COST_MIN_BYTES
     family = selection.variants[0].family
@@ -286,7 +286,7 @@ def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path
 
 def test_bench_children_run_at_once_and_a_machine_without_gpus_is_named(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     out = tmp_path / "runs"
     assert main(["bench", str(CPU_SUITE), "--out", str(out), "--gpus", "0,1"]) == 3
     (run,) = [p for p in out.iterdir()]
@@ -366,7 +366,7 @@ def test_bench_on_gpus_refuses_bad_options_before_any_child(tmp_path, monkeypatc
 
 
 def test_a_swept_variant_costs_all_its_values():
-    kernels = Path(__file__).resolve().parent.parent / "kernels"
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
     selection = select_variants(kernels, "transpose|running_mean", (), ("transpose.rows=64,128,256",), True)
     costs, source = expected_costs(selection, True, Path("/nonexistent"))
     assert source == COST_MIN_BYTES

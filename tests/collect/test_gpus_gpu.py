@@ -1,7 +1,7 @@
 """GPU tier, two GPUs or more: `memlens profile --gpus all` of the built-in suite (small sizes) writes
 one merged run: every variant once, each kernel with the GPU that ran it, each GPU's raw report kept,
 the GPUs' runs overlapping in time. Prints the wall time of one GPU and of all, for the closing note
-(`pytest -s -m gpu tests/test_gpus_gpu.py`; MEMLENS_GPUS_DEFAULT_SIZES=1 for the suite's default sizes)."""
+(`pytest -s -m gpu tests/collect/test_gpus_gpu.py`; MEMLENS_GPUS_DEFAULT_SIZES=1 for the suite's default sizes)."""
 
 from __future__ import annotations
 

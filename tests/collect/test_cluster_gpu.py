@@ -1,6 +1,6 @@
 """GPU tier, two GPUs or more: `memlens profile --cluster local` (a Dask cluster of this host's GPUs)
 gives the run `--gpus all` gives: every case once, the same deterministic counters, each case with the
-GPU that ran it (`pytest -s -m gpu tests/test_cluster_gpu.py`; needs memlens[cluster])."""
+GPU that ran it (`pytest -s -m gpu tests/collect/test_cluster_gpu.py`; needs memlens[cluster])."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.test_gpus_gpu import gpus, memlens_profile
+from tests.collect.test_gpus_gpu import gpus, memlens_profile
 
 pytestmark = pytest.mark.gpu
 pytest.importorskip("distributed")
