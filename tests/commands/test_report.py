@@ -11,7 +11,7 @@ import pytest
 from memlens.cli import main
 from tests.test_report_samples import suite_run
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.csv"))
 H200 = FIXTURES / "nvidia_h200"
 

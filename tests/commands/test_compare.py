@@ -23,7 +23,7 @@ from memlens.output.formats.markdown import gate_summary as to_markdown
 from memlens.reports.line_changes import markdown_table
 from memlens.theory.bank_model import excess_wavefronts
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 PROGRAMS = FIXTURES / "programs"
 CUDA_APP = PROGRAMS / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"

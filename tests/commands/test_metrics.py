@@ -17,9 +17,9 @@ from memlens.model.results import KernelResult, RunInfo, RunResults
 from memlens.output.kernel_metrics import COLUMNS, csv_header, print_table
 from memlens.readers import read_report
 
-PROBE = Path(__file__).resolve().parent / "fixtures" / "probe"
-SUITE = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200"
-PROGRAM = Path(__file__).resolve().parent / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"
+PROBE = Path(__file__).resolve().parents[1] / "fixtures" / "probe"
+SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_h200"
+PROGRAM = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"
 pytestmark = pytest.mark.skipif(not (PROBE / "probe.ncu-rep").exists(), reason="probe fixtures not recorded")
 
 
@@ -254,7 +254,7 @@ def test_every_output_names_a_kernel_by_the_same_fields(capsys: pytest.CaptureFi
 
 # --- footnotes agree with their table (issue 33, item 8) -----------------------------------------------
 
-H200_RUNS = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200"
+H200_RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_h200"
 
 
 def _notes(out: str) -> list[str]:
