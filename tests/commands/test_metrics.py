@@ -223,7 +223,7 @@ def test_fast_table_prints_what_rich_prints(capsys: pytest.CaptureFixture[str], 
 @pytest.mark.parametrize("columns", ["60", "80", "120"])
 def test_a_narrow_terminal_never_cuts_a_figure_or_a_label(columns, monkeypatch, capsys):
     """--wide: every column, the table wider than the screen rather than a figure cut (the columns that
-    fit by default: tests/test_terminal_width.py)."""
+    fit by default: tests/io/test_terminal_width.py)."""
     monkeypatch.setenv("COLUMNS", columns)
     argv = ["metrics", str(SUITE / "suite.results.json"), "-k", "transpose/(conflict|tile64_swizzled)$", "--wide"]
     assert main(argv) == 0

@@ -25,7 +25,7 @@ from memlens.errors import EXIT_INPUT, OutputError
 from memlens.io import files as fileio
 from memlens.io.files import resolve_output, write_output
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROBE_CSV = FIXTURES / "probe" / "probe.csv"
 FAILING_RULES = 'version = 1\n[[rule]]\nname = "never"\nselect = "*"\nmetric = "duration"\nmax = 1\n'
 PASSING_RULES = 'version = 1\n[[rule]]\nname = "always"\nselect = "*"\nmetric = "duration"\nmin = 0\n'

@@ -16,7 +16,7 @@ from memlens.cli import main
 from memlens.errors import EXIT_INPUT, EXIT_PIPE_CLOSED
 from memlens.version import __version__
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 RUN = FIXTURES / "nvidia_h200" / "suite.results.json"
 PASSING_RULES = 'version = 1\n[[rule]]\nname = "always"\nselect = "*"\nmetric = "duration"\nmin = 0\n'

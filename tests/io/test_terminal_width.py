@@ -107,7 +107,7 @@ def test_bench_judges_compute_bound_variants_by_their_roofline(tmp_path, capsys)
     run = tmp_path / "run"
     run.mkdir()
     shutil.copy(H200 / "suite.results.json", run / "results.json")
-    bench = load_bench(Path(__file__).parent / "benchmarks" / "results" / "bench_h200.json")
+    bench = load_bench(Path(__file__).parents[1] / "benchmarks" / "results" / "bench_h200.json")
     print_table(bench, run)
     out = capsys.readouterr().out
     tiled = next(line for line in out.splitlines() if "matmul/tiled " in line or "matmul/tiled  " in line)
