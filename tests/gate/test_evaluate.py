@@ -32,7 +32,7 @@ from memlens.output.formats.markdown import gate_summary as to_markdown
 from memlens.output.formats.table import gate_table as to_table
 from tests.schemas.xsd_lite import validate_file
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 PROBE = HERE / "fixtures" / "probe"
 JUNIT_XSD = HERE / "schemas" / "junit.xsd"
 H200 = RunInfo(gpu_name="NVIDIA H200", compute_capability="9.0", driver_version="580.159.04",

@@ -10,7 +10,7 @@ from memlens.cli import main
 from memlens.errors import ConfigError
 from memlens.gate.rules import AbsoluteBound, RegressionBound, Tolerance, load_rules, metric_named, parse_rules
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 EXAMPLE = """\
 # comment
