@@ -238,7 +238,7 @@ def test_profiled_program_skips_a_family_the_gpu_is_too_old_for(tmp_path: Path, 
 
 def test_bench_skips_a_family_the_gpu_is_too_old_for(tmp_path: Path, monkeypatch, capsys) -> None:
     import memlens.bench.timing as bench_module
-    from tests.test_bench import FakeDevice
+    from tests.bench.test_bench import FakeDevice
 
     class OldDevice(FakeDevice):
         compute_capability = (8, 6)

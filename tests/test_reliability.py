@@ -19,9 +19,9 @@ import pytest
 import memlens.io.processes
 from memlens.cli import main
 from memlens.collect.run_dir import new_run_dir
+from tests.bench.test_bench import device  # noqa: F401 - the fake GPU timer fixture, for bench --into
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_FAILURES, CPU_SUITE, MARKER, alive, fake_ncu_env, install_fake_ncu, marked_processes
-from tests.test_bench import device  # noqa: F401 - the fake GPU timer fixture, for bench --into
 
 # Also: concurrent runs keep apart, raw reports are never rewritten, bad input files are one-line
 # errors, the code keeps to argv lists and atomic writes. Where the GPU machine has recorded a failure

@@ -281,7 +281,7 @@ def test_sweep_chart_uses_log_axes_where_sizes_span_decades():
 
 def test_bench_times_each_value_as_its_own_variant(tmp_path, monkeypatch, capsys):
     import memlens.bench.timing as bench_module
-    from tests.test_bench import FakeDevice
+    from tests.bench.test_bench import FakeDevice
 
     monkeypatch.setattr(bench_module, "open_device", FakeDevice)
     assert main(["bench", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--repeats", "20", "-k", "^transpose/",
