@@ -21,7 +21,7 @@ from memlens.static.check import (
 from memlens.suite import load_suite
 from tests.support.fake import CPU_SUITE
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SWAPPED = REPO / "tests" / "gate_suites" / "swapped_padded.py"
 HAVE_CUDA_COMPILER = toolchain.find_nvcc() is not None or toolchain.nvrtc_version() is not None
 needs_compiler = pytest.mark.skipif(

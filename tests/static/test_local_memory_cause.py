@@ -26,10 +26,10 @@ from memlens.static.check import (
     local_memory_cause,
 )  # fmt: skip
 from memlens.suite import load_suite
+from tests.static.test_check import needs_compiler
 from tests.test_report_samples import INFO, LOCAL, REGISTERS, kernel, outcome
-from tests.test_static_check import needs_compiler
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 H200 = REPO / "tests" / "fixtures" / "nvidia_h200"
 CUDA_APP_PTXAS = REPO / "tests" / "fixtures" / "nvidia_h100_80gb_hbm3" / "programs" / "cuda_app.ptxas.txt"
 UNKNOWN = "(cause unknown: run `memlens check` or compile with -Xptxas -v)"
