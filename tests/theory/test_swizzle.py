@@ -13,7 +13,7 @@ from memlens.errors import ConfigError
 from memlens.theory import bank_model
 from memlens.theory.swizzle import swizzle, swizzled_offset, swizzled_row
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 
 @st.composite
