@@ -10,7 +10,7 @@ import pytest
 from memlens.errors import ConfigError
 from memlens.output import format_names, render_text, renderer
 
-PROFILING = Path(__file__).resolve().parents[1] / "profiling"
+PROFILING = Path(__file__).resolve().parents[2] / "profiling"
 REPORTS = PROFILING.parent / "reports"
 
 
