@@ -256,8 +256,8 @@ def test_bench_child_argv_selects_its_share_and_sizes(tmp_path):
 
 def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path, monkeypatch, capsys):
     from memlens.bench import gpus as bench_gpus
+    from tests.reports.test_report_bench import RUNNING_MEAN, TRANSPOSE, bench_results
     from tests.support.json_file import write_json
-    from tests.test_report_bench import RUNNING_MEAN, TRANSPOSE, bench_results
 
     def children(options, suite, plan, run_dir, scratch):
         """GPU 0's bench writes its bench.json; GPU 1's stops before it writes one."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
-from tests.test_report_samples import suite_run
+from tests.reports.test_report_samples import suite_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.csv"))

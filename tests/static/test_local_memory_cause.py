@@ -26,8 +26,8 @@ from memlens.static.check import (
     local_memory_cause,
 )  # fmt: skip
 from memlens.suite import load_suite
+from tests.reports.test_report_samples import INFO, LOCAL, REGISTERS, kernel, outcome
 from tests.static.test_check import needs_compiler
-from tests.test_report_samples import INFO, LOCAL, REGISTERS, kernel, outcome
 
 REPO = Path(__file__).resolve().parents[2]
 H200 = REPO / "tests" / "fixtures" / "nvidia_h200"

@@ -13,7 +13,7 @@ from memlens.readers import read_report
 from memlens.reports.compare import MEMORY_BOUND_PCT
 from memlens.reports.render import build_report
 from tests.conftest import FIXTURES
-from tests.test_report_bench import bench_results
+from tests.reports.test_report_bench import bench_results
 
 H100 = FIXTURES / "nvidia_h100_80gb_hbm3" / "suite.results.json"
 H200 = FIXTURES / "nvidia_h200" / "suite.results.json"

@@ -32,7 +32,7 @@ from memlens.readers import read_report
 from memlens.reports.render import build_report
 from tests.support.json_file import write_json
 
-RECORDED = Path(__file__).resolve().parent / "fixtures" / "nvidia_h200" / "suite.results.json"
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_h200" / "suite.results.json"
 pytestmark = pytest.mark.skipif(not RECORDED.is_file(), reason="suite fixtures not recorded yet")
 
 GIB = 1 << 30

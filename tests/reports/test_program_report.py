@@ -15,7 +15,7 @@ from memlens.output import render_report as render
 from memlens.readers import read_report
 from memlens.reports.render import build_report
 from tests.conftest import FIXTURES
-from tests.test_report_browser import chromium
+from tests.reports.test_report_browser import chromium
 
 PROGRAM = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"  # ncu --import-source yes
 H200 = FIXTURES / "nvidia_h200"

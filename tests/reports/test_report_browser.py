@@ -15,7 +15,7 @@ import pytest
 
 from memlens.output import render_report as render
 from memlens.reports.render import build_report
-from tests.test_report_samples import suite_run
+from tests.reports.test_report_samples import suite_run
 
 pytestmark = pytest.mark.browser
 

@@ -15,7 +15,7 @@ from memlens.model.results import RunResults
 from memlens.output import render_report as render
 from memlens.reports.model import REPORT_VERSION
 from memlens.reports.render import build_report
-from tests.test_report_samples import (
+from tests.reports.test_report_samples import (
     CONFLICT,
     FAST_REASON,
     INFO,
@@ -27,7 +27,7 @@ from tests.test_report_samples import (
     suite_run,
 )
 
-PROBE = str(Path(__file__).resolve().parent / "fixtures" / "probe")
+PROBE = str(Path(__file__).resolve().parents[1] / "fixtures" / "probe")
 
 
 def rows_of(results: RunResults, label: str = "run") -> dict:

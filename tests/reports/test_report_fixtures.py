@@ -11,7 +11,7 @@ from memlens.output import render_report as render
 from memlens.readers import read_report
 from memlens.reports.render import build_report
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.results.json"))
 
 pytestmark = pytest.mark.skipif(not RECORDED, reason="suite fixtures not recorded yet (tests/fixtures/record.sh)")
