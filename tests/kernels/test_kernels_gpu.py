@@ -1,6 +1,6 @@
 """Every variant of the built-in suite on a GPU, through the runner's steps (prepare, warm-up
 run, verify, reset, run, verify), at its default size and at sizes that are no multiple of
-its tiles. Run on a GPU machine: python -m pytest -m gpu tests/test_kernels_gpu.py"""
+its tiles. Run on a GPU machine: python -m pytest -m gpu tests/kernels/test_kernels_gpu.py"""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from memlens.errors import VerificationError
 from memlens.suite import Family, Variant, load_suite
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 SUITE = load_suite(KERNELS)
 VARIANTS = list(SUITE.variants())
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 SIZES = [{"m": 20, "k": 19, "n": 18}, {"m": 5, "k": 33, "n": 3}]  # no edge a multiple of 16
 

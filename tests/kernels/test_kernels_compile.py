@@ -15,7 +15,7 @@ from memlens.errors import ProfilerError
 from memlens.static import toolchain
 from memlens.suite import CudaKernel, NumbaKernel, Variant, load_suite
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 SUITE = load_suite(KERNELS)
 CUDA_VARIANTS = [v for v in SUITE.variants() if any(isinstance(k, CudaKernel) for k in v.kernels)]
 NUMBA_VARIANTS = [v for v in SUITE.variants() if any(isinstance(k, NumbaKernel) for k in v.kernels)]

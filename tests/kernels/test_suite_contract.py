@@ -15,7 +15,7 @@ from memlens.errors import VerificationError
 from memlens.suite import NAME_PATTERN, CudaKernel, Family, Launch, NumbaKernel, Suite, load_suite
 from tests.conftest import REPO
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 EXPECTED = {
     "transpose": (

@@ -1,7 +1,7 @@
 """GPU tier: the fp16_transpose family profiled at its small size (n = 96, 9 tiles) under real ncu;
 each variant's exact excess wavefronts equal the bank model's figure, all four instructions together
 and split into loads (ldmatrix, LDS.128) and stores (cp.async, stmatrix). Needs compute capability 9.0.
-Run on a GPU machine: python -m pytest -m gpu tests/test_fp16_transpose_gpu.py"""
+Run on a GPU machine: python -m pytest -m gpu tests/kernels/test_fp16_transpose_gpu.py"""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from memlens.readers import read_report
 from memlens.suite import load_suite
 from memlens.theory import bank_model as bm
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 SUITE = load_suite(KERNELS)
 FAMILY = SUITE.family("fp16_transpose")
 LAYOUTS = ("dense", "pitch128", "padded", "xor_row", "xor_128b")
@@ -197,7 +197,7 @@ def test_needs_hopper_and_says_why() -> None:
 
 # --- the recordings: one kernel, the same figures from every kind of report ---------------------
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED_GPUS = ("nvidia_h100_80gb_hbm3", "nvidia_h200")
 
 

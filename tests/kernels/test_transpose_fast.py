@@ -21,7 +21,7 @@ from memlens.suite import load_suite
 from memlens.theory import bank_model as bm
 from memlens.theory.swizzle import swizzle
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "kernels" / "transpose.cu"
 TEXT = SOURCE.read_text(encoding="utf-8")
 
