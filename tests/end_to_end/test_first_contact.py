@@ -12,11 +12,11 @@ import pytest
 
 from memlens.cli import main
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 H200 = FIXTURES / "nvidia_h200"
 H100 = FIXTURES / "nvidia_h100_80gb_hbm3"
 PROGRAM = FIXTURES / "programs" / "nvidia_h100_80gb_hbm3" / "cuda_app.ncu-rep"
-RULES = Path(__file__).resolve().parent.parent / "kernels" / "gates.toml"
+RULES = Path(__file__).resolve().parents[2] / "kernels" / "gates.toml"
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 (tests/failure_suites/gpu_failures.py): a variant raising mid-suite, a wrong result, a hang ended
 by --timeout, and Ctrl-C. Each run is a `python -m memlens profile` subprocess with clocks left
 alone; afterwards no process of the run may be alive. The CPU tier replays the same runs from the
-recordings of tests/fixtures/record_failures.sh (tests/test_reliability.py)."""
+recordings of tests/fixtures/record_failures.sh (tests/end_to_end/test_reliability.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from memlens.model.results import KernelResult, RunInfo, RunResults
 from memlens.readers import read_report
 from memlens.readers.ncu_csv import parse_csv
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROBE = FIXTURES / "probe"
 H200 = FIXTURES / "nvidia_h200"
 HASH = "cw51cXTLSUwv1sDUaKthqaNgoKmjgOR3W3Cw6igA9duC0hkwnNGiHEkYkrqQBFBTDEwCyQe21eqwcFW3UoDGjzpQEsgzrtUEAA_3d_3d"

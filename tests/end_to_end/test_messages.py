@@ -18,7 +18,7 @@ from memlens.model.run_layout import NO_RUN_YET
 from memlens.readers import read_report
 from memlens.static.check import CompileFailure, StaticResults, arch_rejection, compiler_missing
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "tests" / "fixtures" / "nvidia_h200" / "suite.results.json"  # made from a profile.ncu-rep
 RULES = 'version = 1\n[[rule]]\nname = "{name}"\nselect = "{select}"\nmetric = "duration"\nmin = 0\n'
 
