@@ -212,6 +212,7 @@ def test_fast_table_prints_what_rich_prints(capsys: pytest.CaptureFixture[str], 
     reports = [read_report(path) for path in (PROBE / "probe.ncu-rep", PROBE / "probe_fast.csv",
                                               SUITE / "suite.csv", SUITE / "plain_ncu.csv", PROGRAM) if path.exists()]
     reports += [RunResults(RunInfo(source="awkward"), tuple(awkward_kernels())), RunResults(RunInfo(), ())]
+    assert len(reports) == 7  # the five recordings (all in the checkout) and the two built here
     for results in reports:
         printed = []
         for fast in (False, True):

@@ -356,6 +356,7 @@ def _name(call: ast.Call) -> str:
 
 def test_no_shell_anywhere_and_subprocesses_get_argv_lists():
     tests = sorted((REPO / "tests").rglob("*.py"))
+    assert SOURCES and tests, REPO  # a wrong REPO would audit nothing
     for path in SOURCES + tests:
         for call in _calls(path):
             where = f"{path.relative_to(REPO)}:{call.lineno}"

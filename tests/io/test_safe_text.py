@@ -14,6 +14,7 @@ def test_bidirectional_controls_are_neutralised_everywhere(capsys, tmp_path, mon
     monkeypatch.setenv("COLUMNS", "200")
     name = f"kernel_{RLO}live{BIDI}_end"
     texts = outputs(capsys, tmp_path, results_file(tmp_path, name))
+    assert set(texts) == {"metrics", "gate", "junit", "summary", "html", "md"}
     for kind, text in texts.items():
         assert not any(c in text for c in BIDI), kind
         assert "<U+202E>" in text or "&lt;U+202E&gt;" in text, kind

@@ -76,6 +76,8 @@ def _entry_ptx(ptx: str, symbol: str) -> str:
 
 
 def test_every_cu_kernel_is_found(compiled: dict[Path, toolchain.CompiledCuda]) -> None:
+    assert set(_names_by_source()) == set(KERNELS.glob("*.cu"))  # every .cu file of the suite
+    assert set(_names_by_source()) == set(KERNELS.glob("*.cu"))  # every .cu file of the suite
     for source, kernels in _names_by_source().items():
         build = compiled[source]
         assert build.arch == "sm_90" and build.cubin[:4] == b"\x7fELF", build.compiler
@@ -87,6 +89,7 @@ def test_every_cu_kernel_is_found(compiled: dict[Path, toolchain.CompiledCuda]) 
 def test_resources_match_the_declared_expectation(
     compiled: dict[Path, toolchain.CompiledCuda], variant: Variant
 ) -> None:
+    assert variant.kernels, variant.label
     for kernel in variant.kernels:
         build = compiled[Path(kernel.source)]
         resources = build.kernel(kernel.name)
@@ -104,6 +107,7 @@ def test_resources_match_the_declared_expectation(
 
 @pytest.mark.parametrize("variant", NUMBA_VARIANTS, ids=lambda v: v.label)
 def test_numba_kernels_compile_for_sm90_in_fp32(variant: Variant) -> None:
+    assert variant.kernels, variant.label
     for kernel in variant.kernels:
         ptx, _ = cuda.compile_ptx(kernel.function, kernel.signature, cc=(9, 0))
         assert ".target sm_90" in ptx

@@ -64,6 +64,7 @@ def test_families_variants_and_baselines(suite: Suite) -> None:
 
 
 def test_every_variant_declares_what_it_shows(suite: Suite) -> None:
+    assert len(list(suite.variants())) == sum(len(names) for names, _ in EXPECTED.values())  # every variant
     for variant in suite.variants():
         assert NAME_PATTERN.match(variant.name) and NAME_PATTERN.match(variant.family.name)
         assert variant.demonstrates.strip() and "\n" not in variant.demonstrates
@@ -73,6 +74,7 @@ def test_every_variant_declares_what_it_shows(suite: Suite) -> None:
 
 
 def test_kernels_name_what_their_sources_define(suite: Suite) -> None:
+    assert len(list(suite.variants())) == sum(len(names) for names, _ in EXPECTED.values())  # every variant
     for variant in suite.variants():
         for kernel in variant.kernels:
             if isinstance(kernel, CudaKernel):
@@ -113,6 +115,7 @@ def test_inputs_are_fresh_random_and_references_fit(suite: Suite, family_name: s
 
 
 def test_min_bytes_count_each_input_and_output_once(suite: Suite) -> None:
+    assert len(suite.families) == len(EXPECTED)
     for family in suite.families:
         size = family.size(small=True)
         inputs = family.make_inputs(np.random.default_rng(0), size)
