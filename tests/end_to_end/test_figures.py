@@ -1,6 +1,6 @@
 """Figures a newcomer could misread: one label per Numba kernel whichever
-reader found it, ncu's other names of a counter, one unit system, no invented precision, the file
-the user named in a title."""
+reader found it, one unit system, no invented precision, the file the user named in a title (ncu's
+other names of a counter: readers/test_ncu_csv.py and test_ncu_rep.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,6 @@ HASH = "cw51cXTLSUwv1sDUaKthqaNgoKmjgOR3W3Cw6igA9duC0hkwnNGiHEkYkrqQBFBTDEwCyQe2
 FROM_CSV = f"matmul[v1,{HASH}]"
 ARRAY = "Array<float, 2, C, mutable, aligned>"
 FROM_REP = f"__main__::matmul[abi:v1,{HASH}]({ARRAY}, {ARRAY})"
-LONG_CPP = ("void transpose_kernel<float, 32, 32, cub::detail::very_long_policy_name<int, 4>, 0>"
-            "(float *__restrict__, const float *__restrict__, int, int, int)")  # fmt: skip
 
 
 def plain_run(*names: str, duration: float = 1000.0) -> RunResults:
@@ -64,83 +62,6 @@ def test_metrics_shows_the_numba_kernel_short_and_keeps_the_name_in_json(capsys,
     assert json.loads(capsys.readouterr().out)["kernels"][0]["kernel"] == FROM_REP
 
 
-def test_long_cpp_names_are_elided_in_the_middle_never_cut_at_the_left() -> None:
-    from memlens.model.kernel_names import elide_middle
-
-    short = elide_middle(LONG_CPP, 60)
-    assert len(short) <= 60 and short.startswith("void transpose_kernel<") and "…" in short
-    assert elide_middle("void tr<1>(float *, const float *, int)", 20) == "void tr<1>(…)"  # arguments go first
-    assert elide_middle("short", 20) == "short"
-    huge = elide_middle("k" + "x" * 5000 + "_end", 100)
-    assert len(huge) == 100 and huge.startswith("kxx") and huge.endswith("_end")
-
-
-def test_chart_labels_fit_the_margin_and_keep_the_kernels_name() -> None:
-    from memlens.reports.charts import LABEL_CHARS, short
-
-    label = short(LONG_CPP)
-    assert len(label) <= LABEL_CHARS <= 30  # 0.2 of an 11-inch figure at 9 pt: longer ones are cut at the left
-    assert label.startswith("void transpose_kernel")
-    assert short("transpose/padded", " (baseline)") == "transpose/padded (baseline)"
-
-
-# --- item 6: ncu's other names of the shared-memory instruction counts -------------------------------
-
-OTHER_NAMES = {
-    "smsp__inst_executed_op_shared_ld.sum":
-        ("smsp__sass_inst_executed_op_shared_ld.sum", "sass__inst_executed_shared_loads"),
-    "smsp__inst_executed_op_shared_st.sum":
-        ("smsp__sass_inst_executed_op_shared_st.sum", "sass__inst_executed_shared_stores"),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("which", [0, 1])
-def test_a_csv_with_ncus_other_name_for_shared_loads_is_measured(which: int) -> None:
-    text = (PROBE / "probe.csv").read_text(encoding="utf-8")
-    original = {k.label: k for k in parse_csv(text, "probe.csv").kernels}
-    for name, others in OTHER_NAMES.items():
-        assert f'"{name}"' in text
-        text = text.replace(f'"{name}"', f'"{others[which]}"')  # the header only: the recorded values stay
-    renamed = {k.label: k for k in parse_csv(text, "renamed.csv").kernels}
-    conflict = renamed["transpose/conflict"]
-    for key in ("shared_ld_instructions", "shared_st_instructions", "shared_ld_ways"):
-        assert conflict.metric(key).value == original["transpose/conflict"].metric(key).value, key
-    assert conflict.metric("shared_ld_ways").value == pytest.approx(32.25, abs=0.01)
-
-
-def test_an_ncu_rep_with_ncus_other_name_for_shared_loads_is_measured(monkeypatch) -> None:
-    from memlens.readers import ncu_rep
-
-    class Metric:
-        def __init__(self, value: float, unit: str) -> None:
-            self.value, self._unit = value, unit
-
-        def unit(self) -> str:
-            return self._unit
-
-    class Binding:
-        def metric_by_name(self, action: dict, name: str) -> Metric | None:
-            return action.get(name)
-
-        def has_value(self, metric: Metric) -> bool:
-            return True
-
-        def value(self, metric: Metric) -> float:
-            return metric.value
-
-    monkeypatch.setattr(ncu_rep, "_binding", lambda: Binding())
-    action = {"gpu__time_duration.sum": Metric(5.0, "nsecond"),
-              "smsp__sass_inst_executed_op_shared_ld.sum": Metric(2_097_152.0, "inst"),
-              "sass__inst_executed_shared_stores": Metric(2_097_152.0, "inst"),
-              "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": Metric(67_633_152.0, "")}  # fmt: skip
-    reader = ncu_rep._MetricReader()
-    values = reader.values(action)
-    kernel = ncu_rep._kernel("k", 0, values, (None, None), reader.units, False)
-    assert kernel.metric("shared_ld_instructions").value == 2_097_152.0
-    assert kernel.metric("shared_st_instructions").value == 2_097_152.0
-    assert kernel.metric("shared_ld_ways").value == pytest.approx(32.25)
-
-
 # --- item 8: one unit system, units on every figure ---------------------------------------------------
 
 
@@ -173,15 +94,6 @@ def test_the_gate_summary_gives_every_value_its_unit(capsys, tmp_path: Path) -> 
 
 
 # --- item 9: no precision the source lacks ----------------------------------------------------------
-
-
-def test_a_percentage_prints_no_digits_the_source_lacks() -> None:
-    from memlens.io.units import format_percent
-
-    assert format_percent(0.05) == "0.05%"
-    assert format_percent(0.0545) == "0.0545%"
-    assert format_percent(35.0) == "35%" and format_percent(40.123) == "40.1%"
-    assert format_percent(35.0123) == "35.0%"  # a zero the value has stays
 
 
 def test_dram_percent_from_a_csv_holding_two_decimals(capsys) -> None:

@@ -170,3 +170,12 @@ def test_a_size_reads_the_same_in_metrics_and_the_report(monkeypatch, capsys) ->
     assert main(["report", run, "--format", "md", "-o", "-"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| **conflict** (baseline)"))
     assert row.endswith("| 4,096 B |")
+
+
+def test_a_percentage_prints_no_digits_the_source_lacks() -> None:
+    from memlens.io.units import format_percent
+
+    assert format_percent(0.05) == "0.05%"
+    assert format_percent(0.0545) == "0.0545%"
+    assert format_percent(35.0) == "35%" and format_percent(40.123) == "40.1%"
+    assert format_percent(35.0123) == "35.0%"  # a zero the value has stays

@@ -8,6 +8,8 @@ import pytest
 
 from tests.support.outputs import outputs, results_file
 
+LONG_CPP = ("void transpose_kernel<float, 32, 32, cub::detail::very_long_policy_name<int, 4>, 0>"
+            "(float *__restrict__, const float *__restrict__, int, int, int)")  # fmt: skip
 HUGE = "void huge_kernel<" + ", ".join(f"T{i}" for i in range(1000)) + ">(int)"  # about 5,000 characters
 
 
@@ -30,3 +32,14 @@ def test_short_names_are_shown_whole(name: str) -> None:
     from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 
     assert elide_middle(name, NAME_WIDTH) == name
+
+
+def test_long_cpp_names_are_elided_in_the_middle_never_cut_at_the_left() -> None:
+    from memlens.model.kernel_names import elide_middle
+
+    short = elide_middle(LONG_CPP, 60)
+    assert len(short) <= 60 and short.startswith("void transpose_kernel<") and "…" in short
+    assert elide_middle("void tr<1>(float *, const float *, int)", 20) == "void tr<1>(…)"  # arguments go first
+    assert elide_middle("short", 20) == "short"
+    huge = elide_middle("k" + "x" * 5000 + "_end", 100)
+    assert len(huge) == 100 and huge.startswith("kxx") and huge.endswith("_end")
