@@ -107,7 +107,7 @@ matmul = Family(
     default_size={"m": 2048, "k": 2048, "n": 2048},
     small_size={"m": 70, "k": 45, "n": 33},  # none a multiple of 16: partial tiles everywhere
     # fp32 sums of k products of values in [-1, 1) against float64; at k = 2048 the largest
-    # error in a 64 x 2048 sample was 1.2e-4 (tests/test_suite_contract.py simulates it).
+    # error in a 64 x 2048 sample was 1.2e-4 (tests/kernels/test_suite_contract.py simulates it).
     rtol=1e-5,
     atol=5e-4,
     min_bytes=lambda size: 4 * (size["m"] * size["k"] + size["k"] * size["n"] + size["m"] * size["n"]),

@@ -15,9 +15,9 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 
+from tests.collect.test_gpus import FAKE_SMI
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_SUITE, fake_ncu_env
-from tests.test_gpus import FAKE_SMI
 
 
 def test_build_system_needs_a_setuptools_that_builds_the_license_string():

@@ -5,7 +5,7 @@ variant tables (HTML, Markdown, JSON) all describe their columns with it. `rich_
 table renderer on rich: every command's table is drawn by it. `fast_table` draws the same text
 without rich's renderer per cell (rich's column widths, box and wrapping). Kept because rich is
 slower: 1,000 rows of 10 columns to a file take 1.05 s through rich and 0.045 s here, the same
-122,610 characters (rich 15.0, Python 3.11, this repository's CPU machine; tests/test_tables.py
+122,610 characters (rich 15.0, Python 3.11, this repository's CPU machine; tests/io/test_tables.py
 checks the text is rich's). `write_indented` lays JSON out as `json.dumps(data, indent=2)` does,
 encoded by orjson, many times faster for large reports.
 """

@@ -1,0 +1,357 @@
+"""`memlens profile --cluster` on the CPU: a real Dask cluster (two worker processes, each declaring
+GPU=1 and given a GPU of its own by CUDA_VISIBLE_DEVICES), the fake nvidia-smi naming those GPUs and
+the fake ncu replaying a recording, as in tests/collect/test_gpus.py."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memlens.cli import main
+from memlens.collect.cluster_worker import Shipped, worker_gpu
+from memlens.collect.gpus import Gpu
+from memlens.collect.scheduler import Where
+from memlens.errors import ConfigError, ProfilerError
+from tests.conftest import FIXTURES
+from tests.support.fake import CPU_SUITE, MARKER, REPO, fake_ncu_env, install_fake_ncu, marked_processes
+
+pytest.importorskip("distributed")
+
+PROBE = FIXTURES / "probe"
+H200 = (Gpu(0, "NVIDIA H200", "GPU-aaaaaaaa-0000-0000-0000-000000000000", "00000000:19:00.0"),
+        Gpu(1, "NVIDIA H200", "GPU-bbbbbbbb-1111-1111-1111-111111111111", "00000000:3B:00.0"))  # fmt: skip
+MIXED = (Gpu(0, "NVIDIA H100 80GB HBM3", "GPU-cccccccc-0000-0000-0000-000000000000", "00000000:19:00.0"),
+         Gpu(1, "NVIDIA H200", "GPU-dddddddd-1111-1111-1111-111111111111", "00000000:3B:00.0"))  # fmt: skip
+LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register",
+          "running_mean/local"]  # fmt: skip
+SHARE = {0: ["transpose/conflict", "transpose/swizzled", "running_mean/local"],
+         1: ["transpose/padded", "running_mean/register"]}  # fmt: skip
+
+
+def fake_smi(folder: Path, gpus: tuple[Gpu, ...]) -> None:
+    """An nvidia-smi that lists `gpus` (and a driver version), first on PATH with the fake ncu."""
+    lines = " ".join(f"'{g.index}, {g.name}, {g.uuid}, {g.pci_bus_id}'" for g in gpus)
+    smi = folder / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\ncase \"$*\" in\n  *pci.bus_id*) printf '%s\\n' {lines} ;;\n"
+                   "  *) echo 580.159.04 ;;\nesac\n")
+    smi.chmod(0o755)
+
+
+@pytest.fixture
+def fakes(tmp_path, monkeypatch):
+    """The fake ncu (recording each run) and a fake nvidia-smi of two H200s, on PATH for the workers too."""
+    record = tmp_path / "ncu-runs.jsonl"
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+                     FAKE_NCU_LOG=str(PROBE / "probe.log"), FAKE_NCU_RECORD=str(record))  # fmt: skip
+    fake_smi(tmp_path / "bin", H200)
+    return record
+
+
+def profile_cli(out: Path, *extra: str) -> int:
+    return main(["profile", str(CPU_SUITE), "--out", str(out), "--clock-control", "none", *extra])
+
+
+def results(out: Path) -> dict:
+    return json.loads((out / "latest" / "results.json").read_text())
+
+
+def ncu_runs(record: Path) -> list[dict]:
+    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+
+
+def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(fakes, tmp_path):
+    sweep = ("--sweep", "transpose.m=8,16")
+    assert profile_cli(tmp_path / "local", "--gpus", "all", *sweep) == 3  # the probe holds no swept kernel
+    assert profile_cli(tmp_path / "cluster", "--cluster", "local", *sweep) == 3
+    local, cluster = results(tmp_path / "local"), results(tmp_path / "cluster")
+    # each case once, in suite order, the same figures; which GPU ran which job is the scheduler's choice
+    assert [unplaced(o) for o in cluster["outcomes"]] == [unplaced(o) for o in local["outcomes"]]
+    assert [unplaced(k) for k in cluster["kernels"]] == [unplaced(k) for k in local["kernels"]]
+    assert_placed_consistently(cluster, H200)
+    assert {o["gpu_index"] for o in cluster["outcomes"]} == {0, 1}
+    assert {o["gpu_uuid"] for o in cluster["outcomes"]} == {g.uuid for g in H200}
+    first = cluster["outcomes"][0]
+    assert (first["driver_version"], first["ncu_version"]) == ("580.159.04", "2025.3.1.0")
+    assert first["host"] == local["outcomes"][0]["host"] and first["host"]
+    assert sorted(r["CUDA_VISIBLE_DEVICES"] for r in ncu_runs(fakes)) == sorted(2 * [g.uuid for g in H200])
+    run = (tmp_path / "cluster" / "latest").resolve()
+    assert sorted(p.name for p in run.iterdir()) == [
+        "events.job0.jsonl", "events.job1.jsonl", "ncu-command.job0.txt", "ncu-command.job1.txt",
+        "ncu.job0.log", "ncu.job1.log", "profile.job0.ncu-rep", "profile.job1.ncu-rep", "results.json"]  # fmt: skip
+    assert (run / "profile.job0.ncu-rep").read_bytes() == (PROBE / "probe.ncu-rep").read_bytes()
+
+
+def unplaced(record: dict) -> dict:
+    """An outcome or kernel without where it ran."""
+    return {k: v for k, v in record.items() if k not in ("gpu_index", "gpu_name", "gpu_uuid")}
+
+
+def assert_placed_consistently(data: dict, gpus: tuple[Gpu, ...]) -> None:
+    """Each case names one of `gpus` whole, and the jobs' shares stay together (SHARE's two groups)."""
+    ran = {}
+    for outcome in data["outcomes"]:
+        gpu = gpus[outcome["gpu_index"]]
+        assert (outcome["gpu_name"], outcome["gpu_uuid"]) == (gpu.name, gpu.uuid)
+        ran[f"{outcome['family']}/{outcome['variant'].partition('@')[0]}"] = gpu.index
+    for kernel in data["kernels"]:
+        assert kernel["gpu_index"] == ran[f"{kernel['family']}/{kernel['variant']}"]
+        assert kernel["gpu_uuid"] == gpus[kernel["gpu_index"]].uuid
+
+
+def test_two_gpu_models_side_by_side(fakes, tmp_path, capsys):
+    fake_smi(tmp_path / "bin", MIXED)
+    assert profile_cli(tmp_path / "runs", "--cluster", "local") == 0
+    data = results(tmp_path / "runs")
+    assert_placed_consistently(data, MIXED)
+    ran = {f"{o['family']}/{o['variant']}": o["gpu_index"] for o in data["outcomes"]}
+    assert sorted([label for label in LABELS if ran[label] == gpu] for gpu in (0, 1)) == sorted(SHARE.values())
+    assert data["info"]["gpu_name"] == "NVIDIA H100 80GB HBM3 + NVIDIA H200" and data["complete"] is True
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "runs"), "--format", "md", "-o", "-"]) == 0
+    out = capsys.readouterr().out
+    counts = {gpu: sum(1 for g in ran.values() if g == gpu) for gpu in (0, 1)}
+    assert (f"GPU 0 (NVIDIA H100 80GB HBM3): {counts[0]} variants; GPU 1 (NVIDIA H200): {counts[1]} variants"
+            in out)  # fmt: skip
+
+
+def program_k(ncu_run: dict) -> str:
+    """The profiled program's -k in an ncu run's argv: which cases that run profiles."""
+    argv = ncu_run["argv"]
+    return argv[len(argv) - 1 - argv[::-1].index("-k") + 1]
+
+
+def _kill_worker_of_ncu_run(record: Path, which: int, deadline_s: float = 60) -> dict:
+    """SIGKILL the worker process that started the `which`-th ncu run (and that ncu's process group)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline and len(ncu_runs(record)) <= which:
+        time.sleep(0.1)
+    run = ncu_runs(record)[which]
+    os.kill(run["ppid"], signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(run["pid"], signal.SIGKILL)  # ncu and the program, orphaned by the worker's death
+    return run
+
+
+def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")  # every launch: a job takes a few seconds
+    killer = threading.Thread(target=_kill_worker_of_ncu_run, args=(fakes, 0), daemon=True)
+    killer.start()
+    assert profile_cli(tmp_path / "runs", "--cluster", "local") == 0
+    killer.join()
+    runs = ncu_runs(fakes)
+    assert len(runs) == 3  # the killed job ran again
+    data = results(tmp_path / "runs")
+    assert [(f"{o['family']}/{o['variant']}", o["status"]) for o in data["outcomes"]] == [(x, "ok") for x in LABELS]
+    assert data["complete"] is True and len(data["kernels"]) == 3
+
+
+def test_a_job_whose_workers_die_twice_is_failed_with_its_log(fakes, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")
+    killed: list[dict] = []
+
+    def kill_twice() -> None:
+        first = _kill_worker_of_ncu_run(fakes, 0)
+        killed.append(first)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the retry: the same -k as the killed run
+            retry = [i for i, r in enumerate(ncu_runs(fakes)) if i > 0 and program_k(r) == program_k(first)]
+            if retry:
+                killed.append(_kill_worker_of_ncu_run(fakes, retry[0]))
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_twice, daemon=True)
+    killer.start()
+    assert profile_cli(tmp_path / "runs", "--cluster", "local") == 3
+    killer.join()
+    assert len(killed) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("memlens: error: job ") and "its worker tcp://" in err and "died while running it" in err
+    run = (tmp_path / "runs" / "latest").resolve()
+    (log,) = run.glob("job*.failed.txt")
+    lines = log.read_text().splitlines()
+    assert lines[1].startswith("attempt 1: its worker tcp://") and lines[2].startswith("attempt 2: its worker tcp://")
+    data = results(tmp_path / "runs")
+    failed = [o for o in data["outcomes"] if o["status"] == "failed"]
+    assert failed and all(log.name in o["message"] for o in failed) and data["complete"] is False
+    assert {o["status"] for o in data["outcomes"]} == {"ok", "failed"}  # the other job's cases kept
+
+
+# --- an external scheduler: the scheduler gone ----------------------------------------------------
+
+
+def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatch, capsys):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+                     FAKE_NCU_LOG=str(PROBE / "probe.log"))  # fmt: skip
+    fake_smi(tmp_path / "bin", H200)
+    tag = uuid.uuid4().hex
+    env = {**fake_ncu_env(tmp_path / "bin"), MARKER: tag, "FAKE_NCU_REPORT": str(PROBE / "probe.ncu-rep"),
+           "FAKE_NCU_LOG": str(PROBE / "probe.log")}  # fmt: skip
+    address_file = tmp_path / "scheduler.json"
+    python = [sys.executable, "-m"]
+    processes = [_start([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                         "--no-dashboard", "--scheduler-file", str(address_file)], env)]  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text())["address"]
+        for gpu, sleep in zip(H200, ("0", "60"), strict=True):  # GPU 1's job hangs
+            worker_env = {**env, "CUDA_VISIBLE_DEVICES": gpu.uuid, "MEMLENS_TEST_SLEEP": sleep}
+            processes.append(_start([*python, "distributed.cli.dask_worker", address, "--nthreads", "1",
+                                     "--resources", "GPU=1", "--no-dashboard", "--no-nanny",
+                                     "--death-timeout", "10"], worker_env))  # fmt: skip
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:  # both workers in: the run is planned as 2 jobs
+            client.wait_for_workers(2, timeout=60)
+        out = tmp_path / "runs"
+
+        def kill_scheduler_once_a_job_is_back() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not list(out.glob("*/profile.job*.ncu-rep")):
+                time.sleep(0.1)
+            processes[0].kill()
+
+        killer = threading.Thread(target=kill_scheduler_once_a_job_is_back, daemon=True)
+        killer.start()
+        assert profile_cli(out, "--cluster", address) == 3
+        killer.join()
+    finally:
+        for process in processes:
+            process.kill()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("memlens: error: the scheduler went away: 1 of 2 jobs finished; partial results in ")
+    data = results(out)
+    assert data["complete"] is False
+    status = {f"{o['family']}/{o['variant']}": o["status"] for o in data["outcomes"]}
+    # which share the fast worker took is the scheduler's choice: one share finished, the other did not run
+    finished = next(share for share in SHARE.values() if status[share[0]] == "ok")
+    left = next(share for share in SHARE.values() if share is not finished)
+    assert status == {**dict.fromkeys(finished, "ok"), **dict.fromkeys(left, "not_run")}
+    # the finished job's kernels only (the probe report holds conflict and local of the first share)
+    assert {f"{k['family']}/{k['variant']}" for k in data["kernels"]} <= set(finished)
+    for pid in marked_processes(tag):  # the hung job's ncu and program, left by its worker
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+# --- Ctrl-C ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="issue 37, not done: on Ctrl-C the local cluster's workers die before they "
+                   "ship their stopped jobs, and closing the cluster then hangs")
+def test_ctrl_c_stops_the_jobs_and_keeps_what_they_did(tmp_path):
+    tag = uuid.uuid4().hex
+    record = tmp_path / "ncu-runs.jsonl"
+    env = fake_ncu_env(tmp_path / "bin", MEMLENS_TEST_SLEEP="60", FAKE_NCU_RECORD=str(record), **{MARKER: tag},
+                       FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"), FAKE_NCU_LOG=str(PROBE / "probe.log"))  # fmt: skip
+    fake_smi(tmp_path / "bin", H200)
+    runs = tmp_path / "runs"
+    argv = [sys.executable, "-m", "memlens", "profile", str(CPU_SUITE), "--out", str(runs), "--cluster", "local",
+            "--clock-control", "none"]  # fmt: skip
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            started = [p for p in Path("/tmp").glob("memlens-job*/events.job*.jsonl") if '"start"' in _text(p)]
+            if len(ncu_runs(record)) == 2 and len(started) >= 2:
+                break
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+        for pid in marked_processes(tag):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert process.returncode == 3 and "Traceback" not in err, err
+    assert err.splitlines()[-1].startswith("memlens: interrupted ")
+    data = json.loads((runs / "latest" / "results.json").read_text())
+    assert data["complete"] is False
+    assert [(o["variant"], o["status"]) for o in data["outcomes"]] == [
+        ("conflict", "failed"), ("padded", "failed"), ("swizzled", "not_run"), ("register", "not_run"),
+        ("local", "not_run")]  # fmt: skip
+    assert all("interrupted" in o["message"] for o in data["outcomes"] if o["status"] == "failed")
+    run = (runs / "latest").resolve()
+    assert {p.name for p in run.glob("ncu.job*.log")} == {"ncu.job0.log", "ncu.job1.log"}  # each job's, shipped
+    assert "no ncu, program or worker left running" and not marked_processes(tag)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+# --- the parts on their own -----------------------------------------------------------------------
+
+
+def test_a_worker_finds_its_gpu_by_uuid_or_index():
+    assert worker_gpu(f"{H200[1].uuid},{H200[0].uuid}", H200) == H200[1]
+    assert worker_gpu("0", H200) == H200[0] and worker_gpu(None, H200[:1]) == H200[0]
+    with pytest.raises(ProfilerError, match="CUDA_VISIBLE_DEVICES is not set and the host has 2 GPUs"):
+        worker_gpu("", H200)
+    with pytest.raises(ProfilerError, match="CUDA_VISIBLE_DEVICES=GPU-zz is none of nvidia-smi's GPUs"):
+        worker_gpu("GPU-zz", H200)
+
+
+def test_a_shipped_error_keeps_its_kind():
+    where = Where("node1", H200[0])
+    assert isinstance(Shipped(where, {}, ("ConfigError", "bad")).raised(), ConfigError)
+    assert isinstance(Shipped(where, {}, ("KeyboardInterrupt", "x")).raised(), KeyboardInterrupt)
+    assert type(Shipped(where, {}, ("NcuTimeout", "late")).raised()) is ProfilerError
+    assert Shipped(where, {}, None).raised() is None
+
+
+def test_cluster_usage_errors(fakes, tmp_path, capsys, monkeypatch):
+    assert profile_cli(tmp_path / "runs", "--cluster", "local", "--gpus", "all") == 2
+    assert "--gpus and --cluster both share the cases out" in capsys.readouterr().err
+    assert profile_cli(tmp_path / "runs", "--cluster", "nonsense") == 2
+    assert "expected a scheduler address (tcp://HOST:8786) or 'local'" in capsys.readouterr().err
+    monkeypatch.setattr("memlens.collect.cluster.CONNECT_TIMEOUT_S", 1.0)
+    assert profile_cli(tmp_path / "runs", "--cluster", "tcp://127.0.0.1:9") == 3
+    assert capsys.readouterr().err.startswith("memlens: error: --cluster tcp://127.0.0.1:9: no scheduler answers")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_without_distributed_the_cluster_extra_is_named(fakes, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert profile_cli(tmp_path / "runs", "--cluster", "local") == 3
+    assert 'pip install "memlens[cluster]"' in capsys.readouterr().err
+
+
+def test_memlens_imports_no_dask_without_cluster():
+    code = ("import sys; from memlens.cli import main; from memlens.commands import profile; "
+            "import memlens.collect.scheduler; print(any(m.split('.')[0] in ('dask', 'distributed') "
+            "for m in sys.modules))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_the_report_header_names_each_host_of_a_cluster_run():
+    from memlens.model.results import RunInfo, RunResults, VariantOutcome
+    from memlens.reports.build import gpus_header
+
+    h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    outcomes = (VariantOutcome("transpose", "conflict", "ok", gpu_index=0, gpu_name=h100, host="a"),
+                VariantOutcome("transpose", "padded", "ok", gpu_index=0, gpu_name=h200, host="b"),
+                VariantOutcome("transpose", "swizzled", "ok", gpu_index=0, gpu_name=h200, host="b"))  # fmt: skip
+    (item,) = gpus_header(RunResults(RunInfo(host="a"), (), outcomes))
+    assert item.text == "a GPU 0 (NVIDIA H100 80GB HBM3): 1 variant; b GPU 0 (NVIDIA H200): 2 variants"

@@ -1,0 +1,433 @@
+"""`memlens profile --gpus` on the CPU: two stand-in GPUs, the fake ncu replaying a recording for each."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memlens.cli import main
+from memlens.collect.gpus import Gpu, choose_gpus, parse_gpu_list, parse_gpus_option
+from memlens.collect.profile_run import ProfileOptions
+from memlens.collect.run_dir import Machine
+from memlens.collect.shards import (
+    COST_EQUAL,
+    COST_MIN_BYTES,
+    COST_PREVIOUS,
+    Part,
+    expected_costs,
+    merge,
+    share_arguments,
+    sizes_for,
+    split,
+    unit_costs,
+    units,
+)
+from memlens.errors import ConfigError
+from memlens.model.results import RunInfo, RunResults, VariantOutcome
+from memlens.suite import select_variants
+from tests.conftest import FIXTURES
+from tests.support.fake import CPU_SUITE, install_fake_ncu
+
+PROBE = FIXTURES / "probe"
+GPUS = (
+    Gpu(0, "NVIDIA H200", "GPU-aaaaaaaa-0000-0000-0000-000000000000", "00000000:19:00.0"),
+    Gpu(1, "NVIDIA H200", "GPU-bbbbbbbb-1111-1111-1111-111111111111", "00000000:3B:00.0"),
+)
+# the CPU suite's variants, in suite order; with equal costs GPU 0 gets 1st, 3rd, 5th, GPU 1 2nd, 4th
+LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register",
+          "running_mean/local"]  # fmt: skip
+SHARE = {0: ["transpose/conflict", "transpose/swizzled", "running_mean/local"],
+         1: ["transpose/padded", "running_mean/register"]}  # fmt: skip
+
+
+@pytest.fixture
+def two_gpus(tmp_path, monkeypatch):
+    """The fake ncu on PATH (recording each run's argv and environment) and two GPUs to choose from."""
+    record = tmp_path / "ncu-runs.jsonl"
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+                     FAKE_NCU_LOG=str(PROBE / "probe.log"), FAKE_NCU_RECORD=str(record))  # fmt: skip
+    monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
+    return record
+
+
+def profile_cli(tmp_path: Path, *extra: str) -> int:
+    return main(["profile", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--clock-control", "none", *extra])
+
+
+def ncu_runs(record: Path) -> list[dict]:
+    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+
+
+def test_each_gpu_gets_its_own_ncu_with_its_share_and_its_device(two_gpus, tmp_path):
+    assert profile_cli(tmp_path, "--gpus", "all") == 0
+    run = (tmp_path / "runs" / "latest").resolve()
+    runs = sorted(ncu_runs(two_gpus), key=lambda r: r["CUDA_VISIBLE_DEVICES"])
+    assert [r["CUDA_VISIBLE_DEVICES"] for r in runs] == [GPUS[0].uuid, GPUS[1].uuid]
+    for gpu, ncu_run in zip(GPUS, runs, strict=True):
+        argv = ncu_run["argv"]
+        assert argv[argv.index("--export") + 1] == str(run / f"profile.gpu{gpu.index}")
+        assert argv[argv.index("--log-file") + 1] == str(run / f"ncu.gpu{gpu.index}.log")
+        pattern = argv[len(argv) - 1 - argv[::-1].index("-k") + 1]  # the profiled program's -k
+        assert [label for label in LABELS if re.search(pattern, label)] == SHARE[gpu.index]
+        assert f"memlens-gpu{gpu.index}-" in ncu_run["TMPDIR"]  # a folder of its own, removed afterwards
+        assert not Path(ncu_run["TMPDIR"]).exists()
+        assert f"profile.gpu{gpu.index}" in (run / f"ncu-command.gpu{gpu.index}.txt").read_text()
+        assert (run / f"events.gpu{gpu.index}.jsonl").is_file()
+
+
+def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tmp_path, capsys):
+    assert profile_cli(tmp_path, "--gpus", "0,1") == 0
+    run = (tmp_path / "runs" / "latest").resolve()
+    names = sorted(p.name for p in run.iterdir())
+    assert names == ["events.gpu0.jsonl", "events.gpu1.jsonl", "ncu-command.gpu0.txt", "ncu-command.gpu1.txt",
+                     "ncu.gpu0.log", "ncu.gpu1.log", "profile.gpu0.ncu-rep", "profile.gpu1.ncu-rep",
+                     "results.json"]  # fmt: skip
+    data = json.loads((run / "results.json").read_text())
+    assert [f"{o['family']}/{o['variant']}" for o in data["outcomes"]] == LABELS  # suite order, each once
+    assert {f"{o['family']}/{o['variant']}": o["gpu_index"] for o in data["outcomes"]} == {
+        label: gpu for gpu, labels in SHARE.items() for label in labels
+    }
+    # the probe recording holds conflict, padded and local: each kept from the report of the GPU that ran it
+    kernels = [(f"{k['family']}/{k['variant']}", k["gpu_index"], k["gpu_uuid"]) for k in data["kernels"]]
+    assert kernels == [("transpose/conflict", 0, GPUS[0].uuid), ("transpose/padded", 1, GPUS[1].uuid),
+                       ("running_mean/local", 0, GPUS[0].uuid)]  # fmt: skip
+    assert data["complete"] is True
+    assert data["info"]["source"] == "profile.gpu0.ncu-rep, profile.gpu1.ncu-rep"
+    assert data["info"]["gpu_name"] == "NVIDIA H200"
+    info = data["info"]  # what a merge of runs from several hosts needs (docs/several-gpus.md)
+    assert info["host"] == socket.gethostname() and info["ncu_version"] == "2025.3.1.0"
+    assert {"driver_version", "suite_commit", "memlens_command", "started_at", "memlens_version"} <= set(info)
+    assert "3 kernels from 5 variants profiled" in capsys.readouterr().out
+    assert main(["report", str(run), "--format", "md", "-o", "-"]) == 0  # the merged run's one report
+    gpus_line = f"| GPUs | GPU 0 (NVIDIA H200): 3 variants; GPU 1 (NVIDIA H200): 2 variants on {socket.gethostname()} |"
+    assert gpus_line in capsys.readouterr().out
+
+
+def test_a_failing_gpu_keeps_the_others_results_and_is_named(two_gpus, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLENS_TEST_RAISE", "transpose/padded")  # GPU 1's first variant
+    assert profile_cli(tmp_path, "--gpus", "all") == 3  # as for a failure on one GPU
+    err = capsys.readouterr().err
+    assert "2 of 5 variants did not profile cleanly, first transpose/padded on GPU 1: failed:" in err
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    status = {o["variant"]: (o["status"], o["gpu_index"]) for o in data["outcomes"]}
+    assert status == {"conflict": ("ok", 0), "padded": ("failed", 1), "swizzled": ("ok", 0),
+                      "register": ("not_run", 1), "local": ("ok", 0)}  # fmt: skip
+    assert [k["variant"] for k in data["kernels"]] == ["conflict", "local"]  # GPU 0's, all kept
+
+
+def test_an_error_of_one_gpus_ncu_names_that_gpu(two_gpus, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "30")
+    assert profile_cli(tmp_path, "--gpus", "all", "--timeout", "3") == 3
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("memlens: error: GPU 0 (NVIDIA H200): ncu ran past the 3 s timeout while transpose/")
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert data["complete"] is False
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0,7", "memlens: error: --gpus 0,7: no GPU 7 on this machine (its GPUs: 0, 1)"),
+        ("one", "memlens: error: --gpus 'one': expected 'all' or GPU indices such as 0,1"),
+        ("1,1", "memlens: error: --gpus '1,1': a GPU is named twice"),
+    ],
+)
+def test_a_wrong_gpus_value_is_one_line_and_exit_2_before_ncu_starts(two_gpus, tmp_path, capsys, value, message):
+    assert profile_cli(tmp_path, "--gpus", value) == 2
+    assert capsys.readouterr().err == message + "\n"
+    assert ncu_runs(two_gpus) == [] and not (tmp_path / "runs").exists()
+
+
+def test_one_gpu_is_todays_run_on_that_gpu(two_gpus, tmp_path):
+    assert profile_cli(tmp_path, "--gpus", "1") == 0
+    run = (tmp_path / "runs" / "latest").resolve()
+    assert (run / "profile.ncu-rep").is_file() and not list(run.glob("*.gpu*"))
+    (ncu_run,) = ncu_runs(two_gpus)
+    assert ncu_run["CUDA_VISIBLE_DEVICES"] == GPUS[1].uuid
+    data = json.loads((run / "results.json").read_text())
+    assert {k["gpu_index"] for k in data["kernels"]} == {1} and len(data["outcomes"]) == 5
+
+
+def test_without_gpus_nothing_changes(two_gpus, tmp_path):
+    assert profile_cli(tmp_path) == 0
+    (ncu_run,) = ncu_runs(two_gpus)
+    assert ncu_run["CUDA_VISIBLE_DEVICES"] == os.environ.get("CUDA_VISIBLE_DEVICES")  # memlens's own
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    assert {k["gpu_index"] for k in data["kernels"]} == {None}
+
+
+# --- the split ------------------------------------------------------------------------------------
+
+
+def test_split_gives_the_largest_first_to_the_least_loaded():
+    variants = select_variants(CPU_SUITE, None).variants
+    costs = dict(zip(LABELS, [10.0, 1.0, 1.0, 1.0, 8.0], strict=True))
+    shares = split(variants, costs, 2)
+    assert [[v.label for v in share] for share in shares] == [
+        ["transpose/conflict", "running_mean/register"],  # 10 + 1
+        ["transpose/padded", "transpose/swizzled", "running_mean/local"],  # 8 + 1 + 1, then the tie goes to GPU 0
+    ]
+    equal = split(variants, dict.fromkeys(LABELS, 1.0), 2)
+    assert [[v.label for v in share] for share in equal] == [SHARE[0], SHARE[1]]  # round robin
+    assert [len(s) for s in split(variants, dict.fromkeys(LABELS, 1.0), 7)] == [1, 1, 1, 1, 1, 0, 0]
+
+
+def test_costs_come_from_the_previous_run_else_min_bytes_else_equal(tmp_path):
+    selection = select_variants(CPU_SUITE, None)
+    costs, source = expected_costs(selection, False, tmp_path / "runs")
+    assert source == COST_EQUAL and set(costs.values()) == {1.0}
+    previous = tmp_path / "runs" / "20260101-000000-1"
+    previous.mkdir(parents=True)
+    (tmp_path / "runs" / "latest").symlink_to(previous.name)
+    lines = []
+    for index, label in enumerate(LABELS):
+        lines += [{"event": "start", "variant": label, "time": 100.0 + 10 * index},
+                  {"event": "done", "variant": label, "status": "ok", "time": 100.0 + 10 * index + index + 1}]
+    (previous / "events.gpu0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines[:6]) + "junk\n")
+    (previous / "events.gpu1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines[6:]))
+    costs, source = expected_costs(selection, False, tmp_path / "runs")
+    assert source == COST_PREVIOUS and costs == dict(zip(LABELS, [1.0, 2.0, 3.0, 4.0, 5.0], strict=True))
+    (previous / "events.gpu1.jsonl").unlink()  # the previous run lacks some: the next source
+    assert expected_costs(selection, False, tmp_path / "runs")[1] == COST_EQUAL
+
+
+def test_costs_from_min_bytes_where_every_family_declares_it():
+    selection = select_variants(Path(__file__).resolve().parents[2] / "kernels", "transpose|running_mean")
+    costs, source = expected_costs(selection, True, Path("/nonexistent"))
+    assert source == COST_MIN_BYTES
+    family = selection.variants[0].family
+    assert costs[selection.variants[0].label] == family.min_bytes(family.size(selection.sizes, True))
+
+
+def test_each_share_gets_only_the_sizes_of_its_families():
+    variants = select_variants(CPU_SUITE, None).variants
+    transposes = [v for v in variants if v.family.name == "transpose"]
+    items = ["m=32", "n=16", "running_mean.n=64", "transpose.m=8"]
+    assert sizes_for(transposes, items) == ("m=32", "n=16", "transpose.m=8")
+
+
+# --- the GPUs of the host --------------------------------------------------------------------------
+
+
+def test_nvidia_smi_lines_become_gpus():
+    text = ("0, NVIDIA H100 80GB HBM3, GPU-aaaaaaaa-0000-0000-0000-000000000000, 00000000:19:00.0\n"
+            "1, NVIDIA H200, GPU-bbbbbbbb-1111-1111-1111-111111111111, 00000000:3B:00.0\n"
+            "No devices were found\n")  # fmt: skip
+    assert parse_gpu_list(text) == (
+        Gpu(0, "NVIDIA H100 80GB HBM3", "GPU-aaaaaaaa-0000-0000-0000-000000000000", "00000000:19:00.0"),
+        Gpu(1, "NVIDIA H200", "GPU-bbbbbbbb-1111-1111-1111-111111111111", "00000000:3B:00.0"),
+    )
+
+
+def test_gpus_option():
+    assert parse_gpus_option("all") is None and parse_gpus_option("1, 0") == (1, 0)
+    assert choose_gpus("1", GPUS) == (GPUS[1],) and choose_gpus("all", GPUS) == GPUS
+    with pytest.raises(ConfigError, match="expected 'all' or GPU indices"):
+        parse_gpus_option("")
+    assert GPUS[0].environment({"PATH": "/bin"}) == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": GPUS[0].uuid}
+
+
+# --- memlens bench --gpus --------------------------------------------------------------------------
+
+
+def test_bench_child_argv_selects_its_share_and_sizes(tmp_path):
+    from memlens.bench.gpus import child_argv
+    from memlens.bench.timing import BenchOptions
+
+    share = [v for v in select_variants(CPU_SUITE, None).variants if v.label in SHARE[1]]
+    options = BenchOptions(repeats=30, sizes=("running_mean.n=64", "transpose.m=8"), small=True)
+    argv = child_argv(options, CPU_SUITE, share, tmp_path)
+    assert argv[1:] == ["-m", "memlens", "bench", str(CPU_SUITE),
+                        "-k", r"^(?:transpose/padded|running_mean/register)$",
+                        "--repeats", "30", "--out", str(tmp_path), "--size", "running_mean.n=64",
+                        "--size", "transpose.m=8", "--small"]  # fmt: skip
+
+
+def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path, monkeypatch, capsys):
+    from memlens.bench import gpus as bench_gpus
+    from tests.reports.test_report_bench import RUNNING_MEAN, TRANSPOSE, bench_results
+    from tests.support.json_file import write_json
+
+    def children(options, suite, plan, run_dir, scratch):
+        """GPU 0's bench writes its bench.json; GPU 1's stops before it writes one."""
+        assert [(gpu.index, [v.label for v in share]) for gpu, share in plan] == [(0, SHARE[0]), (1, SHARE[1])]
+        timed = {"transpose": (TRANSPOSE, 8, {"conflict": 0.3, "swizzled": 0.16}),
+                 "running_mean": (RUNNING_MEAN, 8, {"local": 0.48})}  # fmt: skip
+        (scratch / "gpu0" / "run").mkdir(parents=True)
+        write_json(scratch / "gpu0" / "run" / "bench.json", bench_results(timed=timed, failures=()).to_json())
+        (run_dir / "bench.gpu1.log").write_text("memlens: error: no usable CUDA GPU: test\n")
+        return [0, 3]
+
+    monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
+    monkeypatch.setattr(bench_gpus, "_run_children", children)
+    out = tmp_path / "runs"
+    assert main(["bench", str(CPU_SUITE), "--out", str(out), "--gpus", "all"]) == 3
+    (run,) = [p for p in out.iterdir()]
+    merged = json.loads((run / "bench.json").read_text())
+    assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == SHARE[0]
+    assert [(f["variant"], f["status"]) for f in merged["failures"]] == [("padded", "failed"), ("register", "failed")]
+    assert merged["failures"][0]["message"] == ("GPU 1 (NVIDIA H200): memlens: error: no usable CUDA GPU: test; "
+                                                "see bench.gpu1.log")  # fmt: skip
+    assert (run / "bench.gpu0.json").is_file() and not (run / "bench.gpu1.json").exists()
+    err = capsys.readouterr().err
+    assert "2 of 5 variants were not timed, first transpose/padded: failed: GPU 1 (NVIDIA H200)" in err
+
+
+def test_bench_children_run_at_once_and_a_machine_without_gpus_is_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    out = tmp_path / "runs"
+    assert main(["bench", str(CPU_SUITE), "--out", str(out), "--gpus", "0,1"]) == 3
+    (run,) = [p for p in out.iterdir()]
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memlens: error: no GPU timed anything, first transpose/conflict: GPU 0 (NVIDIA H200): ")
+    assert err.endswith(f"see bench.gpu0.log; logs in {run}")
+    for index in (0, 1):  # each child's own output, ending in its one-line error
+        assert (run / f"bench.gpu{index}.log").read_text().strip().splitlines()[-1].startswith("memlens: error: ")
+
+
+def test_no_gpu_listed_is_an_environment_error(tmp_path, monkeypatch, capsys):
+    from memlens.io.processes import Finished
+
+    failed = Finished(("nvidia-smi",), 9, "", "NVIDIA-SMI has failed because it couldn't communicate with the driver")
+    monkeypatch.setattr("memlens.collect.gpus.run_command", lambda argv, timeout: failed)
+    assert profile_cli(tmp_path, "--gpus", "all") == 3
+    assert capsys.readouterr().err == (
+        "memlens: error: --gpus: nvidia-smi lists no GPU (nvidia-smi exited with code 9: NVIDIA-SMI has failed "
+        "because it couldn't communicate with the driver)\n"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+# --- Ctrl-C and SIGTERM over several GPUs: every GPU's ncu stopped, what each did saved -------------
+
+FAKE_SMI = f"""#!/bin/sh
+case "$*" in
+  *pci.bus_id*) printf '%s\\n' {' '.join(f"'{g.index}, {g.name}, {g.uuid}, {g.pci_bus_id}'" for g in GPUS)} ;;
+  *) echo 580.159.04 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
+    from tests.support.fake import MARKER, fake_ncu_env, marked_processes
+
+    tag = uuid.uuid4().hex
+    env = fake_ncu_env(tmp_path / "bin", MEMLENS_TEST_SLEEP="60", **{MARKER: tag})
+    (tmp_path / "bin" / "nvidia-smi").write_text(FAKE_SMI)
+    (tmp_path / "bin" / "nvidia-smi").chmod(0o755)
+    runs = tmp_path / "runs"
+    argv = [sys.executable, "-m", "memlens", "profile", str(CPU_SUITE), "--out", str(runs), "--gpus", "all",
+            "--clock-control", "none"]  # fmt: skip
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            started = [p for p in runs.glob("*/events.gpu*.jsonl") if '"start"' in p.read_text()]
+            if len(started) == 2:
+                break
+            time.sleep(0.1)
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 3 and "Traceback" not in err
+    assert err.splitlines()[-1].startswith("memlens: interrupted GPU 0 (NVIDIA H200): while transpose/conflict was")
+    data = json.loads((runs / "latest" / "results.json").read_text())
+    assert data["complete"] is False
+    assert [(o["variant"], o["status"], o["gpu_index"]) for o in data["outcomes"]] == [
+        ("conflict", "failed", 0), ("padded", "failed", 1), ("swizzled", "not_run", 0), ("register", "not_run", 1),
+        ("local", "not_run", 0)]  # fmt: skip
+    deadline = time.monotonic() + 5
+    while marked_processes(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marked_processes(tag) == []  # no ncu and no program left running on any GPU
+
+
+@pytest.mark.parametrize(("extra", "message"), [(["--repeats", "5"], "--repeats 5: at least 20 launches make a median"),
+                                                (["-k", "nothing"], "matches -k 'nothing'")])  # fmt: skip
+def test_bench_on_gpus_refuses_bad_options_before_any_child(tmp_path, monkeypatch, capsys, extra, message):
+    monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
+    assert main(["bench", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--gpus", "all", *extra]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_a_swept_variant_costs_all_its_values():
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
+    selection = select_variants(kernels, "transpose|running_mean", (), ("transpose.rows=64,128,256",), True)
+    costs, source = expected_costs(selection, True, Path("/nonexistent"))
+    assert source == COST_MIN_BYTES
+    transpose = next(v.family for v in selection.variants if v.family.name == "transpose")
+    cols = transpose.size({}, True)["cols"]
+    assert costs["transpose/conflict"] == sum(transpose.min_bytes({"rows": r, "cols": cols}) for r in (64, 128, 256))
+    running_mean = next(v.family for v in selection.variants if v.family.name == "running_mean")
+    assert costs["running_mean/local"] == running_mean.min_bytes(running_mean.size({}, True))
+
+
+def test_a_swept_variant_costs_the_seconds_of_all_its_values_in_the_previous_run(tmp_path):
+    selection = select_variants(CPU_SUITE, "transpose/conflict|running_mean/local", (), ("transpose.m=8,16",), False)
+    assert expected_costs(selection, False, tmp_path / "runs") == (
+        {"transpose/conflict": 2.0, "running_mean/local": 1.0}, COST_EQUAL)  # one a value
+    previous = tmp_path / "runs" / "20260101-000000-1"
+    previous.mkdir(parents=True)
+    (tmp_path / "runs" / "latest").symlink_to(previous.name)
+    seconds = {"transpose/conflict@m=8": 1.5, "transpose/conflict@m=16": 2.5, "running_mean/local": 0.5}
+    events = [e for index, (label, took) in enumerate(seconds.items())
+              for e in ({"event": "start", "variant": label, "time": 10.0 * index},
+                        {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took})]  # fmt: skip
+    (previous / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert expected_costs(selection, False, tmp_path / "runs") == (
+        {"transpose/conflict": 4.0, "running_mean/local": 0.5}, COST_PREVIOUS)
+
+
+def test_a_swept_run_over_two_gpus_merges_in_suite_order():
+    selection = select_variants(CPU_SUITE, None, (), ("transpose.m=8,16",), False)
+    cases = [case.label for case in selection.cases()]
+    assert cases[:3] == ["transpose/conflict@m=8", "transpose/padded@m=8", "transpose/swizzled@m=8"]
+    parts = []
+    for gpu in GPUS:  # each GPU's outcomes in its own order, as its share ran
+        mine = [label for position, label in enumerate(cases) if position % 2 == gpu.index]
+        outcomes = tuple(VariantOutcome(*label.split("/"), "ok", gpu_index=gpu.index) for label in reversed(mine))
+        parts.append(Part(gpu, RunResults(RunInfo(), (), outcomes, True), None))
+    results, error = merge(parts, selection, Machine(None, None), "memlens profile", dt.datetime.now(dt.timezone.utc))
+    assert error is None
+    assert [f"{o.family}/{o.variant}" for o in results.outcomes] == cases
+
+
+def test_a_swept_family_is_shared_out_by_value_and_each_gpu_runs_only_its_values():
+    selection = select_variants(CPU_SUITE, None, (), ("transpose.m=8,16,32",), False)
+    found = units(selection)
+    assert [u.label for u in found] == ["transpose@m=8", "transpose@m=16", "transpose@m=32", "running_mean/register",
+                                        "running_mean/local"]  # fmt: skip
+    costs = unit_costs(selection, False, Path("/nonexistent"))  # the CPU suite declares no min_bytes: 1 a case
+    assert costs == {"transpose@m=8": 3.0, "transpose@m=16": 3.0, "transpose@m=32": 3.0,
+                     "running_mean/register": 1.0, "running_mean/local": 1.0}  # fmt: skip
+    shares = split(found, costs, 2)
+    assert [[u.label for u in share] for share in shares] == [
+        ["transpose@m=8", "transpose@m=32"], ["transpose@m=16", "running_mean/register", "running_mean/local"]]
+    options = ProfileOptions(suite=str(CPU_SUITE), sizes=("running_mean.n=64",), sweeps=("transpose.m=8,16,32",))
+    assert share_arguments(shares[0], options) == (tuple(LABELS[:3]), (), ("transpose.m=8,32",))
+    assert share_arguments(shares[1], options) == (tuple(LABELS), ("running_mean.n=64",), ("transpose.m=16",))
+
+
+def test_each_gpus_program_is_given_its_own_values_of_a_sweep(two_gpus, tmp_path):
+    profile_cli(tmp_path, "--gpus", "all", "--sweep", "transpose.m=8,16")  # the probe holds no swept kernel
+    sweeps = set()
+    for ncu_run in ncu_runs(two_gpus):
+        argv = ncu_run["argv"]
+        sweeps |= {argv[i + 1] for i, arg in enumerate(argv) if arg == "--sweep"}
+        assert argv.count("--sweep") == 1
+    assert sweeps == {"transpose.m=8", "transpose.m=16"}

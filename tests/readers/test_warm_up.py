@@ -1,0 +1,122 @@
+"""Reading a report's instructions costs little after ncu: the SASS disassembler starts on the first
+kernel of a report ncu is still writing (readers/warm_up.py), and a launch whose counters say it
+executed no local load or store has only its shared-memory instructions decoded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memlens.cli import main
+from memlens.readers import ncu_instructions, read_report, warm_up
+from tests.support.fake import CPU_SUITE, install_fake_ncu
+
+pytest.importorskip("ncu_report")
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+PROBE = FIXTURES / "probe"
+PROGRAM = FIXTURES / "nvidia_h200" / "programs" / "cuda_app.ncu-rep"
+SUITE = FIXTURES / "nvidia_h200" / "suite.ncu-rep"  # per-PC inst_executed and shared wavefronts
+FAST = FIXTURES / "nvidia_h200" / "suite_fast.ncu-rep"  # no per-instruction metric
+
+
+@pytest.fixture(autouse=True)
+def fresh_warm_up(monkeypatch):
+    monkeypatch.setattr(warm_up, "_done", False)
+    monkeypatch.setattr(warm_up, "_thread", None)
+    monkeypatch.setattr(warm_up, "RETRY_S", 0.05)
+    yield
+    warm_up.settle()
+
+
+def wait_for(condition, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_the_disassembler_starts_once_ncu_has_written_a_whole_kernel(tmp_path):
+    report = tmp_path / "profile.ncu-rep"
+    warm_up.start(report)  # ncu has not created it yet
+    assert warm_up._thread is None
+    whole = SUITE.read_bytes()
+    report.write_bytes(whole[:20_000])  # the header and part of the first kernel
+    warm_up.start(report)
+    assert wait_for(lambda: warm_up._thread is not None and warm_up._thread.is_alive())
+    time.sleep(0.3)  # several tries, none finding a kernel
+    assert not warm_up.is_done() and warm_up._thread.is_alive()
+    report.write_bytes(whole)
+    assert wait_for(warm_up.is_done)
+    warm_up._thread.join(5)
+    assert not warm_up._thread.is_alive()
+
+
+def test_settle_ends_the_tries_and_leaves_the_process_one_thread_for_the_reader(tmp_path):
+    report = tmp_path / "profile.ncu-rep"
+    report.write_bytes(SUITE.read_bytes()[:1000])
+    before = threading.active_count()
+    warm_up.start(report)
+    assert threading.active_count() == before + 1
+    warm_up.settle()
+    assert threading.active_count() == before
+    assert not warm_up.is_done()
+    warm_up.start(report)  # a later run may try again
+    assert warm_up._thread.is_alive()
+
+
+def test_a_report_without_per_instruction_metrics_starts_nothing(tmp_path):
+    report = tmp_path / "profile.ncu-rep"
+    report.write_bytes(FAST.read_bytes())
+    warm_up.start(report)
+    assert wait_for(lambda: not warm_up._thread.is_alive())
+    assert not warm_up.is_done()
+
+
+def test_each_binary_is_disassembled_once_with_its_local_and_tma_instructions(monkeypatch):
+    """Local and TMA instructions carry no shared wavefronts to find them by: every executed instruction
+    of a kernel binary is decoded, once per binary (not per launch), and only those kinds are kept."""
+    decoded: dict[str, list[int]] = {}
+    original = ncu_instructions.InstructionReader.decode
+
+    def counting(self, action, binary, pc):
+        if (binary, pc) not in self.decoded:
+            decoded.setdefault(binary[0], []).append(pc)
+        return original(self, action, binary, pc)
+
+    monkeypatch.setattr(ncu_instructions.InstructionReader, "decode", counting)
+    results = read_report(SUITE, instructions=True)
+    by_name = {k.kernel: k for k in results.kernels}
+    conflict = by_name["transpose_conflict"]
+    assert conflict.value("local_ld_instructions") == 0 and conflict.value("local_st_instructions") == 0
+    # 8 shared-memory instructions, and the global loads and stores the table places by their memory type
+    assert {r.space for r in conflict.instructions} == {"shared", "global"}
+    assert sum(r.space == "shared" for r in conflict.instructions) == 8
+    assert len(decoded["transpose_conflict"]) == len(set(decoded["transpose_conflict"])) > 8  # each PC once
+    local = by_name["running_mean_local"]
+    assert local.value("local_ld_instructions") > 0
+    assert len(decoded["running_mean_local"]) > 250  # every executed instruction, in search of LDL and STL
+    assert {r.opcode for r in local.instructions if r.space == "local"} == {"LDL", "STL"}
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_profile_starts_the_disassembler_while_ncu_still_runs_unless_fast(tmp_path, monkeypatch, fast):
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+                     FAKE_NCU_LOG=str(PROBE / "probe.log"), FAKE_NCU_LINGER="1.5")  # fmt: skip
+    argv = ["profile", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--clock-control", "none"]
+    assert main(argv + (["--fast"] if fast else [])) == 0
+    assert warm_up.is_done() is not fast
+
+
+def test_a_program_run_starts_the_disassembler_while_ncu_still_runs(tmp_path, monkeypatch):
+    log = tmp_path / "ncu.log"
+    log.write_text("==PROF== Connected to process 615 (app)\n==PROF== Disconnected from process 615\n")
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAM), FAKE_NCU_LOG=str(log),
+                     FAKE_NCU_LINGER="1.5")  # fmt: skip
+    assert main(["profile", "--out", str(tmp_path / "runs"), "--clock-control", "none", "--", "true"]) == 0
+    assert warm_up.is_done()

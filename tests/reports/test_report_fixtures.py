@@ -1,0 +1,83 @@
+"""The report of the suite as recorded on a GPU by tests/fixtures/record.sh: every variant is what
+it declares, the verdicts name what the notes of the GPU machine saw. Skipped until recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memlens.output import render_report as render
+from memlens.readers import read_report
+from memlens.reports.render import build_report
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.results.json"))
+
+pytestmark = pytest.mark.skipif(not RECORDED, reason="suite fixtures not recorded yet (tests/fixtures/record.sh)")
+
+
+@pytest.fixture(params=RECORDED, ids=[p.name for p in RECORDED])
+def recorded(request) -> Path:
+    return request.param
+
+
+def rows(path: Path) -> dict:
+    run = build_report([(str(path), read_report(path))]).runs[0]
+    return {row.label: row for row in run.variants}
+
+
+def test_every_variant_is_valid_and_as_declared(recorded):
+    report = build_report([("suite", read_report(recorded / "suite.results.json"))])
+    run = report.runs[0]
+    assert run.complete and run.exact_available
+    assert {f.name for f in run.families} >= {"transpose", "running_mean", "matmul"}
+    for row in run.variants:
+        assert row.valid, (row.label, row.status, row.message)
+        assert row.expectation.state == "match", (row.label, row.declared, row.expectation.measured, row.verdict_text)
+    assert dict((item.label, item.text) for item in run.header)["GPU"] != "n/a"
+
+
+def test_verdicts_on_the_recorded_suite(recorded):
+    by_label = rows(recorded / "suite.results.json")
+    conflict = by_label["transpose/conflict"]
+    assert conflict.baseline
+    # 65,011,712 exact excess wavefronts over 2,097,152 shared-load executions: 31 each (both GPUs)
+    assert conflict.verdict_text.startswith(
+        "shared loads: 32-way bank conflicts, 65.0 M excess wavefronts (31 per shared load); ")
+    # a recording with the roofline counters (--roofline) says a transpose moves data only
+    with_roofline = read_report(recorded / "suite.results.json").kernels[0].raw.get("sm_clock") is not None
+    roofline = "; roofline: no floating-point work (moves data only): no intensity figure" if with_roofline else ""
+    for label in ("transpose/padded", "transpose/swizzled"):
+        if label in by_label:  # PMPP's memory-level verdict between the two (reports/pmpp_verdicts.py)
+            text = by_label[label].verdict_text
+            assert text == "no bank conflicts, no local memory" + roofline or (  # a recording without L2 bytes
+                text.startswith("no bank conflicts, no local memory; DRAM-bound: DRAM at ")
+                and text.endswith(roofline or "the DRAM bytes)"))
+            assert by_label[label].cells["speedup"].value > 1.2
+    local = [row for label, row in by_label.items() if label.startswith("running_mean/") and not row.baseline]
+    assert any("local memory: " in row.verdict_text and "of local loads" in row.verdict_text for row in local)
+
+
+def test_fast_recording_falls_back_to_the_hardware_counter(recorded):
+    by_label = rows(recorded / "suite_fast.results.json")
+    conflict = by_label["transpose/conflict"]
+    assert conflict.expectation.state == "unchecked"
+    assert "not measured exactly: a --fast run" in conflict.verdict_text
+    assert "HW counter (over-counts): " in conflict.verdict_text
+
+
+def test_plain_ncu_report_has_other_kernels_only(recorded):
+    run = build_report([("plain", read_report(recorded / "plain_ncu.csv"))]).runs[0]
+    assert run.families == () and run.others
+    assert any(row.verdict and row.valid for row in run.others)
+
+
+def test_all_recordings_in_one_report(recorded):
+    paths = [recorded / "suite.results.json", recorded / "suite_fast.results.json", recorded / "plain_ncu.ncu-rep"]
+    report = build_report([(str(p), read_report(p)) for p in paths])
+    html = render(report, "html")
+    assert html.count("<svg") >= 4 and "Comparison across runs" in html
+    assert "http" not in html
+    md = render(report, "md")
+    assert "| **conflict** (baseline) | ok |" in md
