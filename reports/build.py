@@ -12,10 +12,10 @@ from memlens.collect.launch_sampling import sampling_lines
 from memlens.io.units import format_bytes
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
-from memlens.readers.common import CSV_NO_INSTRUCTIONS
+from memlens.readers.metric_values import CSV_NO_INSTRUCTIONS
 from memlens.reports.formatting import format_value, short_kernel
 from memlens.reports.model import BenchSummary, BenchTiming, Cell, FamilySection, Finding, HeaderItem, Row, RunSection
-from memlens.theory.paper import check as paper_check
+from memlens.theory.paper_figures import check as paper_check
 
 if TYPE_CHECKING:
     from memlens.bench.results import BenchResults, CopyBandwidth
@@ -31,8 +31,8 @@ from memlens.reports.columns import (
     SPEEDUP,
     kernel_cells,
 )
+from memlens.reports.global_memory_verdicts import pmpp_findings
 from memlens.reports.hot_lines import RunSources, hot_lines, line_findings, tma_findings
-from memlens.reports.pmpp_verdicts import pmpp_findings
 from memlens.reports.roofline import add_roofline, others_roofline
 from memlens.reports.source_view import source_views
 from memlens.reports.sweeps import same_size_baseline

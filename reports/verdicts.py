@@ -33,7 +33,7 @@ from memlens.readers import read_with_instructions
 from memlens.reports.formatting import compact_count, format_value, per_instruction, ways
 from memlens.reports.model import Check, CheckState, ExpectationCheck, Finding, Severity
 from memlens.static.check import StaticKernel, find_static, local_memory_cause
-from memlens.theory.paper import PaperCheck
+from memlens.theory.paper_figures import PaperCheck
 
 MAX_REGISTERS = 255  # per thread, on every architecture memlens supports
 # A side (loads or stores) takes part in a conflict when its extra wavefronts per instruction

@@ -1,4 +1,4 @@
-"""`memlens bench --gpus`: the selected variants shared out over several GPUs (as profiling/collect/shards.py
+"""`memlens bench --gpus`: the selected variants shared out over several GPUs (as profiling/collect/several_gpus.py
 shares them for profile: by min_bytes where every family declares it, else round robin), one
 `memlens bench` child per GPU with CUDA_VISIBLE_DEVICES=<its UUID>, all at once. The run directory
 gets each GPU's own bench.json as `bench.gpu<i>.json` and its output as `bench.gpu<i>.log`, and one
@@ -22,7 +22,7 @@ from memlens.bench.results import BenchFailure, BenchResults, load_bench
 from memlens.bench.timing import BenchOptions, bench, check_options
 from memlens.collect.gpus import Gpu
 from memlens.collect.run_dir import machine_of, new_run_dir, now, take_provenance
-from memlens.collect.shards import expected_costs, sizes_for, split
+from memlens.collect.several_gpus import expected_costs, sizes_for, split
 from memlens.errors import ProfilerError
 from memlens.io.files import write_json_output, write_output
 from memlens.io.processes import end_group, hold_interrupts, sigterm_as_interrupt, start_command

@@ -33,7 +33,7 @@ from typing import Any
 from memlens.collect.gpus import Gpu, list_gpus
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.scheduler import BackendStopped, Job, RunContext, profile_jobs, select
-from memlens.collect.shards import Part
+from memlens.collect.several_gpus import Part
 from memlens.errors import ConfigError, OutputError, ProfilerError, SetupError
 from memlens.io.files import write_new_bytes, write_output
 from memlens.io.processes import sigterm_as_interrupt

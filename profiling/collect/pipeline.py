@@ -38,10 +38,10 @@ def run_info(
 
 def start_disassembler(report: Path) -> None:
     """Start, on the first kernel ncu has written to `report`, the disassembler that reading the
-    report after ncu needs (readers/warm_up.py): cheap to call on every poll of a running ncu."""
-    from memlens.readers import warm_up
+    report after ncu needs (readers/early_disassembly.py): cheap to call on every poll of a running ncu."""
+    from memlens.readers import early_disassembly
 
-    warm_up.start(report)
+    early_disassembly.start(report)
 
 
 def read_results(
@@ -52,7 +52,7 @@ def read_results(
     each line's instructions, the GPU, its roofline ceilings and the sources the lines name; and the
     reader's error, where the report cannot be read (the results then hold no kernel). A run that
     wrote no report has no kernel and no error."""
-    from memlens.collect.kept_sources import keep_sources
+    from memlens.collect.source_copies import keep_sources
     from memlens.model.results import RunResults
     from memlens.model.roofline import run_ceilings
     from memlens.readers import read_report

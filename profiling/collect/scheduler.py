@@ -1,7 +1,7 @@
 """One scheduler interface, two backends: a suite run's cases shared out as jobs over GPUs.
 
 A job is a share of the selection's units (shards.units: a variant, or a swept family at one value),
-run as one ncu run on one GPU by `run_job`, the same pipeline a single-GPU run takes (shards.py
+run as one ncu run on one GPU by `run_job`, the same pipeline a single-GPU run takes (several_gpus.py
 balances the shares). A backend runs the jobs and hands back each job's `Part`: its results, tagged
 with where it ran (`Where`: host, GPU model, UUID and index, driver and ncu version), and its error.
 
@@ -32,7 +32,7 @@ from memlens.collect.gpus import Gpu
 from memlens.collect.ncu import Ncu, find_ncu
 from memlens.collect.profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
 from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now
-from memlens.collect.shards import Part, merge, share_arguments, split, unit_costs, units
+from memlens.collect.several_gpus import Part, merge, share_arguments, split, unit_costs, units
 from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
 from memlens.model.results import RunResults
 from memlens.model.run_layout import ProfileFiles, profile_files

@@ -17,7 +17,7 @@ from memlens.bench.timing import DEFAULT_REPEATS, MIN_REPEATS, BenchOptions
 from memlens.bench.timing import bench as run_bench
 from memlens.collect.gpus import chosen_gpus
 from memlens.collect.run_dir import shell_command
-from memlens.commands.common import add_size_arguments, add_suite_arguments, skipped_lines
+from memlens.commands.shared_arguments import add_size_arguments, add_suite_arguments, skipped_lines
 from memlens.errors import ProfilerError
 from memlens.io.terminal import ProgressBar
 from memlens.model.run_layout import DEFAULT_OUT

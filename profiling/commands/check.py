@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memlens.commands.common import add_suite_arguments
+from memlens.commands.shared_arguments import add_suite_arguments
 from memlens.errors import ConfigError, InputError, ProfilerError
 from memlens.io.files import resolve_outputs, write_json_output
 from memlens.io.terminal import ProgressBar

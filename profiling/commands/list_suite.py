@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from memlens.commands.common import add_suite_arguments
+from memlens.commands.shared_arguments import add_suite_arguments
 from memlens.output import renderer
 from memlens.output.command_tables import SuiteListing
 from memlens.suite import Variant, select_variants

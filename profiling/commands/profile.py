@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlens.collect.run_dir import shell_command
-from memlens.commands.common import add_size_arguments, add_suite_arguments
+from memlens.commands.shared_arguments import add_size_arguments, add_suite_arguments
 from memlens.errors import ConfigError
 from memlens.io.units import plural
 from memlens.model.ncu_settings import (
@@ -117,7 +117,7 @@ def _run_suite(args: argparse.Namespace) -> int:
     from memlens.collect.gpus import chosen_gpus
     from memlens.collect.profile_run import ProfileOptions, profile
     from memlens.collect.scheduler import profile_on_gpus
-    from memlens.commands.common import skipped_lines
+    from memlens.commands.shared_arguments import skipped_lines
     from memlens.io.terminal import ProgressBar
 
     options = ProfileOptions(

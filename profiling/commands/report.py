@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     runs = [(path, read_with_instructions(path)) for path in args.runs]
     # jinja2 and matplotlib only for this command, and after reading: NumPy's threads would stop the
-    # reader forking its helpers (readers/helpers.py)
+    # reader forking its helpers (readers/reader_processes.py)
     from memlens.reports.render import build_report
 
     benches = [bench_of(path) for path in args.runs]

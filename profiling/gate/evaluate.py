@@ -20,7 +20,7 @@ from memlens.model.catalogue import Metric
 from memlens.model.line_compare import LineChange, LineSet, SourceLine, compare_lines, kernel_line_set
 from memlens.model.results import MetricValue, RunResults
 from memlens.static.check import StaticResults, is_static_json, load_static
-from memlens.theory.paper import PaperCheck, checks
+from memlens.theory.paper_figures import PaperCheck, checks
 
 Status = Literal["pass", "warn", "fail", "skip"]
 Kind = Literal["profile", "static"]

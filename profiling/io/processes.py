@@ -167,7 +167,7 @@ def _default_sigint() -> Callable[[], None] | None:
 
 def start_pipe(argv: Sequence[str], *, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
     """Start `argv` with pipes to its stdin and from its stdout (stderr discarded), without waiting:
-    for helpers that run at once and hand back what they made (readers/helpers.py); the caller writes,
+    for helpers that run at once and hand back what they made (readers/reader_processes.py); the caller writes,
     reads and waits. CommandFailed where it cannot start."""
     argv = tuple(str(a) for a in argv)
     try:

@@ -20,7 +20,7 @@ from memlens.model import shared_figures
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
 from memlens.model.results import IDENTITY, KernelResult, RunResults
-from memlens.theory import paper
+from memlens.theory import paper_figures
 
 NA = "n/a"
 FALLBACK_MARK = "*"  # a figure of the hardware counters, where the report has no exact one
@@ -46,7 +46,7 @@ class KernelMetrics:
     def to_json(self) -> dict[str, Any]:
         """Every catalogue metric of every kernel with its unit, the cause of its local memory and
         its exact excess wavefronts on paper."""
-        on_paper = paper.checks(self.results)
+        on_paper = paper_figures.checks(self.results)
         data = to_json(self.results, self.kernels)
         for index, text in self.local.items():
             data["kernels"][index]["local_memory_cause"] = text
@@ -65,7 +65,7 @@ def print_metrics(table: KernelMetrics, out: TextIO | None = None) -> None:
     fit = not table.wide and (where.is_terminal or "COLUMNS" in os.environ)  # wrapped to the terminal, as the table
     for line in dict.fromkeys(f"{kernels[i].label}: local memory: {text}" for i, text in table.local.items()):
         where.print(line, markup=False, highlight=False, soft_wrap=not fit)
-    for line in paper.lines(paper.checks(table.results), (k.label for k in kernels)):
+    for line in paper_figures.lines(paper_figures.checks(table.results), (k.label for k in kernels)):
         where.print(line, markup=False, highlight=False, soft_wrap=not fit)
 
 

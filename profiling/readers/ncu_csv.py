@@ -21,7 +21,7 @@ from memlens.io.files import read_bytes_limited
 from memlens.model.catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES, NCU_ALIASES
 from memlens.model.kernel_names import kernel_name
 from memlens.model.results import KernelResult, RunInfo, RunResults, printable
-from memlens.readers.common import (
+from memlens.readers.metric_values import (
     Cell,
     ProgramLabel,
     compute_capability,

@@ -2,7 +2,7 @@
 
 `ncu_report` (PyPI `ncu-report`) opens reports without a GPU or ncu. Each action of each range is
 one profiled kernel launch; launch ids count actions in report order from 0, as ncu's CSV "ID".
-A report of many launches is read by two processes or more (see PARALLEL_MIN_ACTIONS; readers/helpers.py).
+A report of many launches is read by two processes or more (see PARALLEL_MIN_ACTIONS; readers/reader_processes.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from memlens.model.catalogue import CATALOGUE, DEVICE_ATTRIBUTES, PER_INSTRUCTIO
 from memlens.model.instruction_table import InstructionRecord
 from memlens.model.kernel_names import kernel_name
 from memlens.model.results import KernelResult, RunInfo, RunResults, printable
-from memlens.readers import helpers, warm_up
-from memlens.readers.common import (
+from memlens.readers import early_disassembly, reader_processes
+from memlens.readers.metric_values import (
     NCU_METRICS,
     Cell,
     ProgramLabel,
@@ -79,7 +79,7 @@ MAX_HELPERS = 16
 def read_ncu_rep(path: Path, instructions: bool = False) -> RunResults:
     """The report's launches; with `instructions`, each with its shared- and local-memory
     instructions (file, line, figures) and the run with the sources the report embeds."""
-    warm_up.settle()
+    early_disassembly.settle()
     reader = _LaunchReader(path, _load(path), instructions)
     _read_all(reader, reader.slots())
     if reader.first is None:
@@ -119,12 +119,12 @@ def _read_all(reader: _LaunchReader, slots: list[Slot]) -> None:
 
 
 def _read_rest(reader: _LaunchReader, slots: list[Slot]) -> None:
-    if len(slots) >= CHUNKED_MIN_ACTIONS and helpers.cpus() >= 2:
+    if len(slots) >= CHUNKED_MIN_ACTIONS and reader_processes.cpus() >= 2:
         _read_chunks(reader, slots[1:])
         return
     split = len(slots) - int(len(slots) * HELPER_SHARE)
-    parallel = len(slots) >= PARALLEL_MIN_ACTIONS and helpers.can_fork()
-    helper = helpers.Helper.start(reader, slots[split:]) if parallel else None
+    parallel = len(slots) >= PARALLEL_MIN_ACTIONS and reader_processes.can_fork()
+    helper = reader_processes.Helper.start(reader, slots[split:]) if parallel else None
     if helper is None:
         reader.read(slots[1:])
         return
@@ -144,10 +144,10 @@ def _read_chunks(reader: _LaunchReader, slots: list[Slot]) -> None:
     """Reads `slots` in chunks by forked helpers (read_in_forked_chunks). A process that cannot fork
     (another thread runs in it) has one new process read them so, forking helpers of its own; where
     that fails, they are read here, with the same errors."""
-    if helpers.can_fork():
+    if reader_processes.can_fork():
         read_in_forked_chunks(reader, slots, _chunk_actions())
         return
-    helper = helpers.SpawnedHelper.start(reader.path, reader.with_instructions, slots, _chunk_actions())
+    helper = reader_processes.SpawnedHelper.start(reader.path, reader.with_instructions, slots, _chunk_actions())
     try:
         helped = helper.result() if helper is not None else None
     except BaseException:
@@ -166,7 +166,7 @@ def _chunk_actions() -> int:
 
 
 def _workers() -> int:
-    return max(1, min(MAX_HELPERS, helpers.cpus()))
+    return max(1, min(MAX_HELPERS, reader_processes.cpus()))
 
 
 def read_in_forked_chunks(reader: _LaunchReader, slots: Sequence[Slot], size: int) -> None:
@@ -175,13 +175,14 @@ def read_in_forked_chunks(reader: _LaunchReader, slots: Sequence[Slot], size: in
     same errors."""
     chunks = [slots[start : start + size] for start in range(0, len(slots), size)]
     workers = _workers()
-    running: list[helpers.Helper | None] = []
+    running: list[reader_processes.Helper | None] = []
     started = 0
     try:
         for chunk in chunks:
             while started < len(chunks) and len(running) < workers:
                 # a chunk read here starts the disassembler's thread: no fork after that
-                running.append(helpers.Helper.start(reader, chunks[started]) if helpers.can_fork() else None)
+                forked = reader_processes.can_fork()
+                running.append(reader_processes.Helper.start(reader, chunks[started]) if forked else None)
                 started += 1
             helper = running.pop(0)
             helped = helper.result() if helper is not None else None

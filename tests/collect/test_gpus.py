@@ -20,7 +20,7 @@ from memlens.cli import main
 from memlens.collect.gpus import Gpu, choose_gpus, parse_gpu_list, parse_gpus_option
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.run_dir import Machine
-from memlens.collect.shards import (
+from memlens.collect.several_gpus import (
     COST_EQUAL,
     COST_MIN_BYTES,
     COST_PREVIOUS,

@@ -15,7 +15,7 @@ import pytest
 from memlens.cli import main
 from memlens.collect.program_run import ANY_RANGE_FILTERS, OWN_RANGE_FILTERS
 from memlens.model.nvtx_names import domains_other_than
-from memlens.readers.common import ProgramLabel, program_label
+from memlens.readers.metric_values import ProgramLabel, program_label
 from tests.conftest import FIXTURES
 from tests.support.fake import install_fake_ncu
 

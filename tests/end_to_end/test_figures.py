@@ -130,7 +130,7 @@ def _without_exact(kernel: KernelResult, reason: str) -> KernelResult:
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_without_the_exact_count_a_conflict_and_a_padded_transpose_read_differently(fast: bool) -> None:
-    from memlens.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT
+    from memlens.readers.metric_values import FAST_SKIPPED, INSTRUMENTED_ABSENT
     from memlens.reports.render import build_report
 
     run = read_report(PROBE / "probe.csv")

@@ -86,8 +86,8 @@ def test_lines_name_the_conflict_and_local_lines(run_dir):
 
 def test_every_paper_figure_holds(run_dir):
     """Each variant's exact excess equals the figure its suite declares on paper (bank_model.py)."""
-    from memlens.theory import paper
+    from memlens.theory import paper_figures
 
-    found = paper.checks(read_report(run_dir / "results.json"))
+    found = paper_figures.checks(read_report(run_dir / "results.json"))
     assert set(found) == {v.label for v in load_suite(REPO / "kernels").variants()}
-    assert {label: c.words() for label, c in found.items()} == {label: paper.AS_ON_PAPER for label in found}
+    assert {label: c.words() for label, c in found.items()} == {label: paper_figures.AS_ON_PAPER for label in found}

@@ -338,9 +338,9 @@ def test_a_wrong_result_fails_the_gate_and_is_no_measurement_in_the_report(tmp_p
 SOURCES = sorted(p for folder in ("profiling", "reports") for p in (REPO / folder).rglob("*.py"))
 # Writers allowed outside profiling/io/files.py: the app's event log (appended one line at a time,
 # read back line by line), compilers' scratch files and the copy of a report ncu is still writing
-# (readers/warm_up.py), each in a private temporary directory.
+# (readers/early_disassembly.py), each in a private temporary directory.
 UNATOMIC_ALLOWED = {("profiling/collect/profiled_program.py", "open"), ("profiling/static/check.py", "write_text"),
-                    ("profiling/readers/warm_up.py", "copyfile")}  # fmt: skip
+                    ("profiling/readers/early_disassembly.py", "copyfile")}  # fmt: skip
 
 
 def _calls(path: Path):

@@ -17,7 +17,7 @@ from memlens.errors import ConfigError
 from memlens.model.nvtx_names import parse_swept, swept_name
 from memlens.model.results import KernelResult, RunResults, load_results
 from memlens.output import render_report as render
-from memlens.readers.common import suite_range, with_label
+from memlens.readers.metric_values import suite_range, with_label
 from memlens.readers.ncu_csv import _nvtx_ranges
 from memlens.reports.build import build_run
 from memlens.reports.render import build_report

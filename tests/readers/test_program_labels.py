@@ -11,7 +11,7 @@ import pytest
 
 from memlens.cli import main
 from memlens.readers import read_report
-from memlens.readers.common import ProgramLabel, program_label
+from memlens.readers.metric_values import ProgramLabel, program_label
 from memlens.readers.ncu_csv import parse_csv
 from memlens.reports.build import build_run
 

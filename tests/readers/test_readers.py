@@ -20,8 +20,8 @@ from memlens.model import shared_figures
 from memlens.model.catalogue import BY_NCU_NAME, PER_INSTRUCTION_METRICS, RAW_METRICS
 from memlens.model.kernel_names import kernel_name
 from memlens.model.results import KernelResult, RunInfo, RunResults
-from memlens.readers import helpers, read_report
-from memlens.readers.common import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT, ROOFLINE_SKIPPED
+from memlens.readers import read_report, reader_processes
+from memlens.readers.metric_values import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT, ROOFLINE_SKIPPED
 from memlens.readers.ncu_csv import parse_csv
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -545,26 +545,26 @@ def test_plain_ncu_report_names_kernels(where: Path) -> None:
 # --- a .ncu-rep read by two processes (ncu_rep's helper, on here for reports of any size) ----------
 # Each read with a helper runs in a fresh process, as `memlens` does: ncu_report's disassembler starts a
 # thread, and a process forked after that hangs on its first disassembly, so memlens forks only a
-# process of one thread (helpers.can_fork), and disassembles the launch it reads first after forking.
+# process of one thread (reader_processes.can_fork), and disassembles the launch it reads first after forking.
 
 HELPED = """
 import json, os, sys
 from memlens.errors import InputError
-from memlens.readers import helpers, ncu_rep, read_report
+from memlens.readers import reader_processes, ncu_rep, read_report
 ncu_rep.PARALLEL_MIN_ACTIONS = 2
 handed = []
-result = helpers.Helper.result
+result = reader_processes.Helper.result
 def recorded(helper):
     handed.append(result(helper))
     return handed[-1]
-helpers.Helper.result = recorded
+reader_processes.Helper.result = recorded
 if sys.argv[2] == "fail":
-    helpers.help_and_exit = lambda *_: os._exit(3)
+    reader_processes.help_and_exit = lambda *_: os._exit(3)
 try:
     data = read_report(sys.argv[1]).to_json()
 except InputError as exc:
     data = {"error": str(exc)}
-helpers.reap_helpers(wait=True)
+reader_processes.reap_helpers(wait=True)
 try:
     os.waitpid(-1, os.WNOHANG)
     left = True
@@ -586,7 +586,7 @@ def read_with_helper(path: Path, mode: str = "ok") -> dict:
 def test_helper_reads_what_one_process_reads(where: Path, stem: str) -> None:
     path = where / f"{stem}.ncu-rep"
     with pytest.MonkeyPatch.context() as alone:
-        alone.setattr(helpers, "can_fork", lambda: False)
+        alone.setattr(reader_processes, "can_fork", lambda: False)
         expected = read_report(path)
     assert len(expected.kernels) == {"suite": 19, "suite_fast": 19, "plain_ncu": 4}[stem]
     helped = read_with_helper(path)

@@ -49,7 +49,7 @@ def test_verdicts_on_the_recorded_suite(recorded):
     with_roofline = read_report(recorded / "suite.results.json").kernels[0].raw.get("sm_clock") is not None
     roofline = "; roofline: no floating-point work (moves data only): no intensity figure" if with_roofline else ""
     for label in ("transpose/padded", "transpose/swizzled"):
-        if label in by_label:  # PMPP's memory-level verdict between the two (reports/pmpp_verdicts.py)
+        if label in by_label:  # PMPP's memory-level verdict between the two (reports/global_memory_verdicts.py)
             text = by_label[label].verdict_text
             assert text == "no bank conflicts, no local memory" + roofline or (  # a recording without L2 bytes
                 text.startswith("no bank conflicts, no local memory; DRAM-bound: DRAM at ")

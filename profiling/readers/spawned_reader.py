@@ -1,7 +1,7 @@
-"""The helper process of readers/helpers.py: reads the actions its standard input names, in chunks of
+"""The helper process of readers/reader_processes.py: reads the actions its standard input names, in chunks of
 helpers it forks, and hands them back pickled on its standard output.
 
-    python -m memlens.readers.helper_process REPORT CHUNK [--instructions]
+    python -m memlens.readers.spawned_reader REPORT CHUNK [--instructions]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A forked helper starts with the report loaded and NVIDIA's libraries started, but memlens forks only
 a process of one thread. Where another thread runs (NumPy starts its BLAS threads on import, and a
-notebook has imported it), one new Python process, `python -m memlens.readers.helper_process REPORT CHUNK
+notebook has imported it), one new Python process, `python -m memlens.readers.spawned_reader REPORT CHUNK
 [--instructions]`, loads the report itself (tenths of a second more), reads the actions named on its
 standard input in chunks of CHUNK by helpers it forks, and hands them all back on its standard output
 (processes.start_pipe). Either way ncu_report's memory (what it decoded, kept for as long as a
@@ -38,7 +38,7 @@ Read = tuple[list[Any], dict[str, str]]  # the launches read, and the units met
 # is found through its editable install instead): the new process imports the same memlens
 _PACKAGE = Path(__file__).resolve().parents[1]
 ROOT = _PACKAGE.parent if _PACKAGE.name == "memlens" else None
-HELPER_PROCESS = "memlens.readers.helper_process"  # the new process's module
+HELPER_PROCESS = "memlens.readers.spawned_reader"  # the new process's module
 
 
 def cpus() -> int:

@@ -1,5 +1,5 @@
 """Reading a report's instructions costs little after ncu: the SASS disassembler starts on the first
-kernel of a report ncu is still writing (readers/warm_up.py), and a launch whose counters say it
+kernel of a report ncu is still writing (readers/early_disassembly.py), and a launch whose counters say it
 executed no local load or store has only its shared-memory instructions decoded."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
-from memlens.readers import ncu_instructions, read_report, warm_up
+from memlens.readers import early_disassembly, ncu_instructions, read_report
 from tests.support.fake import CPU_SUITE, install_fake_ncu
 
 pytest.importorskip("ncu_report")
@@ -25,11 +25,11 @@ FAST = FIXTURES / "nvidia_h200" / "suite_fast.ncu-rep"  # no per-instruction met
 
 @pytest.fixture(autouse=True)
 def fresh_warm_up(monkeypatch):
-    monkeypatch.setattr(warm_up, "_done", False)
-    monkeypatch.setattr(warm_up, "_thread", None)
-    monkeypatch.setattr(warm_up, "RETRY_S", 0.05)
+    monkeypatch.setattr(early_disassembly, "_done", False)
+    monkeypatch.setattr(early_disassembly, "_thread", None)
+    monkeypatch.setattr(early_disassembly, "RETRY_S", 0.05)
     yield
-    warm_up.settle()
+    early_disassembly.settle()
 
 
 def wait_for(condition, seconds: float = 20.0) -> bool:
@@ -43,39 +43,39 @@ def wait_for(condition, seconds: float = 20.0) -> bool:
 
 def test_the_disassembler_starts_once_ncu_has_written_a_whole_kernel(tmp_path):
     report = tmp_path / "profile.ncu-rep"
-    warm_up.start(report)  # ncu has not created it yet
-    assert warm_up._thread is None
+    early_disassembly.start(report)  # ncu has not created it yet
+    assert early_disassembly._thread is None
     whole = SUITE.read_bytes()
     report.write_bytes(whole[:20_000])  # the header and part of the first kernel
-    warm_up.start(report)
-    assert wait_for(lambda: warm_up._thread is not None and warm_up._thread.is_alive())
+    early_disassembly.start(report)
+    assert wait_for(lambda: early_disassembly._thread is not None and early_disassembly._thread.is_alive())
     time.sleep(0.3)  # several tries, none finding a kernel
-    assert not warm_up.is_done() and warm_up._thread.is_alive()
+    assert not early_disassembly.is_done() and early_disassembly._thread.is_alive()
     report.write_bytes(whole)
-    assert wait_for(warm_up.is_done)
-    warm_up._thread.join(5)
-    assert not warm_up._thread.is_alive()
+    assert wait_for(early_disassembly.is_done)
+    early_disassembly._thread.join(5)
+    assert not early_disassembly._thread.is_alive()
 
 
 def test_settle_ends_the_tries_and_leaves_the_process_one_thread_for_the_reader(tmp_path):
     report = tmp_path / "profile.ncu-rep"
     report.write_bytes(SUITE.read_bytes()[:1000])
     before = threading.active_count()
-    warm_up.start(report)
+    early_disassembly.start(report)
     assert threading.active_count() == before + 1
-    warm_up.settle()
+    early_disassembly.settle()
     assert threading.active_count() == before
-    assert not warm_up.is_done()
-    warm_up.start(report)  # a later run may try again
-    assert warm_up._thread.is_alive()
+    assert not early_disassembly.is_done()
+    early_disassembly.start(report)  # a later run may try again
+    assert early_disassembly._thread.is_alive()
 
 
 def test_a_report_without_per_instruction_metrics_starts_nothing(tmp_path):
     report = tmp_path / "profile.ncu-rep"
     report.write_bytes(FAST.read_bytes())
-    warm_up.start(report)
-    assert wait_for(lambda: not warm_up._thread.is_alive())
-    assert not warm_up.is_done()
+    early_disassembly.start(report)
+    assert wait_for(lambda: not early_disassembly._thread.is_alive())
+    assert not early_disassembly.is_done()
 
 
 def test_each_binary_is_disassembled_once_with_its_local_and_tma_instructions(monkeypatch):
@@ -110,7 +110,7 @@ def test_profile_starts_the_disassembler_while_ncu_still_runs_unless_fast(tmp_pa
                      FAKE_NCU_LOG=str(PROBE / "probe.log"), FAKE_NCU_LINGER="1.5")  # fmt: skip
     argv = ["profile", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--clock-control", "none"]
     assert main(argv + (["--fast"] if fast else [])) == 0
-    assert warm_up.is_done() is not fast
+    assert early_disassembly.is_done() is not fast
 
 
 def test_a_program_run_starts_the_disassembler_while_ncu_still_runs(tmp_path, monkeypatch):
@@ -119,4 +119,4 @@ def test_a_program_run_starts_the_disassembler_while_ncu_still_runs(tmp_path, mo
     install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAM), FAKE_NCU_LOG=str(log),
                      FAKE_NCU_LINGER="1.5")  # fmt: skip
     assert main(["profile", "--out", str(tmp_path / "runs"), "--clock-control", "none", "--", "true"]) == 0
-    assert warm_up.is_done()
+    assert early_disassembly.is_done()

@@ -1,4 +1,4 @@
-"""profiling/collect/kept_sources.py: a run keeps its sources, so lines read after an edit show what ran."""
+"""profiling/collect/source_copies.py: a run keeps its sources, so lines read after an edit show what ran."""
 
 # A memlens run keeps the text of every file its kernels' lines name, so the run read after an edit
 # shows the lines that ran; a plain report whose source file changed after it was written says so

@@ -22,7 +22,7 @@ from memlens.model.results import Expect, RunResults
 from memlens.readers import read_report
 from memlens.reports.build import build_run
 from memlens.suite import load_suite, select_variants
-from memlens.theory import paper
+from memlens.theory import paper_figures
 from tests.conftest import FIXTURES, REPO
 
 SUITE = load_suite(REPO / "kernels")
@@ -76,11 +76,11 @@ def test_every_built_in_variant_declares_its_figure() -> None:
 @pytest.mark.parametrize("gpu", GPUS)
 def test_paper_figures_match_the_recorded_measurements(gpu: str) -> None:
     results = _with_paper(_recorded(gpu))
-    found = paper.checks(results)
+    found = paper_figures.checks(results)
     old = {label: c for label, c in found.items() if not label.startswith(f"{NEW_FAMILY}/")}
     recorded = {k.label for k in results.kernels if not k.label.startswith(f"{NEW_FAMILY}/")}
     assert set(old) == recorded  # every recorded variant has a figure
-    assert {label: c.words() for label, c in old.items()} == {label: paper.AS_ON_PAPER for label in old}
+    assert {label: c.words() for label, c in old.items()} == {label: paper_figures.AS_ON_PAPER for label in old}
     assert old["transpose/conflict"].measured == 65_011_712
 
 
@@ -92,7 +92,7 @@ def test_fp16_transpose_figures_match_the_recorded_measurements(gpu: str) -> Non
     if not labels:
         pytest.skip(NOT_RECORDED)
     assert labels == {v.label for v in SUITE.family(NEW_FAMILY).variants}
-    today = paper.checks(_with_paper(results))  # the suite's figures today (the bank model's), at n = 8192
+    today = paper_figures.checks(_with_paper(results))  # the suite's figures today (the bank model's), at n = 8192
     assert all(today[label].as_on_paper for label in labels)
 
 

@@ -1,4 +1,4 @@
-"""profiling/readers/ncu_rep.py, helpers.py: a .ncu-rep of thousands of launches read in chunks by helpers."""
+"""profiling/readers/ncu_rep.py, reader_processes.py: a .ncu-rep of thousands of launches read in chunks by helpers."""
 
 # Helper processes exit after their chunk (ncu_report keeps what it decodes for as long as a process
 # lives); here on the recorded suite, with chunks of 3 actions from 2 actions on, so every path runs on a
@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from memlens.errors import InputError
-from memlens.readers import helpers, ncu_rep, read_report
+from memlens.readers import ncu_rep, read_report, reader_processes
 from tests.conftest import FIXTURES, REPO
 
 SUITE = FIXTURES / "nvidia_h200" / "suite.ncu-rep"
@@ -27,7 +27,7 @@ if sys.argv[4] == "threads":  # a thread of its own: no fork, each chunk read by
     import threading
     threading.Thread(target=threading.Event().wait, daemon=True).start()  # (numpy's BLAS threads start late)
 from memlens.errors import InputError
-from memlens.readers import helpers, ncu_rep, read_report
+from memlens.readers import reader_processes, ncu_rep, read_report
 ncu_rep.CHUNKED_MIN_ACTIONS = 2
 ncu_rep.IN_FLIGHT_ACTIONS, ncu_rep.MIN_CHUNK_ACTIONS = 0, int(sys.argv[2])
 handed = []
@@ -38,25 +38,26 @@ def recording(result):
         return handed[-1]
     return recorded
 kinds = []
-helpers.Helper.result = recording(helpers.Helper.result)
-helpers.SpawnedHelper.result = recording(helpers.SpawnedHelper.result)
+reader_processes.Helper.result = recording(reader_processes.Helper.result)
+reader_processes.SpawnedHelper.result = recording(reader_processes.SpawnedHelper.result)
 if sys.argv[3] == "fail":  # every helper fails, forked or new
     import subprocess
-    helpers.help_and_exit = lambda *_: os._exit(3)
+    reader_processes.help_and_exit = lambda *_: os._exit(3)
     failing = [sys.executable, "-c", "raise SystemExit(3)"]
-    helpers.SpawnedHelper.start = classmethod(lambda cls, *_: cls(subprocess.Popen(failing, stdout=subprocess.PIPE)))
+    spawn = lambda cls, *_: cls(subprocess.Popen(failing, stdout=subprocess.PIPE))  # noqa: E731
+    reader_processes.SpawnedHelper.start = classmethod(spawn)
 try:
     data = read_report(sys.argv[1]).to_json()
 except InputError as exc:
     data = {"error": str(exc)}
-helpers.reap_helpers(wait=True)
+reader_processes.reap_helpers(wait=True)
 try:
     os.waitpid(-1, os.WNOHANG)
     left = True
 except ChildProcessError:
     left = False
 print(json.dumps({"results": data, "helpers": [h is not None for h in handed], "child_left": left,
-                  "kinds": sorted(set(kinds)), "forks": helpers.can_fork()}))
+                  "kinds": sorted(set(kinds)), "forks": reader_processes.can_fork()}))
 """
 
 
@@ -70,7 +71,7 @@ def read_chunked(path, chunk: int = 3, mode: str = "ok", threads: bool = False) 
 
 def read_alone(path):
     with pytest.MonkeyPatch.context() as alone:
-        alone.setattr(helpers, "can_fork", lambda: False)
+        alone.setattr(reader_processes, "can_fork", lambda: False)
         return read_report(path)
 
 
@@ -115,21 +116,21 @@ def test_a_process_with_threads_has_one_new_process_read_its_chunks() -> None:
 
 SPAWNED = """
 import json, sys
-from memlens.readers import helper_process, helpers
+from memlens.readers import spawned_reader, reader_processes
 forked = []
-start = helpers.Helper.start
+start = reader_processes.Helper.start
 def counted(reader, slots):
     forked.append(len(slots))
     return start(reader, slots)
-helpers.Helper.start = counted
-status = helper_process.main(sys.argv[1:])
+reader_processes.Helper.start = counted
+status = spawned_reader.main(sys.argv[1:])
 print(json.dumps(forked), file=sys.stderr)
 sys.exit(status)
 """
 
 
 def test_the_new_process_reads_in_forked_chunks() -> None:
-    """What `python -m memlens.readers.helpers REPORT CHUNK` hands back: the actions named on its
+    """What `python -m memlens.readers.reader_processes REPORT CHUNK` hands back: the actions named on its
     input, in order, read by helpers it forked, CHUNK actions each."""
     here = ncu_rep._LaunchReader(SUITE, ncu_rep._load(SUITE))
     slots = here.slots()[1:]
@@ -141,18 +142,18 @@ def test_the_new_process_reads_in_forked_chunks() -> None:
     assert launches == here.launches and len(launches) == len(slots) >= 9
     chunks = json.loads(done.stderr.decode().strip().splitlines()[-1])
     forked = [3] * (len(slots) // 3) + ([len(slots) % 3] if len(slots) % 3 else [])
-    assert chunks == (forked if helpers.cpus() >= 2 else [])  # one CPU: no helper, all read there
+    assert chunks == (forked if reader_processes.cpus() >= 2 else [])  # one CPU: no helper, all read there
 
 
 COMMAND = """
 import json, sys
 from memlens import cli
 from memlens.commands import metrics, report
-from memlens.readers import helpers
+from memlens.readers import reader_processes
 seen = []
 def spying(read):
     def spied(*args, **kwargs):
-        seen.append({"numpy": "numpy" in sys.modules, "forks": helpers.can_fork()})
+        seen.append({"numpy": "numpy" in sys.modules, "forks": reader_processes.can_fork()})
         return read(*args, **kwargs)
     return spied
 report.read_with_instructions = spying(report.read_with_instructions)
@@ -169,4 +170,4 @@ def test_commands_read_before_numpy_starts_its_threads(command: list[str]) -> No
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stderr.strip().splitlines()[-1])
-    assert outcome == {"status": 0, "seen": [{"numpy": False, "forks": helpers.cpus() >= 2}]}
+    assert outcome == {"status": 0, "seen": [{"numpy": False, "forks": reader_processes.cpus() >= 2}]}
