@@ -42,8 +42,14 @@ class HelpFormatter(argparse.HelpFormatter):
         return "\n\n".join(
             "\n".join(indent + line for line in paragraph.splitlines())
             if any(line[:1].isspace() for line in paragraph.splitlines())
-            else textwrap.fill(" ".join(paragraph.split()), width, initial_indent=indent, subsequent_indent=indent,
-                               break_on_hyphens=False, break_long_words=False)
+            else textwrap.fill(
+                " ".join(paragraph.split()),
+                width,
+                initial_indent=indent,
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
             for paragraph in paragraphs
         )
 

@@ -213,10 +213,17 @@ def _count_wrong_on_device(cupy: Any, got: Any, expected: Any, rtol: float, atol
 @functools.cache
 def _wrong_counter(cupy: Any) -> Any:
     # numpy.isclose: |got - want| <= atol + rtol |want| where want is finite, else got == want
-    close = ("((double)got == (double)want"
-             " || (isfinite((double)want) && fabs((double)got - (double)want) <= atol + rtol * fabs((double)want)))")
+    close = (
+        "((double)got == (double)want"
+        " || (isfinite((double)want) && fabs((double)got - (double)want) <= atol + rtol * fabs((double)want)))"
+    )
     return cupy.ReductionKernel(
-        "T got, U want, float64 rtol, float64 atol", "int64 wrong", f"!{close}", "a + b", "wrong = a", "0",
+        "T got, U want, float64 rtol, float64 atol",
+        "int64 wrong",
+        f"!{close}",
+        "a + b",
+        "wrong = a",
+        "0",
         "memlens_count_wrong",
     )
 

@@ -296,7 +296,8 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
     if timing is None:
         failure = next((f for f in bench.failures if (f.family, f.variant) == (family, row.name)), None)
         reason: str | None = (
-            f"memlens bench: {_failure_words(failure.status, failure.message)}" if failure
+            f"memlens bench: {_failure_words(failure.status, failure.message)}"
+            if failure
             else "not timed by memlens bench (not in its bench.json)"
         )
         cells = {c.key: Cell(c.key, None, BENCH_UNITS[c.key], "n/a", missing_reason=reason) for c in BENCH_COLUMNS}
@@ -304,8 +305,15 @@ def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
     times = timing.times
     copy = timing.copy
     figures = BenchTiming(
-        times.median_ms, times.p10_ms, times.p90_ms, len(times.samples_ms), timing.min_bytes, timing.gb_per_s,
-        timing.pct_of_copy, None if copy is None else copy.bytes_moved, None if copy is None else copy.times.median_ms,
+        times.median_ms,
+        times.p10_ms,
+        times.p90_ms,
+        len(times.samples_ms),
+        timing.min_bytes,
+        timing.gb_per_s,
+        timing.pct_of_copy,
+        None if copy is None else copy.bytes_moved,
+        None if copy is None else copy.times.median_ms,
         None if copy is None else copy.gb_per_s,
     )
     kinds = {c.key: c.kind for c in BENCH_COLUMNS}

@@ -22,23 +22,40 @@ def figure_column(key: str, header: str, group: str, kind: str, title: str = "")
 
 
 COLUMNS: tuple[Column, ...] = (
-    figure_column("duration", "duration", "time", "duration",
-                  "kernel duration on the GPU (all launches of the variant)"),
+    figure_column(
+        "duration", "duration", "time", "duration", "kernel duration on the GPU (all launches of the variant)"
+    ),
     figure_column(SPEEDUP, "speedup", "time", "speedup", "the family's baseline duration divided by this duration"),
     figure_column("dram_bandwidth", "bandwidth", "DRAM", "bandwidth", "bytes read plus written, per second"),
     figure_column("dram_pct_of_peak", "% of peak", "DRAM", "percent", "DRAM throughput as a percentage of peak"),
-    figure_column("shared_ld_ways", "ld n-way", "shared memory", "ways",
-           "shared loads' wavefronts over the conflict-free ideal of the same loads (exact; 1 = no conflict at any "
-           "width); without the exact pass, wavefronts per load instruction (hover: the hardware figure)"),
-    figure_column("shared_st_ways", "st n-way", "shared memory", "ways",
-           "shared stores' wavefronts over the conflict-free ideal of the same stores (exact; 1 = no conflict at any "
-           "width); without the exact pass, wavefronts per store instruction (hover: the hardware figure)"),
     figure_column(
-        "exact_excess_wavefronts", "excess wavefronts", "shared memory", "compact",
+        "shared_ld_ways",
+        "ld n-way",
+        "shared memory",
+        "ways",
+        "shared loads' wavefronts over the conflict-free ideal of the same loads (exact; 1 = no conflict at any "
+        "width); without the exact pass, wavefronts per load instruction (hover: the hardware figure)",
+    ),
+    figure_column(
+        "shared_st_ways",
+        "st n-way",
+        "shared memory",
+        "ways",
+        "shared stores' wavefronts over the conflict-free ideal of the same stores (exact; 1 = no conflict at any "
+        "width); without the exact pass, wavefronts per store instruction (hover: the hardware figure)",
+    ),
+    figure_column(
+        "exact_excess_wavefronts",
+        "excess wavefronts",
+        "shared memory",
+        "compact",
         "exact: instrumented wavefronts minus the conflict-free ideal",
     ),
     figure_column(
-        "hw_bank_conflicts", HW_LABEL, "shared memory", "compact",
+        "hw_bank_conflicts",
+        HW_LABEL,
+        "shared memory",
+        "compact",
         "l1tex bank-conflict counter, loads plus stores: counts conflicts where there are none",
     ),
     figure_column("local_ld_bytes", "local loads", "local memory", "bytes", "bytes of local-memory loads"),
@@ -50,15 +67,24 @@ COLUMNS: tuple[Column, ...] = (
 BENCH_MEDIAN, BENCH_BANDWIDTH, BENCH_PCT = "bench_median", "bench_bandwidth", "bench_pct_of_copy"
 BENCH_COLUMNS: tuple[Column, ...] = (
     figure_column(
-        BENCH_MEDIAN, "bench median", "memlens bench", "milliseconds",
+        BENCH_MEDIAN,
+        "bench median",
+        "memlens bench",
+        "milliseconds",
         "median launch time timed by memlens bench with CUDA events, outside ncu (hover for p10–p90)",
     ),
     figure_column(
-        BENCH_BANDWIDTH, "bench bandwidth", "memlens bench", "gb_per_s",
+        BENCH_BANDWIDTH,
+        "bench bandwidth",
+        "memlens bench",
+        "gb_per_s",
         "the family's min_bytes (the fewest bytes the kernel must move) over the bench median",
     ),
     figure_column(
-        BENCH_PCT, "% of copy bandwidth", "memlens bench", "percent",
+        BENCH_PCT,
+        "% of copy bandwidth",
+        "memlens bench",
+        "percent",
         "bench bandwidth as a percentage of a device-to-device copy of the same bytes (the family's min_bytes,"
         " half read, half written) timed the same way by the same bench (hover for the copy)",
     ),
@@ -86,8 +112,13 @@ def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
         flag: Severity | None = "bad" if CATALOGUE[column.key].problem_above_zero and (metric.value or 0) > 0 else None
         exact = format_count(metric.value) if metric.value is not None and column.kind == "compact" else ""
         cells[column.key] = Cell(
-            column.key, metric.value, metric.unit, format_value(metric.value, column.kind), exact,
-            metric.missing_reason, flag,
+            column.key,
+            metric.value,
+            metric.unit,
+            format_value(metric.value, column.kind),
+            exact,
+            metric.missing_reason,
+            flag,
         )
     return cells
 
@@ -101,12 +132,20 @@ def _ways_cell(kernel: KernelResult, column: Column) -> Cell:
         return Cell(column.key, None, "wavefront/ideal", "—" if none else "n/a", missing_reason=figure.note)
     if figure.exact:
         counted = kernel.metric(column.key).value
-        hardware = "exact" if counted is None else (
-            f"exact; the hardware counts {format_value(counted, column.kind)} wavefronts per instruction")
+        hardware = (
+            "exact"
+            if counted is None
+            else (f"exact; the hardware counts {format_value(counted, column.kind)} wavefronts per instruction")
+        )
         return Cell(column.key, figure.value, "wavefront/ideal", format_value(figure.value, column.kind), hardware,
                     flag="bad" if figure.value > 1 else None)  # fmt: skip
-    return Cell(column.key, figure.value, "wavefront/inst", format_value(figure.value, column.kind) + "*",
-                f"fallback: {figure.note}")
+    return Cell(
+        column.key,
+        figure.value,
+        "wavefront/inst",
+        format_value(figure.value, column.kind) + "*",
+        f"fallback: {figure.note}",
+    )
 
 
 def _shared_per_block(kernel: KernelResult, column: Column) -> Cell:

@@ -39,7 +39,7 @@ def pmpp_findings(kernel: KernelResult) -> tuple[Finding, ...]:
 
 
 def coalescing(kernel: KernelResult, side: str) -> Finding | None:
-    """"global loads uncoalesced: 32 sectors per access, 8x the ideal 4 of the same accesses (line ...)"
+    """ "global loads uncoalesced: 32 sectors per access, 8x the ideal 4 of the same accesses (line ...)"
     from the per-instruction table where the report has it; else from the hardware counters, labelled;
     None where the accesses are coalesced, or nothing is measured."""
     exact = _exact_coalescing(kernel, side)

@@ -69,6 +69,11 @@ def tma_findings(kernels: list[KernelResult]) -> tuple[Finding, ...]:
     if not by_line:
         return ()
     lines = ", ".join(f"{where} ({compact_count(count)})" for where, count in by_line.items())
-    return (Finding("line", "unknown", f"TMA transfers, executions by line: {lines}; ncu counts no shared-memory "
-                                       "wavefronts for the copy engine, so their bank behaviour is not measured"),)
-
+    return (
+        Finding(
+            "line",
+            "unknown",
+            f"TMA transfers, executions by line: {lines}; ncu counts no shared-memory "
+            "wavefronts for the copy engine, so their bank behaviour is not measured",
+        ),
+    )

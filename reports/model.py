@@ -270,8 +270,13 @@ def _column_json(column: Column) -> dict[str, str]:
 def _run_json(run: RunSection) -> dict[str, Any]:
     data = asdict(run)
     data["families"] = [
-        {"name": f.name, "baseline": f.baseline, "variants": [_row_json(r) for r in f.rows], "bench_copy": f.bench_copy,
-         "roofline": asdict(f.roofline) if f.roofline else None}
+        {
+            "name": f.name,
+            "baseline": f.baseline,
+            "variants": [_row_json(r) for r in f.rows],
+            "bench_copy": f.bench_copy,
+            "roofline": asdict(f.roofline) if f.roofline else None,
+        }
         for f in run.families
     ]
     data["others"] = [_row_json(r) for r in run.others]

@@ -186,7 +186,6 @@ def source_block(view: SourceView) -> MdSafe:
     return MdSafe(f"{fence}\n{text}\n{fence}")
 
 
-
 def render_markdown(report: Report) -> str:
     environment = Environment(
         loader=FileSystemLoader(TEMPLATES),

@@ -65,8 +65,12 @@ def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | N
     if flops.value is None:
         return None
     if flops.value == 0 and kernel.value("shared_mma_executions"):
-        return Finding("roofline", "unknown", "roofline: not placed: its floating-point work runs on tensor cores "
-                                              "(wgmma), which memlens's FLOP counters do not count")
+        return Finding(
+            "roofline",
+            "unknown",
+            "roofline: not placed: its floating-point work runs on tensor cores "
+            "(wgmma), which memlens's FLOP counters do not count",
+        )
     if flops.value == 0:
         return Finding("roofline", "ok", "roofline: no floating-point work (moves data only): no intensity figure")
     if where is None:
@@ -176,9 +180,7 @@ def _with_roofline(
     compute_bound = bool(verdicts) and not any(verdicts)
     if compute_bound:
         rows = tuple(_without_copy_pct(r) for r in rows)
-    peaks = tuple(
-        (p, peak) for p in PRECISIONS if p in precisions and (peak := ceilings.get(f"peak_flops_{p}"))
-    )
+    peaks = tuple((p, peak) for p in PRECISIONS if p in precisions and (peak := ceilings.get(f"peak_flops_{p}")))
     note = load_cut_note(family.name, [(r, k) for r, k, _ in judged])
     roofline = FamilyRoofline(
         peaks, ceilings.get("peak_dram_bandwidth"), copy, tuple(points), (note,) if note else (), compute_bound
@@ -227,9 +229,7 @@ def _without_flops(
     achieved DRAM bandwidth against the peak; unchanged where FLOPs were not measured (no --roofline)."""
     if not judged or any(kernel.metric("flops").value != 0 for _, kernel, _ in judged):
         return replace(family, rows=rows)
-    achieved = tuple(
-        (row.name, value) for row, kernel, _ in judged if (value := kernel.metric("dram_bandwidth").value)
-    )
+    achieved = tuple((row.name, value) for row, kernel, _ in judged if (value := kernel.metric("dram_bandwidth").value))
     peak = ceilings.get("peak_dram_bandwidth")
     note = NO_FLOPS_WORDS
     if achieved:

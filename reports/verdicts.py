@@ -123,7 +123,7 @@ def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: fl
 
 
 def _side_text(kernel: KernelResult, side: Side) -> str:
-    """"ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load); <phase rule>":
+    """ "ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load); <phase rule>":
     each conflicting kind of the side with its own figures (the per-instruction table), or the side's
     figures where the kernel carries no instructions."""
     kinds = [k for k in kind_totals(kernel.instructions)
@@ -151,7 +151,7 @@ def _kind_text(figures: KindTotals) -> str:
 
 
 def _singular(name: str) -> str:
-    """"ldmatrix loads" -> "ldmatrix load", "shared atomics (ATOMS)" -> "shared atomic"."""
+    """ "ldmatrix loads" -> "ldmatrix load", "shared atomics (ATOMS)" -> "shared atomic"."""
     words = name.split(" (")[0]
     return words[:-1] if words.endswith("s") else words
 
@@ -161,7 +161,7 @@ _SIDE_KINDS = {Side.LD: "shared loads", Side.ST: "shared stores", Side.ATOM: "sh
 
 
 def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
-    """"32-way bank conflicts" when every access ideally takes one wavefront (32-bit accesses),
+    """ "32-way bank conflicts" when every access ideally takes one wavefront (32-bit accesses),
     where n = 1 + excess per instruction exactly; wider accesses ideally take several wavefronts,
     so then the figure is the ratio of wavefronts to the conflict-free ideal."""
     ideal = _value(kernel, "shared_wavefronts_ideal")
@@ -283,8 +283,10 @@ def _sass_evidence(causes: tuple[str, ...]) -> str:
     if SPILL in causes:
         parts.append("loads and stores at fixed stack offsets; fewer live values or a looser __launch_bounds__ help")
     if RUNTIME_ARRAY in causes:
-        parts.append("local addresses computed at run time; index the array with compile-time constants "
-                     "(unrolled loops) or keep it in shared memory")
+        parts.append(
+            "local addresses computed at run time; index the array with compile-time constants "
+            "(unrolled loops) or keep it in shared memory"
+        )
     return "; ".join(parts)
 
 
@@ -292,7 +294,9 @@ def _sass_evidence(causes: tuple[str, ...]) -> str:
 _LIBRARIES = (
     ("cuBLAS", ("sm90_xmma", "sm80_xmma", "ampere_", "volta_", "turing_", "cublas", "gemv", "gemmSN", "gemmk1")),
     ("cuDNN", ("cudnn", "sm90_cudnn", "xmma_fprop", "xmma_dgrad", "xmma_wgrad")),
-    ("CUTLASS", ("cutlass",)), ("CUB", ("cub::",)), ("Thrust", ("thrust::",)),
+    ("CUTLASS", ("cutlass",)),
+    ("CUB", ("cub::",)),
+    ("Thrust", ("thrust::",)),
     ("NCCL", ("ncclKernel", "ncclDevKernel")),
 )
 

@@ -34,7 +34,12 @@ def test_suite_contract_importable_from_memlens():
     from memlens import CudaKernel, Expect, Family, Launch, NumbaKernel, suite
 
     assert (Family, Launch, Expect, CudaKernel, NumbaKernel) == (
-        suite.Family, suite.Launch, suite.Expect, suite.CudaKernel, suite.NumbaKernel)
+        suite.Family,
+        suite.Launch,
+        suite.Expect,
+        suite.CudaKernel,
+        suite.NumbaKernel,
+    )
 
 
 class _Recorder:

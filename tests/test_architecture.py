@@ -37,8 +37,11 @@ def test_the_installed_package_keeps_every_contract(installed, tmp_path):
     ("module", "planted", "broken"),
     [
         ("io/files.py", "import memlens.model.results", "Stages: each imports only those below it"),
-        ("collect/ncu.py", "import memlens.collect.several_gpus",
-         "No import circles between the modules of one folder"),
+        (
+            "collect/ncu.py",
+            "import memlens.collect.several_gpus",
+            "No import circles between the modules of one folder",
+        ),
         ("bench/timing.py", "import memlens.collect.profiled_program", "Timing stays out of profiling"),
         ("reports/render.py", "import memlens.bench.timing", "Reading bench.json and rendering reports need no"),
     ],

@@ -66,8 +66,10 @@ def test_doctor_checks_the_static_check_compilers(monkeypatch):
     monkeypatch.setattr(toolchain, "nvrtc_version", lambda: None)
     checks = check_compilers()
     assert [(c.name, c.ok, c.required) for c in checks] == [
-        ("check: CUDA C++ compiler", False, False), ("check: NVRTC (Numba kernels)", False, False),
-        ("check: ptxas", False, False)]
+        ("check: CUDA C++ compiler", False, False),
+        ("check: NVRTC (Numba kernels)", False, False),
+        ("check: ptxas", False, False),
+    ]
     assert all("memlens[check]" in c.fix for c in checks) and "memlens[check]" in CHECK_EXTRA
     monkeypatch.setattr(toolchain, "nvrtc_version", lambda: (12, 9))
     assert check_compilers()[0].detail == "NVRTC 12.9"

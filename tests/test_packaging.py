@@ -66,9 +66,14 @@ def test_installed_gpu_children_start_the_installed_memlens(installed, tmp_path)
     """`profile --gpus` and `bench --gpus` start a child a GPU: by the installed name, from anywhere."""
     target, env = installed
     bin_folder = tmp_path / "bin"
-    env = {**fake_ncu_env(bin_folder, FAKE_NCU_REPORT=str(FIXTURES / "probe" / "probe.ncu-rep"),
-                          FAKE_NCU_LOG=str(FIXTURES / "probe" / "probe.log")),
-           "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(REPO)])}  # fmt: skip  (REPO: the fake ncu's tests.)
+    env = {
+        **fake_ncu_env(
+            bin_folder,
+            FAKE_NCU_REPORT=str(FIXTURES / "probe" / "probe.ncu-rep"),
+            FAKE_NCU_LOG=str(FIXTURES / "probe" / "probe.log"),
+        ),
+        "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(REPO)]),
+    }  # fmt: skip  (REPO: the fake ncu's tests.)
     (bin_folder / "nvidia-smi").write_text(FAKE_SMI)
     (bin_folder / "nvidia-smi").chmod(0o755)
     elsewhere = tmp_path / "elsewhere"

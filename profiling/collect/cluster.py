@@ -67,7 +67,7 @@ def _distributed() -> Any:
     try:
         import distributed
     except ImportError as exc:
-        raise SetupError(f"--cluster needs Dask distributed ({exc}): pip install \"memlens[cluster]\"") from None
+        raise SetupError(f'--cluster needs Dask distributed ({exc}): pip install "memlens[cluster]"') from None
     for name in ("distributed", "tornado", "asyncio"):  # memlens says what went wrong in one line
         logging.getLogger(name).setLevel(logging.CRITICAL)
     return distributed
@@ -259,4 +259,3 @@ def _failed(job: Job, message: str, status: str = "failed") -> RunResults:
         family, _, variant = label.partition("/")
         outcomes.append(VariantOutcome(family, variant, status, message))
     return RunResults(RunInfo(), (), tuple(outcomes), complete=False)
-

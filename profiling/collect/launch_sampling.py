@@ -80,8 +80,14 @@ class LaunchSampling:
             invocation = str(first)
         else:
             invocation = "^(" + "|".join(str(n) for n in range(first, first + self.per_kernel)) + ")$"
-        return ["--filter-mode", "per-launch-config", "--kernel-name-base", "mangled",
-                "--kernel-id", f"::regex:.*:{invocation}"]
+        return [
+            "--filter-mode",
+            "per-launch-config",
+            "--kernel-name-base",
+            "mangled",
+            "--kernel-id",
+            f"::regex:.*:{invocation}",
+        ]
 
     def describe(self) -> str:
         """One line for tables and reports: what was profiled."""
@@ -89,8 +95,10 @@ class LaunchSampling:
             return "every launch profiled (--launches all)"
         which = "one launch" if self.per_kernel == 1 else f"{self.per_kernel} launches"
         after = f" after {self.warm_up} warm-up launch{'es' if self.warm_up != 1 else ''}" if self.warm_up else ""
-        return (f"{which} of each distinct kernel (function, grid, block, shared memory){after} profiled "
-                f"(--launches {self.mode}; --launches all profiles every launch)")
+        return (
+            f"{which} of each distinct kernel (function, grid, block, shared memory){after} profiled "
+            f"(--launches {self.mode}; --launches all profiles every launch)"
+        )
 
 
 def parse_launches(text: str, warm_up: int = 0) -> LaunchSampling:
@@ -198,6 +206,8 @@ def selection_lines(info: RunInfo) -> list[str]:
 def not_profiled_line(not_profiled: dict[str, int]) -> str:
     """Which counted ranges hold no profiled launch, and why that can be."""
     shown = ", ".join(f"{path} ({runs:,} run{'s' if runs != 1 else ''})" for path, runs in not_profiled.items())
-    return (f"ranges that ran with no launch profiled in them: {shown}. Either they launched no kernel, or each "
-            "kernel they launched had the function and shape of one profiled earlier (ncu keys a kernel without "
-            "its range), or of a warm-up launch; --launches all profiles every launch in every range")
+    return (
+        f"ranges that ran with no launch profiled in them: {shown}. Either they launched no kernel, or each "
+        "kernel they launched had the function and shape of one profiled earlier (ncu keys a kernel without "
+        "its range), or of a warm-up launch; --launches all profiles every launch in every range"
+    )

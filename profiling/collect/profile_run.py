@@ -260,8 +260,9 @@ def conclude(
     """The results of a run of ncu, and the error to raise once they are saved (None: none)."""
     events.poll()
     error, stopped = _explain(cause, events, shard.files.log.parent)
-    info = run_info(options.ncu_settings, ncu.version_text, machine, selected.suite.path, options.memlens_command,
-                    started)
+    info = run_info(
+        options.ncu_settings, ncu.version_text, machine, selected.suite.path, options.memlens_command, started
+    )
     variants = selected.variants
     if shard.labels is not None:
         variants = [v for v in variants if v.label in shard.labels]

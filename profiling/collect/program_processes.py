@@ -30,7 +30,7 @@ EXPORT_TIMEOUT = 600.0
 
 
 def connected_processes(log_text: str) -> dict[str, int] | None:
-    """"PID (NAME)" -> its number (1, 2, ... in the order ncu connected to them); None where the log
+    """ "PID (NAME)" -> its number (1, 2, ... in the order ncu connected to them); None where the log
     names none."""
     found: dict[str, int] = {}
     for match in _CONNECTED.finditer(log_text):

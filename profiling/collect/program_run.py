@@ -86,7 +86,6 @@ if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmark
     from memlens.model.results import RunResults
 
 
-
 def own_range_filters(library: tuple[str, ...] = LIBRARY_DOMAINS) -> tuple[str, ...]:
     """push/pop ranges of the default domain and of every named one but the libraries'; start/end ranges of the same"""
     other = domains_other_than(library)

@@ -106,4 +106,3 @@ def _progress(total: int) -> Iterator[Progress | None]:
             bar.update(f"compiling {description}")
 
         yield step
-

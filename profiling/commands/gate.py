@@ -44,10 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compare with a baseline from another GPU model or target anyway")  # fmt: skip
     parser.add_argument("--junit", metavar="FILE", help=f"write JUnit XML, one testcase per check ({JUNIT_NAME} in "
                         "a FOLDER/; - prints it instead of the table)")  # fmt: skip
-    parser.add_argument("--summary", metavar="FILE",
-                        help=f"write a GitHub-flavoured Markdown summary ({SUMMARY_NAME} in a FOLDER/; -: stdout)")
-    parser.add_argument("--json", metavar="FILE",
-                        help=f"write the verdicts as JSON ({JSON_NAME} in a FOLDER/; -: stdout)")
+    parser.add_argument(
+        "--summary",
+        metavar="FILE",
+        help=f"write a GitHub-flavoured Markdown summary ({SUMMARY_NAME} in a FOLDER/; -: stdout)",
+    )
+    parser.add_argument(
+        "--json", metavar="FILE", help=f"write the verdicts as JSON ({JSON_NAME} in a FOLDER/; -: stdout)"
+    )
     add_ci_arguments(parser, "gate")
 
 

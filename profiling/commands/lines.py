@@ -103,8 +103,10 @@ def _wrapped(text: str, width: int | None, indent: str) -> list[str]:
 
 
 def stale_words(line: LineRecord) -> str:
-    return (f"{line.file} changed after the report was written: its code is not shown (a memlens run keeps "
-            "its sources; plain ncu: --import-source yes)")
+    return (
+        f"{line.file} changed after the report was written: its code is not shown (a memlens run keeps "
+        "its sources; plain ncu: --import-source yes)"
+    )
 
 
 def terminal_width() -> int | None:
@@ -159,7 +161,8 @@ def to_json(found: list[KernelLines], top: int) -> dict[str, object]:
         "kernels": [
             {
                 **entry.kernel.identity(),
-                "line_info": entry.line_info, "hint": None if entry.line_info else LINE_INFO_HINT,
+                "line_info": entry.line_info,
+                "hint": None if entry.line_info else LINE_INFO_HINT,
                 "lines": [line.to_json() for line in (entry.lines if top == 0 else entry.lines[:top])],
                 "notes": kernel_notes(entry, entry.lines if top == 0 else entry.lines[:top]),
             }  # fmt: skip

@@ -32,8 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="every metric of every kernel as JSON")
     output.add_argument("--csv", action="store_true", help="every metric of every kernel as CSV, one row a kernel")
-    parser.add_argument("--wide", action="store_true",
-                        help="every column of the table, however wide the terminal (default: the columns that fit)")
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column of the table, however wide the terminal (default: the columns that fit)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,5 +67,3 @@ def _select(results: RunResults, pattern: str | None, named: str | None = None) 
     if not kernels and results.kernels:
         raise ConfigError(f"no kernel in {named or results.info.source or 'the report'} matches -k {pattern!r}")
     return kernels
-
-

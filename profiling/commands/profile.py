@@ -48,13 +48,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"ncu clock control (default: {DEFAULT_CLOCK_CONTROL}, or ${CLOCK_CONTROL_ENV})",
     )  # fmt: skip
     parser.add_argument(
-        "--cache-control", choices=CACHE_CONTROLS, default=DEFAULT_CACHE_CONTROL,
+        "--cache-control",
+        choices=CACHE_CONTROLS,
+        default=DEFAULT_CACHE_CONTROL,
         help=f"flush caches between passes (default: {DEFAULT_CACHE_CONTROL})",
     )
     parser.add_argument("--fast", action="store_true", help="skip the instrumented pass: no exact bank-conflict count")
-    parser.add_argument("--roofline", action="store_true",
-                        help="also collect the FLOP counters and L1's global sectors (roofline, arithmetic intensity, "
-                        "coalescing): 2 more replay passes a kernel on an H200")
+    parser.add_argument(
+        "--roofline",
+        action="store_true",
+        help="also collect the FLOP counters and L1's global sectors (roofline, arithmetic intensity, "
+        "coalescing): 2 more replay passes a kernel on an H200",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before ncu is stopped (default 1800)")
     parser.add_argument("--ncu", help="path of the ncu executable (default: $MEMLENS_NCU or PATH)")
     parser.add_argument(

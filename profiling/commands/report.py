@@ -33,11 +33,19 @@ from memlens.static.check import find_static
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run directory, results.json, .ncu-rep or ncu CSV")
-    parser.add_argument("-o", "--output", help="file to write, - for stdout, FOLDER/ for the default name in FOLDER "
-                        "(default: RUN/report.<ext> for a writable memlens run directory, else ./STEM.report.<ext> "
-                        "named after the input, or ./memlens-report.<ext> for several runs)")
-    parser.add_argument("--format", choices=format_names("report"), default="html",
-                        help=f"{', '.join(format_names('report'))} (default: html)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        help="file to write, - for stdout, FOLDER/ for the default name in FOLDER "
+        "(default: RUN/report.<ext> for a writable memlens run directory, else ./STEM.report.<ext> "
+        "named after the input, or ./memlens-report.<ext> for several runs)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=format_names("report"),
+        default="html",
+        help=f"{', '.join(format_names('report'))} (default: html)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

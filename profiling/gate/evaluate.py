@@ -224,8 +224,11 @@ def _check_paper(rule: Rule, subject: Subject, measurements: Measurements) -> Ve
         return verdict("fail", f"{rule.metric.key} is a profiler metric, not part of this static result")
     found = measurements.paper.get(subject.label)
     if found is None and not measurements.declares:
-        return verdict("fail", f"{measurements.source} holds no suite's figures on paper (a raw ncu report "
-                               "or CSV keeps no Expect(...)): gate the run directory or its results.json instead")
+        return verdict(
+            "fail",
+            f"{measurements.source} holds no suite's figures on paper (a raw ncu report "
+            "or CSV keeps no Expect(...)): gate the run directory or its results.json instead",
+        )
     if found is None:
         return verdict("fail", f"{subject.label} declares no exact excess wavefronts on paper "
                                "(Expect(excess_wavefronts=...) in its suite)")  # fmt: skip
@@ -298,8 +301,10 @@ def _no_worse(value: float, before: float, allowance: float, lower: bool, exact:
 # --- rules on every source line ------------------------------------------------------------------
 
 
-NO_LINES = ("no per-line figures: the run has no per-instruction values (profile without --fast, from a"
-            " run directory, results.json or .ncu-rep, not a CSV)")
+NO_LINES = (
+    "no per-line figures: the run has no per-instruction values (profile without --fast, from a"
+    " run directory, results.json or .ncu-rep, not a CSV)"
+)
 
 
 def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,

@@ -428,7 +428,7 @@ def _tolerance(table: dict[str, Any], key: str, where: _Where) -> Tolerance:
     if isinstance(value, str):
         found = _PERCENT.match(value)
         if not found:
-            raise where.error(f"{key!r} must be a percentage such as \"10%\" or a number, not {value!r}", key)
+            raise where.error(f'{key!r} must be a percentage such as "10%" or a number, not {value!r}', key)
         return Tolerance(float(found.group(1)) / 100, relative=True)
     amount = _number(table, key, where)
     if amount < 0:

@@ -11,14 +11,28 @@ import math
 from collections.abc import Sequence
 
 TIME_NS = {
-    "ns": 1.0, "nsecond": 1.0,
-    "us": 1e3, "usecond": 1e3, "µs": 1e3,
-    "ms": 1e6, "msecond": 1e6,
-    "s": 1e9, "second": 1e9,
+    "ns": 1.0,
+    "nsecond": 1.0,
+    "us": 1e3,
+    "usecond": 1e3,
+    "µs": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
 }
 PREFIXES = {
-    "": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
-    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
+    "": 1.0,
+    "K": 1e3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
 }
 # Denominators that qualify a quantity without changing it: "byte/block" is bytes of one block.
 PER_CONTEXT = {"block", "thread", "warp", "launch", "kernel", "sm", "cta"}

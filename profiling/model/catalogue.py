@@ -36,6 +36,8 @@ __all__ = [  # the per-instruction names, re-exported: the catalogue is where ev
     "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys", "SharedKeys",
 ]  # fmt: skip
 
+# The metrics are a table, one metric a few lines as a reader scans them: not reformatted.
+# fmt: off
 _RAW = [
     Metric("duration", "ns", "kernel duration on the GPU", "gpu__time_duration.sum", "lower"),
     Metric("dram_read_bytes", "byte", "bytes read from device memory (DRAM)", "dram__bytes_read.sum", "lower"),
@@ -351,6 +353,7 @@ _ROOFLINE_DERIVED = [
         derive=lambda v: _product(v.get("peak_dram_bytes_per_cycle"), v.get("dram_clock")),
     ),
 ]
+# fmt: on
 _RAW += _ROOFLINE_RAW
 _DERIVED += _ROOFLINE_DERIVED
 

@@ -15,6 +15,8 @@ _PREDICATE = re.compile(r"^\s*@!?U?P[T0-9]+\s+")
 # `@!PT`: a predicate that is never true (ptxas puts `@!PT LDS RZ, [RZ]` beside a cp.async): the
 # instruction issues but touches nothing, so it is no access of any kind
 NEVER = re.compile(r"^\s*@!U?PT\s+")
+
+
 class Space(str, Enum):
     """Where an instruction's accesses go. A str: it compares, serialises and reads back as its value."""
 

@@ -157,8 +157,9 @@ def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -
             on_side = global_side(record.access_type, record.opcode)
             if on_side is not None:
                 has_global = True
-                global_[on_side] = _add(global_[on_side], executions, record.global_sectors,
-                                     record.global_sectors_ideal or 0.0)
+                global_[on_side] = _add(
+                    global_[on_side], executions, record.global_sectors, record.global_sectors_ideal or 0.0
+                )
     out: dict[str, float | None] = {}
     for side, total in shared.items():
         keys = SHARED_KEYS[side]
@@ -241,7 +242,7 @@ def kind_totals(records: Sequence[InstructionRecord]) -> tuple[KindTotals, ...]:
 
 
 def _family(name: str) -> str:
-    """"cp.async stores" -> "cp.async": the instruction family of a kind that copies global into shared memory."""
+    """ "cp.async stores" -> "cp.async": the instruction family of a kind that copies global into shared memory."""
     return name.rsplit(" ", 1)[0] if " " in name else name
 
 
@@ -277,7 +278,7 @@ PARTLY_UNCOALESCED = 1.3
 
 
 def coalescing_words(ratio: float | None) -> str | None:
-    """"uncoalesced", "partly uncoalesced", or None (coalesced, or not measured) for sectors over their ideal."""
+    """ "uncoalesced", "partly uncoalesced", or None (coalesced, or not measured) for sectors over their ideal."""
     if ratio is None or ratio < PARTLY_UNCOALESCED:
         return None
     return "uncoalesced" if ratio >= UNCOALESCED else "partly uncoalesced"
@@ -314,8 +315,10 @@ def local_memory_causes(records: Iterable[InstructionRecord]) -> tuple[str, ...]
 
 def _has_reloads(records: Iterable[InstructionRecord]) -> bool:
     """Spill reloads: `LDL.LU` (load, last use) at a fixed stack offset."""
-    return any(r.space == Space.LOCAL and r.opcode.startswith("LDL.LU") and r.executions
-               and _STACK_ADDRESS.search(r.sass) for r in records)
+    return any(
+        r.space == Space.LOCAL and r.opcode.startswith("LDL.LU") and r.executions and _STACK_ADDRESS.search(r.sass)
+        for r in records
+    )
 
 
 def record_kind(opcode: str, space: Space | None, side: Side) -> Kind:

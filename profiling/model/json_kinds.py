@@ -48,7 +48,7 @@ def wrong_kind(source: str, data: Any, marker: tuple[str, str] | None, wanted: s
     if marker is None and found == RESULTS_WORDS:
         return None  # a results.json, perhaps damaged: from_json says how
     if found is None:
-        found = f"{_shape(data)} memlens did not write (no \"kind\", \"format\" or \"schema_version\")"
+        found = f'{_shape(data)} memlens did not write (no "kind", "format" or "schema_version")'
     return InputError(f"{source}: {found}, not {wanted}")
 
 

@@ -33,14 +33,21 @@ def fits(value: Any, hint: Any) -> bool:
     return False
 
 
-_WORDS = {str: "text", int: "an integer", float: "a finite number", bool: "true or false", type(None): "null",
-          dict[str, int]: "an object of integers"}
+_WORDS = {
+    str: "text",
+    int: "an integer",
+    float: "a finite number",
+    bool: "true or false",
+    type(None): "null",
+    dict[str, int]: "an object of integers",
+}
 
 
 def describe_type(hint: Any) -> str:
     options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    return " or ".join(_word(option) for option in options
-                       if typing.get_origin(option) is not Callable)  # a suite's function never reaches JSON
+    return " or ".join(
+        _word(option) for option in options if typing.get_origin(option) is not Callable
+    )  # a suite's function never reaches JSON
 
 
 def _word(option: Any) -> str:

@@ -96,5 +96,3 @@ def _collapse_one(text: str) -> str:
         return text
     opening, closing = longest.group(0)[0], longest.group(0)[-1]
     return text[: longest.start()] + opening + ELLIPSIS + closing + text[longest.end() :]
-
-

@@ -328,8 +328,10 @@ def _line_number_note(file: str, base: LineSet | None, head: LineSet | None) -> 
         missing = [name for name, side in (("BASE", base), ("HEAD", head))
                    if side and any(s.source is None for s in side.lines if s.file == file)]  # fmt: skip
         why = f"no code text in {' and '.join(missing) or 'either run'}"
-    return (f"{file}: lines matched by number ({why}); a line that moved reads as gone and new"
-            " (record with ncu --import-source yes to follow moved lines)")
+    return (
+        f"{file}: lines matched by number ({why}); a line that moved reads as gone and new"
+        " (record with ncu --import-source yes to follow moved lines)"
+    )
 
 
 def _judge(old: SourceLine | None, new: SourceLine | None, how: MatchedBy) -> LineChange:

@@ -83,15 +83,30 @@ def _shared_side_metrics(side: Side, what: str) -> list[Metric]:
     keys = SHARED_KEYS[side]
     excess, waves, ideal, runs = keys.excess, keys.wavefronts, keys.ideal, keys.executions
     return [
-        _summed(excess, "wavefront", f"exact excess shared-memory wavefronts of {what}",
-                "shared_wavefronts - shared_wavefronts_ideal", "lower"),
+        _summed(
+            excess,
+            "wavefront",
+            f"exact excess shared-memory wavefronts of {what}",
+            "shared_wavefronts - shared_wavefronts_ideal",
+            "lower",
+        ),
         _summed(waves, "wavefront", f"shared-memory wavefronts of {what}", "shared_wavefronts"),
         _summed(ideal, "wavefront", f"conflict-free ideal wavefronts of {what}", "shared_wavefronts_ideal"),
         _summed(runs, "inst", f"warp-level executions of {what}", "inst_executed"),
-        _ratio_of(keys.ways, "wavefront/ideal", f"wavefronts of {what} over their conflict-free"
-                  " ideal (n-way; 1 = no conflict, whatever the width)", (waves, ideal), "lower"),
-        _ratio_of(keys.per_access, "wavefront/inst",
-                  f"exact excess wavefronts of {what} per warp-level execution", (excess, runs), "lower"),
+        _ratio_of(
+            keys.ways,
+            "wavefront/ideal",
+            f"wavefronts of {what} over their conflict-free ideal (n-way; 1 = no conflict, whatever the width)",
+            (waves, ideal),
+            "lower",
+        ),
+        _ratio_of(
+            keys.per_access,
+            "wavefront/inst",
+            f"exact excess wavefronts of {what} per warp-level execution",
+            (excess, runs),
+            "lower",
+        ),
     ]
 
 
@@ -100,25 +115,47 @@ def _global_side_metrics(side: Side, what: str) -> list[Metric]:
     sectors, ideal, runs = keys.sectors, keys.ideal, keys.executions
     return [
         _summed(sectors, "sector", f"L2 sectors of {what}", "memory_l2_theoretical_sectors_global", "lower"),
-        _summed(ideal, "sector", f"the sectors the same {what} would need, perfectly coalesced",
-                "memory_l2_theoretical_sectors_global_ideal"),
+        _summed(
+            ideal,
+            "sector",
+            f"the sectors the same {what} would need, perfectly coalesced",
+            "memory_l2_theoretical_sectors_global_ideal",
+        ),
         _summed(runs, "inst", f"warp-level executions of {what}", "inst_executed"),
-        _ratio_of(keys.per_access, "sector/inst",
-                  f"sectors per warp-level access of {what}", (sectors, runs), "lower"),
-        _ratio_of(keys.ideal_per_access, "sector/inst",
-                  f"the ideal sectors per warp-level access of {what}", (ideal, runs)),
-        _ratio_of(keys.coalescing, "sector/ideal",
-                  f"sectors of {what} over their perfectly coalesced ideal (1 = coalesced)", (sectors, ideal), "lower"),
+        _ratio_of(keys.per_access, "sector/inst", f"sectors per warp-level access of {what}", (sectors, runs), "lower"),
+        _ratio_of(
+            keys.ideal_per_access, "sector/inst", f"the ideal sectors per warp-level access of {what}", (ideal, runs)
+        ),
+        _ratio_of(
+            keys.coalescing,
+            "sector/ideal",
+            f"sectors of {what} over their perfectly coalesced ideal (1 = coalesced)",
+            (sectors, ideal),
+            "lower",
+        ),
     ]
 
 
 _PER_INSTRUCTION = [
     *(m for side, what in _SHARED_SIDES.items() for m in _shared_side_metrics(side, what)),
     *(m for side, what in _GLOBAL_SIDES.items() for m in _global_side_metrics(side, what)),
-    _summed(REMOTE_SHARED_EXECUTIONS, "inst", "warp-level loads and stores of a cluster partner's shared memory"
-            " (distributed shared memory; ncu records no bank figures for them)", "inst_executed"),
-    *(_summed(key, "inst", f"warp-level local-memory {_HW_NAMES[side]} executions, per instruction",
-              "inst_executed", "lower") for side, key in LOCAL_EXECUTIONS.items()),
+    _summed(
+        REMOTE_SHARED_EXECUTIONS,
+        "inst",
+        "warp-level loads and stores of a cluster partner's shared memory"
+        " (distributed shared memory; ncu records no bank figures for them)",
+        "inst_executed",
+    ),
+    *(
+        _summed(
+            key,
+            "inst",
+            f"warp-level local-memory {_HW_NAMES[side]} executions, per instruction",
+            "inst_executed",
+            "lower",
+        )
+        for side, key in LOCAL_EXECUTIONS.items()
+    ),
 ]
 PER_PC_EXECUTIONS = "inst_executed"  # the source-level metric of per-instruction warp-level executions
 # What ncu records of each memory instruction (SourceCounters): spaces and access kinds (bit sets), width, and

@@ -33,7 +33,8 @@ SUPPORTED_SCHEMAS = (1, 2, 3)
 # A derived metric -> the other catalogue keys its formula names, in order (missing_reason names the first missing)
 _FORMULA_INPUTS: dict[str, tuple[str, ...]] = {
     metric.key: tuple(
-        other.key for other in CATALOGUE.values()
+        other.key
+        for other in CATALOGUE.values()
         if other.key != metric.key and re.search(rf"\b{other.key}\b", metric.formula)
     )
     for metric in CATALOGUE.values()
@@ -297,7 +298,7 @@ class RunResults:
         try:
             import pandas
         except ImportError as exc:
-            raise SetupError(f"a DataFrame needs pandas ({exc}): pip install \"memlens[pandas]\"") from None
+            raise SetupError(f'a DataFrame needs pandas ({exc}): pip install "memlens[pandas]"') from None
         rows = [{**k.identity(), **{key: k.value(key) for key in CATALOGUE}} for k in self.kernels]
         columns = [*IDENTITY, *CATALOGUE]
         return pandas.DataFrame(rows, columns=columns)

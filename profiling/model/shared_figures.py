@@ -17,9 +17,7 @@ FALLBACK = (
     "the hardware counter (this report has no per-instruction figures): it counts cp.async as loads and no "
     "ldmatrix, stmatrix or cp.async as stores"
 )
-HW_WAYS = (
-    "the hardware's wavefronts per instruction: a conflict-free 8-byte access reads 2 and a 16-byte one 4"
-)
+HW_WAYS = "the hardware's wavefronts per instruction: a conflict-free 8-byte access reads 2 and a 16-byte one 4"
 
 
 def hw_ways_note(kernel: KernelResult, side: Side | str) -> str:
@@ -70,8 +68,12 @@ def n_way(kernel: KernelResult, side: Side | str) -> Figure:
         return Figure(None, False, kernel.missing_reason(keys.ways))
     if kernel.value(keys.hw_instructions) == 0:
         why = kernel.missing_reason(keys.ways) or "not in the report"
-        return Figure(None, False, f"the hardware counts no shared-memory {SIDE_WORDS[side]} instructions "
-                                   f"(it counts no ldmatrix or stmatrix); no exact n-way: {why}")
+        return Figure(
+            None,
+            False,
+            f"the hardware counts no shared-memory {SIDE_WORDS[side]} instructions "
+            f"(it counts no ldmatrix or stmatrix); no exact n-way: {why}",
+        )
     hardware = kernel.value(keys.hw_ways)
     if hardware is None:
         return Figure(None, False, kernel.missing_reason(keys.hw_ways))

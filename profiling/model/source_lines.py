@@ -97,8 +97,13 @@ class LineRecord:
 
     def to_json(self) -> dict[str, object]:
         def side(figures: SideFigures) -> dict[str, object]:
-            return {"executions": figures.executions, "wavefronts": figures.wavefronts, "ideal": figures.ideal,
-                    "excess_wavefronts": figures.excess, "n_way": figures.ways}
+            return {
+                "executions": figures.executions,
+                "wavefronts": figures.wavefronts,
+                "ideal": figures.ideal,
+                "excess_wavefronts": figures.excess,
+                "n_way": figures.ways,
+            }
 
         return {
             "file": self.file, "line": self.line, "source": self.source, "temporary_file": self.temporary,
@@ -357,7 +362,7 @@ def _problem(figures: KindTotals) -> bool:
 
 
 def _global_words(figures: KindTotals, problems_only: bool) -> list[str]:
-    """"global loads 32 sectors per access, 8x the ideal 4 (uncoalesced)", or "global loads coalesced
+    """ "global loads 32 sectors per access, 8x the ideal 4 (uncoalesced)", or "global loads coalesced
     (16 sectors per access, the ideal)"; with `problems_only`, only uncoalesced kinds."""
     per, ideal, ratio = figures.sectors_per_access, figures.ideal_sectors_per_access, figures.sectors_over_ideal
     if per is None or ideal is None or ratio is None:

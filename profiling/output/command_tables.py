@@ -88,8 +88,10 @@ def print_bench(table: BenchTable, out: TextIO | None = None) -> None:
     for line in bench_notes(results, table.skipped):
         where.print(line)
     if judged:
-        where.print(f"% of copy: a compute-bound variant ({', '.join(judged)}) is judged by its roofline instead:"
-                    " its FLOPs (the run's profile) over the median time, as a % of its roofline bound on this GPU")
+        where.print(
+            f"% of copy: a compute-bound variant ({', '.join(judged)}) is judged by its roofline instead:"
+            " its FLOPs (the run's profile) over the median time, as a % of its roofline bound on this GPU"
+        )
     elif any(timing.family == "matmul" for timing in results.variants):
         where.print("% of copy judges memory-bound kernels; a compute-bound one is judged by its roofline: "
                     "`memlens profile --roofline`, then `memlens bench --into` that run")  # fmt: skip

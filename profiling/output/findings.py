@@ -144,31 +144,61 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
         for figures in line.kinds:
             space, name = figures.kind.space, figures.kind.name
             if space == "shared" and figures.excess:
-                out.append(make("ML001", _level(figures.excess, excess),
-                                f"{name} {figures.ways:.3g}-way: {format_count(figures.excess)} excess wavefronts "
-                                f"({_share(figures.excess, excess)} of the kernel's)",
-                                {"kind": name, "excess_wavefronts": figures.excess, "wavefronts": figures.wavefronts,
-                                 "ideal_wavefronts": figures.ideal, "n_way": figures.ways,
-                                 "executions": figures.executions, "share_of_kernel": _ratio(figures.excess, excess)}))
+                out.append(
+                    make(
+                        "ML001",
+                        _level(figures.excess, excess),
+                        f"{name} {figures.ways:.3g}-way: {format_count(figures.excess)} excess wavefronts "
+                        f"({_share(figures.excess, excess)} of the kernel's)",
+                        {
+                            "kind": name,
+                            "excess_wavefronts": figures.excess,
+                            "wavefronts": figures.wavefronts,
+                            "ideal_wavefronts": figures.ideal,
+                            "n_way": figures.ways,
+                            "executions": figures.executions,
+                            "share_of_kernel": _ratio(figures.excess, excess),
+                        },
+                    )
+                )
             elif space == "local" and figures.executions:
                 rule = _local_rule(kernel.instructions, line)
                 cause = SPILL if rule == SPILL_RULE else RUNTIME_ARRAY
-                out.append(make(rule, _level(figures.executions, local),
-                                f"{name} ({cause}): {format_count(figures.executions)} executions "
-                                f"({_share(figures.executions, local)} of the kernel's local accesses)",
-                                {"kind": name, "cause": cause, "executions": figures.executions,
-                                 "share_of_kernel": _ratio(figures.executions, local)}))
+                out.append(
+                    make(
+                        rule,
+                        _level(figures.executions, local),
+                        f"{name} ({cause}): {format_count(figures.executions)} executions "
+                        f"({_share(figures.executions, local)} of the kernel's local accesses)",
+                        {
+                            "kind": name,
+                            "cause": cause,
+                            "executions": figures.executions,
+                            "share_of_kernel": _ratio(figures.executions, local),
+                        },
+                    )
+                )
             elif space == "global" and coalescing_words(figures.sectors_over_ideal):
                 part = figures.sectors or 0.0
-                out.append(make("ML004", _level(part, sectors),
-                                f"{name} {coalescing_words(figures.sectors_over_ideal)}: "
-                                f"{figures.sectors_per_access:.3g} sectors per access, "
-                                f"{figures.sectors_over_ideal:.3g}x the ideal {figures.ideal_sectors_per_access:.3g}"
-                                f" ({_share(part, sectors)} of the kernel's sectors)",
-                                {"kind": name, "sectors": figures.sectors, "ideal_sectors": figures.sectors_ideal,
-                                 "sectors_per_access": figures.sectors_per_access,
-                                 "ideal_sectors_per_access": figures.ideal_sectors_per_access,
-                                 "executions": figures.executions, "share_of_kernel": _ratio(part, sectors)}))
+                out.append(
+                    make(
+                        "ML004",
+                        _level(part, sectors),
+                        f"{name} {coalescing_words(figures.sectors_over_ideal)}: "
+                        f"{figures.sectors_per_access:.3g} sectors per access, "
+                        f"{figures.sectors_over_ideal:.3g}x the ideal {figures.ideal_sectors_per_access:.3g}"
+                        f" ({_share(part, sectors)} of the kernel's sectors)",
+                        {
+                            "kind": name,
+                            "sectors": figures.sectors,
+                            "ideal_sectors": figures.sectors_ideal,
+                            "sectors_per_access": figures.sectors_per_access,
+                            "ideal_sectors_per_access": figures.ideal_sectors_per_access,
+                            "executions": figures.executions,
+                            "share_of_kernel": _ratio(part, sectors),
+                        },
+                    )
+                )
     return out  # fmt: skip
 
 
@@ -215,10 +245,26 @@ def compare_findings(kernel: KernelLineChanges) -> list[Finding]:
         moved = (f" (line {change.base_line} in BASE)"
                  if change.base_line not in (None, change.head_line) else "")  # fmt: skip
         state = "new line" if before is None else "worse"
-        out.append(Finding("ML005", "warning", f"{kernel.label}: {state}{moved}: {', '.join(words)}", kernel.label, "",
-                           change.file, change.head_line, change.source, (),
-                           {"change": change.change, "base_line": change.base_line, "head_line": change.head_line,
-                            "base": None if before is None else before.to_json(), "head": change.head.to_json()}))
+        out.append(
+            Finding(
+                "ML005",
+                "warning",
+                f"{kernel.label}: {state}{moved}: {', '.join(words)}",
+                kernel.label,
+                "",
+                change.file,
+                change.head_line,
+                change.source,
+                (),
+                {
+                    "change": change.change,
+                    "base_line": change.base_line,
+                    "head_line": change.head_line,
+                    "base": None if before is None else before.to_json(),
+                    "head": change.head.to_json(),
+                },
+            )
+        )
     return out  # fmt: skip
 
 
@@ -235,14 +281,29 @@ def gate_findings(result: object) -> list[Finding]:
         if verdict.status not in ("fail", "warn"):
             continue
         label = verdict.subject.split("#")[0] if verdict.subject else ""
-        out.append(Finding("ML006", "error" if verdict.status == "fail" else "warning",
-                           f"{verdict.rule}: {verdict.subject + ': ' if verdict.subject else ''}{verdict.message}",
-                           label, "", verdict.source_file, verdict.source_line, verdict.source_code, (),
-                           {"rule": verdict.rule, "metric": verdict.metric, "value": verdict.value,
-                            "bound": verdict.bound or None, "baseline": verdict.baseline,
-                            "rules_file_line": verdict.line},
-                           getattr(result, "rules", None) if verdict.line else getattr(result, "source", None),
-                           verdict.line))
+        out.append(
+            Finding(
+                "ML006",
+                "error" if verdict.status == "fail" else "warning",
+                f"{verdict.rule}: {verdict.subject + ': ' if verdict.subject else ''}{verdict.message}",
+                label,
+                "",
+                verdict.source_file,
+                verdict.source_line,
+                verdict.source_code,
+                (),
+                {
+                    "rule": verdict.rule,
+                    "metric": verdict.metric,
+                    "value": verdict.value,
+                    "bound": verdict.bound or None,
+                    "baseline": verdict.baseline,
+                    "rules_file_line": verdict.line,
+                },
+                getattr(result, "rules", None) if verdict.line else getattr(result, "source", None),
+                verdict.line,
+            )
+        )
     return out  # fmt: skip
 
 

@@ -201,8 +201,19 @@ def print_table(
 
 
 # The columns a narrow terminal keeps, most telling first; the table shows them in COLUMNS' order.
-FIT_ORDER = ("kernel", "duration", "exact excess wavefronts", "local ld / st", "shared ld n-way", "DRAM GB/s",
-             "DRAM % of peak", "HW conflict counter", "registers", "static shared/block", "grid x block")
+FIT_ORDER = (
+    "kernel",
+    "duration",
+    "exact excess wavefronts",
+    "local ld / st",
+    "shared ld n-way",
+    "DRAM GB/s",
+    "DRAM % of peak",
+    "HW conflict counter",
+    "registers",
+    "static shared/block",
+    "grid x block",
+)
 
 
 def _fitted_label(kernel: KernelResult, width: int) -> str:

@@ -51,7 +51,8 @@ def read_with_instructions(path: str | Path) -> RunResults:
         return results  # its figures are in results.json: the lines are what is missing
     kernels = tuple(
         replace(k, instructions=measured[k.launch_id].instructions)
-        if k.launch_id in measured and measured[k.launch_id].kernel == k.kernel else k
+        if k.launch_id in measured and measured[k.launch_id].kernel == k.kernel
+        else k
         for k in results.kernels
     )
     return replace(results, kernels=kernels)
@@ -102,12 +103,14 @@ def _nothing_here(directory: Path) -> str:
         broken = f"its {LATEST} link points at no run" if link.is_symlink() or link.exists() else f"no {LATEST} link"
         return (f"a folder of {len(runs)} runs with {broken}: name one, e.g. {runs[-1]} "
                 f"(or its {RESULTS})")  # fmt: skip
-    return (f"no {RESULTS}, .ncu-rep or ncu CSV in this directory: give a run directory "
-            f"(runs/<time>-<pid>, or runs for its {LATEST} run), a results.json, a .ncu-rep or an ncu CSV")
+    return (
+        f"no {RESULTS}, .ncu-rep or ncu CSV in this directory: give a run directory "
+        f"(runs/<time>-<pid>, or runs for its {LATEST} run), a results.json, a .ncu-rep or an ncu CSV"
+    )
 
 
 def report_kind(path: Path) -> str:
-    """"json", "csv" or "ncu-rep": what `read_report` reads `path` (a file) as."""
+    """ "json", "csv" or "ncu-rep": what `read_report` reads `path` (a file) as."""
     return _kind(path)
 
 
@@ -127,7 +130,7 @@ def _read_file(path: Path, instructions: bool = False) -> RunResults:
 
 
 def _kind(path: Path) -> str:
-    """"json", "csv" or "ncu-rep": by suffix, else by a look at the first bytes."""
+    """ "json", "csv" or "ncu-rep": by suffix, else by a look at the first bytes."""
     name = path.name.lower()
     if name.endswith(".json"):
         return "json"

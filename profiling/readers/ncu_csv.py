@@ -145,7 +145,7 @@ def _split(line: str, number: int, source: str, quiet: bool = False) -> list[str
 def _cells(
     header: list[str], fields: list[str], number: int, source: str, kept: list[tuple[str, int]]
 ) -> dict[str, str]:
-    if len(fields) < len(header) or (len(fields) > len(header) and any(f.strip() for f in fields[len(header):])):
+    if len(fields) < len(header) or (len(fields) > len(header) and any(f.strip() for f in fields[len(header) :])):
         raise InputError(
             f"{source}: line {number}: {len(fields)} fields where the header has {len(header)} (truncated?)"
         )
@@ -258,8 +258,12 @@ def _range_name(text: str) -> str:
 
 
 def _kernel(
-    launch_id: int, cells: dict[str, str], metrics: dict[str, Cell], ranges: tuple[str, str] | None,
-    from_memlens: bool, program: ProgramLabel | None,
+    launch_id: int,
+    cells: dict[str, str],
+    metrics: dict[str, Cell],
+    ranges: tuple[str, str] | None,
+    from_memlens: bool,
+    program: ProgramLabel | None,
 ) -> KernelResult:
     name = kernel_name(cells.get(KERNEL, ""))
     return make_kernel(name, launch_id, ranges, metrics.get, from_memlens, program)

@@ -31,6 +31,8 @@ from memlens.model.instruction_table import (
 from memlens.model.results import printable
 
 Action = Any
+
+
 class Decoded(NamedTuple):
     """An instruction as its opcode classifies it (instruction_kinds.classify), with its SASS text."""
 
@@ -39,6 +41,7 @@ class Decoded(NamedTuple):
     side: Side
     width_bits: int
     sass: str
+
 
 Totals = dict[str, "float | None"]  # PER_INSTRUCTION_METRICS' values by key
 Binary = tuple[str, int, int, int]  # kernel name, executed instructions, first and last PC

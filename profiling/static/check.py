@@ -186,7 +186,7 @@ def local_memory_cause(kernels: Iterable[StaticKernel]) -> LocalCause:
 
 
 def numba_cc(arch: str) -> tuple[int, int]:
-    """"sm_90" -> (9, 0), "sm_100a" -> (10, 0); ConfigError for anything else."""
+    """ "sm_90" -> (9, 0), "sm_100a" -> (10, 0); ConfigError for anything else."""
     match = _ARCH.match(arch)
     if not match:
         raise ConfigError(f"bad --arch {arch!r}: expected sm_<major><minor>, e.g. sm_90 or sm_90a")

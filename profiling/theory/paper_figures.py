@@ -29,7 +29,7 @@ class PaperCheck:
         return None if self.measured is None else self.measured == self.paper
 
     def words(self) -> str:
-        """"as on paper" where the figures agree, else both figures."""
+        """ "as on paper" where the figures agree, else both figures."""
         if self.measured is None:
             return f"on paper {self.paper:,}, measured n/a"
         if self.as_on_paper:
@@ -78,6 +78,8 @@ def lines(found: dict[str, PaperCheck], labels: Iterable[str]) -> list[str]:
     out += [f"{c.label}: exact excess wavefronts {c.words()}" for c in shown if c.as_on_paper is False]
     unmeasured = [c.label for c in shown if c.measured is None]
     if unmeasured:  # one line, not one a variant: a --fast run measures none of them
-        out.append(f"exact excess wavefronts on paper, not measured in this run ({len(unmeasured)} of "
-                   f"{len(shown)}): {', '.join(unmeasured)}")
+        out.append(
+            f"exact excess wavefronts on paper, not measured in this run ({len(unmeasured)} of "
+            f"{len(shown)}): {', '.join(unmeasured)}"
+        )
     return out

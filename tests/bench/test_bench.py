@@ -356,8 +356,10 @@ def test_each_variant_is_compared_with_a_copy_of_its_bytes_timed_once_per_byte_c
     assert rows["none/a"][7] == "n/a" and rows["none/a"][8] == "n/a"
     (header,) = [[c.strip() for c in line.split("┃")[1:-1]] for line in out.splitlines() if line.startswith("┃")]
     assert header[6:] == ["GB/s", "copy GB/s (same bytes)", "% of copy"]
-    assert ("% of copy: of 'copy GB/s (same bytes)', a device-to-device copy of the variant's min_bytes "
-            "(half read, half written) timed the same way as the variant; not of the header's copy") in out
+    assert (
+        "% of copy: of 'copy GB/s (same bytes)', a device-to-device copy of the variant's min_bytes "
+        "(half read, half written) timed the same way as the variant; not of the header's copy"
+    ) in out
     # bench.json records the copy of each variant: its bytes, median and GB/s
     data = json.loads((only_run(tmp_path) / BENCH_FILE).read_text())
     recorded = {f"{v['family']}/{v['variant']}": v["copy"] for v in data["variants"]}

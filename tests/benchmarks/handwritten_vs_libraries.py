@@ -68,17 +68,23 @@ def results_json() -> None:
     for name, check in checkers.items():
         took = ms(lambda c=check: c(kernels))
         refused = refuses(lambda c=check: c(nan)), refuses(lambda c=check: c(unknown))
-        print(f"results.json {name:9} {took:6.2f} ms for {len(kernels)} kernels; "
-              f"refuses NaN: {refused[0]}, an unknown field: {refused[1]}")
+        print(
+            f"results.json {name:9} {took:6.2f} ms for {len(kernels)} kernels; "
+            f"refuses NaN: {refused[0]}, an unknown field: {refused[1]}"
+        )
 
 
 def rules() -> None:
     text = (REPO / "kernels" / "gates.toml").read_text()
-    print(f"rules        memlens {ms(lambda: parse_rules(text, 'gates.toml'), 50):.3f} ms, tomllib "
-          f"{ms(lambda: tomllib.loads(text), 50):.3f} ms, tomlkit {ms(lambda: tomlkit.parse(text), 50):.3f} ms")
+    print(
+        f"rules        memlens {ms(lambda: parse_rules(text, 'gates.toml'), 50):.3f} ms, tomllib "
+        f"{ms(lambda: tomllib.loads(text), 50):.3f} ms, tomlkit {ms(lambda: tomlkit.parse(text), 50):.3f} ms"
+    )
     item = tomlkit.parse(text)["rule"][0]
-    print(f"rules        tomlkit item attributes naming a line or position: "
-          f"{[a for a in dir(item) if 'line' in a.lower() or 'pos' in a.lower()]}")
+    print(
+        f"rules        tomlkit item attributes naming a line or position: "
+        f"{[a for a in dir(item) if 'line' in a.lower() or 'pos' in a.lower()]}"
+    )
 
 
 def processes() -> None:
@@ -95,8 +101,10 @@ def processes() -> None:
         return found
 
     same = sorted(group_members(group)) == sorted(with_psutil())
-    print(f"processes    memlens {ms(lambda: group_members(group), 50):.2f} ms, psutil {ms(with_psutil, 50):.2f} ms "
-          f"over {len(psutil.pids())} processes (same members: {same})")
+    print(
+        f"processes    memlens {ms(lambda: group_members(group), 50):.2f} ms, psutil {ms(with_psutil, 50):.2f} ms "
+        f"over {len(psutil.pids())} processes (same members: {same})"
+    )
     for module in ("psutil", "msgspec", "pydantic", "tomlkit"):
         code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
         best = min(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
@@ -118,8 +126,10 @@ def pool() -> None:
 
 
 if __name__ == "__main__":
-    print(f"Python {sys.version.split()[0]}, msgspec {msgspec.__version__}, pydantic {pydantic.VERSION}, "
-          f"tomlkit {tomlkit.__version__}, psutil {psutil.__version__}")
+    print(
+        f"Python {sys.version.split()[0]}, msgspec {msgspec.__version__}, pydantic {pydantic.VERSION}, "
+        f"tomlkit {tomlkit.__version__}, psutil {psutil.__version__}"
+    )
     results_json()
     rules()
     processes()

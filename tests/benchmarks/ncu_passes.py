@@ -58,12 +58,19 @@ def passes(ncu: Path, metrics: list[str], work: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="the --fast list (no instrumented metrics)")
-    parser.add_argument("--try", dest="extra", action="append", default=[], metavar="NAME[,NAME...]",
-                        help="metrics to add to the list")
-    parser.add_argument("--drop", action="append", default=[], metavar="PREFIX[,PREFIX...]",
-                        help="also a list without every metric whose name starts with one of these prefixes")
-    parser.add_argument("--only", action="append", default=[], metavar="NAME[,NAME...]",
-                        help="also a list of just these metrics")
+    parser.add_argument(
+        "--try", dest="extra", action="append", default=[], metavar="NAME[,NAME...]", help="metrics to add to the list"
+    )
+    parser.add_argument(
+        "--drop",
+        action="append",
+        default=[],
+        metavar="PREFIX[,PREFIX...]",
+        help="also a list without every metric whose name starts with one of these prefixes",
+    )
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="NAME[,NAME...]", help="also a list of just these metrics"
+    )
     parser.add_argument("--no-singles", action="store_true", help="skip the lists with one metric left out")
     args = parser.parse_args()
     ncu = find_ncu().path

@@ -49,8 +49,9 @@ RATIO_STEPS = ("memlens", "bare", "full")
 def main() -> int:
     args = parse_args()
     ncu = find_ncu(args.ncu)
-    options = ProfileOptions(suite=args.suite, pattern=args.pattern, small=args.small,
-                             ncu_settings=NcuSettings(CLOCK_CONTROL))
+    options = ProfileOptions(
+        suite=args.suite, pattern=args.pattern, small=args.small, ncu_settings=NcuSettings(CLOCK_CONTROL)
+    )
     suite = load_suite(options.suite)
     with tempfile.TemporaryDirectory(prefix="profile-cost-") as tmp:
         work = Path(tmp)

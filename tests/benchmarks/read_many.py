@@ -173,9 +173,11 @@ def report(results: list[dict], python: float, rounds: int) -> None:
         print("  all its processes at once (and of the largest, ru_maxrss):")
         for name, figures in result["end_to_end"].items():
             met = figures["median"] <= figures["target_seconds"] and (
-                figures["target_bytes"] is None or figures["tree_peak_bytes"] <= figures["target_bytes"])
+                figures["target_bytes"] is None or figures["tree_peak_bytes"] <= figures["target_bytes"]
+            )
             limit = f"{figures['target_seconds']:g} s" + (
-                f", {figures['target_bytes'] / 2**30:g} GiB" if figures["target_bytes"] else "")
+                f", {figures['target_bytes'] / 2**30:g} GiB" if figures["target_bytes"] else ""
+            )
             print(f"    {name:8} {figures['first']:7.3f} / {figures['median']:7.3f}   "
                   f"{figures['ratio_to_target']:5.2f} x target  {figures['tree_peak_bytes'] / 2**20:6.0f} MiB "
                   f"({figures['peak_bytes'] / 2**20:5.0f} MiB)  "
@@ -197,8 +199,11 @@ def chunking(path: Path, settings: list[tuple[int, int]], rounds: int) -> list[d
             seconds, peak, tree = run_measured([sys.executable, "-c", code])
             figures.append({"in_flight": in_flight, "max_helpers": most, "seconds": seconds, "peak_bytes": peak,
                             "tree_peak_bytes": tree})  # fmt: skip
-            print(f"  in flight {in_flight:5}, helpers at most {most:2}: {seconds:6.2f} s  "
-                  f"all processes {tree / 2**20:5.0f} MiB (largest {peak / 2**20:5.0f} MiB)", flush=True)
+            print(
+                f"  in flight {in_flight:5}, helpers at most {most:2}: {seconds:6.2f} s  "
+                f"all processes {tree / 2**20:5.0f} MiB (largest {peak / 2**20:5.0f} MiB)",
+                flush=True,
+            )
     return figures
 
 

@@ -154,8 +154,11 @@ def main() -> int:
     parser.add_argument("--kernels", type=int, default=8, help="distinct kernels with --program (default 8)")
     parser.add_argument("--replay", choices=REPLAY_MODES, default="application",
                         help="ncu's replay mode (default application: see above)")  # fmt: skip
-    parser.add_argument("--lines", action="store_true",
-                        help="memlens's default list, the instrumented per-instruction metrics too (a pass more)")
+    parser.add_argument(
+        "--lines",
+        action="store_true",
+        help="memlens's default list, the instrumented per-instruction metrics too (a pass more)",
+    )
     parser.add_argument("--app", type=int, metavar="N", help=argparse.SUPPRESS)  # the profiled program
     args = parser.parse_args()
     if args.app is not None:

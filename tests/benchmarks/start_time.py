@@ -81,8 +81,19 @@ def main() -> int:
     for name, ms in slowest:
         print(f"  {ms:8.1f}  {name}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"seconds": medians, "rounds": args.rounds, "target_s": TARGET_S,
-                                               "met": met, "imports_ms": dict(slowest)}, indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "seconds": medians,
+                    "rounds": args.rounds,
+                    "target_s": TARGET_S,
+                    "met": met,
+                    "imports_ms": dict(slowest),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

@@ -42,8 +42,9 @@ def fake_smi(folder: Path, gpus: tuple[Gpu, ...]) -> None:
     """An nvidia-smi that lists `gpus` (and a driver version), first on PATH with the fake ncu."""
     lines = " ".join(f"'{g.index}, {g.name}, {g.uuid}, {g.pci_bus_id}'" for g in gpus)
     smi = folder / "nvidia-smi"
-    smi.write_text(f"#!/bin/sh\ncase \"$*\" in\n  *pci.bus_id*) printf '%s\\n' {lines} ;;\n"
-                   "  *) echo 580.159.04 ;;\nesac\n")
+    smi.write_text(
+        f"#!/bin/sh\ncase \"$*\" in\n  *pci.bus_id*) printf '%s\\n' {lines} ;;\n  *) echo 580.159.04 ;;\nesac\n"
+    )
     smi.chmod(0o755)
 
 
@@ -253,8 +254,11 @@ def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatc
 # --- Ctrl-C ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37, not done: on Ctrl-C the local cluster's workers die before they "
-                   "ship their stopped jobs, and closing the cluster then hangs")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 37, not done: on Ctrl-C the local cluster's workers die before they "
+    "ship their stopped jobs, and closing the cluster then hangs",
+)
 def test_ctrl_c_stops_the_jobs_and_keeps_what_they_did(tmp_path):
     tag = uuid.uuid4().hex
     record = tmp_path / "ncu-runs.jsonl"

@@ -40,4 +40,5 @@ def test_cluster_local_equals_gpus_all(tmp_path):
     for outcome in data["outcomes"]:
         assert by_uuid[outcome["gpu_uuid"]].name == outcome["gpu_name"] and outcome["ncu_version"]
     assert sorted(p.name for p in cluster_run.glob("profile.job*.ncu-rep")) == [
-        f"profile.job{n}.ncu-rep" for n in range(len(list(cluster_run.glob("profile.job*.ncu-rep"))))]
+        f"profile.job{n}.ncu-rep" for n in range(len(list(cluster_run.glob("profile.job*.ncu-rep"))))
+    ]

@@ -192,8 +192,10 @@ def test_costs_come_from_the_previous_run_else_min_bytes_else_equal(tmp_path):
     (tmp_path / "runs" / "latest").symlink_to(previous.name)
     lines = []
     for index, label in enumerate(LABELS):
-        lines += [{"event": "start", "variant": label, "time": 100.0 + 10 * index},
-                  {"event": "done", "variant": label, "status": "ok", "time": 100.0 + 10 * index + index + 1}]
+        lines += [
+            {"event": "start", "variant": label, "time": 100.0 + 10 * index},
+            {"event": "done", "variant": label, "status": "ok", "time": 100.0 + 10 * index + index + 1},
+        ]
     (previous / "events.gpu0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines[:6]) + "junk\n")
     (previous / "events.gpu1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines[6:]))
     costs, source = expected_costs(selection, False, tmp_path / "runs")
@@ -314,7 +316,7 @@ def test_no_gpu_listed_is_an_environment_error(tmp_path, monkeypatch, capsys):
 
 FAKE_SMI = f"""#!/bin/sh
 case "$*" in
-  *pci.bus_id*) printf '%s\\n' {' '.join(f"'{g.index}, {g.name}, {g.uuid}, {g.pci_bus_id}'" for g in GPUS)} ;;
+  *pci.bus_id*) printf '%s\\n' {" ".join(f"'{g.index}, {g.name}, {g.uuid}, {g.pci_bus_id}'" for g in GPUS)} ;;
   *) echo 580.159.04 ;;
 esac
 """
@@ -380,7 +382,9 @@ def test_a_swept_variant_costs_all_its_values():
 def test_a_swept_variant_costs_the_seconds_of_all_its_values_in_the_previous_run(tmp_path):
     selection = select_variants(CPU_SUITE, "transpose/conflict|running_mean/local", (), ("transpose.m=8,16",), False)
     assert expected_costs(selection, False, tmp_path / "runs") == (
-        {"transpose/conflict": 2.0, "running_mean/local": 1.0}, COST_EQUAL)  # one a value
+        {"transpose/conflict": 2.0, "running_mean/local": 1.0},
+        COST_EQUAL,
+    )  # one a value
     previous = tmp_path / "runs" / "20260101-000000-1"
     previous.mkdir(parents=True)
     (tmp_path / "runs" / "latest").symlink_to(previous.name)
@@ -390,7 +394,9 @@ def test_a_swept_variant_costs_the_seconds_of_all_its_values_in_the_previous_run
                         {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took})]  # fmt: skip
     (previous / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     assert expected_costs(selection, False, tmp_path / "runs") == (
-        {"transpose/conflict": 4.0, "running_mean/local": 0.5}, COST_PREVIOUS)
+        {"transpose/conflict": 4.0, "running_mean/local": 0.5},
+        COST_PREVIOUS,
+    )
 
 
 def test_a_swept_run_over_two_gpus_merges_in_suite_order():
@@ -417,7 +423,9 @@ def test_a_swept_family_is_shared_out_by_value_and_each_gpu_runs_only_its_values
                      "running_mean/register": 1.0, "running_mean/local": 1.0}  # fmt: skip
     shares = split(found, costs, 2)
     assert [[u.label for u in share] for share in shares] == [
-        ["transpose@m=8", "transpose@m=32"], ["transpose@m=16", "running_mean/register", "running_mean/local"]]
+        ["transpose@m=8", "transpose@m=32"],
+        ["transpose@m=16", "running_mean/register", "running_mean/local"],
+    ]
     options = ProfileOptions(suite=str(CPU_SUITE), sizes=("running_mean.n=64",), sweeps=("transpose.m=8,16,32",))
     assert share_arguments(shares[0], options) == (tuple(LABELS[:3]), (), ("transpose.m=8,32",))
     assert share_arguments(shares[1], options) == (tuple(LABELS), ("running_mean.n=64",), ("transpose.m=16",))

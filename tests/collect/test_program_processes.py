@@ -25,8 +25,11 @@ OK_LOG = "==PROF== Connected to process 615 (cuda_app)\n==PROF== Disconnected fr
 # a CuPy row sum warmed up outside the program's range, inside CCCL's own, then run inside memlens.range
 WARM_UP_THEN_MINE = [
     {"kernel": "DeviceSegmentedReduceKernel", "push_pop": {"CCCL": ["cub::DeviceSegmentedReduce::Sum"]}},
-    {"kernel": "DeviceSegmentedReduceKernel", "push_pop": {DEFAULT: ["cupy/rowsum"], "CCCL": [
-        "cub::DeviceSegmentedReduce::Sum"]}, "start_end": {DEFAULT: ["cupy/rowsum"]}},
+    {
+        "kernel": "DeviceSegmentedReduceKernel",
+        "push_pop": {DEFAULT: ["cupy/rowsum"], "CCCL": ["cub::DeviceSegmentedReduce::Sum"]},
+        "start_end": {DEFAULT: ["cupy/rowsum"]},
+    },
 ]
 
 

@@ -237,8 +237,10 @@ def test_each_launches_mode_is_its_ncu_filter(fake_ncu, tmp_path, capsys, option
         (("--launches", "some"), "--launches 'some': give first, all"),
         (("--warm-up", "-1"), "--warm-up -1: give 0 or more launches"),
         (("--launches", "all", "--warm-up", "1"), "--warm-up leaves out launches of each kernel: it needs --launches"),
-        (("--launches", "first", "--launch-count", "5"),
-         "--launch-count counts every launch: give it with --launches all"),
+        (
+            ("--launches", "first", "--launch-count", "5"),
+            "--launch-count counts every launch: give it with --launches all",
+        ),
     ],
 )
 def test_bad_launches_options_are_refused_before_ncu_starts(fake_ncu, tmp_path, capsys, options, message):
@@ -270,7 +272,8 @@ def test_results_say_how_often_the_range_of_each_profiled_kernel_ran(fake_ncu, t
     assert profile(tmp_path, command=program(RANGES_PROGRAM)) == 0
     run = (tmp_path / "runs" / "latest").resolve()
     assert json.loads((run / "ranges.json").read_text()) == {
-        "ranges": {"transpose/conflict": 50, "iteration": 1, "iteration > transpose/padded": 1}}
+        "ranges": {"transpose/conflict": 50, "iteration": 1, "iteration > transpose/padded": 1}
+    }
     kernels = json.loads((run / "results.json").read_text())["kernels"]
     runs = {k["nvtx"]: k.get("range_runs") for k in kernels}
     assert runs["iteration > transpose/conflict"] == 50

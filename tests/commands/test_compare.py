@@ -119,14 +119,33 @@ def test_new_gone_worse_better_and_same():
                     _line(5, "t[x] = l[y];", local_ld=32.0)))  # fmt: skip
     changes = compare_lines("k", base, head)
     assert [(c.base_line, c.head_line, c.change) for c in changes.lines] == [
-        (1, 1, "worse"), (2, 2, "better"), (3, 3, "same"), (None, 5, "new"), (9, None, "gone")]
+        (1, 1, "worse"),
+        (2, 2, "better"),
+        (3, 3, "same"),
+        (None, 5, "new"),
+        (9, None, "gone"),
+    ]
     assert [c.change for c in changes.changed] == ["worse", "new", "better", "gone"]
     new = next(c for c in changes.lines if c.change == "new")
     assert new.to_json("k") == {
-        "label": "k", "file": "app.cu", "base_line": None, "head_line": 5, "source": "t[x] = l[y];",
-        "base_source": None, "change": "new", "matched_by": None, "base": None,
-        "head": {"excess_wavefronts_ld": None, "excess_wavefronts_st": None, "excess_wavefronts_atom": None,
-                 "excess_wavefronts_mma": None, "local_ld": 32.0, "local_st": None}}
+        "label": "k",
+        "file": "app.cu",
+        "base_line": None,
+        "head_line": 5,
+        "source": "t[x] = l[y];",
+        "base_source": None,
+        "change": "new",
+        "matched_by": None,
+        "base": None,
+        "head": {
+            "excess_wavefronts_ld": None,
+            "excess_wavefronts_st": None,
+            "excess_wavefronts_atom": None,
+            "excess_wavefronts_mma": None,
+            "local_ld": 32.0,
+            "local_st": None,
+        },
+    }
     # a figure that grows while another falls: worse
     assert change_of(LineFigures(8.0, 0.0), LineFigures(0.0, 1.0)) == "worse"
 
@@ -136,7 +155,10 @@ def test_without_code_text_lines_are_matched_by_number_and_a_note_says_so():
     head = LineSet((_line(18, None, ld=3.0), _line(25, None, ld=0.0)))
     changes = compare_lines("k", base, head)
     assert [(c.base_line, c.head_line, c.change, c.matched_by) for c in changes.lines] == [
-        (17, None, "gone", None), (None, 18, "new", None), (25, 25, "better", "line")]
+        (17, None, "gone", None),
+        (None, 18, "new", None),
+        (25, 25, "better", "line"),
+    ]
     assert len(changes.notes) == 1
     assert changes.notes[0].startswith("app.cu: lines matched by number (no code text in BASE and HEAD)")
 
@@ -243,7 +265,8 @@ def test_a_baseline_without_lines_fails_a_line_regression_rule(tmp_path):
     failed = [v for v in result.verdicts if v.rule == "no line gains conflicts"]
     assert {v.status for v in failed} == {"fail"}
     assert failed[0].message == (
-        "transpose/conflict has no per-line figures in the baseline (save a new baseline with this memlens)")
+        "transpose/conflict has no per-line figures in the baseline (save a new baseline with this memlens)"
+    )
 
 
 def test_a_line_rule_on_a_run_without_per_instruction_values_fails():
@@ -293,8 +316,14 @@ def test_compare_names_the_fixed_and_the_newly_conflicting_line_across_a_shift(c
     fill = line_of(PROGRAMS / "compare_v2.cu", "tile[i] = in[")
     assert not [line for line in lines.values() if line["head_line"] == fill]
     calls = {"compare/four_way": (14, 15), "compare/swizzle": (22, 23), "compare/vector": (30, 31)}
-    stores = {"excess_wavefronts_ld": None, "excess_wavefronts_st": 0, "excess_wavefronts_atom": None,
-              "excess_wavefronts_mma": None, "local_ld": None, "local_st": None}
+    stores = {
+        "excess_wavefronts_ld": None,
+        "excess_wavefronts_st": 0,
+        "excess_wavefronts_atom": None,
+        "excess_wavefronts_mma": None,
+        "local_ld": None,
+        "local_st": None,
+    }
     v2 = (PROGRAMS / "compare_v2.cu").read_text().splitlines()
     for label, (old, new) in calls.items():
         line = lines[f"{label}:{new}"]
@@ -354,7 +383,11 @@ def test_a_line_gate_with_a_baseline_fails_on_the_new_conflict(tmp_path, capsys)
     assert len(failed) == 1
     verdict = failed[0]
     assert (verdict["subject"], verdict["source_line"], verdict["value"], verdict["baseline"]) == (
-        "compare/vector", 34, 131_072.0, 0.0)
+        "compare/vector",
+        34,
+        131_072.0,
+        0.0,
+    )
     assert verdict["source_file"].endswith("app.cu") and "2 * threadIdx.x + 32 * r" in verdict["source_code"]
     assert "app.cu:34 (line 33 in the baseline): 131,072, baseline 0 (worse)" in verdict["message"]
     assert "app.cu:34" in capsys.readouterr().out

@@ -33,19 +33,32 @@ def test_table_from_a_report(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = metrics(capsys, str(PROBE / "probe.ncu-rep"))
     assert (code, err) == (0, "")
     assert "probe.ncu-rep (NVIDIA H200, cc 9.0)" in out
-    for text in ("transpose/conflict", "transpose/padded", "running_mean/local",  # labels
-                 "85.4 µs", "0.532 ms",  # durations in human units
-                 # exact excess and n-way (wavefronts over the ideal) of the conflict; the probe was recorded
-                 # without per-instruction executions (inst_executed), so the excess per load is over the
-                 # hardware counter's loads (16,252,928 / 524,288), marked "*" as a fallback
-                 "16,252,928 (31/ld*)", "32.00",
-                 "HW conflict", "40,231",  # the hardware counter, non-zero for the padded one
-                 "1.07 GB / 1.07 GB",  # local loads / stores of the running mean
-                 "4,096 B", "4,224 B", "16,384 x 256", "1,333.9", "27.7%"):
+    for text in (
+        "transpose/conflict",
+        "transpose/padded",
+        "running_mean/local",  # labels
+        "85.4 µs",
+        "0.532 ms",  # durations in human units
+        # exact excess and n-way (wavefronts over the ideal) of the conflict; the probe was recorded
+        # without per-instruction executions (inst_executed), so the excess per load is over the
+        # hardware counter's loads (16,252,928 / 524,288), marked "*" as a fallback
+        "16,252,928 (31/ld*)",
+        "32.00",
+        "HW conflict",
+        "40,231",  # the hardware counter, non-zero for the padded one
+        "1.07 GB / 1.07 GB",  # local loads / stores of the running mean
+        "4,096 B",
+        "4,224 B",
+        "16,384 x 256",
+        "1,333.9",
+        "27.7%",
+    ):
         assert text in out, text
     assert "n/a" not in out
-    assert "exact excess wavefronts: * per instruction of the hardware counter (this report has no " \
-           "per-instruction figures)" in out
+    assert (
+        "exact excess wavefronts: * per instruction of the hardware counter (this report has no "
+        "per-instruction figures)" in out
+    )
 
 
 def test_fast_recording_says_why_exact_excess_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,8 +124,9 @@ def test_json_and_csv_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> 
     capsys.readouterr()
 
 
-def test_default_is_the_latest_run(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_is_the_latest_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     code, out, err = metrics(capsys)
     assert (code, out) == (2, "")
@@ -125,8 +139,9 @@ def test_default_is_the_latest_run(capsys: pytest.CaptureFixture[str], tmp_path:
     assert code == 0 and "transpose/conflict" in out
 
 
-def test_plain_ncu_csv_names_kernels_and_prints_them_as_text(capsys: pytest.CaptureFixture[str],
-                                                             tmp_path: Path) -> None:
+def test_plain_ncu_csv_names_kernels_and_prints_them_as_text(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     header = '"ID","Kernel Name","gpu__time_duration.sum","launch__registers_per_thread"\n"","","usecond",""\n'
     path = tmp_path / "plain.csv"
     path.write_text(header + '"0","void f<[bold]a[/bold], 32 & 1>(T1 *)","1,500.5","40"\n', encoding="utf-8")
@@ -139,8 +154,9 @@ def test_plain_ncu_csv_names_kernels_and_prints_them_as_text(capsys: pytest.Capt
 
 
 @pytest.mark.parametrize("data", [b"", b"\x00\xffjunk", b"hello\n"])
-def test_unreadable_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                 data: bytes) -> None:
+def test_unreadable_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, data: bytes
+) -> None:
     path = tmp_path / "bad.csv"
     path.write_bytes(data)
     code, out, err = metrics(capsys, str(path))
@@ -164,8 +180,9 @@ def many_launches(directory: Path, launches: int = 1008) -> Path:
 
 
 @pytest.mark.skipif(not (SUITE / "suite.csv").exists(), reason="suite fixtures not recorded")
-def test_large_report_keeps_every_row_and_every_column(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_report_keeps_every_row_and_every_column(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "240")
     path = many_launches(tmp_path)
     shutil.copy(SUITE / "check.json", tmp_path)  # the suite's ptxas figures, beside its launches as beside suite.csv
@@ -182,8 +199,8 @@ def test_large_report_keeps_every_row_and_every_column(capsys: pytest.CaptureFix
     assert len(body) == 1008
     assert all(line.count("│") == len(COLUMNS) + 1 for line in body)  # one line a kernel, every column
     assert [line.split("│")[1].strip() for line in body] == [labels[n % len(labels)] for n in range(1008)]
-    assert body[:len(labels)] == [line for line in small_lines if line.startswith("│")]
-    assert lines[-len(small_lines) + 5 + len(labels):] == small_lines[5 + len(labels):]  # bottom border, notes
+    assert body[: len(labels)] == [line for line in small_lines if line.startswith("│")]
+    assert lines[-len(small_lines) + 5 + len(labels) :] == small_lines[5 + len(labels) :]  # bottom border, notes
 
     code, out, _ = metrics(capsys, str(path), "--csv")
     rows = list(csv.reader(io.StringIO(out)))
@@ -199,18 +216,38 @@ def test_large_report_keeps_every_row_and_every_column(capsys: pytest.CaptureFix
 
 
 def awkward_kernels() -> list[KernelResult]:
-    names = ["", " lead", "trail ", "tab\there", "bell\x07", "emoji :smile: code", "wide 漢字漢字", "a" * 300, "x  y",
-             "void ns::k<" + ", ".join(f"int{i}" for i in range(40)) + ">(float *, const float *, int)"]
+    names = [
+        "",
+        " lead",
+        "trail ",
+        "tab\there",
+        "bell\x07",
+        "emoji :smile: code",
+        "wide 漢字漢字",
+        "a" * 300,
+        "x  y",
+        "void ns::k<" + ", ".join(f"int{i}" for i in range(40)) + ">(float *, const float *, int)",
+    ]
     raw = {"duration": 1500.0, "grid_size": 16384.0, "block_size": 256.0, "shared_ld_instructions": 0.0}
     return [KernelResult(kernel=name, launch_id=n, raw={**raw, "duration": 1500.0 * n}) for n, name in enumerate(names)]
 
 
 @pytest.mark.parametrize("columns", ["240", "120", "60"])
-def test_fast_table_prints_what_rich_prints(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                                            columns: str) -> None:
+def test_fast_table_prints_what_rich_prints(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
     monkeypatch.setenv("COLUMNS", columns)
-    reports = [read_report(path) for path in (PROBE / "probe.ncu-rep", PROBE / "probe_fast.csv",
-                                              SUITE / "suite.csv", SUITE / "plain_ncu.csv", PROGRAM) if path.exists()]
+    reports = [
+        read_report(path)
+        for path in (
+            PROBE / "probe.ncu-rep",
+            PROBE / "probe_fast.csv",
+            SUITE / "suite.csv",
+            SUITE / "plain_ncu.csv",
+            PROGRAM,
+        )
+        if path.exists()
+    ]
     reports += [RunResults(RunInfo(source="awkward"), tuple(awkward_kernels())), RunResults(RunInfo(), ())]
     assert len(reports) == 7  # the five recordings (all in the checkout) and the two built here
     for results in reports:

@@ -85,8 +85,11 @@ def test_wrong_result_is_reported_and_not_measured(tmp_path):
     assert done.returncode == 3, done.stderr
     assert "first failures/wrong: wrong: wrong result at index 3: got" in done.stderr.splitlines()[-1]
     data = results(out)
-    assert [(o["variant"], o["status"]) for o in data["outcomes"]] == [("first", "ok"), ("second", "ok"),
-                                                                        ("wrong", "wrong")]  # suite order
+    assert [(o["variant"], o["status"]) for o in data["outcomes"]] == [
+        ("first", "ok"),
+        ("second", "ok"),
+        ("wrong", "wrong"),
+    ]  # suite order
     assert [k["variant"] for k in data["kernels"]] == ["first", "second"]
     rules = tmp_path / "rules.toml"
     rules.write_text('[[rule]]\nname = "ran"\nselect = "failures/*"\nmetric = "duration"\nmin = 0\n')
@@ -102,7 +105,8 @@ def test_timeout_ends_ncu_and_the_app_and_keeps_partial_results(tmp_path):
     assert time.monotonic() - started < TIMEOUT_S + 60
     assert done.returncode == 3, done.stderr
     assert done.stderr.splitlines()[-1].startswith(
-        f"memlens: error: ncu ran past the {TIMEOUT_S} s timeout while failures/hangs was running; partial results in")
+        f"memlens: error: ncu ran past the {TIMEOUT_S} s timeout while failures/hangs was running; partial results in"
+    )
     data = results(out)
     assert data["complete"] is False
     assert [(o["variant"], o["status"]) for o in data["outcomes"]] == [("first", "ok"), ("hangs", "failed")]

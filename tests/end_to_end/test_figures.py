@@ -103,8 +103,25 @@ def test_dram_percent_from_a_csv_holding_two_decimals(capsys) -> None:
     assert value is not None
     from memlens.reports.render import build_report
 
-    report = build_report([("probe", RunResults(run.info, (KernelResult(
-        run.kernels[0].kernel, "transpose", "conflict", 0, {**run.kernels[0].values(), "dram_pct_of_peak": 0.05}),)))])
+    report = build_report(
+        [
+            (
+                "probe",
+                RunResults(
+                    run.info,
+                    (
+                        KernelResult(
+                            run.kernels[0].kernel,
+                            "transpose",
+                            "conflict",
+                            0,
+                            {**run.kernels[0].values(), "dram_pct_of_peak": 0.05},
+                        ),
+                    ),
+                ),
+            )
+        ]
+    )
     cell = report.runs[0].families[0].rows[0].cells["dram_pct_of_peak"]
     assert cell.text == "0.05%"
 

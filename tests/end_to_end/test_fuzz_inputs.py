@@ -129,8 +129,25 @@ TOML_SCALARS = (
     st.booleans()
     | st.integers(-(2**80), 2**80)
     | st.floats(allow_nan=True, allow_infinity=True)
-    | st.sampled_from(["10%", "0.5%", "-3%", "%", "12", "transpose/*", "*", "[", "duration", "local_bytes",
-                       "exact_excess_wavefronts", "static.registers", "transpose/padded", "(", "a{99999999999}"])
+    | st.sampled_from(
+        [
+            "10%",
+            "0.5%",
+            "-3%",
+            "%",
+            "12",
+            "transpose/*",
+            "*",
+            "[",
+            "duration",
+            "local_bytes",
+            "exact_excess_wavefronts",
+            "static.registers",
+            "transpose/padded",
+            "(",
+            "a{99999999999}",
+        ]
+    )
     | st.text(max_size=10)
 )
 TOML_VALUES = st.recursive(TOML_SCALARS, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
@@ -175,15 +192,33 @@ def test_fuzz_rules_of_any_text(text: str) -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.dictionaries(KEYS, TOML_VALUES, max_size=6), min_size=0, max_size=3),
-       st.dictionaries(st.sampled_from(["version", "rules", "rule"]), TOML_SCALARS, max_size=1))
+@given(
+    st.lists(st.dictionaries(KEYS, TOML_VALUES, max_size=6), min_size=0, max_size=3),
+    st.dictionaries(st.sampled_from(["version", "rules", "rule"]), TOML_SCALARS, max_size=1),
+)
 def test_fuzz_rules_tables(rules: list[dict[str, Any]], top: dict[str, Any]) -> None:
     _parse_or_config_error(_rules_text(rules, top))
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(["name", "select", "select_regex", "exclude", "metric", "max", "min", "equals",
-                        "max_regression", "warn", "description"]), TOML_VALUES)
+@given(
+    st.sampled_from(
+        [
+            "name",
+            "select",
+            "select_regex",
+            "exclude",
+            "metric",
+            "max",
+            "min",
+            "equals",
+            "max_regression",
+            "warn",
+            "description",
+        ]
+    ),
+    TOML_VALUES,
+)
 def test_fuzz_one_key_of_a_good_rule(key: str, value: Any) -> None:
     rule = {"name": "r", "select": "transpose/*", "metric": "local_bytes", "max": 0}
     rule[key] = value
@@ -193,10 +228,14 @@ def test_fuzz_one_key_of_a_good_rule(key: str, value: Any) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[[rule]]\nname = "r"\nselect = "*"\nmetric = "local_bytes"\nmax = ' + "9" * 400 + "\n",
-         "fuzz.toml:5: rule 1: 'max' must be a finite number"),
-        ('[[rule]]\nname = "r"\nselect = "*"\nmetric = "duration"\nmax_regression = ' + "9" * 400 + "\n",
-         "fuzz.toml:5: rule 1: 'max_regression' must be a finite number"),
+        (
+            '[[rule]]\nname = "r"\nselect = "*"\nmetric = "local_bytes"\nmax = ' + "9" * 400 + "\n",
+            "fuzz.toml:5: rule 1: 'max' must be a finite number",
+        ),
+        (
+            '[[rule]]\nname = "r"\nselect = "*"\nmetric = "duration"\nmax_regression = ' + "9" * 400 + "\n",
+            "fuzz.toml:5: rule 1: 'max_regression' must be a finite number",
+        ),
     ],
 )
 def test_huge_numbers_are_config_errors(text: str, message: str) -> None:
@@ -223,14 +262,16 @@ ONE_LINE = st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"))  # ncu w
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sets(st.integers(0, len(VALID_ROWS[0]) - 1), max_size=6),
-       st.lists(st.tuples(st.text(ONE_LINE, min_size=1, max_size=12), st.text(ONE_LINE, max_size=6)), max_size=4),
-       st.randoms(use_true_random=False))
+@given(
+    st.sets(st.integers(0, len(VALID_ROWS[0]) - 1), max_size=6),
+    st.lists(st.tuples(st.text(ONE_LINE, min_size=1, max_size=12), st.text(ONE_LINE, max_size=6)), max_size=4),
+    st.randoms(use_true_random=False),
+)
 def test_fuzz_dropped_added_and_moved_columns(dropped: set[int], added: list[tuple[str, str]], rng) -> None:
     order = [i for i in range(len(VALID_ROWS[0])) if i not in dropped]
     rng.shuffle(order)
     rows = [[row[i] for i in order] + [value for _, value in added] for row in VALID_ROWS]
-    rows[0][len(order):] = [name for name, _ in added]
+    rows[0][len(order) :] = [name for name, _ in added]
     text = _write(rows)
     _parse_or_input_error(text)
     kept = rows[0][: len(order)]

@@ -34,8 +34,14 @@ FAMILY, VARIANT = "fam<i>[b]", 'v|`x`&"'
 RAW = {m.key: 1.0 for m in RAW_METRICS}
 
 
-def write_results(path: Path, names, family: str = FAMILY, variant: str = VARIANT, text: str = SCRIPT,
-                  gpu: str = f"<img src=x onerror=alert(1)> {MARKUP}") -> Path:
+def write_results(
+    path: Path,
+    names,
+    family: str = FAMILY,
+    variant: str = VARIANT,
+    text: str = SCRIPT,
+    gpu: str = f"<img src=x onerror=alert(1)> {MARKUP}",
+) -> Path:
     kernels = tuple(KernelResult(name, None, None, i, RAW, {}) for i, name in enumerate(names))
     kernels += (KernelResult(text, family, variant, 99, RAW, {}),)
     outcomes = (VariantOutcome(family, variant, "ok", "", demonstrates=text, baseline=True),)
@@ -106,14 +112,14 @@ def gate_outputs(hostile, tmp_path, capsys, monkeypatch) -> dict[str, str]:
 
 def test_gate_table_prints_names_as_text(gate_outputs):
     table = gate_outputs["table"]
-    for name in (SCRIPT, MARKUP, PIPE, TICKS, QUOTES, TEMPLATE, shown(ESCAPE), 'rule <b>[bold]|`x`&'):
+    for name in (SCRIPT, MARKUP, PIPE, TICKS, QUOTES, TEMPLATE, shown(ESCAPE), "rule <b>[bold]|`x`&"):
         assert name in table, name
 
 
 def test_gate_junit_is_well_formed_and_holds_the_names(gate_outputs):
     xml = gate_outputs["junit"]
     assert "<script>" not in xml and "&lt;script&gt;alert(1)&lt;/script&gt;" in xml
-    assert 'quote&quot;s\' &amp; amp;' in xml
+    assert "quote&quot;s' &amp; amp;" in xml
     root = ElementTree.fromstring(xml.encode())
     cases = root.findall(".//testcase")
     names = {case.get("name") for case in cases}

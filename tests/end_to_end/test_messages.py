@@ -78,7 +78,8 @@ def test_a_wrong_kind_of_json_through_the_api_and_as_a_baseline(capsys, wrong_ki
     rules = wrong_kinds["gate"].with_name("rules.toml")
     for given, what in [(RUN, "a run's results (results.json)"), (wrong_kinds["check"], WHAT["check"])]:
         assert one_line(capsys, ["gate", str(RUN), "--rules", str(rules), "--baseline", str(given)]) == (
-            f"{given}: {what}, not a memlens baseline (write one with `memlens baseline save RUN -o FILE`)")
+            f"{given}: {what}, not a memlens baseline (write one with `memlens baseline save RUN -o FILE`)"
+        )
 
 
 def test_metrics_k_names_the_file_given_not_the_report_it_came_from(capsys) -> None:
@@ -143,7 +144,7 @@ def test_make_report_without_a_run_says_no_run_yet(tmp_path: Path) -> None:
 REJECTIONS = {
     "nvcc": "nvcc failed on kernels/transpose.cu (exit 1): nvcc fatal   : Unsupported gpu architecture 'sm_1000'",
     "ptxas": "ptxas (/usr/local/bin/ptxas) failed (exit 255): ptxas fatal   : Value 'sm_1000' is not defined for "
-             "option 'gpu-name'",
+    "option 'gpu-name'",
     "nvrtc": "NVRTC failed on kernels/transpose.cu: nvrtc: error: invalid value for --gpu-architecture (-arch)",
 }  # as each compiler words it (recorded from CUDA 13.0's nvcc, ptxas and NVRTC)
 
@@ -184,7 +185,7 @@ def test_a_missing_compiler_is_named_only_when_one_is_missing() -> None:
     for message in (*REJECTIONS.values(), "nvcc failed on k.cu (exit 1): k.cu(1): error: identifier undefined"):
         assert not compiler_missing(said(message)), message
     assert arch_rejection(said(REJECTIONS["nvcc"])) == REJECTIONS["nvcc"]
-    assert arch_rejection(said("nvcc failed on k.cu (exit 1): error: identifier \"x\" is undefined")) is None
+    assert arch_rejection(said('nvcc failed on k.cu (exit 1): error: identifier "x" is undefined')) is None
 
 
 def test_a_real_compiler_rejecting_an_architecture_is_quoted(capsys) -> None:

@@ -242,7 +242,7 @@ BAD_FILES = [
     ("latin1.json", b'{"schema_version": 1, "info": {"gpu_name": "\xe9"}}', "not UTF-8 text (byte"),
     ("other_tool.csv", _csv_with({0: "Index", 6: "Function"}), 'no ncu CSV header (a row with "ID" and "Kernel'),
     ("v99.json", _results(schema_version=99), "unsupported schema_version 99 (this memlens reads 1, 2, 3)"),
-    ("types.json", _results(info__wall_seconds="1 s"), 'malformed results (info.wall_seconds must be a finite'),
+    ("types.json", _results(info__wall_seconds="1 s"), "malformed results (info.wall_seconds must be a finite"),
     ("status.json", _results(outcomes__0__status="great"), 'malformed results (outcomes[0].status "great" is not'),
 ]
 
@@ -275,7 +275,7 @@ def test_a_huge_file_is_refused_before_it_is_read(tmp_path, capsys):
 def test_a_large_report_reads(tmp_path, capsys):
     lines = (PROBE / "probe.csv").read_text().splitlines()
     header, units, rows = lines[0], lines[1], lines[2:]
-    body = [f'"{i}"' + row[row.index('",') + 1:] for i, row in enumerate(rows * 700)]
+    body = [f'"{i}"' + row[row.index('",') + 1 :] for i, row in enumerate(rows * 700)]
     path = tmp_path / "many.csv"
     path.write_text("\n".join([header, units, *body]) + "\n")
     assert main(["metrics", str(path), "--json"]) == 0
@@ -325,7 +325,8 @@ def test_a_wrong_result_fails_the_gate_and_is_no_measurement_in_the_report(tmp_p
     assert main(["gate", str(path), "--rules", str(rules), "--json", str(tmp_path / "gate.json")]) == 1
     verdicts = json.loads((tmp_path / "gate.json").read_text())["verdicts"]
     assert {"subject": "transpose/padded", "status": "fail", "message": f"wrong: {message}"}.items() <= next(
-        v for v in verdicts if v["subject"] == "transpose/padded").items()
+        v for v in verdicts if v["subject"] == "transpose/padded"
+    ).items()
     capsys.readouterr()
     assert main(["report", str(path), "--format", "json", "-o", "-"]) == 0
     families = json.loads(capsys.readouterr().out)["runs"][0]["families"]
@@ -377,9 +378,11 @@ def test_every_file_memlens_writes_goes_through_the_atomic_writer():
         for call in _calls(path):
             name = _name(call)
             mode = next((a.value for a in call.args[1:2] if isinstance(a, ast.Constant)), None) or next(
-                (k.value.value for k in call.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)), "r")
+                (k.value.value for k in call.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)), "r"
+            )
             writes = name in ("write_text", "write_bytes", "dump", "savefig", "copyfile", "copy", "copy2") or (
-                name in ("open", "fdopen") and isinstance(mode, str) and any(c in mode for c in "wax+"))
+                name in ("open", "fdopen") and isinstance(mode, str) and any(c in mode for c in "wax+")
+            )
             if writes and not (name == "savefig" and call.args and getattr(call.args[0], "id", "") == "buffer"):
                 found.add((relative, name))
     assert found <= UNATOMIC_ALLOWED, sorted(found - UNATOMIC_ALLOWED)

@@ -178,7 +178,8 @@ def test_profile_runs_the_app_with_the_sweep_under_ncu(tmp_path, monkeypatch):
 
 def test_readers_take_a_swept_range_as_its_own_variant_with_its_size():
     assert suite_range(["transpose.conflict@rows=1024:none:none:none:none:none:none"]) == (
-        "transpose", "conflict@rows=1024"
+        "transpose",
+        "conflict@rows=1024",
     )
     assert suite_range(["transpose.conflict"]) == ("transpose", "conflict")
     cell = '1346  "<default domain>:iteration:none:none:none:none:none:none"  "memlens:transpose.padded@rows=64:none:none:none:none:none:none"'  # noqa: E501
@@ -211,7 +212,9 @@ def test_results_json_records_the_size_and_a_run_without_sweeps_is_unchanged(tmp
     swept = swept_results(full, "transpose", "rows", (64, 128))
     data = swept.to_json()
     assert (data["kernels"][0]["variant"], data["kernels"][0]["sweep_size"], data["kernels"][0]["sweep_value"]) == (
-        "conflict@rows=64", "rows", 64
+        "conflict@rows=64",
+        "rows",
+        64,
     )
     again = RunResults.from_json(json.loads(json.dumps(data)))
     assert again.kernels == swept.kernels

@@ -37,7 +37,7 @@ PROBE = HERE / "fixtures" / "probe"
 JUNIT_XSD = HERE / "schemas" / "junit.xsd"
 H200 = RunInfo(gpu_name="NVIDIA H200", compute_capability="9.0", driver_version="580.159.04",
                ncu_version="2025.3.1.0", source="made-up run")  # fmt: skip
-HOSTILE = 'void k<float, 1>(T&, char const*) | `x` <script>&amp; *a* [b](c) \x01'
+HOSTILE = "void k<float, 1>(T&, char const*) | `x` <script>&amp; *a* [b](c) \x01"
 
 
 def kernel(label: str, **raw: float | None) -> KernelResult:
@@ -117,7 +117,8 @@ def test_missing_metric_fails_with_the_reason() -> None:
     result = evaluate(ruleset, from_run(RunResults(H200, (fast,))))
     assert statuses(result) == [("x", "t/padded", "fail")]
     assert result.verdicts[0].message == (
-        "exact_excess_wavefronts missing: needs memory_l1_wavefronts_shared: not collected: run without --fast")
+        "exact_excess_wavefronts missing: needs memory_l1_wavefronts_shared: not collected: run without --fast"
+    )
 
 
 def test_empty_incomplete_and_wrong_runs_fail() -> None:
@@ -129,7 +130,9 @@ def test_empty_incomplete_and_wrong_runs_fail() -> None:
     broken = evaluate(ruleset, run_of(kernel("t/a", duration=1.0), outcomes=outcomes, complete=False))
     assert statuses(broken) == [("run", "", "fail"), ("run", "t/a", "fail"), ("t", "t/a", "pass")]
     assert [v.message for v in broken.verdicts[:2]] == [
-        "the run stopped before every variant ran (incomplete)", "wrong: wrong result at index 3"]
+        "the run stopped before every variant ran (incomplete)",
+        "wrong: wrong result at index 3",
+    ]
 
 
 def test_static_rule_on_a_profile_run_fails_clearly() -> None:
@@ -208,7 +211,9 @@ def test_baseline_of_another_gpu_is_refused_unless_allowed() -> None:
     ]
     newer_driver = RunInfo(gpu_name="NVIDIA H200", compute_capability="9.0", driver_version="590.1")
     assert compatibility(baseline, run_of(info=newer_driver)) == [
-        "baseline driver_version 580.159.04, run 590.1", "baseline ncu_version 2025.3.1.0, run unknown"]
+        "baseline driver_version 580.159.04, run 590.1",
+        "baseline ncu_version 2025.3.1.0, run unknown",
+    ]
     unknown = run_of(kernel("t/a", duration=1.0), info=RunInfo())
     with pytest.raises(ConfigError, match="baseline gpu_name NVIDIA H200, run unknown"):
         compatibility(baseline, unknown)
@@ -269,8 +274,8 @@ def test_junit_validates_against_the_schema_and_keeps_names_as_text() -> None:
 
 def test_schema_validator_rejects_what_the_schema_forbids() -> None:
     xml = to_junit(hostile_result())
-    broken = xml.replace('<testsuite name=', '<testsuite bogus="1" name=', 1)
-    broken = broken.replace(' tests="6" failures="2" errors="0" skipped', ' skipped', 1)
+    broken = xml.replace("<testsuite name=", '<testsuite bogus="1" name=', 1)
+    broken = broken.replace(' tests="6" failures="2" errors="0" skipped', " skipped", 1)
     errors = validate_file(broken, JUNIT_XSD)
     assert "/testsuites/testsuite[0]: attribute 'bogus' is not allowed" in errors
     assert "/testsuites/testsuite[0]: missing required attribute 'tests'" in errors

@@ -61,8 +61,10 @@ def test_example_parses_into_typed_rules() -> None:
 def test_selection_globs_regex_and_exclude() -> None:
     first, time, bandwidth, registers = parse_rules(EXAMPLE).rules
     assert first.selector.matches("transpose/padded") and not first.selector.matches("transpose/padded2")
-    assert [time.selector.matches(label) for label in ("transpose/padded", "transpose/conflict", "matmul/tiled",
-                                                       "matmul/tiled_pmpp")] == [True, False, True, False]
+    assert [
+        time.selector.matches(label)
+        for label in ("transpose/padded", "transpose/conflict", "matmul/tiled", "matmul/tiled_pmpp")
+    ] == [True, False, True, False]
     # a regex must match the whole label
     assert bandwidth.selector.matches("running_mean/local")
     assert not bandwidth.selector.matches("running_mean/local_v2")
@@ -101,53 +103,109 @@ def rule(body: str) -> str:
 
 BAD = [
     ("syntax", 'version = 1\n[[rule]]\nname = "x"\nmax = \n', r"^g\.toml:4: invalid TOML: Invalid value"),
-    ("unknown metric", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "exact_excess_wavefront"\nmax = 1\n'),
-     r"^g\.toml:12: rule 2: unknown metric 'exact_excess_wavefront' \(did you mean exact_excess_wavefronts"),
-    ("two bounds", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = 1\nmin = 0\n'),
-     r"^g\.toml:14: rule 2: give exactly one bound of equals, max, min, max_regression, equals_paper "
-      r"\(found max, min\)"),
-    ("no bound", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\n'),
-     r"^g\.toml:9: rule 2: give exactly one bound .*\(found none\)"),
-    ("bound not a number", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = "fast"\n'),
-     r"^g\.toml:13: rule 2: 'max' must be a finite number, not 'fast'"),
-    ("bound a boolean", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = true\n'),
-     r"'max' must be a finite number, not True"),
-    ("equals on a noisy metric", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nequals = 5\n'),
-     r"^g\.toml:13: rule 2: 'equals' needs a deterministic count, and duration varies"),
-    ("warn past max", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = 5\nwarn = 6\n'),
-     r"^g\.toml:14: rule 2: warn \(6\) must be below max \(5\)"),
-    ("warn past min", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmin = 5\nwarn = 4\n'),
-     r"warn \(4\) must be above min \(5\)"),
-    ("warn on equals", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "local_bytes"\nequals = 0\nwarn = 1\n'),
-     r"'equals' takes no 'warn' level"),
-    ("bad percentage", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax_regression = "ten"\n'),
-     r"^g\.toml:13: rule 2: 'max_regression' must be a percentage such as \"10%\" or a number, not 'ten'"),
-    ("negative tolerance", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax_regression = -1\n'),
-     r"'max_regression' must not be negative"),
-    ("mixed warn form",
-     rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax_regression = "10%"\nwarn = 5\n'),
-     r"'warn' must have the same form as 'max_regression'"),
-    ("warn above regression",
-     rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax_regression = "10%"\nwarn = "20%"\n'),
-     r"warn \(20%\) must be below max_regression \(10%\)"),
-    ("regression without direction",
-     rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "block_size"\nmax_regression = "1%"\n'),
-     r"block_size has no better direction, so it cannot regress"),
-    ("unknown key", rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmaximum = 5\n'),
-     r"^g\.toml:13: rule 2: unknown key 'maximum' \(did you mean 'max'\?\)"),
-    ("missing name", rule('[[rule]]\nselect = "*"\nmetric = "duration"\nmax = 5\n'),
-     r"^g\.toml:9: rule 2: missing 'name'"),
-    ("duplicate name", rule('[[rule]]\nname = "ok"\nselect = "*"\nmetric = "duration"\nmax = 5\n'),
-     r"^g\.toml:9: rule name 'ok' is used twice \(first at line 3\)"),
-    ("both selections",
-     rule('[[rule]]\nname = "b"\nselect = "*"\nselect_regex = ".*"\nmetric = "duration"\nmax = 5\n'),
-     r"^g\.toml:12: rule 2: give exactly one of 'select' \(globs\) and 'select_regex'"),
-    ("empty select", rule('[[rule]]\nname = "b"\nselect = []\nmetric = "duration"\nmax = 5\n'),
-     r"^g\.toml:11: rule 2: 'select' must be a non-empty string or a list of them"),
-    ("bad regex", rule('[[rule]]\nname = "b"\nselect_regex = "("\nmetric = "duration"\nmax = 5\n'),
-     r"^g\.toml:11: rule 2: bad select_regex '\('"),
+    (
+        "unknown metric",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "exact_excess_wavefront"\nmax = 1\n'),
+        r"^g\.toml:12: rule 2: unknown metric 'exact_excess_wavefront' \(did you mean exact_excess_wavefronts",
+    ),
+    (
+        "two bounds",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = 1\nmin = 0\n'),
+        r"^g\.toml:14: rule 2: give exactly one bound of equals, max, min, max_regression, equals_paper "
+        r"\(found max, min\)",
+    ),
+    (
+        "no bound",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\n'),
+        r"^g\.toml:9: rule 2: give exactly one bound .*\(found none\)",
+    ),
+    (
+        "bound not a number",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = "fast"\n'),
+        r"^g\.toml:13: rule 2: 'max' must be a finite number, not 'fast'",
+    ),
+    (
+        "bound a boolean",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = true\n'),
+        r"'max' must be a finite number, not True",
+    ),
+    (
+        "equals on a noisy metric",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nequals = 5\n'),
+        r"^g\.toml:13: rule 2: 'equals' needs a deterministic count, and duration varies",
+    ),
+    (
+        "warn past max",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax = 5\nwarn = 6\n'),
+        r"^g\.toml:14: rule 2: warn \(6\) must be below max \(5\)",
+    ),
+    (
+        "warn past min",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmin = 5\nwarn = 4\n'),
+        r"warn \(4\) must be above min \(5\)",
+    ),
+    (
+        "warn on equals",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "local_bytes"\nequals = 0\nwarn = 1\n'),
+        r"'equals' takes no 'warn' level",
+    ),
+    (
+        "bad percentage",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax_regression = "ten"\n'),
+        r"^g\.toml:13: rule 2: 'max_regression' must be a percentage such as \"10%\" or a number, not 'ten'",
+    ),
+    (
+        "negative tolerance",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax_regression = -1\n'),
+        r"'max_regression' must not be negative",
+    ),
+    (
+        "mixed warn form",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax_regression = "10%"\nwarn = 5\n'),
+        r"'warn' must have the same form as 'max_regression'",
+    ),
+    (
+        "warn above regression",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmax_regression = "10%"\nwarn = "20%"\n'),
+        r"warn \(20%\) must be below max_regression \(10%\)",
+    ),
+    (
+        "regression without direction",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "block_size"\nmax_regression = "1%"\n'),
+        r"block_size has no better direction, so it cannot regress",
+    ),
+    (
+        "unknown key",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nmetric = "duration"\nmaximum = 5\n'),
+        r"^g\.toml:13: rule 2: unknown key 'maximum' \(did you mean 'max'\?\)",
+    ),
+    (
+        "missing name",
+        rule('[[rule]]\nselect = "*"\nmetric = "duration"\nmax = 5\n'),
+        r"^g\.toml:9: rule 2: missing 'name'",
+    ),
+    (
+        "duplicate name",
+        rule('[[rule]]\nname = "ok"\nselect = "*"\nmetric = "duration"\nmax = 5\n'),
+        r"^g\.toml:9: rule name 'ok' is used twice \(first at line 3\)",
+    ),
+    (
+        "both selections",
+        rule('[[rule]]\nname = "b"\nselect = "*"\nselect_regex = ".*"\nmetric = "duration"\nmax = 5\n'),
+        r"^g\.toml:12: rule 2: give exactly one of 'select' \(globs\) and 'select_regex'",
+    ),
+    (
+        "empty select",
+        rule('[[rule]]\nname = "b"\nselect = []\nmetric = "duration"\nmax = 5\n'),
+        r"^g\.toml:11: rule 2: 'select' must be a non-empty string or a list of them",
+    ),
+    (
+        "bad regex",
+        rule('[[rule]]\nname = "b"\nselect_regex = "("\nmetric = "duration"\nmax = 5\n'),
+        r"^g\.toml:11: rule 2: bad select_regex '\('",
+    ),
     ("no rules", "version = 1\n", r"^g\.toml: no rules: add at least one \[\[rule\]\] table"),
-    ("unknown top-level key", 'rules = 1\n', r"^g\.toml: unknown top-level key 'rules'"),
+    ("unknown top-level key", "rules = 1\n", r"^g\.toml: unknown top-level key 'rules'"),
     ("future version", rule("").replace("version = 1", "version = 2"), r"unsupported rules version 2"),
 ]
 

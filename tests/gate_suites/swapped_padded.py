@@ -32,7 +32,6 @@ matmul = _load("matmul").matmul
 running_mean = _load("running_mean").running_mean
 
 
-
 def _family(base: Family) -> Family:
     return Family("transpose", base.description + " (padded swapped for conflict)", base.make_inputs,
                   base.reference, dict(base.default_size), dict(base.small_size))  # fmt: skip

@@ -68,8 +68,16 @@ def commands(data: Path, target: str) -> dict[str, list[str]]:
     }
 
 
-WRITERS = ["report", "baseline save", "gate --junit", "gate --summary", "gate --json", "gate --sarif",
-           "compare --sarif", "check --json"]
+WRITERS = [
+    "report",
+    "baseline save",
+    "gate --junit",
+    "gate --summary",
+    "gate --json",
+    "gate --sarif",
+    "compare --sarif",
+    "check --json",
+]
 
 
 @pytest.fixture(autouse=True)

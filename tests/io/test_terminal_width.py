@@ -46,7 +46,7 @@ def test_the_columns_kept_at_80_and_what_is_said_of_the_rest(monkeypatch, capsys
     header = [line for line in out.splitlines() if line.startswith("┃")]
     assert "duration" in header[-1] and "wavefronts" in header[-1]
     assert "65,011,712 (31/ld)" in out  # the exact figure, whole
-    note = " ".join(out[out.index("left out to fit 80 columns: "):].split())
+    note = " ".join(out[out.index("left out to fit 80 columns: ") :].split())
     assert note.startswith("left out to fit 80 columns: DRAM GB/s, DRAM % of peak")
     assert "(--wide shows all; --json every figure)" in note
 

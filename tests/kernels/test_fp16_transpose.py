@@ -143,8 +143,12 @@ def test_phases_of_the_matrix_instructions() -> None:
     one_line = [16 * lane for lane in range(32)]  # 512 contiguous bytes from 4 global lines: 4 wavefronts, ideal
     assert bm.cp_async_excess_wavefronts(one_line, [16 * lane for lane in range(32)]) == 0
     # 8 rows of 64 bytes, each from a global line of its own: 8 wavefronts against 4, whatever the pitch
-    assert bm.cp_async_excess_wavefronts([128 * r + 16 * (lane % 4) for lane, r in enumerate(rows)],
-                                         [4096 * r for r in rows]) == 4
+    assert (
+        bm.cp_async_excess_wavefronts(
+            [128 * r + 16 * (lane % 4) for lane, r in enumerate(rows)], [4096 * r for r in rows]
+        )
+        == 4
+    )
     with pytest.raises(ConfigError, match=r"bank model: ldmatrix/stmatrix move \(1, 2, 4\) matrices, not 3"):
         bm.matrix_wavefronts(rows, 3)
     with pytest.raises(ConfigError, match="bank model: .x4 needs 32 row addresses, 8 given"):

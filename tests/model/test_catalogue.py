@@ -80,8 +80,10 @@ def test_catalogue_asks_ncu_for_the_costly_counters_with_roofline_only() -> None
     for free in ("dram__bytes.sum.peak_sustained", "sm__cycles_elapsed.avg.per_second",
                  "smsp__inst_executed_op_global_ld.sum", "lts__t_sector_hit_rate.pct"):  # fmt: skip
         assert free in default and free in roofline
-    costly_ones = ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-                   "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    costly_ones = (
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    )
     for costly in costly_ones:
         assert costly in roofline and costly not in default
     assert CATALOGUE["flops"].formula == "flops_fp32 + flops_fp64"

@@ -60,9 +60,9 @@ def test_a_schema_2_file_without_settings_has_none() -> None:
     ("settings", "message"),
     [
         ({"clock_control": "boost"}, "info.ncu_settings: clock control 'boost' is not one of base, none"),
-        ({"fast": "yes"}, "info.ncu_settings.fast must be true or false, not \"yes\""),
+        ({"fast": "yes"}, 'info.ncu_settings.fast must be true or false, not "yes"'),
         ({"speed": 1}, "info.ncu_settings: unknown field 'speed'"),
-        ("base", "info.ncu_settings must be an object, not \"base\""),
+        ("base", 'info.ncu_settings must be an object, not "base"'),
     ],
 )
 def test_bad_settings_in_results_json_name_the_field(settings: object, message: str) -> None:

@@ -65,8 +65,11 @@ def test_a_label_is_family_and_variant_else_the_range_else_the_kernels_name() ->
 
 
 def test_a_missing_figure_names_the_input_it_lacks() -> None:
-    kernel = KernelResult("k", raw={"duration": 0.0, "dram_read_bytes": 1e6, "dram_write_bytes": 1e6,
-                                    "local_ld_sectors": 3.0}, missing={"shared_wavefronts": "n/a in the report"})
+    kernel = KernelResult(
+        "k",
+        raw={"duration": 0.0, "dram_read_bytes": 1e6, "dram_write_bytes": 1e6, "local_ld_sectors": 3.0},
+        missing={"shared_wavefronts": "n/a in the report"},
+    )
     local_st = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"  # local_st_sectors: in neither raw nor missing
     assert kernel.metric("local_bytes") == MetricValue(
         "local_bytes", None, "byte", f"needs {local_st}: not in the report"
@@ -107,21 +110,20 @@ def test_results_json_sources_round_trip_and_are_checked(tmp_path):
         RunResults.from_json(data)
 
 
-
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
         (("schema_version",), 99, "unsupported schema_version 99 (this memlens reads 1, 2, 3)"),
         (("schema_version",), True, "unsupported schema_version True"),
-        (("info", "wall_seconds"), "abc", "info.wall_seconds must be a finite number or null, not \"abc\""),
+        (("info", "wall_seconds"), "abc", 'info.wall_seconds must be a finite number or null, not "abc"'),
         (("kernels", 0, "launch_id"), 1e400, "kernels[0].launch_id must be an integer, not inf"),
         (("kernels", 0), [1], "kernels[0] must be an object, not [1]"),
         (("kernels", 0, "raw"), [], "kernels[0].raw must map metric keys to finite numbers or null"),
         (("kernels", 0, "raw", "duration"), float("nan"), "kernels[0].raw must map metric keys to finite"),
         (("kernels", 0, "kernel"), 5, "kernels[0].kernel must be text, not 5"),
-        (("outcomes", 0, "status"), "exploded", "outcomes[0].status \"exploded\" is not one of ok, wrong"),
+        (("outcomes", 0, "status"), "exploded", 'outcomes[0].status "exploded" is not one of ok, wrong'),
         (("outcomes", 0, "expect"), {"bank_conflicts": "yes"}, "outcomes[0].expect.bank_conflicts must be true"),
-        (("complete",), "false", "complete must be true or false, not \"false\""),
+        (("complete",), "false", 'complete must be true or false, not "false"'),
         (("info", "gpu"), "H200", "info: unknown field 'gpu'"),
     ],
 )

@@ -48,8 +48,9 @@ def test_the_n_way_and_the_per_load_figure_of_ldmatrix_loads_are_exact() -> None
     assert shared_figures.accesses(kernel, "st") == shared_figures.Figure(EXECUTIONS, True)
     assert shared_figures.conflicting_sides(kernel) == ["ld"]
     # the exact pass ran and found no tensor-core operand read: no figure, and the reason says so
-    assert shared_figures.n_way(kernel, "mma") == shared_figures.Figure(None, True, "no shared-memory tensor-core "
-                                                                                   "operand reads")
+    assert shared_figures.n_way(kernel, "mma") == shared_figures.Figure(
+        None, True, "no shared-memory tensor-core operand reads"
+    )
 
 
 def test_a_kernel_of_ldmatrix_loads_gets_its_verdict_not_a_division_by_zero() -> None:
@@ -74,8 +75,10 @@ def test_a_report_without_per_instruction_local_counts_says_so() -> None:
     kernel = KernelResult("running_mean_local", raw={"local_ld_instructions": 16_252_928.0,
                                                      "local_st_instructions": 16_777_216.0})  # fmt: skip
     said = unrecorded_local(kernel)
-    assert said is not None and said.startswith("this report holds no per-instruction local-memory counts, though "
-                                                "the kernel executed 33,030,144 local load and store instructions")
+    assert said is not None and said.startswith(
+        "this report holds no per-instruction local-memory counts, though "
+        "the kernel executed 33,030,144 local load and store instructions"
+    )
     assert kernel_notes(KernelLines(kernel, (), False), ()) == [said]
     ran_none = KernelResult("k", raw={"local_ld_instructions": 0.0, "local_st_instructions": 0.0})
     assert unrecorded_local(ran_none) is None
@@ -120,5 +123,7 @@ def test_a_tensor_core_matmul_is_not_called_free_of_floating_point_work() -> Non
     assert kernel.value("flops") == 0  # the FLOP counters do not count wgmma
     said = verdict(kernel, None)
     assert said is not None and said.severity == "unknown"
-    assert said.text == ("roofline: not placed: its floating-point work runs on tensor cores (wgmma), which "
-                         "memlens's FLOP counters do not count")
+    assert said.text == (
+        "roofline: not placed: its floating-point work runs on tensor cores (wgmma), which "
+        "memlens's FLOP counters do not count"
+    )

@@ -141,7 +141,8 @@ def test_without_a_source_root_a_build_folder_outside_the_repository_stays_absol
     assert main(["lines", str(V2), "-k", "vector", "--format", "github"]) == 0
     assert capsys.readouterr().out == (
         f"::notice title=memlens::memlens: 1 finding without a source file in the repository: {built}:34 (outside "
-        f"{REPO}): compare/vector: 16-byte shared loads 2-way: 131,072 excess wavefronts (100%25 of the kernel's)\n")
+        f"{REPO}): compare/vector: 16-byte shared loads 2-way: 131,072 excess wavefronts (100%25 of the kernel's)\n"
+    )
 
 
 def test_lines_annotations_name_the_line_and_its_figures(capsys):
@@ -184,8 +185,10 @@ def test_compare_reports_the_line_that_got_worse_at_its_new_line(capsys):
     assert result["message"]["text"] == "compare/vector: worse (line 33 in BASE): excess wavefronts 0 -> 131,072"
     assert (result["properties"]["base_line"], result["properties"]["head"]["excess_wavefronts_ld"]) == (33, 131_072)
     assert main(["compare", str(V1), str(V2), "--format", "github", "--source-root", root]) == 0
-    assert capsys.readouterr().out == ("::warning file=app.cu,line=34,title=memlens%3A a line that got worse::"
-                                       "compare/vector: worse (line 33 in BASE): excess wavefronts 0 -> 131,072\n")
+    assert capsys.readouterr().out == (
+        "::warning file=app.cu,line=34,title=memlens%3A a line that got worse::"
+        "compare/vector: worse (line 33 in BASE): excess wavefronts 0 -> 131,072\n"
+    )
 
 
 def test_compare_text_is_unchanged_beside_a_sarif_file(capsys, tmp_path):
@@ -252,13 +255,16 @@ def test_a_failed_rule_without_a_line_is_in_the_one_notice(capsys, tmp_path):
     assert main(["gate", str(V2), "--rules", str(rules), "--format", "github"]) == 1
     assert capsys.readouterr().out == (
         "::notice title=memlens::memlens: 1 finding without a source file in the repository: no source line: "
-        "no conflicts: compare/vector: exact_excess_wavefronts = 131,072, expected <= 0\n")
+        "no conflicts: compare/vector: exact_excess_wavefronts = 131,072, expected <= 0\n"
+    )
     log = sarif(capsys, ["gate", str(V2), "--rules", str(rules)], code=1)
     (result,) = log["runs"][0]["results"]
     assert result["level"] == "error" and result["properties"]["no_source_line"] is True
     # GitHub code scanning rejects a log with a result without a file: one without a line is at its rule
     assert result["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": rules.as_uri()}, "region": {"startLine": 1}}
+        "artifactLocation": {"uri": rules.as_uri()},
+        "region": {"startLine": 1},
+    }
     assert result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "compare/vector"
 
 

@@ -78,7 +78,9 @@ def test_the_doctors_table_imports_no_numpy():
     import subprocess
     import sys
 
-    code = ("import sys, memlens.commands.doctor, memlens.output.formats.table, memlens.output.command_tables; "
-            "print(sorted(m for m in ('numpy', 'memlens.suite', 'memlens.bench.timing') if m in sys.modules))")
+    code = (
+        "import sys, memlens.commands.doctor, memlens.output.formats.table, memlens.output.command_tables; "
+        "print(sorted(m for m in ('numpy', 'memlens.suite', 'memlens.bench.timing') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

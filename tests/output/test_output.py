@@ -45,6 +45,9 @@ def test_one_progress_bar_one_table_renderer_and_one_column_type():
     columns = sorted(str(path.relative_to(PROFILING.parent)) for path, text in sources.items()
                      if re.search(r"^class \w*Column\b", text, re.MULTILINE))  # fmt: skip
     assert columns == ["profiling/io/tables.py"]
-    drawing = [name for name in ("check", "bench", "list_suite", "doctor", "baseline", "metrics")  # hand records on
-               if re.search(r"^(from|import) rich\b", sources[PROFILING / "commands" / f"{name}.py"], re.MULTILINE)]
+    drawing = [
+        name
+        for name in ("check", "bench", "list_suite", "doctor", "baseline", "metrics")  # hand records on
+        if re.search(r"^(from|import) rich\b", sources[PROFILING / "commands" / f"{name}.py"], re.MULTILINE)
+    ]
     assert drawing == []

@@ -21,16 +21,32 @@ CUDA_APP_CSV = PROGRAMS / "cuda_app.csv"
 
 # (label, family, NVTX path, kernel) of each launch of tests/fixtures/programs/cuda_app.cu
 CUDA_APP = [
-    ("transpose/conflict", "transpose", "iteration > transpose/conflict",
-     "transpose_conflict(float *, const float *, int)"),
+    (
+        "transpose/conflict",
+        "transpose",
+        "iteration > transpose/conflict",
+        "transpose_conflict(float *, const float *, int)",
+    ),
     ("transpose/padded", "transpose", "iteration > transpose/padded", "transpose_padded(float *, const float *, int)"),
-    ("transpose/store_conflict", "transpose", "iteration > transpose/store_conflict",
-     "transpose_store_conflict(float *, const float *, int)"),
-    ("copy/float2_shared", "copy", "iteration > copy/float2_shared",
-     "copy_float2_shared(float2 *, const float2 *, int)"),
+    (
+        "transpose/store_conflict",
+        "transpose",
+        "iteration > transpose/store_conflict",
+        "transpose_store_conflict(float *, const float *, int)",
+    ),
+    (
+        "copy/float2_shared",
+        "copy",
+        "iteration > copy/float2_shared",
+        "copy_float2_shared(float2 *, const float2 *, int)",
+    ),
     ("local/running_sum", "local", "iteration > local/running_sum", "running_sum_local(float *, const float *, int)"),
-    ("cudaapp@spill/capped", "cudaapp@spill", "iteration > cudaapp@spill/capped",
-     "spill_capped(float *, const float *, int)"),
+    (
+        "cudaapp@spill/capped",
+        "cudaapp@spill",
+        "iteration > cudaapp@spill/capped",
+        "spill_capped(float *, const float *, int)",
+    ),
 ]
 
 
@@ -64,8 +80,10 @@ def test_program_label_forms():
 def _program_csv(*ranges: str, kernel: str = "k") -> str:
     nvtx = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
     cell = "7  " + "  ".join(f'"{r}"' for r in ranges)
-    return (f'"ID","{nvtx}","Kernel Name","gpu__time_duration.sum"\n"","","","nsecond"\n'
-            f'"0","{cell.replace(chr(34), chr(34) * 2)}","{kernel}","1000"\n')
+    return (
+        f'"ID","{nvtx}","Kernel Name","gpu__time_duration.sum"\n"","","","nsecond"\n'
+        f'"0","{cell.replace(chr(34), chr(34) * 2)}","{kernel}","1000"\n'
+    )
 
 
 def test_csv_range_names_with_colons_and_messages():
@@ -86,14 +104,20 @@ def test_several_kernels_in_one_range_are_listed_under_it_with_their_names():
     )
     run = build_run(parse_csv(text, "s.csv"), "s")
     assert [(r.label, r.name) for r in run.others] == [
-        ("softmax", "reduce_max"), ("softmax", "exp_sum"), ("outside", "outside")]
+        ("softmax", "reduce_max"),
+        ("softmax", "exp_sum"),
+        ("outside", "outside"),
+    ]
 
 
 def test_report_groups_family_ranges_into_families(tmp_path):
     run = build_run(read_report(CUDA_APP_REP), "cuda_app")
     assert [(f.name, [r.name for r in f.rows]) for f in run.families] == [
-        ("transpose", ["conflict", "padded", "store_conflict"]), ("copy", ["float2_shared"]),
-        ("local", ["running_sum"]), ("cudaapp@spill", ["capped"])]
+        ("transpose", ["conflict", "padded", "store_conflict"]),
+        ("copy", ["float2_shared"]),
+        ("local", ["running_sum"]),
+        ("cudaapp@spill", ["capped"]),
+    ]
     assert run.others == ()
     out = tmp_path / "r.md"
     assert main(["report", str(CUDA_APP_CSV), "--format", "md", "-o", str(out)]) == 0
@@ -104,7 +128,9 @@ def test_metrics_shows_the_kernel_name_under_a_range_label(capsys):
     assert main(["metrics", str(CUDA_APP_CSV), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [(k["label"], k["nvtx"]) for k in data["kernels"]][5] == (
-        "cudaapp@spill/capped", "iteration > cudaapp@spill/capped")
+        "cudaapp@spill/capped",
+        "iteration > cudaapp@spill/capped",
+    )
     assert main(["metrics", str(CUDA_APP_REP), "-k", "spill"]) == 0
     out = capsys.readouterr().out
     assert "cudaapp@spill/capped" in out and "spill_capped(float *" in out and "transpose" not in out
@@ -112,8 +138,10 @@ def test_metrics_shows_the_kernel_name_under_a_range_label(capsys):
 
 def test_gate_selects_and_baselines_key_by_range_labels(tmp_path):
     rules = tmp_path / "rules.toml"
-    rules.write_text("version = 1\n[[rule]]\nname = \"no conflicts\"\nselect = \"transpose/padded\"\n"
-                     "metric = \"exact_excess_wavefronts\"\nequals = 0\n")
+    rules.write_text(
+        'version = 1\n[[rule]]\nname = "no conflicts"\nselect = "transpose/padded"\n'
+        'metric = "exact_excess_wavefronts"\nequals = 0\n'
+    )
     assert main(["gate", str(CUDA_APP_REP), "--rules", str(rules)]) == 0
     baseline = tmp_path / "base.json"
     assert main(["baseline", "save", str(CUDA_APP_CSV), "-o", str(baseline)]) == 0

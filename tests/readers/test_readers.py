@@ -29,8 +29,21 @@ PROBE = FIXTURES / "probe"
 REPO = FIXTURES.parent.parent
 NVTX = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
 START_END = "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
-IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", NVTX, START_END, "Kernel Name",
-            "Context", "Stream", "Block Size", "Grid Size", "Device", "CC"]
+IDENTITY = [
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    NVTX,
+    START_END,
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+]
 TEMPLATE_NAME = "void transpose<float, 32, 32, 0>(T1 *, const T1 *, int) [&]"
 
 
@@ -56,9 +69,19 @@ def raw_csv(
     if units_row:
         writer.writerow([""] * len(IDENTITY) + [units.get(m, "") for m in metrics])
     for index, kernel in enumerate(kernels):
-        base = {"ID": str(index), "Process ID": "1346", "Process Name": "python3", "Host Name": "127.0.0.1",
-                "Kernel Name": "k", "Context": "1", "Stream": "7", "Block Size": "(32, 8, 1)",
-                "Grid Size": "(128, 128, 1)", "Device": "0", "CC": "9.0"}
+        base = {
+            "ID": str(index),
+            "Process ID": "1346",
+            "Process Name": "python3",
+            "Host Name": "127.0.0.1",
+            "Kernel Name": "k",
+            "Context": "1",
+            "Stream": "7",
+            "Block Size": "(32, 8, 1)",
+            "Grid Size": "(128, 128, 1)",
+            "Device": "0",
+            "CC": "9.0",
+        }
         row = {**base, **kernel}
         writer.writerow([row.get(c, "") for c in IDENTITY + metrics])
     out.write("==PROF== Disconnected from process 1346\n")
@@ -67,9 +90,13 @@ def raw_csv(
 
 def all_metrics(**overrides: str) -> dict[str, str]:
     values = {name: "1" for name in BY_NCU_NAME}
-    values.update({"device__attribute_display_name": "NVIDIA H200",
-                   "device__attribute_compute_capability_major": "9",
-                   "device__attribute_compute_capability_minor": "0"})
+    values.update(
+        {
+            "device__attribute_display_name": "NVIDIA H200",
+            "device__attribute_compute_capability_major": "9",
+            "device__attribute_compute_capability_minor": "0",
+        }
+    )
     values.update(overrides)
     return values
 
@@ -84,14 +111,26 @@ def one(text: str) -> KernelResult:
 
 
 def test_thousands_separators_units_row_and_base_units() -> None:
-    kernel = one(raw_csv(
-        [all_metrics(**{"gpu__time_duration.sum": "85.44", "dram__bytes_read.sum": "65,335,765",
+    kernel = one(
+        raw_csv(
+            [
+                all_metrics(
+                    **{
+                        "gpu__time_duration.sum": "85.44",
+                        "dram__bytes_read.sum": "65,335,765",
                         "launch__shared_mem_per_block_static": "4.224",
-                        "dram__throughput.avg.pct_of_peak_sustained_elapsed": "27.74"})],
-        units={"gpu__time_duration.sum": "usecond", "dram__bytes_read.sum": "byte",
-               "launch__shared_mem_per_block_static": "Kbyte/block",
-               "dram__throughput.avg.pct_of_peak_sustained_elapsed": "%"},
-    ))
+                        "dram__throughput.avg.pct_of_peak_sustained_elapsed": "27.74",
+                    }
+                )
+            ],
+            units={
+                "gpu__time_duration.sum": "usecond",
+                "dram__bytes_read.sum": "byte",
+                "launch__shared_mem_per_block_static": "Kbyte/block",
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed": "%",
+            },
+        )
+    )
     assert kernel.raw["duration"] == pytest.approx(85_440)
     assert kernel.raw["dram_read_bytes"] == 65_335_765
     assert kernel.raw["static_shared_per_block"] == pytest.approx(4224)
@@ -102,8 +141,15 @@ def test_thousands_separators_units_row_and_base_units() -> None:
     shared = {figure for side in ("ld", "st", "atom", "mma") for figure in (
         f"exact_excess_wavefronts_{side}", f"exact_shared_{side}_wavefronts", f"exact_shared_{side}_ideal",
         f"shared_{side}_executions")}  # fmt: skip
-    global_ = {figure for side in ("ld", "st", "atom") for figure in (
-        f"exact_global_{side}_sectors", f"exact_global_{side}_sectors_ideal", f"global_{side}_executions")}
+    global_ = {
+        figure
+        for side in ("ld", "st", "atom")
+        for figure in (
+            f"exact_global_{side}_sectors",
+            f"exact_global_{side}_sectors_ideal",
+            f"global_{side}_executions",
+        )
+    }
     local = {"remote_shared_executions", "local_ld_executions", "local_st_executions"}
     assert PER_INSTRUCTION == shared | global_ | local
 
@@ -114,11 +160,13 @@ def test_without_units_row_values_are_taken_as_base_units() -> None:
 
 
 def test_prof_warning_lines_and_junk_before_the_header() -> None:
-    prelude = ("probe ok\n==WARNING== Note: Running with unmodified GPU clocks.\n"
-               'some "quoted" junk, with commas\n==PROF== Report: out/probe.ncu-rep\n')
+    prelude = (
+        "probe ok\n==WARNING== Note: Running with unmodified GPU clocks.\n"
+        'some "quoted" junk, with commas\n==PROF== Report: out/probe.ncu-rep\n'
+    )
     text = raw_csv([all_metrics(), all_metrics()], prelude=prelude)
     lines = text.splitlines()
-    lines.insert(len(lines) - 1, "==PROF== Profiling \"tr\" - 1: 0%....50%....100% - 6 passes")
+    lines.insert(len(lines) - 1, '==PROF== Profiling "tr" - 1: 0%....50%....100% - 6 passes')
     results = parse_csv("\n".join(lines), "t.csv")
     assert [k.launch_id for k in results.kernels] == [0, 1]
 
@@ -183,12 +231,20 @@ def test_a_unit_of_the_wrong_kind_makes_the_metric_missing() -> None:
 
 
 def test_long_layout_one_row_per_metric() -> None:
-    header = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name",' \
-             '"Metric Name","Metric Unit","Metric Value"\n'
-    rows = [("0", "gpu__time_duration.sum", "usecond", "12.50"), ("0", "dram__bytes_read.sum", "Kbyte", "1,024"),
-            ("0", "device__attribute_display_name", "", "NVIDIA H100"), ("1", "gpu__time_duration.sum", "ns", "7")]
-    body = "".join(f'"{i}","1","python","host","vector_add(float const*, float*)","1","7","Cmd","{m}","{u}","{v}"\n'
-                   for i, m, u, v in rows)
+    header = (
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name",'
+        '"Metric Name","Metric Unit","Metric Value"\n'
+    )
+    rows = [
+        ("0", "gpu__time_duration.sum", "usecond", "12.50"),
+        ("0", "dram__bytes_read.sum", "Kbyte", "1,024"),
+        ("0", "device__attribute_display_name", "", "NVIDIA H100"),
+        ("1", "gpu__time_duration.sum", "ns", "7"),
+    ]
+    body = "".join(
+        f'"{i}","1","python","host","vector_add(float const*, float*)","1","7","Cmd","{m}","{u}","{v}"\n'
+        for i, m, u, v in rows
+    )
     results = parse_csv("==PROF== Connected to process 123\n" + header + body, "long.csv")
     first, second = results.kernels
     assert first.raw["duration"] == pytest.approx(12_500)
@@ -242,9 +298,13 @@ def test_utf8_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
 
 # --- fuzzing: only InputError may escape ---------------------------------------------------------
 
-VALID = raw_csv([all_metrics(**{NVTX: nvtx_cell("transpose.conflict"), "Kernel Name": TEMPLATE_NAME}),
-                 all_metrics(**{"dram__bytes_read.sum": "65,335,765"})],
-                units={"gpu__time_duration.sum": "usecond"})
+VALID = raw_csv(
+    [
+        all_metrics(**{NVTX: nvtx_cell("transpose.conflict"), "Kernel Name": TEMPLATE_NAME}),
+        all_metrics(**{"dram__bytes_read.sum": "65,335,765"}),
+    ],
+    units={"gpu__time_duration.sum": "usecond"},
+)
 
 
 def _parse_or_input_error(text: str) -> None:
@@ -265,13 +325,18 @@ def test_fuzz_arbitrary_text(text: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, len(VALID)), st.integers(0, 40), st.text(max_size=20))
 def test_fuzz_cut_and_spliced_csv(cut: int, drop: int, insert: str) -> None:
-    _parse_or_input_error(VALID[:cut] + insert + VALID[cut + drop:])
+    _parse_or_input_error(VALID[:cut] + insert + VALID[cut + drop :])
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["", "n/a", "1,234", "-5", "1e400", "nan", "0x10", "1,2,3", '"', "µs", "12 (0: 12)"]),
-                min_size=len(BY_NCU_NAME), max_size=len(BY_NCU_NAME)),
-       st.sampled_from(["", "ns", "usecond", "byte", "Kbyte/block", "%", "furlong", "register/thread"]))
+@given(
+    st.lists(
+        st.sampled_from(["", "n/a", "1,234", "-5", "1e400", "nan", "0x10", "1,2,3", '"', "µs", "12 (0: 12)"]),
+        min_size=len(BY_NCU_NAME),
+        max_size=len(BY_NCU_NAME),
+    ),
+    st.sampled_from(["", "ns", "usecond", "byte", "Kbyte/block", "%", "furlong", "register/thread"]),
+)
 def test_fuzz_cell_values_and_units(values: list[str], unit: str) -> None:
     cells = dict(zip(BY_NCU_NAME, values, strict=True))
     _parse_or_input_error(raw_csv([cells], units=dict.fromkeys(BY_NCU_NAME, unit)))
@@ -292,8 +357,9 @@ def test_fuzz_files_of_any_bytes(tmp_path: Path, data: bytes, name: str) -> None
 
 
 def _results() -> RunResults:
-    kernel = KernelResult("void tr<0>(float *, const float *, int)", "transpose", "conflict", 0,
-                          {m.key: 1.0 for m in RAW_METRICS}, {})
+    kernel = KernelResult(
+        "void tr<0>(float *, const float *, int)", "transpose", "conflict", 0, {m.key: 1.0 for m in RAW_METRICS}, {}
+    )
     return RunResults(RunInfo(gpu_name="NVIDIA H200", source="profile.ncu-rep"), (kernel,))
 
 
@@ -457,8 +523,11 @@ def test_plain_ncu_csv_without_memlens_ranges(tmp_path: Path) -> None:
     out = io.StringIO()
     csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
     kernels = parse_csv(out.getvalue(), "plain.csv").kernels
-    assert [k.label for k in kernels] == ["void tr<0>(float *, const float *, int)",
-                                          "void tr<1>(float *, const float *, int)", "rm_local"]
+    assert [k.label for k in kernels] == [
+        "void tr<0>(float *, const float *, int)",
+        "void tr<1>(float *, const float *, int)",
+        "rm_local",
+    ]
     assert all(k.family is None and k.variant is None for k in kernels)
     assert kernels[0].metric("excess_wavefronts_per_shared_ld").value is None  # a CSV: no split
     assert kernels[0].metric("exact_excess_wavefronts").value == 31 * kernels[0].raw["shared_ld_instructions"]
@@ -468,7 +537,8 @@ def test_plain_ncu_csv_without_memlens_ranges(tmp_path: Path) -> None:
 
 RECORDINGS = sorted(p.parent for p in FIXTURES.glob("*/suite.ncu-rep"))
 recordings = pytest.mark.parametrize(
-    "where", RECORDINGS or [pytest.param(None, marks=pytest.mark.skip(reason="suite fixtures not recorded yet"))],
+    "where",
+    RECORDINGS or [pytest.param(None, marks=pytest.mark.skip(reason="suite fixtures not recorded yet"))],
     ids=lambda p: p.name if p else "none",
 )
 

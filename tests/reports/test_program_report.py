@@ -44,10 +44,13 @@ def test_the_source_view_shows_code_figures_heat_and_sass_on_expand(program_html
     html = program_html
     views = re.findall(r'<details class="source-view"', html)
     assert len(views) == 6  # one a kernel: each has shared- or local-memory lines with line info
-    hot = re.search(r'<details class="src-line heat-4"><summary><span class="src-fig">ld 32-way \+4.06 M</span>'
-                    r'<span class="src-no">21</span><code class="src-code">([^<]*)</code></summary>', html)
+    hot = re.search(
+        r'<details class="src-line heat-4"><summary><span class="src-fig">ld 32-way \+4.06 M</span>'
+        r'<span class="src-no">21</span><code class="src-code">([^<]*)</code></summary>',
+        html,
+    )
     assert hot is not None and hot.group(1) == "  " + CONFLICT_LINE.replace("<", "&lt;")
-    after = html[hot.end():]
+    after = html[hot.end() :]
     sass = after[: after.index("</details>")]
     # the line's 4 unrolled LDS and the 4 STG beside them (global stores, from the per-instruction table)
     assert sass.count("<tr><td") == 8 and sass.count("<code>STG.E") == 4
@@ -61,8 +64,8 @@ def test_markdown_has_hot_lines_and_the_source_view(tmp_path):
     md = _report(PROGRAM, "md")
     assert "#### hot lines of `transpose/conflict`" in md
     assert f"| `tests/fixtures/programs/cuda_app.cu:21` | `{CONFLICT_LINE}` |" in md
-    block = md[md.index("Source of `transpose/conflict`"):]
-    block = block[block.index("```"):]
+    block = md[md.index("Source of `transpose/conflict`") :]
+    block = block[block.index("```") :]
     block = block[: block.index("```", 3) + 3]
     assert f"ld 32-way +4.06 M │   21 │   {CONFLICT_LINE}" in block
     assert "│      │     ↳ LDS R19, [R17]: 32-way, 1.02 M excess wavefronts, 32.8 K executions" in block
@@ -96,7 +99,7 @@ def test_kernels_outside_families_get_one_roofline_and_honest_words(tmp_path):
     softmax = next(row for row in run.others if row.label == "torchapp@softmax")
     assert any(f.topic == "roofline" and f.text.startswith("memory-bound at ") for f in softmax.verdict)
     html = render(build_report([("torch", read_report(TORCH_CSV))]), "html")
-    section = html[html.index("<h3>kernels of the ncu report"):]
+    section = html[html.index("<h3>kernels of the ncu report") :]
     assert '<div class="chart roofline-chart"><svg' in section[: section.index("</section>")]
     assert "an ncu CSV holds one value a metric, not one a SASS instruction: no hot lines, no source view" in html
 

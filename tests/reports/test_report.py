@@ -87,8 +87,10 @@ def test_registers_alone_do_not_name_the_cause_of_local_memory():
 
 def test_store_conflicts_are_attributed_to_stores():
     swapped = {
-        "shared_ld_wavefronts": 562_491.0, "shared_st_wavefronts": 16_905_672.0,
-        "hw_ld_bank_conflicts": 38_203.0, "hw_st_bank_conflicts": 16_381_384.0,
+        "shared_ld_wavefronts": 562_491.0,
+        "shared_st_wavefronts": 16_905_672.0,
+        "hw_ld_bank_conflicts": 38_203.0,
+        "hw_st_bank_conflicts": 16_381_384.0,
     }
     rows = rows_of(suite_run(conflict=swapped))
     assert rows["transpose/conflict"].verdict[0].text == (
@@ -181,11 +183,14 @@ def test_variants_without_kernels_and_not_run():
 
 
 def test_plain_kernels_go_to_other_kernels_with_launches_together():
-    results = RunResults(INFO, (
-        kernel("void transpose<float, 32, 32, 0>(T1 *, const T1 *, int)", None, None, CONFLICT, 1),
-        kernel("void transpose<float, 32, 32, 0>(T1 *, const T1 *, int)", None, None, CONFLICT, 2),
-        kernel("rm_local", None, None, LOCAL, 3),
-    ))
+    results = RunResults(
+        INFO,
+        (
+            kernel("void transpose<float, 32, 32, 0>(T1 *, const T1 *, int)", None, None, CONFLICT, 1),
+            kernel("void transpose<float, 32, 32, 0>(T1 *, const T1 *, int)", None, None, CONFLICT, 2),
+            kernel("rm_local", None, None, LOCAL, 3),
+        ),
+    )
     run = build_report([("plain", results)]).runs[0]
     assert run.families == ()
     assert [r.label for r in run.others] == ["void transpose<float, 32, 32, 0>(T1 *, const T1 *, int)", "rm_local"]
@@ -242,7 +247,12 @@ def test_json_format_is_versioned_and_carries_the_same_content():
     padded = family["variants"][1]
     assert padded["cells"]["speedup"]["value"] == pytest.approx(85_440 / 33_824)
     assert padded["cells"]["duration"] == {
-        "value": 33_824.0, "unit": "ns", "text": "33.8 µs", "exact": "", "missing_reason": None, "flag": None,
+        "value": 33_824.0,
+        "unit": "ns",
+        "text": "33.8 µs",
+        "exact": "",
+        "missing_reason": None,
+        "flag": None,
     }
     assert padded["verdict_text"] == "no bank conflicts, no local memory"
     assert padded["expectation"]["state"] == "match"
@@ -305,12 +315,28 @@ def test_launches_combine_as_the_catalogue_declares():
     from memlens.reports.build import aggregate
 
     assert {k for k, m in CATALOGUE.items() if m.over_launches == "max"} == {
-        "registers_per_thread", "static_shared_per_block", "dynamic_shared_per_block", "grid_size", "block_size"}
+        "registers_per_thread",
+        "static_shared_per_block",
+        "dynamic_shared_per_block",
+        "grid_size",
+        "block_size",
+    }
     assert {k for k, m in CATALOGUE.items() if m.over_launches == "duration_weighted"} == {
-        "dram_pct_of_peak", "peak_ffma_per_cycle", "peak_dfma_per_cycle", "peak_hfma_per_cycle",
-        "peak_dram_bytes_per_cycle", "sm_clock", "dram_clock", "l1_hit_rate", "l2_hit_rate"}
+        "dram_pct_of_peak",
+        "peak_ffma_per_cycle",
+        "peak_dfma_per_cycle",
+        "peak_hfma_per_cycle",
+        "peak_dram_bytes_per_cycle",
+        "sm_clock",
+        "dram_clock",
+        "l1_hit_rate",
+        "l2_hit_rate",
+    }
     assert {k for k, m in CATALOGUE.items() if m.problem_above_zero} == {
-        "exact_excess_wavefronts", "local_ld_bytes", "local_st_bytes"}
+        "exact_excess_wavefronts",
+        "local_ld_bytes",
+        "local_st_bytes",
+    }
     first = kernel("k", "f", "v", {**PADDED, "duration": 1000.0, "dram_pct_of_peak": 40.0, "registers_per_thread": 16})
     second = replace(first, launch_id=1, raw={**first.raw, "duration": 3000.0, "dram_pct_of_peak": 80.0,
                                               "registers_per_thread": 32})  # fmt: skip
@@ -333,16 +359,25 @@ def test_run_level_failure_is_a_note_not_a_family():
 @pytest.mark.parametrize(
     "wavefronts, ideal, text",
     [
-        (16_000.0, 4_000.0, "shared loads: bank conflicts (wavefronts 4.0× the conflict-free ideal),"
-                            " 12.0 K excess wavefronts (12 per load)"),  # 16-byte loads: 4 wavefronts ideal
+        (
+            16_000.0,
+            4_000.0,
+            "shared loads: bank conflicts (wavefronts 4.0× the conflict-free ideal),"
+            " 12.0 K excess wavefronts (12 per load)",
+        ),  # 16-byte loads: 4 wavefronts ideal
         (1_500.0, 1_000.0, "shared loads: 1.5-way bank conflicts (average), 500 excess wavefronts (0.500 per load)"),
     ],
 )
 def test_n_way_only_where_an_access_ideally_takes_one_wavefront(wavefronts, ideal, text):
     figures = {
-        "shared_ld_instructions": 1_000.0, "shared_st_instructions": 0.0, "shared_ld_wavefronts": wavefronts,
-        "shared_st_wavefronts": 0.0, "hw_ld_bank_conflicts": wavefronts - ideal, "hw_st_bank_conflicts": 0.0,
-        "shared_wavefronts": wavefronts, "shared_wavefronts_ideal": ideal,
+        "shared_ld_instructions": 1_000.0,
+        "shared_st_instructions": 0.0,
+        "shared_ld_wavefronts": wavefronts,
+        "shared_st_wavefronts": 0.0,
+        "hw_ld_bank_conflicts": wavefronts - ideal,
+        "hw_st_bank_conflicts": 0.0,
+        "shared_wavefronts": wavefronts,
+        "shared_wavefronts_ideal": ideal,
     }
     rows = rows_of(suite_run(conflict=figures))
     assert rows["transpose/conflict"].verdict[0].text == text
@@ -352,8 +387,10 @@ def test_n_way_only_where_an_access_ideally_takes_one_wavefront(wavefronts, idea
     "name, short",
     [
         ("void transpose<float, 32, 32, 0>(T1 *, const T1 *, ...)", "transpose<float, 32, 32, 0>"),
-        ("memlens_suite_99454d3a12c8f5e_matmul::matmul_naive[abi:v1,cw51cX_3d](Array<float, 2, C, mutable>)",
-         "matmul_naive"),
+        (
+            "memlens_suite_99454d3a12c8f5e_matmul::matmul_naive[abi:v1,cw51cX_3d](Array<float, 2, C, mutable>)",
+            "matmul_naive",
+        ),
         ("cub::DeviceReduceKernel<Policy, int *>(int *, int)", "cub::DeviceReduceKernel<Policy, int *>"),
         ("rm_local", "rm_local"),
     ],

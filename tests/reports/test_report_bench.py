@@ -363,7 +363,7 @@ def test_bench_text_is_escaped_in_html_and_markdown(tmp_path):
     assert "<img" not in html and "<b>GPU" not in html
     assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html and "&lt;b&gt;GPU&lt;/b&gt;" in html
     md = render(report, "md")
-    assert "<img" not in md and "&lt;img src=x onerror=\"alert(1)\"&gt; \\| \\`x\\` \\*\\*y\\*\\*" in md
+    assert "<img" not in md and '&lt;img src=x onerror="alert(1)"&gt; \\| \\`x\\` \\*\\*y\\*\\*' in md
 
 
 @pytest.mark.parametrize(

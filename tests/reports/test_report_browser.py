@@ -30,10 +30,20 @@ def chromium(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess:
             pytest.fail(f"MEMLENS_REQUIRE_BROWSER is set but Chromium is missing: {reason}")
         pytest.skip(reason)
     command = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-extensions", "--hide-scrollbars", "--host-resolver-rules=MAP * ~NOTFOUND",
-        f"--user-data-dir={tmp_path / 'profile'}", *arguments,
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--hide-scrollbars",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        *arguments,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -139,8 +139,21 @@ def test_markdown_renders_hostile_names_as_text(hostile_md):
     assert "<script" not in outside_code and "<img" not in outside_code and "<" not in outside_code
     html = MarkdownIt("commonmark").enable("table").render(md)  # raw HTML on, as GitHub reads it
     page = parse(html)
-    assert page.tags <= {"h1", "h2", "h3", "p", "table", "thead", "tbody", "tr", "th", "td", "code", "strong",
-                         "blockquote"}
+    assert page.tags <= {
+        "h1",
+        "h2",
+        "h3",
+        "p",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "code",
+        "strong",
+        "blockquote",
+    }
     text = "".join(page.text)
     for name in (*HOSTILE_KERNELS, "fam<b>|`", IMG, f"runs/{SCRIPT}", "v\"'&|"):
         assert name in text, name

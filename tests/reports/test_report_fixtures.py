@@ -44,7 +44,8 @@ def test_verdicts_on_the_recorded_suite(recorded):
     assert conflict.baseline
     # 65,011,712 exact excess wavefronts over 2,097,152 shared-load executions: 31 each (both GPUs)
     assert conflict.verdict_text.startswith(
-        "shared loads: 32-way bank conflicts, 65.0 M excess wavefronts (31 per shared load); ")
+        "shared loads: 32-way bank conflicts, 65.0 M excess wavefronts (31 per shared load); "
+    )
     # a recording with the roofline counters (--roofline) says a transpose moves data only
     with_roofline = read_report(recorded / "suite.results.json").kernels[0].raw.get("sm_clock") is not None
     roofline = "; roofline: no floating-point work (moves data only): no intensity figure" if with_roofline else ""
@@ -53,7 +54,8 @@ def test_verdicts_on_the_recorded_suite(recorded):
             text = by_label[label].verdict_text
             assert text == "no bank conflicts, no local memory" + roofline or (  # a recording without L2 bytes
                 text.startswith("no bank conflicts, no local memory; DRAM-bound: DRAM at ")
-                and text.endswith(roofline or "the DRAM bytes)"))
+                and text.endswith(roofline or "the DRAM bytes)")
+            )
             assert by_label[label].cells["speedup"].value > 1.2
     local = [row for label, row in by_label.items() if label.startswith("running_mean/") and not row.baseline]
     assert any("local memory: " in row.verdict_text and "of local loads" in row.verdict_text for row in local)

@@ -11,42 +11,86 @@ from memlens.model.results import Expect, KernelResult, RunInfo, RunResults, Var
 FAST_REASON = "not collected: run without --fast (--fast skips the instrumented pass)"
 
 _COMMON = {
-    "dram_read_bytes": 67_113_728.0, "dram_write_bytes": 46_854_912.0,
-    "shared_ld_instructions": 524_288.0, "shared_st_instructions": 524_288.0,
-    "local_ld_instructions": 0.0, "local_st_instructions": 0.0, "local_ld_sectors": 0.0, "local_st_sectors": 0.0,
-    "registers_per_thread": 28.0, "dynamic_shared_per_block": 0.0, "grid_size": 16_384.0, "block_size": 256.0,
+    "dram_read_bytes": 67_113_728.0,
+    "dram_write_bytes": 46_854_912.0,
+    "shared_ld_instructions": 524_288.0,
+    "shared_st_instructions": 524_288.0,
+    "local_ld_instructions": 0.0,
+    "local_st_instructions": 0.0,
+    "local_ld_sectors": 0.0,
+    "local_st_sectors": 0.0,
+    "registers_per_thread": 28.0,
+    "dynamic_shared_per_block": 0.0,
+    "grid_size": 16_384.0,
+    "block_size": 256.0,
 }
 CONFLICT = {
-    **_COMMON, "duration": 85_440.0, "dram_pct_of_peak": 27.74,
-    "shared_ld_wavefronts": 16_905_672.0, "shared_st_wavefronts": 562_491.0,
-    "hw_ld_bank_conflicts": 16_381_384.0, "hw_st_bank_conflicts": 38_203.0,
-    "shared_wavefronts": 17_301_504.0, "shared_wavefronts_ideal": 1_048_576.0,
+    **_COMMON,
+    "duration": 85_440.0,
+    "dram_pct_of_peak": 27.74,
+    "shared_ld_wavefronts": 16_905_672.0,
+    "shared_st_wavefronts": 562_491.0,
+    "hw_ld_bank_conflicts": 16_381_384.0,
+    "hw_st_bank_conflicts": 38_203.0,
+    "shared_wavefronts": 17_301_504.0,
+    "shared_wavefronts_ideal": 1_048_576.0,
     "static_shared_per_block": 4_096.0,
 }
 PADDED = {
-    **_COMMON, "duration": 33_824.0, "dram_pct_of_peak": 68.94,
-    "shared_ld_wavefronts": 546_099.0, "shared_st_wavefronts": 542_708.0,
-    "hw_ld_bank_conflicts": 21_811.0, "hw_st_bank_conflicts": 18_420.0,
-    "shared_wavefronts": 1_048_576.0, "shared_wavefronts_ideal": 1_048_576.0,
+    **_COMMON,
+    "duration": 33_824.0,
+    "dram_pct_of_peak": 68.94,
+    "shared_ld_wavefronts": 546_099.0,
+    "shared_st_wavefronts": 542_708.0,
+    "hw_ld_bank_conflicts": 21_811.0,
+    "hw_st_bank_conflicts": 18_420.0,
+    "shared_wavefronts": 1_048_576.0,
+    "shared_wavefronts_ideal": 1_048_576.0,
     "static_shared_per_block": 4_224.0,
 }
 LOCAL = {
-    "duration": 531_840.0, "dram_read_bytes": 45_689_600.0, "dram_write_bytes": 157_806_080.0,
-    "dram_pct_of_peak": 7.95, "shared_ld_instructions": 0.0, "shared_st_instructions": 0.0,
-    "shared_ld_wavefronts": 0.0, "shared_st_wavefronts": 0.0, "hw_ld_bank_conflicts": 0.0,
-    "hw_st_bank_conflicts": 0.0, "shared_wavefronts": 0.0, "shared_wavefronts_ideal": 0.0,
-    "local_ld_instructions": 1_048_576.0, "local_st_instructions": 1_048_576.0,
-    "local_ld_sectors": 33_554_432.0, "local_st_sectors": 33_554_432.0,
-    "registers_per_thread": 32.0, "static_shared_per_block": 0.0, "dynamic_shared_per_block": 0.0,
-    "grid_size": 4_096.0, "block_size": 256.0,
+    "duration": 531_840.0,
+    "dram_read_bytes": 45_689_600.0,
+    "dram_write_bytes": 157_806_080.0,
+    "dram_pct_of_peak": 7.95,
+    "shared_ld_instructions": 0.0,
+    "shared_st_instructions": 0.0,
+    "shared_ld_wavefronts": 0.0,
+    "shared_st_wavefronts": 0.0,
+    "hw_ld_bank_conflicts": 0.0,
+    "hw_st_bank_conflicts": 0.0,
+    "shared_wavefronts": 0.0,
+    "shared_wavefronts_ideal": 0.0,
+    "local_ld_instructions": 1_048_576.0,
+    "local_st_instructions": 1_048_576.0,
+    "local_ld_sectors": 33_554_432.0,
+    "local_st_sectors": 33_554_432.0,
+    "registers_per_thread": 32.0,
+    "static_shared_per_block": 0.0,
+    "dynamic_shared_per_block": 0.0,
+    "grid_size": 4_096.0,
+    "block_size": 256.0,
 }
-REGISTERS = {**LOCAL, "duration": 144_000.0, "local_ld_instructions": 0.0, "local_st_instructions": 0.0,
-             "local_ld_sectors": 0.0, "local_st_sectors": 0.0, "registers_per_thread": 40.0}
+REGISTERS = {
+    **LOCAL,
+    "duration": 144_000.0,
+    "local_ld_instructions": 0.0,
+    "local_st_instructions": 0.0,
+    "local_ld_sectors": 0.0,
+    "local_st_sectors": 0.0,
+    "registers_per_thread": 40.0,
+}
 
 INFO = RunInfo(
-    gpu_name="NVIDIA H200", compute_capability="9.0", driver_version="580.159.04", ncu_version="2025.3.1.0",
-    ncu_settings=NcuSettings("none", "all"), memlens_command="memlens profile kernels",
-    started_at="2026-11-21T23:00:00", memlens_version="0.1.0", suite="kernels",
+    gpu_name="NVIDIA H200",
+    compute_capability="9.0",
+    driver_version="580.159.04",
+    ncu_version="2025.3.1.0",
+    ncu_settings=NcuSettings("none", "all"),
+    memlens_command="memlens profile kernels",
+    started_at="2026-11-21T23:00:00",
+    memlens_version="0.1.0",
+    suite="kernels",
 )
 
 
@@ -61,12 +105,24 @@ def fast(result: KernelResult) -> KernelResult:
 
 
 def outcome(
-    family: str, variant: str, conflicts: bool | None, local: bool | None, note: str = "",
-    status: str = "ok", message: str = "", baseline: bool = False, demonstrates: str = "",
+    family: str,
+    variant: str,
+    conflicts: bool | None,
+    local: bool | None,
+    note: str = "",
+    status: str = "ok",
+    message: str = "",
+    baseline: bool = False,
+    demonstrates: str = "",
 ) -> VariantOutcome:
     return VariantOutcome(
-        family, variant, status, message, demonstrates or f"what {variant} shows",
-        Expect(conflicts, local, note), baseline,
+        family,
+        variant,
+        status,
+        message,
+        demonstrates or f"what {variant} shows",
+        Expect(conflicts, local, note),
+        baseline,
     )
 
 

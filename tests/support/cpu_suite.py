@@ -54,9 +54,11 @@ transpose = _family(
     "transpose",
     lambda rng, s: {"a": rng.random((s["m"], s["n"]), dtype=np.float32)},
     lambda inputs, s: np.ascontiguousarray(inputs["a"].T),
-    [("conflict", Expect(bank_conflicts=True, local_memory=False, note="shared loads: 32-way conflict")),
-     ("padded", Expect(bank_conflicts=False, local_memory=False)),
-     ("swizzled", Expect(bank_conflicts=False, local_memory=False))],
+    [
+        ("conflict", Expect(bank_conflicts=True, local_memory=False, note="shared loads: 32-way conflict")),
+        ("padded", Expect(bank_conflicts=False, local_memory=False)),
+        ("swizzled", Expect(bank_conflicts=False, local_memory=False)),
+    ],
     default_size={"m": 64, "n": 48},
 )
 

@@ -145,8 +145,10 @@ def finish(options: dict[str, str], argv: list[str] | None = None) -> None:
         if not profiled:
             if "--log-file" in options:
                 with open(options["--log-file"], "w", encoding="utf-8") as log:
-                    log.write("==PROF== Connected to process 615 (/usr/bin/python3.12)\n"
-                              "==PROF== Disconnected from process 615\n==WARNING== No kernels were profiled.\n")
+                    log.write(
+                        "==PROF== Connected to process 615 (/usr/bin/python3.12)\n"
+                        "==PROF== Disconnected from process 615\n==WARNING== No kernels were profiled.\n"
+                    )
             return
     recorded = os.environ.get("FAKE_NCU_REPORT")
     export = options.get("--export") or options.get("-o")

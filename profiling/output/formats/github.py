@@ -35,8 +35,10 @@ FORMAT = GitHub()
 
 
 def write_commands(subject: str, found: Any, out: TextIO) -> None:
-    out.writelines(line + "\n" for line in workflow_commands(findings(subject, found),
-                                                             resolve_root(getattr(found, "source_root", None))))
+    out.writelines(
+        line + "\n"
+        for line in workflow_commands(findings(subject, found), resolve_root(getattr(found, "source_root", None)))
+    )
 
 
 def workflow_commands(items: list[Finding], root: Path) -> list[str]:

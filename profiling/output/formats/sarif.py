@@ -101,8 +101,13 @@ def _result(finding: Finding, fingerprint: str, index: int, root: Path) -> dict[
     location["logicalLocations"] = [logical]
     if finding.sass:  # the SASS on the line, within its kernel
         properties["sass"] = list(finding.sass)
-        location["logicalLocations"].append({"kind": "instruction", "name": " ".join(finding.sass),
-                                             "fullyQualifiedName": f"{finding.label}/{' '.join(finding.sass)}"})
+        location["logicalLocations"].append(
+            {
+                "kind": "instruction",
+                "name": " ".join(finding.sass),
+                "fullyQualifiedName": f"{finding.label}/{' '.join(finding.sass)}",
+            }
+        )
     return {
         "ruleId": finding.rule, "ruleIndex": index, "level": finding.level, "message": {"text": message},
         "locations": [location], "partialFingerprints": {FINGERPRINT: fingerprint}, "properties": properties,
