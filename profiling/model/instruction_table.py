@@ -112,13 +112,13 @@ def global_side(access_type: int | None, opcode: str) -> Side | None:
 
 
 @dataclass(frozen=True)
-class Totals:
-    """Sums over records: executions, wavefronts and ideal (shared), sectors and ideal (global)."""
+class SideFigures:
+    """Sums over the records of one side: executions (None where not collected), wavefronts and ideal
+    (shared), or sectors and their ideal (global)."""
 
-    executions: float = 0.0
+    executions: float | None = None
     wavefronts: float = 0.0
     ideal: float = 0.0
-    known_executions: bool = True
 
     @property
     def excess(self) -> float:
@@ -129,17 +129,17 @@ class Totals:
         return self.wavefronts / self.ideal if self.ideal else None
 
 
-def _add(totals: Totals, executions: float | None, amount: float, ideal: float) -> Totals:
-    return Totals(totals.executions + (executions or 0.0), totals.wavefronts + amount, totals.ideal + ideal,
-                  totals.known_executions and executions is not None)  # fmt: skip
+def _add(totals: SideFigures, executions: float | None, amount: float, ideal: float) -> SideFigures:
+    return SideFigures((totals.executions or 0.0) + (executions or 0.0), totals.wavefronts + amount,
+                       totals.ideal + ideal)  # fmt: skip
 
 
 def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -> dict[str, float | None]:
     """A launch's per-instruction figures, every key of catalogue.PER_INSTRUCTION_METRICS: per shared
     side (ld, st, atom, mma) the excess wavefronts, wavefronts, ideal and executions; per global side the
     sectors, their ideal and executions; remote shared-memory executions; local executions."""
-    shared = dict.fromkeys(SIDES, Totals())
-    global_ = dict.fromkeys(GLOBAL_SIDES, Totals())
+    shared = dict.fromkeys(SIDES, SideFigures(0.0))
+    global_ = dict.fromkeys(GLOBAL_SIDES, SideFigures(0.0))
     remote = 0.0
     local = {Side.LD: 0.0, Side.ST: 0.0}
     has_global = False

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Literal
 
 from memlens.model.catalogue import Metric
+from memlens.model.instruction_table import SideFigures
 from memlens.model.results import KernelResult, RunResults
-from memlens.model.source_lines import TEMPORARY_SOURCE, LineRecord, SideFigures, SourceMap, roll_up
+from memlens.model.source_lines import TEMPORARY_SOURCE, LineRecord, SourceMap, roll_up
 
 Change = Literal["new", "gone", "better", "worse", "same"]
 MatchedBy = Literal["text", "line"]

@@ -23,6 +23,7 @@ from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
     InstructionRecord,
     KindTotals,
+    SideFigures,
     coalescing_words,
     kind_totals,
 )
@@ -37,23 +38,6 @@ TEMPORARY_SOURCE = re.compile(r"(^|/)[0-9a-f]{40}\.cubin\.cu$")
 
 
 # --- lines -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SideFigures:
-    """One side (loads or stores) of one line's shared-memory accesses."""
-
-    executions: float | None = None
-    wavefronts: float = 0.0
-    ideal: float = 0.0
-
-    @property
-    def excess(self) -> float:
-        return max(self.wavefronts - self.ideal, 0.0)
-
-    @property
-    def ways(self) -> float | None:
-        return self.wavefronts / self.ideal if self.ideal else None
 
 
 @dataclass(frozen=True)
