@@ -12,12 +12,10 @@ them): nothing is said that the figures do not support.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from memlens.io.units import significant
 from memlens.model.catalogue import GLOBAL_KEYS
 from memlens.model.instruction_kinds import Side
-from memlens.model.instruction_table import coalescing_words, global_side
+from memlens.model.instruction_table import coalescing_words
 from memlens.model.results import KernelResult
 from memlens.model.source_lines import TEMPORARY_SOURCE
 from memlens.reports.model import Finding
@@ -42,19 +40,16 @@ def coalescing(kernel: KernelResult, side: str) -> Finding | None:
     """ "global loads uncoalesced: 32 sectors per access, 8x the ideal 4 of the same accesses (line ...)"
     from the per-instruction table where the report has it; else from the hardware counters, labelled;
     None where the accesses are coalesced, or nothing is measured."""
-    exact = _exact_coalescing(kernel, side)
-    if exact is not False:
-        return exact
-    return _hardware_coalescing(kernel, side)
-
-
-def _exact_coalescing(kernel: KernelResult, side: str) -> Finding | None | Literal[False]:
-    """The verdict of the per-instruction figures (None: coalesced); False where the report has none."""
     short = {"load": Side.LD, "store": Side.ST}[side]
+    if kernel.value(GLOBAL_KEYS[short].sectors) is None:  # no per-instruction sectors in this report
+        return _hardware_coalescing(kernel, side)
+    return _exact_coalescing(kernel, side, short)
+
+
+def _exact_coalescing(kernel: KernelResult, side: str, short: Side) -> Finding | None:
+    """The verdict of the per-instruction figures; None where the accesses are coalesced."""
     keys = GLOBAL_KEYS[short]
     ratio = kernel.value(keys.coalescing)
-    if kernel.value(keys.sectors) is None:
-        return False
     words = coalescing_words(ratio)
     if ratio is None or words is None:
         return None
@@ -73,7 +68,7 @@ def _worst_line(kernel: KernelResult, side: Side) -> str | None:
     """file:line of the global accesses of `side` with the most sectors beyond their ideal."""
     excess: dict[str, float] = {}
     for record in kernel.instructions:
-        if record.global_sectors is None or global_side(record.access_type, record.opcode) != side or not record.file:
+        if record.global_sectors is None or record.global_side is not side or not record.file:
             continue
         name = record.file.rsplit("/", 1)[-1]
         # a compiler's temporary copy (CuPy's <sha1>.cubin.cu) means nothing to a reader: its line alone

@@ -109,7 +109,8 @@ def _shared(kernel: KernelResult) -> tuple[bool | None, Finding]:
 def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: float) -> str:
     split = shared_figures.conflicting_sides(kernel)
     if split:  # the per-instruction split: each side that conflicts, in the words of its instructions
-        return "; ".join(_side_text(kernel, side) for side in split)
+        kinds = kind_totals(kernel.instructions)  # once for every side
+        return "; ".join(_side_text(kernel, side, kinds) for side in split)
     sides = _conflicting_sides(kernel, loads, stores)
     if sides == ["loads"] or sides == ["stores"]:
         side = sides[0]
@@ -122,11 +123,11 @@ def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: fl
     return f"shared loads and stores: bank conflicts{detail}, {compact_count(excess)} excess wavefronts{per}"
 
 
-def _side_text(kernel: KernelResult, side: Side) -> str:
+def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, ...]) -> str:
     """ "ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load); <phase rule>":
     each conflicting kind of the side with its own figures (the per-instruction table), or the side's
     figures where the kernel carries no instructions."""
-    kinds = [k for k in kind_totals(kernel.instructions)
+    kinds = [k for k in every_kind
              if k.kind.space is Space.SHARED and k.kind.side is side and k.excess]  # fmt: skip
     if kinds:
         return "; ".join(_kind_text(figures) for figures in kinds)

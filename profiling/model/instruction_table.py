@@ -68,6 +68,11 @@ class InstructionRecord:
         return kind
 
     @property
+    def global_side(self) -> Side | None:
+        """The side of its global accesses, where it made any (a cp.async's global read is a load)."""
+        return None if self.global_sectors is None else access_side(self.access_type, self.opcode)
+
+    @property
     def excess(self) -> float | None:
         if self.wavefronts is None or self.ideal is None:
             return None
@@ -97,9 +102,10 @@ def shared_side(opcode: str, memory_type: int | None, access_type: int | None, f
     return Side.LD
 
 
-def global_side(access_type: int | None, opcode: str) -> Side | None:
-    """ld, st or atom (atomics and reductions) of a global access, by ncu's access bits; a reduction
-    (RED) is recorded with no access bit: it is named by its opcode family as an atomic."""
+def access_side(access_type: int | None, opcode: str) -> Side | None:
+    """ld, st or atom (atomics and reductions) of a global or local access, by ncu's access bits (a load
+    first, for a cp.async's global read); a reduction (RED) is recorded with no access bit: it is named by
+    its opcode family as an atomic."""
     if access_type is None or access_type == 0:
         return Side.ATOM if opcode.partition(".")[0].startswith("RED") else None
     if access_type & ATOMIC:
@@ -154,7 +160,7 @@ def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -
         elif space is Space.LOCAL and record.side in local:
             local[record.side] += executions or 0.0
         if record.global_sectors is not None:
-            on_side = global_side(record.access_type, record.opcode)
+            on_side = record.global_side
             if on_side is not None:
                 has_global = True
                 global_[on_side] = _add(

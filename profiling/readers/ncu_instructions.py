@@ -18,12 +18,10 @@ from memlens.model.catalogue import CATALOGUE, PER_INSTRUCTION_METRICS, PER_PC_E
 from memlens.model.instruction_kinds import Side, Space, classify
 from memlens.model.instruction_table import (
     GLOBAL,
-    LOAD,
     LOCAL,
     SHARED,
-    STORE,
     InstructionRecord,
-    global_side,
+    access_side,
     is_library_source,
     kernel_totals,
     shared_side,
@@ -274,7 +272,5 @@ def _side(space: Space, opcode: str, memory_type: int | None, access: int | None
     if space is Space.SHARED:
         return shared_side(opcode, memory_type, access, opcode_side)
     if space is Space.GLOBAL:
-        return global_side(access, opcode) or Side.OTHER
-    if access:
-        return Side.ST if access & STORE and not access & LOAD else Side.LD if access & LOAD else opcode_side
-    return opcode_side
+        return access_side(access, opcode) or Side.OTHER
+    return access_side(access, opcode) or opcode_side
