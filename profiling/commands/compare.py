@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from memlens.commands.ci_outputs import add_ci_arguments, check_stdout, with_root, write_ci
 from memlens.errors import ConfigError
+from memlens.io.files import shown_path
 from memlens.io.markdown import md_code, md_escape
 from memlens.io.terminal import fit_lines
 from memlens.model.line_compare import CHANGES, NO_LINE_DATA, KernelLineChanges, LineChange, has_line_data
@@ -102,8 +103,8 @@ def summary(compared: list[Compared], no_lines: list[str]) -> str:
 def render_text(base: str, head: str, compared: list[Compared], no_lines: list[str], show_all: bool) -> list[str]:
     kernels = f"{len(compared)} kernel{'s' if len(compared) != 1 else ''}"
     title = f"{kernels}, {summary(compared, no_lines)}" if no_lines else f"{summary(compared, no_lines)} in {kernels}"
-    out = [f"memlens compare: {base} -> {head}: {title}"]
-    out += [f"note: {name}: {NO_LINE_DATA}" for name in no_lines]
+    out = [f"memlens compare: {shown_path(base)} -> {shown_path(head)}: {title}"]
+    out += [f"note: {shown_path(name)}: {NO_LINE_DATA}" for name in no_lines]
     for kernel in compared:
         out.append("")
         presence = "" if kernel.lines.in_base and kernel.lines.in_head else (

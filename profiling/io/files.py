@@ -234,6 +234,18 @@ def _write_in_place(output: Output, text: str) -> None:
         stream.write(data)
 
 
+def shown_path(path: str | Path) -> str:
+    """`path` as a terminal shows it: relative to the working directory where it lies beneath it (as git
+    and pytest name files), else as given. A path that fits the screen wraps with the text around it."""
+    text, here = str(path), Path.cwd()
+    if text == STDOUT or not os.path.isabs(text) or here == Path(here.anchor):
+        return text
+    try:
+        return Path(text).relative_to(here).as_posix()
+    except ValueError:
+        return text
+
+
 def missing_reason(path: Path) -> str:
     """Why `path` cannot be opened, in words: a symbolic link loop, a link to nothing, or no such file."""
     if path.is_symlink():

@@ -408,12 +408,18 @@ def test_the_report_of_two_builds_shows_the_changed_lines(tmp_path, capsys):
     assert 'class="line-changes"' in html.read_text()
 
 
-def test_compare_of_runs_without_per_instruction_values_says_lines_were_not_compared(capsys):
+def test_compare_of_runs_without_per_instruction_values_says_lines_were_not_compared(capsys, monkeypatch):
     csv = FIXTURES / "nvidia_h200" / "suite.csv"
+    monkeypatch.chdir(FIXTURES)  # a path beneath the working directory is shown relative to it
     assert main(["compare", str(csv), str(csv), "-k", "^transpose/conflict$"]) == 0
     out = capsys.readouterr().out
-    assert out.count("no per-line data") == 2 and out.startswith(f"memlens compare: {csv} -> {csv}: 1 kernel, "
+    shown = "nvidia_h200/suite.csv"
+    assert out.count("no per-line data") == 2 and out.startswith(f"memlens compare: {shown} -> {shown}: 1 kernel, "
                                                                    "source lines not compared\n")  # fmt: skip
+    assert f"note: {shown}: no per-line data" in out
+    monkeypatch.chdir(FIXTURES / "nvidia_h100_80gb_hbm3")  # elsewhere: as given
+    assert main(["compare", str(csv), str(csv), "-k", "^transpose/conflict$"]) == 0
+    assert capsys.readouterr().out.startswith(f"memlens compare: {csv} -> {csv}: 1 kernel, ")
     assert "excess wavefronts" not in out.split("transpose/conflict", 1)[1]  # the kernel's figures: all the same
 
 
@@ -436,8 +442,9 @@ NO_LINE_DATA = ("no per-line data (no per-instruction values: a CSV, a --fast ru
                 "metrics): source lines not compared")  # fmt: skip
 
 
-def test_compare_with_one_side_without_line_data_lists_no_gone_lines(capsys):
+def test_compare_with_one_side_without_line_data_lists_no_gone_lines(capsys, monkeypatch):
     """issue 33 (6): a note, then "2 lines changed (2 gone)" and two `gone` rows, for lines never measured in HEAD."""
+    monkeypatch.chdir("/")  # the paths are shown as given
     assert main(["compare", str(FULL), str(FAST), "-k", "^transpose/conflict$"]) == 0
     out = capsys.readouterr().out
     assert "gone" not in out and out.count("no per-line data") == 1

@@ -562,3 +562,15 @@ def test_an_error_writing_in_place_is_one_line(monkeypatch, tmp_path: Path) -> N
         monkeypatch.setattr(fileio.os, "open", broken)
         with pytest.raises(OutputError, match=rf"^{device}: cannot write \(Input/output error\)$"):
             write_output(device, "text")
+
+
+def test_a_path_is_shown_relative_to_the_working_directory_only_beneath_it(tmp_path, monkeypatch):
+    inside = tmp_path / "runs" / "a" / "results.json"
+    monkeypatch.chdir(tmp_path)
+    assert fileio.shown_path(inside) == "runs/a/results.json"
+    assert fileio.shown_path("runs/../b.json") == "runs/../b.json"  # relative: as given
+    assert fileio.shown_path("-") == "-"
+    monkeypatch.chdir(tmp_path.parent)
+    assert fileio.shown_path(inside) == f"{tmp_path.name}/runs/a/results.json"
+    monkeypatch.chdir("/")  # every absolute path lies beneath the root: shown whole
+    assert fileio.shown_path(inside) == str(inside)

@@ -152,6 +152,7 @@ WHOLE_WORDS = {"list": ["fp16_transpose", "conflict-free;"], "compare": ["tile[t
 @pytest.mark.parametrize("command", list(EVERY_COMMAND))
 def test_every_command_fits_80_columns_and_breaks_between_words(command, monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.chdir(REPO)  # in the checkout, wherever it lies: a path beneath it is shown relative to it
     try:
         code = main(EVERY_COMMAND[command])
     except SystemExit as exc:  # --help
