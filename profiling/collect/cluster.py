@@ -170,9 +170,11 @@ class DaskBackend:
                     if not done:
                         time.sleep(POLL_S)
         except KeyboardInterrupt:
+            finished = len(parts)
             self._stop(run_id, pending, parts, context)
+            stopped = f", {len(parts) - finished} stopped with what they had profiled" if len(parts) > finished else ""
             raise BackendStopped(self._with_unfinished(parts, pending, "interrupted"),
-                                 KeyboardInterrupt(f"{len(parts)} of {len(jobs)} jobs finished; "
+                                 KeyboardInterrupt(f"{finished} of {len(jobs)} jobs finished{stopped}; "
                                                    f"partial results in {context.run_dir}")) from None  # fmt: skip
         except _SchedulerGone:
             error = ProfilerError(f"the scheduler went away: {len(parts)} of {len(jobs)} jobs finished; "

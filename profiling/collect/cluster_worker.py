@@ -120,10 +120,10 @@ def _read(files: ProfileFiles) -> dict[str, bytes]:
 
 def _stop_event(run_id: str) -> threading.Event:
     """A local event set once the run's distributed stop event is (polled from a thread of its own)."""
-    from distributed import Event
+    from distributed import Event, get_client
 
     local = threading.Event()
-    remote = Event(f"memlens-stop-{run_id}")
+    remote = Event(f"memlens-stop-{run_id}", client=get_client())  # the task's client: the poller has none
 
     def poll() -> None:
         while not local.is_set():
