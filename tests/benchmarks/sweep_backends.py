@@ -8,6 +8,12 @@ counters (exact excess wavefronts, local-memory instructions) of every case are 
 Each step is a `python -m memlens profile ... --clock-control none` subprocess into a folder of its own;
 the first round warms the kernel caches. Target (issue 37): two GPUs at most 0.6x one GPU's time through
 either backend. Not pass/fail: prints the table and writes it as JSON.
+
+Where the time goes, for each ncu run of a step (from the program's event times and the run directory's
+files): `start` from memlens's start to the profiled program's plan (memlens, ncu and the program
+starting, the suite imported), `cases` from the plan to its last case done (ncu's replays included),
+`end` from there to the raw report written (the program and ncu exiting), then `read` up to results.json
+(the report read and merged; one figure for the step).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ def run(step: str, out: Path) -> tuple[float, dict]:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     argv = [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), *SWEEP, "--out", str(out),
             "--clock-control", "none", *STEPS[step]]  # fmt: skip
-    started = time.monotonic()
+    started, wall = time.monotonic(), time.time()
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1200)
     seconds = time.monotonic() - started
     if done.returncode != 0:
@@ -40,7 +46,25 @@ def run(step: str, out: Path) -> tuple[float, dict]:
     data = json.loads((out / "latest" / "results.json").read_text())
     figures = {f"{k['family']}/{k['variant']}/{k['kernel']}": [k["raw"].get(key) for key in KEYS]
                for k in data["kernels"]}  # fmt: skip
-    return seconds, figures
+    return seconds, figures, phases((out / "latest").resolve(), wall)
+
+
+def phases(run: Path, wall: float) -> dict:
+    """Each ncu run's phases (the module's notes), in seconds from memlens's start."""
+    runs = {}
+    for events_file in sorted(run.glob("events*.jsonl")):
+        events = [json.loads(line) for line in events_file.read_text().splitlines() if line.strip()]
+        tag = events_file.name.removeprefix("events").removesuffix(".jsonl").lstrip(".") or "one"
+        report = next(iter(run.glob(f"profile{'.' + tag if tag != 'one' else ''}.ncu-rep")), None)
+        plan = next(e["time"] for e in events if e["event"] == "plan")
+        last = max(e["time"] for e in events if e["event"] == "done")
+        written = report.stat().st_mtime if report else last
+        runs[tag] = {"cases": sum(e["event"] == "done" for e in events), "start": round(plan - wall, 2),
+                     "cases_s": round(last - plan, 2), "end_s": round(written - last, 2),
+                     "report_at": round(written - wall, 2)}  # fmt: skip
+    saved = (run / "results.json").stat().st_mtime - wall
+    return {"runs": runs, "read_s": round(saved - max(r["report_at"] for r in runs.values()), 2),
+            "saved_at": round(saved, 2)}  # fmt: skip
 
 
 def main() -> int:
@@ -52,15 +76,21 @@ def main() -> int:
     steps = args.steps.split(",")
     seconds: dict[str, list[float]] = {step: [] for step in steps}
     figures: dict[str, dict] = {}
+    breakdown: dict[str, list[dict]] = {step: [] for step in steps}
     with tempfile.TemporaryDirectory(prefix="memlens-sweep-") as scratch:
         for round_index in range(args.rounds):
             for step in steps:
-                took, figures[step] = run(step, Path(scratch) / f"{step}{round_index}")
+                took, figures[step], where = run(step, Path(scratch) / f"{step}{round_index}")
                 seconds[step].append(took)
+                breakdown[step].append(where)
                 print(f"round {round_index + 1} {step}: {took:.1f} s, {len(figures[step])} kernels", file=sys.stderr)
+                for tag, phase in where["runs"].items():
+                    print(f"  {tag:6} {phase['cases']:3} cases: start {phase['start']:5.1f} s, "
+                          f"cases {phase['cases_s']:5.1f} s, end {phase['end_s']:4.1f} s", file=sys.stderr)  # fmt: skip
+                print(f"  read {where['read_s']:.1f} s, saved at {where['saved_at']:.1f} s", file=sys.stderr)
     kept = {step: statistics.median(times[1:] or times) for step, times in seconds.items()}  # warm rounds
     same = all(figures[step] == figures[steps[0]] for step in steps)
-    rows = {step: {"seconds": kept[step], "rounds": seconds[step],
+    rows = {step: {"seconds": kept[step], "rounds": seconds[step], "phases": breakdown[step],
                    "of_one_gpu": kept[step] / kept["one"] if "one" in kept else None} for step in steps}  # fmt: skip
     for step, row in rows.items():
         ratio = f"{row['of_one_gpu']:.2f}x one GPU" if row["of_one_gpu"] else ""
