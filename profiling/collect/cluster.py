@@ -26,6 +26,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from memlens.collect.gpus import Gpu, list_gpus
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.scheduler import BackendStopped, Job, RunContext, profile_jobs, select
 from memlens.collect.several_gpus import Part
-from memlens.errors import ConfigError, OutputError, ProfilerError, SetupError
+from memlens.errors import ConfigError, MemlensError, OutputError, ProfilerError, SetupError
 from memlens.io.files import write_new_bytes, write_output
 from memlens.io.processes import sigterm_as_interrupt
 from memlens.model.results import RunInfo, RunResults, VariantOutcome
@@ -48,12 +49,18 @@ POLL_S = 0.2
 
 
 def profile_on_cluster(options: ProfileOptions, address: str, on_event=None) -> tuple[Path, RunResults]:
-    """Profile the selection on the cluster at `address` (or `local`): one run directory."""
-    selection = select(options)  # a wrong selection is said before anything starts
+    """Profile the selection on the cluster at `address` (or `local`): one run directory. The suite is
+    imported while the cluster starts; a wrong selection is still the first thing said."""
     if options.suite is not None:  # the workers find the suite at the same path
         options = _with_absolute_suite(options)
-    with connect(address) as client:
-        return profile_jobs(options, DaskBackend(client), on_event, selection)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-select") as background:
+        selection = background.submit(select, options)
+        try:
+            with connect(address) as client:
+                return profile_jobs(options, DaskBackend(client), on_event, selection.result())
+        except MemlensError:
+            selection.result()
+            raise
 
 
 def _with_absolute_suite(options: ProfileOptions) -> ProfileOptions:

@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 import threading
-from concurrent.futures import Future
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,23 +78,26 @@ def run_remote(options: ProfileOptions, job: Job, run_id: str, started: dt.datet
     stop, events = _stop_event(run_id), _event_sender(run_id, job.number)
     scratch = Path(tempfile.mkdtemp(prefix=f"memlens-job{job.number}-"))
     gpu = None
+    background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-job")
     try:
+        selection = background.submit(select, options)  # the suite imports while ncu starts
+        machine = background.submit(machine_of, suite_root(options.suite))
         gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), list_gpus())
         ncu = find_ncu(options.ncu_settings.path)
-        selection, machine = _done(select(options)), _done(machine_of(suite_root(options.suite)))
-        where = Where(host_name(), gpu, machine.result().driver_version, ncu.version_text)
-        context = RunContext(options, selection.result(), scratch, started, events, stop)
+        context = RunContext(options, selection, machine, scratch, started, events, stop)
         files = profile_files(scratch, job=job.number)
-        part = run_job(context, ncu, job, files, where, gpu.environment(), selection, machine, started)
+        part = run_job(context, ncu, job, files, gpu)
         error = None
         if part.error is not None:
             error = (type(part.error).__name__, str(part.error).replace(str(scratch), run_dir))
         results = json.loads(json.dumps(part.results.to_json()).replace(str(scratch), run_dir))
+        where = Where(part.host, gpu, machine.result().driver_version, ncu.version_text)
         return Shipped(where, results, error, _read(files))
-    except MemlensError as exc:  # before ncu ran: the worker's setup (no GPU, no ncu, no suite)
+    except MemlensError as exc:  # the worker's setup (no GPU, no ncu, no suite): nothing profiled to ship
         return Shipped(Where(host_name(), gpu), {}, (type(exc).__name__, str(exc)))
     finally:
         stop.set()  # ends the poller
+        background.shutdown(wait=True)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -105,12 +108,6 @@ def dask_setup(worker) -> None:  # noqa: ANN001 - Dask's preload hook (`--cluste
     import signal
 
     signal.signal(signal.SIGINT, lambda number, frame: None)
-
-
-def _done(value) -> Future:
-    future: Future = Future()
-    future.set_result(value)
-    return future
 
 
 def _read(files: ProfileFiles) -> dict[str, bytes]:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from memlens.collect.gpus import Gpu
 from memlens.collect.ncu import Ncu, find_ncu
@@ -37,6 +37,8 @@ from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
 from memlens.model.results import RunResults
 from memlens.model.run_layout import ProfileFiles, profile_files
 from memlens.suite import Selection, select_variants, suite_root
+
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,12 @@ def host_name() -> str | None:
 
 @dataclass
 class RunContext:
-    """What every job of one run shares: the options, the selection, the run directory, the start."""
+    """What every job of one run shares: the options, the selection, the machine (both perhaps still
+    on their way: a job's ncu starts without them), the run directory, the start."""
 
     options: ProfileOptions
-    selection: Selection
+    selection: Future[Selection]
+    machine: Future[Machine]
     run_dir: Path
     started: dt.datetime
     on_event: Callable[[dict], None] | None
@@ -128,9 +132,9 @@ def profile_jobs(
     run_dir = new_run_dir(options.out_dir)
     started = now()
     relay = Relay(on_event, [case.label for case in selection.cases()])
-    context = RunContext(options, selection, run_dir, started, relay, threading.Event())
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-machine") as pool:
         machine = pool.submit(machine_of, suite_root(options.suite))
+        context = RunContext(options, done(selection), machine, run_dir, started, relay, threading.Event())
         parts, error = _run(backend, jobs, context)
     with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
         results, first = merge(parts, selection, machine.result(), options.memlens_command, started)
@@ -155,21 +159,19 @@ class BackendStopped(Exception):  # noqa: N818 - not an error of its own: carrie
         self.parts, self.error = parts, error
 
 
-def run_job(
-    context: RunContext, ncu: Ncu, job: Job, files: ProfileFiles, where: Where, env: dict[str, str],
-    selection: Future[Selection], machine: Future[Machine], started: dt.datetime,
-    stop: threading.Event | None = None,
-) -> Part:  # fmt: skip
-    """One job's ncu run on one GPU (the pipeline a single-GPU run takes), its files in `files`."""
+def run_job(context: RunContext, ncu: Ncu, job: Job, files: ProfileFiles, gpu: Gpu) -> Part:
+    """One job's ncu run on `gpu` (the pipeline a single-GPU run takes), its files in `files`."""
     scratch = tempfile.mkdtemp(prefix=f"memlens-{files.tag}-")
-    options = context.options
+    options, selection, machine = context.options, context.selection, context.machine
     try:
-        shard = Shard(files, {**env, "TMPDIR": scratch}, job.labels, job.sizes, job.sweeps)
-        events, cause = run_shard(options, ncu, shard, selection, context.on_event, stop or context.stop)
-        results, error = conclude(options, ncu, shard, selection.result(), machine.result(), started, events, cause)
+        shard = Shard(files, {**gpu.environment(), "TMPDIR": scratch}, job.labels, job.sizes, job.sweeps)
+        events, cause = run_shard(options, ncu, shard, selection, context.on_event, context.stop)
+        results, error = conclude(options, ncu, shard, selection.result(), machine.result(), context.started, events,
+                                  cause)  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return Part(where.gpu, where.tag(results), error, where.host)
+    where = Where(host_name(), gpu, machine.result().driver_version, ncu.version_text)
+    return Part(gpu, where.tag(results), error, where.host)
 
 
 class Relay:
@@ -205,21 +207,20 @@ class LocalGpus:
         return len(self.gpus)
 
     def run(self, jobs: Sequence[Job], context: RunContext) -> list[Part]:
-        done: Future[Selection] = Future()
-        done.set_result(context.selection)
-        with ThreadPoolExecutor(max_workers=len(jobs) + 1, thread_name_prefix="memlens-gpu") as pool:
-            machine = pool.submit(machine_of, suite_root(context.options.suite))
-            futures = [pool.submit(self._run_one, context, job, gpu, done, machine)
-                       for job, gpu in zip(jobs, self.gpus, strict=False)]  # fmt: skip
+        with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="memlens-gpu") as pool:
+            futures = [pool.submit(self._run_one, context, job, gpu) for job, gpu in zip(jobs, self.gpus, strict=False)]
             _wait(futures, context.stop)
             return [future.result() for future in futures]
 
-    def _run_one(
-        self, context: RunContext, job: Job, gpu: Gpu, selection: Future[Selection], machine: Future[Machine]
-    ) -> Part:
-        where = Where(host_name(), gpu, machine.result().driver_version, self.ncu.version_text)
-        files = profile_files(context.run_dir, gpu.index)
-        return run_job(context, self.ncu, job, files, where, gpu.environment(), selection, machine, context.started)
+    def _run_one(self, context: RunContext, job: Job, gpu: Gpu) -> Part:
+        return run_job(context, self.ncu, job, profile_files(context.run_dir, gpu.index), gpu)
+
+
+def done(value: Result) -> Future[Result]:
+    """`value` as a future that has it already."""
+    future: Future[Result] = Future()
+    future.set_result(value)
+    return future
 
 
 def _wait(futures: list[Future[Part]], stop: threading.Event) -> None:

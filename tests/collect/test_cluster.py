@@ -341,6 +341,17 @@ def test_without_distributed_the_cluster_extra_is_named(fakes, tmp_path, capsys,
     assert 'pip install "memlens[cluster]"' in capsys.readouterr().err
 
 
+def test_a_wrong_selection_is_said_first_though_the_cluster_starts_meanwhile(fakes, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("memlens.collect.cluster.CONNECT_TIMEOUT_S", 1.0)
+    assert profile_cli(tmp_path / "runs", "--cluster", "tcp://127.0.0.1:9", "-k", "no_such_variant") == 2
+    assert "no_such_variant" in capsys.readouterr().err  # not "no scheduler answers"
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert profile_cli(tmp_path / "runs", "--cluster", "local", "-k", "no_such_variant") == 2
+    err = capsys.readouterr().err
+    assert "no_such_variant" in err and "memlens[cluster]" not in err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_memlens_imports_no_dask_without_cluster():
     code = ("import sys; from memlens.cli import main; from memlens.commands import profile; "
             "import memlens.collect.scheduler; print(any(m.split('.')[0] in ('dask', 'distributed') "
