@@ -11,8 +11,9 @@ share one set of inputs, drawn on that GPU alone; each GPU's program gets only i
 balances expected cost, from one source for every case (a variant at one value; simple on purpose):
 1. the seconds each case took under ncu in the previous run (`<out>/latest`, its events files),
    where that run measured every selected case;
-2. else the bytes each case's family must move (`min_bytes` at its sizes), where every selected
-   family declares it;
+2. else, where every selected family declares `min_bytes`, a fixed cost a case (CASE_SECONDS) and
+   a cost a byte its family must move at its sizes (SECONDS_PER_BYTE): ncu's replay passes cost
+   about the same for a small kernel, and it saves and restores what a kernel writes for each;
 3. else one each: round robin.
 Largest first, each to the GPU with the least expected work so far; each GPU then runs its share
 in suite order. The run directory holds each job's raw report, log, command and events
@@ -38,6 +39,11 @@ from memlens.model.run_layout import LATEST
 from memlens.suite import Case, Selection, Variant
 
 COST_PREVIOUS, COST_MIN_BYTES, COST_EQUAL = "previous run", "min_bytes", "equal"
+# A case's expected seconds under ncu from its family's bytes (no previous run to learn from): fitted
+# to the transpose sweep of issue 37 on two H200s, whose byte-balanced halves of 11 and 29 cases took
+# 18.3 s and 23.3 s (tests/benchmarks/RESULTS.md). Only their ratio matters to the split.
+CASE_SECONDS = 0.28
+SECONDS_PER_BYTE = 1.9e-9
 Item = TypeVar("Item", "Variant", "Unit")  # what split() shares out: anything with a label
 
 
@@ -74,7 +80,8 @@ def case_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[dict[s
         return {case.label: measured[case.label] for case in cases}, COST_PREVIOUS
     if all(case.variant.family.min_bytes is not None for case in cases):
         return {
-            case.label: float(case.variant.family.min_bytes(case.size(selection.sizes, small)))  # type: ignore[misc]
+            case.label: CASE_SECONDS
+            + SECONDS_PER_BYTE * case.variant.family.min_bytes(case.size(selection.sizes, small))  # type: ignore[misc]
             for case in cases  # min_bytes checked above
         }, COST_MIN_BYTES
     return {case.label: 1.0 for case in cases}, COST_EQUAL

@@ -21,9 +21,11 @@ from memlens.collect.gpus import Gpu, choose_gpus, parse_gpu_list, parse_gpus_op
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.run_dir import Machine
 from memlens.collect.several_gpus import (
+    CASE_SECONDS,
     COST_EQUAL,
     COST_MIN_BYTES,
     COST_PREVIOUS,
+    SECONDS_PER_BYTE,
     Part,
     expected_costs,
     merge,
@@ -209,7 +211,8 @@ def test_costs_from_min_bytes_where_every_family_declares_it():
     costs, source = expected_costs(selection, True, Path("/nonexistent"))
     assert source == COST_MIN_BYTES
     family = selection.variants[0].family
-    assert costs[selection.variants[0].label] == family.min_bytes(family.size(selection.sizes, True))
+    moved = family.min_bytes(family.size(selection.sizes, True))
+    assert costs[selection.variants[0].label] == pytest.approx(CASE_SECONDS + SECONDS_PER_BYTE * moved)
 
 
 def test_each_share_gets_only_the_sizes_of_its_families():
@@ -374,9 +377,24 @@ def test_a_swept_variant_costs_all_its_values():
     assert source == COST_MIN_BYTES
     transpose = next(v.family for v in selection.variants if v.family.name == "transpose")
     cols = transpose.size({}, True)["cols"]
-    assert costs["transpose/conflict"] == sum(transpose.min_bytes({"rows": r, "cols": cols}) for r in (64, 128, 256))
+    moved = sum(transpose.min_bytes({"rows": r, "cols": cols}) for r in (64, 128, 256))
+    assert costs["transpose/conflict"] == pytest.approx(3 * CASE_SECONDS + SECONDS_PER_BYTE * moved)
     running_mean = next(v.family for v in selection.variants if v.family.name == "running_mean")
-    assert costs["running_mean/local"] == running_mean.min_bytes(running_mean.size({}, True))
+    moved = running_mean.min_bytes(running_mean.size({}, True))
+    assert costs["running_mean/local"] == pytest.approx(CASE_SECONDS + SECONDS_PER_BYTE * moved)
+
+
+def test_the_split_weighs_each_case_as_well_as_its_bytes():
+    """issue 37: the transpose sweep split by bytes alone gave two H200s 11 and 29 cases of equal bytes,
+    18.3 s and 23.3 s of ncu; a case's own cost evens the halves out."""
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
+    selection = select_variants(kernels, None, (), ("transpose.rows=2048,4096,8192,16384",), False)
+    costs = unit_costs(selection, False, Path("/nonexistent"))
+    shares = split(units(selection), costs, 2)
+    cases = sorted(sum(len(unit.variants) for unit in share) for share in shares)
+    assert sum(cases) == 40 and cases[0] > 11, cases  # bytes alone: 11 and 29
+    loads = [sum(costs[unit.label] for unit in share) for share in shares]
+    assert max(loads) / min(loads) < 1.05, loads
 
 
 def test_a_swept_variant_costs_the_seconds_of_all_its_values_in_the_previous_run(tmp_path):
