@@ -15,7 +15,7 @@ sets the run's stop event: the running jobs stop their ncu and ship what they pr
 STOP_GRACE_S), the others are cancelled, and what came back is saved.
 
 `local` starts a cluster of this host's GPUs (nvidia-smi's): one worker process per GPU with
-CUDA_VISIBLE_DEVICES=<its UUID>, one thread, `GPU=1`, no dashboard, and a scheduler that gives up on a
+CUDA_VISIBLE_DEVICES=<its UUID>, one thread, `GPU=1`, no dashboard (its HTTP server on a free port, never a warning about 8787), and a scheduler that gives up on a
 job after its first worker death (memlens retries it itself).
 """
 
@@ -131,7 +131,7 @@ def local_cluster(gpus: Sequence[Gpu]) -> Iterator[Any]:
         for gpu in gpus
     }  # fmt: skip
     scheduler = {"cls": distributed.Scheduler,
-                 "options": {"dashboard": False, "dashboard_address": None, "allowed_failures": 0}}  # fmt: skip
+                 "options": {"dashboard": False, "dashboard_address": ":0", "allowed_failures": 0}}  # fmt: skip
     cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
     try:
         yield cluster

@@ -13,7 +13,9 @@ would: the job then ships back what it profiled so far.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import shutil
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memlens.collect.gpus import Gpu, list_gpus
-from memlens.collect.ncu import find_ncu
+from memlens.collect.ncu import Ncu, find_ncu
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.run_dir import machine_of
 from memlens.collect.scheduler import Job, RunContext, Where, host_name, run_job, select
@@ -83,7 +85,7 @@ def run_remote(options: ProfileOptions, job: Job, run_id: str, started: dt.datet
         selection = background.submit(select, options)  # the suite imports while ncu starts
         machine = background.submit(machine_of, suite_root(options.suite))
         gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), list_gpus())
-        ncu = find_ncu(options.ncu_settings.path)
+        ncu = _ncu(options.ncu_settings.path, os.environ.get("MEMLENS_NCU"), os.environ.get("PATH"))
         context = RunContext(options, selection, machine, scratch, started, events, stop)
         files = profile_files(scratch, job=job.number)
         part = run_job(context, ncu, job, files, gpu)
@@ -108,6 +110,20 @@ def dask_setup(worker) -> None:  # noqa: ANN001 - Dask's preload hook (`--cluste
     import signal
 
     signal.signal(signal.SIGINT, lambda number, frame: None)
+    threading.Thread(target=_find_ncu_early, name="memlens-ncu", daemon=True).start()
+
+
+@functools.lru_cache(maxsize=4)
+def _ncu(explicit: str | None, environment: str | None, search_path: str | None) -> Ncu:
+    """find_ncu, once a worker process (its `ncu --version` takes a second on a GPU host); the
+    environment it looks in is part of the key, and an error is never kept."""
+    return find_ncu(explicit)
+
+
+def _find_ncu_early() -> None:
+    """While the local cluster starts: the lookup a job without --ncu makes, so it starts ncu at once."""
+    with contextlib.suppress(MemlensError):
+        _ncu(None, os.environ.get("MEMLENS_NCU"), os.environ.get("PATH"))
 
 
 def _read(files: ProfileFiles) -> dict[str, bytes]:
