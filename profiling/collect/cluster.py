@@ -15,8 +15,9 @@ sets the run's stop event: the running jobs stop their ncu and ship what they pr
 STOP_GRACE_S), the others are cancelled, and what came back is saved.
 
 `local` starts a cluster of this host's GPUs (nvidia-smi's): one worker process per GPU with
-CUDA_VISIBLE_DEVICES=<its UUID>, one thread, `GPU=1`, no dashboard (its HTTP server on a free port, never a warning about 8787), and a scheduler that gives up on a
-job after its first worker death (memlens retries it itself).
+CUDA_VISIBLE_DEVICES=<its UUID>, one thread, `GPU=1`, no dashboard (the scheduler's HTTP server on a
+free port: no warning where 8787 is taken), and a scheduler that gives up on a job after its first
+worker death (memlens retries it itself).
 """
 
 from __future__ import annotations
