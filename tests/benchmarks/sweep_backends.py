@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,6 +73,8 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--steps", default="one,gpus,cluster")
+    parser.add_argument("--keep-events", type=Path, metavar="DIR",
+                        help="keep each step's events files (its cases' times) in DIR/<step><round>")  # fmt: skip
     args = parser.parse_args()
     steps = args.steps.split(",")
     seconds: dict[str, list[float]] = {step: [] for step in steps}
@@ -81,6 +84,11 @@ def main() -> int:
         for round_index in range(args.rounds):
             for step in steps:
                 took, figures[step], where = run(step, Path(scratch) / f"{step}{round_index}")
+                if args.keep_events:
+                    kept_dir = args.keep_events / f"{step}{round_index}"
+                    kept_dir.mkdir(parents=True, exist_ok=True)
+                    for events in (Path(scratch) / f"{step}{round_index}" / "latest").glob("events*.jsonl"):
+                        shutil.copy(events, kept_dir / events.name)
                 seconds[step].append(took)
                 breakdown[step].append(where)
                 print(f"round {round_index + 1} {step}: {took:.1f} s, {len(figures[step])} kernels", file=sys.stderr)
