@@ -84,7 +84,7 @@ def run_remote(options: ProfileOptions, job: Job, run_id: str, started: dt.datet
     try:
         selection = background.submit(select, options)  # the suite imports while ncu starts
         machine = background.submit(machine_of, suite_root(options.suite))
-        gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), list_gpus())
+        gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), _gpus())
         ncu = _ncu(options.ncu_settings.path, os.environ.get("MEMLENS_NCU"), os.environ.get("PATH"))
         context = RunContext(options, selection, machine, scratch, started, events, stop)
         files = profile_files(scratch, job=job.number)
@@ -110,7 +110,7 @@ def dask_setup(worker) -> None:  # noqa: ANN001 - Dask's preload hook (`--cluste
     import signal
 
     signal.signal(signal.SIGINT, lambda number, frame: None)
-    threading.Thread(target=_find_ncu_early, name="memlens-ncu", daemon=True).start()
+    threading.Thread(target=_find_ncu_early, name="memlens-lookups", daemon=True).start()
 
 
 @functools.lru_cache(maxsize=4)
@@ -120,9 +120,16 @@ def _ncu(explicit: str | None, environment: str | None, search_path: str | None)
     return find_ncu(explicit)
 
 
+@functools.lru_cache(maxsize=1)
+def _gpus() -> tuple[Gpu, ...]:
+    """nvidia-smi's GPUs, once a worker process (they do not change while it lives)."""
+    return list_gpus()
+
+
 def _find_ncu_early() -> None:
-    """While the local cluster starts: the lookup a job without --ncu makes, so it starts ncu at once."""
+    """While the local cluster starts: the lookups a job without --ncu makes, so it starts ncu at once."""
     with contextlib.suppress(MemlensError):
+        _gpus()
         _ncu(None, os.environ.get("MEMLENS_NCU"), os.environ.get("PATH"))
 
 
