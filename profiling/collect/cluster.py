@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from memlens.collect.gpus import Gpu, list_gpus
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.scheduler import BackendStopped, Job, RunContext, profile_jobs, select
@@ -208,7 +210,7 @@ class DaskBackend:
             shipped = future.result()
             _write(profile_files(context.run_dir, job=job.number), shipped.files)
             if shipped.results:
-                results = RunResults.from_json(shipped.results, f"job {job.number}'s results")
+                results = RunResults.from_json(orjson.loads(shipped.results), f"job {job.number}'s results")
             else:  # the worker could not start the job (no GPU, no ncu, no suite)
                 results = _failed(job, shipped.error[1] if shipped.error else "no results")
             parts[job.number] = Part(shipped.where.gpu, results, shipped.raised(), shipped.where.host)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
-import json
 import os
 import shutil
 import tempfile
@@ -24,6 +23,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import orjson
 
 from memlens.collect.gpus import Gpu, list_gpus
 from memlens.collect.ncu import Ncu, find_ncu
@@ -40,12 +41,12 @@ ERRORS = {kind.__name__: kind for kind in (ConfigError, InputError, OutputError,
 
 @dataclass(frozen=True)
 class Shipped:
-    """One job's outcome as it crosses the network: where it ran, its results (results.json's form),
-    its error (kind and message), and its files (name suffix -> bytes: `ncu-rep`, `log`, `command`,
-    `events`)."""
+    """One job's outcome as it crosses the network: where it ran, its results (results.json's text,
+    encoded once here and decoded once by the client), its error (kind and message), and its files
+    (name suffix -> bytes: `ncu-rep`, `log`, `command`, `events`)."""
 
     where: Where  # its gpu None where the worker found none
-    results: dict
+    results: bytes  # empty where the job never started
     error: tuple[str, str] | None
     files: dict[str, bytes] = field(default_factory=dict)
 
@@ -92,11 +93,11 @@ def run_remote(options: ProfileOptions, job: Job, run_id: str, started: dt.datet
         error = None
         if part.error is not None:
             error = (type(part.error).__name__, str(part.error).replace(str(scratch), run_dir))
-        results = json.loads(json.dumps(part.results.to_json()).replace(str(scratch), run_dir))
+        results = orjson.dumps(part.results.to_json()).replace(str(scratch).encode(), run_dir.encode())
         where = Where(part.host, gpu, machine.result().driver_version, ncu.version_text)
         return Shipped(where, results, error, _read(files))
     except MemlensError as exc:  # the worker's setup (no GPU, no ncu, no suite): nothing profiled to ship
-        return Shipped(Where(host_name(), gpu), {}, (type(exc).__name__, str(exc)))
+        return Shipped(Where(host_name(), gpu), b"", (type(exc).__name__, str(exc)))
     finally:
         stop.set()  # ends the poller
         background.shutdown(wait=True)

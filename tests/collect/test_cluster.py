@@ -318,10 +318,10 @@ def test_a_worker_finds_its_gpu_by_uuid_or_index():
 
 def test_a_shipped_error_keeps_its_kind():
     where = Where("node1", H200[0])
-    assert isinstance(Shipped(where, {}, ("ConfigError", "bad")).raised(), ConfigError)
-    assert isinstance(Shipped(where, {}, ("KeyboardInterrupt", "x")).raised(), KeyboardInterrupt)
-    assert type(Shipped(where, {}, ("NcuTimeout", "late")).raised()) is ProfilerError
-    assert Shipped(where, {}, None).raised() is None
+    assert isinstance(Shipped(where, b"", ("ConfigError", "bad")).raised(), ConfigError)
+    assert isinstance(Shipped(where, b"", ("KeyboardInterrupt", "x")).raised(), KeyboardInterrupt)
+    assert type(Shipped(where, b"", ("NcuTimeout", "late")).raised()) is ProfilerError
+    assert Shipped(where, b"", None).raised() is None
 
 
 def test_cluster_usage_errors(fakes, tmp_path, capsys, monkeypatch):
