@@ -1,0 +1,116 @@
+"""`memlens bench --cluster` on the CPU: a real local Dask cluster (one worker process per GPU the fake
+nvidia-smi lists, as tests/collect/test_cluster.py makes it), each share's `memlens bench` child timing
+the NumPy suite on a stand-in device named after its GPU (tests/support/fake_bench.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memlens.cli import main
+from memlens.collect.gpus import Gpu
+from tests.collect.test_cluster import H200, MIXED, fake_smi
+from tests.support.fake import CPU_SUITE, REPO
+from tests.support.fake_bench import fake_bench_env
+
+pytest.importorskip("distributed")
+
+LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register",
+          "running_mean/local"]  # fmt: skip
+
+
+def use_gpus(tmp_path: Path, monkeypatch, gpus: tuple[Gpu, ...], benched: tuple[Gpu, ...]) -> None:
+    """nvidia-smi lists `gpus`; a bench child on one of `benched` times, on any other it finds no GPU."""
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    fake_smi(tmp_path / "bin", gpus)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    for name, value in fake_bench_env(tmp_path / "site", {g.uuid: g.name for g in benched}).items():
+        monkeypatch.setenv(name, value)
+
+
+def bench_cli(out: Path, *extra: str) -> int:
+    return main(["bench", str(CPU_SUITE), "--out", str(out), "--repeats", "20", *extra])
+
+
+def only_run(out: Path) -> Path:
+    (run,) = out.iterdir()
+    return run
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_bench_cluster_merges_each_share_as_bench_gpus_does(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, MIXED, MIXED)
+    assert bench_cli(tmp_path / "gpus", "--gpus", "all") == 0
+    assert bench_cli(tmp_path / "cluster", "--cluster", "local") == 0
+    gpus, cluster = only_run(tmp_path / "gpus"), only_run(tmp_path / "cluster")
+    assert sorted(p.name for p in cluster.iterdir()) == ["bench.job0.json", "bench.job0.log", "bench.job1.json",
+                                                         "bench.job1.log", "bench.json"]  # fmt: skip
+    merged, local = load(cluster / "bench.json"), load(gpus / "bench.json")
+    assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == LABELS and merged["failures"] == []
+    assert merged["variants"] == local["variants"]  # the same timings, each with its own copy
+    assert merged["copy"] == local["copy"]
+    # the GPU models joined; which worker ran which share is the scheduler's choice
+    models = [g.name for g in MIXED]
+    assert sorted(merged["info"]["gpu_name"].split(" + ")) == sorted(local["info"]["gpu_name"].split(" + ")) == models
+    shares = [load(cluster / f"bench.job{n}.json") for n in (0, 1)]
+    assert sorted(s["info"]["gpu_name"] for s in shares) == models
+    assert sorted(len(s["variants"]) for s in shares) == [2, 3]
+    assert merged["info"]["suite"] == str(CPU_SUITE) and merged["info"]["repeats"] == 20
+
+
+def test_a_share_whose_child_fails_names_its_gpu_and_log(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, H200, H200[:1])  # GPU 1's child finds no GPU
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
+    run = only_run(tmp_path / "runs")
+    merged = load(run / "bench.json")
+    failed = [f"{f['family']}/{f['variant']}" for f in merged["failures"]]
+    timed = [f"{v['family']}/{v['variant']}" for v in merged["variants"]]
+    assert sorted(failed + timed) == sorted(LABELS) and failed and timed
+    messages = {f["message"] for f in merged["failures"]}
+    assert len(messages) == 1
+    (message,) = messages
+    where, _, log = message.rpartition("; see ")
+    why = f"memlens: error: no usable CUDA GPU: {H200[1].uuid} is none of the fake bench's GPUs"
+    assert where.startswith("GPU 1 (NVIDIA H200) on ") and where.endswith(f": {why}")
+    assert log in ("bench.job0.log", "bench.job1.log") and (run / log).is_file()
+    assert not (run / log.replace(".log", ".json")).exists()
+    assert (run / log).read_text().strip().splitlines()[-1] == why
+    err = capsys.readouterr().err
+    assert f"{len(failed)} of 5 variants were not timed, first {failed[0]}: failed: GPU 1 (NVIDIA H200) on " in err
+
+
+def test_cluster_and_gpus_are_one_or_the_other(tmp_path, capsys):
+    assert bench_cli(tmp_path / "runs", "--cluster", "local", "--gpus", "all") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["memlens: error: --gpus and --cluster both share the variants out: give one (--cluster local "
+                   "uses this host's GPUs)"]  # fmt: skip
+    assert not (tmp_path / "runs").exists()
+
+
+def test_without_distributed_the_cluster_extra_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith('pip install "memlens[cluster]"')
+    assert not (tmp_path / "runs").exists()
+
+
+def test_bad_options_are_refused_before_a_cluster_starts(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("memlens.bench.cluster.connect", lambda address: pytest.fail("a cluster was started"))
+    assert bench_cli(tmp_path / "runs", "--cluster", "local", "-k", "nothing") == 2
+    assert "matches -k 'nothing'" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_bench_imports_no_dask_until_cluster_is_given():
+    code = ("import sys; import memlens.commands.bench, memlens.bench.cluster, memlens.bench.cluster_worker; "
+            "print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert done.stdout.strip() == "False"
