@@ -86,7 +86,8 @@ def _run(client: Any, options: BenchOptions, shares: list[_Share], run_dir: Path
                     time.sleep(POLL_S)
     except KeyboardInterrupt:
         _stop(client, run_id, pending)
-        raise KeyboardInterrupt(f"{len(parts)} of {len(shares)} shares finished; their logs in {run_dir}") from None
+        raise KeyboardInterrupt(f"{len(parts)} of {len(shares)} shares had finished (their bench.job files are in "
+                                f"{run_dir}); no bench.json written") from None  # fmt: skip
     return [parts[share.number] for share in shares]
 
 

@@ -4,18 +4,24 @@ the NumPy suite on a stand-in device named after its GPU (tests/support/fake_ben
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+import uuid
 from pathlib import Path
 
 import pytest
 
+from memlens.bench.cluster import STOP_GRACE_S
 from memlens.cli import main
 from memlens.collect.gpus import Gpu
 from tests.collect.test_cluster import H200, MIXED, fake_smi
-from tests.support.fake import CPU_SUITE, REPO
+from tests.support.fake import CPU_SUITE, MARKER, REPO, marked_processes
 from tests.support.fake_bench import fake_bench_env
 
 pytest.importorskip("distributed")
@@ -114,3 +120,75 @@ def test_bench_imports_no_dask_until_cluster_is_given():
             "print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert done.stdout.strip() == "False"
+
+
+# --- faults: a worker killed mid-share, Ctrl-C --------------------------------------------------------
+
+
+def children(record: Path) -> list[dict]:
+    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+
+
+def kill_worker_of_child(record: Path, which: int, deadline_s: float = 60) -> dict:
+    """SIGKILL the worker process that started the `which`-th bench child, and that child's group."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline and len(children(record)) <= which:
+        time.sleep(0.1)
+    child = children(record)[which]
+    os.kill(child["ppid"], signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child["pid"], signal.SIGKILL)
+    return child
+
+
+def test_a_worker_killed_mid_share_has_its_share_retried_and_nothing_is_lost(tmp_path, monkeypatch):
+    use_gpus(tmp_path, monkeypatch, H200, H200)
+    record = tmp_path / "children.jsonl"
+    monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
+    monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
+    killer = threading.Thread(target=kill_worker_of_child, args=(record, 0), daemon=True)
+    killer.start()
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 0
+    killer.join()
+    assert len(children(record)) == 3  # the killed share ran again
+    run = only_run(tmp_path / "runs")
+    merged = load(run / "bench.json")
+    assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == LABELS and merged["failures"] == []
+    assert sorted(p.name for p in run.glob("bench.job*")) == ["bench.job0.json", "bench.job0.log",
+                                                              "bench.job1.json", "bench.job1.log"]  # fmt: skip
+
+
+def test_ctrl_c_ends_every_child_and_writes_no_bench_json(tmp_path):
+    tag = uuid.uuid4().hex
+    record = tmp_path / "children.jsonl"
+    (tmp_path / "bin").mkdir()
+    fake_smi(tmp_path / "bin", H200)
+    scratch = tmp_path / "scratch"  # the workers' share folders
+    scratch.mkdir()
+    env = {**os.environ, **fake_bench_env(tmp_path / "site", {g.uuid: g.name for g in H200}), MARKER: tag,
+           "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "FAKE_BENCH_RECORD": str(record),
+           "FAKE_BENCH_SLEEP": "60", "TMPDIR": str(scratch)}  # fmt: skip
+    runs = tmp_path / "runs"
+    argv = [sys.executable, "-m", "memlens", "bench", str(CPU_SUITE), "--out", str(runs), "--cluster", "local"]
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None and len(children(record)) < 2:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        _, err = process.communicate(timeout=30)
+        took = time.monotonic() - interrupted
+    finally:
+        process.kill()
+        for pid in marked_processes(tag):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert process.returncode == 3 and "Traceback" not in err, err
+    assert took < STOP_GRACE_S  # the stop event ended the children: no share was waited for to the end
+    run = only_run(runs)
+    assert err.splitlines()[-1] == (f"memlens: interrupted 0 of 2 shares had finished (their bench.job files are in "
+                                    f"{run}); no bench.json written")  # fmt: skip
+    assert list(run.iterdir()) == []
+    assert not marked_processes(tag) and not list(scratch.glob("memlens-bench-share-*"))  # no child, no scratch

@@ -4,12 +4,15 @@ start (the in-process bench is faked by patching bench.timing.open_device, tests
 `fake_bench_env(folder, names)` writes a sitecustomize.py into `folder` and returns the environment
 (PYTHONPATH, FAKE_BENCH_GPUS) under which every Python process started imports it: it replaces
 open_device with a device named as `names` names the GPU of its CUDA_VISIBLE_DEVICES (a UUID), whose
-launches run for real and take set times; a GPU not in `names` is "no usable CUDA GPU" (exit 3)."""
+launches run for real and take set times; a GPU not in `names` is "no usable CUDA GPU" (exit 3).
+With FAKE_BENCH_RECORD set, each child appends its pid, parent pid and GPU to that JSON-lines file when it
+opens the device; with FAKE_BENCH_SLEEP, it then sleeps that many seconds."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,6 +54,10 @@ def open_fake_device() -> ChildDevice:
     from memlens.errors import ProfilerError
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if os.environ.get("FAKE_BENCH_RECORD"):
+        with open(os.environ["FAKE_BENCH_RECORD"], "a", encoding="utf-8") as record:
+            record.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "gpu": visible}) + "\n")
+    time.sleep(float(os.environ.get("FAKE_BENCH_SLEEP", "0")))
     names = json.loads(os.environ[ENV])
     if visible not in names:
         raise ProfilerError(f"no usable CUDA GPU: {visible} is none of the fake bench's GPUs")
