@@ -50,11 +50,12 @@ def bench_on_cluster(options: BenchOptions, address: str) -> tuple[Path, BenchRe
     selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
     if options.suite is not None:  # the workers find the suite at the same path
         options = replace(options, suite=str(Path(options.suite).resolve()))
+    if options.into is not None:
+        _refuse_existing(options.into)
     with connect(address) as client:
         shares = [_Share(n, s) for n, s in enumerate(s for s in shares_of(selection, options.small,
                                                                           gpu_slots(client)) if s)]  # fmt: skip
         run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
-        _refuse_existing(run_dir, len(shares))
         started = now()
         parts = _run(client, options, shares, run_dir)
     return run_dir, merge_parts(options, selection, parts, run_dir, started)
@@ -64,12 +65,10 @@ def _files(run_dir: Path, number: int) -> tuple[Path, Path]:
     return run_dir / f"bench.job{number}.json", run_dir / f"bench.job{number}.log"
 
 
-def _refuse_existing(run_dir: Path, count: int) -> None:
+def _refuse_existing(run_dir: Path) -> None:
     """A run directory that holds an earlier bench --cluster's files: never written over."""
-    for number in range(count):
-        for path in _files(run_dir, number):
-            if path.exists():
-                raise OutputError(f"{path}: exists (from an earlier bench --cluster); bench into another run")
+    for path in sorted(run_dir.glob("bench.job*")):
+        raise OutputError(f"{path}: exists (from an earlier bench --cluster); bench into another run")
 
 
 def _run(client: Any, options: BenchOptions, shares: list[_Share], run_dir: Path) -> list[Part]:

@@ -192,3 +192,16 @@ def test_ctrl_c_ends_every_child_and_writes_no_bench_json(tmp_path):
                                     f"{run}); no bench.json written")  # fmt: skip
     assert list(run.iterdir()) == []
     assert not marked_processes(tag) and not list(scratch.glob("memlens-bench-share-*"))  # no child, no scratch
+
+
+def test_an_earlier_bench_clusters_files_are_never_written_over(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("memlens.bench.cluster.connect", lambda address: pytest.fail("a cluster was started"))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "bench.job0.json").write_text("earlier")
+    assert main(["bench", str(CPU_SUITE), "--cluster", "local", "--into", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"memlens: error: {run / 'bench.job0.json'}: exists (from an earlier bench --cluster); "
+                   "bench into another run"]  # fmt: skip
+    assert sorted(p.name for p in run.iterdir()) == ["bench.job0.json"]
+    assert (run / "bench.job0.json").read_text() == "earlier"
