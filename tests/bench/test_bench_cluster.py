@@ -205,3 +205,58 @@ def test_an_earlier_bench_clusters_files_are_never_written_over(tmp_path, capsys
                    "bench into another run"]  # fmt: skip
     assert sorted(p.name for p in run.iterdir()) == ["bench.job0.json"]
     assert (run / "bench.job0.json").read_text() == "earlier"
+
+
+def test_the_scheduler_gone_keeps_what_finished(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, H200, H200)
+    tag = uuid.uuid4().hex
+    env = {**os.environ, MARKER: tag}
+    address_file = tmp_path / "scheduler.json"
+    python = [sys.executable, "-m"]
+    processes = [subprocess.Popen([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                                   "--no-dashboard", "--scheduler-file", str(address_file)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]  # fmt: skip
+    out = tmp_path / "runs"
+    try:
+        deadline = time.monotonic() + 30
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text())["address"]
+        for gpu, sleep in zip(H200, ("0", "60"), strict=True):  # GPU 1's share hangs
+            worker_env = {**env, "CUDA_VISIBLE_DEVICES": gpu.uuid, "FAKE_BENCH_SLEEP": sleep}
+            processes.append(subprocess.Popen([*python, "distributed.cli.dask_worker", address, "--nthreads", "1",
+                                               "--resources", "GPU=1", "--no-dashboard", "--no-nanny",
+                                               "--death-timeout", "10"], env=worker_env,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:  # both workers in: the bench is shared out in 2
+            client.wait_for_workers(2, timeout=60)
+
+        def kill_scheduler_once_a_share_is_back() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not list(out.glob("*/bench.job*.json")):
+                time.sleep(0.1)
+            processes[0].kill()
+
+        killer = threading.Thread(target=kill_scheduler_once_a_share_is_back, daemon=True)
+        killer.start()
+        assert bench_cli(out, "--cluster", address) == 3
+        killer.join()
+    finally:
+        for process in processes:
+            process.kill()
+        for pid in marked_processes(tag):  # the hung share's bench child, should its worker have left it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    run = only_run(out)
+    merged = load(run / "bench.json")
+    timed = [f"{v['family']}/{v['variant']}" for v in merged["variants"]]
+    failed = {f"{f['family']}/{f['variant']}": f["message"] for f in merged["failures"]}
+    assert sorted([*timed, *failed]) == sorted(LABELS) and timed and failed
+    (back,) = run.glob("bench.job*.json")  # the share that came back; the other's job number is in its message
+    lost = 1 - int(back.name.removeprefix("bench.job").removesuffix(".json"))
+    assert set(failed.values()) == {f"job {lost} failed: attempt 1: the scheduler went away"}
+    assert merged["info"]["gpu_name"] == "NVIDIA H200"
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"memlens: error: {len(failed)} of 5 variants were not timed, first ")
