@@ -53,8 +53,8 @@ def bench_on_cluster(options: BenchOptions, address: str) -> tuple[Path, BenchRe
     if options.into is not None:
         _refuse_existing(options.into)
     with connect(address) as client:
-        shares = [_Share(n, s) for n, s in enumerate(s for s in shares_of(selection, options.small,
-                                                                          gpu_slots(client)) if s)]  # fmt: skip
+        count = gpu_slots(client)
+        shares = [_Share(n, s) for n, s in enumerate(s for s in shares_of(selection, options.small, count) if s)]
         run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
         started = now()
         parts = _run(client, options, shares, run_dir)
@@ -67,8 +67,9 @@ def _files(run_dir: Path, number: int) -> tuple[Path, Path]:
 
 def _refuse_existing(run_dir: Path) -> None:
     """A run directory that holds an earlier bench --cluster's files: never written over."""
-    for path in sorted(run_dir.glob("bench.job*")):
-        raise OutputError(f"{path}: exists (from an earlier bench --cluster); bench into another run")
+    earlier = sorted(run_dir.glob("bench.job*"))
+    if earlier:
+        raise OutputError(f"{earlier[0]}: exists (from an earlier bench --cluster); bench into another run")
 
 
 def _run(client: Any, options: BenchOptions, shares: list[_Share], run_dir: Path) -> list[Part]:
