@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -156,6 +157,42 @@ def test_a_worker_killed_mid_share_has_its_share_retried_and_nothing_is_lost(tmp
     assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == LABELS and merged["failures"] == []
     assert sorted(p.name for p in run.glob("bench.job*")) == ["bench.job0.json", "bench.job0.log",
                                                               "bench.job1.json", "bench.job1.log"]  # fmt: skip
+
+
+def test_a_share_whose_workers_die_twice_fails_saying_so_and_the_other_is_kept(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, H200, H200)
+    record = tmp_path / "children.jsonl"
+    monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
+    monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
+    killed: list[dict] = []
+
+    def kill_twice() -> None:
+        first = kill_worker_of_child(record, 0)
+        killed.append(first)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the retry: a later child with the killed one's -k
+            retry = [i for i, c in enumerate(children(record)) if i > 0 and c["k"] == first["k"]]
+            if retry:
+                killed.append(kill_worker_of_child(record, retry[0]))
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_twice, daemon=True)
+    killer.start()
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
+    killer.join()
+    assert len(killed) == 2
+    merged = load(only_run(tmp_path / "runs") / "bench.json")
+    failed = {f"{f['family']}/{f['variant']}": f["message"] for f in merged["failures"]}
+    timed = [f"{v['family']}/{v['variant']}" for v in merged["variants"]]
+    assert sorted([*timed, *failed]) == sorted(LABELS) and timed  # the other share's timings kept
+    assert sorted(failed) == sorted(re.sub(r"[\\^$()?:]", "", killed[0]["k"]).split("|"))
+    (message,) = set(failed.values())
+    assert re.fullmatch(
+        r"job \d failed: attempt 1: its worker tcp://\S+ died while running it; "
+        r"attempt 2: its worker tcp://\S+ died while running it",
+        message,
+    ), message
 
 
 def test_ctrl_c_ends_every_child_and_writes_no_bench_json(tmp_path):

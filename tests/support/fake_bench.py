@@ -5,13 +5,14 @@ start (the in-process bench is faked by patching bench.timing.open_device, tests
 (PYTHONPATH, FAKE_BENCH_GPUS) under which every Python process started imports it: it replaces
 open_device with a device named as `names` names the GPU of its CUDA_VISIBLE_DEVICES (a UUID), whose
 launches run for real and take set times; a GPU not in `names` is "no usable CUDA GPU" (exit 3).
-With FAKE_BENCH_RECORD set, each child appends its pid, parent pid and GPU to that JSON-lines file when it
+With FAKE_BENCH_RECORD set, each child appends its pid, parent pid, GPU and -k to that JSON-lines file when it
 opens the device; with FAKE_BENCH_SLEEP, it then sleeps that many seconds."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -56,7 +57,8 @@ def open_fake_device() -> ChildDevice:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     if os.environ.get("FAKE_BENCH_RECORD"):
         with open(os.environ["FAKE_BENCH_RECORD"], "a", encoding="utf-8") as record:
-            record.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "gpu": visible}) + "\n")
+            k = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else None
+            record.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "gpu": visible, "k": k}) + "\n")
     time.sleep(float(os.environ.get("FAKE_BENCH_SLEEP", "0")))
     names = json.loads(os.environ[ENV])
     if visible not in names:
