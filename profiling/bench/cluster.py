@@ -88,6 +88,9 @@ def _run(client: Any, options: BenchOptions, shares: list[_Share], run_dir: Path
         _stop(client, run_id, pending)
         raise KeyboardInterrupt(f"{len(parts)} of {len(shares)} shares had finished (their bench.job files are in "
                                 f"{run_dir}); no bench.json written") from None  # fmt: skip
+    except BaseException:  # a share's files could not be written: the others stopped too
+        _stop(client, run_id, pending)
+        raise
     return [parts[share.number] for share in shares]
 
 

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from subprocess import Popen
 
@@ -60,8 +60,9 @@ def run_share(options: BenchOptions, labels: Sequence[str], run_id: str) -> Shar
     try:
         gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), list_gpus())
         selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
-        share = [v for v in selection.variants if v.label in set(labels)]
-        argv = child_argv(replace(options, into=None), selection.suite.path, share, scratch / "out")
+        wanted = set(labels)
+        share = [v for v in selection.variants if v.label in wanted]
+        argv = child_argv(options, selection.suite.path, share, scratch / "out")
         log = scratch / "bench.log"
         process = start_command(argv, env=gpu.environment(), output=log)
         _wait(process, run_id)

@@ -297,3 +297,19 @@ def test_the_scheduler_gone_keeps_what_finished(tmp_path, monkeypatch, capsys):
     assert merged["info"]["gpu_name"] == "NVIDIA H200"
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"memlens: error: {len(failed)} of 5 variants were not timed, first ")
+
+
+def test_a_share_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, H200, H200)
+
+    def disk_full(path, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("memlens.bench.cluster.write_new_bytes", disk_full)
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    run = only_run(tmp_path / "runs")
+    assert len(err) == 1 and re.fullmatch(
+        rf"memlens: error: {re.escape(str(run))}/bench\.job\d\.log: cannot write it \(No space left on device\)", err[0]
+    ), err
+    assert list(run.iterdir()) == []
