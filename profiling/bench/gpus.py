@@ -8,6 +8,7 @@ this process on that GPU."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 import sys
@@ -28,7 +29,7 @@ from memlens.io.files import write_json_output, write_output
 from memlens.io.processes import end_group, hold_interrupts, sigterm_as_interrupt, start_command
 from memlens.model.nvtx_names import labels_pattern
 from memlens.model.run_layout import BENCH
-from memlens.suite import Variant, select_variants
+from memlens.suite import Selection, Variant, select_variants
 
 
 def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, BenchResults]:
@@ -37,8 +38,7 @@ def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, Ben
         return bench(options)
     check_options(options)  # here, not in each child: a usage error is exit 2 before anything starts
     selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
-    costs, _ = expected_costs(selection, options.small, Path(os.devnull))  # no ncu run to learn from
-    plan = [(g, s) for g, s in zip(gpus, split(selection.variants, costs, len(gpus)), strict=True) if s]
+    plan = [(g, s) for g, s in zip(gpus, shares_of(selection, options.small, len(gpus)), strict=True) if s]
     run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
     started = now()
     scratch = Path(tempfile.mkdtemp(prefix="memlens-bench-"))
@@ -48,6 +48,23 @@ def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, Ben
                  for (gpu, share), code in zip(plan, returncodes, strict=True)]  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    return run_dir, merge_parts(options, selection, parts, run_dir, started)
+
+
+def shares_of(selection: Selection, small: bool, count: int) -> list[list[Variant]]:
+    """The selected variants in `count` shares (some maybe empty), balanced by expected cost."""
+    costs, _ = expected_costs(selection, small, Path(os.devnull))  # no ncu run to learn from
+    return split(selection.variants, costs, count)
+
+
+Part = BenchResults | list[BenchFailure]  # one share's bench results, or a failure for each of its variants
+
+
+def merge_parts(
+    options: BenchOptions, selection: Selection, parts: Sequence[Part], run_dir: Path, started: dt.datetime
+) -> BenchResults:
+    """The shares' results as one bench.json in `run_dir` (every variant in suite order, the first
+    share's copy, the GPU models joined); ProfilerError where no share timed anything."""
     order = {c.label: i for i, c in enumerate(selection.cases())}
     timed = [p for p in parts if isinstance(p, BenchResults)]
     failures = [f for p in parts for f in (p.failures if isinstance(p, BenchResults) else p)]
@@ -64,7 +81,7 @@ def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, Ben
         tuple(sorted(failures, key=lambda f: order.get(f"{f.family}/{f.variant}", len(order)))),
     )
     write_json_output(run_dir / BENCH, results.to_json())
-    return run_dir, results
+    return results
 
 
 def child_argv(options: BenchOptions, suite: Path, share: Sequence[Variant], out: Path) -> list[str]:
@@ -99,16 +116,19 @@ def _run_children(
     return [process.returncode for process in processes]
 
 
-def _part(
-    gpu: Gpu, share: list[Variant], out: Path, run_dir: Path, returncode: int
-) -> BenchResults | list[BenchFailure]:
+def _part(gpu: Gpu, share: list[Variant], out: Path, run_dir: Path, returncode: int) -> Part:
     """One GPU's bench results (its bench.json kept as bench.gpu<i>.json), or, where it wrote none,
     a failure for each of its variants naming the GPU and its log."""
     written = sorted(out.glob(f"*/{BENCH}"))
     if written:
         write_output(run_dir / f"bench.gpu{gpu.index}.json", written[0].read_text(encoding="utf-8"))
         return load_bench(written[0])
-    log = run_dir / f"bench.gpu{gpu.index}.log"
+    return failed_share(share, str(gpu), run_dir / f"bench.gpu{gpu.index}.log", returncode)
+
+
+def failed_share(share: Sequence[Variant], where: str, log: Path, returncode: int | None) -> list[BenchFailure]:
+    """A failure for each variant of a share that wrote no bench.json: where it ran, the last line
+    of its output (else its exit code), and its log."""
     lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log.exists() else []
     why = lines[-1] if lines else f"exit code {returncode}"
-    return [BenchFailure(v.family.name, v.name, "failed", f"{gpu}: {why}; see {log.name}") for v in share]
+    return [BenchFailure(v.family.name, v.name, "failed", f"{where}: {why}; see {log.name}") for v in share]

@@ -18,7 +18,7 @@ from memlens.bench.timing import bench as run_bench
 from memlens.collect.gpus import chosen_gpus
 from memlens.collect.run_dir import shell_command
 from memlens.commands.shared_arguments import add_size_arguments, add_suite_arguments, skipped_lines
-from memlens.errors import ProfilerError
+from memlens.errors import ConfigError, ProfilerError
 from memlens.io.terminal import ProgressBar
 from memlens.model.run_layout import DEFAULT_OUT
 from memlens.output import renderer
@@ -39,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_size_arguments(parser)
     parser.add_argument("--gpus", metavar="all|0,1,...",
                         help="share the variants out over these GPUs (nvidia-smi's indices), all at once")  # fmt: skip
+    parser.add_argument(
+        "--cluster", metavar="ADDRESS|local",
+        help="share the variants out over a Dask cluster's GPU workers (a scheduler address such as "
+             "tcp://HOST:8786, or local: one worker per GPU of this host); needs memlens[cluster] "
+             "(docs/cluster.md)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,8 +59,15 @@ def run(args: argparse.Namespace) -> int:
         small=args.small,
         memlens_command=shell_command(sys.argv[1:]),
     )
+    if args.cluster is not None and args.gpus is not None:
+        raise ConfigError("--gpus and --cluster both share the variants out: give one (--cluster local uses "
+                          "this host's GPUs)")  # fmt: skip
     gpus = chosen_gpus(args.gpus)
-    if gpus is not None:
+    if args.cluster is not None:
+        from memlens.bench.cluster import bench_on_cluster
+
+        run_dir, results = bench_on_cluster(options, args.cluster)
+    elif gpus is not None:
         run_dir, results = bench_on_gpus(options, gpus)
     else:
         with BenchProgress(ProgressBar()) as progress:

@@ -1,0 +1,315 @@
+"""`memlens bench --cluster` on the CPU: a real local Dask cluster (one worker process per GPU the fake
+nvidia-smi lists, as tests/collect/test_cluster.py makes it), each share's `memlens bench` child timing
+the NumPy suite on a stand-in device named after its GPU (tests/support/fake_bench.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memlens.bench.cluster import STOP_GRACE_S
+from memlens.cli import main
+from memlens.collect.gpus import Gpu
+from tests.collect.test_cluster import H200, MIXED, fake_smi
+from tests.support.fake import CPU_SUITE, MARKER, REPO, marked_processes
+from tests.support.fake_bench import fake_bench_env
+
+pytest.importorskip("distributed")
+
+LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register",
+          "running_mean/local"]  # fmt: skip
+
+
+def use_gpus(tmp_path: Path, monkeypatch, gpus: tuple[Gpu, ...], benched: tuple[Gpu, ...]) -> None:
+    """nvidia-smi lists `gpus`; a bench child on one of `benched` times, on any other it finds no GPU."""
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    fake_smi(tmp_path / "bin", gpus)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    for name, value in fake_bench_env(tmp_path / "site", {g.uuid: g.name for g in benched}).items():
+        monkeypatch.setenv(name, value)
+
+
+def bench_cli(out: Path, *extra: str) -> int:
+    return main(["bench", str(CPU_SUITE), "--out", str(out), "--repeats", "20", *extra])
+
+
+def only_run(out: Path) -> Path:
+    (run,) = out.iterdir()
+    return run
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_bench_cluster_merges_each_share_as_bench_gpus_does(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, MIXED, MIXED)
+    assert bench_cli(tmp_path / "gpus", "--gpus", "all") == 0
+    assert bench_cli(tmp_path / "cluster", "--cluster", "local") == 0
+    gpus, cluster = only_run(tmp_path / "gpus"), only_run(tmp_path / "cluster")
+    assert sorted(p.name for p in cluster.iterdir()) == ["bench.job0.json", "bench.job0.log", "bench.job1.json",
+                                                         "bench.job1.log", "bench.json"]  # fmt: skip
+    merged, local = load(cluster / "bench.json"), load(gpus / "bench.json")
+    assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == LABELS and merged["failures"] == []
+    assert merged["variants"] == local["variants"]  # the same timings, each with its own copy
+    assert merged["copy"] == local["copy"]
+    # the GPU models joined; which worker ran which share is the scheduler's choice
+    models = [g.name for g in MIXED]
+    assert sorted(merged["info"]["gpu_name"].split(" + ")) == sorted(local["info"]["gpu_name"].split(" + ")) == models
+    shares = [load(cluster / f"bench.job{n}.json") for n in (0, 1)]
+    assert sorted(s["info"]["gpu_name"] for s in shares) == models
+    assert sorted(len(s["variants"]) for s in shares) == [2, 3]
+    assert merged["info"]["suite"] == str(CPU_SUITE) and merged["info"]["repeats"] == 20
+
+
+def test_a_share_whose_child_fails_names_its_gpu_and_log(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, H200, H200[:1])  # GPU 1's child finds no GPU
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
+    run = only_run(tmp_path / "runs")
+    merged = load(run / "bench.json")
+    failed = [f"{f['family']}/{f['variant']}" for f in merged["failures"]]
+    timed = [f"{v['family']}/{v['variant']}" for v in merged["variants"]]
+    assert sorted(failed + timed) == sorted(LABELS) and failed and timed
+    messages = {f["message"] for f in merged["failures"]}
+    assert len(messages) == 1
+    (message,) = messages
+    where, _, log = message.rpartition("; see ")
+    why = f"memlens: error: no usable CUDA GPU: {H200[1].uuid} is none of the fake bench's GPUs"
+    assert where.startswith("GPU 1 (NVIDIA H200) on ") and where.endswith(f": {why}")
+    assert log in ("bench.job0.log", "bench.job1.log") and (run / log).is_file()
+    assert not (run / log.replace(".log", ".json")).exists()
+    assert (run / log).read_text().strip().splitlines()[-1] == why
+    err = capsys.readouterr().err
+    assert f"{len(failed)} of 5 variants were not timed, first {failed[0]}: failed: GPU 1 (NVIDIA H200) on " in err
+
+
+def test_cluster_and_gpus_are_one_or_the_other(tmp_path, capsys):
+    assert bench_cli(tmp_path / "runs", "--cluster", "local", "--gpus", "all") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["memlens: error: --gpus and --cluster both share the variants out: give one (--cluster local "
+                   "uses this host's GPUs)"]  # fmt: skip
+    assert not (tmp_path / "runs").exists()
+
+
+def test_without_distributed_the_cluster_extra_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith('pip install "memlens[cluster]"')
+    assert not (tmp_path / "runs").exists()
+
+
+def test_bad_options_are_refused_before_a_cluster_starts(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("memlens.bench.cluster.connect", lambda address: pytest.fail("a cluster was started"))
+    assert bench_cli(tmp_path / "runs", "--cluster", "local", "-k", "nothing") == 2
+    assert "matches -k 'nothing'" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_bench_imports_no_dask_until_cluster_is_given():
+    code = ("import sys; import memlens.commands.bench, memlens.bench.cluster, memlens.bench.cluster_worker; "
+            "print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert done.stdout.strip() == "False"
+
+
+# --- faults: a worker killed mid-share, Ctrl-C --------------------------------------------------------
+
+
+def children(record: Path) -> list[dict]:
+    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+
+
+def kill_worker_of_child(record: Path, which: int, deadline_s: float = 60) -> dict:
+    """SIGKILL the worker process that started the `which`-th bench child, and that child's group."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline and len(children(record)) <= which:
+        time.sleep(0.1)
+    child = children(record)[which]
+    os.kill(child["ppid"], signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child["pid"], signal.SIGKILL)
+    return child
+
+
+def test_a_worker_killed_mid_share_has_its_share_retried_and_nothing_is_lost(tmp_path, monkeypatch):
+    use_gpus(tmp_path, monkeypatch, H200, H200)
+    record = tmp_path / "children.jsonl"
+    monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
+    monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
+    killer = threading.Thread(target=kill_worker_of_child, args=(record, 0), daemon=True)
+    killer.start()
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 0
+    killer.join()
+    assert len(children(record)) == 3  # the killed share ran again
+    run = only_run(tmp_path / "runs")
+    merged = load(run / "bench.json")
+    assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == LABELS and merged["failures"] == []
+    assert sorted(p.name for p in run.glob("bench.job*")) == ["bench.job0.json", "bench.job0.log",
+                                                              "bench.job1.json", "bench.job1.log"]  # fmt: skip
+
+
+def test_a_share_whose_workers_die_twice_fails_saying_so_and_the_other_is_kept(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, H200, H200)
+    record = tmp_path / "children.jsonl"
+    monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
+    monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
+    killed: list[dict] = []
+
+    def kill_twice() -> None:
+        first = kill_worker_of_child(record, 0)
+        killed.append(first)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the retry: a later child with the killed one's -k
+            retry = [i for i, c in enumerate(children(record)) if i > 0 and c["k"] == first["k"]]
+            if retry:
+                killed.append(kill_worker_of_child(record, retry[0]))
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_twice, daemon=True)
+    killer.start()
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
+    killer.join()
+    assert len(killed) == 2
+    merged = load(only_run(tmp_path / "runs") / "bench.json")
+    failed = {f"{f['family']}/{f['variant']}": f["message"] for f in merged["failures"]}
+    timed = [f"{v['family']}/{v['variant']}" for v in merged["variants"]]
+    assert sorted([*timed, *failed]) == sorted(LABELS) and timed  # the other share's timings kept
+    assert sorted(failed) == sorted(re.sub(r"[\\^$()?:]", "", killed[0]["k"]).split("|"))
+    (message,) = set(failed.values())
+    assert re.fullmatch(
+        r"job \d failed: attempt 1: its worker tcp://\S+ died while running it; "
+        r"attempt 2: its worker tcp://\S+ died while running it",
+        message,
+    ), message
+
+
+def test_ctrl_c_ends_every_child_and_writes_no_bench_json(tmp_path):
+    tag = uuid.uuid4().hex
+    record = tmp_path / "children.jsonl"
+    (tmp_path / "bin").mkdir()
+    fake_smi(tmp_path / "bin", H200)
+    scratch = tmp_path / "scratch"  # the workers' share folders
+    scratch.mkdir()
+    env = {**os.environ, **fake_bench_env(tmp_path / "site", {g.uuid: g.name for g in H200}), MARKER: tag,
+           "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "FAKE_BENCH_RECORD": str(record),
+           "FAKE_BENCH_SLEEP": "60", "TMPDIR": str(scratch)}  # fmt: skip
+    runs = tmp_path / "runs"
+    argv = [sys.executable, "-m", "memlens", "bench", str(CPU_SUITE), "--out", str(runs), "--cluster", "local"]
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None and len(children(record)) < 2:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        _, err = process.communicate(timeout=30)
+        took = time.monotonic() - interrupted
+    finally:
+        process.kill()
+        for pid in marked_processes(tag):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert process.returncode == 3 and "Traceback" not in err, err
+    assert took < STOP_GRACE_S  # the stop event ended the children: no share was waited for to the end
+    run = only_run(runs)
+    assert err.splitlines()[-1] == (f"memlens: interrupted 0 of 2 shares had finished (their bench.job files are in "
+                                    f"{run}); no bench.json written")  # fmt: skip
+    assert list(run.iterdir()) == []
+    assert not marked_processes(tag) and not list(scratch.glob("memlens-bench-share-*"))  # no child, no scratch
+
+
+def test_an_earlier_bench_clusters_files_are_never_written_over(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("memlens.bench.cluster.connect", lambda address: pytest.fail("a cluster was started"))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "bench.job0.json").write_text("earlier")
+    assert main(["bench", str(CPU_SUITE), "--cluster", "local", "--into", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"memlens: error: {run / 'bench.job0.json'}: exists (from an earlier bench --cluster); "
+                   "bench into another run"]  # fmt: skip
+    assert sorted(p.name for p in run.iterdir()) == ["bench.job0.json"]
+    assert (run / "bench.job0.json").read_text() == "earlier"
+
+
+def test_the_scheduler_gone_keeps_what_finished(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, H200, H200)
+    tag = uuid.uuid4().hex
+    env = {**os.environ, MARKER: tag}
+    address_file = tmp_path / "scheduler.json"
+    python = [sys.executable, "-m"]
+    processes = [subprocess.Popen([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                                   "--no-dashboard", "--scheduler-file", str(address_file)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]  # fmt: skip
+    out = tmp_path / "runs"
+    try:
+        deadline = time.monotonic() + 30
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text())["address"]
+        for gpu, sleep in zip(H200, ("0", "60"), strict=True):  # GPU 1's share hangs
+            worker_env = {**env, "CUDA_VISIBLE_DEVICES": gpu.uuid, "FAKE_BENCH_SLEEP": sleep}
+            processes.append(subprocess.Popen([*python, "distributed.cli.dask_worker", address, "--nthreads", "1",
+                                               "--resources", "GPU=1", "--no-dashboard", "--no-nanny",
+                                               "--death-timeout", "10"], env=worker_env,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:  # both workers in: the bench is shared out in 2
+            client.wait_for_workers(2, timeout=60)
+
+        def kill_scheduler_once_a_share_is_back() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not list(out.glob("*/bench.job*.json")):
+                time.sleep(0.1)
+            processes[0].kill()
+
+        killer = threading.Thread(target=kill_scheduler_once_a_share_is_back, daemon=True)
+        killer.start()
+        assert bench_cli(out, "--cluster", address) == 3
+        killer.join()
+    finally:
+        for process in processes:
+            process.kill()
+        for pid in marked_processes(tag):  # the hung share's bench child, should its worker have left it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    run = only_run(out)
+    merged = load(run / "bench.json")
+    timed = [f"{v['family']}/{v['variant']}" for v in merged["variants"]]
+    failed = {f"{f['family']}/{f['variant']}": f["message"] for f in merged["failures"]}
+    assert sorted([*timed, *failed]) == sorted(LABELS) and timed and failed
+    (back,) = run.glob("bench.job*.json")  # the share that came back; the other's job number is in its message
+    lost = 1 - int(back.name.removeprefix("bench.job").removesuffix(".json"))
+    assert set(failed.values()) == {f"job {lost} failed: attempt 1: the scheduler went away"}
+    assert merged["info"]["gpu_name"] == "NVIDIA H200"
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"memlens: error: {len(failed)} of 5 variants were not timed, first ")
+
+
+def test_a_share_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    use_gpus(tmp_path, monkeypatch, H200, H200)
+
+    def disk_full(path, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("memlens.bench.cluster.write_new_bytes", disk_full)
+    assert bench_cli(tmp_path / "runs", "--cluster", "local") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    run = only_run(tmp_path / "runs")
+    assert len(err) == 1 and re.fullmatch(
+        rf"memlens: error: {re.escape(str(run))}/bench\.job\d\.log: cannot write it \(No space left on device\)", err[0]
+    ), err
+    assert list(run.iterdir()) == []
