@@ -22,6 +22,7 @@ from memlens.bench.cluster import STOP_GRACE_S
 from memlens.cli import main
 from memlens.collect.gpus import Gpu
 from tests.collect.test_cluster import H200, MIXED, fake_smi
+from tests.support.dask_cluster import external_cluster
 from tests.support.fake import CPU_SUITE, MARKER, REPO, marked_processes
 from tests.support.fake_bench import fake_bench_env
 
@@ -248,41 +249,23 @@ def test_the_scheduler_gone_keeps_what_finished(tmp_path, monkeypatch, capsys):
     use_gpus(tmp_path, monkeypatch, H200, H200)
     tag = uuid.uuid4().hex
     env = {**os.environ, MARKER: tag}
-    address_file = tmp_path / "scheduler.json"
-    python = [sys.executable, "-m"]
-    processes = [subprocess.Popen([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                                   "--no-dashboard", "--scheduler-file", str(address_file)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]  # fmt: skip
     out = tmp_path / "runs"
+    workers = [{"CUDA_VISIBLE_DEVICES": gpu.uuid, "FAKE_BENCH_SLEEP": sleep}
+               for gpu, sleep in zip(H200, ("0", "60"), strict=True)]  # GPU 1's share hangs  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while not address_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads(address_file.read_text())["address"]
-        for gpu, sleep in zip(H200, ("0", "60"), strict=True):  # GPU 1's share hangs
-            worker_env = {**env, "CUDA_VISIBLE_DEVICES": gpu.uuid, "FAKE_BENCH_SLEEP": sleep}
-            processes.append(subprocess.Popen([*python, "distributed.cli.dask_worker", address, "--nthreads", "1",
-                                               "--resources", "GPU=1", "--no-dashboard", "--no-nanny",
-                                               "--death-timeout", "10"], env=worker_env,
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
-        from distributed import Client
+        with external_cluster(tmp_path, env, workers) as (address, processes):  # both workers in: 2 shares
 
-        with Client(address, timeout=30) as client:  # both workers in: the bench is shared out in 2
-            client.wait_for_workers(2, timeout=60)
+            def kill_scheduler_once_a_share_is_back() -> None:
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and not list(out.glob("*/bench.job*.json")):
+                    time.sleep(0.1)
+                processes[0].kill()
 
-        def kill_scheduler_once_a_share_is_back() -> None:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not list(out.glob("*/bench.job*.json")):
-                time.sleep(0.1)
-            processes[0].kill()
-
-        killer = threading.Thread(target=kill_scheduler_once_a_share_is_back, daemon=True)
-        killer.start()
-        assert bench_cli(out, "--cluster", address) == 3
-        killer.join()
+            killer = threading.Thread(target=kill_scheduler_once_a_share_is_back, daemon=True)
+            killer.start()
+            assert bench_cli(out, "--cluster", address) == 3
+            killer.join()
     finally:
-        for process in processes:
-            process.kill()
         for pid in marked_processes(tag):  # the hung share's bench child, should its worker have left it
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

@@ -23,6 +23,7 @@ from memlens.collect.gpus import Gpu
 from memlens.collect.scheduler import Where
 from memlens.errors import ConfigError, ProfilerError
 from tests.conftest import FIXTURES
+from tests.support.dask_cluster import external_cluster
 from tests.support.fake import CPU_SUITE, MARKER, REPO, fake_ncu_env, install_fake_ncu, marked_processes
 
 pytest.importorskip("distributed")
@@ -191,10 +192,6 @@ def test_a_job_whose_workers_die_twice_is_failed_with_its_log(fakes, tmp_path, m
 # --- an external scheduler: the scheduler gone ----------------------------------------------------
 
 
-def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatch, capsys):
     install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
                      FAKE_NCU_LOG=str(PROBE / "probe.log"))  # fmt: skip
@@ -202,25 +199,10 @@ def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatc
     tag = uuid.uuid4().hex
     env = {**fake_ncu_env(tmp_path / "bin"), MARKER: tag, "FAKE_NCU_REPORT": str(PROBE / "probe.ncu-rep"),
            "FAKE_NCU_LOG": str(PROBE / "probe.log")}  # fmt: skip
-    address_file = tmp_path / "scheduler.json"
-    python = [sys.executable, "-m"]
-    processes = [_start([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                         "--no-dashboard", "--scheduler-file", str(address_file)], env)]  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while not address_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads(address_file.read_text())["address"]
-        for gpu, sleep in zip(H200, ("0", "60"), strict=True):  # GPU 1's job hangs
-            worker_env = {**env, "CUDA_VISIBLE_DEVICES": gpu.uuid, "MEMLENS_TEST_SLEEP": sleep}
-            processes.append(_start([*python, "distributed.cli.dask_worker", address, "--nthreads", "1",
-                                     "--resources", "GPU=1", "--no-dashboard", "--no-nanny",
-                                     "--death-timeout", "10"], worker_env))  # fmt: skip
-        from distributed import Client
-
-        with Client(address, timeout=30) as client:  # both workers in: the run is planned as 2 jobs
-            client.wait_for_workers(2, timeout=60)
-        out = tmp_path / "runs"
+    out = tmp_path / "runs"
+    workers = [{"CUDA_VISIBLE_DEVICES": gpu.uuid, "MEMLENS_TEST_SLEEP": sleep}
+               for gpu, sleep in zip(H200, ("0", "60"), strict=True)]  # GPU 1's job hangs  # fmt: skip
+    with external_cluster(tmp_path, env, workers) as (address, processes):  # both workers in: 2 jobs
 
         def kill_scheduler_once_a_job_is_back() -> None:
             deadline = time.monotonic() + 60
@@ -232,9 +214,6 @@ def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatc
         killer.start()
         assert profile_cli(out, "--cluster", address) == 3
         killer.join()
-    finally:
-        for process in processes:
-            process.kill()
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("memlens: error: the scheduler went away: 1 of 2 jobs finished; partial results in ")
     data = results(out)

@@ -1,0 +1,45 @@
+"""A Dask cluster started as docs/cluster.md starts one by hand, for tests of a scheduler that goes away:
+`dask scheduler` and one `dask worker` a GPU (one thread, GPU=1, no nanny), each its own process."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+
+def _start(argv: list[str], env: Mapping[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(argv, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@contextlib.contextmanager
+def external_cluster(
+    folder: Path, env: Mapping[str, str], worker_envs: Sequence[Mapping[str, str]]
+) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    """The scheduler's address, and the processes (the scheduler first), once every worker has joined;
+    each worker's environment is `env` updated by its own. Every process is killed at the end."""
+    from distributed import Client
+
+    address_file = folder / "scheduler.json"
+    python = [sys.executable, "-m"]
+    processes = [_start([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                         "--no-dashboard", "--scheduler-file", str(address_file)], env)]  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text())["address"]
+        for own in worker_envs:
+            processes.append(_start([*python, "distributed.cli.dask_worker", address, "--nthreads", "1",
+                                     "--resources", "GPU=1", "--no-dashboard", "--no-nanny",
+                                     "--death-timeout", "10"], {**env, **own}))  # fmt: skip
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(len(worker_envs), timeout=60)
+        yield address, processes
+    finally:
+        for process in processes:
+            process.kill()
