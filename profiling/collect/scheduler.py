@@ -32,7 +32,7 @@ from memlens.collect.gpus import Gpu
 from memlens.collect.ncu import Ncu, find_ncu
 from memlens.collect.profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
 from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now
-from memlens.collect.several_gpus import Part, merge, share_arguments, split, unit_costs, units
+from memlens.collect.several_gpus import Part, case_costs, merge, share_arguments, split, unit_costs, units
 from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
 from memlens.model.results import RunResults
 from memlens.model.run_layout import ProfileFiles, profile_files
@@ -112,7 +112,9 @@ def select(options: ProfileOptions) -> Selection:
 
 def plan_jobs(options: ProfileOptions, selection: Selection, count: int) -> list[Job]:
     """The selection's units shared out into at most `count` jobs of balanced expected cost."""
-    shares = split(units(selection), unit_costs(selection, options.small, options.out_dir), count)
+    costs, _ = case_costs(selection, options.small, options.out_dir)
+    found = units(selection, costs, count)
+    shares = split(found, unit_costs(found, costs), count)
     jobs: list[Job] = []
     for share in (s for s in shares if s):
         labels, sizes, sweeps = share_arguments(share, options)

@@ -6,9 +6,10 @@ profiling/collect/gpus.py), not with ncu's `--devices`: `--devices` only filters
 while the program would still launch every kernel on its device 0. Each ncu gets a temporary
 folder of its own (TMPDIR), so nothing ncu keeps there is shared between the concurrent runs.
 
-The split hands out units: a variant, or a swept family's variants at one value of its sweep (they
-share one set of inputs, drawn on that GPU alone; each GPU's program gets only its values). It
-balances expected cost, from one source for every case (a variant at one value; simple on purpose):
+The split hands out units: a family's variants at one value of its sweep, or at its one size (they
+share one set of inputs and reference, made on that GPU alone; each GPU's program gets only its
+values), or one variant of a family too costly for one GPU's share. It balances expected cost, from
+one source for every case (a variant at one value; simple on purpose):
 1. the seconds each case took under ncu in the previous run (`<out>/latest`, its events files),
    where that run measured every selected case;
 2. else, where every selected family declares `min_bytes`, a fixed cost a case (CASE_SECONDS) and
@@ -39,11 +40,12 @@ from memlens.model.run_layout import LATEST
 from memlens.suite import Case, Selection, Variant
 
 COST_PREVIOUS, COST_MIN_BYTES, COST_EQUAL = "previous run", "min_bytes", "equal"
-# A case's expected seconds under ncu from its family's bytes (no previous run to learn from): fitted
-# to the transpose sweep of issue 37 on two H200s, whose byte-balanced halves of 11 and 29 cases took
-# 18.3 s and 23.3 s (tests/benchmarks/RESULTS.md). Only their ratio matters to the split.
-CASE_SECONDS = 0.28
-SECONDS_PER_BYTE = 1.9e-9
+# A case's expected seconds under ncu from its family's bytes (no previous run to learn from), fitted to
+# each case's seconds in issue 37's transpose sweep on one H200 (tests/benchmarks/RESULTS.md): within
+# 0.7 s a family at one value, but for compute-bound kernels (the naive 2048^3 matmul: 2.4 s, not 0.3),
+# which bytes cannot tell. Only their ratio matters to the split.
+CASE_SECONDS = 0.29
+SECONDS_PER_BYTE = 0.96e-9
 Item = TypeVar("Item", "Variant", "Unit")  # what split() shares out: anything with a label
 
 
@@ -98,35 +100,50 @@ def expected_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[di
 
 @dataclass(frozen=True)
 class Unit:
-    """What the split hands a GPU whole: one variant, or every selected variant of a swept family at
-    one value of its sweep (they share one set of inputs, drawn once, on that GPU alone)."""
+    """What the split hands a GPU whole: a family's selected variants at one value of its sweep (or at
+    its one size), which share one set of inputs and reference, made once, on that GPU alone; or one
+    of those variants, where the family costs more than one GPU's share (see units)."""
 
     variants: tuple[Variant, ...]
     swept: tuple[str, int] | None = None  # (size name, value)
 
     @property
     def label(self) -> str:
-        if self.swept is None:
-            return self.variants[0].label
-        return f"{self.variants[0].family.name}@{self.swept[0]}={self.swept[1]}"
+        first = self.variants[0]
+        name = first.family.name if len(self.variants) > 1 else first.label
+        return name if self.swept is None else f"{name}@{self.swept[0]}={self.swept[1]}"
 
     def cases(self) -> list[Case]:
         return [Case(v, self.swept) for v in self.variants]
 
 
-def units(selection: Selection) -> list[Unit]:
-    """The selection's cases (Selection.cases: a swept family value by value) as units, in suite order."""
-    found: dict[str, Unit] = {}
+def units(selection: Selection, costs: dict[str, float] | None = None, count: int = 1) -> list[Unit]:
+    """The selection's cases as units, in suite order: each family's variants at each value of its sweep
+    together (measured on two H200s: a family split over two GPUs made its inputs twice, 0.8 to 2.5 s
+    more). With `costs` (a case's) over `count` GPUs, a family that costs more than one GPU's share goes
+    out variant by variant instead, so that no GPU waits for one share holding it whole."""
+    grouped: dict[tuple[str, tuple[str, int] | None], Unit] = {}
     for case in selection.cases():
-        unit = Unit((case.variant,), case.swept)
-        grown = found.get(unit.label)
-        found[unit.label] = unit if grown is None else Unit((*grown.variants, case.variant), case.swept)
-    return list(found.values())
+        key = (case.variant.family.name, case.swept)
+        grown = grouped.get(key)
+        grouped[key] = (
+            Unit((case.variant,), case.swept) if grown is None else Unit((*grown.variants, case.variant), case.swept)
+        )
+    found = list(grouped.values())
+    if costs is None:
+        return found
+    cost = unit_costs(found, costs)
+    share = sum(cost.values()) / count
+    return [part for unit in found for part in (_apart(unit) if cost[unit.label] > share else [unit])]
 
 
-def unit_costs(selection: Selection, small: bool, out_dir: Path) -> dict[str, float]:
-    costs, _ = case_costs(selection, small, out_dir)
-    return {unit.label: sum(costs[case.label] for case in unit.cases()) for unit in units(selection)}
+def _apart(unit: Unit) -> list[Unit]:
+    return [Unit((variant,), unit.swept) for variant in unit.variants]
+
+
+def unit_costs(found: Sequence[Unit], costs: dict[str, float]) -> dict[str, float]:
+    """Each unit's expected cost: that of its cases."""
+    return {unit.label: sum(costs[case.label] for case in unit.cases()) for unit in found}
 
 
 def split(items: Sequence[Item], costs: dict[str, float], count: int) -> list[list[Item]]:

@@ -27,6 +27,7 @@ from memlens.collect.several_gpus import (
     COST_PREVIOUS,
     SECONDS_PER_BYTE,
     Part,
+    case_costs,
     expected_costs,
     merge,
     share_arguments,
@@ -50,7 +51,10 @@ GPUS = (
 LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register",
           "running_mean/local"]  # fmt: skip
 SHARE = {0: ["transpose/conflict", "transpose/swizzled", "running_mean/local"],
-         1: ["transpose/padded", "running_mean/register"]}  # fmt: skip
+         1: ["transpose/padded", "running_mean/register"]}  # variants one each: round robin  # fmt: skip
+# profile's units, one a case: running_mean whole (2, within a GPU's share of 2.5), transpose (3) apart
+UNIT_SHARE = {0: ["transpose/swizzled", "running_mean/register", "running_mean/local"],
+              1: ["transpose/conflict", "transpose/padded"]}  # fmt: skip
 
 
 @pytest.fixture
@@ -81,7 +85,7 @@ def test_each_gpu_gets_its_own_ncu_with_its_share_and_its_device(two_gpus, tmp_p
         assert argv[argv.index("--export") + 1] == str(run / f"profile.gpu{gpu.index}")
         assert argv[argv.index("--log-file") + 1] == str(run / f"ncu.gpu{gpu.index}.log")
         pattern = argv[len(argv) - 1 - argv[::-1].index("-k") + 1]  # the profiled program's -k
-        assert [label for label in LABELS if re.search(pattern, label)] == SHARE[gpu.index]
+        assert [label for label in LABELS if re.search(pattern, label)] == UNIT_SHARE[gpu.index]
         assert f"memlens-gpu{gpu.index}-" in ncu_run["TMPDIR"]  # a folder of its own, removed afterwards
         assert not Path(ncu_run["TMPDIR"]).exists()
         assert f"profile.gpu{gpu.index}" in (run / f"ncu-command.gpu{gpu.index}.txt").read_text()
@@ -98,11 +102,11 @@ def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tm
     data = json.loads((run / "results.json").read_text())
     assert [f"{o['family']}/{o['variant']}" for o in data["outcomes"]] == LABELS  # suite order, each once
     assert {f"{o['family']}/{o['variant']}": o["gpu_index"] for o in data["outcomes"]} == {
-        label: gpu for gpu, labels in SHARE.items() for label in labels
+        label: gpu for gpu, labels in UNIT_SHARE.items() for label in labels
     }
     # the probe recording holds conflict, padded and local: each kept from the report of the GPU that ran it
     kernels = [(f"{k['family']}/{k['variant']}", k["gpu_index"], k["gpu_uuid"]) for k in data["kernels"]]
-    assert kernels == [("transpose/conflict", 0, GPUS[0].uuid), ("transpose/padded", 1, GPUS[1].uuid),
+    assert kernels == [("transpose/conflict", 1, GPUS[1].uuid), ("transpose/padded", 1, GPUS[1].uuid),
                        ("running_mean/local", 0, GPUS[0].uuid)]  # fmt: skip
     assert data["complete"] is True
     assert data["info"]["source"] == "profile.gpu0.ncu-rep, profile.gpu1.ncu-rep"
@@ -117,15 +121,15 @@ def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tm
 
 
 def test_a_failing_gpu_keeps_the_others_results_and_is_named(two_gpus, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("MEMLENS_TEST_RAISE", "transpose/padded")  # GPU 1's first variant
+    monkeypatch.setenv("MEMLENS_TEST_RAISE", "transpose/conflict")  # GPU 1's first variant
     assert profile_cli(tmp_path, "--gpus", "all") == 3  # as for a failure on one GPU
     err = capsys.readouterr().err
-    assert "2 of 5 variants did not profile cleanly, first transpose/padded on GPU 1: failed:" in err
+    assert "2 of 5 variants did not profile cleanly, first transpose/conflict on GPU 1: failed:" in err
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
     status = {o["variant"]: (o["status"], o["gpu_index"]) for o in data["outcomes"]}
-    assert status == {"conflict": ("ok", 0), "padded": ("failed", 1), "swizzled": ("ok", 0),
-                      "register": ("not_run", 1), "local": ("ok", 0)}  # fmt: skip
-    assert [k["variant"] for k in data["kernels"]] == ["conflict", "local"]  # GPU 0's, all kept
+    assert status == {"conflict": ("failed", 1), "padded": ("not_run", 1), "swizzled": ("ok", 0),
+                      "register": ("ok", 0), "local": ("ok", 0)}  # fmt: skip
+    assert [k["variant"] for k in data["kernels"]] == ["local"]  # GPU 0's (the probe holds local of its three)
 
 
 def test_an_error_of_one_gpus_ncu_names_that_gpu(two_gpus, tmp_path, monkeypatch, capsys):
@@ -350,11 +354,11 @@ def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
     finally:
         process.kill()
     assert process.returncode == 3 and "Traceback" not in err
-    assert err.splitlines()[-1].startswith("memlens: interrupted GPU 0 (NVIDIA H200): while transpose/conflict was")
+    assert err.splitlines()[-1].startswith("memlens: interrupted GPU 0 (NVIDIA H200): while transpose/swizzled was")
     data = json.loads((runs / "latest" / "results.json").read_text())
     assert data["complete"] is False
     assert [(o["variant"], o["status"], o["gpu_index"]) for o in data["outcomes"]] == [
-        ("conflict", "failed", 0), ("padded", "failed", 1), ("swizzled", "not_run", 0), ("register", "not_run", 1),
+        ("conflict", "failed", 1), ("padded", "not_run", 1), ("swizzled", "failed", 0), ("register", "not_run", 0),
         ("local", "not_run", 0)]  # fmt: skip
     deadline = time.monotonic() + 5
     while marked_processes(tag) and time.monotonic() < deadline:
@@ -384,17 +388,35 @@ def test_a_swept_variant_costs_all_its_values():
     assert costs["running_mean/local"] == pytest.approx(CASE_SECONDS + SECONDS_PER_BYTE * moved)
 
 
-def test_the_split_weighs_each_case_as_well_as_its_bytes():
+def test_the_split_weighs_each_case_as_well_as_its_bytes_and_keeps_families_whole():
     """issue 37: the transpose sweep split by bytes alone gave two H200s 11 and 29 cases of equal bytes,
-    18.3 s and 23.3 s of ncu; a case's own cost evens the halves out."""
+    18.3 s and 23.3 s of ncu, and fp16_transpose and matmul went to both (each made its inputs twice)."""
     kernels = Path(__file__).resolve().parents[2] / "kernels"
     selection = select_variants(kernels, None, (), ("transpose.rows=2048,4096,8192,16384",), False)
-    costs = unit_costs(selection, False, Path("/nonexistent"))
-    shares = split(units(selection), costs, 2)
-    cases = sorted(sum(len(unit.variants) for unit in share) for share in shares)
-    assert sum(cases) == 40 and cases[0] > 11, cases  # bytes alone: 11 and 29
-    loads = [sum(costs[unit.label] for unit in share) for share in shares]
+    costs, source = case_costs(selection, False, Path("/nonexistent"))
+    assert source == COST_MIN_BYTES
+    found = units(selection, costs, 2)
+    assert [unit.label for unit in found] == [
+        "fp16_transpose",
+        "matmul",
+        "running_mean",
+        "transpose@rows=2048",
+        "transpose@rows=4096",
+        "transpose@rows=8192",
+        "transpose@rows=16384",
+    ]
+    loads = [sum(unit_costs(share, costs).values()) for share in split(found, unit_costs(found, costs), 2)]
     assert max(loads) / min(loads) < 1.05, loads
+
+
+def test_a_family_too_costly_for_one_gpus_share_goes_out_variant_by_variant():
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
+    selection = select_variants(kernels, "^transpose/", (), (), False)  # one family of 7 variants, no sweep
+    costs, _ = case_costs(selection, False, Path("/nonexistent"))
+    assert [unit.label for unit in units(selection, costs, 1)] == ["transpose"]
+    apart = units(selection, costs, 2)
+    assert [unit.label for unit in apart] == [variant.label for variant in selection.variants]
+    assert [len(share) for share in split(apart, unit_costs(apart, costs), 2)] == [4, 3]
 
 
 def test_a_swept_variant_costs_the_seconds_of_all_its_values_in_the_previous_run(tmp_path):
@@ -433,16 +455,15 @@ def test_a_swept_run_over_two_gpus_merges_in_suite_order():
 
 def test_a_swept_family_is_shared_out_by_value_and_each_gpu_runs_only_its_values():
     selection = select_variants(CPU_SUITE, None, (), ("transpose.m=8,16,32",), False)
-    found = units(selection)
-    assert [u.label for u in found] == ["transpose@m=8", "transpose@m=16", "transpose@m=32", "running_mean/register",
-                                        "running_mean/local"]  # fmt: skip
-    costs = unit_costs(selection, False, Path("/nonexistent"))  # the CPU suite declares no min_bytes: 1 a case
-    assert costs == {"transpose@m=8": 3.0, "transpose@m=16": 3.0, "transpose@m=32": 3.0,
-                     "running_mean/register": 1.0, "running_mean/local": 1.0}  # fmt: skip
+    cases, _ = case_costs(selection, False, Path("/nonexistent"))  # the CPU suite declares no min_bytes: 1 a case
+    found = units(selection, cases, 2)
+    assert [u.label for u in found] == ["transpose@m=8", "transpose@m=16", "transpose@m=32", "running_mean"]
+    costs = unit_costs(found, cases)
+    assert costs == {"transpose@m=8": 3.0, "transpose@m=16": 3.0, "transpose@m=32": 3.0, "running_mean": 2.0}
     shares = split(found, costs, 2)
     assert [[u.label for u in share] for share in shares] == [
         ["transpose@m=8", "transpose@m=32"],
-        ["transpose@m=16", "running_mean/register", "running_mean/local"],
+        ["transpose@m=16", "running_mean"],
     ]
     options = ProfileOptions(suite=str(CPU_SUITE), sizes=("running_mean.n=64",), sweeps=("transpose.m=8,16,32",))
     assert share_arguments(shares[0], options) == (tuple(LABELS[:3]), (), ("transpose.m=8,32",))
