@@ -34,7 +34,9 @@ from typing import Any
 
 import orjson
 
+from memlens.collect.cluster_worker import SameHost
 from memlens.collect.gpus import Gpu, list_gpus
+from memlens.collect.ncu import find_ncu
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.scheduler import BackendStopped, Job, RunContext, profile_jobs, select
 from memlens.collect.several_gpus import Part
@@ -56,11 +58,14 @@ def profile_on_cluster(options: ProfileOptions, address: str, on_event=None) -> 
     imported while the cluster starts; a wrong selection is still the first thing said."""
     if options.suite is not None:  # the workers find the suite at the same path
         options = _with_absolute_suite(options)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-select") as background:
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-lookup") as background:
         selection = background.submit(select, options)
+        ncu = background.submit(find_ncu, options.ncu_settings.path) if address == LOCAL else None
         try:
-            with connect(address) as client:
-                return profile_jobs(options, DaskBackend(client), on_event, selection.result())
+            gpus = list_gpus() if address == LOCAL else None
+            with connect(address, gpus) as client:
+                same_host = SameHost(ncu.result(), gpus) if ncu is not None and gpus is not None else None
+                return profile_jobs(options, DaskBackend(client, same_host), on_event, selection.result())
         except MemlensError:
             selection.result()
             raise
@@ -84,13 +89,13 @@ def _distributed() -> Any:
 
 
 @contextlib.contextmanager
-def connect(address: str) -> Iterator[Any]:
-    """A Dask client of the scheduler at `address`, or of a cluster of this host's GPUs (`local`);
-    ProfilerError (exit 3) where none answers or no worker declares a GPU."""
+def connect(address: str, gpus: Sequence[Gpu] | None = None) -> Iterator[Any]:
+    """A Dask client of the scheduler at `address`, or of a cluster of this host's GPUs (`local`: `gpus`,
+    else nvidia-smi's); ProfilerError (exit 3) where none answers or no worker declares a GPU."""
     distributed = _distributed()
     with contextlib.ExitStack() as stack:
         if address == LOCAL:
-            cluster = stack.enter_context(local_cluster(list_gpus()))
+            cluster = stack.enter_context(local_cluster(list_gpus() if gpus is None else gpus))
             address = cluster.scheduler_address
         elif "://" not in address and ":" not in address:
             raise ConfigError(f"--cluster {address!r}: expected a scheduler address (tcp://HOST:8786) or 'local'")
@@ -157,8 +162,8 @@ class _Attempt:
 class DaskBackend:
     """The scheduler interface on a Dask cluster (see the module's notes)."""
 
-    def __init__(self, client: Any) -> None:
-        self.client = client
+    def __init__(self, client: Any, same_host: SameHost | None = None) -> None:
+        self.client, self.same_host = client, same_host  # same_host: a local cluster's (cluster_worker)
 
     def slots(self) -> int:
         return max(1, gpu_slots(self.client))
@@ -199,7 +204,8 @@ class DaskBackend:
         where = {"workers": others, "allow_other_workers": True} if avoid and others else {}
         key = f"memlens-{run_id}-job{attempt.job.number}-try{attempt.number}"
         return self.client.submit(run_remote, context.options, attempt.job, run_id, context.started,
-                                  str(context.run_dir), key=key, resources={"GPU": 1}, pure=False, **where)  # fmt: skip
+                                  str(context.run_dir), self.same_host, key=key, resources={"GPU": 1}, pure=False,
+                                  **where)  # fmt: skip
 
     def _take(self, future: Any, attempt: _Attempt, pending: dict, parts: dict, run_id: str,
               context: RunContext) -> None:  # fmt: skip

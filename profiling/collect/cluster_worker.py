@@ -4,7 +4,8 @@ program's events and its results come back to the client as `Shipped` (a few hun
 
 The worker's GPU is the first device of its CUDA_VISIBLE_DEVICES (a UUID or an index), named by
 nvidia-smi: start one worker per GPU with that variable set (`--cluster local` does; so does dask-cuda's
-`dask cuda worker`). ncu is found on the worker as a local run finds it (--ncu, $MEMLENS_NCU, PATH); the
+`dask cuda worker`). ncu is found on the worker as a local run finds it (--ncu, $MEMLENS_NCU, PATH), once a
+worker process; `--cluster local` hands its workers the client's ncu and GPUs (SameHost) instead. The
 suite must be at the same path on every worker (a shared file system or the same checkout), or be the
 built-in one. While the job runs, the program's events go to the client through the scheduler (topic
 `memlens-<run>`), and the run's stop event (`memlens-stop-<run>`, set on Ctrl-C) stops ncu as a Ctrl-C
@@ -13,7 +14,6 @@ would: the job then ships back what it profiled so far.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
 import os
@@ -75,7 +75,23 @@ def worker_gpu(visible: str | None, gpus: tuple[Gpu, ...]) -> Gpu:
     raise ProfilerError(f"worker on {host_name()}: CUDA_VISIBLE_DEVICES={first} is none of nvidia-smi's GPUs")
 
 
-def run_remote(options: ProfileOptions, job: Job, run_id: str, started: dt.datetime, run_dir: str) -> Shipped:
+@dataclass(frozen=True)
+class SameHost:
+    """What the client found on its own host, for the workers of `--cluster local`: its ncu and GPUs,
+    so that a job starts ncu without looking them up again (`ncu --version` takes a second)."""
+
+    ncu: Ncu
+    gpus: tuple[Gpu, ...]
+
+
+def run_remote(
+    options: ProfileOptions,
+    job: Job,
+    run_id: str,
+    started: dt.datetime,
+    run_dir: str,
+    same_host: SameHost | None = None,
+) -> Shipped:
     """Run `job` on this worker's GPU (a Dask task: see the module's notes); what it says of its files
     names them where the client writes them, in `run_dir`."""
     stop, events = _stop_event(run_id), _event_sender(run_id, job.number)
@@ -85,8 +101,9 @@ def run_remote(options: ProfileOptions, job: Job, run_id: str, started: dt.datet
     try:
         selection = background.submit(select, options)  # the suite imports while ncu starts
         machine = background.submit(machine_of, suite_root(options.suite))
-        gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), _gpus())
-        ncu = _ncu(options.ncu_settings.path, os.environ.get("MEMLENS_NCU"), os.environ.get("PATH"))
+        gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), same_host.gpus if same_host else _gpus())
+        ncu = same_host.ncu if same_host else _ncu(options.ncu_settings.path, os.environ.get("MEMLENS_NCU"),
+                                                   os.environ.get("PATH"))  # fmt: skip
         context = RunContext(options, selection, machine, scratch, started, events, stop)
         files = profile_files(scratch, job=job.number)
         part = run_job(context, ncu, job, files, gpu)
@@ -111,12 +128,11 @@ def dask_setup(worker) -> None:  # noqa: ANN001 - Dask's preload hook (`--cluste
     import signal
 
     signal.signal(signal.SIGINT, lambda number, frame: None)
-    threading.Thread(target=_find_ncu_early, name="memlens-lookups", daemon=True).start()
 
 
 @functools.lru_cache(maxsize=4)
 def _ncu(explicit: str | None, environment: str | None, search_path: str | None) -> Ncu:
-    """find_ncu, once a worker process (its `ncu --version` takes a second on a GPU host); the
+    """find_ncu, once a worker process of a cluster of its own (the first job of a run there); the
     environment it looks in is part of the key, and an error is never kept."""
     return find_ncu(explicit)
 
@@ -125,13 +141,6 @@ def _ncu(explicit: str | None, environment: str | None, search_path: str | None)
 def _gpus() -> tuple[Gpu, ...]:
     """nvidia-smi's GPUs, once a worker process (they do not change while it lives)."""
     return list_gpus()
-
-
-def _find_ncu_early() -> None:
-    """While the local cluster starts: the lookups a job without --ncu makes, so it starts ncu at once."""
-    with contextlib.suppress(MemlensError):
-        _gpus()
-        _ncu(None, os.environ.get("MEMLENS_NCU"), os.environ.get("PATH"))
 
 
 def _read(files: ProfileFiles) -> dict[str, bytes]:

@@ -331,6 +331,14 @@ def test_a_wrong_selection_is_said_first_though_the_cluster_starts_meanwhile(fak
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_local_cluster_without_ncu_is_one_line_and_nothing_written(fakes, tmp_path, capsys, monkeypatch):
+    """`--cluster local` finds ncu in the client, once for its workers (a worker's own lookup took a second)."""
+    monkeypatch.setenv("MEMLENS_NCU", str(tmp_path / "no-ncu"))
+    assert profile_cli(tmp_path / "runs", "--cluster", "local") == 3
+    assert capsys.readouterr().err == f"memlens: error: ncu not found at {tmp_path / 'no-ncu'}\n"
+    assert not (tmp_path / "runs").exists()
+
+
 def test_memlens_imports_no_dask_without_cluster():
     code = ("import sys; from memlens.cli import main; from memlens.commands import profile; "
             "import memlens.collect.scheduler; print(any(m.split('.')[0] in ('dask', 'distributed') "
