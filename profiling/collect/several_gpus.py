@@ -102,7 +102,7 @@ def expected_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[di
 class Unit:
     """What the split hands a GPU whole: a family's selected variants at one value of its sweep (or at
     its one size), which share one set of inputs and reference, made once, on that GPU alone; or one
-    of those variants, where the family costs more than one GPU's share (see units)."""
+    variant of an unswept family that costs more than one GPU's share (see units)."""
 
     variants: tuple[Variant, ...]
     swept: tuple[str, int] | None = None  # (size name, value)
@@ -120,8 +120,8 @@ class Unit:
 def units(selection: Selection, costs: dict[str, float] | None = None, count: int = 1) -> list[Unit]:
     """The selection's cases as units, in suite order: each family's variants at each value of its sweep
     together (measured on two H200s: a family split over two GPUs made its inputs twice, 0.8 to 2.5 s
-    more). With `costs` (a case's) over `count` GPUs, a family that costs more than one GPU's share goes
-    out variant by variant instead, so that no GPU waits for one share holding it whole."""
+    more). With `costs` (a case's) over `count` GPUs, an unswept family that costs more than one GPU's
+    share goes out variant by variant instead, so that no GPU waits for one share holding it whole."""
     grouped: dict[tuple[str, tuple[str, int] | None], Unit] = {}
     for case in selection.cases():
         key = (case.variant.family.name, case.swept)
@@ -134,11 +134,17 @@ def units(selection: Selection, costs: dict[str, float] | None = None, count: in
         return found
     cost = unit_costs(found, costs)
     share = sum(cost.values()) / count
-    return [part for unit in found for part in (_apart(unit) if cost[unit.label] > share else [unit])]
+    return [part for unit in found for part in (_apart(unit) if _too_costly(unit, cost, share) else [unit])]
+
+
+def _too_costly(unit: Unit, cost: dict[str, float], share: float) -> bool:
+    """A family at its one size that costs more than one GPU's share (a swept family's values are its
+    units already: its program is given values for all of a share's variants of it, never one each)."""
+    return unit.swept is None and len(unit.variants) > 1 and cost[unit.label] > share
 
 
 def _apart(unit: Unit) -> list[Unit]:
-    return [Unit((variant,), unit.swept) for variant in unit.variants]
+    return [Unit((variant,)) for variant in unit.variants]
 
 
 def unit_costs(found: Sequence[Unit], costs: dict[str, float]) -> dict[str, float]:

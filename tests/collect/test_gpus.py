@@ -20,6 +20,7 @@ from memlens.cli import main
 from memlens.collect.gpus import Gpu, choose_gpus, parse_gpu_list, parse_gpus_option
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.run_dir import Machine
+from memlens.collect.scheduler import plan_jobs
 from memlens.collect.several_gpus import (
     CASE_SECONDS,
     COST_EQUAL,
@@ -407,6 +408,23 @@ def test_the_split_weighs_each_case_as_well_as_its_bytes_and_keeps_families_whol
     ]
     loads = [sum(unit_costs(share, costs).values()) for share in split(found, unit_costs(found, costs), 2)]
     assert max(loads) / min(loads) < 1.05, loads
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 8])
+def test_every_case_runs_once_whatever_the_number_of_gpus(count):
+    """What each job's program runs (its variants, at its sweep's values where its family is swept) is
+    the job's cases, and every case of the selection is in exactly one job."""
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
+    options = ProfileOptions(suite=str(kernels), sweeps=("transpose.rows=2048,4096,8192,16384",))
+    selection = select_variants(kernels, None, (), options.sweeps, False)
+    ran = []
+    for job in plan_jobs(options, selection, count):
+        values = {item.split(".")[0]: item.split("=")[1].split(",") for item in job.sweeps}
+        runs = [f"{label}@rows={value}" for label in job.labels for value in values.get(label.split("/")[0], [])]
+        runs += [label for label in job.labels if label.split("/")[0] not in values]
+        assert sorted(runs) == sorted(job.cases), job
+        ran += runs
+    assert sorted(ran) == sorted(case.label for case in selection.cases())
 
 
 def test_a_family_too_costly_for_one_gpus_share_goes_out_variant_by_variant():
