@@ -129,6 +129,7 @@ class SourceMap:
         found = _find(recorded, str(self.root))
         if found is None:
             return recorded, None, False
+        note_input(found)  # the file a line names: an input, though its text may come from the run's copy
         try:
             return str(found.relative_to(self.root)), found, False
         except ValueError:

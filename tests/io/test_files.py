@@ -26,6 +26,7 @@ from memlens.io import files as fileio
 from memlens.io.files import resolve_output, write_output
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
 PROBE_CSV = FIXTURES / "probe" / "probe.csv"
 FAILING_RULES = 'version = 1\n[[rule]]\nname = "never"\nselect = "*"\nmetric = "duration"\nmax = 1\n'
 PASSING_RULES = 'version = 1\n[[rule]]\nname = "always"\nselect = "*"\nmetric = "duration"\nmin = 0\n'
@@ -183,6 +184,19 @@ def test_a_report_never_replaces_a_source_it_quotes(capsys, quoted_source: tuple
     before = digest(source)
     one_line_exit_2(capsys, ["report", str(report), "--format", "md", "-o", str(source)],
                     "pmpp_app.cu: is an input of this command")  # fmt: skip
+    assert digest(source) == before
+
+
+def test_a_report_never_replaces_a_source_it_names_though_it_quotes_the_runs_copy(capsys, tmp_path, monkeypatch):
+    """A results.json keeps the text of the sources its lines name; the file on disk it names is still the
+    user's source: `-o` onto it replaced it with Markdown."""
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "kernels" / "matmul.py"  # named by the suite's results.json as /work/main/kernels/matmul.py
+    source.parent.mkdir()
+    shutil.copy(REPO / "kernels" / "matmul.py", source)
+    before = digest(source)
+    one_line_exit_2(capsys, ["report", str(H200 / "suite.results.json"), "--format", "md", "-o", str(source)],
+                    "matmul.py: is an input of this command")  # fmt: skip
     assert digest(source) == before
 
 
