@@ -58,7 +58,7 @@ def run_share(options: BenchOptions, labels: Sequence[str], run_id: str) -> Shar
     host, gpu = host_name() or "an unnamed host", None
     scratch = Path(tempfile.mkdtemp(prefix="memlens-bench-share-"))
     try:
-        gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), list_gpus())
+        gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), list_gpus(f"a cluster worker on {host}"))
         selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
         wanted = set(labels)
         share = [v for v in selection.variants if v.label in wanted]

@@ -47,6 +47,7 @@ from memlens.model.results import RunInfo, RunResults, VariantOutcome
 from memlens.model.run_layout import ProfileFiles, profile_files
 
 LOCAL = "local"
+ASKED_BY_LOCAL = "--cluster local"  # what names the error where this host's GPUs cannot be listed
 CONNECT_TIMEOUT_S = 20.0
 WORKERS_TIMEOUT_S = 60.0  # for a worker with a GPU to join
 STOP_GRACE_S = 30.0  # after Ctrl-C, for the running jobs to ship what they profiled
@@ -62,7 +63,7 @@ def profile_on_cluster(options: ProfileOptions, address: str, on_event=None) -> 
         selection = background.submit(select, options)
         ncu = background.submit(find_ncu, options.ncu_settings.path) if address == LOCAL else None
         try:
-            gpus = list_gpus() if address == LOCAL else None
+            gpus = list_gpus(ASKED_BY_LOCAL) if address == LOCAL else None
             with connect(address, gpus) as client:
                 same_host = SameHost(ncu.result(), gpus) if ncu is not None and gpus is not None else None
                 return profile_jobs(options, DaskBackend(client, same_host), on_event, selection.result())
@@ -95,7 +96,7 @@ def connect(address: str, gpus: Sequence[Gpu] | None = None) -> Iterator[Any]:
     distributed = _distributed()
     with contextlib.ExitStack() as stack:
         if address == LOCAL:
-            cluster = stack.enter_context(local_cluster(list_gpus() if gpus is None else gpus))
+            cluster = stack.enter_context(local_cluster(list_gpus(ASKED_BY_LOCAL) if gpus is None else gpus))
             address = cluster.scheduler_address
         elif "://" not in address and ":" not in address:
             raise ConfigError(f"--cluster {address!r}: expected a scheduler address (tcp://HOST:8786) or 'local'")

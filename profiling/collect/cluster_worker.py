@@ -140,7 +140,7 @@ def _ncu(explicit: str | None, environment: str | None, search_path: str | None)
 @functools.lru_cache(maxsize=1)
 def _gpus() -> tuple[Gpu, ...]:
     """nvidia-smi's GPUs, once a worker process (they do not change while it lives)."""
-    return list_gpus()
+    return list_gpus(f"a cluster worker on {host_name()}")
 
 
 def _read(files: ProfileFiles) -> dict[str, bytes]:

@@ -53,15 +53,17 @@ def parse_gpu_list(text: str) -> tuple[Gpu, ...]:
     return tuple(gpus)
 
 
-def list_gpus() -> tuple[Gpu, ...]:
-    """This host's GPUs; ProfilerError (exit 3) where nvidia-smi cannot list them."""
+def list_gpus(asked_by: str = "--gpus") -> tuple[Gpu, ...]:
+    """This host's GPUs; ProfilerError (exit 3) where nvidia-smi cannot list them, its message starting
+    with what asked (an option, or a cluster worker)."""
     try:
         done = run_command(SMI_QUERY, timeout=SMI_TIMEOUT_S)
     except CommandFailed as exc:
-        raise ProfilerError(f"--gpus: cannot list this machine's GPUs ({exc})") from None
+        raise ProfilerError(f"{asked_by}: cannot list this machine's GPUs ({exc})") from None
     gpus = parse_gpu_list(done.stdout) if done.ok else ()
     if not gpus:
-        raise ProfilerError(f"--gpus: nvidia-smi lists no GPU ({done.failure() if not done.ok else 'no output'})")
+        why = done.failure() if not done.ok else "no output"
+        raise ProfilerError(f"{asked_by}: nvidia-smi lists no GPU ({why})")
     return gpus
 
 

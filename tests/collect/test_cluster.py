@@ -339,6 +339,16 @@ def test_a_local_cluster_without_ncu_is_one_line_and_nothing_written(fakes, tmp_
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_local_cluster_without_gpus_names_its_option(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi
+    assert profile_cli(tmp_path / "runs", "--cluster", "local") == 3
+    err = capsys.readouterr().err
+    assert err.startswith("memlens: error: --cluster local: cannot list this machine's GPUs (cannot start nvidia-smi")
+    assert main(["bench", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--cluster", "local"]) == 3
+    assert capsys.readouterr().err.startswith("memlens: error: --cluster local: cannot list this machine's GPUs")
+    assert not (tmp_path / "runs").exists()
+
+
 def test_memlens_imports_no_dask_without_cluster():
     code = ("import sys; from memlens.cli import main; from memlens.commands import profile; "
             "import memlens.collect.scheduler; print(any(m.split('.')[0] in ('dask', 'distributed') "
