@@ -191,7 +191,7 @@ def test_a_report_never_replaces_a_source_it_names_though_it_quotes_the_runs_cop
     """A results.json keeps the text of the sources its lines name; the file on disk it names is still the
     user's source: `-o` onto it replaced it with Markdown."""
     monkeypatch.chdir(tmp_path)
-    source = tmp_path / "kernels" / "matmul.py"  # named by the suite's results.json as /work/main/kernels/matmul.py
+    source = tmp_path / "kernels" / "matmul.py"  # the suite's results.json names kernels/matmul.py (absolute)
     source.parent.mkdir()
     shutil.copy(REPO / "kernels" / "matmul.py", source)
     before = digest(source)
