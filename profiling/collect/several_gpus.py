@@ -10,8 +10,9 @@ The split hands out units: a family's variants at one value of its sweep, or at 
 share one set of inputs and reference, made on that GPU alone; each GPU's program gets only its
 values), or one variant of a family too costly for one GPU's share. It balances expected cost, from
 one source for every case (a variant at one value; simple on purpose):
-1. the seconds each case took under ncu in the previous run (`<out>/latest`, its events files),
-   where that run measured every selected case;
+1. the seconds each case took under ncu in the previous run (`<out>/latest`, its events files); a
+   case it did not measure is estimated as below, scaled by what the measured ones took against
+   their estimates;
 2. else, where every selected family declares `min_bytes`, a fixed cost a case (CASE_SECONDS) and
    a cost a byte its family must move at its sizes (SECONDS_PER_BYTE): ncu's replay passes cost
    about the same for a small kernel, and it saves and restores what a kernel writes for each;
@@ -40,6 +41,7 @@ from memlens.model.run_layout import LATEST
 from memlens.suite import Case, Selection, Variant
 
 COST_PREVIOUS, COST_MIN_BYTES, COST_EQUAL = "previous run", "min_bytes", "equal"
+COST_PART_PREVIOUS = "previous run, the rest estimated"
 # A case's expected seconds under ncu from its family's bytes (no previous run to learn from), fitted to
 # each case's seconds in issue 37's transpose sweep on one H200 (tests/benchmarks/RESULTS.md): within
 # 0.7 s a family at one value, but for compute-bound kernels (the naive 2048^3 matmul: 2.4 s, not 0.3),
@@ -77,9 +79,20 @@ def case_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[dict[s
     """Each case's expected cost (a case: a variant, or a swept variant at one value), and which source
     gave them (see the module's notes)."""
     cases = selection.cases()
+    estimated, source = _estimates(selection, small)
     measured = previous_seconds(out_dir)
-    if all(case.label in measured for case in cases):
+    known = [case.label for case in cases if case.label in measured]
+    if not known:
+        return estimated, source
+    if len(known) == len(cases):
         return {case.label: measured[case.label] for case in cases}, COST_PREVIOUS
+    # the cases the previous run did not measure: estimated, in the measured cases' scale
+    scale = sum(measured[label] for label in known) / sum(estimated[label] for label in known) or 1.0
+    return {case.label: measured.get(case.label, estimated[case.label] * scale) for case in cases}, COST_PART_PREVIOUS
+
+
+def _estimates(selection: Selection, small: bool) -> tuple[dict[str, float], str]:
+    cases = selection.cases()
     if all(case.variant.family.min_bytes is not None for case in cases):
         return {
             case.label: CASE_SECONDS

@@ -25,6 +25,7 @@ from memlens.collect.several_gpus import (
     CASE_SECONDS,
     COST_EQUAL,
     COST_MIN_BYTES,
+    COST_PART_PREVIOUS,
     COST_PREVIOUS,
     SECONDS_PER_BYTE,
     Part,
@@ -207,8 +208,10 @@ def test_costs_come_from_the_previous_run_else_min_bytes_else_equal(tmp_path):
     (previous / "events.gpu1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines[6:]))
     costs, source = expected_costs(selection, False, tmp_path / "runs")
     assert source == COST_PREVIOUS and costs == dict(zip(LABELS, [1.0, 2.0, 3.0, 4.0, 5.0], strict=True))
-    (previous / "events.gpu1.jsonl").unlink()  # the previous run lacks some: the next source
-    assert expected_costs(selection, False, tmp_path / "runs")[1] == COST_EQUAL
+    (previous / "events.gpu1.jsonl").unlink()  # the previous run lacks some: estimated in its scale
+    costs, source = expected_costs(selection, False, tmp_path / "runs")
+    assert source == COST_PART_PREVIOUS  # 1, 2 and 3 s measured against 1 each estimated: the rest 2 s each
+    assert costs == dict(zip(LABELS, [1.0, 2.0, 3.0, 2.0, 2.0], strict=True))
 
 
 def test_costs_from_min_bytes_where_every_family_declares_it():
@@ -435,6 +438,28 @@ def test_a_family_too_costly_for_one_gpus_share_goes_out_variant_by_variant():
     apart = units(selection, costs, 2)
     assert [unit.label for unit in apart] == [variant.label for variant in selection.variants]
     assert [len(share) for share in split(apart, unit_costs(apart, costs), 2)] == [4, 3]
+
+
+def test_a_value_added_to_a_sweep_is_estimated_in_the_previous_runs_scale(tmp_path):
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
+    selection = select_variants(kernels, "transpose/conflict|running_mean/local", (), ("transpose.rows=2048,4096",))
+    estimated, source = case_costs(selection, False, tmp_path / "runs")
+    assert source == COST_MIN_BYTES
+    previous = tmp_path / "runs" / "20260101-000000-1"
+    previous.mkdir(parents=True)
+    (tmp_path / "runs" / "latest").symlink_to(previous.name)
+    seconds = {"transpose/conflict@rows=2048": 0.54, "running_mean/local": 0.36}  # rows=4096 is new
+    events = [e for index, (label, took) in enumerate(seconds.items())
+              for e in ({"event": "start", "variant": label, "time": 10.0 * index},
+                        {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took})]  # fmt: skip
+    (previous / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    costs, source = case_costs(selection, False, tmp_path / "runs")
+    assert source == COST_PART_PREVIOUS
+    scale = 0.9 / (estimated["transpose/conflict@rows=2048"] + estimated["running_mean/local"])
+    assert costs["transpose/conflict@rows=2048"] == pytest.approx(0.54) and costs[
+        "running_mean/local"
+    ] == pytest.approx(0.36)
+    assert costs["transpose/conflict@rows=4096"] == pytest.approx(estimated["transpose/conflict@rows=4096"] * scale)
 
 
 def test_a_swept_variant_costs_the_seconds_of_all_its_values_in_the_previous_run(tmp_path):
