@@ -25,7 +25,7 @@ from memlens.bench.cluster_worker import ShareShipped, run_share, stop_event_nam
 from memlens.bench.gpus import Part, failed_share, merge_parts, shares_of
 from memlens.bench.results import BenchFailure, BenchResults, load_bench
 from memlens.bench.timing import BenchOptions, check_options
-from memlens.collect.cluster import _distributed, connect, gpu_slots
+from memlens.collect.cluster import connect, elsewhere, gpu_slots, stop_tasks, what_happened
 from memlens.collect.run_dir import new_run_dir, now
 from memlens.errors import OutputError
 from memlens.io.files import write_new_bytes
@@ -95,11 +95,10 @@ def _run(client: Any, options: BenchOptions, shares: list[_Share], run_dir: Path
 
 
 def _submit(client: Any, options: BenchOptions, run_id: str, share: _Share, avoid: str | None = None) -> Any:
-    others = [w for w in client.scheduler_info(n_workers=-1)["workers"] if w != avoid]
-    where = {"workers": others, "allow_other_workers": True} if avoid and others else {}
     key = f"memlens-bench-{run_id}-job{share.number}-try{share.attempt}"
     labels = [v.label for v in share.variants]
-    return client.submit(run_share, options, labels, run_id, key=key, resources={"GPU": 1}, pure=False, **where)
+    return client.submit(run_share, options, labels, run_id, key=key, resources={"GPU": 1}, pure=False,
+                         **elsewhere(client, avoid))  # fmt: skip
 
 
 def _take(client: Any, future: Any, share: _Share, pending: dict, parts: dict, options: BenchOptions,
@@ -111,11 +110,8 @@ def _take(client: Any, future: Any, share: _Share, pending: dict, parts: dict, o
     if future.status != "error":  # cancelled or lost: the scheduler went away
         share.history.append(f"attempt {share.attempt + 1}: the scheduler went away")
     else:
-        exc = future.exception()
-        killed = isinstance(exc, _distributed().KilledWorker)
-        worker = getattr(getattr(exc, "last_worker", None), "address", None) if killed else None
-        share.history.append(f"attempt {share.attempt + 1}: " + (f"its worker {worker} died while running it"
-                             if killed else f"{type(exc).__name__}: {exc}"))  # fmt: skip
+        killed, worker, what = what_happened(future.exception())
+        share.history.append(f"attempt {share.attempt + 1}: {what}")
         if killed and share.attempt == 0:
             share.attempt = 1
             pending[_submit(client, options, run_id, share, avoid=worker)] = share
@@ -144,13 +140,6 @@ def _write_new(path: Path, text: str) -> None:
 
 def _stop(client: Any, run_id: str, pending: Collection[Any]) -> None:
     """Ctrl-C: end the running children (within STOP_GRACE_S), cancel every share not back."""
-    distributed = _distributed()
     with hold_interrupts(), contextlib.suppress(Exception):
-        distributed.Event(stop_event_name(run_id), client=client).set()
-        deadline = time.monotonic() + STOP_GRACE_S
-        started = {key for keys in client.processing().values() for key in keys}
-        running = [f for f in pending if f.key in started]
-        client.cancel([f for f in pending if f.key not in started], force=True)
-        while time.monotonic() < deadline and not all(f.done() for f in running):
-            time.sleep(POLL_S)
+        stop_tasks(client, stop_event_name(run_id), pending, STOP_GRACE_S)
         client.cancel(list(pending), force=True)

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,17 +201,14 @@ class DaskBackend:
     def _submit(self, run_id: str, context: RunContext, attempt: _Attempt, avoid: str | None = None) -> Any:
         from memlens.collect.cluster_worker import run_remote
 
-        others = [w for w in self.client.scheduler_info(n_workers=-1)["workers"] if w != avoid]
-        where = {"workers": others, "allow_other_workers": True} if avoid and others else {}
         key = f"memlens-{run_id}-job{attempt.job.number}-try{attempt.number}"
         return self.client.submit(run_remote, context.options, attempt.job, run_id, context.started,
                                   str(context.run_dir), self.same_host, key=key, resources={"GPU": 1}, pure=False,
-                                  **where)  # fmt: skip
+                                  **elsewhere(self.client, avoid))  # fmt: skip
 
     def _take(self, future: Any, attempt: _Attempt, pending: dict, parts: dict, run_id: str,
               context: RunContext) -> None:  # fmt: skip
         """A job that came back: its files written and its part kept; a dead worker's job retried once."""
-        distributed = _distributed()
         job = attempt.job
         if future.status == "finished":
             shipped = future.result()
@@ -222,11 +219,8 @@ class DaskBackend:
                 results = _failed(job, shipped.error[1] if shipped.error else "no results")
             parts[job.number] = Part(shipped.where.gpu, results, shipped.raised(), shipped.where.host)
             return
-        exc = future.exception()
-        killed = isinstance(exc, distributed.KilledWorker)
-        worker = getattr(getattr(exc, "last_worker", None), "address", None) if killed else None
-        attempt.history.append(f"attempt {attempt.number + 1}: " + (f"its worker {worker} died while running it"
-                               if killed else f"{type(exc).__name__}: {exc}"))  # fmt: skip
+        killed, worker, what = what_happened(future.exception())
+        attempt.history.append(f"attempt {attempt.number + 1}: {what}")
         if killed and attempt.number == 0:
             retry = _Attempt(job, 1, attempt.history)
             pending[self._submit(run_id, context, retry, avoid=worker)] = retry
@@ -240,15 +234,8 @@ class DaskBackend:
         """Ctrl-C: stop the running jobs, keep what they ship within STOP_GRACE_S, cancel the rest."""
         from memlens.io.processes import hold_interrupts
 
-        distributed = _distributed()
         with hold_interrupts(), contextlib.suppress(Exception):
-            distributed.Event(f"memlens-stop-{run_id}", client=self.client).set()
-            started = {key for keys in self.client.processing().values() for key in keys}
-            running = [f for f in pending if f.key in started]
-            self.client.cancel([f for f in pending if f.key not in started], force=True)
-            deadline = time.monotonic() + STOP_GRACE_S
-            while time.monotonic() < deadline and not all(f.done() for f in running):
-                time.sleep(POLL_S)
+            running = stop_tasks(self.client, f"memlens-stop-{run_id}", pending, STOP_GRACE_S)
             for future in [f for f in running if f.status == "finished"]:
                 self._take(future, pending.pop(future), {}, parts, run_id, context)
             self.client.cancel(list(pending), force=True)
@@ -257,6 +244,38 @@ class DaskBackend:
     def _with_unfinished(parts: dict, pending: dict, why: str) -> list[Part]:
         unfinished = [Part(None, _failed(a.job, f"not run: {why}", "not_run"), None) for a in pending.values()]
         return [*parts.values(), *unfinished]
+
+
+# --- what both backends on Dask do (profile's here, bench's in bench/cluster.py) ---------------------
+
+
+def elsewhere(client: Any, avoid: str | None) -> dict[str, Any]:
+    """client.submit's placement for a task retried after its worker `avoid` died: any other worker
+    (any at all where there is none)."""
+    others = [w for w in client.scheduler_info(n_workers=-1)["workers"] if w != avoid]
+    return {"workers": others, "allow_other_workers": True} if avoid and others else {}
+
+
+def what_happened(exc: BaseException | None) -> tuple[bool, str | None, str]:
+    """Of a failed task: whether its worker died, that worker's address (where Dask knows it), and what
+    happened, in words."""
+    if isinstance(exc, _distributed().KilledWorker):
+        worker = getattr(getattr(exc, "last_worker", None), "address", None)
+        return True, worker, f"its worker {worker} died while running it"
+    return False, None, f"{type(exc).__name__}: {exc}"
+
+
+def stop_tasks(client: Any, event: str, pending: Collection[Any], grace: float) -> list[Any]:
+    """Ctrl-C: set the run's stop event `event` (its workers end their children), cancel the tasks not
+    started, and wait up to `grace` seconds for the running ones; those back."""
+    _distributed().Event(event, client=client).set()
+    started = {key for keys in client.processing().values() for key in keys}
+    running = [f for f in pending if f.key in started]
+    client.cancel([f for f in pending if f.key not in started], force=True)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and not all(f.done() for f in running):
+        time.sleep(POLL_S)
+    return running
 
 
 def _write(files: ProfileFiles, shipped: dict[str, bytes]) -> None:
