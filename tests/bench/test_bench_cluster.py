@@ -22,7 +22,7 @@ from memlens.bench.cluster import STOP_GRACE_S
 from memlens.cli import main
 from memlens.collect.gpus import Gpu
 from tests.collect.test_cluster import H200, MIXED, fake_smi
-from tests.support.dask_cluster import external_cluster
+from tests.support.dask_cluster import external_cluster, scheduler_killed_once
 from tests.support.fake import CPU_SUITE, MARKER, REPO, marked_processes
 from tests.support.fake_bench import fake_bench_env
 
@@ -253,18 +253,11 @@ def test_the_scheduler_gone_keeps_what_finished(tmp_path, monkeypatch, capsys):
     workers = [{"CUDA_VISIBLE_DEVICES": gpu.uuid, "FAKE_BENCH_SLEEP": sleep}
                for gpu, sleep in zip(H200, ("0", "60"), strict=True)]  # GPU 1's share hangs  # fmt: skip
     try:
-        with external_cluster(tmp_path, env, workers) as (address, processes):  # both workers in: 2 shares
-
-            def kill_scheduler_once_a_share_is_back() -> None:
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline and not list(out.glob("*/bench.job*.json")):
-                    time.sleep(0.1)
-                processes[0].kill()
-
-            killer = threading.Thread(target=kill_scheduler_once_a_share_is_back, daemon=True)
-            killer.start()
+        with (
+            external_cluster(tmp_path, env, workers) as (address, processes),  # both workers in: 2 shares
+            scheduler_killed_once(processes[0], out, "*/bench.job*.json"),
+        ):
             assert bench_cli(out, "--cluster", address) == 3
-            killer.join()
     finally:
         for pid in marked_processes(tag):  # the hung share's bench child, should its worker have left it
             with contextlib.suppress(ProcessLookupError):

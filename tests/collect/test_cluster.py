@@ -23,7 +23,7 @@ from memlens.collect.gpus import Gpu
 from memlens.collect.scheduler import Where
 from memlens.errors import ConfigError, ProfilerError
 from tests.conftest import FIXTURES
-from tests.support.dask_cluster import external_cluster
+from tests.support.dask_cluster import external_cluster, scheduler_killed_once
 from tests.support.fake import CPU_SUITE, MARKER, REPO, fake_ncu_env, install_fake_ncu, marked_processes
 
 pytest.importorskip("distributed")
@@ -202,18 +202,11 @@ def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatc
     out = tmp_path / "runs"
     workers = [{"CUDA_VISIBLE_DEVICES": gpu.uuid, "MEMLENS_TEST_SLEEP": sleep}
                for gpu, sleep in zip(H200, ("0", "60"), strict=True)]  # GPU 1's job hangs  # fmt: skip
-    with external_cluster(tmp_path, env, workers) as (address, processes):  # both workers in: 2 jobs
-
-        def kill_scheduler_once_a_job_is_back() -> None:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not list(out.glob("*/profile.job*.ncu-rep")):
-                time.sleep(0.1)
-            processes[0].kill()
-
-        killer = threading.Thread(target=kill_scheduler_once_a_job_is_back, daemon=True)
-        killer.start()
+    with (
+        external_cluster(tmp_path, env, workers) as (address, processes),  # both workers in: 2 jobs
+        scheduler_killed_once(processes[0], out, "*/profile.job*.ncu-rep"),
+    ):
         assert profile_cli(out, "--cluster", address) == 3
-        killer.join()
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("memlens: error: the scheduler went away: 1 of 2 jobs finished; partial results in ")
     data = results(out)

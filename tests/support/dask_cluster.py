@@ -7,6 +7,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -43,3 +44,22 @@ def external_cluster(
     finally:
         for process in processes:
             process.kill()
+
+
+@contextlib.contextmanager
+def scheduler_killed_once(scheduler: subprocess.Popen, folder: Path, pattern: str) -> Iterator[None]:
+    """While the block runs, a thread kills `scheduler` once a file matching `pattern` is under `folder`
+    (a job or share back), or after 60 s."""
+
+    def kill_once_one_is_back() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(folder.glob(pattern)):
+            time.sleep(0.1)
+        scheduler.kill()
+
+    killer = threading.Thread(target=kill_once_one_is_back, daemon=True)
+    killer.start()
+    try:
+        yield
+    finally:
+        killer.join()
