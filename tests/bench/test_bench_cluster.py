@@ -23,7 +23,7 @@ from memlens.cli import main
 from memlens.collect.gpus import Gpu
 from tests.collect.test_cluster import H200, MIXED, fake_smi
 from tests.support.dask_cluster import external_cluster, scheduler_killed_once
-from tests.support.fake import CPU_SUITE, MARKER, REPO, marked_processes
+from tests.support.fake import CPU_SUITE, MARKER, REPO, interrupt_when, marked_processes
 from tests.support.fake_bench import fake_bench_env
 
 pytest.importorskip("distributed")
@@ -208,28 +208,15 @@ def test_ctrl_c_ends_every_child_and_writes_no_bench_json(tmp_path):
            "FAKE_BENCH_SLEEP": "60", "TMPDIR": str(scratch)}  # fmt: skip
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "memlens", "bench", str(CPU_SUITE), "--out", str(runs), "--cluster", "local"]
-    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None and len(children(record)) < 2:
-            time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
-        interrupted = time.monotonic()
-        _, err = process.communicate(timeout=30)
-        took = time.monotonic() - interrupted
-    finally:
-        process.kill()
-        for pid in marked_processes(tag):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    assert process.returncode == 3 and "Traceback" not in err, err
+    done = interrupt_when(argv, tmp_path, env, lambda: len(children(record)) >= 2)
+    err, took = done.err, done.seconds
+    assert done.returncode == 3 and "Traceback" not in err, err
     assert took < STOP_GRACE_S  # the stop event ended the children: no share was waited for to the end
     run = only_run(runs)
     assert err.splitlines()[-1] == (f"memlens: interrupted 0 of 2 shares had finished (their bench.job files are in "
                                     f"{run}); no bench.json written")  # fmt: skip
     assert list(run.iterdir()) == []
-    assert not marked_processes(tag) and not list(scratch.glob("memlens-bench-share-*"))  # no child, no scratch
+    assert done.left == [] and not list(scratch.glob("memlens-bench-share-*"))  # no child, no scratch
 
 
 def test_an_earlier_bench_clusters_files_are_never_written_over(tmp_path, capsys, monkeypatch):

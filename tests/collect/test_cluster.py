@@ -24,7 +24,7 @@ from memlens.collect.scheduler import Where
 from memlens.errors import ConfigError, ProfilerError
 from tests.conftest import FIXTURES
 from tests.support.dask_cluster import external_cluster, scheduler_killed_once
-from tests.support.fake import CPU_SUITE, MARKER, REPO, fake_ncu_env, install_fake_ncu, marked_processes
+from tests.support.fake import CPU_SUITE, MARKER, REPO, fake_ncu_env, install_fake_ncu, interrupt_when, marked_processes
 
 pytest.importorskip("distributed")
 
@@ -238,23 +238,14 @@ def test_ctrl_c_stops_the_jobs_and_keeps_what_they_did(tmp_path):
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "memlens", "profile", str(CPU_SUITE), "--out", str(runs), "--cluster", "local",
             "--clock-control", "none"]  # fmt: skip
-    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            started = [p for p in scratch.glob("memlens-job*/events.job*.jsonl") if '"start"' in _text(p)]
-            if len(ncu_runs(record)) == 2 and len(started) >= 2:
-                break
-            time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=20)
-    finally:
-        process.kill()
-        for pid in marked_processes(tag):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    assert process.returncode == 3 and "Traceback" not in err, err
+
+    def both_started() -> bool:
+        started = [p for p in scratch.glob("memlens-job*/events.job*.jsonl") if '"start"' in _text(p)]
+        return len(ncu_runs(record)) == 2 and len(started) >= 2
+
+    done = interrupt_when(argv, tmp_path, env, both_started, wait=20)
+    err = done.err
+    assert done.returncode == 3 and "Traceback" not in err, err
     assert err.splitlines()[-1] == ("memlens: interrupted 0 of 2 jobs finished, 2 stopped with what they had profiled; "
                                     f"partial results in {(runs / 'latest').resolve()}")  # fmt: skip
     data = json.loads((runs / "latest" / "results.json").read_text())
@@ -266,7 +257,7 @@ def test_ctrl_c_stops_the_jobs_and_keeps_what_they_did(tmp_path):
     run = (runs / "latest").resolve()
     assert {p.name for p in run.glob("ncu.job*.log")} == {"ncu.job0.log", "ncu.job1.log"}  # each job's, shipped
     assert {p.name for p in run.glob("profile.job*.ncu-rep")} == {"profile.job0.ncu-rep", "profile.job1.ncu-rep"}
-    assert not marked_processes(tag) and not list(scratch.glob("memlens-job*"))  # no ncu or program left, no scratch
+    assert done.left == [] and not list(scratch.glob("memlens-job*"))  # no ncu or program left, no scratch
 
 
 def _text(path: Path) -> str:

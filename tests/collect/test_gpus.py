@@ -8,9 +8,7 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -335,7 +333,7 @@ esac
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
-    from tests.support.fake import MARKER, fake_ncu_env, marked_processes
+    from tests.support.fake import MARKER, fake_ncu_env, interrupt_when
 
     tag = uuid.uuid4().hex
     env = fake_ncu_env(tmp_path / "bin", MEMLENS_TEST_SLEEP="60", **{MARKER: tag})
@@ -344,30 +342,21 @@ def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "memlens", "profile", str(CPU_SUITE), "--out", str(runs), "--gpus", "all",
             "--clock-control", "none"]  # fmt: skip
-    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            started = [p for p in runs.glob("*/events.gpu*.jsonl") if '"start"' in p.read_text()]
-            if len(started) == 2:
-                break
-            time.sleep(0.1)
-        process.send_signal(signum)
-        _, err = process.communicate(timeout=30)
-    finally:
-        process.kill()
-    assert process.returncode == 3 and "Traceback" not in err
-    assert err.splitlines()[-1].startswith("memlens: interrupted GPU 0 (NVIDIA H200): while transpose/swizzled was")
+
+    def both_started() -> bool:
+        return len([p for p in runs.glob("*/events.gpu*.jsonl") if '"start"' in p.read_text()]) == 2
+
+    done = interrupt_when(argv, tmp_path, env, both_started, signum)
+    assert done.returncode == 3 and "Traceback" not in done.err
+    assert done.err.splitlines()[-1].startswith(
+        "memlens: interrupted GPU 0 (NVIDIA H200): while transpose/swizzled was"
+    )
     data = json.loads((runs / "latest" / "results.json").read_text())
     assert data["complete"] is False
     assert [(o["variant"], o["status"], o["gpu_index"]) for o in data["outcomes"]] == [
         ("conflict", "failed", 1), ("padded", "not_run", 1), ("swizzled", "failed", 0), ("register", "not_run", 0),
         ("local", "not_run", 0)]  # fmt: skip
-    deadline = time.monotonic() + 5
-    while marked_processes(tag) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert marked_processes(tag) == []  # no ncu and no program left running on any GPU
+    assert done.left == []  # no ncu and no program left running on any GPU
 
 
 @pytest.mark.parametrize(("extra", "message"), [(["--repeats", "5"], "--repeats 5: at least 20 launches make a median"),

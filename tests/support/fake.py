@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import stat
+import subprocess
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 SUPPORT = Path(__file__).resolve().parent
@@ -69,3 +75,42 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat_line[stat_line.rfind(")") + 2 :].split()[:1] != ["Z"]
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """How a command ended after a signal: its exit code, its stderr, the seconds from the signal to its
+    exit, and the processes of its run (those carrying MARKER) still alive 5 s after it (killed since)."""
+
+    returncode: int
+    err: str
+    seconds: float
+    left: list[int]
+
+
+def interrupt_when(argv: list[str], cwd: Path, env: dict[str, str], ready: Callable[[], bool],
+                   signum: int = signal.SIGINT, wait: float = 30.0) -> Interrupted:  # fmt: skip
+    """Run `argv` as from a terminal (SIGINT at its default action), send it `signum` once `ready()` (or
+    after 60 s, or once it exited), and wait up to `wait` s for it to end. It is killed whatever happens,
+    and so is anything of its run left behind, once counted."""
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    left: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None and not ready():
+            time.sleep(0.1)
+        process.send_signal(signum)
+        signalled = time.monotonic()
+        _, err = process.communicate(timeout=wait)
+        seconds = time.monotonic() - signalled
+    finally:
+        process.kill()
+        if MARKER in env:
+            deadline = time.monotonic() + 5
+            while (left := marked_processes(env[MARKER])) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    return Interrupted(process.returncode, err, seconds, left)
