@@ -130,6 +130,8 @@ def gpu_slots(client: Any) -> int:
 def local_cluster(gpus: Sequence[Gpu]) -> Iterator[Any]:
     """A Dask cluster of this host: the scheduler in this process, one worker process per GPU."""
     distributed = _distributed()
+    import dask  # with distributed
+
     workers = {
         f"gpu{gpu.index}": {
             "cls": distributed.Nanny,
@@ -141,7 +143,11 @@ def local_cluster(gpus: Sequence[Gpu]) -> Iterator[Any]:
     }  # fmt: skip
     scheduler = {"cls": distributed.Scheduler,
                  "options": {"dashboard": False, "dashboard_address": ":0", "allowed_failures": 0}}  # fmt: skip
-    cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
+    # no GPU panel for a dashboard nobody opens, and none of the one-thread settings a Nanny gives its worker
+    # (OMP_NUM_THREADS=1, ...): each job's program runs in the environment a local run gives it
+    quiet = {"distributed.diagnostics.nvml": False, "distributed.nanny.pre-spawn-environ": {}}
+    with dask.config.set(quiet):
+        cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
     try:
         yield cluster
     finally:

@@ -71,7 +71,8 @@ def ncu_runs(record: Path) -> list[dict]:
     return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
 
 
-def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(fakes, tmp_path):
+def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(fakes, tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     sweep = ("--sweep", "transpose.m=8,16")
     assert profile_cli(tmp_path / "local", "--gpus", "all", *sweep) == 3  # the probe holds no swept kernel
     assert profile_cli(tmp_path / "cluster", "--cluster", "local", *sweep) == 3
@@ -86,6 +87,8 @@ def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(f
     assert (first["driver_version"], first["ncu_version"]) == ("580.159.04", "2025.3.1.0")
     assert first["host"] == local["outcomes"][0]["host"] and first["host"]
     assert sorted(r["CUDA_VISIBLE_DEVICES"] for r in ncu_runs(fakes)) == sorted(2 * [g.uuid for g in H200])
+    # the environment a local run gives its program: not the one thread a Dask worker sets for itself
+    assert [r["OMP_NUM_THREADS"] for r in ncu_runs(fakes)] == [None] * 4
     run = (tmp_path / "cluster" / "latest").resolve()
     assert sorted(p.name for p in run.iterdir()) == [
         "events.job0.jsonl", "events.job1.jsonl", "ncu-command.job0.txt", "ncu-command.job1.txt",

@@ -6,8 +6,8 @@ FAKE_NCU_VERSION_TEXT, FAKE_NCU_REPORT (a recorded .ncu-rep to copy), FAKE_NCU_L
 log), FAKE_NCU_STDOUT (recorded text to print), FAKE_NCU_EXIT (exit code), FAKE_NCU_MODE:
 normal; hang (sleep before starting the app); stubborn (ignore SIGINT, as a wedged ncu might, run
 the app, which inherits that, then hang: only SIGKILL ends them); no-app (never start the app).
-FAKE_NCU_RECORD=FILE appends one JSON line per run: its argv and the CUDA_VISIBLE_DEVICES and TMPDIR
-it was given, and its pid and parent's. FAKE_NCU_APP_EXIT=1: where the app fails, log ncu's
+FAKE_NCU_RECORD=FILE appends one JSON line per run: its argv and the CUDA_VISIBLE_DEVICES, TMPDIR and
+OMP_NUM_THREADS it was given, and its pid and parent's. FAKE_NCU_APP_EXIT=1: where the app fails, log ncu's
 "The application returned an error code (N)." and exit with N, as ncu does. FAKE_NCU_LINGER=SECONDS:
 stay that long after writing the report (ncu writes it as it goes, then still runs). On SIGINT it
 stops, writes its report and log and exits with code 130, without a traceback.
@@ -67,7 +67,7 @@ def main() -> int:
     record = os.environ.get("FAKE_NCU_RECORD")
     if record:
         with open(record, "a", encoding="utf-8") as handle:
-            seen = {key: os.environ.get(key) for key in ("CUDA_VISIBLE_DEVICES", "TMPDIR")}
+            seen = {key: os.environ.get(key) for key in ("CUDA_VISIBLE_DEVICES", "TMPDIR", "OMP_NUM_THREADS")}
             handle.write(json.dumps({"argv": argv, **seen, "pid": os.getpid(), "ppid": os.getppid()}) + "\n")
     mode = os.environ.get("FAKE_NCU_MODE", "normal")
     if mode == "stubborn":
