@@ -3,11 +3,14 @@
 on one GPU, with `--gpus all` and with `--cluster local`: wall time of each, and whether the deterministic
 counters (exact excess wavefronts, local-memory instructions) of every case are the same in all three.
 
-    python tests/benchmarks/sweep_backends.py OUT.json [--rounds 2] [--steps one,gpus,cluster]
+    python tests/benchmarks/sweep_backends.py OUT.json [--rounds 2] [--steps one,gpus,cluster] [--again]
+        [--sweep ITEM ...]
 
 Each step is a `python -m memlens profile ... --clock-control none` subprocess into a folder of its own;
 the first round warms the kernel caches. Target (issue 37): two GPUs at most 0.6x one GPU's time through
-either backend. Not pass/fail: prints the table and writes it as JSON.
+either backend. Not pass/fail: prints the table and writes it as JSON. With --again, one more round of
+each step into the folder of its last round (`<step>+again`): the split of several GPUs then balances on
+that run's measured seconds, as a sweep repeated into the same --out does.
 
 Where the time goes, for each ncu run of a step (from the program's event times and the run directory's
 files): `start` from memlens's start to the profiled program's plan (memlens, ncu and the program
@@ -35,9 +38,9 @@ STEPS = {"one": [], "gpus": ["--gpus", "all"], "cluster": ["--cluster", "local"]
 KEYS = ("exact_excess_wavefronts_ld", "exact_excess_wavefronts_st", "local_ld_instructions", "local_st_instructions")
 
 
-def run(step: str, out: Path) -> tuple[float, dict]:
+def run(step: str, out: Path, sweep: list[str]) -> tuple[float, dict]:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    argv = [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), *SWEEP, "--out", str(out),
+    argv = [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), *sweep, "--out", str(out),
             "--clock-control", "none", *STEPS[step]]  # fmt: skip
     started, wall = time.monotonic(), time.time()
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1200)
@@ -75,19 +78,27 @@ def main() -> int:
     parser.add_argument("--steps", default="one,gpus,cluster")
     parser.add_argument("--keep-events", type=Path, metavar="DIR",
                         help="keep each step's events files (its cases' times) in DIR/<step><round>")  # fmt: skip
+    parser.add_argument("--again", action="store_true", help="a last round into each step's previous folder")
+    parser.add_argument("--sweep", action="append", metavar="ITEM",
+                        help=f"memlens profile's --sweep items instead of {SWEEP[1]}")  # fmt: skip
     args = parser.parse_args()
     steps = args.steps.split(",")
+    sweep = [arg for item in args.sweep for arg in ("--sweep", item)] if args.sweep else SWEEP
+    rounds = [[(step, f"{step}{r}") for step in steps] for r in range(args.rounds)]
+    if args.again:
+        rounds.append([(f"{step}+again", f"{step}{args.rounds - 1}") for step in steps if step != "one"])
+        steps = [*steps, *(name for name, _ in rounds[-1])]
     seconds: dict[str, list[float]] = {step: [] for step in steps}
     figures: dict[str, dict] = {}
     breakdown: dict[str, list[dict]] = {step: [] for step in steps}
     with tempfile.TemporaryDirectory(prefix="memlens-sweep-") as scratch:
-        for round_index in range(args.rounds):
-            for step in steps:
-                took, figures[step], where = run(step, Path(scratch) / f"{step}{round_index}")
+        for round_index, steps_of_round in enumerate(rounds):
+            for step, folder in steps_of_round:
+                took, figures[step], where = run(step.removesuffix("+again"), Path(scratch) / folder, sweep)
                 if args.keep_events:
-                    kept_dir = args.keep_events / f"{step}{round_index}"
+                    kept_dir = args.keep_events / f"{folder}{'+again' if step.endswith('+again') else ''}"
                     kept_dir.mkdir(parents=True, exist_ok=True)
-                    for events in (Path(scratch) / f"{step}{round_index}" / "latest").glob("events*.jsonl"):
+                    for events in (Path(scratch) / folder / "latest").glob("events*.jsonl"):
                         shutil.copy(events, kept_dir / events.name)
                 seconds[step].append(took)
                 breakdown[step].append(where)
