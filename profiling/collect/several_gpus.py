@@ -10,8 +10,9 @@ The split hands out units: a family's variants at one value of its sweep, or at 
 share one set of inputs and reference, made on that GPU alone; each GPU's program gets only its
 values), or one variant of a family too costly for one GPU's share. It balances expected cost, from
 one source for every case (a variant at one value; simple on purpose):
-1. the seconds each case took under ncu in the previous run (`<out>/latest`, its events files); a
-   case it did not measure is estimated as below, scaled by what the measured ones took against
+1. the seconds each case took under ncu in the previous run (`<out>/latest`, its events files), but
+   for the case each program ran first, which also paid for that program's start (measured_seconds);
+   a case it did not measure is estimated as below, scaled by what the measured ones took against
    their estimates;
 2. else, where every selected family declares `min_bytes`, a fixed cost a case (CASE_SECONDS) and
    a cost a byte its family must move at its sizes (SECONDS_PER_BYTE): ncu's replay passes cost
@@ -82,8 +83,8 @@ def previous_seconds(out_dir: Path) -> tuple[dict[str, float], set[str]]:
 
 def measured_seconds(out_dir: Path) -> dict[str, float]:
     """What each case of the previous run costs: its seconds, but for the case a program ran first,
-    whose seconds also hold that program's and ncu's first kernel on its GPU (1 to 3 s more on two H200s):
-    the median of its unit's other cases (a family at one value), else unmeasured."""
+    whose seconds also hold that program's and ncu's first kernel on its GPU (1.4 to 2.6 s more on two
+    H100s and two H200s): the median of its unit's other cases (a family at one value), else unmeasured."""
     seconds, firsts = previous_seconds(out_dir)
     measured = {label: took for label, took in seconds.items() if label not in firsts}
     for label in firsts & seconds.keys():
