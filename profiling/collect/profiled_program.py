@@ -126,8 +126,8 @@ def run_all(cases: list[Case], sizes: dict[str, int], args: argparse.Namespace, 
     failed = False
     problems = Problems(sizes, args.small, args.seed)
     families = list(dict.fromkeys(c.variant.family.name for c in cases))
-    # Asked before the first case, needed or not: CUDA's start under ncu (a second or two) is then not
-    # counted in that case's seconds, which the split of several GPUs balances a later run on.
+    # Asked before the first case, needed or not: CuPy's import and CUDA's start under ncu (1 to 2 s) are
+    # then not counted in that case's seconds, which the split of several GPUs balances a later run on.
     capability = gpu_compute_capability()
     for index, case in enumerate(cases, 1):
         events.emit(event="start", variant=case.label, index=index, total=len(cases))
