@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from memlens.bench.cluster import STOP_GRACE_S
 from memlens.cli import main
 from memlens.collect.gpus import Gpu
 from tests.collect.test_cluster import H200, MIXED, fake_smi
-from tests.support.dask_cluster import external_cluster, scheduler_killed_once
+from tests.support.dask_cluster import external_cluster, kill_worker_of, kill_worker_twice, scheduler_killed_once
 from tests.support.fake import CPU_SUITE, MARKER, REPO, interrupt_when, marked_processes
 from tests.support.fake_bench import fake_bench_env
 
@@ -131,24 +130,12 @@ def children(record: Path) -> list[dict]:
     return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
 
 
-def kill_worker_of_child(record: Path, which: int, deadline_s: float = 60) -> dict:
-    """SIGKILL the worker process that started the `which`-th bench child, and that child's group."""
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline and len(children(record)) <= which:
-        time.sleep(0.1)
-    child = children(record)[which]
-    os.kill(child["ppid"], signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(child["pid"], signal.SIGKILL)
-    return child
-
-
 def test_a_worker_killed_mid_share_has_its_share_retried_and_nothing_is_lost(tmp_path, monkeypatch):
     use_gpus(tmp_path, monkeypatch, H200, H200)
     record = tmp_path / "children.jsonl"
     monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
     monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
-    killer = threading.Thread(target=kill_worker_of_child, args=(record, 0), daemon=True)
+    killer = threading.Thread(target=kill_worker_of, args=(lambda: children(record), 0), daemon=True)
     killer.start()
     assert bench_cli(tmp_path / "runs", "--cluster", "local") == 0
     killer.join()
@@ -165,20 +152,9 @@ def test_a_share_whose_workers_die_twice_fails_saying_so_and_the_other_is_kept(t
     record = tmp_path / "children.jsonl"
     monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
     monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
-    killed: list[dict] = []
-
-    def kill_twice() -> None:
-        first = kill_worker_of_child(record, 0)
-        killed.append(first)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # the retry: a later child with the killed one's -k
-            retry = [i for i, c in enumerate(children(record)) if i > 0 and c["k"] == first["k"]]
-            if retry:
-                killed.append(kill_worker_of_child(record, retry[0]))
-                return
-            time.sleep(0.1)
-
-    killer = threading.Thread(target=kill_twice, daemon=True)
+    killed: list[dict] = []  # the retry: a later child with the killed one's -k
+    killer = threading.Thread(target=kill_worker_twice, args=(lambda: children(record), lambda c: c["k"], killed),
+                              daemon=True)  # fmt: skip
     killer.start()
     assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
     killer.join()

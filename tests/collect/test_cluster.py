@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from memlens.collect.gpus import Gpu
 from memlens.collect.scheduler import Where
 from memlens.errors import ConfigError, ProfilerError
 from tests.conftest import FIXTURES
-from tests.support.dask_cluster import external_cluster, scheduler_killed_once
+from tests.support.dask_cluster import external_cluster, kill_worker_of, kill_worker_twice, scheduler_killed_once
 from tests.support.fake import CPU_SUITE, MARKER, REPO, fake_ncu_env, install_fake_ncu, interrupt_when, marked_processes
 
 pytest.importorskip("distributed")
@@ -135,21 +134,9 @@ def program_k(ncu_run: dict) -> str:
     return argv[len(argv) - 1 - argv[::-1].index("-k") + 1]
 
 
-def _kill_worker_of_ncu_run(record: Path, which: int, deadline_s: float = 60) -> dict:
-    """SIGKILL the worker process that started the `which`-th ncu run (and that ncu's process group)."""
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline and len(ncu_runs(record)) <= which:
-        time.sleep(0.1)
-    run = ncu_runs(record)[which]
-    os.kill(run["ppid"], signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(run["pid"], signal.SIGKILL)  # ncu and the program, orphaned by the worker's death
-    return run
-
-
 def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")  # every launch: a job takes a few seconds
-    killer = threading.Thread(target=_kill_worker_of_ncu_run, args=(fakes, 0), daemon=True)
+    killer = threading.Thread(target=kill_worker_of, args=(lambda: ncu_runs(fakes), 0), daemon=True)
     killer.start()
     assert profile_cli(tmp_path / "runs", "--cluster", "local") == 0
     killer.join()
@@ -162,20 +149,8 @@ def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, 
 
 def test_a_job_whose_workers_die_twice_is_failed_with_its_log(fakes, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")
-    killed: list[dict] = []
-
-    def kill_twice() -> None:
-        first = _kill_worker_of_ncu_run(fakes, 0)
-        killed.append(first)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # the retry: the same -k as the killed run
-            retry = [i for i, r in enumerate(ncu_runs(fakes)) if i > 0 and program_k(r) == program_k(first)]
-            if retry:
-                killed.append(_kill_worker_of_ncu_run(fakes, retry[0]))
-                return
-            time.sleep(0.1)
-
-    killer = threading.Thread(target=kill_twice, daemon=True)
+    killed: list[dict] = []  # the retry: a later ncu run with the killed one's -k
+    killer = threading.Thread(target=kill_worker_twice, args=(lambda: ncu_runs(fakes), program_k, killed), daemon=True)
     killer.start()
     assert profile_cli(tmp_path / "runs", "--cluster", "local") == 3
     killer.join()
