@@ -189,13 +189,26 @@ def test_split_gives_the_largest_first_to_the_least_loaded():
     assert [len(s) for s in split(variants, dict.fromkeys(LABELS, 1.0), 7)] == [1, 1, 1, 1, 1, 0, 0]
 
 
+def previous_run(runs: Path, seconds: dict[str, float] | None = None) -> Path:
+    """A previous run, `runs`'s latest; with `seconds`, one program's events in it: each case started 10 s
+    after the one before and done its seconds later."""
+    previous = runs / "20260101-000000-1"
+    previous.mkdir(parents=True)
+    (runs / "latest").symlink_to(previous.name)
+    if seconds is not None:
+        lines = []
+        for index, (label, took) in enumerate(seconds.items()):
+            lines += [{"event": "start", "variant": label, "time": 10.0 * index},
+                      {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took}]  # fmt: skip
+        (previous / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    return previous
+
+
 def test_costs_come_from_the_previous_run_else_min_bytes_else_equal(tmp_path):
     selection = select_variants(CPU_SUITE, None)
     costs, source = expected_costs(selection, False, tmp_path / "runs")
     assert source == COST_EQUAL and set(costs.values()) == {1.0}
-    previous = tmp_path / "runs" / "20260101-000000-1"
-    previous.mkdir(parents=True)
-    (tmp_path / "runs" / "latest").symlink_to(previous.name)
+    previous = previous_run(tmp_path / "runs")
     lines = []
     for index, label in enumerate(LABELS):
         lines += [
@@ -216,14 +229,8 @@ def test_costs_come_from_the_previous_run_else_min_bytes_else_equal(tmp_path):
 
 def test_a_programs_first_case_alone_in_its_family_is_estimated_in_the_runs_scale(tmp_path):
     selection = select_variants(CPU_SUITE, "transpose/conflict|running_mean", (), (), False)
-    previous = tmp_path / "runs" / "20260101-000000-1"
-    previous.mkdir(parents=True)
-    (tmp_path / "runs" / "latest").symlink_to(previous.name)
     seconds = {"transpose/conflict": 4.0, "running_mean/register": 1.0, "running_mean/local": 3.0}
-    events = [e for index, (label, took) in enumerate(seconds.items())
-              for e in ({"event": "start", "variant": label, "time": 10.0 * index},
-                        {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took})]  # fmt: skip
-    (previous / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    previous_run(tmp_path / "runs", seconds)
     costs, source = expected_costs(selection, False, tmp_path / "runs")
     # conflict ran first, its program's start in its 4 s, and no other transpose case ran: it is estimated
     # (1, as each is), in the scale of the measured cases (4 s against 2 estimated: 2 s)
@@ -453,15 +460,9 @@ def test_a_value_added_to_a_sweep_is_estimated_in_the_previous_runs_scale(tmp_pa
     selection = select_variants(kernels, "transpose/conflict|running_mean/local", (), ("transpose.rows=2048,4096",))
     estimated, source = case_costs(selection, False, tmp_path / "runs")
     assert source == COST_MIN_BYTES
-    previous = tmp_path / "runs" / "20260101-000000-1"
-    previous.mkdir(parents=True)
-    (tmp_path / "runs" / "latest").symlink_to(previous.name)
     seconds = {"transpose/padded@rows=2048": 0.4,  # first: its program's start in it (not selected here)
                "transpose/conflict@rows=2048": 0.54, "running_mean/local": 0.36}  # rows=4096 is new  # fmt: skip
-    events = [e for index, (label, took) in enumerate(seconds.items())
-              for e in ({"event": "start", "variant": label, "time": 10.0 * index},
-                        {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took})]  # fmt: skip
-    (previous / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    previous_run(tmp_path / "runs", seconds)
     costs, source = case_costs(selection, False, tmp_path / "runs")
     assert source == COST_PART_PREVIOUS
     scale = 0.9 / (estimated["transpose/conflict@rows=2048"] + estimated["running_mean/local"])
@@ -477,15 +478,9 @@ def test_a_swept_variant_costs_the_seconds_of_all_its_values_in_the_previous_run
         {"transpose/conflict": 2.0, "running_mean/local": 1.0},
         COST_EQUAL,
     )  # one a value
-    previous = tmp_path / "runs" / "20260101-000000-1"
-    previous.mkdir(parents=True)
-    (tmp_path / "runs" / "latest").symlink_to(previous.name)
     seconds = {"transpose/padded@m=8": 1.0,  # first: its program's start in it (not selected here)
                "transpose/conflict@m=8": 1.5, "transpose/conflict@m=16": 2.5, "running_mean/local": 0.5}  # fmt: skip
-    events = [e for index, (label, took) in enumerate(seconds.items())
-              for e in ({"event": "start", "variant": label, "time": 10.0 * index},
-                        {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took})]  # fmt: skip
-    (previous / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    previous_run(tmp_path / "runs", seconds)
     assert expected_costs(selection, False, tmp_path / "runs") == (
         {"transpose/conflict": 4.0, "running_mean/local": 0.5},
         COST_PREVIOUS,
