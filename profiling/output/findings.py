@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from memlens.io.units import format_count
 from memlens.model.instruction_table import (
@@ -29,6 +29,9 @@ from memlens.model.kernel_lines import KernelLines
 from memlens.model.kernel_names import short_kernel
 from memlens.model.line_compare import KernelLineChanges, LineChange
 from memlens.model.source_lines import LineRecord
+
+if TYPE_CHECKING:
+    from memlens.gate.evaluate import GateResult
 
 Level = Literal["error", "warning", "note"]
 WARNING_SHARE = 0.1  # a `lines` finding with this share of its kernel's figure or more is a warning, else a note
@@ -110,6 +113,25 @@ class Finding:
 
 
 # --- the findings of each subject ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FindingsFormat:
+    """An output format of findings at source lines (memlens.output): `gate`, `lines` and `compare` each
+    hand what they found to one `write(subject, found, out)`."""
+
+    name: str
+    suffix: str
+    write: Callable[[str, Any, TextIO], None]
+
+    def gate(self, result: GateResult, out: TextIO) -> None:
+        self.write("gate", result, out)
+
+    def lines(self, found: LinesFindings, out: TextIO) -> None:
+        self.write("lines", found, out)
+
+    def compare(self, found: CompareFindings, out: TextIO) -> None:
+        self.write("compare", found, out)
 
 
 def findings(subject: str, found: object) -> list[Finding]:

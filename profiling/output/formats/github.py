@@ -5,33 +5,12 @@ of a file in the repository, shown on the pull request's diff; the findings with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from memlens.io.units import plural
-from memlens.output.findings import RULES, Finding, findings, place, resolve_root
-
-if TYPE_CHECKING:
-    from memlens.gate.evaluate import GateResult
-    from memlens.output.findings import CompareFindings, LinesFindings
+from memlens.output.findings import RULES, Finding, FindingsFormat, findings, place, resolve_root
 
 NOTICE_SHOWN = 10  # findings the notice names one by one
-
-
-class GitHub:
-    name = "github"
-    suffix = ""
-
-    def gate(self, result: GateResult, out: TextIO) -> None:
-        write_commands("gate", result, out)
-
-    def lines(self, found: LinesFindings, out: TextIO) -> None:
-        write_commands("lines", found, out)
-
-    def compare(self, found: CompareFindings, out: TextIO) -> None:
-        write_commands("compare", found, out)
-
-
-FORMAT = GitHub()
 
 
 def write_commands(subject: str, found: Any, out: TextIO) -> None:
@@ -59,6 +38,9 @@ def workflow_commands(items: list[Finding], root: Path) -> list[str]:
                 + "; ".join(named) + (f"; and {more} more" if more else ""))  # fmt: skip
         lines.append(f"::notice title=memlens::{_data(text)}")
     return lines
+
+
+FORMAT = FindingsFormat("github", "", write_commands)
 
 
 def _away(finding: Finding, root: Path) -> str:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from memlens.output.findings import (
     RULES,
     Finding,
+    FindingsFormat,
     Place,
     findings,
     fingerprints,
@@ -20,35 +21,17 @@ from memlens.output.findings import (
 )
 from memlens.version import __version__
 
-if TYPE_CHECKING:
-    from memlens.gate.evaluate import GateResult
-    from memlens.output.findings import CompareFindings, LinesFindings
-
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ROOT_ID = "SRCROOT"  # the uriBaseId of every path relative to the source root
 FINGERPRINT = "memlensLineHash/v1"
 INFORMATION_URI = "https://github.com/memlens/memlens"
 
 
-class Sarif:
-    name = "sarif"
-    suffix = ".sarif"
-
-    def gate(self, result: GateResult, out: TextIO) -> None:
-        write_sarif("gate", result, out)
-
-    def lines(self, found: LinesFindings, out: TextIO) -> None:
-        write_sarif("lines", found, out)
-
-    def compare(self, found: CompareFindings, out: TextIO) -> None:
-        write_sarif("compare", found, out)
-
-
-FORMAT = Sarif()
-
-
 def write_sarif(subject: str, found: Any, out: TextIO) -> None:
     out.write(json.dumps(sarif_log(subject, found), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+FORMAT = FindingsFormat("sarif", ".sarif", write_sarif)
 
 
 def sarif_log(subject: str, found: Any) -> dict[str, object]:
