@@ -49,8 +49,8 @@ def checkout(tmp_path: Path, monkeypatch) -> Path:
     return work
 
 
-def _insert_line_above_everything(path: Path) -> None:
-    """The edit of the issue: one line inserted at the top, the file's time after the report's."""
+def edit_after_the_run(path: Path) -> None:
+    """A source edited after the run: one line inserted at the top, the file's time after the report's."""
     path.write_text("// edited after the run\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
     later = time.time() + 60
     os.utime(path, (later, later))
@@ -66,7 +66,7 @@ def test_a_program_run_keeps_each_kernels_lines_and_the_files_they_name(checkout
     assert recorded.endswith("/kernels/matmul.py") and set(data["sources"]) == {recorded}  # found by its tail
     assert data["sources"][recorded] == (checkout / "kernels" / "matmul.py").read_text()
     capsys.readouterr()
-    _insert_line_above_everything(checkout / "kernels" / "matmul.py")
+    edit_after_the_run(checkout / "kernels" / "matmul.py")
     assert main(["lines", str(run), "-k", "tiled_article", "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert f"      {TILED_ARTICLE_LINE}" in out  # the code that ran, not the line above it now
@@ -79,7 +79,7 @@ def test_a_plain_report_whose_source_changed_after_it_says_so(checkout, tmp_path
     assert main(["lines", str(report), "-k", "tiled_article", "--top", "1"]) == 0
     before = capsys.readouterr().out
     assert f"      {TILED_ARTICLE_LINE}" in before
-    _insert_line_above_everything(checkout / "kernels" / "matmul.py")
+    edit_after_the_run(checkout / "kernels" / "matmul.py")
     assert main(["lines", str(report), "-k", "tiled_article", "--top", "1"]) == 0
     after = capsys.readouterr().out
     assert TILED_ARTICLE_LINE not in after  # the line now at that number is another one: not quoted
@@ -92,7 +92,7 @@ def test_a_plain_report_whose_source_changed_after_it_says_so(checkout, tmp_path
 def test_the_stale_source_is_said_in_the_report_too(checkout, tmp_path, capsys):
     report = tmp_path / "suite.ncu-rep"
     shutil.copy(H200_SUITE, report)
-    _insert_line_above_everything(checkout / "kernels" / "matmul.py")
+    edit_after_the_run(checkout / "kernels" / "matmul.py")
     target = tmp_path / "r.md"
     assert main(["report", str(report), "--format", "md", "-o", str(target)]) == 0
     md = target.read_text(encoding="utf-8")

@@ -7,9 +7,7 @@ temporary folder), the run shows the code that ran and the plain report says the
 
 from __future__ import annotations
 
-import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from memlens.cli import main
 from memlens.output import render_report as render
 from memlens.readers import read_report
 from memlens.reports.render import build_report
+from tests.collect.test_source_copies import edit_after_the_run
 from tests.conftest import FIXTURES
 
 RUNS = sorted(FIXTURES.glob("programs/*/pmpp_run/results.json"))
@@ -41,12 +40,6 @@ def elsewhere(tmp_path, monkeypatch) -> Path:
     shutil.copy(SOURCE, copy)
     monkeypatch.chdir(tmp_path)
     return copy
-
-
-def _edit(path: Path) -> None:
-    path.write_text("// edited after the run\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
-    later = time.time() + 60
-    os.utime(path, (later, later))
 
 
 def test_the_run_report_names_every_conflicting_line_with_its_code(run):
@@ -82,7 +75,7 @@ def test_the_strided_kernel_gets_the_coalescing_verdict_and_the_copy_none(run):
 
 
 def test_the_run_re_read_after_an_edit_shows_the_code_that_ran(run, elsewhere, tmp_path, capsys):
-    _edit(elsewhere)
+    edit_after_the_run(elsewhere)
     assert main(["lines", str(run), "-k", "4-way"]) == 0
     out = capsys.readouterr().out
     assert f"      {LOADS_4WAY}" in out and "changed after" not in out
@@ -96,7 +89,7 @@ def test_the_plain_report_says_the_source_changed(run, elsewhere, tmp_path, caps
     shutil.copy(run.parent / "pmpp_plain.ncu-rep", plain)
     assert main(["lines", str(plain), "-k", "4-way", "--top", "1"]) == 0
     assert f"      {LOADS_4WAY}" in capsys.readouterr().out
-    _edit(elsewhere)
+    edit_after_the_run(elsewhere)
     assert main(["lines", str(plain), "-k", "4-way", "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert LOADS_4WAY not in out and "pmpp_app.cu changed after the report was written" in out
