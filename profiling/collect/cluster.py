@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from memlens.collect.claims import release, taken_by
 from memlens.collect.cluster_worker import SameHost
 from memlens.collect.gpus import Gpu, list_gpus
 from memlens.collect.ncu import find_ncu
@@ -175,6 +176,9 @@ class DaskBackend:
     def slots(self) -> int:
         return max(1, gpu_slots(self.client))
 
+    def shares_files(self) -> bool:
+        return self.same_host is not None  # --cluster local: the workers reach this host's folders
+
     def run(self, jobs: Sequence[Job], context: RunContext) -> list[Part]:
         run_id = uuid.uuid4().hex[:12]
         if context.on_event is not None:
@@ -228,11 +232,13 @@ class DaskBackend:
         killed, worker, what = what_happened(future.exception())
         attempt.history.append(f"attempt {attempt.number + 1}: {what}")
         if killed and attempt.number == 0:
+            if job.claims is not None:  # what it took died with its worker: for anyone to take again
+                release(Path(job.claims), job.tag)
             retry = _Attempt(job, 1, attempt.history)
             pending[self._submit(run_id, context, retry, avoid=worker)] = retry
             return
         log = context.run_dir / f"job{job.number}.failed.txt"
-        write_output(log, f"job {job.number}: {', '.join(job.cases)}\n" + "\n".join(attempt.history) + "\n")
+        write_output(log, f"job {job.number}: {', '.join(_cases(job))}\n" + "\n".join(attempt.history) + "\n")
         message = f"job {job.number} failed: {attempt.history[-1]}; see {log.name}"
         parts[job.number] = Part(None, _failed(job, message), ProfilerError(message))
 
@@ -296,10 +302,15 @@ def _write(files: ProfileFiles, shipped: dict[str, bytes]) -> None:
             raise OutputError(f"{paths[kind]}: cannot write it ({exc.strerror or exc})") from None
 
 
+def _cases(job: Job) -> list[str] | tuple[str, ...]:
+    """The cases that are a job's: its share's, or (taking units) those of the units it took."""
+    return taken_by(Path(job.claims), job.tag) if job.claims is not None else job.cases
+
+
 def _failed(job: Job, message: str, status: str = "failed") -> RunResults:
     """The results of a job that did not run: each of its cases failed (or not run), with why."""
     outcomes = []
-    for label in job.cases:
+    for label in _cases(job):
         family, _, variant = label.partition("/")
         outcomes.append(VariantOutcome(family, variant, status, message))
     return RunResults(RunInfo(), (), tuple(outcomes), complete=False)

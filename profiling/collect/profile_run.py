@@ -69,6 +69,8 @@ class Events:
     error: str | None = None
     started: bool = False  # the profiled program sent its plan: the suite loaded under ncu
     app_pid: int | None = None
+    claiming: bool = False  # the program takes units (collect/claims.py): its cases are those it claimed
+    claimed: list[str] = field(default_factory=list)
     _offset: int = 0
 
     def poll(self) -> list[dict]:
@@ -95,7 +97,9 @@ class Events:
         kind, variant = event.get("event"), event.get("variant")
         if kind == "plan" and isinstance(event.get("variants"), list):
             self.plan, self.started = [str(v) for v in event["variants"]], True
-            self.app_pid = event.get("pid")
+            self.app_pid, self.claiming = event.get("pid"), event.get("claims") is True
+        elif kind == "claimed" and isinstance(event.get("variants"), list):
+            self.claimed += [str(v) for v in event["variants"]]
         elif kind == "start" and isinstance(variant, str):
             self.running = variant
         elif kind == "done" and isinstance(variant, str):
@@ -120,7 +124,7 @@ class Events:
     ) -> tuple[VariantOutcome, ...]:
         by_label = {v.label: v for v in suite_variants}
         outcomes = []
-        for label in self.plan or list(by_label):
+        for label in self.claimed if self.claiming else self.plan or list(by_label):
             family, _, name = label.partition("/")
             swept = parse_swept(name)
             variant = by_label.get(label) or (by_label.get(f"{family}/{swept[0]}") if swept else None)
@@ -216,6 +220,7 @@ class Shard:
     labels: tuple[str, ...] | None = None
     sizes: tuple[str, ...] | None = None  # the --size items that apply to its variants (None: all)
     sweeps: tuple[str, ...] | None = None  # the --sweep items that apply to its variants (None: all)
+    claims: tuple[str, str] | None = None  # the folder its program takes units from, and its tag (claims.py)
 
 
 def run_shard(
@@ -226,6 +231,8 @@ def run_shard(
     (None when it ran to its end). `stop`, once set, ends ncu as a Ctrl-C would."""
     events = Events(shard.files.events)
     app = app_argv(suite_root(options.suite), options, events.path, shard.labels, shard.sizes, shard.sweeps)
+    if shard.claims is not None:
+        app += ["--claims", shard.claims[0], "--tag", shard.claims[1]]
     argv = profile_argv(ncu, _request(options, shard.files), app)
 
     def poll() -> None:
@@ -319,7 +326,8 @@ def _check_run(run: NcuRun, events: Events, request: ProfileRequest) -> None:
         )
     if any(event.get("status") not in ("ok", SKIPPED) for event in events.done.values()):
         return  # the variant that failed says why; reported with the outcomes
-    check_log(run.log_text)
+    if not events.claiming or events.claimed:  # else the others took every unit: ncu rightly profiled nothing
+        check_log(run.log_text)
     if run.returncode != 0:  # every variant verified, so the profiled program exited 0: ncu itself failed
         raise ProfilerError(f"ncu exited with code {run.returncode}{because}; see {request.log}")
     report = request.report.with_name(request.report.name + ".ncu-rep")

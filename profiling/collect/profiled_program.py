@@ -24,11 +24,13 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memlens.collect.claims import claimed_units
 from memlens.errors import MemlensError, VerificationError
 from memlens.suite import NVTX_DOMAIN, SKIPPED, Case, Family, Inputs, gpu_compute_capability, on_gpu, select_variants
 
@@ -106,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true")
     parser.add_argument("--sweep", action="append", default=[])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--claims", type=Path, help="take units from this folder, shared with the run's other "
+                        "programs (collect/claims.py), instead of running every case")  # fmt: skip
+    parser.add_argument("--tag", default="", help="what this program's claims hold (its job)")
     args = parser.parse_args(argv)
     events = EventLog(args.events)
     try:
@@ -115,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             events.emit(event="error", message=str(exc))
             return 2
         cases = selection.cases()
-        events.emit(event="plan", version=EVENTS_VERSION, variants=[c.label for c in cases], pid=os.getpid())
+        events.emit(event="plan", version=EVENTS_VERSION, variants=[c.label for c in cases], pid=os.getpid(),
+                    claims=args.claims is not None)  # fmt: skip
         return run_all(cases, selection.sizes, args, events)
     except KeyboardInterrupt:  # memlens stops the whole process group with SIGINT: leave quietly
         events.emit(event="interrupted")
@@ -129,7 +135,7 @@ def run_all(cases: list[Case], sizes: dict[str, int], args: argparse.Namespace, 
     # Asked before the first case, needed or not: CuPy's import and CUDA's start under ncu (1 to 2 s) are
     # then not counted in that case's seconds, which the split of several GPUs balances a later run on.
     capability = gpu_compute_capability()
-    for index, case in enumerate(cases, 1):
+    for index, case in enumerate(_taken(cases, args, events), 1):
         events.emit(event="start", variant=case.label, index=index, total=len(cases))
         skipped = case.variant.family.unsupported_on(capability)
         if skipped:
@@ -148,6 +154,17 @@ def run_all(cases: list[Case], sizes: dict[str, int], args: argparse.Namespace, 
             return 1
         events.emit(event="done", variant=case.label, status="ok", size=size)
     return 1 if failed else 0
+
+
+def _taken(cases: list[Case], args: argparse.Namespace, events: EventLog) -> Iterator[Case]:
+    """The cases this program runs: all of them, or (--claims) those of each unit it takes, as it takes it."""
+    if args.claims is None:
+        yield from cases
+        return
+    by_label = {case.label: case for case in cases}
+    for _, labels in claimed_units(args.claims, args.tag):
+        events.emit(event="claimed", variants=labels)
+        yield from (by_label[label] for label in labels if label in by_label)
 
 
 if __name__ == "__main__":

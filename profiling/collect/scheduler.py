@@ -17,6 +17,7 @@ with where it ran (`Where`: host, GPU model, UUID and index, driver and ncu vers
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import datetime as dt
 import shutil
 import socket
@@ -28,11 +29,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from memlens.collect.claims import write_units
 from memlens.collect.gpus import Gpu
 from memlens.collect.ncu import Ncu, find_ncu
 from memlens.collect.profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
 from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now
-from memlens.collect.several_gpus import Part, case_costs, merge, share_arguments, split, unit_costs, units
+from memlens.collect.several_gpus import (
+    Part,
+    case_costs,
+    claim_order,
+    merge,
+    share_arguments,
+    split,
+    unit_costs,
+    units,
+)
 from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
 from memlens.model.results import RunResults
 from memlens.model.run_layout import ProfileFiles, profile_files
@@ -49,7 +60,12 @@ class Job:
     labels: tuple[str, ...]
     sizes: tuple[str, ...]
     sweeps: tuple[str, ...]
-    cases: tuple[str, ...]  # the case labels it runs, in suite order
+    cases: tuple[str, ...]  # the case labels it runs, in suite order (with claims: those it may take)
+    claims: str | None = None  # the folder its program takes units from (collect/claims.py), else a fixed share
+
+    @property
+    def tag(self) -> str:
+        return f"job{self.number}"
 
 
 @dataclass(frozen=True)
@@ -89,9 +105,13 @@ class RunContext:
 
 
 class Backend(Protocol):
-    """Runs a run's jobs on GPUs: `slots` says how many at once, `run` returns one Part a job."""
+    """Runs a run's jobs on GPUs: `slots` says how many at once, `run` returns one Part a job;
+    `shares_files`: whether every job's program can reach a folder of this host (then they take units
+    from it as their GPUs free up, claims.py)."""
 
     def slots(self) -> int: ...
+
+    def shares_files(self) -> bool: ...
 
     def run(self, jobs: Sequence[Job], context: RunContext) -> list[Part]: ...
 
@@ -110,10 +130,18 @@ def select(options: ProfileOptions) -> Selection:
     return select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
 
 
-def plan_jobs(options: ProfileOptions, selection: Selection, count: int) -> list[Job]:
-    """The selection's units shared out into at most `count` jobs of balanced expected cost."""
+def plan_jobs(options: ProfileOptions, selection: Selection, count: int, claims: Path | None = None) -> list[Job]:
+    """At most `count` jobs: with `claims` (a folder every job's program can reach), each may take any
+    unit, the units in the order they are to be taken written there; else the selection's units shared
+    out into jobs of balanced expected cost."""
     costs, _ = case_costs(selection, options.small, options.out_dir)
     found = units(selection, costs, count)
+    if claims is not None:
+        ordered = claim_order(found, costs)
+        write_units(claims, [[case.label for case in unit.cases()] for unit in ordered])
+        labels, sizes, sweeps = share_arguments(found, options)
+        cases = tuple(case.label for case in selection.cases())
+        return [Job(n, labels, sizes, sweeps, cases, str(claims)) for n in range(min(count, len(found)))]
     shares = split(found, unit_costs(found, costs), count)
     jobs: list[Job] = []
     for share in (s for s in shares if s):
@@ -130,11 +158,13 @@ def profile_jobs(
     """Profile the selection's jobs on `backend`, merged into one run directory; its error raised
     once what finished is saved."""
     selection = selection or select(options)
-    jobs = plan_jobs(options, selection, backend.slots())
-    run_dir = new_run_dir(options.out_dir)
-    started = now()
-    relay = Relay(on_event, [case.label for case in selection.cases()])
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-machine") as pool:
+    with contextlib.ExitStack() as stack:
+        claims = Path(stack.enter_context(_claims_folder())) if backend.shares_files() else None
+        jobs = plan_jobs(options, selection, backend.slots(), claims)
+        run_dir = new_run_dir(options.out_dir)
+        started = now()
+        relay = Relay(on_event, [case.label for case in selection.cases()])
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-machine"))
         machine = pool.submit(machine_of, suite_root(options.suite))
         context = RunContext(options, done(selection), machine, run_dir, started, relay, threading.Event())
         parts, error = _run(backend, jobs, context)
@@ -143,6 +173,11 @@ def profile_jobs(
         if error is not None:
             results = replace(results, complete=False)
         return save(options, run_dir, results, error or first)
+
+
+def _claims_folder() -> tempfile.TemporaryDirectory[str]:
+    """Where the jobs' programs take units from (collect/claims.py); gone once the jobs are."""
+    return tempfile.TemporaryDirectory(prefix="memlens-claims-")
 
 
 def _run(backend: Backend, jobs: Sequence[Job], context: RunContext) -> tuple[list[Part], BaseException | None]:
@@ -166,7 +201,8 @@ def run_job(context: RunContext, ncu: Ncu, job: Job, files: ProfileFiles, gpu: G
     scratch = tempfile.mkdtemp(prefix=f"memlens-{files.tag}-")
     options, selection, machine = context.options, context.selection, context.machine
     try:
-        shard = Shard(files, {**gpu.environment(), "TMPDIR": scratch}, job.labels, job.sizes, job.sweeps)
+        claims = (job.claims, job.tag) if job.claims is not None else None
+        shard = Shard(files, {**gpu.environment(), "TMPDIR": scratch}, job.labels, job.sizes, job.sweeps, claims)
         events, cause = run_shard(options, ncu, shard, selection, context.on_event, context.stop)
         results, error = conclude(options, ncu, shard, selection.result(), machine.result(), context.started, events,
                                   cause)  # fmt: skip
@@ -207,6 +243,9 @@ class LocalGpus:
 
     def slots(self) -> int:
         return len(self.gpus)
+
+    def shares_files(self) -> bool:
+        return True
 
     def run(self, jobs: Sequence[Job], context: RunContext) -> list[Part]:
         with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="memlens-gpu") as pool:

@@ -18,8 +18,11 @@ one source for every case (a variant at one value; simple on purpose):
    a cost a byte its family must move at its sizes (SECONDS_PER_BYTE): ncu's replay passes cost
    about the same for a small kernel, and it saves and restores what a kernel writes for each;
 3. else one each: round robin.
-Largest first, each to the GPU with the least expected work so far; each GPU then runs its share
-in suite order. The run directory holds each job's raw report, log, command and events
+Where every job's program reaches one folder of this host (`--gpus`, `--cluster local`), the units are
+not shared out beforehand: each program takes the next unit, largest expected cost first, as its GPU
+frees up (collect/claims.py), and the costs only order the list. Elsewhere (workers of other hosts)
+they are shared out: largest first, each to the GPU with the least expected work so far; each GPU
+then runs its share in suite order. The run directory holds each job's raw report, log, command and events
 (`profile.gpu<i>.ncu-rep` or `profile.job<n>.ncu-rep`, ...: run_layout.profile_files) and one
 results.json; every kernel and case records where it ran. A job that fails leaves the others'
 results; the error names its GPU.
@@ -35,7 +38,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from memlens.collect.gpus import Gpu
-from memlens.collect.profile_run import ProfileOptions
+from memlens.collect.profile_run import Events, ProfileOptions
 from memlens.collect.run_dir import Machine, take_provenance
 from memlens.errors import MemlensError
 from memlens.model.results import RunResults
@@ -189,6 +192,13 @@ def unit_costs(found: Sequence[Unit], costs: dict[str, float]) -> dict[str, floa
     return {unit.label: sum(costs[case.label] for case in unit.cases()) for unit in found}
 
 
+def claim_order(found: Sequence[Unit], costs: dict[str, float]) -> list[Unit]:
+    """The units in the order the programs take them (claims.py): largest expected cost first, ties in
+    suite order."""
+    cost = unit_costs(found, costs)
+    return sorted(found, key=lambda unit: -cost[unit.label])
+
+
 def split(items: Sequence[Item], costs: dict[str, float], count: int) -> list[list[Item]]:
     """`count` shares of the items (variants or units), largest cost first to the least loaded share
     (ties: the lower share), each in suite order. With equal costs this is round robin."""
@@ -248,7 +258,11 @@ def merge(
     def position(label: str) -> int:
         return order.get(label, len(order))
 
-    outcomes = sorted((o for p in parts for o in p.results.outcomes), key=lambda o: position(f"{o.family}/{o.variant}"))
+    outcomes = [o for p in parts for o in p.results.outcomes]
+    covered = {f"{o.family}/{o.variant}" for o in outcomes}
+    missing = [case.label for case in selection.cases() if case.label not in covered]  # no program took them
+    outcomes += Events(Path(), plan=missing).outcomes(selection.variants) if missing else ()
+    outcomes.sort(key=lambda o: position(f"{o.family}/{o.variant}"))
     kernels = sorted((k for p in parts for k in p.results.kernels), key=lambda k: position(k.label))
     infos = [p.results.info for p in parts]
     names = sorted({p.gpu.name for p in parts if p.gpu is not None and p.gpu.name})  # whatever order shares end in

@@ -11,7 +11,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,7 @@ def ncu_runs(record: Path) -> list[dict]:
 
 def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(fakes, tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # a unit outlasts the other program's start: both take some
     sweep = ("--sweep", "transpose.m=8,16")
     assert profile_cli(tmp_path / "local", "--gpus", "all", *sweep) == 3  # the probe holds no swept kernel
     assert profile_cli(tmp_path / "cluster", "--cluster", "local", *sweep) == 3
@@ -101,7 +104,8 @@ def unplaced(record: dict) -> dict:
 
 
 def assert_placed_consistently(data: dict, gpus: tuple[Gpu, ...]) -> None:
-    """Each case names one of `gpus` whole, and the jobs' shares stay together (SHARE's two groups)."""
+    """Each case names one of `gpus` whole, each kernel the GPU its case ran on, and each unit (a family at
+    one value) one GPU."""
     ran = {}
     for outcome in data["outcomes"]:
         gpu = gpus[outcome["gpu_index"]]
@@ -110,15 +114,20 @@ def assert_placed_consistently(data: dict, gpus: tuple[Gpu, ...]) -> None:
     for kernel in data["kernels"]:
         assert kernel["gpu_index"] == ran[f"{kernel['family']}/{kernel['variant']}"]
         assert kernel["gpu_uuid"] == gpus[kernel["gpu_index"]].uuid
+    units: dict[tuple[str, str], set[int]] = {}
+    for outcome in data["outcomes"]:
+        units.setdefault((outcome["family"], outcome["variant"].partition("@")[2]), set()).add(outcome["gpu_index"])
+    assert all(len(where) == 1 for family, where in units.items() if family[0] != "transpose" or family[1])
 
 
-def test_two_gpu_models_side_by_side(fakes, tmp_path, capsys):
+def test_two_gpu_models_side_by_side(fakes, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # a unit outlasts the other program's start: both take some
     fake_smi(tmp_path / "bin", MIXED)
     assert profile_cli(tmp_path / "runs", "--cluster", "local") == 0
     data = results(tmp_path / "runs")
     assert_placed_consistently(data, MIXED)
     ran = {f"{o['family']}/{o['variant']}": o["gpu_index"] for o in data["outcomes"]}
-    assert sorted([label for label in LABELS if ran[label] == gpu] for gpu in (0, 1)) == sorted(SHARE.values())
+    assert set(ran.values()) == {0, 1}
     assert data["info"]["gpu_name"] == "NVIDIA H100 80GB HBM3 + NVIDIA H200" and data["complete"] is True
     capsys.readouterr()
     assert main(["report", str(tmp_path / "runs"), "--format", "md", "-o", "-"]) == 0
@@ -128,15 +137,51 @@ def test_two_gpu_models_side_by_side(fakes, tmp_path, capsys):
             in out)  # fmt: skip
 
 
-def program_k(ncu_run: dict) -> str:
-    """The profiled program's -k in an ncu run's argv: which cases that run profiles."""
+def program_tag(ncu_run: dict) -> str:
+    """The profiled program's --tag in an ncu run's argv: which job it is."""
     argv = ncu_run["argv"]
-    return argv[len(argv) - 1 - argv[::-1].index("-k") + 1]
+    return argv[argv.index("--tag") + 1]
+
+
+def _workers_scratch(tmp_path: Path, monkeypatch) -> Path:
+    """A TMPDIR of the test's own for the workers (their job folders) and for memlens's units folder."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr("tempfile.tempdir", None)  # tempfile reads TMPDIR again
+    return scratch
+
+
+def _wait_until_it_took_a_unit(scratch: Path, tag: str, earlier: Path | None = None, deadline_s: float = 60) -> Path:
+    """The events file of job `tag`'s program (not `earlier`'s: a retry's) in its worker's job folder, once
+    that program took a unit."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for events in scratch.glob(f"memlens-{tag}-*/events.{tag}.jsonl"):
+            if events != earlier and '"claimed"' in _text(events):
+                return events
+        time.sleep(0.05)
+    raise AssertionError(f"{tag}'s program took no unit in {deadline_s:g} s")
+
+
+def took_a_unit(scratch: Path) -> Callable[[dict], Path]:
+    """A kill's `ready`: waits until the ncu run's program (its job's --tag) took a unit, a retry's program
+    not the events file an earlier wait returned."""
+    seen: list[Path] = []
+
+    def ready(ncu_run: dict) -> Path:
+        seen.append(_wait_until_it_took_a_unit(scratch, program_tag(ncu_run), seen[-1] if seen else None))
+        return seen[-1]
+
+    return ready
 
 
 def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")  # every launch: a job takes a few seconds
-    killer = threading.Thread(target=kill_worker_of, args=(lambda: ncu_runs(fakes), 0), daemon=True)
+    scratch = _workers_scratch(tmp_path, monkeypatch)
+    ready = took_a_unit(scratch)  # its units are then given back, and the job retried
+    killer = threading.Thread(target=kill_worker_of, args=(lambda: ncu_runs(fakes), 0), kwargs={"ready": ready},
+                              daemon=True)  # fmt: skip
     killer.start()
     assert profile_cli(tmp_path / "runs", "--cluster", "local") == 0
     killer.join()
@@ -149,8 +194,11 @@ def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, 
 
 def test_a_job_whose_workers_die_twice_is_failed_with_its_log(fakes, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")
-    killed: list[dict] = []  # the retry: a later ncu run with the killed one's -k
-    killer = threading.Thread(target=kill_worker_twice, args=(lambda: ncu_runs(fakes), program_k, killed), daemon=True)
+    killed: list[dict] = []  # the retry: a later ncu run with the killed one's --tag
+    scratch = _workers_scratch(tmp_path, monkeypatch)
+    ready = took_a_unit(scratch)  # the retry's units are then failed, with the log
+    killer = threading.Thread(target=kill_worker_twice, args=(lambda: ncu_runs(fakes), program_tag, killed, ready),
+                              daemon=True)  # fmt: skip
     killer.start()
     assert profile_cli(tmp_path / "runs", "--cluster", "local") == 3
     killer.join()
@@ -228,9 +276,11 @@ def test_ctrl_c_stops_the_jobs_and_keeps_what_they_did(tmp_path):
                                     f"partial results in {(runs / 'latest').resolve()}")  # fmt: skip
     data = json.loads((runs / "latest" / "results.json").read_text())
     assert data["complete"] is False
+    # each job stopped in the first case of the first unit it took (running_mean, the largest, and conflict);
+    # nobody took padded or swizzled
     assert [(o["variant"], o["status"]) for o in data["outcomes"]] == [
-        ("conflict", "failed"), ("padded", "not_run"), ("swizzled", "failed"), ("register", "not_run"),
-        ("local", "not_run")]  # fmt: skip  # each job stopped in its first case (SHARE)
+        ("conflict", "failed"), ("padded", "not_run"), ("swizzled", "not_run"), ("register", "failed"),
+        ("local", "not_run")]  # fmt: skip
     assert all("interrupted" in o["message"] for o in data["outcomes"] if o["status"] == "failed")
     run = (runs / "latest").resolve()
     assert {p.name for p in run.glob("ncu.job*.log")} == {"ncu.job0.log", "ncu.job1.log"}  # each job's, shipped

@@ -75,24 +75,34 @@ def ncu_runs(record: Path) -> list[dict]:
     return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
 
 
-def test_each_gpu_gets_its_own_ncu_with_its_share_and_its_device(two_gpus, tmp_path):
+def test_each_gpu_gets_its_own_ncu_and_takes_units_from_one_folder(two_gpus, tmp_path):
     assert profile_cli(tmp_path, "--gpus", "all") == 0
     run = (tmp_path / "runs" / "latest").resolve()
     runs = sorted(ncu_runs(two_gpus), key=lambda r: r["CUDA_VISIBLE_DEVICES"])
     assert [r["CUDA_VISIBLE_DEVICES"] for r in runs] == [GPUS[0].uuid, GPUS[1].uuid]
+    folders = set()
     for gpu, ncu_run in zip(GPUS, runs, strict=True):
         argv = ncu_run["argv"]
         assert argv[argv.index("--export") + 1] == str(run / f"profile.gpu{gpu.index}")
         assert argv[argv.index("--log-file") + 1] == str(run / f"ncu.gpu{gpu.index}.log")
         pattern = argv[len(argv) - 1 - argv[::-1].index("-k") + 1]  # the profiled program's -k
-        assert [label for label in LABELS if re.search(pattern, label)] == UNIT_SHARE[gpu.index]
+        assert [label for label in LABELS if re.search(pattern, label)] == LABELS  # any unit is its to take
+        folders.add(argv[argv.index("--claims") + 1])
+        assert argv[argv.index("--tag") + 1] == f"job{gpu.index}"
         assert f"memlens-gpu{gpu.index}-" in ncu_run["TMPDIR"]  # a folder of its own, removed afterwards
         assert not Path(ncu_run["TMPDIR"]).exists()
         assert f"profile.gpu{gpu.index}" in (run / f"ncu-command.gpu{gpu.index}.txt").read_text()
         assert (run / f"events.gpu{gpu.index}.jsonl").is_file()
+    (folder,) = folders  # one folder both take units from, removed with the run
+    assert not Path(folder).exists()
 
 
-def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tmp_path, capsys):
+def placed(data: dict) -> dict[str, int]:
+    return {f"{o['family']}/{o['variant']}": o["gpu_index"] for o in data["outcomes"]}
+
+
+def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.3")  # the first unit outlasts the other program's start
     assert profile_cli(tmp_path, "--gpus", "0,1") == 0
     run = (tmp_path / "runs" / "latest").resolve()
     names = sorted(p.name for p in run.iterdir())
@@ -101,13 +111,13 @@ def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tm
                      "results.json"]  # fmt: skip
     data = json.loads((run / "results.json").read_text())
     assert [f"{o['family']}/{o['variant']}" for o in data["outcomes"]] == LABELS  # suite order, each once
-    assert {f"{o['family']}/{o['variant']}": o["gpu_index"] for o in data["outcomes"]} == {
-        label: gpu for gpu, labels in UNIT_SHARE.items() for label in labels
-    }
+    where = placed(data)
+    assert set(where.values()) == {0, 1}  # both GPUs took units
+    assert where["running_mean/register"] == where["running_mean/local"]  # a unit stays whole
     # the probe recording holds conflict, padded and local: each kept from the report of the GPU that ran it
     kernels = [(f"{k['family']}/{k['variant']}", k["gpu_index"], k["gpu_uuid"]) for k in data["kernels"]]
-    assert kernels == [("transpose/conflict", 1, GPUS[1].uuid), ("transpose/padded", 1, GPUS[1].uuid),
-                       ("running_mean/local", 0, GPUS[0].uuid)]  # fmt: skip
+    assert kernels == [(label, where[label], GPUS[where[label]].uuid)
+                       for label in ("transpose/conflict", "transpose/padded", "running_mean/local")]  # fmt: skip
     assert data["complete"] is True
     assert data["info"]["source"] == "profile.gpu0.ncu-rep, profile.gpu1.ncu-rep"
     assert data["info"]["gpu_name"] == "NVIDIA H200"
@@ -116,27 +126,41 @@ def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tm
     assert {"driver_version", "suite_commit", "memlens_command", "started_at", "memlens_version"} <= set(info)
     assert "3 kernels from 5 variants profiled" in capsys.readouterr().out
     assert main(["report", str(run), "--format", "md", "-o", "-"]) == 0  # the merged run's one report
-    gpus_line = f"| GPUs | GPU 0 (NVIDIA H200): 3 variants; GPU 1 (NVIDIA H200): 2 variants on {socket.gethostname()} |"
+    counts = [list(where.values()).count(index) for index in (0, 1)]
+    gpus_line = (f"| GPUs | GPU 0 (NVIDIA H200): {counts[0]} variants; GPU 1 (NVIDIA H200): {counts[1]} variants "
+                 f"on {socket.gethostname()} |")  # fmt: skip
     assert gpus_line in capsys.readouterr().out
 
 
+def test_a_gpu_that_finds_every_unit_taken_profiles_nothing_and_fails_nothing(two_gpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_APP_DELAY", f"{GPUS[1].uuid}=3")  # GPU 1's program starts after GPU 0's ran all
+    assert profile_cli(tmp_path, "--gpus", "all") == 0
+    run = (tmp_path / "runs" / "latest").resolve()
+    data = json.loads((run / "results.json").read_text())
+    assert set(placed(data).values()) == {0} and data["complete"] is True and len(data["kernels"]) == 3
+    assert not (run / "profile.gpu1.ncu-rep").exists()  # as ncu: no kernel profiled, no report
+    assert "No kernels were profiled" in (run / "ncu.gpu1.log").read_text()
+
+
 def test_a_failing_gpu_keeps_the_others_results_and_is_named(two_gpus, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("MEMLENS_TEST_RAISE", "transpose/conflict")  # GPU 1's first variant
+    monkeypatch.setenv("MEMLENS_TEST_RAISE", "transpose/conflict")
     assert profile_cli(tmp_path, "--gpus", "all") == 3  # as for a failure on one GPU
-    err = capsys.readouterr().err
-    assert "2 of 5 variants did not profile cleanly, first transpose/conflict on GPU 1: failed:" in err
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
-    status = {o["variant"]: (o["status"], o["gpu_index"]) for o in data["outcomes"]}
-    assert status == {"conflict": ("failed", 1), "padded": ("not_run", 1), "swizzled": ("ok", 0),
-                      "register": ("ok", 0), "local": ("ok", 0)}  # fmt: skip
-    assert [k["variant"] for k in data["kernels"]] == ["local"]  # GPU 0's (the probe holds local of its three)
+    status = {o["variant"]: o["status"] for o in data["outcomes"]}
+    # transpose goes out variant by variant (3 of 5 cases: more than a GPU's half): the program that took
+    # conflict stopped there, and the other took every unit left
+    assert status == {"conflict": "failed", "padded": "ok", "swizzled": "ok", "register": "ok", "local": "ok"}
+    failed_on = placed(data)["transpose/conflict"]
+    err = capsys.readouterr().err
+    assert f"1 of 5 variants did not profile cleanly, first transpose/conflict on GPU {failed_on}: failed:" in err
+    assert [k["variant"] for k in data["kernels"]] == ["padded", "local"]
 
 
 def test_an_error_of_one_gpus_ncu_names_that_gpu(two_gpus, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "30")
     assert profile_cli(tmp_path, "--gpus", "all", "--timeout", "3") == 3
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith("memlens: error: GPU 0 (NVIDIA H200): ncu ran past the 3 s timeout while transpose/")
+    assert re.match(r"memlens: error: GPU 0 \(NVIDIA H200\): ncu ran past the 3 s timeout while \w+/\w+ was", err)
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
     assert data["complete"] is False
 
@@ -374,14 +398,24 @@ def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
 
     done = interrupt_when(argv, tmp_path, env, both_started, signum)
     assert done.returncode == 3 and "Traceback" not in done.err
-    assert done.err.splitlines()[-1].startswith(
-        "memlens: interrupted GPU 0 (NVIDIA H200): while transpose/swizzled was"
-    )
+    # each program hangs in the first launch of the first unit it took (running_mean, the largest, then
+    # conflict, in whichever order they asked); nobody took padded or swizzled
+    assert re.match(r"memlens: interrupted GPU 0 \(NVIDIA H200\): while (running_mean/register|transpose/conflict) "
+                    r"was", done.err.splitlines()[-1])  # fmt: skip
     data = json.loads((runs / "latest" / "results.json").read_text())
     assert data["complete"] is False
-    assert [(o["variant"], o["status"], o["gpu_index"]) for o in data["outcomes"]] == [
-        ("conflict", "failed", 1), ("padded", "not_run", 1), ("swizzled", "failed", 0), ("register", "not_run", 0),
-        ("local", "not_run", 0)]  # fmt: skip
+    outcomes = {o["variant"]: (o["status"], o["gpu_index"]) for o in data["outcomes"]}
+    assert [o["variant"] for o in data["outcomes"]] == ["conflict", "padded", "swizzled", "register", "local"]
+    assert {variant: status for variant, (status, _) in outcomes.items()} == {
+        "conflict": "failed",
+        "padded": "not_run",
+        "swizzled": "not_run",
+        "register": "failed",
+        "local": "not_run",
+    }
+    assert {outcomes["conflict"][1], outcomes["register"][1]} == {0, 1} and outcomes["local"][1] == outcomes[
+        "register"][1]  # fmt: skip
+    assert outcomes["padded"][1] is None and outcomes["swizzled"][1] is None  # where they would have run: unknown
     assert done.left == []  # no ncu and no program left running on any GPU
 
 
@@ -518,11 +552,14 @@ def test_a_swept_family_is_shared_out_by_value_and_each_gpu_runs_only_its_values
     assert share_arguments(shares[1], options) == (tuple(LABELS), ("running_mean.n=64",), ("transpose.m=16",))
 
 
-def test_each_gpus_program_is_given_its_own_values_of_a_sweep(two_gpus, tmp_path):
+def test_each_value_of_a_swept_family_is_a_unit_one_gpu_takes_whole(two_gpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # the first unit outlasts the other program's start
     profile_cli(tmp_path, "--gpus", "all", "--sweep", "transpose.m=8,16")  # the probe holds no swept kernel
-    sweeps = set()
-    for ncu_run in ncu_runs(two_gpus):
+    for ncu_run in ncu_runs(two_gpus):  # any unit is its to take: the whole sweep
         argv = ncu_run["argv"]
-        sweeps |= {argv[i + 1] for i, arg in enumerate(argv) if arg == "--sweep"}
-        assert argv.count("--sweep") == 1
-    assert sweeps == {"transpose.m=8", "transpose.m=16"}
+        assert [argv[i + 1] for i, arg in enumerate(argv) if arg == "--sweep"] == ["transpose.m=8,16"]
+    data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
+    where = placed(data)
+    assert len(where) == 8 and set(where.values()) == {0, 1}
+    for value in (8, 16):  # its inputs made once, on the GPU that took it
+        assert len({where[f"transpose/{v}@m={value}"] for v in ("conflict", "padded", "swizzled")}) == 1

@@ -70,28 +70,35 @@ def scheduler_killed_once(scheduler: subprocess.Popen, folder: Path, pattern: st
 Records = Callable[[], list[dict]]  # what each process a job started recorded: its pid and its parent's (ppid)
 
 
-def kill_worker_of(records: Records, which: int, deadline_s: float = 60) -> dict:
+Ready = Callable[[dict], object]  # returns once a recorded process may be killed (e.g. it has taken work)
+
+
+def kill_worker_of(records: Records, which: int, deadline_s: float = 60, ready: Ready | None = None) -> dict:
     """SIGKILL the worker process that started the `which`-th recorded process (its ppid), and that process's
-    group (orphaned by the worker's death); its record."""
+    group (orphaned by the worker's death), once `ready` returns for it; its record."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline and len(records()) <= which:
         time.sleep(0.1)
     record = records()[which]
+    if ready is not None:
+        ready(record)
     os.kill(record["ppid"], signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(record["pid"], signal.SIGKILL)
     return record
 
 
-def kill_worker_twice(records: Records, job: Callable[[dict], Hashable], killed: list[dict]) -> None:
+def kill_worker_twice(
+    records: Records, job: Callable[[dict], Hashable], killed: list[dict], ready: Ready | None = None
+) -> None:
     """Kill the worker of the first recorded process, then the worker of its retry (a later record of the
-    same `job`), appending each killed record to `killed`; within 60 s."""
-    first = kill_worker_of(records, 0)
+    same `job`), each once `ready` returns for it, appending each killed record to `killed`; within 60 s."""
+    first = kill_worker_of(records, 0, ready=ready)
     killed.append(first)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         retry = [i for i, record in enumerate(records()) if i > 0 and job(record) == job(first)]
         if retry:
-            killed.append(kill_worker_of(records, retry[0]))
+            killed.append(kill_worker_of(records, retry[0], ready=ready))
             return
         time.sleep(0.1)

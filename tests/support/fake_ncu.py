@@ -9,8 +9,11 @@ the app, which inherits that, then hang: only SIGKILL ends them); no-app (never 
 FAKE_NCU_RECORD=FILE appends one JSON line per run: its argv and the CUDA_VISIBLE_DEVICES, TMPDIR and
 OMP_NUM_THREADS it was given, and its pid and parent's. FAKE_NCU_APP_EXIT=1: where the app fails, log ncu's
 "The application returned an error code (N)." and exit with N, as ncu does. FAKE_NCU_LINGER=SECONDS:
-stay that long after writing the report (ncu writes it as it goes, then still runs). On SIGINT it
-stops, writes its report and log and exits with code 130, without a traceback.
+stay that long after writing the report (ncu writes it as it goes, then still runs).
+FAKE_NCU_APP_DELAY=UUID=SECONDS[,...]: start the app that much later where CUDA_VISIBLE_DEVICES is UUID.
+An app taking units (--claims) that took none launched nothing: the fake logs ncu's "No kernels were
+profiled." and writes no report. On SIGINT it stops, writes its report and log and exits with code 130,
+without a traceback.
 
 `ncu --import REPORT ...` prints FAKE_NCU_IMPORT_CSV's text (an export of the report).
 FAKE_NCU_LAUNCHES (JSON): the program's launches, each {"kernel": NAME, "push_pop": {DOMAIN: [RANGE, ...]},
@@ -30,6 +33,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 VERSION_TEXT = (
     "NVIDIA (R) Nsight Compute Command Line Profiler\nCopyright (c) 2018-2025 NVIDIA Corporation\n"
@@ -76,6 +80,8 @@ def main() -> int:
         if mode == "hang":
             time.sleep(3600)
         app_status = 0
+        delays = dict(item.split("=") for item in os.environ.get("FAKE_NCU_APP_DELAY", "").split(",") if item)
+        time.sleep(float(delays.get(os.environ.get("CUDA_VISIBLE_DEVICES", ""), "0")))
         if mode != "no-app" and app:
             app_status = subprocess.run(app, check=False).returncode
         if mode == "stubborn":
@@ -83,6 +89,10 @@ def main() -> int:
     except KeyboardInterrupt:
         finish(options)  # ncu writes what it profiled so far
         return 130
+    if took_no_unit(app):  # it launched nothing: ncu says so, and writes no report
+        if "--log-file" in options:
+            Path(options["--log-file"]).write_text("==WARNING== No kernels were profiled.\n", encoding="utf-8")
+        return int(os.environ.get("FAKE_NCU_EXIT", "0"))
     finish(options, argv)
     time.sleep(float(os.environ.get("FAKE_NCU_LINGER", "0")))  # ncu, its report written, still running
     if os.environ.get("FAKE_NCU_APP_EXIT") == "1" and app_status != 0:
@@ -91,6 +101,14 @@ def main() -> int:
                 log.write(f"==ERROR== The application returned an error code ({app_status}).\n")
         return app_status
     return int(os.environ.get("FAKE_NCU_EXIT", "0"))
+
+
+def took_no_unit(app: list[str]) -> bool:
+    """A program taking units from a folder (--claims) that took none: the others had taken them all."""
+    if "--claims" not in app or "--events" not in app:
+        return False
+    events = Path(app[app.index("--events") + 1])
+    return events.is_file() and '"claimed"' not in events.read_text(encoding="utf-8")
 
 
 def filters_of(argv: list[str], option: str) -> list[str]:
