@@ -34,16 +34,7 @@ from memlens.collect.gpus import Gpu
 from memlens.collect.ncu import Ncu, find_ncu
 from memlens.collect.profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
 from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now
-from memlens.collect.several_gpus import (
-    Part,
-    case_costs,
-    claim_order,
-    merge,
-    share_arguments,
-    split,
-    unit_costs,
-    units,
-)
+from memlens.collect.several_gpus import Part, case_costs, merge, share_arguments, split, unit_costs, units
 from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
 from memlens.model.results import RunResults
 from memlens.model.run_layout import ProfileFiles, profile_files
@@ -106,8 +97,8 @@ class RunContext:
 
 class Backend(Protocol):
     """Runs a run's jobs on GPUs: `slots` says how many at once, `run` returns one Part a job;
-    `shares_files`: whether every job's program can reach a folder of this host (then they take units
-    from it as their GPUs free up, claims.py)."""
+    `shares_files`: whether every job's program can reach a folder of this host (then a job done with
+    its share takes over the units others have not started, claims.py)."""
 
     def slots(self) -> int: ...
 
@@ -131,20 +122,23 @@ def select(options: ProfileOptions) -> Selection:
 
 
 def plan_jobs(options: ProfileOptions, selection: Selection, count: int, claims: Path | None = None) -> list[Job]:
-    """At most `count` jobs: with `claims` (a folder every job's program can reach), each may take any
-    unit, the units in the order they are to be taken written there; else the selection's units shared
-    out into jobs of balanced expected cost."""
+    """At most `count` jobs, each a share of the selection's units, the shares of balanced expected cost.
+    With `claims` (a folder every job's program can reach) the units are written there with their
+    shares, and each job may take any unit once its own are done (claims.py)."""
     costs, _ = case_costs(selection, options.small, options.out_dir)
     found = units(selection, costs, count)
+    expected = unit_costs(found, costs)
+    shares = [share for share in split(found, expected, count) if share]
     if claims is not None:
-        ordered = claim_order(found, costs)
-        write_units(claims, [[case.label for case in unit.cases()] for unit in ordered])
         labels, sizes, sweeps = share_arguments(found, options)
         cases = tuple(case.label for case in selection.cases())
-        return [Job(n, labels, sizes, sweeps, cases, str(claims)) for n in range(min(count, len(found)))]
-    shares = split(found, unit_costs(found, costs), count)
-    jobs: list[Job] = []
-    for share in (s for s in shares if s):
+        jobs = [Job(n, labels, sizes, sweeps, cases, str(claims)) for n in range(len(shares))]
+        owner = {unit.label: job.tag for job, share in zip(jobs, shares, strict=True) for unit in share}
+        write_units(claims, [[case.label for case in unit.cases()] for unit in found],
+                    [owner[unit.label] for unit in found], [expected[unit.label] for unit in found])  # fmt: skip
+        return jobs
+    jobs = []
+    for share in shares:
         labels, sizes, sweeps = share_arguments(share, options)
         cases = tuple(case.label for unit in share for case in unit.cases())
         jobs.append(Job(len(jobs), labels, sizes, sweeps, cases))

@@ -18,14 +18,14 @@ one source for every case (a variant at one value; simple on purpose):
    a cost a byte its family must move at its sizes (SECONDS_PER_BYTE): ncu's replay passes cost
    about the same for a small kernel, and it saves and restores what a kernel writes for each;
 3. else one each: round robin.
-Where every job's program reaches one folder of this host (`--gpus`, `--cluster local`), the units are
-not shared out beforehand: each program takes the next unit, largest expected cost first, as its GPU
-frees up (collect/claims.py), and the costs only order the list. Elsewhere (workers of other hosts)
-they are shared out: largest first, each to the GPU with the least expected work so far; each GPU
-then runs its share in suite order. The run directory holds each job's raw report, log, command and events
-(`profile.gpu<i>.ncu-rep` or `profile.job<n>.ncu-rep`, ...: run_layout.profile_files) and one
-results.json; every kernel and case records where it ran. A job that fails leaves the others'
-results; the error names its GPU.
+The units are shared out: largest first, each to the GPU with the least expected work so far; each
+GPU runs its share in suite order. Where every job's program reaches one folder of this host (`--gpus`,
+`--cluster local`), the shares are written there, and a GPU done with its share takes over, smallest
+first, the units another GPU has not started (collect/claims.py): a wrong estimate then costs at most
+what is left of the unit the slower GPU is running. The run directory holds each job's raw report,
+log, command and events (`profile.gpu<i>.ncu-rep` or `profile.job<n>.ncu-rep`, ...:
+run_layout.profile_files) and one results.json; every kernel and case records where it ran. A job
+that fails leaves the others' results; the error names its GPU.
 """
 
 from __future__ import annotations
@@ -190,13 +190,6 @@ def _apart(unit: Unit) -> list[Unit]:
 def unit_costs(found: Sequence[Unit], costs: dict[str, float]) -> dict[str, float]:
     """Each unit's expected cost: that of its cases."""
     return {unit.label: sum(costs[case.label] for case in unit.cases()) for unit in found}
-
-
-def claim_order(found: Sequence[Unit], costs: dict[str, float]) -> list[Unit]:
-    """The units in the order the programs take them (claims.py): largest expected cost first, ties in
-    suite order."""
-    cost = unit_costs(found, costs)
-    return sorted(found, key=lambda unit: -cost[unit.label])
 
 
 def split(items: Sequence[Item], costs: dict[str, float], count: int) -> list[list[Item]]:

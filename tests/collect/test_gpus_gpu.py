@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -87,3 +88,42 @@ def test_wall_time_of_one_gpu_beside_all(merged, tmp_path):
     done, seconds = memlens_profile(tmp_path / "one")
     assert done.returncode == 0, done.stderr
     print(f"\nmemlens profile {' '.join(SIZES)} on one GPU: {seconds:.1f} s wall")
+
+
+LATE_NCU = """#!{python}
+import json, os, shutil, subprocess, sys, time
+from pathlib import Path
+
+argv = sys.argv[1:]
+real = {real!r}
+if "--claims" in argv and os.environ.get("CUDA_VISIBLE_DEVICES") != {first!r}:
+    claims = Path(argv[argv.index("--claims") + 1])  # start once the first GPU's program took every unit
+    count = len(json.loads((claims / "units.json").read_text()))
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list(claims.glob("*.claim"))) < count:
+        time.sleep(0.05)
+    code = subprocess.call([real, *argv])
+    Path({record!r}).write_text(str(code))
+    sys.exit(code)
+os.execv(real, [real, *argv])
+"""
+
+
+def test_a_program_that_finds_every_unit_taken_is_no_error_under_real_ncu(tmp_path):
+    """Real ncu over a program that took no unit (the other GPU's took them all): its exit code, and the run."""
+    available = gpus()
+    if len(available) < 2:
+        pytest.skip(f"needs 2 or more GPUs; this machine has {len(available)}")
+    real = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    wrapper, record = tmp_path / "late_ncu", tmp_path / "late_ncu.exit"
+    wrapper.write_text(LATE_NCU.format(python=sys.executable, real=real, first=available[0].uuid, record=str(record)))
+    wrapper.chmod(0o755)
+    done, _ = memlens_profile(tmp_path / "runs", "-k", "transpose", "--gpus", "0,1", "--ncu", str(wrapper))
+    assert done.returncode == 0, done.stderr
+    print(f"\nreal ncu's exit code over a program that took no unit: {record.read_text()}")
+    assert record.read_text() == "0"
+    run = (tmp_path / "runs" / "latest").resolve()
+    data = json.loads((run / "results.json").read_text())
+    assert {o["status"] for o in data["outcomes"]} == {"ok"} and data["complete"] is True
+    assert {o["gpu_index"] for o in data["outcomes"]} == {available[0].index}
+    assert not (run / f"profile.gpu{available[1].index}.ncu-rep").exists()
