@@ -17,7 +17,7 @@ except ImportError:  # Python 3.10
 
 from tests.collect.test_gpus import FAKE_SMI
 from tests.conftest import FIXTURES, REPO
-from tests.support.fake import CPU_SUITE, fake_ncu_env
+from tests.support.fake import CPU_SUITE, PROBE_SELECTION, fake_ncu_env
 
 
 def test_build_system_needs_a_setuptools_that_builds_the_license_string():
@@ -80,7 +80,7 @@ def test_installed_gpu_children_start_the_installed_memlens(installed, tmp_path)
     elsewhere.mkdir()
     runs = elsewhere / "runs"
     done = subprocess.run([sys.executable, "-S", "-m", "memlens", "profile", str(CPU_SUITE), "--gpus", "all",
-                           "--out", str(runs), "--clock-control", "none"],
+                           "--out", str(runs), "--clock-control", "none", *PROBE_SELECTION],
                           cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     run = (runs / "latest").resolve()

@@ -25,7 +25,17 @@ from memlens.collect.scheduler import Where
 from memlens.errors import ConfigError, ProfilerError
 from tests.conftest import FIXTURES
 from tests.support.dask_cluster import external_cluster, kill_worker_of, kill_worker_twice, scheduler_killed_once
-from tests.support.fake import CPU_SUITE, MARKER, REPO, fake_ncu_env, install_fake_ncu, interrupt_when, marked_processes
+from tests.support.fake import (
+    CPU_SUITE,
+    IN_THE_PROBE,
+    MARKER,
+    PROBE_SELECTION,
+    REPO,
+    fake_ncu_env,
+    install_fake_ncu,
+    interrupt_when,
+    marked_processes,
+)
 
 pytest.importorskip("distributed")
 
@@ -123,7 +133,7 @@ def assert_placed_consistently(data: dict, gpus: tuple[Gpu, ...]) -> None:
 def test_two_gpu_models_side_by_side(fakes, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # a unit outlasts the other program's start: both take some
     fake_smi(tmp_path / "bin", MIXED)
-    assert profile_cli(tmp_path / "runs", "--cluster", "local") == 0
+    assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 0
     data = results(tmp_path / "runs")
     assert_placed_consistently(data, MIXED)
     ran = {f"{o['family']}/{o['variant']}": o["gpu_index"] for o in data["outcomes"]}
@@ -133,8 +143,8 @@ def test_two_gpu_models_side_by_side(fakes, tmp_path, capsys, monkeypatch):
     assert main(["report", str(tmp_path / "runs"), "--format", "md", "-o", "-"]) == 0
     out = capsys.readouterr().out
     counts = {gpu: sum(1 for g in ran.values() if g == gpu) for gpu in (0, 1)}
-    assert (f"GPU 0 (NVIDIA H100 80GB HBM3): {counts[0]} variants; GPU 1 (NVIDIA H200): {counts[1]} variants"
-            in out)  # fmt: skip
+    said = {gpu: f"{n} variant{'s' if n != 1 else ''}" for gpu, n in counts.items()}
+    assert f"GPU 0 (NVIDIA H100 80GB HBM3): {said[0]}; GPU 1 (NVIDIA H200): {said[1]}" in out
 
 
 def program_tag(ncu_run: dict) -> str:
@@ -176,11 +186,6 @@ def took_a_unit(scratch: Path) -> Callable[[dict], Path]:
     return ready
 
 
-# The variants whose kernels the probe's report holds: whichever units a job ends up with after a kill
-# (its own, or another's it took over), the fake's report then holds a kernel of each that ran.
-IN_THE_PROBE = ["transpose/conflict", "transpose/padded", "running_mean/local"]
-
-
 def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")  # every launch: a job takes a few seconds
     scratch = _workers_scratch(tmp_path, monkeypatch)
@@ -188,7 +193,7 @@ def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, 
     killer = threading.Thread(target=kill_worker_of, args=(lambda: ncu_runs(fakes), 0), kwargs={"ready": ready},
                               daemon=True)  # fmt: skip
     killer.start()
-    assert profile_cli(tmp_path / "runs", "--cluster", "local", "-k", "conflict|padded|local") == 0
+    assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 0
     killer.join()
     runs = ncu_runs(fakes)
     assert len(runs) == 3  # the killed job ran again
@@ -206,7 +211,7 @@ def test_a_job_whose_workers_die_twice_is_failed_with_its_log(fakes, tmp_path, m
     killer = threading.Thread(target=kill_worker_twice, args=(lambda: ncu_runs(fakes), program_tag, killed, ready),
                               daemon=True)  # fmt: skip
     killer.start()
-    assert profile_cli(tmp_path / "runs", "--cluster", "local", "-k", "conflict|padded|local") == 3
+    assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 3
     killer.join()
     assert len(killed) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]

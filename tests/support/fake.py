@@ -20,6 +20,11 @@ CPU_FAILURES = REPO / "tests" / "failure_suites" / "cpu_failures.py"  # twin of 
 GPU_FAILURES = REPO / "tests" / "failure_suites" / "gpu_failures.py"
 PERMISSION_LOG = SUPPORT / "logs" / "nvgpuctrperm.log"  # NVIDIA's documented message (see logs/README.md)
 MARKER = "MEMLENS_TEST_MARKER"  # set for a run's processes, found again in /proc/<pid>/environ
+# The CPU suite's variants whose kernels tests/fixtures/probe's recording holds. Over several GPUs, a GPU
+# may end up with any unit (it takes over what another has not started); the fake's report, the probe's,
+# then holds a kernel of whatever each GPU ran only where the run selects these.
+IN_THE_PROBE = ("transpose/conflict", "transpose/padded", "running_mean/local")
+PROBE_SELECTION = ("-k", "conflict|padded|local")
 
 
 def write_fake_ncu(folder: Path) -> Path:
