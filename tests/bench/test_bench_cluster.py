@@ -22,7 +22,7 @@ from memlens.cli import main
 from memlens.collect.gpus import Gpu
 from tests.collect.test_cluster import H200, MIXED, fake_smi
 from tests.support.dask_cluster import external_cluster, kill_worker_of, kill_worker_twice, scheduler_killed_once
-from tests.support.fake import CPU_SUITE, MARKER, REPO, interrupt_when, marked_processes
+from tests.support.fake import CPU_SUITE, MARKER, REPO, interrupt_when, marked_processes, recorded
 from tests.support.fake_bench import fake_bench_env
 
 pytest.importorskip("distributed")
@@ -126,20 +126,16 @@ def test_bench_imports_no_dask_until_cluster_is_given():
 # --- faults: a worker killed mid-share, Ctrl-C --------------------------------------------------------
 
 
-def children(record: Path) -> list[dict]:
-    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
-
-
 def test_a_worker_killed_mid_share_has_its_share_retried_and_nothing_is_lost(tmp_path, monkeypatch):
     use_gpus(tmp_path, monkeypatch, H200, H200)
     record = tmp_path / "children.jsonl"
     monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
     monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
-    killer = threading.Thread(target=kill_worker_of, args=(lambda: children(record), 0), daemon=True)
+    killer = threading.Thread(target=kill_worker_of, args=(lambda: recorded(record), 0), daemon=True)
     killer.start()
     assert bench_cli(tmp_path / "runs", "--cluster", "local") == 0
     killer.join()
-    assert len(children(record)) == 3  # the killed share ran again
+    assert len(recorded(record)) == 3  # the killed share ran again
     run = only_run(tmp_path / "runs")
     merged = load(run / "bench.json")
     assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == LABELS and merged["failures"] == []
@@ -153,7 +149,7 @@ def test_a_share_whose_workers_die_twice_fails_saying_so_and_the_other_is_kept(t
     monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
     monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
     killed: list[dict] = []  # the retry: a later child with the killed one's -k
-    killer = threading.Thread(target=kill_worker_twice, args=(lambda: children(record), lambda c: c["k"], killed),
+    killer = threading.Thread(target=kill_worker_twice, args=(lambda: recorded(record), lambda c: c["k"], killed),
                               daemon=True)  # fmt: skip
     killer.start()
     assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
@@ -184,7 +180,7 @@ def test_ctrl_c_ends_every_child_and_writes_no_bench_json(tmp_path):
            "FAKE_BENCH_SLEEP": "60", "TMPDIR": str(scratch)}  # fmt: skip
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "memlens", "bench", str(CPU_SUITE), "--out", str(runs), "--cluster", "local"]
-    done = interrupt_when(argv, tmp_path, env, lambda: len(children(record)) >= 2)
+    done = interrupt_when(argv, tmp_path, env, lambda: len(recorded(record)) >= 2)
     err, took = done.err, done.seconds
     assert done.returncode == 3 and "Traceback" not in err, err
     assert took < STOP_GRACE_S  # the stop event ended the children: no share was waited for to the end

@@ -35,6 +35,7 @@ from tests.support.fake import (
     install_fake_ncu,
     interrupt_when,
     marked_processes,
+    recorded,
 )
 
 pytest.importorskip("distributed")
@@ -78,10 +79,6 @@ def results(out: Path) -> dict:
     return json.loads((out / "latest" / "results.json").read_text())
 
 
-def ncu_runs(record: Path) -> list[dict]:
-    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
-
-
 def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(fakes, tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # a unit outlasts the other program's start: both take some
@@ -98,9 +95,9 @@ def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(f
     first = cluster["outcomes"][0]
     assert (first["driver_version"], first["ncu_version"]) == ("580.159.04", "2025.3.1.0")
     assert first["host"] == local["outcomes"][0]["host"] and first["host"]
-    assert sorted(r["CUDA_VISIBLE_DEVICES"] for r in ncu_runs(fakes)) == sorted(2 * [g.uuid for g in H200])
+    assert sorted(r["CUDA_VISIBLE_DEVICES"] for r in recorded(fakes)) == sorted(2 * [g.uuid for g in H200])
     # the environment a local run gives its program: not the one thread a Dask worker sets for itself
-    assert [r["OMP_NUM_THREADS"] for r in ncu_runs(fakes)] == [None] * 4
+    assert [r["OMP_NUM_THREADS"] for r in recorded(fakes)] == [None] * 4
     run = (tmp_path / "cluster" / "latest").resolve()
     assert sorted(p.name for p in run.iterdir()) == [
         "events.job0.jsonl", "events.job1.jsonl", "ncu-command.job0.txt", "ncu-command.job1.txt",
@@ -190,12 +187,12 @@ def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, 
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")  # every launch: a job takes a few seconds
     scratch = _workers_scratch(tmp_path, monkeypatch)
     ready = took_a_unit(scratch)  # its units are then given back, and the job retried
-    killer = threading.Thread(target=kill_worker_of, args=(lambda: ncu_runs(fakes), 0), kwargs={"ready": ready},
+    killer = threading.Thread(target=kill_worker_of, args=(lambda: recorded(fakes), 0), kwargs={"ready": ready},
                               daemon=True)  # fmt: skip
     killer.start()
     assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 0
     killer.join()
-    runs = ncu_runs(fakes)
+    runs = recorded(fakes)
     assert len(runs) == 3  # the killed job ran again
     data = results(tmp_path / "runs")
     outcomes = [(f"{o['family']}/{o['variant']}", o["status"]) for o in data["outcomes"]]
@@ -208,7 +205,7 @@ def test_a_job_whose_workers_die_twice_is_failed_with_its_log(fakes, tmp_path, m
     killed: list[dict] = []  # the retry: a later ncu run with the killed one's --tag
     scratch = _workers_scratch(tmp_path, monkeypatch)
     ready = took_a_unit(scratch)  # the retry's units are then failed, with the log
-    killer = threading.Thread(target=kill_worker_twice, args=(lambda: ncu_runs(fakes), program_tag, killed, ready),
+    killer = threading.Thread(target=kill_worker_twice, args=(lambda: recorded(fakes), program_tag, killed, ready),
                               daemon=True)  # fmt: skip
     killer.start()
     assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 3
@@ -278,7 +275,7 @@ def test_ctrl_c_stops_the_jobs_and_keeps_what_they_did(tmp_path):
 
     def both_started() -> bool:
         started = [p for p in scratch.glob("memlens-job*/events.job*.jsonl") if '"start"' in _text(p)]
-        return len(ncu_runs(record)) == 2 and len(started) >= 2
+        return len(recorded(record)) == 2 and len(started) >= 2
 
     done = interrupt_when(argv, tmp_path, env, both_started, wait=20)
     err = done.err

@@ -40,7 +40,7 @@ from memlens.errors import ConfigError
 from memlens.model.results import RunInfo, RunResults, VariantOutcome
 from memlens.suite import select_variants
 from tests.conftest import FIXTURES
-from tests.support.fake import CPU_SUITE, IN_THE_PROBE, PROBE_SELECTION, install_fake_ncu
+from tests.support.fake import CPU_SUITE, IN_THE_PROBE, PROBE_SELECTION, install_fake_ncu, recorded
 
 PROBE = FIXTURES / "probe"
 GPUS = (
@@ -71,14 +71,10 @@ def profile_cli(tmp_path: Path, *extra: str) -> int:
     return main(["profile", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--clock-control", "none", *extra])
 
 
-def ncu_runs(record: Path) -> list[dict]:
-    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
-
-
 def test_each_gpu_gets_its_own_ncu_and_takes_units_from_one_folder(two_gpus, tmp_path):
     assert profile_cli(tmp_path, "--gpus", "all", *PROBE_SELECTION) == 0
     run = (tmp_path / "runs" / "latest").resolve()
-    runs = sorted(ncu_runs(two_gpus), key=lambda r: r["CUDA_VISIBLE_DEVICES"])
+    runs = sorted(recorded(two_gpus), key=lambda r: r["CUDA_VISIBLE_DEVICES"])
     assert [r["CUDA_VISIBLE_DEVICES"] for r in runs] == [GPUS[0].uuid, GPUS[1].uuid]
     folders = set()
     for gpu, ncu_run in zip(GPUS, runs, strict=True):
@@ -173,14 +169,14 @@ def test_an_error_of_one_gpus_ncu_names_that_gpu(two_gpus, tmp_path, monkeypatch
 def test_a_wrong_gpus_value_is_one_line_and_exit_2_before_ncu_starts(two_gpus, tmp_path, capsys, value, message):
     assert profile_cli(tmp_path, "--gpus", value) == 2
     assert capsys.readouterr().err == message + "\n"
-    assert ncu_runs(two_gpus) == [] and not (tmp_path / "runs").exists()
+    assert recorded(two_gpus) == [] and not (tmp_path / "runs").exists()
 
 
 def test_one_gpu_is_todays_run_on_that_gpu(two_gpus, tmp_path):
     assert profile_cli(tmp_path, "--gpus", "1") == 0
     run = (tmp_path / "runs" / "latest").resolve()
     assert (run / "profile.ncu-rep").is_file() and not list(run.glob("*.gpu*"))
-    (ncu_run,) = ncu_runs(two_gpus)
+    (ncu_run,) = recorded(two_gpus)
     assert ncu_run["CUDA_VISIBLE_DEVICES"] == GPUS[1].uuid
     data = json.loads((run / "results.json").read_text())
     assert {k["gpu_index"] for k in data["kernels"]} == {1} and len(data["outcomes"]) == 5
@@ -188,7 +184,7 @@ def test_one_gpu_is_todays_run_on_that_gpu(two_gpus, tmp_path):
 
 def test_without_gpus_nothing_changes(two_gpus, tmp_path):
     assert profile_cli(tmp_path) == 0
-    (ncu_run,) = ncu_runs(two_gpus)
+    (ncu_run,) = recorded(two_gpus)
     assert ncu_run["CUDA_VISIBLE_DEVICES"] == os.environ.get("CUDA_VISIBLE_DEVICES")  # memlens's own
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
     assert {k["gpu_index"] for k in data["kernels"]} == {None}
@@ -549,7 +545,7 @@ def test_a_swept_family_is_shared_out_by_value_and_each_gpu_runs_only_its_values
 def test_each_value_of_a_swept_family_is_a_unit_one_gpu_takes_whole(two_gpus, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # the first unit outlasts the other program's start
     profile_cli(tmp_path, "--gpus", "all", "--sweep", "transpose.m=8,16")  # the probe holds no swept kernel
-    for ncu_run in ncu_runs(two_gpus):  # any unit is its to take: the whole sweep
+    for ncu_run in recorded(two_gpus):  # any unit is its to take: the whole sweep
         argv = ncu_run["argv"]
         assert [argv[i + 1] for i, arg in enumerate(argv) if arg == "--sweep"] == ["transpose.m=8,16"]
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())

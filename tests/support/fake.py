@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import stat
@@ -24,7 +25,13 @@ MARKER = "MEMLENS_TEST_MARKER"  # set for a run's processes, found again in /pro
 # may end up with any unit (it takes over what another has not started); the fake's report, the probe's,
 # then holds a kernel of whatever each GPU ran only where the run selects these.
 IN_THE_PROBE = ("transpose/conflict", "transpose/padded", "running_mean/local")
-PROBE_SELECTION = ("-k", "conflict|padded|local")
+PROBE_SELECTION = ("-k", "|".join(label.partition("/")[2] for label in IN_THE_PROBE))
+
+
+def recorded(record: Path) -> list[dict]:
+    """What a fake recorded in its JSON-lines file (FAKE_NCU_RECORD, FAKE_BENCH_RECORD): one dict a run,
+    none where nothing ran."""
+    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
 
 
 def write_fake_ncu(folder: Path) -> Path:
