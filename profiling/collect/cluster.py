@@ -14,20 +14,21 @@ each attempt. A scheduler that goes away ends the run with what finished (incomp
 sets the run's stop event: the running jobs stop their ncu and ship what they profiled (for up to
 STOP_GRACE_S), the others are cancelled, and what came back is saved.
 
-`local` starts a cluster of this host's GPUs (nvidia-smi's): one worker process per GPU with
-CUDA_VISIBLE_DEVICES=<its UUID>, one thread, `GPU=1`, no dashboard (the scheduler's HTTP server on a
-free port: no warning where 8787 is taken), and a scheduler that gives up on a job after its first
-worker death (memlens retries it itself).
+`local` starts a cluster of this host's GPUs (nvidia-smi's): one worker process per GPU (forked from
+memlens where that is safe: start_method) with CUDA_VISIBLE_DEVICES=<its UUID>, one thread, `GPU=1`, no
+dashboard (the scheduler's HTTP server on a free port: no warning where 8787 is taken), and a scheduler
+that gives up on a job after its first worker death (memlens retries it itself).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import sys
+import threading
 import time
 import uuid
 from collections.abc import Collection, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,21 +57,23 @@ POLL_S = 0.2
 
 
 def profile_on_cluster(options: ProfileOptions, address: str, on_event=None) -> tuple[Path, RunResults]:
-    """Profile the selection on the cluster at `address` (or `local`): one run directory. The suite is
-    imported while the cluster starts; a wrong selection is still the first thing said."""
+    """Profile the selection on the cluster at `address` (or `local`): one run directory. A wrong selection
+    is the first thing said; on `local` the suite is imported once the workers are up (start_method)."""
     if options.suite is not None:  # the workers find the suite at the same path
         options = _with_absolute_suite(options)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-lookup") as background:
-        selection = background.submit(select, options)
-        ncu = background.submit(find_ncu, options.ncu_settings.path) if address == LOCAL else None
+    if address != LOCAL:
+        selection = select(options)
+        with connect(address) as client:
+            return profile_jobs(options, DaskBackend(client), on_event, selection)
+    with contextlib.ExitStack() as stack:
         try:
-            gpus = list_gpus(ASKED_BY_LOCAL) if address == LOCAL else None
-            with connect(address, gpus) as client:
-                same_host = SameHost(ncu.result(), gpus) if ncu is not None and gpus is not None else None
-                return profile_jobs(options, DaskBackend(client, same_host), on_event, selection.result())
+            gpus = list_gpus(ASKED_BY_LOCAL)
+            same_host = SameHost(find_ncu(options.ncu_settings.path), gpus)  # found once, for every worker
+            client = stack.enter_context(connect(address, gpus))
         except MemlensError:
-            selection.result()
+            select(options)  # a wrong selection is said first
             raise
+        return profile_jobs(options, DaskBackend(client, same_host), on_event, select(options))
 
 
 def _with_absolute_suite(options: ProfileOptions) -> ProfileOptions:
@@ -146,7 +149,8 @@ def local_cluster(gpus: Sequence[Gpu]) -> Iterator[Any]:
                  "options": {"dashboard": False, "dashboard_address": ":0", "allowed_failures": 0}}  # fmt: skip
     # no GPU panel for a dashboard nobody opens, and none of the one-thread settings a Nanny gives its worker
     # (OMP_NUM_THREADS=1, ...): each job's program runs in the environment a local run gives it
-    quiet = {"distributed.diagnostics.nvml": False, "distributed.nanny.pre-spawn-environ": {}}
+    quiet = {"distributed.diagnostics.nvml": False, "distributed.nanny.pre-spawn-environ": {},
+             "distributed.worker.multiprocessing-method": start_method()}  # fmt: skip
     with dask.config.set(quiet):
         cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
     try:
@@ -154,6 +158,24 @@ def local_cluster(gpus: Sequence[Gpu]) -> Iterator[Any]:
     finally:
         with contextlib.suppress(Exception):
             cluster.close(timeout=10)
+
+
+def start_method() -> str:
+    """How the local cluster's first workers start: forked from this process, which has Dask and memlens
+    imported already (no second Python start and imports), where that is safe; else spawned.
+
+    Safe: Linux, no other Python thread (one that holds a lock would leave it held in the worker), no
+    ncu_report (its disassembler's thread) and no CUDA driver loaded. The threads of NumPy's OpenBLAS
+    are no obstacle: it stops them for a fork. A worker its Nanny restarts later starts as Dask's
+    settings say (spawned, by default)."""
+    if sys.platform != "linux" or threading.active_count() > 1 or "ncu_report" in sys.modules:
+        return "spawn"
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            cuda = any("libcuda.so" in line for line in maps)
+    except OSError:
+        return "spawn"
+    return "spawn" if cuda else "fork"
 
 
 class _SchedulerGone(Exception):  # noqa: N818 - a condition the backend handles, never raised further

@@ -1,36 +1,57 @@
-"""How long a Dask cluster like `--cluster local`'s takes to start on this host, in variants: a scheduler in
-this process and a worker a GPU (Nanny: a process each), each timed to all workers joined and one trivial task.
+"""How long a Dask cluster like `--cluster local`'s takes to start and to close on this host, in variants: a
+scheduler in this process and a worker a GPU, each timed to all workers joined, one trivial task, and the close.
 
-    python tests/benchmarks/cluster_start.py [--gpus 2]
+    python tests/benchmarks/cluster_start.py [--gpus 2] [--rounds 2]
 
-Not pass/fail: prints a line a variant. Needs memlens[cluster]; no GPU (each worker is only given
-CUDA_VISIBLE_DEVICES).
+Each variant and round in a new Python process that has imported Dask (and with it NumPy) and memlens, as
+`memlens profile --cluster local` has when it starts its cluster. Not pass/fail: prints a line a variant
+and round. Needs memlens[cluster]; no GPU (each worker is only given CUDA_VISIBLE_DEVICES).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import subprocess
+import sys
 import time
 
 
-def start(label: str, worker_class, preload: list[str], nvml: bool, gpus: int) -> None:  # noqa: ANN001
+def spec_cluster(worker_class, method: str, gpus: int):  # noqa: ANN001, ANN201
+    """--cluster local's cluster, built here with another worker class or start method."""
     import dask
     import distributed
 
     def options(index: int) -> dict:
         found = {"nthreads": 1, "resources": {"GPU": 1}, "dashboard_address": None,
-                 "silence_logs": logging.CRITICAL, "preload": preload}  # fmt: skip
+                 "silence_logs": logging.CRITICAL, "preload": ["memlens.collect.cluster_worker"]}  # fmt: skip
         if worker_class is distributed.Nanny:
             found["env"] = {"CUDA_VISIBLE_DEVICES": str(index)}
         return found
 
     workers = {f"gpu{i}": {"cls": worker_class, "options": options(i)} for i in range(gpus)}
     scheduler = {"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
+    settings = {"distributed.diagnostics.nvml": False, "distributed.worker.multiprocessing-method": method}
+    with dask.config.set(settings):
+        return contextlib.closing(distributed.SpecCluster(workers=workers, scheduler=scheduler,
+                                                          silence_logs=logging.CRITICAL))  # fmt: skip
+
+
+def memlens_cluster(gpus: int):  # noqa: ANN201
+    """What `--cluster local` starts (collect/cluster.local_cluster), on made-up GPUs."""
+    from memlens.collect.cluster import local_cluster
+    from memlens.collect.gpus import Gpu
+
+    return local_cluster([Gpu(i, "GPU", f"GPU-{i:08d}", f"00000000:{i:02x}:00.0") for i in range(gpus)])
+
+
+def timed(label: str, started, gpus: int) -> None:  # noqa: ANN001
+    import distributed
+
     began = time.monotonic()
-    with dask.config.set({"distributed.diagnostics.nvml": nvml}):
-        cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
+    with started() as cluster:
         up = time.monotonic()
         client = distributed.Client(cluster.scheduler_address, set_as_default=False)
         client.wait_for_workers(gpus)
@@ -38,23 +59,46 @@ def start(label: str, worker_class, preload: list[str], nvml: bool, gpus: int) -
         client.submit(os.getpid, resources={"GPU": 1}, pure=False).result()
         done = time.monotonic()
         client.close()
-        cluster.close()
-    print(f"{label:42} cluster {up - began:.2f} s, all workers {joined - began:.2f} s, a task {done - joined:.2f} s")
+        closing = time.monotonic()
+    closed = time.monotonic()
+    print(f"{label:44} cluster {up - began:.2f} s, all workers {joined - began:.2f} s, a task {done - joined:.2f} s, "
+          f"close {closed - closing:.2f} s", flush=True)  # fmt: skip
+
+
+VARIANTS = {
+    "forked": "--cluster local's (Nannies, workers forked)",
+    "spawned": "Nannies, workers spawned (Dask's default)",
+    "threads": "Workers in this process",
+}
+
+
+def one(variant: str, gpus: int) -> None:
+    import distributed
+
+    import memlens.collect.cluster  # noqa: F401 - imported, as by memlens profile
+
+    started = {
+        "forked": lambda: memlens_cluster(gpus),
+        "spawned": lambda: spec_cluster(distributed.Nanny, "spawn", gpus),
+        "threads": lambda: spec_cluster(distributed.Worker, "spawn", gpus),
+    }[variant]
+    timed(VARIANTS[variant], started, gpus)
 
 
 def main() -> None:
-    import distributed
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", type=int, default=2)
-    gpus = parser.parse_args().gpus
-    preload = ["memlens.collect.cluster_worker"]
-    start("Nanny + preload (--cluster local's)", distributed.Nanny, preload, True, gpus)
-    start("Nanny + preload, NVML diagnostics off", distributed.Nanny, preload, False, gpus)
-    start("Nanny, no preload, NVML off", distributed.Nanny, [], False, gpus)
-    start("Nanny + preload, again", distributed.Nanny, preload, True, gpus)
-    start("Worker in this process + preload, NVML off", distributed.Worker, preload, False, gpus)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--variant", choices=VARIANTS, help="one variant, in this process")
+    args = parser.parse_args()
+    if args.variant:
+        one(args.variant, args.gpus)
+        return
+    for _ in range(args.rounds):
+        for variant in VARIANTS:
+            command = [sys.executable, __file__, "--variant", variant, "--gpus", str(args.gpus)]
+            subprocess.run(command, check=True, timeout=120)
 
 
-if __name__ == "__main__":  # the Nannies start their workers by spawning: this module is imported again
+if __name__ == "__main__":  # a spawned worker imports this module again
     main()

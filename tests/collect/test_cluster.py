@@ -340,7 +340,7 @@ def test_without_distributed_the_cluster_extra_is_named(fakes, tmp_path, capsys,
     assert 'pip install "memlens[cluster]"' in capsys.readouterr().err
 
 
-def test_a_wrong_selection_is_said_first_though_the_cluster_starts_meanwhile(fakes, tmp_path, capsys, monkeypatch):
+def test_a_wrong_selection_is_said_before_anything_of_the_cluster(fakes, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("memlens.collect.cluster.CONNECT_TIMEOUT_S", 1.0)
     assert profile_cli(tmp_path / "runs", "--cluster", "tcp://127.0.0.1:9", "-k", "no_such_variant") == 2
     assert "no_such_variant" in capsys.readouterr().err  # not "no scheduler answers"
@@ -367,6 +367,25 @@ def test_a_local_cluster_without_gpus_names_its_option(tmp_path, capsys, monkeyp
     assert main(["bench", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--cluster", "local"]) == 3
     assert capsys.readouterr().err.startswith("memlens: error: --cluster local: cannot list this machine's GPUs")
     assert not (tmp_path / "runs").exists()
+
+
+def _start_method_after(setup: str, folder: Path) -> str:
+    """start_method() in a new Python process that first runs `setup` (with `folder` as its name)."""
+    code = f"folder = {str(folder)!r}\n{setup}\nfrom memlens.collect.cluster import start_method\nprint(start_method())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_local_workers_are_forked_only_where_that_is_safe(tmp_path):
+    assert _start_method_after("import distributed, numpy", tmp_path) == "fork"  # NumPy's BLAS threads: no obstacle
+    assert _start_method_after("import ncu_report", tmp_path) == "spawn"  # its disassembler runs a thread
+    wait = "import threading; threading.Thread(target=threading.Event().wait, daemon=True).start()"
+    assert _start_method_after(wait, tmp_path) == "spawn"  # a lock it holds would stay held in the worker
+    # a library named as the CUDA driver is (any will do: loading is what start_method sees)
+    cuda = ("import ctypes, shutil, _json; driver = folder + '/libcuda.so.1'; shutil.copy(_json.__file__, driver); "
+            "ctypes.CDLL(driver)")  # fmt: skip
+    assert _start_method_after(cuda, tmp_path) == "spawn"
 
 
 def test_memlens_imports_no_dask_without_cluster():
