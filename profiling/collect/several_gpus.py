@@ -220,10 +220,9 @@ def _even_out(shares: list[list[int]], loads: list[float], cost: list[float]) ->
         for i in shares[high]:
             for j in [None, *shares[low]]:
                 moved = cost[i] - (cost[j] if j is not None else 0.0)
-                if 1e-9 < moved < gap - 1e-9 and (
-                    best is None or max(loads[high] - moved, loads[low] + moved) < best[0]
-                ):
-                    best = (max(loads[high] - moved, loads[low] + moved), i, j)
+                larger = max(loads[high] - moved, loads[low] + moved)
+                if 1e-9 < moved < gap - 1e-9 and (best is None or larger < best[0]):
+                    best = (larger, i, j)
         if best is None:
             return
         _, i, j = best
