@@ -18,8 +18,9 @@ one source for every case (a variant at one value; simple on purpose):
    a cost a byte its family must move at its sizes (SECONDS_PER_BYTE): ncu's replay passes cost
    about the same for a small kernel, and it saves and restores what a kernel writes for each;
 3. else one each: round robin.
-The units are shared out: largest first, each to the GPU with the least expected work so far; each
-GPU runs its share in suite order. Where every job's program reaches one folder of this host (`--gpus`,
+The units are shared out: largest first, each to the GPU with the least expected work so far, then
+evened out by moving or swapping units between the most and the least loaded GPU (split); each GPU
+runs its share in suite order. Where every job's program reaches one folder of this host (`--gpus`,
 `--cluster local`), the shares are written there, and a GPU done with its share takes over, smallest
 first, the units another GPU has not started (collect/claims.py): a wrong estimate then costs at most
 what is left of the unit the slower GPU is running. The run directory holds each job's raw report,
