@@ -111,6 +111,7 @@ matmul = Family(
     rtol=1e-5,
     atol=5e-4,
     min_bytes=lambda size: 4 * (size["m"] * size["k"] + size["k"] * size["n"] + size["m"] * size["n"]),
+    min_flops=lambda size: 2 * size["m"] * size["k"] * size["n"],  # a multiply and an add a product
 )
 
 

@@ -99,7 +99,8 @@ class Family:
     rtol: float = 0.0
     atol: float = 0.0
     # fewest bytes a kernel must move through device memory (each input read once, each output
-    # written once), for bandwidth figures in `memlens bench`
+    # written once), for bandwidth figures in `memlens bench`, and with min_flops for what a case is
+    # expected to cost under ncu where a run is shared out over several GPUs
     min_bytes: Callable[[Size], int] | None = None
     variants: list[Variant] = field(default_factory=list)
     # raises ConfigError for a size its kernels cannot run (checked for each size of a --sweep)
@@ -107,6 +108,8 @@ class Family:
     # the oldest GPU its kernels run on, (major, minor), and why ("stmatrix"): older ones skip it, in one line
     min_compute_capability: tuple[int, int] | None = None
     needs: str = ""
+    # fewest floating-point operations the computation needs (2 m n k for c = a b): see min_bytes
+    min_flops: Callable[[Size], int] | None = None
 
     def __post_init__(self) -> None:
         _check_name(self.name, "family")

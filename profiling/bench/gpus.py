@@ -1,5 +1,5 @@
 """`memlens bench --gpus`: the selected variants shared out over several GPUs (as profiling/collect/several_gpus.py
-shares them for profile: by min_bytes where every family declares it, else round robin), one
+shares them for profile: by min_bytes and min_flops where every family declares one, else round robin), one
 `memlens bench` child per GPU with CUDA_VISIBLE_DEVICES=<its UUID>, all at once. The run directory
 gets each GPU's own bench.json as `bench.gpu<i>.json` and its output as `bench.gpu<i>.log`, and one
 merged bench.json: every variant's timing (each compared with a copy of its own bytes timed on its

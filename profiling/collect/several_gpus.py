@@ -14,9 +14,11 @@ one source for every case (a variant at one value; simple on purpose):
    for the case each program ran first, which also paid for that program's start (measured_seconds);
    a case it did not measure is estimated as below, scaled by what the measured ones took against
    their estimates;
-2. else, where every selected family declares `min_bytes`, a fixed cost a case (CASE_SECONDS) and
-   a cost a byte its family must move at its sizes (SECONDS_PER_BYTE): ncu's replay passes cost
-   about the same for a small kernel, and it saves and restores what a kernel writes for each;
+2. else, where every selected family declares `min_bytes` or `min_flops`, a fixed cost a case
+   (CASE_SECONDS), a cost a byte its family must move (SECONDS_PER_BYTE) and a cost a floating-point
+   operation it must do (SECONDS_PER_FLOP), at its sizes, each where declared: ncu's replay passes
+   cost about the same for a small kernel, it saves and restores what a kernel writes for each, and
+   it replays a compute-bound kernel for as long as its arithmetic takes;
 3. else one each: round robin.
 The units are shared out: largest first, each to the GPU with the least expected work so far, then
 evened out by moving or swapping units between the most and the least loaded GPU (split); each GPU
@@ -44,16 +46,17 @@ from memlens.collect.run_dir import Machine, take_provenance
 from memlens.errors import MemlensError
 from memlens.model.results import RunResults
 from memlens.model.run_layout import LATEST
-from memlens.suite import Case, Selection, Variant
+from memlens.suite import Case, Family, Selection, Variant
 
-COST_PREVIOUS, COST_MIN_BYTES, COST_EQUAL = "previous run", "min_bytes", "equal"
+COST_PREVIOUS, COST_DECLARED, COST_EQUAL = "previous run", "min_bytes and min_flops", "equal"
 COST_PART_PREVIOUS = "previous run, the rest estimated"
-# A case's expected seconds under ncu from its family's bytes (no previous run to learn from), fitted to
-# each case's seconds in issue 37's transpose sweep on one H200 (tests/benchmarks/RESULTS.md): within
-# 0.7 s a family at one value, but for compute-bound kernels (the naive 2048^3 matmul: 2.4 s, not 0.3),
-# which bytes cannot tell. Only their ratio matters to the split.
+# A case's expected seconds under ncu from its family's bytes and FLOPs (no previous run to learn from),
+# fitted to each case's seconds in issue 37's transpose sweep on one H200 (tests/benchmarks/RESULTS.md):
+# the byte terms to the transposes (within 0.7 s a family at one value), the FLOP term to the 2048^3
+# matmuls (four variants: 5.87 s, where their bytes say 1.35 s). Only their ratios matter to the split.
 CASE_SECONDS = 0.29
 SECONDS_PER_BYTE = 0.96e-9
+SECONDS_PER_FLOP = 0.066e-9
 Item = TypeVar("Item", "Variant", "Unit")  # what split() shares out: anything with a label
 
 
@@ -121,13 +124,17 @@ def case_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[dict[s
 
 def _estimates(selection: Selection, small: bool) -> tuple[dict[str, float], str]:
     cases = selection.cases()
-    if all(case.variant.family.min_bytes is not None for case in cases):
+    if all(case.variant.family.min_bytes or case.variant.family.min_flops for case in cases):
         return {
-            case.label: CASE_SECONDS
-            + SECONDS_PER_BYTE * case.variant.family.min_bytes(case.size(selection.sizes, small))  # type: ignore[misc]
-            for case in cases  # min_bytes checked above
-        }, COST_MIN_BYTES
+            case.label: _estimate(case.variant.family, case.size(selection.sizes, small)) for case in cases
+        }, COST_DECLARED
     return {case.label: 1.0 for case in cases}, COST_EQUAL
+
+
+def _estimate(family: Family, size: dict[str, int]) -> float:
+    moved = family.min_bytes(size) if family.min_bytes else 0
+    done = family.min_flops(size) if family.min_flops else 0
+    return CASE_SECONDS + SECONDS_PER_BYTE * moved + SECONDS_PER_FLOP * done
 
 
 def expected_costs(selection: Selection, small: bool, out_dir: Path) -> tuple[dict[str, float], str]:
