@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from memlens.collect.claims import claimed_units
+from memlens.collect.claims import claimed_cases
 from memlens.errors import MemlensError, VerificationError
 from memlens.suite import NVTX_DOMAIN, SKIPPED, Case, Family, Inputs, gpu_compute_capability, on_gpu, select_variants
 
@@ -157,14 +157,15 @@ def run_all(cases: list[Case], sizes: dict[str, int], args: argparse.Namespace, 
 
 
 def _taken(cases: list[Case], args: argparse.Namespace, events: EventLog) -> Iterator[Case]:
-    """The cases this program runs: all of them, or (--claims) those of each unit it takes, as it takes it."""
+    """The cases this program runs: all of them, or (--claims) each case it takes, as it takes it."""
     if args.claims is None:
         yield from cases
         return
     by_label = {case.label: case for case in cases}
-    for _, labels in claimed_units(args.claims, args.tag):
-        events.emit(event="claimed", variants=labels)
-        yield from (by_label[label] for label in labels if label in by_label)
+    for label in claimed_cases(args.claims, args.tag):
+        events.emit(event="claimed", variants=[label])
+        if label in by_label:
+            yield by_label[label]
 
 
 if __name__ == "__main__":

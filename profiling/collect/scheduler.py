@@ -98,7 +98,7 @@ class RunContext:
 class Backend(Protocol):
     """Runs a run's jobs on GPUs: `slots` says how many at once, `run` returns one Part a job;
     `shares_files`: whether every job's program can reach a folder of this host (then a job done with
-    its share takes over the units others have not started, claims.py)."""
+    its share takes over what others have not started, claims.py)."""
 
     def slots(self) -> int: ...
 

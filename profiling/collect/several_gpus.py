@@ -24,11 +24,11 @@ The units are shared out: largest first, each to the GPU with the least expected
 evened out by moving or swapping units between the most and the least loaded GPU (split); each GPU
 runs its share in suite order. Where every job's program reaches one folder of this host (`--gpus`,
 `--cluster local`), the shares are written there, and a GPU done with its share takes over, smallest
-first, the units another GPU has not started (collect/claims.py): a wrong estimate then costs at most
-what is left of the unit the slower GPU is running. The run directory holds each job's raw report,
-log, command and events (`profile.gpu<i>.ncu-rep` or `profile.job<n>.ncu-rep`, ...:
-run_layout.profile_files) and one results.json; every kernel and case records where it ran. A job
-that fails leaves the others' results; the error names its GPU.
+first, the units another GPU has not started, then the last cases of the units others are running
+(collect/claims.py): a wrong estimate then costs about a case and its unit's inputs. The run
+directory holds each job's raw report, log, command and events (`profile.gpu<i>.ncu-rep` or
+`profile.job<n>.ncu-rep`, ...: run_layout.profile_files) and one results.json; every kernel and case
+records where it ran. A job that fails leaves the others' results; the error names its GPU.
 """
 
 from __future__ import annotations

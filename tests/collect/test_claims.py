@@ -8,7 +8,7 @@ import json
 import threading
 from pathlib import Path
 
-from memlens.collect.claims import UNITS, claimed_units, release, taken_by, write_units
+from memlens.collect.claims import UNITS, claimed_cases, release, taken_by, write_units
 from memlens.collect.profile_run import Events, ProfileOptions
 from memlens.collect.scheduler import plan_jobs
 from memlens.collect.several_gpus import units
@@ -19,38 +19,54 @@ UNITS_OF_CPU_SUITE = [["transpose/conflict", "transpose/padded", "transpose/swiz
                       ["running_mean/register", "running_mean/local"]]  # fmt: skip
 
 
-def test_each_unit_goes_to_one_claimant_whoever_asks_first(tmp_path):
-    units_list = [[f"f/v{i}"] for i in range(200)]
+def test_each_case_goes_to_one_claimant_whoever_asks_first(tmp_path):
+    units_list = [[f"f/v{i}.{j}" for j in range(1 + i % 3)] for i in range(200)]
     owners = ["a", "b", "c", "a"] * 50  # a's share twice the others'
     costs = [float(i % 7) for i in range(200)]
     write_units(tmp_path, units_list, owners, costs)
-    taken: dict[str, list[int]] = {"a": [], "b": [], "c": []}
+    taken: dict[str, list[str]] = {"a": [], "b": [], "c": []}
 
     def take(tag: str) -> None:
-        taken[tag] = [number for number, _ in claimed_units(tmp_path, tag)]
+        taken[tag] = list(claimed_cases(tmp_path, tag))
 
     threads = [threading.Thread(target=take, args=(tag,)) for tag in taken]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(n for numbers in taken.values() for n in numbers) == list(range(200))  # each once
-    for tag, numbers in taken.items():
-        own = [n for n in numbers if owners[n] == tag]
+    every = [label for unit in units_list for label in unit]
+    assert sorted(label for labels in taken.values() for label in labels) == sorted(every)  # each once
+    first = {unit[0]: n for n, unit in enumerate(units_list)}
+    for tag, labels in taken.items():
+        started = [first[label] for label in labels if label in first]  # the units it ran from the front
+        own = [n for n in started if owners[n] == tag]
         assert own == sorted(own)  # its own first, in the list's order
-        stolen = sorted(set(numbers) - set(own), key=lambda n: (costs[n], -n))
-        assert numbers == own + stolen  # then the others', smallest first
-        assert taken_by(tmp_path, tag) == [label for n in sorted(numbers) for label in units_list[n]]
+        assert started == own + sorted(set(started) - set(own), key=lambda n: (costs[n], -n))  # then smallest first
+        assert sorted(taken_by(tmp_path, tag)) == sorted(labels)
 
 
-def test_a_released_job_gives_back_its_units_and_no_others(tmp_path):
+def test_a_released_job_gives_back_its_cases_and_no_others(tmp_path):
     write_units(tmp_path, UNITS_OF_CPU_SUITE, ["job0", "job1"], [3.0, 2.0])
-    first = claimed_units(tmp_path, "job0")
-    assert next(first) == (0, UNITS_OF_CPU_SUITE[0])
-    assert [n for n, _ in claimed_units(tmp_path, "job1")] == [1]
-    assert release(tmp_path, "job0") == 1  # its worker died: unit 0 for anyone again
+    first = claimed_cases(tmp_path, "job0")
+    assert [next(first), next(first)] == UNITS_OF_CPU_SUITE[0][:2]
+    assert list(claimed_cases(tmp_path, "job1")) == UNITS_OF_CPU_SUITE[1]  # the last case: one left, not two
+    assert release(tmp_path, "job0") == 2  # its worker died: its cases for anyone again
     assert taken_by(tmp_path, "job0") == [] and taken_by(tmp_path, "job1") == UNITS_OF_CPU_SUITE[1]
-    assert list(claimed_units(tmp_path, "job0-retry")) == [(0, UNITS_OF_CPU_SUITE[0])]
+    assert list(claimed_cases(tmp_path, "job0-retry")) == UNITS_OF_CPU_SUITE[0]  # given back: run from the front
+
+
+def test_a_program_done_with_every_unit_takes_the_last_cases_of_one_still_running(tmp_path):
+    cases = [f"t/v{i}" for i in range(5)]
+    write_units(tmp_path, [cases, ["r/x"], ["s/y", "s/z"]], ["b", "a", "b"], [10.0, 1.0, 4.0])
+    b = claimed_cases(tmp_path, "b")
+    assert next(b) == "t/v0"  # b runs its first unit's first case
+    a = claimed_cases(tmp_path, "a")
+    assert [next(a), next(a)] == ["r/x", "s/y"]  # its own unit, then b's unit that nobody started
+    assert [next(a), next(a)] == ["s/z", "t/v4"]  # then the back of the unit b runs: 4 of its 5 cases left
+    assert next(b) == "t/v1"
+    assert next(a) == "t/v3"  # two left: b still has one to run while a runs this
+    assert list(b) == ["t/v2"] and list(a) == []  # one left: b's
+    assert taken_by(tmp_path, "a") == ["t/v3", "t/v4", "r/x", "s/y", "s/z"]
 
 
 def run_program(tmp_path: Path, claims: Path, tag: str) -> Events:
@@ -64,20 +80,21 @@ def run_program(tmp_path: Path, claims: Path, tag: str) -> Events:
     return record
 
 
-def test_a_program_runs_only_the_units_it_takes(tmp_path):
+def test_a_program_runs_only_the_cases_it_takes(tmp_path):
     claims = tmp_path / "claims"
     claims.mkdir()
     write_units(claims, UNITS_OF_CPU_SUITE, ["job1", "job0"], [3.0, 2.0])
-    (claims / "0.claim").write_text("job1")  # the other GPU's program took its share
+    for case in range(2):
+        (claims / f"0.{case}.claim").write_text("job1")  # the other GPU's program runs its share's second case
     record = run_program(tmp_path, claims, "job0")
     assert record.claiming and record.plan == [label for unit in UNITS_OF_CPU_SUITE for label in unit]
-    assert record.claimed == UNITS_OF_CPU_SUITE[1]
+    assert record.claimed == UNITS_OF_CPU_SUITE[1]  # its own unit; of the other, one case left: the runner's
     outcomes = record.outcomes(select_variants(CPU_SUITE, None).variants)
     # its outcomes are the cases it took, not every case of its plan as "not_run"
     assert [(f"{o.family}/{o.variant}", o.status) for o in outcomes] == [
         ("running_mean/register", "ok"), ("running_mean/local", "ok")]  # fmt: skip
-    assert (claims / "1.claim").read_text() == "job0"
-    later = run_program(tmp_path, claims, "job2")  # nothing left: it runs nothing, and says so
+    assert (claims / "1.0.claim").read_text() == (claims / "1.1.claim").read_text() == "job0"
+    later = run_program(tmp_path, claims, "job2")  # nothing left but job1's last case: it runs nothing, and says so
     assert later.claimed == [] and later.outcomes(select_variants(CPU_SUITE, None).variants) == ()
     lines = [json.loads(line) for line in (tmp_path / "events.job2.jsonl").read_text().splitlines()]
     assert [e["event"] for e in lines] == ["plan"]
@@ -89,15 +106,16 @@ def test_the_units_file_lists_each_unit_with_its_share_and_cost(tmp_path):
         {"owner": "job1", "cases": ["a/y", "a/z"], "cost": 2.0},
         {"owner": "job0", "cases": ["b/x"], "cost": 1.0},
     ]
-    assert list(claimed_units(tmp_path, "job2")) == [(1, ["b/x"]), (0, ["a/y", "a/z"])]  # none its own
+    assert list(claimed_cases(tmp_path, "job2")) == ["b/x", "a/y", "a/z"]  # none its own
 
 
 def test_a_program_takes_its_share_then_what_the_others_have_not_started_smallest_first(tmp_path):
     costs = [5.0, 9.0, 1.0, 2.0, 4.0, 2.0]
     write_units(tmp_path, [[f"f/v{n}"] for n in range(6)], ["a", "b", "a", "b", "a", "b"], costs)
-    b = claimed_units(tmp_path, "b")
-    assert next(b) == (1, ["f/v1"])  # b runs the first unit of its share meanwhile
-    assert [n for n, _ in claimed_units(tmp_path, "a")] == [0, 2, 4, 5, 3]  # its own, then b's (ties: later first)
+    b = claimed_cases(tmp_path, "b")
+    assert next(b) == "f/v1"  # b runs the first unit of its share meanwhile
+    taken = list(claimed_cases(tmp_path, "a"))
+    assert taken == ["f/v0", "f/v2", "f/v4", "f/v5", "f/v3"]  # its own, then b's (ties: the later first)
     assert list(b) == []
 
 

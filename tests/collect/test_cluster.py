@@ -111,8 +111,8 @@ def unplaced(record: dict) -> dict:
 
 
 def assert_placed_consistently(data: dict, gpus: tuple[Gpu, ...]) -> None:
-    """Each case names one of `gpus` whole, each kernel the GPU its case ran on, and each unit (a family at
-    one value) one GPU."""
+    """Each case names one of `gpus` whole, and each kernel the GPU its case ran on (a unit's cases may run on
+    two: the last ones taken over by a GPU done with every other unit)."""
     ran = {}
     for outcome in data["outcomes"]:
         gpu = gpus[outcome["gpu_index"]]
@@ -121,10 +121,6 @@ def assert_placed_consistently(data: dict, gpus: tuple[Gpu, ...]) -> None:
     for kernel in data["kernels"]:
         assert kernel["gpu_index"] == ran[f"{kernel['family']}/{kernel['variant']}"]
         assert kernel["gpu_uuid"] == gpus[kernel["gpu_index"]].uuid
-    units: dict[tuple[str, str], set[int]] = {}
-    for outcome in data["outcomes"]:
-        units.setdefault((outcome["family"], outcome["variant"].partition("@")[2]), set()).add(outcome["gpu_index"])
-    assert all(len(where) == 1 for family, where in units.items() if family[0] != "transpose" or family[1])
 
 
 def test_two_gpu_models_side_by_side(fakes, tmp_path, capsys, monkeypatch):

@@ -594,7 +594,23 @@ def test_a_swept_family_is_shared_out_by_value_and_each_gpu_runs_only_its_values
     assert share_arguments(shares[1], options) == (tuple(LABELS), ("running_mean.n=64",), ("transpose.m=16",))
 
 
-def test_each_value_of_a_swept_family_is_a_unit_one_gpu_takes_whole(two_gpus, tmp_path, monkeypatch):
+def test_a_gpu_done_with_every_unit_takes_the_last_cases_of_one_another_runs(two_gpus, tmp_path, monkeypatch):
+    """The previous run says transpose at m=8 costs ten times the others: GPU 0's share is that unit alone,
+    GPU 1's the other two values. Each case takes the same 0.8 s, so GPU 0 is done when GPU 1 starts its
+    second unit, and takes that unit's last case: 4 and 5 cases, not 3 and 6."""
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.8")
+    seconds = {
+        f"transpose/{v}@m={m}": 10.0 if m == 8 else 1.0 for m in (8, 16, 32) for v in ("conflict", "padded", "swizzled")
+    }
+    previous_run(tmp_path / "runs", seconds)
+    swept = ("-k", "transpose", "--sweep", "transpose.m=8,16,32")
+    assert profile_cli(tmp_path, "--gpus", "all", *swept) == 3  # the probe holds no swept kernel; the outcomes kept
+    where = placed(json.loads((tmp_path / "runs" / "latest" / "results.json").read_text()))
+    assert [where[f"transpose/{v}@m=8"] for v in ("conflict", "padded", "swizzled")] == [0, 0, 0]
+    assert sorted(list(where.values()).count(gpu) for gpu in (0, 1)) == [4, 5], where
+
+
+def test_each_value_of_a_swept_family_is_a_unit_one_gpu_runs_from_the_front(two_gpus, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # the first unit outlasts the other program's start
     profile_cli(tmp_path, "--gpus", "all", "--sweep", "transpose.m=8,16")  # the probe holds no swept kernel
     for ncu_run in recorded(two_gpus):  # any unit is its to take: the whole sweep
@@ -603,5 +619,6 @@ def test_each_value_of_a_swept_family_is_a_unit_one_gpu_takes_whole(two_gpus, tm
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
     where = placed(data)
     assert len(where) == 8 and set(where.values()) == {0, 1}
-    for value in (8, 16):  # its inputs made once, on the GPU that took it
-        assert len({where[f"transpose/{v}@m={value}"] for v in ("conflict", "padded", "swizzled")}) == 1
+    for value in (8, 16):  # its inputs made on the GPU that took it, and only the tail of it taken over elsewhere
+        ran = [where[f"transpose/{v}@m={value}"] for v in ("conflict", "padded", "swizzled")]
+        assert ran == sorted(ran, key=lambda gpu: gpu != ran[0]), ran

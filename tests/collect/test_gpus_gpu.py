@@ -97,8 +97,8 @@ from pathlib import Path
 argv = sys.argv[1:]
 real = {real!r}
 if "--claims" in argv and os.environ.get("CUDA_VISIBLE_DEVICES") != {first!r}:
-    claims = Path(argv[argv.index("--claims") + 1])  # start once the first GPU's program took every unit
-    count = len(json.loads((claims / "units.json").read_text()))
+    claims = Path(argv[argv.index("--claims") + 1])  # start once the first GPU's program took every case
+    count = sum(len(unit["cases"]) for unit in json.loads((claims / "units.json").read_text()))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and len(list(claims.glob("*.claim"))) < count:
         time.sleep(0.05)
