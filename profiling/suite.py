@@ -98,9 +98,8 @@ class Family:
     small_size: dict[str, int] = field(default_factory=dict)
     rtol: float = 0.0
     atol: float = 0.0
-    # fewest bytes a kernel must move through device memory (each input read once, each output
-    # written once), for bandwidth figures in `memlens bench`, and with min_flops for what a case is
-    # expected to cost under ncu where a run is shared out over several GPUs
+    # fewest bytes a kernel must move through device memory (each input read once, each output written
+    # once): `memlens bench`'s bandwidth; with min_flops, a case's expected cost in a run over several GPUs
     min_bytes: Callable[[Size], int] | None = None
     variants: list[Variant] = field(default_factory=list)
     # raises ConfigError for a size its kernels cannot run (checked for each size of a --sweep)
@@ -108,8 +107,7 @@ class Family:
     # the oldest GPU its kernels run on, (major, minor), and why ("stmatrix"): older ones skip it, in one line
     min_compute_capability: tuple[int, int] | None = None
     needs: str = ""
-    # fewest floating-point operations the computation needs (2 m n k for c = a b): see min_bytes
-    min_flops: Callable[[Size], int] | None = None
+    min_flops: Callable[[Size], int] | None = None  # fewest FLOPs it needs (2 m n k for c = a b): see min_bytes
 
     def __post_init__(self) -> None:
         _check_name(self.name, "family")

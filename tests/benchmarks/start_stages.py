@@ -2,8 +2,8 @@
 each stage marked, as seconds since this script started and the process id (the forked workers of
 `--cluster local` mark theirs too), on stderr; memlens's own output goes on as usual.
 
-    python tests/benchmarks/start_stages.py profile kernels --small --out /tmp/s --gpus all
-    python tests/benchmarks/start_stages.py profile kernels --small --out /tmp/s --cluster local
+    python tests/benchmarks/start_stages.py profile kernels --small --out runs/stages --gpus all
+    python tests/benchmarks/start_stages.py profile kernels --small --out runs/stages --cluster local
 
 Marked: each subprocess started (its program and first arguments: nvidia-smi, ncu, git), and the entry
 (`>`) and return (`<`) of the collecting stage's steps: listing the GPUs, finding ncu, Dask's import,
