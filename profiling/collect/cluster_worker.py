@@ -78,7 +78,7 @@ def worker_gpu(visible: str | None, gpus: tuple[Gpu, ...]) -> Gpu:
 @dataclass(frozen=True)
 class SameHost:
     """What the client found on its own host, for the workers of `--cluster local`: its ncu and GPUs,
-    so that a job starts ncu without looking them up again (`ncu --version` takes a second)."""
+    so that a job starts ncu without looking them up again (nvidia-smi and `ncu --version`)."""
 
     ncu: Ncu
     gpus: tuple[Gpu, ...]

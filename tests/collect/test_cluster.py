@@ -348,7 +348,7 @@ def test_a_wrong_selection_is_said_before_anything_of_the_cluster(fakes, tmp_pat
 
 
 def test_a_local_cluster_without_ncu_is_one_line_and_nothing_written(fakes, tmp_path, capsys, monkeypatch):
-    """`--cluster local` finds ncu in the client, once for its workers (a worker's own lookup took a second)."""
+    """`--cluster local` finds ncu in the client, once for its workers, which then look nothing up."""
     monkeypatch.setenv("MEMLENS_NCU", str(tmp_path / "no-ncu"))
     assert profile_cli(tmp_path / "runs", "--cluster", "local") == 3
     assert capsys.readouterr().err == f"memlens: error: ncu not found at {tmp_path / 'no-ncu'}\n"
