@@ -42,9 +42,11 @@ from memlens.errors import ConfigError
 from memlens.model.results import RunInfo, RunResults, VariantOutcome
 from memlens.suite import select_variants
 from tests.conftest import FIXTURES
-from tests.support.fake import CPU_SUITE, IN_THE_PROBE, PROBE_SELECTION, install_fake_ncu, recorded
+from tests.support.fake import CPU_SUITE, IN_THE_PROBE, PROBE_SELECTION, REPO, install_fake_ncu, recorded
 
 PROBE = FIXTURES / "probe"
+KERNELS = REPO / "kernels"  # the built-in suite
+SWEEP_40 = ("transpose.rows=2048,4096,8192,16384",)  # with the whole suite: issue 37's 40 cases
 GPUS = (
     Gpu(0, "NVIDIA H200", "GPU-aaaaaaaa-0000-0000-0000-000000000000", "00000000:19:00.0"),
     Gpu(1, "NVIDIA H200", "GPU-bbbbbbbb-1111-1111-1111-111111111111", "00000000:3B:00.0"),
@@ -276,7 +278,7 @@ def test_a_programs_first_case_alone_in_its_family_is_estimated_in_the_runs_scal
 
 
 def test_costs_from_min_bytes_where_every_family_declares_it():
-    selection = select_variants(Path(__file__).resolve().parents[2] / "kernels", "transpose|running_mean")
+    selection = select_variants(KERNELS, "transpose|running_mean")
     costs, source = expected_costs(selection, True, Path("/nonexistent"))
     assert source == COST_DECLARED
     family = selection.variants[0].family
@@ -285,8 +287,7 @@ def test_costs_from_min_bytes_where_every_family_declares_it():
 
 
 def test_costs_count_the_flops_of_a_family_that_declares_them(monkeypatch):
-    kernels = Path(__file__).resolve().parents[2] / "kernels"
-    selection = select_variants(kernels, "matmul|running_mean")
+    selection = select_variants(KERNELS, "matmul|running_mean")
     matmul = selection.variants[0].family
     size = matmul.size(selection.sizes)
     moved, done = matmul.min_bytes(size), matmul.min_flops(size)
@@ -308,8 +309,7 @@ def test_the_split_of_the_transpose_sweep_is_even_in_the_seconds_it_took():
     four 2048^3 matmuls took 5.9 s, where their bytes say 1.4 s."""
     took = {"fp16_transpose": 1.60, "matmul": 5.87, "running_mean": 1.35, "transpose@rows=2048": 2.94,
             "transpose@rows=4096": 3.13, "transpose@rows=8192": 5.62, "transpose@rows=16384": 9.25}  # fmt: skip
-    kernels = Path(__file__).resolve().parents[2] / "kernels"
-    selection = select_variants(kernels, None, (), ("transpose.rows=2048,4096,8192,16384",), False)
+    selection = select_variants(KERNELS, None, (), SWEEP_40, False)
     costs, _ = case_costs(selection, False, Path("/nonexistent"))
     found = units(selection, costs, 2)
     loads = [sum(took[unit.label] for unit in share) for share in split(found, unit_costs(found, costs), 2)]
@@ -392,7 +392,7 @@ def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path
 
 def test_bench_children_run_at_once_and_a_machine_without_gpus_is_named(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
     out = tmp_path / "runs"
     assert main(["bench", str(CPU_SUITE), "--out", str(out), "--gpus", "0,1"]) == 3
     (run,) = [p for p in out.iterdir()]
@@ -470,8 +470,7 @@ def test_bench_on_gpus_refuses_bad_options_before_any_child(tmp_path, monkeypatc
 
 
 def test_a_swept_variant_costs_all_its_values():
-    kernels = Path(__file__).resolve().parents[2] / "kernels"
-    selection = select_variants(kernels, "transpose|running_mean", (), ("transpose.rows=64,128,256",), True)
+    selection = select_variants(KERNELS, "transpose|running_mean", (), ("transpose.rows=64,128,256",), True)
     costs, source = expected_costs(selection, True, Path("/nonexistent"))
     assert source == COST_DECLARED
     transpose = next(v.family for v in selection.variants if v.family.name == "transpose")
@@ -486,8 +485,7 @@ def test_a_swept_variant_costs_all_its_values():
 def test_the_split_weighs_each_case_as_well_as_its_bytes_and_keeps_families_whole():
     """issue 37: the transpose sweep split by bytes alone gave two H200s 11 and 29 cases of equal bytes,
     18.3 s and 23.3 s of ncu, and fp16_transpose and matmul went to both (each made its inputs twice)."""
-    kernels = Path(__file__).resolve().parents[2] / "kernels"
-    selection = select_variants(kernels, None, (), ("transpose.rows=2048,4096,8192,16384",), False)
+    selection = select_variants(KERNELS, None, (), SWEEP_40, False)
     costs, source = case_costs(selection, False, Path("/nonexistent"))
     assert source == COST_DECLARED
     found = units(selection, costs, 2)
@@ -508,9 +506,8 @@ def test_the_split_weighs_each_case_as_well_as_its_bytes_and_keeps_families_whol
 def test_every_case_runs_once_whatever_the_number_of_gpus(count):
     """What each job's program runs (its variants, at its sweep's values where its family is swept) is
     the job's cases, and every case of the selection is in exactly one job."""
-    kernels = Path(__file__).resolve().parents[2] / "kernels"
-    options = ProfileOptions(suite=str(kernels), sweeps=("transpose.rows=2048,4096,8192,16384",))
-    selection = select_variants(kernels, None, (), options.sweeps, False)
+    options = ProfileOptions(suite=str(KERNELS), sweeps=SWEEP_40)
+    selection = select_variants(KERNELS, None, (), options.sweeps, False)
     ran = []
     for job in plan_jobs(options, selection, count):
         values = {item.split(".")[0]: item.split("=")[1].split(",") for item in job.sweeps}
@@ -522,8 +519,7 @@ def test_every_case_runs_once_whatever_the_number_of_gpus(count):
 
 
 def test_a_family_too_costly_for_one_gpus_share_goes_out_variant_by_variant():
-    kernels = Path(__file__).resolve().parents[2] / "kernels"
-    selection = select_variants(kernels, "^transpose/", (), (), False)  # one family of 7 variants, no sweep
+    selection = select_variants(KERNELS, "^transpose/", (), (), False)  # one family of 7 variants, no sweep
     costs, _ = case_costs(selection, False, Path("/nonexistent"))
     assert [unit.label for unit in units(selection, costs, 1)] == ["transpose"]
     apart = units(selection, costs, 2)
@@ -532,8 +528,7 @@ def test_a_family_too_costly_for_one_gpus_share_goes_out_variant_by_variant():
 
 
 def test_a_value_added_to_a_sweep_is_estimated_in_the_previous_runs_scale(tmp_path):
-    kernels = Path(__file__).resolve().parents[2] / "kernels"
-    selection = select_variants(kernels, "transpose/conflict|running_mean/local", (), ("transpose.rows=2048,4096",))
+    selection = select_variants(KERNELS, "transpose/conflict|running_mean/local", (), ("transpose.rows=2048,4096",))
     estimated, source = case_costs(selection, False, tmp_path / "runs")
     assert source == COST_DECLARED
     seconds = {"transpose/padded@rows=2048": 0.4,  # first: its program's start in it (not selected here)
