@@ -224,23 +224,22 @@ def _even_out(shares: list[list[int]], loads: list[float], cost: list[float]) ->
         high = max(range(len(shares)), key=lambda s: (loads[s], -s))
         low = min(range(len(shares)), key=lambda s: (loads[s], s))
         gap = loads[high] - loads[low]
-        best: tuple[float, int, int | None] | None = None  # the pair's larger load after, what moves
+        # the best exchange: the pair's larger load after it, the cost it moves, the item moved, the one back
+        best: tuple[float, float, int, int | None] | None = None
         for i in shares[high]:
             for j in [None, *shares[low]]:
                 moved = cost[i] - (cost[j] if j is not None else 0.0)
                 larger = max(loads[high] - moved, loads[low] + moved)
                 if 1e-9 < moved < gap - 1e-9 and (best is None or larger < best[0]):
-                    best = (larger, i, j)
+                    best = (larger, moved, i, j)
         if best is None:
             return
-        _, i, j = best
+        _, moved, i, j = best
         shares[high].remove(i)
         shares[low].append(i)
-        moved = cost[i]
         if j is not None:
             shares[low].remove(j)
             shares[high].append(j)
-            moved -= cost[j]
         loads[high] -= moved
         loads[low] += moved
 
