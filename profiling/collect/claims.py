@@ -19,6 +19,7 @@ A claim file holds its job's tag: a job retried elsewhere (its worker died) firs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -80,16 +81,12 @@ def _claim(folder: Path, unit: int, case: int, tag: str) -> bool:
     return True
 
 
-def _claimed(folder: Path) -> dict[tuple[int, int], str]:
-    """Each claimed case, (unit, case), and the tag its claim holds."""
-    found = {}
+def _claims(folder: Path) -> Iterator[tuple[tuple[int, int], Path]]:
+    """Each claimed case, (unit, case), and its claim file."""
     for claim in folder.glob("*.claim"):
         unit, _, case = claim.stem.partition(".")
-        try:
-            found[(int(unit), int(case))] = claim.read_text(encoding="utf-8")
-        except (ValueError, OSError):
-            continue
-    return found
+        if unit.isdigit() and case.isdigit():
+            yield (int(unit), int(case)), claim
 
 
 def _tail(folder: Path, units: list[dict]) -> tuple[int, int] | None:
@@ -97,7 +94,7 @@ def _tail(folder: Path, units: list[dict]) -> tuple[int, int] | None:
     from its first case, else the last unclaimed case of the running unit with the most unclaimed expected
     cost, where at least TAIL_LEFT of its cases are unclaimed: its runner then has cases left to run while
     this program makes the unit's inputs. None where there is none."""
-    claimed = _claimed(folder)
+    claimed = {key for key, _ in _claims(folder)}  # the names say it: no claim read
     best: tuple[float, int, int] | None = None
     for number, unit in enumerate(units):
         left = [i for i in range(len(unit["cases"])) if (number, i) not in claimed]
@@ -111,7 +108,10 @@ def _tail(folder: Path, units: list[dict]) -> tuple[int, int] | None:
 
 def taken_by(folder: Path, tag: str) -> list[str]:
     """The case labels of every case the job `tag` took, in the order they were listed."""
-    claimed = _claimed(folder)
+    claimed = {}
+    for key, claim in _claims(folder):
+        with contextlib.suppress(OSError):
+            claimed[key] = claim.read_text(encoding="utf-8")
     return [label for number, unit in enumerate(_units(folder)) for i, label in enumerate(unit["cases"])
             if claimed.get((number, i)) == tag]  # fmt: skip
 
