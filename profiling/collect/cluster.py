@@ -17,18 +17,21 @@ STOP_GRACE_S), the others are cancelled, and what came back is saved.
 `local` starts a cluster of this host's GPUs (nvidia-smi's): one worker process per GPU (forked from
 memlens where that is safe: start_method) with CUDA_VISIBLE_DEVICES=<its UUID>, one thread, `GPU=1`, no
 dashboard (the scheduler's HTTP server on a free port: no warning where 8787 is taken), and a scheduler
-that gives up on a job after its first worker death (memlens retries it itself).
+that gives up on a job after its first worker death (memlens retries it itself). A process forked
+before Dask's import imports the suite and plans the run meanwhile (plan_aside), so the jobs go out
+as soon as the workers are up.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +43,16 @@ from memlens.collect.cluster_worker import SameHost
 from memlens.collect.gpus import Gpu, list_gpus
 from memlens.collect.ncu import find_ncu
 from memlens.collect.profile_run import ProfileOptions
-from memlens.collect.scheduler import BackendStopped, Job, RunContext, profile_jobs, select
+from memlens.collect.scheduler import (
+    BackendStopped,
+    Job,
+    Plan,
+    RunContext,
+    claims_folder,
+    plan_jobs,
+    profile_jobs,
+    select,
+)
 from memlens.collect.several_gpus import Part
 from memlens.errors import ConfigError, MemlensError, OutputError, ProfilerError, SetupError
 from memlens.io.files import write_new_bytes, write_output
@@ -58,7 +70,8 @@ POLL_S = 0.2
 
 def profile_on_cluster(options: ProfileOptions, address: str, on_event=None) -> tuple[Path, RunResults]:
     """Profile the selection on the cluster at `address` (or `local`): one run directory. A wrong selection
-    is the first thing said; on `local` the suite is imported once the workers are up (start_method)."""
+    is the first thing said; on `local` the suite is imported in a process of its own while the workers start
+    (plan_aside), and here once the jobs are off."""
     if options.suite is not None:  # the workers find the suite at the same path
         options = _with_absolute_suite(options)
     if address != LOCAL:
@@ -69,11 +82,66 @@ def profile_on_cluster(options: ProfileOptions, address: str, on_event=None) -> 
         try:
             gpus = list_gpus(ASKED_BY_LOCAL)
             same_host = SameHost(find_ncu(options.ncu_settings.path), gpus)  # found once, for every worker
+            claims = Path(stack.enter_context(claims_folder()))
+            planned = stack.enter_context(plan_aside(options, len(gpus), claims))  # while Dask starts
             client = stack.enter_context(connect(address, gpus))
         except MemlensError:
             select(options)  # a wrong selection is said first
             raise
-        return profile_jobs(options, DaskBackend(client, same_host), on_event, select(options))
+        return profile_jobs(options, DaskBackend(client, same_host), on_event, plan=planned())
+
+
+@contextlib.contextmanager
+def plan_aside(options: ProfileOptions, count: int, claims: Path) -> Iterator[Callable[[], Plan]]:
+    """The run's plan over `count` GPUs taking units from `claims`, as a function that returns it (or
+    raises the selection's error). Made in a process forked from this one where that is safe
+    (start_method): the suite is imported there while this process imports Dask and starts its workers,
+    which must fork before this process imports the suite. Elsewhere, made here when asked for."""
+    if start_method() != "fork":
+        yield lambda: _plan(options, count, claims)
+        return
+    forked = multiprocessing.get_context("fork")
+    receiving, sending = forked.Pipe(duplex=False)
+    planner = forked.Process(target=_send_plan, args=(sending, options, count, claims), name="memlens-plan")
+    planner.start()
+    sending.close()
+
+    def plan() -> Plan:
+        try:
+            made = receiving.recv()
+        except EOFError:  # it died (a signal): say why
+            planner.join()
+            raise ProfilerError(f"the process planning the run ended with exit code {planner.exitcode}") from None
+        if isinstance(made, BaseException):
+            raise made
+        return made
+
+    try:
+        yield plan
+    finally:
+        receiving.close()
+        if planner.is_alive():  # a setup error or Ctrl-C before its plan was asked for
+            planner.kill()
+        planner.join()
+
+
+def _plan(options: ProfileOptions, count: int, claims: Path) -> Plan:
+    selection = select(options)
+    return Plan(plan_jobs(options, selection, count, claims), [case.label for case in selection.cases()])
+
+
+def _send_plan(sending: Any, options: ProfileOptions, count: int, claims: Path) -> None:
+    """In the forked planner: the plan, or the error that stopped it, sent to memlens."""
+    try:
+        made: Plan | BaseException = _plan(options, count, claims)
+    except KeyboardInterrupt:  # Ctrl-C reached the whole process group: memlens says what happened
+        return
+    except MemlensError as exc:
+        made = exc
+    except BaseException as exc:  # noqa: BLE001 - said in one line by memlens, as any setup error
+        made = ProfilerError(f"planning the run failed: {type(exc).__name__}: {exc}")
+    sending.send(made)
+    sending.close()
 
 
 def _with_absolute_suite(options: ProfileOptions) -> ProfileOptions:

@@ -145,31 +145,41 @@ def plan_jobs(options: ProfileOptions, selection: Selection, count: int, claims:
     return jobs
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A run's jobs (plan_jobs), and the labels of all its cases in suite order."""
+
+    jobs: list[Job]
+    cases: list[str]
+
+
 def profile_jobs(
     options: ProfileOptions, backend: Backend, on_event: Callable[[dict], None] | None = None,
-    selection: Selection | None = None,
+    selection: Selection | None = None, plan: Plan | None = None,
 ) -> tuple[Path, RunResults]:  # fmt: skip
     """Profile the selection's jobs on `backend`, merged into one run directory; its error raised
-    once what finished is saved."""
-    selection = selection or select(options)
+    once what finished is saved. With `plan` (made in another process: cluster.plan_aside), the jobs
+    start at once, and the suite is imported here meanwhile, for the merge."""
     with contextlib.ExitStack() as stack:
-        claims = Path(stack.enter_context(_claims_folder())) if backend.shares_files() else None
-        jobs = plan_jobs(options, selection, backend.slots(), claims)
+        if plan is None:
+            selection = selection or select(options)
+            claims = Path(stack.enter_context(claims_folder())) if backend.shares_files() else None
+            plan = Plan(plan_jobs(options, selection, backend.slots(), claims), [c.label for c in selection.cases()])
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-run"))
+        chosen = done(selection) if selection is not None else pool.submit(select, options)
         run_dir = new_run_dir(options.out_dir)
         started = now()
-        relay = Relay(on_event, [case.label for case in selection.cases()])
-        pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-machine"))
         machine = pool.submit(machine_of, suite_root(options.suite))
-        context = RunContext(options, done(selection), machine, run_dir, started, relay, threading.Event())
-        parts, error = _run(backend, jobs, context)
+        context = RunContext(options, chosen, machine, run_dir, started, Relay(on_event, plan.cases), threading.Event())
+        parts, error = _run(backend, plan.jobs, context)
     with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
-        results, first = merge(parts, selection, machine.result(), options.memlens_command, started)
+        results, first = merge(parts, chosen.result(), machine.result(), options.memlens_command, started)
         if error is not None:
             results = replace(results, complete=False)
         return save(options, run_dir, results, error or first)
 
 
-def _claims_folder() -> tempfile.TemporaryDirectory[str]:
+def claims_folder() -> tempfile.TemporaryDirectory[str]:
     """Where the jobs' programs take units from (collect/claims.py); gone once the jobs are."""
     return tempfile.TemporaryDirectory(prefix="memlens-claims-")
 

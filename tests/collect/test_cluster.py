@@ -14,15 +14,19 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memlens.cli import main
+from memlens.collect.claims import UNITS
 from memlens.collect.cluster_worker import Shipped, worker_gpu
 from memlens.collect.gpus import Gpu
-from memlens.collect.scheduler import Where
+from memlens.collect.profile_run import ProfileOptions
+from memlens.collect.scheduler import Plan, Where, plan_jobs
 from memlens.errors import ConfigError, ProfilerError
+from memlens.suite import select_variants
 from tests.conftest import FIXTURES
 from tests.support.dask_cluster import external_cluster, kill_worker_of, kill_worker_twice, scheduler_killed_once
 from tests.support.fake import (
@@ -382,6 +386,46 @@ def test_the_local_workers_are_forked_only_where_that_is_safe(tmp_path):
     cuda = ("import ctypes, shutil, _json; driver = folder + '/libcuda.so.1'; shutil.copy(_json.__file__, driver); "
             "ctypes.CDLL(driver)")  # fmt: skip
     assert _start_method_after(cuda, tmp_path) == "spawn"
+
+
+PLAN_ASIDE = """
+import sys
+from pathlib import Path
+from memlens.collect.cluster import plan_aside, start_method
+from memlens.collect.profile_run import ProfileOptions
+from memlens.errors import ConfigError
+
+suite, claims = sys.argv[1], Path(sys.argv[2])
+options = ProfileOptions(suite=suite, sweeps=("transpose.m=8,16",))
+with plan_aside(options, 2, claims) as planned:
+    plan = planned()
+print(start_method(), any(name.startswith("memlens_suite_") for name in sys.modules))  # the suite imported here?
+print(repr(plan))
+with plan_aside(ProfileOptions(suite=suite, pattern="no_such_variant"), 2, claims) as planned:
+    try:
+        planned()
+    except ConfigError as exc:
+        print("ConfigError", exc)
+"""
+
+
+def test_the_plan_is_made_in_a_forked_process_while_dask_starts(tmp_path):
+    """--cluster local: the suite is imported in a process forked from memlens, which meanwhile imports Dask
+    and forks its workers (a suite that loads the CUDA driver would make them spawn); the plan is the one
+    memlens would make itself, and a wrong selection is its error."""
+    (tmp_path / "aside").mkdir()
+    done = subprocess.run([sys.executable, "-c", PLAN_ASIDE, str(CPU_SUITE), str(tmp_path / "aside")],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)  # fmt: skip
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    where, plan, error = done.stdout.splitlines()
+    assert where == "fork False"  # forked, and the suite not imported in memlens
+    (tmp_path / "here").mkdir()
+    options = ProfileOptions(suite=str(CPU_SUITE), sweeps=("transpose.m=8,16",))
+    selection = select_variants(CPU_SUITE, None, (), options.sweeps, False)
+    expected = Plan(plan_jobs(options, selection, 2, tmp_path / "here"), [c.label for c in selection.cases()])
+    assert plan == repr(replace(expected, jobs=[replace(j, claims=str(tmp_path / "aside")) for j in expected.jobs]))
+    assert (tmp_path / "aside" / UNITS).read_text() == (tmp_path / "here" / UNITS).read_text()
+    assert error.startswith("ConfigError ") and "no_such_variant" in error
 
 
 def test_memlens_imports_no_dask_without_cluster():
