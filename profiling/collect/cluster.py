@@ -49,7 +49,7 @@ from memlens.collect.scheduler import (
     Plan,
     RunContext,
     claims_folder,
-    plan_jobs,
+    plan_run,
     profile_jobs,
     select,
 )
@@ -126,8 +126,7 @@ def plan_aside(options: ProfileOptions, count: int, claims: Path) -> Iterator[Ca
 
 
 def _plan(options: ProfileOptions, count: int, claims: Path) -> Plan:
-    selection = select(options)
-    return Plan(plan_jobs(options, selection, count, claims), [case.label for case in selection.cases()])
+    return plan_run(options, select(options), count, claims)
 
 
 def _send_plan(sending: Any, options: ProfileOptions, count: int, claims: Path) -> None:

@@ -153,6 +153,11 @@ class Plan:
     cases: list[str]
 
 
+def plan_run(options: ProfileOptions, selection: Selection, count: int, claims: Path | None = None) -> Plan:
+    """The run's plan over `count` slots (plan_jobs), with the labels of the selection's cases."""
+    return Plan(plan_jobs(options, selection, count, claims), [case.label for case in selection.cases()])
+
+
 def profile_jobs(
     options: ProfileOptions, backend: Backend, on_event: Callable[[dict], None] | None = None,
     selection: Selection | None = None, plan: Plan | None = None,
@@ -164,7 +169,7 @@ def profile_jobs(
         if plan is None:
             selection = selection or select(options)
             claims = Path(stack.enter_context(claims_folder())) if backend.shares_files() else None
-            plan = Plan(plan_jobs(options, selection, backend.slots(), claims), [c.label for c in selection.cases()])
+            plan = plan_run(options, selection, backend.slots(), claims)
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-run"))
         chosen = done(selection) if selection is not None else pool.submit(select, options)
         run_dir = new_run_dir(options.out_dir)
