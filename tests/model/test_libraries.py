@@ -209,3 +209,27 @@ def test_results_json_refuses_a_library_that_is_not_text(tmp_path):
     data["kernels"][1]["library"] = 5
     with pytest.raises(InputError, match=r"kernels\[1\]\.library must be text or null"):
         RunResults.from_json(data)
+
+
+RECORDED = [FIXTURES / gpu / "libraries" / "results.json" for gpu in ("nvidia_h100_80gb_hbm3", "nvidia_h200")]
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda path: path.parts[-3])
+def test_the_recorded_library_kernels_are_named_and_never_hinted(path, capsys):
+    """tests/fixtures/record_libraries.sh's run of library_kernels_app.py: every range's kernels (of the
+    backends that GPU had) named, no library's kernel told to compile with line info."""
+    if not path.exists():
+        pytest.skip(f"{path.relative_to(FIXTURES)} not recorded yet (bash tests/fixtures/record_libraries.sh)")
+    from memlens.cli import main
+    from tests.end_to_end.test_library_kernels_gpu import EXPECTED
+
+    results = load_results(path)
+    found: dict[str, set[str | None]] = {}
+    for kernel in results.kernels:
+        found.setdefault(kernel.label, set()).add(kernel.library.name if kernel.library else None)
+    assert {"lib/bf16_gemm", "lib/softmax", "lib/inductor"} <= set(found)
+    for label, libraries in found.items():
+        assert EXPECTED[label] in libraries, (label, libraries)
+    assert main(["lines", str(path), "--json", "--top", "0"]) == 0
+    kernels = json.loads(capsys.readouterr().out)["kernels"]
+    assert all(k["hint"] is None for k in kernels if k["library"] and k["library"] != "Inductor")
