@@ -131,7 +131,7 @@ def library_of(name: str, source_files: Iterable[str] = ()) -> Library | None:
     name first; a kernel whose every file is the user's own is the user's, whatever its name (a
     `flash::` kernel of the user's); without a name that tells, files that all lie in library code and
     name one library (a CUTLASS or ATen build with line info) tell."""
-    files = [f.replace("\\", "/") for f in source_files if f]
+    files = list(dict.fromkeys(f.replace("\\", "/") for f in source_files if f))  # each file once
     named = _by_name(name)
     if named is not None and (named.generated or not files or not all(_users(f) for f in files)):
         return named
