@@ -5,7 +5,9 @@ per-instruction metrics (see the README). Each line shows file:line and its code
 instruction on it in words (shared loads and stores, ldmatrix, stmatrix, cp.async, shared atomics,
 tensor-core operand reads, local loads and stores, TMA transfers) with its exact excess wavefronts and
 n-way (wavefronts over the ideal of the very accesses, so a conflict-free 16-byte access reads 1-way)
-or its warp-level executions. Without line info, each SASS instruction stands for its line. --sarif FILE
+or its warp-level executions. Without line info, each SASS instruction stands for its line. A library's
+kernel (cuBLAS, cuDNN, CUTLASS, PyTorch's ATen, CUB, ...) keeps its figures, is named beside it and
+told what the user controls, never to compile with line info. --sarif FILE
 writes every conflicting, local-memory and uncoalesced line (not only the --top shown) as SARIF 2.1.0,
 --format github as GitHub workflow commands instead of the text."""
 
@@ -90,7 +92,7 @@ def line_info_hint(entry: KernelLines) -> str | None:
     """How to name the kernel's source lines, where it has none and they are the user's to name: never for
     a library's kernel (cuBLAS's code is not the user's, whatever line info would show)."""
     library = entry.kernel.library
-    if entry.line_info or not entry.lines or (library is not None and not library.line_advice):
+    if entry.line_info or (library is not None and not library.line_advice):
         return None
     return LINE_INFO_HINT
 
@@ -163,7 +165,7 @@ def render_text(found: list[KernelLines], top: int, width: int | None = None) ->
         for note in kernel_notes(entry, shown):
             out.extend(_wrapped(f"note: {note}", width, "  "))
         hint = line_info_hint(entry)
-        if hint:
+        if hint and entry.lines:
             out.extend(_wrapped(f"hint: {hint}", width, "  "))
         out.append("")
     return out[:-1] if out else out

@@ -360,3 +360,13 @@ def test_a_library_kernel_shows_its_library_beside_it_in_the_table_and_json(caps
     assert libraries["torchapp@triton_add"] is None and libraries["add/triton"] is None
     code, out, _ = metrics(capsys, str(SUITE / "suite.results.json"), "--json")
     assert {k["library"] for k in json.loads(out)["kernels"]} == {None}  # the suite's kernels are the user's
+
+
+def test_a_library_kernel_outside_any_range_gets_its_library_below_its_name(capsys, monkeypatch, tmp_path):
+    from tests.support.outputs import results_file
+
+    monkeypatch.setenv("COLUMNS", "80")
+    path = results_file(tmp_path, "nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT", "my_kernel(float *)")
+    code, out, _ = metrics(capsys, str(path))
+    rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    assert code == 0 and rows == ["nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT", "[cuBLAS]", "my_kernel(float *)"]
