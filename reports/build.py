@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from memlens.collect.launch_sampling import sampling_lines
 from memlens.io.units import format_bytes
 from memlens.model.catalogue import CATALOGUE
-from memlens.model.libraries import Library
 from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from memlens.readers.metric_values import CSV_NO_INSTRUCTIONS
 from memlens.reports.formatting import format_value, short_kernel
@@ -417,18 +416,13 @@ def _row(
     sources = sources or RunSources()
     lines = hot_lines(kernels, outcome, embedded=sources.embedded, written_at=sources.written_at)
     findings = measured.findings + pmpp_findings(kernel) + line_findings(lines) + tma_findings(kernels)
-    owner = library_of_row(kernels)
-    if owner is not None:  # a library's kernel: whose it is and what the user controls, beside its figures
+    owners = {k.library for k in kernels}  # one library's kernels: whose they are, what the user controls
+    owner = owners.pop() if len(owners) == 1 else None
+    if owner is not None:
         findings += (Finding("library", "ok", owner.advice),)
     views = source_views(kernels, outcome, sources)
     return replace(row, cells=kernel_cells(kernel), verdict=findings, expectation=expectation,
                    hot_lines=lines, source_views=views, library=owner.name if owner else None)  # fmt: skip
-
-
-def library_of_row(kernels: list[KernelResult]) -> Library | None:
-    """The library whose kernels a row's launches all are; None where any is the user's (or they differ)."""
-    found = {kernel.library for kernel in kernels}
-    return found.pop() if len(found) == 1 else None
 
 
 def _invalid_finding(status: str, message: str) -> Finding:

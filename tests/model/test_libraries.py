@@ -1,5 +1,5 @@
 """profiling/model/libraries.py: whose kernel it is, by its name as ncu demangles it and by the files its
-instructions name; on the names seen on the GPU machine (/work/shared/device/NOTES.md) and on real recordings."""
+instructions name; on the names seen on the GPU machine (the shared device notes) and on real recordings."""
 
 from __future__ import annotations
 
@@ -140,18 +140,18 @@ def test_source_files_decide_where_the_name_does_not():
     cub = ("/usr/local/cuda/include/cub/block/block_reduce.cuh",)
     assert library_of("void reduce_rows(float *)", cub).name == "CUB"
     # a file of the user's beside the library's: the user's kernel, which inlines library code
-    assert library_of("void my_gemm_kernel<GemmTraits>(Params)", (*cutlass, "/home/me/gemm.cu")) is None
+    assert library_of("void my_gemm_kernel<GemmTraits>(Params)", (*cutlass, "/src/me/gemm.cu")) is None
     # only toolkit headers (an atomic, an intrinsic): no library is named by them
     assert library_of("void count(int *)", ("/usr/local/cuda/include/crt/sm_90_rt.hpp",)) is None
 
 
 def test_a_librarys_name_on_the_users_own_code_is_the_users():
-    mine = ("/home/me/attention/flash.cu",)
+    mine = ("/src/me/attention/flash.cu",)
     assert library_of("void flash::flash_fwd_kernel<Traits>(Params)", mine) is None
     assert library_of("void flash::flash_fwd_kernel<Traits>(Params)").name == "FlashAttention"
     # CuPy's temporary copy and Inductor's generated module are no one's own code: the name decides
-    assert library_of("cupy_multiply__float_float_float", ("/tmp/tmpab/" + "0" * 40 + ".cubin.cu",)).name == "CuPy"
-    generated = ("/tmp/torchinductor_me/ab/cabcdef.py",)
+    assert library_of("cupy_multiply__float_float_float", ("/var/tmp/tmpab/" + "0" * 40 + ".cubin.cu",)).name == "CuPy"
+    generated = ("/var/tmp/torchinductor_me/ab/cabcdef.py",)
     assert library_of("triton_poi_fused_add_0", generated).name == "Inductor"
 
 
