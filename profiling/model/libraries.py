@@ -87,7 +87,9 @@ NAME_RULES: tuple[tuple[re.Pattern[str], Library], ...] = tuple(
         (r"^(maxwell|kepler|volta|turing|ampere|hopper|ada|blackwell)_", CUBLAS),
         (r"(^|::)cublas", CUBLAS),
         (r"^cutlass_\d+_", CUBLAS),  # CUTLASS instances cuBLAS ships, as cutlass::Kernel2<cutlass_80_...>
-        (r"^(gemv|gemmk1_kernel|gemmSN_|splitKreduce_kernel)", CUBLAS),
+        # cuBLAS's own kernel names (a user's "gemv_kernel" is not one of them); most also carry a cublas*
+        # parameter type as a template argument, which names cuBLAS below
+        (r"^(gemv2[NT]_kernel|gemvNSP_kernel|gemmk1_kernel|gemmSN_[NT][NT]_kernel)|(^|::)gemvx::", CUBLAS),
         (r"(^|::)splitKreduce_kernel$", CUBLAS),
         (r"^(fmha_cutlass|PyTorchMemEffAttention::)", XFORMERS),
         (r"^(flash_fwd|flash_bwd|flash::|pytorch_flash::)", FLASH_ATTENTION),

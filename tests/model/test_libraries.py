@@ -40,6 +40,9 @@ NAMED = {
     "cublasGemvTensorStridedBatched<const float>, cublasGemvTensorStridedBatched<float>, float, 0>"
     "(cublasGemmk1Params<T2, T9, T10, T11, T12, biasType<T9::value_type, T12>::type>)": "cuBLAS",
     "void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(x)": "cuBLAS",
+    "void internal::gemvx::kernel<int, int, float, float, float, float, false, true, true, false, 7>(x)": "cuBLAS",
+    "void gemv2N_kernel<int, int, float, float, float, float, 128, 32, 4, 4, false, false>(x)": "cuBLAS",
+    "void gemmSN_NN_kernel<float, 256, 4, 2, 8, 3, 4, false>(x)": "cuBLAS",
     # cuDNN
     "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x64_4x1x1_kernel0_0": "cuDNN",
     "sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_cudnn": "cuDNN",
@@ -91,6 +94,8 @@ USERS = (
     "void my_reduce<cub::CUB_200200_900_NS::Sum, at::Half>(float *)",  # a library's type as an argument only
     "memlens_suite_9945_matmul::matmul_naive[abi:v1,cw51](Array<float, 2, C>)",  # Numba
     "my_ElementwiseKernel",  # CuPy: a kernel the user named
+    "gemv_kernel(const float *, const float *, float *, int)",  # a tutorial's matrix-vector product
+    "void gemv_tiled<128>(const float *, float *)",
     "void onnxruntime::cuda::softmax_warp_forward<float>(float *)",  # the same name in another namespace
 )
 
