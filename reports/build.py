@@ -416,9 +416,13 @@ def _row(
     sources = sources or RunSources()
     lines = hot_lines(kernels, outcome, embedded=sources.embedded, written_at=sources.written_at)
     findings = measured.findings + pmpp_findings(kernel) + line_findings(lines) + tma_findings(kernels)
+    owners = {k.library for k in kernels}  # one library's kernels: whose they are, what the user controls
+    owner = owners.pop() if len(owners) == 1 else None
+    if owner is not None:
+        findings += (Finding("library", "ok", owner.advice),)
     views = source_views(kernels, outcome, sources)
     return replace(row, cells=kernel_cells(kernel), verdict=findings, expectation=expectation,
-                   hot_lines=lines, source_views=views)  # fmt: skip
+                   hot_lines=lines, source_views=views, library=owner.name if owner else None)  # fmt: skip
 
 
 def _invalid_finding(status: str, message: str) -> Finding:

@@ -40,7 +40,7 @@ class Cell:
 class Finding:
     """One sentence of a verdict, about one topic."""
 
-    topic: Literal["shared", "local", "clean", "status", "roofline", "global", "memory", "line"]
+    topic: Literal["shared", "local", "clean", "status", "roofline", "global", "memory", "line", "library"]
     severity: Severity
     text: str
 
@@ -119,6 +119,7 @@ class Row:
     bench: BenchTiming | None = None  # the variant's `memlens bench` timing, when the run has one
     hot_lines: tuple[LineRecord, ...] = ()  # lines with excess wavefronts or local accesses (hot_lines.py)
     source_views: tuple[SourceView, ...] = ()  # its code with per-line figures, a view a file (source_view.py)
+    library: str | None = None  # the library whose kernel it is (cuBLAS, ...: model/libraries.py); None: the user's
 
     @property
     def verdict_text(self) -> str:

@@ -20,7 +20,6 @@ from memlens.model.instruction_table import (
     RUNTIME_ARRAY,
     SPILL,
     KindTotals,
-    is_library_source,
     kind_totals,
 )
 from memlens.model.instruction_table import local_memory_causes as causes_in_sass
@@ -269,7 +268,7 @@ def _local_text(ld: float, st: float, static: Sequence[StaticKernel], kernel: Ke
 def sass_cause_text(kernel: KernelResult) -> str:
     """The cause of a kernel's local memory as its SASS shows it, with advice that fits whose kernel it is."""
     causes = causes_in_sass(kernel.instructions)
-    library = library_of(kernel)
+    library = kernel.library.name if kernel.library and not kernel.library.generated else None  # Inductor's: yours
     if not causes:
         cause = UNKNOWN_CAUSE if not library else "cause unknown (no per-instruction local accesses in this report)"
     else:
@@ -289,29 +288,6 @@ def _sass_evidence(causes: tuple[str, ...]) -> str:
             "(unrolled loops) or keep it in shared memory"
         )
     return "; ".join(parts)
-
-
-# Kernel-name prefixes of NVIDIA's libraries and the code generators whose kernels users do not edit.
-_LIBRARIES = (
-    ("cuBLAS", ("sm90_xmma", "sm80_xmma", "ampere_", "volta_", "turing_", "cublas", "gemv", "gemmSN", "gemmk1")),
-    ("cuDNN", ("cudnn", "sm90_cudnn", "xmma_fprop", "xmma_dgrad", "xmma_wgrad")),
-    ("CUTLASS", ("cutlass",)),
-    ("CUB", ("cub::",)),
-    ("Thrust", ("thrust::",)),
-    ("NCCL", ("ncclKernel", "ncclDevKernel")),
-)
-
-
-def library_of(kernel: KernelResult) -> str | None:
-    """The library whose kernel this is, by its name, or by its line info lying wholly in library code."""
-    name = kernel.kernel.removeprefix("void ").strip()
-    for library, prefixes in _LIBRARIES:
-        if any(name.startswith(prefix) or f" {prefix}" in name for prefix in prefixes):
-            return library
-    files = [r.inlined_from or r.file for r in kernel.instructions if r.file]
-    if files and all(is_library_source(f.rsplit(":", 1)[0]) for f in files):
-        return "a library"
-    return None
 
 
 def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, str]:

@@ -5,7 +5,9 @@ per-instruction metrics (see the README). Each line shows file:line and its code
 instruction on it in words (shared loads and stores, ldmatrix, stmatrix, cp.async, shared atomics,
 tensor-core operand reads, local loads and stores, TMA transfers) with its exact excess wavefronts and
 n-way (wavefronts over the ideal of the very accesses, so a conflict-free 16-byte access reads 1-way)
-or its warp-level executions. Without line info, each SASS instruction stands for its line. --sarif FILE
+or its warp-level executions. Without line info, each SASS instruction stands for its line. A library's
+kernel (cuBLAS, cuDNN, CUTLASS, PyTorch's ATen, CUB, ...) keeps its figures, is named beside it and
+told what the user controls, never to compile with line info. --sarif FILE
 writes every conflicting, local-memory and uncoalesced line (not only the --top shown) as SARIF 2.1.0,
 --format github as GitHub workflow commands instead of the text."""
 
@@ -76,11 +78,23 @@ def describe(line: LineRecord) -> str:
 
 
 def kernel_notes(entry: KernelLines, shown: tuple[LineRecord, ...]) -> list[str]:
-    """What a reader must know beside the lines: how the conflicting accesses are served (the rule a
-    fix must meet), and what the report does not hold although the kernel's counters say it ran."""
-    notes = list(dict.fromkeys(k.phase for line in shown for k in line.kinds if k.phase and k.excess))
+    """What a reader must know beside the lines: whose kernel it is, where a library's (what the user
+    controls instead of its code), how the conflicting accesses are served (the rule a fix must meet),
+    and what the report does not hold although the kernel's counters say it ran."""
+    library = entry.kernel.library
+    notes = [library.advice] if library else []
+    notes += list(dict.fromkeys(k.phase for line in shown for k in line.kinds if k.phase and k.excess))
     missing = unrecorded_local(entry.kernel)
     return notes + ([missing] if missing else [])
+
+
+def line_info_hint(entry: KernelLines) -> str | None:
+    """How to name the kernel's source lines, where it has none and they are the user's to name: never for
+    a library's kernel (cuBLAS's code is not the user's, whatever line info would show)."""
+    library = entry.kernel.library
+    if entry.line_info or (library is not None and not library.line_advice):
+        return None
+    return LINE_INFO_HINT
 
 
 def unrecorded_local(kernel: KernelResult) -> str | None:
@@ -129,7 +143,7 @@ def render_text(found: list[KernelLines], top: int, width: int | None = None) ->
     for entry in found:
         kernel = entry.kernel
         name = short_kernel(kernel.kernel)  # the full name is in --json
-        launch = f"  [launch {kernel.launch_id}]"
+        launch = (f"  [{kernel.library.name}]" if kernel.library else "") + f"  [launch {kernel.launch_id}]"
         title = kernel.label if kernel.label in (kernel.kernel, name) else f"{kernel.label}  ({name})"
         if width is not None and cell_len(title + launch) > width:
             title = elide_middle(title, max(8, width - cell_len(launch)))
@@ -150,8 +164,9 @@ def render_text(found: list[KernelLines], top: int, width: int | None = None) ->
             out.append(f"  ... {plural(len(entry.lines) - len(shown), 'more line')} (--top 0 shows all)")
         for note in kernel_notes(entry, shown):
             out.extend(_wrapped(f"note: {note}", width, "  "))
-        if entry.lines and not entry.line_info:
-            out.extend(_wrapped(f"hint: {LINE_INFO_HINT}", width, "  "))
+        hint = line_info_hint(entry)
+        if hint and entry.lines:
+            out.extend(_wrapped(f"hint: {hint}", width, "  "))
         out.append("")
     return out[:-1] if out else out
 
@@ -161,8 +176,9 @@ def to_json(found: list[KernelLines], top: int) -> dict[str, object]:
         "kernels": [
             {
                 **entry.kernel.identity(),
+                "library": entry.kernel.library.name if entry.kernel.library else None,
                 "line_info": entry.line_info,
-                "hint": None if entry.line_info else LINE_INFO_HINT,
+                "hint": line_info_hint(entry),
                 "lines": [line.to_json() for line in (entry.lines if top == 0 else entry.lines[:top])],
                 "notes": kernel_notes(entry, entry.lines if top == 0 else entry.lines[:top]),
             }  # fmt: skip

@@ -24,6 +24,7 @@ _SUITE_MODULE = re.compile(r"\bmemlens_suite_[0-9a-f]+_\w+::")  # how memlens im
 _ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
 _RETURN_TYPE = re.compile(r"^(?:void|static|__global__)\s+")
 ELLIPSIS = "…"
+ANONYMOUS_NAMESPACE = "(anonymous namespace)"  # as c++filt writes one (ncu also writes "<unnamed>")
 NAME_WIDTH = 100  # characters of a kernel name in a table, heading or log line; the whole name in JSON
 
 
@@ -58,7 +59,7 @@ def short_kernel(name: str) -> str:
             depth += 1
         elif char == ">":
             depth -= 1
-        elif char == "(" and depth == 0 and index > 0:
+        elif char == "(" and depth == 0 and index > 0 and not text.startswith(ANONYMOUS_NAMESPACE, index):
             text = text[:index]
             break
     return _RETURN_TYPE.sub("", text.strip()) or name

@@ -22,6 +22,7 @@ from memlens.model.instruction_table import InstructionRecord
 from memlens.model.json_kinds import WANT_RESULTS, wrong_kind
 from memlens.model.json_types import describe_type, fits
 from memlens.model.kernel_names import kernel_label
+from memlens.model.libraries import Library, library_of
 from memlens.model.ncu_settings import NcuSettings
 from memlens.model.run_layout import RESULTS, Provenance
 
@@ -104,6 +105,12 @@ class KernelResult:
         """Which launch this is, the fields IDENTITY names: what every table, CSV and JSON of kernels starts with."""
         return {"label": self.label, "kernel": self.kernel, "family": self.family, "variant": self.variant,
                 "nvtx": self.nvtx, "launch_id": self.launch_id}  # fmt: skip
+
+    @cached_property
+    def library(self) -> Library | None:
+        """The library whose kernel this is (cuBLAS, ...; model/libraries.py), by its name and the files its
+        instructions name; None for the user's own."""
+        return library_of(self.kernel, (record.file for record in self.instructions if record.file))
 
     def values(self) -> dict[str, float | None]:
         """Raw and derived figures by catalogue key."""
@@ -348,6 +355,8 @@ def _kernel_json(kernel: KernelResult) -> dict[str, Any]:
         del data["range_runs"]
     if kernel.process is None:
         del data["process"]
+    if kernel.library is not None:  # written for readers of the file; memlens derives it again on reading
+        data["library"] = kernel.library.name
     return data
 
 
@@ -439,6 +448,13 @@ def _outcome_from_json(data: Any, where: str) -> VariantOutcome:
 
 
 def _kernel_from_json(data: Any, where: str = "kernel") -> KernelResult:
+    if isinstance(data, dict) and "library" in data:
+        # the library the run named: derived again from the name and lines (a file older than the field
+        # has none), so that what this memlens knows of libraries applies to older runs too
+        data = dict(data)
+        library = data.pop("library")
+        if library is not None and not isinstance(library, str):
+            raise ValueError(f"{where}.library must be text or null, not {_short(library)}")
     fields = _checked(KernelResult, data, where, nested=("raw", "missing", "instructions"))
     records = fields.get("instructions", [])
     if not isinstance(records, (list, tuple)):

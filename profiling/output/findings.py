@@ -27,6 +27,7 @@ from memlens.model.instruction_table import (
 )
 from memlens.model.kernel_lines import KernelLines
 from memlens.model.kernel_names import short_kernel
+from memlens.model.libraries import Library
 from memlens.model.line_compare import KernelLineChanges, LineChange
 from memlens.model.source_lines import LineRecord
 
@@ -162,7 +163,7 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
     sectors = sum(k.sectors or 0.0 for line in entry.lines for k in line.kinds if k.kind.space == "global")
     out = []
     for line in entry.lines:
-        make = _maker(kernel.label, kernel.kernel, line)
+        make = _maker(kernel.label, kernel.kernel, line, kernel.library)
         for figures in line.kinds:
             space, name = figures.kind.space, figures.kind.name
             if space == "shared" and figures.excess:
@@ -224,9 +225,15 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
     return out  # fmt: skip
 
 
-def _maker(label: str, kernel: str, line: LineRecord) -> Callable[[str, Level, str, dict[str, object]], Finding]:
+def _maker(
+    label: str, kernel: str, line: LineRecord, library: Library | None = None
+) -> Callable[[str, Level, str, dict[str, object]], Finding]:
+    """A finding at `line` of the kernel; a library's kernel's says whose it is and what the user controls."""
+
     def make(rule: str, level: Level, words: str, properties: dict[str, object]) -> Finding:
         sass = (line.sass,) if line.sass else line.opcodes
+        if library is not None:
+            words, properties = f"{words}; {library.advice}", {**properties, "library": library.name}
         return Finding(rule, level, f"{label}: {words}", label, kernel, line.file if not line.temporary else None,
                        line.line, line.source, sass, properties)  # fmt: skip
 

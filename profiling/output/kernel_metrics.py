@@ -121,11 +121,16 @@ def _static_shared(kernel: KernelResult) -> str:
 
 
 def _kernel_label(kernel: KernelResult) -> str:
-    """The label; for a kernel a program's NVTX range labels, the kernel's name on the line below."""
+    """The label; for a kernel a program's NVTX range labels, the kernel's name on the line below; a
+    library's kernel, its library in brackets before that name ("[cuBLAS] nvjet_..."), or below the label."""
     label = elide_middle(kernel.label, NAME_WIDTH)
     if kernel.nvtx is not None and kernel.kernel != kernel.label:
-        return f"{label}\n  {elide_middle(kernel.kernel, NAME_WIDTH)}"
-    return label
+        return f"{label}\n  {elide_middle(_library_mark(kernel) + kernel.kernel, NAME_WIDTH)}"
+    return label + (f"\n  {_library_mark(kernel)}".rstrip() if kernel.library else "")
+
+
+def _library_mark(kernel: KernelResult) -> str:
+    return f"[{kernel.library.name}] " if kernel.library else ""
 
 
 # Each column's `key` names it in notes ("exact excess wavefronts: n/a — ..."); `keys`: the catalogue
@@ -220,8 +225,8 @@ def _fitted_label(kernel: KernelResult, width: int) -> str:
     """The label, and a program's kernel below it, shortened to what a person wrote and to `width`."""
     label = elide_middle(kernel.label, width)
     if kernel.nvtx is not None and kernel.kernel != kernel.label:
-        return f"{label}\n  {elide_middle(short_kernel(kernel.kernel), width - 2)}"
-    return label
+        return f"{label}\n  {elide_middle(_library_mark(kernel) + short_kernel(kernel.kernel), width - 2)}"
+    return label + (f"\n  {_library_mark(kernel)}".rstrip() if kernel.library else "")
 
 
 def _columns_that_fit(rows: list[list[str]], width: int) -> list[Column]:
@@ -306,6 +311,7 @@ def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
         "kernels": [
             {
                 **k.identity(),
+                "library": k.library.name if k.library else None,  # whose kernel: null for the user's own
                 "range_runs": k.range_runs,  # runs of its memlens.range (--launches first); null: unknown
                 "metrics": _metrics_json(k),
             }

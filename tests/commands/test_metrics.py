@@ -343,3 +343,30 @@ def test_a_fast_run_says_once_which_figures_on_paper_were_not_measured(monkeypat
     assert below.count("on paper") == 1 and "measured n/a" not in below, below
     assert "exact excess wavefronts on paper, not measured in this run (19 of 19): fp16_transpose/dense," in below
     assert "transpose/conflict" in below.split("not measured in this run")[1]
+
+
+def test_a_library_kernel_shows_its_library_beside_it_in_the_table_and_json(capsys, monkeypatch):
+    """issue 45: torch_triton (H200, record_programs.sh), its cuBLAS GEMM and ATen kernels at 80 columns."""
+    torch = SUITE / "programs" / "torch_triton.csv"
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = metrics(capsys, str(torch))
+    assert code == 0 and max(cell_len(line) for line in out.splitlines()) <= 80
+    assert "│   [cuBLAS] nvjet_sm90_tst_128x64_6…z_NNT │" in out
+    assert "│   [PyTorch] <…>::softmax_warp_forward<…> │" in out
+    assert "│   add_kernel " in out  # the program's own Triton kernel: no library
+    code, out, _ = metrics(capsys, str(torch), "--json")
+    libraries = {k["label"]: k["library"] for k in json.loads(out)["kernels"]}
+    assert libraries["torchapp@bf16_matmul"] == "cuBLAS" and libraries["torchapp@softmax"] == "PyTorch"
+    assert libraries["torchapp@triton_add"] is None and libraries["add/triton"] is None
+    code, out, _ = metrics(capsys, str(SUITE / "suite.results.json"), "--json")
+    assert {k["library"] for k in json.loads(out)["kernels"]} == {None}  # the suite's kernels are the user's
+
+
+def test_a_library_kernel_outside_any_range_gets_its_library_below_its_name(capsys, monkeypatch, tmp_path):
+    from tests.support.outputs import results_file
+
+    monkeypatch.setenv("COLUMNS", "80")
+    path = results_file(tmp_path, "nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT", "my_kernel(float *)")
+    code, out, _ = metrics(capsys, str(path))
+    rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    assert code == 0 and rows == ["nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT", "[cuBLAS]", "my_kernel(float *)"]

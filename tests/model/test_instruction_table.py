@@ -233,15 +233,15 @@ def test_the_line_gate_counts_every_shared_side_as_lines_does(kinds):
 def test_a_library_kernels_local_memory_is_not_the_users_to_change():
     from memlens.model.instruction_table import InstructionRecord
     from memlens.model.results import KernelResult
-    from memlens.reports.verdicts import library_of, sass_cause_text
+    from memlens.reports.verdicts import sass_cause_text
 
     spill = InstructionRecord(0x10, "LDL.LU R4, [R1+0x8]", "LDL.LU", "local", "ld", 32, executions=64.0)
     cublas = KernelResult("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", instructions=(spill,))
-    assert library_of(cublas) == "cuBLAS"
+    assert cublas.library is not None and cublas.library.name == "cuBLAS"
     assert sass_cause_text(cublas).endswith("; inside cuBLAS: not yours to change")
     assert sass_cause_text(cublas).startswith("register spill (from the SASS")
     mine = KernelResult("my_kernel(float *)", instructions=(spill,))
-    assert library_of(mine) is None and "not yours" not in sass_cause_text(mine)
+    assert mine.library is None and "not yours" not in sass_cause_text(mine)
 
 
 def test_compare_and_the_line_gate_give_the_figures_metrics_gives(capsys, tmp_path):

@@ -43,3 +43,11 @@ def test_long_cpp_names_are_elided_in_the_middle_never_cut_at_the_left() -> None
     assert elide_middle("short", 20) == "short"
     huge = elide_middle("k" + "x" * 5000 + "_end", 100)
     assert len(huge) == 100 and huge.startswith("kxx") and huge.endswith("_end")
+
+
+def test_short_kernel_keeps_a_name_inside_an_anonymous_namespace() -> None:
+    from memlens.model.kernel_names import short_kernel
+
+    name = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(T3 *, const T1 *, int)"
+    # was "at::native::": the namespace's parenthesis read as the argument list
+    assert short_kernel(name) == "at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>"

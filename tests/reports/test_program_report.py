@@ -155,3 +155,21 @@ def test_the_source_view_in_chromium(program_html, tmp_path, width):
     assert figures["fig_text"] == "ld 32-way +4.06 M" and not figures["fig_cut"], figures  # the margin reads whole
     assert figures["heat"] not in ("rgba(0, 0, 0, 0)", "transparent"), figures  # coloured
     assert figures["sass_hidden"] is False and figures["sass_shown"] is True, figures  # SASS on expand
+
+
+def test_library_kernels_are_named_with_what_the_user_controls():
+    """issue 45: the cuBLAS GEMM and ATen kernels of torch_triton, beside their names and in their verdicts."""
+    md = _report(TORCH_CSV, "md")
+    advice = "cuBLAS's kernel: its code is not yours; what you control is the call -- shapes, dtype, layout, batching"
+    row = next(line for line in md.splitlines() if line.startswith("| `torchapp@bf16_matmul` `nvjet"))
+    assert "`nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT` (cuBLAS) |" in row
+    verdict = next(line for line in md.splitlines() if line.startswith("| `torchapp@bf16_matmul` (cuBLAS) |"))
+    assert advice in verdict and "lineinfo" not in md
+    assert "| **torch** (baseline) (PyTorch) |" in md  # a family's variant whose kernel is ATen's
+    triton = next(line for line in md.splitlines() if line.startswith("| `torchapp@triton_add` `add_kernel`"))
+    assert "(" not in triton.split("|")[1]  # the program's own kernel: no library
+    html = _report(TORCH_CSV, "html")
+    assert '<span class="pill" title="the library whose kernel this is">cuBLAS</span>' in html
+    data = json.loads(_report(TORCH_CSV, "json"))
+    others = {row["label"]: row["library"] for row in data["runs"][0]["others"]}
+    assert others["torchapp@bf16_matmul"] == "cuBLAS" and others["torchapp@triton_add"] is None
