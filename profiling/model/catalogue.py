@@ -43,7 +43,8 @@ from memlens.model.per_instruction import (
 from memlens.model.tensor_paths import TENSOR_DERIVED, TENSOR_RAW, tensor_flops
 
 __all__ = [  # the per-instruction names, re-exported: the catalogue is where every metric name is found
-    "SECTION_CYCLES", "SECTOR_BYTES", "Better", "Metric", "OverLaunches", "Values", "GLOBAL_KEYS", "GLOBAL_REQUESTS", "GLOBAL_SECTORS",
+    "SECTION_CYCLES", "SECTOR_BYTES", "Better", "Metric", "OverLaunches", "Values", "GLOBAL_KEYS", "GLOBAL_REQUESTS",
+    "GLOBAL_SECTORS",
     "GLOBAL_SECTORS_IDEAL", "LOCAL_EXECUTIONS", "MEMORY_ACCESS_SIZE", "MEMORY_ACCESS_TYPE", "MEMORY_TYPE",
     "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys", "SharedKeys",
 ]  # fmt: skip
@@ -194,8 +195,9 @@ _DERIVED = [
 # counted as ncu's roofline sections count it: an FMA is 2 FLOPs, an add or a multiply 1; HFMA2-class
 # half-precision instructions work on 2 lanes (HFMA 4 FLOPs, HADD and HMUL 2). Tensor-core work (HMMA, HGMMA,
 # DMMA, ...) is counted apart, from ncu's sm__ops_path_tensor_* counters (model/tensor_paths.py): `flops` is
-# CUDA cores' alone, intensities count both (work_flops). Not counted: special functions (MUFU: sqrt, rcp, exp), conversions, integer work, and bf16 or fp8 arithmetic outside
-# the HFMA/HADD/HMUL classes. `flops` is fp32 + fp64 only: ptxas zeroes and moves registers with
+# CUDA cores' alone, intensities count both (work_flops). Not counted: special functions (MUFU: sqrt, rcp,
+# exp), conversions, integer work, and bf16 or fp8 arithmetic outside the HFMA/HADD/HMUL classes. `flops` is
+# fp32 + fp64 only: ptxas zeroes and moves registers with
 # `HFMA2.MMA Rd, -RZ, RZ, 0, 0`, which the HFMA counter counts (transpose_tile64_swizzled and matmul_pmpp
 # show it in the H100 `--set full` recording), so flops_fp16 is an upper bound on real half-precision work.
 _FLOP_COUNTERS = (  # key, ncu opcode, FLOPs per thread instruction
@@ -350,18 +352,18 @@ _ROOFLINE_DERIVED = [
     Metric(
         "arithmetic_intensity", "FLOP/byte",
         "FLOPs (CUDA and tensor cores) per DRAM byte (n/a for a kernel with no floating-point work)",
-        better="higher", formula="(flops + tensor_flops) / dram_bytes",
+        better="higher", formula="(flops + tensor-core FLOPs where measured) / dram_bytes",
         derive=lambda v: _intensity(v, _dram_bytes(v)),
         na_reason=_no_flops,
     ),
     Metric(
         "arithmetic_intensity_l2", "FLOP/byte", "FLOPs per byte between L1TEX and L2",
-        better="higher", formula="(flops + tensor_flops) / l2_bytes",
+        better="higher", formula="(flops + tensor-core FLOPs where measured) / l2_bytes",
         derive=lambda v: _intensity(v, _scale(v.get("l2_sectors_from_l1"), SECTOR_BYTES)), na_reason=_no_flops,
     ),
     Metric(
         "arithmetic_intensity_l1", "FLOP/byte", "FLOPs per byte of global loads and stores at L1TEX",
-        better="higher", formula="(flops + tensor_flops) / l1_global_bytes",
+        better="higher", formula="(flops + tensor-core FLOPs where measured) / l1_global_bytes",
         derive=lambda v: _intensity(v, _l1_bytes(v)), na_reason=_no_flops,
     ),
     Metric(

@@ -368,7 +368,6 @@ class _MetricReader:
             values.append(value(metric) if has_value(metric) else None)
         return values
 
-
     def _section_count(self, action: Action, name: str) -> object:
         """A count the report holds only as ncu's roofline sections do, a rate a cycle: its value in the
         catalogue's unit (metric_values.section_count), else _ABSENT."""

@@ -33,7 +33,9 @@ def test_every_figure_comes_back_under_its_key_with_the_catalogues_unit() -> Non
     # 21 paths' operations and peaks a cycle, ncu's sections' DRAM rate; per precision (5 + int8), their total
     # and rate, and total_flops
     assert (len(RAW_METRICS), len(DERIVED_METRICS), len(PER_INSTRUCTION_METRICS)) == (
-        43 + 2 * 21 + 1, 19 + 8 + 9 + 6 + 8 + 1, 28
+        43 + 2 * 21 + 1,
+        19 + 8 + 9 + 6 + 8 + 1,
+        28,
     )
     assert len(CATALOGUE) == 86 + 51 + 28  # no key used twice
     kernel = KernelResult("k", raw={m.key: 2.0 for m in RAW_METRICS})
