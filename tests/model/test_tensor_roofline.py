@@ -199,3 +199,21 @@ def test_every_tensor_name_is_one_of_ncus_section_on_sm_90() -> None:
     names = set(report.range_by_idx(0).action_by_idx(0).metric_names())
     asked = [m.ncu for m in CATALOGUE.values() if m.ncu and m.ncu.startswith("sm__ops_path_tensor_")]
     assert len(asked) == 42 and all(name in names for name in asked)
+
+
+MEMLENS_RUN = TENSOR / "tensor_run" / "results.json"  # record_tensor.sh's `memlens` step: profile --roofline
+
+
+@pytest.mark.skipif(not MEMLENS_RUN.is_file(), reason="needs tensor_run/ recorded by tests/fixtures/record_tensor.sh")
+def test_memlens_roofline_run_counts_the_same_tensor_flops_and_roofs() -> None:
+    """memlens's own `--roofline` list (ncu_metric_names) collects what the section does: the same exact FLOPs,
+    each kernel on the same roof, the roofs in results.json's info."""
+    results = load_results(MEMLENS_RUN)
+    kernels, ceilings = by_label(results), ceilings_of(results)
+    for label, (path, flops, _) in ON_PAPER.items():
+        where = bound(kernels[label], ceilings)
+        assert where is not None and where.roof is not None and where.roof.path.key == path, label
+        assert where.work == flops == kernels[label].value("tensor_flops"), label
+    assert results.info.peak_tensor_flops is not None
+    assert set(results.info.peak_tensor_flops) == {"peak_tensor_hgmma_bf16", "peak_tensor_hgmma_fp16",
+                                                   "peak_tensor_hmma_fp16"}  # fmt: skip
