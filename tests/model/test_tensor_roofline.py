@@ -217,3 +217,17 @@ def test_memlens_roofline_run_counts_the_same_tensor_flops_and_roofs() -> None:
     assert results.info.peak_tensor_flops is not None
     assert set(results.info.peak_tensor_flops) == {"peak_tensor_hgmma_bf16", "peak_tensor_hgmma_fp16",
                                                    "peak_tensor_hmma_fp16"}  # fmt: skip
+
+
+def test_older_recordings_without_tensor_counters_place_as_before() -> None:
+    """The H100 `--set full` suite results (no tensor counters): no tensor roof, no tensor ceiling, fp32 bounds."""
+    older = load_results(
+        Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_h100_80gb_hbm3" / "suite_full_small.results.json"
+    )
+    assert all(tensor_work(kernel) is None for kernel in older.kernels)
+    assert tensor_ceilings(older.kernels) is None and older.info.peak_tensor_flops is None
+    naive = by_label(older)["matmul/naive"]
+    where = bound(naive, ceilings_of(older))
+    assert where is not None and where.roof is None and where.precision == "fp32"
+    assert naive.value("tensor_flops") is None and naive.value("total_flops") is None
+    assert naive.value("arithmetic_intensity") == pytest.approx(naive.value("flops") / naive.value("dram_bytes"))  # type: ignore[operator]
