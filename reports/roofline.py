@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from memlens.io.units import format_count, significant
 from memlens.model.results import KernelResult, RunResults
-from memlens.model.roofline import LEVELS, PRECISIONS, Bound, bound, ceilings_of
+from memlens.model.roofline import LEVELS, PRECISIONS, Bound, TensorRoof, bound, ceilings_of
 from memlens.reports.model import Cell, FamilySection, Finding, Row
 
 if TYPE_CHECKING:
@@ -34,7 +34,8 @@ class RooflinePoint:
 class FamilyRoofline:
     """A family's roofline: the run's ceilings, a point per variant with FLOPs, and the words."""
 
-    peak_flops: tuple[tuple[str, float], ...]  # (precision, FLOP/s) for the precisions the variants use
+    # (roof, FLOP/s) for the CUDA-core precisions ("fp32") and tensor roofs ("bf16 tensor (dense)") the variants use
+    peak_flops: tuple[tuple[str, float], ...]
     dram_bandwidth: float | None  # bytes/s, ncu's peak
     copy_bandwidth: float | None  # bytes/s, memlens bench's device-to-device copy (the practical roof)
     points: tuple[RooflinePoint, ...]
@@ -61,6 +62,8 @@ def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | N
     """The roofline sentence of one variant; None where its FLOPs were not measured (a run recorded
     before memlens counted them, or a plain ncu report without the counters: nothing to say). With
     `copy_bandwidth` (memlens bench's copy, bytes/s) a memory-bound variant's practical bound too."""
+    if where is not None and where.roof is not None:
+        return tensor_verdict(where, where.roof)
     flops = kernel.metric("flops")
     if flops.value is None:
         return None
@@ -95,6 +98,20 @@ def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | N
     l1 = kernel.metric("arithmetic_intensity_l1").value
     if l1 is not None:
         text += f"; {intensity_text(l1)} of global loads and stores at L1"
+    return Finding("roofline", "ok", text)
+
+
+def tensor_verdict(where: Bound, roof: TensorRoof) -> Finding:
+    """The roofline sentence of a variant placed on a tensor-core roof (where.roof)."""
+    name, share = f"{roof.path.name} ({roof.density} peak)", significant(where.pct_of_limit)
+    place = f"{intensity_text(where.intensity)} (DRAM; ridge {intensity_text(where.ridge)})"
+    if where.memory_bound:
+        text = (f"memory-bound at {place}, tensor cores: at most {flop_rate_text(where.limit)} on this GPU"
+                f" (DRAM roof; {name} {flop_rate_text(where.peak_flops)}), achieved {flop_rate_text(where.achieved)}"
+                f" ({share}% of that bound)")  # fmt: skip
+    else:
+        text = (f"tensor-core bound at {flop_rate_text(where.peak_flops)} {name}, achieved"
+                f" {flop_rate_text(where.achieved)} ({share}%) at {place}")  # fmt: skip
     return Finding("roofline", "ok", text)
 
 
@@ -164,12 +181,16 @@ def _with_roofline(
 ) -> FamilySection:
     points = []
     precisions = set()
+    tensor_roofs: dict[str, float] = {}  # label -> FLOP/s: the run's ceiling, else the kernel's own
     for row, kernel, where in judged:
-        achieved = kernel.metric("flop_rate").value
+        achieved = where.achieved if where and where.roof else kernel.metric("flop_rate").value
         if not achieved:
             continue
         intensities = tuple((level, kernel.metric(key).value) for level, key in LEVELS)
-        precisions.add(where.precision if where else "fp32")
+        if where and where.roof:
+            tensor_roofs.setdefault(where.roof.label, ceilings.get(where.roof.key) or where.peak_flops)
+        else:
+            precisions.add(where.precision if where else "fp32")
         points.append(RooflinePoint(
             row.name, row.baseline, achieved, intensities,
             where.memory_bound if where else None, where.pct_of_limit if where else None,
@@ -181,6 +202,7 @@ def _with_roofline(
     if compute_bound:
         rows = tuple(_without_copy_pct(r) for r in rows)
     peaks = tuple((p, peak) for p in PRECISIONS if p in precisions and (peak := ceilings.get(f"peak_flops_{p}")))
+    peaks += tuple(sorted(tensor_roofs.items(), key=lambda pair: -pair[1]))
     note = load_cut_note(family.name, [(r, k) for r, k, _ in judged])
     roofline = FamilyRoofline(
         peaks, ceilings.get("peak_dram_bandwidth"), copy, tuple(points), (note,) if note else (), compute_bound

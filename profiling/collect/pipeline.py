@@ -54,7 +54,7 @@ def read_results(
     wrote no report has no kernel and no error."""
     from memlens.collect.source_copies import keep_sources
     from memlens.model.results import RunResults
-    from memlens.model.roofline import run_ceilings
+    from memlens.model.roofline import run_ceilings, tensor_ceilings
     from memlens.readers import read_report
 
     if not report.exists():
@@ -65,7 +65,8 @@ def read_results(
         return RunResults(info, (), outcomes, complete), exc
     kernels = tuple(k for k in measured.kernels if keep is None or keep(k))
     info = replace(info, gpu_name=measured.info.gpu_name, compute_capability=measured.info.compute_capability,
-                   source=report.name, **run_ceilings(kernels))  # type: ignore[arg-type]  # fmt: skip
+                   source=report.name, peak_tensor_flops=tensor_ceilings(kernels),
+                   **run_ceilings(kernels))  # type: ignore[arg-type]  # fmt: skip
     results = RunResults(info, kernels, outcomes, complete, embedded_sources=measured.embedded_sources)
     return keep_sources(results), None
 

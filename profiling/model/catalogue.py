@@ -11,7 +11,18 @@ import difflib
 import functools
 from collections.abc import Mapping
 
-from memlens.model.metric import SECTOR_BYTES, Better, Metric, OverLaunches, Values, _diff, _ratio, _scale, _sum
+from memlens.model.metric import (
+    SECTION_CYCLES,
+    SECTOR_BYTES,
+    Better,
+    Metric,
+    OverLaunches,
+    Values,
+    _diff,
+    _ratio,
+    _scale,
+    _sum,
+)
 from memlens.model.per_instruction import (
     _PER_INSTRUCTION,
     GLOBAL_KEYS,
@@ -29,9 +40,11 @@ from memlens.model.per_instruction import (
     GlobalKeys,
     SharedKeys,
 )
+from memlens.model.tensor_paths import TENSOR_DERIVED, TENSOR_RAW, tensor_flops
 
 __all__ = [  # the per-instruction names, re-exported: the catalogue is where every metric name is found
-    "SECTOR_BYTES", "Better", "Metric", "OverLaunches", "Values", "GLOBAL_KEYS", "GLOBAL_REQUESTS", "GLOBAL_SECTORS",
+    "SECTION_CYCLES", "SECTOR_BYTES", "Better", "Metric", "OverLaunches", "Values", "GLOBAL_KEYS", "GLOBAL_REQUESTS",
+    "GLOBAL_SECTORS",
     "GLOBAL_SECTORS_IDEAL", "LOCAL_EXECUTIONS", "MEMORY_ACCESS_SIZE", "MEMORY_ACCESS_TYPE", "MEMORY_TYPE",
     "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys", "SharedKeys",
 ]  # fmt: skip
@@ -42,6 +55,12 @@ _RAW = [
     Metric("duration", "ns", "kernel duration on the GPU", "gpu__time_duration.sum", "lower"),
     Metric("dram_read_bytes", "byte", "bytes read from device memory (DRAM)", "dram__bytes_read.sum", "lower"),
     Metric("dram_write_bytes", "byte", "bytes written to device memory (DRAM)", "dram__bytes_write.sum", "lower"),
+    # ncu's roofline sections' DRAM figure, never asked for: a plain `--set roofline` report holds it, and
+    # not the bytes read and written (times the duration it is their sum: 176,558,592 bytes, exactly, for
+    # the cuBLAS GEMM of tests/fixtures/nvidia_h200/tensor's `--set full` report)
+    Metric("dram_throughput", "byte/second", "DRAM bytes read and written per second, as ncu's roofline sections"
+           " read them (where a report lacks dram_read_bytes and dram_write_bytes)", "dram__bytes.sum.per_second",
+           over_launches="duration_weighted", asked=False),
     Metric(
         "dram_pct_of_peak",
         "%",
@@ -122,15 +141,13 @@ _RAW = [
 _DERIVED = [
     Metric(
         "dram_bytes", "byte", "bytes moved to and from device memory",
-        better="lower", formula="dram_read_bytes + dram_write_bytes",
-        derive=lambda v: _sum(v.get("dram_read_bytes"), v.get("dram_write_bytes")),
+        better="lower", formula="dram_read_bytes + dram_write_bytes (else dram_throughput * duration * 1e-9)",
+        derive=lambda v: _dram_bytes(v),
     ),
     Metric(
         "dram_bandwidth", "byte/second", "achieved DRAM bandwidth",
         better="higher", formula="(dram_read_bytes + dram_write_bytes) / (duration * 1e-9)",
-        derive=lambda v: _ratio(
-            _sum(v.get("dram_read_bytes"), v.get("dram_write_bytes")), _scale(v.get("duration"), 1e-9)
-        ),
+        derive=lambda v: _ratio(_dram_bytes(v), _scale(v.get("duration"), 1e-9)),
     ),
     Metric(
         "shared_ld_ways", "wavefront/inst",
@@ -176,10 +193,11 @@ _DERIVED = [
 # --- Roofline and global memory (PMPP chapter 5) ------------------------------------------------
 # Floating-point work from ncu's per-opcode thread-instruction counters (predicated-on threads only),
 # counted as ncu's roofline sections count it: an FMA is 2 FLOPs, an add or a multiply 1; HFMA2-class
-# half-precision instructions work on 2 lanes (HFMA 4 FLOPs, HADD and HMUL 2). Not counted: tensor-core
-# work (HMMA/HGMMA/DMMA/IMMA: ncu's sm__ops_path_tensor_* counters, which memlens does not ask for),
-# special functions (MUFU: sqrt, rcp, exp), conversions, integer work, and bf16 or fp8 arithmetic outside
-# the HFMA/HADD/HMUL classes. `flops` is fp32 + fp64 only: ptxas zeroes and moves registers with
+# half-precision instructions work on 2 lanes (HFMA 4 FLOPs, HADD and HMUL 2). Tensor-core work (HMMA, HGMMA,
+# DMMA, ...) is counted apart, from ncu's sm__ops_path_tensor_* counters (model/tensor_paths.py): `flops` is
+# CUDA cores' alone, intensities count both (work_flops). Not counted: special functions (MUFU: sqrt, rcp,
+# exp), conversions, integer work, and bf16 or fp8 arithmetic outside the HFMA/HADD/HMUL classes. `flops` is
+# fp32 + fp64 only: ptxas zeroes and moves registers with
 # `HFMA2.MMA Rd, -RZ, RZ, 0, 0`, which the HFMA counter counts (transpose_tile64_swizzled and matmul_pmpp
 # show it in the H100 `--set full` recording), so flops_fp16 is an upper bound on real half-precision work.
 _FLOP_COUNTERS = (  # key, ncu opcode, FLOPs per thread instruction
@@ -195,6 +213,7 @@ _ROOFLINE_RAW = [
         Metric(
             key, "inst", f"{op.upper()} thread instructions executed (predicated-on threads; {flops} FLOPs each)",
             f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum", deterministic=True, roofline=True,
+            per_cycle=f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed",
         )
         for key, op, flops in _FLOP_COUNTERS
     ),
@@ -254,14 +273,30 @@ def _all_flops(values: Values) -> float | None:
     return _sum(_flops(values, "fp32"), _flops(values, "fp64"))  # fp16 left out: see above
 
 
+def work_flops(values: Values) -> float | None:
+    """FLOPs on CUDA cores (`flops`) and on tensor cores where they were measured (`--roofline`, or a
+    plain report of ncu's roofline sections): what a kernel's arithmetic intensity counts."""
+    flops, tensor = _all_flops(values), tensor_flops(values)
+    return flops if flops is None or tensor is None else flops + tensor
+
+
 def _intensity(values: Values, bytes_moved: float | None) -> float | None:
     """FLOP per byte; None where there is no floating-point work (no intensity, not 0 nor infinity)."""
-    flops = _all_flops(values)
+    flops = work_flops(values)
     return None if not flops else _ratio(flops, bytes_moved)
 
 
 def _no_flops(values: Values) -> str | None:
-    return NO_FLOPS if _all_flops(values) == 0 else None
+    return NO_FLOPS if work_flops(values) == 0 else None
+
+
+def _dram_bytes(values: Values) -> float | None:
+    """Bytes read plus written; where a report has not them, ncu's sections' rate times the duration."""
+    moved = _sum(values.get("dram_read_bytes"), values.get("dram_write_bytes"))
+    if moved is not None:
+        return moved
+    rated = _product(values.get("dram_throughput"), _scale(values.get("duration"), 1e-9))
+    return None if rated is None else float(round(rated))  # a count of bytes: the product's last bits are noise
 
 
 def _product(a: float | None, b: float | None) -> float | None:
@@ -296,7 +331,11 @@ _ROOFLINE_DERIVED = [
         deterministic=True, formula="flops_fp32 + flops_fp64", derive=_all_flops,
     ),
     Metric(
-        "flop_rate", "FLOP/second", "achieved floating-point operations per second",
+        "total_flops", "FLOP", "floating-point operations on CUDA cores (flops) and tensor cores (tensor_flops)",
+        deterministic=True, formula="flops + tensor_flops", derive=lambda v: _sum(_all_flops(v), tensor_flops(v)),
+    ),
+    Metric(
+        "flop_rate", "FLOP/second", "achieved floating-point operations per second on CUDA cores",
         better="higher", formula="flops / (duration * 1e-9)",
         derive=lambda v: _ratio(_all_flops(v), _scale(v.get("duration"), 1e-9)),
     ),
@@ -311,19 +350,20 @@ _ROOFLINE_DERIVED = [
         derive=lambda v: _scale(v.get("l2_sectors_from_l1"), SECTOR_BYTES),
     ),
     Metric(
-        "arithmetic_intensity", "FLOP/byte", "FLOPs per DRAM byte (n/a for a kernel with no floating-point work)",
-        better="higher", formula="flops / dram_bytes",
-        derive=lambda v: _intensity(v, _sum(v.get("dram_read_bytes"), v.get("dram_write_bytes"))),
+        "arithmetic_intensity", "FLOP/byte",
+        "FLOPs (CUDA and tensor cores) per DRAM byte (n/a for a kernel with no floating-point work)",
+        better="higher", formula="(flops + tensor-core FLOPs where measured) / dram_bytes",
+        derive=lambda v: _intensity(v, _dram_bytes(v)),
         na_reason=_no_flops,
     ),
     Metric(
         "arithmetic_intensity_l2", "FLOP/byte", "FLOPs per byte between L1TEX and L2",
-        better="higher", formula="flops / l2_bytes",
+        better="higher", formula="(flops + tensor-core FLOPs where measured) / l2_bytes",
         derive=lambda v: _intensity(v, _scale(v.get("l2_sectors_from_l1"), SECTOR_BYTES)), na_reason=_no_flops,
     ),
     Metric(
         "arithmetic_intensity_l1", "FLOP/byte", "FLOPs per byte of global loads and stores at L1TEX",
-        better="higher", formula="flops / l1_global_bytes",
+        better="higher", formula="(flops + tensor-core FLOPs where measured) / l1_global_bytes",
         derive=lambda v: _intensity(v, _l1_bytes(v)), na_reason=_no_flops,
     ),
     Metric(
@@ -354,8 +394,8 @@ _ROOFLINE_DERIVED = [
     ),
 ]
 # fmt: on
-_RAW += _ROOFLINE_RAW
-_DERIVED += _ROOFLINE_DERIVED
+_RAW += _ROOFLINE_RAW + list(TENSOR_RAW)
+_DERIVED += _ROOFLINE_DERIVED + list(TENSOR_DERIVED)
 
 
 CATALOGUE: dict[str, Metric] = {m.key: m for m in _RAW + _DERIVED + _PER_INSTRUCTION}
@@ -364,6 +404,8 @@ DERIVED_METRICS: tuple[Metric, ...] = tuple(_DERIVED) + tuple(m for m in _PER_IN
 PER_INSTRUCTION_METRICS: tuple[Metric, ...] = tuple(m for m in _PER_INSTRUCTION if not m.derive)
 BY_NCU_NAME: dict[str, Metric] = {m.ncu: m for m in _RAW if m.ncu}
 NCU_ALIASES: dict[str, Metric] = {alias: m for m in _RAW for alias in m.aliases}  # ncu's other names
+# the names a count is read from where a report holds it only as ncu's roofline sections do (Metric.per_cycle)
+SECTION_NAMES = frozenset({m.per_cycle for m in _RAW if m.per_cycle} | {SECTION_CYCLES})
 
 # Keys earlier memlens versions wrote and this one no longer collects: results files that hold them
 # still load, without them (local_*_requests gave way to local_*_instructions: 2 replay passes fewer).
@@ -377,7 +419,8 @@ DEVICE_ATTRIBUTES = {"gpu_name": "device__attribute_display_name",  # read besid
 def ncu_metric_names(fast: bool = False, roofline: bool = False) -> list[str]:
     """The `--metrics` list for ncu; `fast` leaves out the instrumented pass, `roofline` adds the
     FLOP and L1 global-sector counters (on an H200 they take the list from 4 replay passes a kernel to 6)."""
-    names = [m.ncu for m in RAW_METRICS if m.ncu and not (fast and m.instrumented) and (roofline or not m.roofline)]
+    names = [m.ncu for m in RAW_METRICS if m.ncu and m.asked and not (fast and m.instrumented)
+             and (roofline or not m.roofline)]  # fmt: skip
     per_pc = [] if fast else list(PER_PC_METRICS)
     return names + per_pc + list(DEVICE_ATTRIBUTES.values())
 

@@ -14,6 +14,7 @@ OverLaunches = Literal["sum", "max", "duration_weighted"]
 Values = Mapping[str, "float | None"]
 
 SECTOR_BYTES = 32  # an L1TEX sector is 32 bytes
+SECTION_CYCLES = "smsp__cycles_elapsed.avg"  # the cycles a `.sum.per_cycle_elapsed` of an smsp__ counter is over
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,11 @@ class Metric:
     # collected only with `memlens profile --roofline`: on an H200 the FLOP counters cost a replay pass
     # together and L1's global sector counters another (tests/benchmarks/ncu_passes.py)
     roofline: bool = False
+    # False: never in memlens's ncu metric list, read where a plain report holds it (ncu's own sections' names)
+    asked: bool = True
+    # ncu's rate of this count per elapsed SM sub-partition cycle, as ncu's roofline sections hold it: read
+    # where a report lacks the count, which is the rate times SECTION_CYCLES (`--set full` or `--set roofline`)
+    per_cycle: str | None = None
 
     @property
     def ncu_names(self) -> tuple[str, ...]:

@@ -272,6 +272,9 @@ class RunInfo(Provenance):
     peak_flops_fp64: float | None = None
     peak_flops_fp16: float | None = None
     peak_dram_bandwidth: float | None = None  # byte/s
+    # The tensor-core roofs its kernels were placed on (roofline.TensorRoof.key, e.g. "peak_tensor_hgmma_bf16")
+    # -> FLOP/s, the median over them; None where none was (and in results written before issue 45)
+    peak_tensor_flops: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)

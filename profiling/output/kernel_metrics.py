@@ -20,6 +20,7 @@ from memlens.model import shared_figures
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
 from memlens.model.results import IDENTITY, KernelResult, RunResults
+from memlens.output.tensor_lines import tensor_lines
 from memlens.theory import paper_figures
 
 NA = "n/a"
@@ -66,6 +67,8 @@ def print_metrics(table: KernelMetrics, out: TextIO | None = None) -> None:
     for line in dict.fromkeys(f"{kernels[i].label}: local memory: {text}" for i, text in table.local.items()):
         where.print(line, markup=False, highlight=False, soft_wrap=not fit)
     for line in paper_figures.lines(paper_figures.checks(table.results), (k.label for k in kernels)):
+        where.print(line, markup=False, highlight=False, soft_wrap=not fit)
+    for line in tensor_lines(table.results, kernels):
         where.print(line, markup=False, highlight=False, soft_wrap=not fit)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memlens.io.units import UnitError, conversion_factor
-from memlens.model.catalogue import PER_INSTRUCTION_METRICS, RAW_METRICS, Metric
+from memlens.model.catalogue import PER_INSTRUCTION_METRICS, RAW_METRICS, SECTION_CYCLES, Metric
 from memlens.model.nvtx_names import NVTX_DOMAIN, is_library_domain, parse_swept
 from memlens.model.results import KernelResult, printable
 
@@ -120,6 +120,8 @@ def raw_values(
     reason: str | None
     for metric in NCU_METRICS:
         cell = next((c for name in metric.ncu_names if (c := lookup(name)) is not None), None)
+        if cell is None and metric.per_cycle is not None:
+            cell = section_count(metric, lookup)
         if cell is None:
             value, reason = None, absent_reason(metric, from_memlens)
         else:
@@ -128,6 +130,19 @@ def raw_values(
         if reason is not None:
             missing[metric.key] = reason
     return raw, missing
+
+
+def section_count(metric: Metric, lookup: Callable[[str], Cell | None]) -> Cell | None:
+    """A count ncu's roofline sections hold only as a rate a cycle (Metric.per_cycle), times the cycles
+    (an integer: 37,748,736 FFMA of the softmax in tests/fixtures/nvidia_h200/tensor, to the last bit);
+    None where the report has not both."""
+    rate = lookup(metric.per_cycle) if metric.per_cycle else None
+    cycles = lookup(SECTION_CYCLES) if rate is not None else None
+    if rate is None or cycles is None:
+        return None
+    if rate.value is None or cycles.value is None:
+        return Cell(None, metric.unit)
+    return Cell(float(round(rate.value * cycles.value)), metric.unit)
 
 
 def convert(metric: Metric, value: float | None, unit: str) -> tuple[float | None, str | None]:

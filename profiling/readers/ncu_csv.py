@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memlens.errors import InputError
 from memlens.io.files import read_bytes_limited
-from memlens.model.catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES, NCU_ALIASES
+from memlens.model.catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES, NCU_ALIASES, SECTION_NAMES
 from memlens.model.kernel_names import kernel_name
 from memlens.model.results import KernelResult, RunInfo, RunResults, printable
 from memlens.readers.metric_values import (
@@ -39,6 +39,7 @@ GPU_NAME = DEVICE_ATTRIBUTES["gpu_name"]
 # The numeric columns read: catalogue metrics and the compute capability.
 WANTED = frozenset(BY_NCU_NAME) | {DEVICE_ATTRIBUTES["cc_major"], DEVICE_ATTRIBUTES["cc_minor"]}
 WANTED |= frozenset(NCU_ALIASES)  # ncu's other names of a catalogue counter
+WANTED |= SECTION_NAMES  # the rates ncu's roofline sections hold a count as (`--set full`, `--set roofline`)
 _QUOTED = re.compile(r'"([^"]*)"')
 
 

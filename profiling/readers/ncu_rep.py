@@ -8,6 +8,7 @@ A report of many launches is read by two processes or more (see PARALLEL_MIN_ACT
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -28,6 +29,7 @@ from memlens.readers.metric_values import (
     convert,
     is_memlens_domain,
     program_label,
+    section_count,
     suite_range,
     with_label,
 )
@@ -336,6 +338,7 @@ _ABSENT = _Absent.ABSENT
 _NAMES: tuple[str, ...] = tuple(m.ncu for m in NCU_METRICS if m.ncu is not None)  # NCU_METRICS all have one
 _DURATION_INDEX = _NAMES.index(DURATION)
 _ALIASES: tuple[tuple[str, tuple[str, ...]], ...] = tuple((m.ncu, m.aliases) for m in NCU_METRICS if m.ncu is not None)
+_SECTION_COUNTS = {m.ncu: m for m in NCU_METRICS if m.ncu is not None and m.per_cycle}  # Metric.per_cycle
 
 
 class _MetricReader:
@@ -358,12 +361,22 @@ class _MetricReader:
                 if metric is not None:
                     break
             if metric is None:
-                values.append(_ABSENT)
+                values.append(self._section_count(action, name))
                 continue
             if name not in units:
                 units[name] = str(metric.unit() or "")
             values.append(value(metric) if has_value(metric) else None)
         return values
+
+    def _section_count(self, action: Action, name: str) -> object:
+        """A count the report holds only as ncu's roofline sections do, a rate a cycle: its value in the
+        catalogue's unit (metric_values.section_count), else _ABSENT."""
+        counted = _SECTION_COUNTS.get(name)
+        cell = section_count(counted, functools.partial(_cell, action)) if counted is not None else None
+        if cell is None:
+            return _ABSENT
+        self.units.setdefault(name, cell.unit)
+        return cell.value
 
 
 class _Binding:

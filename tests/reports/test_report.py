@@ -331,7 +331,10 @@ def test_launches_combine_as_the_catalogue_declares():
         "dram_clock",
         "l1_hit_rate",
         "l2_hit_rate",
+        "dram_throughput",  # a rate, as ncu's sections hold DRAM bytes (issue 45)
+        *(key for key in CATALOGUE if key.startswith("peak_tensor_")),  # 21 tensor-core peaks a cycle
     }
+    assert sum(key.startswith("peak_tensor_") for key in CATALOGUE) == 21
     assert {k for k, m in CATALOGUE.items() if m.problem_above_zero} == {
         "exact_excess_wavefronts",
         "local_ld_bytes",
