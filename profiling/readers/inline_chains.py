@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from memlens.io.cuda_tools import find_nvdisasm
+from memlens.io.files import write_new_bytes
 from memlens.io.processes import CommandFailed, run_command
 from memlens.model.instruction_table import Placement, is_library_source
 from memlens.readers.report_binaries import Cubin, report_cubins
@@ -113,7 +114,7 @@ def nvdisasm_text(cubin: Cubin, symbol: int) -> str:
         raise CommandFailed("nvdisasm not found", ())
     with tempfile.TemporaryDirectory(prefix="memlens-cubin-") as folder:
         path = Path(folder) / "module.cubin"
-        path.write_bytes(cubin.image)
+        write_new_bytes(path, cubin.image)
         argv = [str(nvdisasm), "-g", "-gi", "-c", "-fun", str(symbol), str(path)]
         done = run_command(argv, timeout=DISASSEMBLE_TIMEOUT_S)  # CommandTimeout is a CommandFailed
     if done.returncode != 0:

@@ -67,8 +67,10 @@ def test_a_three_header_chain_leads_to_the_users_line():
     assert [(Path(file).name, line) for file, line in frames] == [
         ("sm_90_rt.hpp", 128), ("helpers.h", 489), ("cooperative_groups.h", 331), ("memory_kinds.cu", 105),
     ]  # fmt: skip
-    assert user_frame(frames) == ("/work/main/tests/fixtures/programs/memory_kinds.cu", 105)
-    assert dsmem[0x50].frames == (("/work/main/tests/fixtures/programs/memory_kinds.cu", 103),)
+    user = user_frame(frames)
+    assert user is not None and (Path(user[0]).name, user[1]) == ("memory_kinds.cu", 105)
+    ((file, line),) = dsmem[0x50].frames  # not inlined
+    assert (Path(file).name, line) == ("memory_kinds.cu", 103)
     assert user_frame(((HEADER, 112),)) is None
 
 
@@ -258,3 +260,51 @@ def test_a_results_json_written_before_the_chains_were_read_is_placed_again(tmp_
     shutil.copy(raw, tmp_path / "profile.ncu-rep")
     placed = [r for k in read_with_instructions(tmp_path).kernels for r in k.instructions if r.inlined_from]
     assert [(r.line, r.placed_by) for r in placed] == [(166, Placement.CALLER)]
+
+
+# --- tests/fixtures/<gpu>/inline, by record_inline.sh: the lines worked out on paper from the sources -----------
+
+# kernel -> opcode family -> the line of inline_probe.cu its instructions belong on (the comments above each
+# kernel): atomicAdd's ATOMS on the atomicAdd's line, never the barrier's after it or the statement's after that
+PROBE_LINES = {
+    "shared_histogram": {"STS": 24, "LDG": 27, "ATOMS": 27, "LDS": 29, "STG": 29},
+    "shared_atomics_unrolled": {"STS": 36, "ATOMS": 40, "LDS": 42, "STG": 42},
+    "cluster_partner_loop": {"STS": 50, "LD": 55, "STG": 57},
+}
+
+
+def inline_recording(gpu: str, name: str) -> Path:
+    path = FIXTURES / gpu / "inline" / name
+    if not path.is_file():
+        pytest.skip(f"no GPU recording {path} yet: run tests/fixtures/record_inline.sh on the GPU machine")
+    return path
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize("name", ["inline_probe.ncu-rep", "inline_probe_sourcecounters.ncu-rep"])
+def test_the_inline_probes_library_calls_count_on_their_callers_lines(gpu, name):
+    kernels = read_report(inline_recording(gpu, name), instructions=True).kernels
+    found: dict[str, dict[str, set[int | None]]] = {}
+    for kernel in kernels:
+        for record in kernel.instructions:
+            assert Path(record.file or "").name == "inline_probe.cu", record
+            assert record.placed_by in (None, Placement.CALLER), record  # inlined: from the chain, never nearest
+            lines = found.setdefault(kernel.kernel.split("(")[0], {})
+            lines.setdefault(record.opcode.partition(".")[0], set()).add(record.line)
+    assert found == {kernel: {op: {line} for op, line in ops.items()} for kernel, ops in PROBE_LINES.items()}
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_the_layer_norms_binary_records_no_inline_chain_and_lines_says_so(gpu, capsys):
+    """Triton 3.6 (as its attention kernel above): standard.py's lines with no "inlined at" in the binary, so
+    the two tl.sum's instructions are on the nearest line, and `memlens lines` says so once, and why."""
+    path = inline_recording(gpu, "triton_layernorm.ncu-rep")
+    texts = sorted(path.parent.glob("triton_layernorm.*.nvdisasm.txt"))
+    assert len(texts) == 1 and "standard.py" in texts[0].read_text() and "inlined at" not in texts[0].read_text()
+    (kernel,) = read_report(path, instructions=True).kernels
+    inlined = [r for r in kernel.instructions if r.inlined_from]
+    assert inlined and {r.placed_by for r in inlined} == {Placement.NO_CHAIN}
+    assert {Path(r.inlined_from or "").name.partition(":")[0] for r in inlined} == {"standard.py"}
+    assert main(["lines", str(path), "--top", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("note: inlined library code") == 1 and "records no inline chain" in out.replace("\n    ", " ")
