@@ -14,7 +14,7 @@ that called it is in the binary: the report holds each module's cubin (readers/r
 An instruction's line is the first frame of the chain, going outward, in the user's files (not a library's:
 instruction_table.is_library_source). Its offset in the kernel's function is its PC less the function's first
 (ncu's `launch__function_pcs`); the opcode nvdisasm prints there must be the one ncu decoded, or the binary is
-not the one that ran. Each function is disassembled once per binary (keyed by the cubin's SHA-256), in memory.
+not the one that ran. Each binary is disassembled once (keyed by its SHA-256), in memory, whole where small.
 Where nvdisasm is missing, the report holds no binary of the kernel, or the binary no chain for the
 instruction (Triton 3.6 records none), the caller says why (Placement) and the reader falls back.
 """
@@ -57,7 +57,10 @@ class Instruction(NamedTuple):
 
 
 Functions = dict[str, dict[int, Instruction]]  # function name -> offset -> instruction
-Disassembler = Callable[[Cubin, int], str]  # (cubin, symbol index) -> nvdisasm -g -gi text
+Disassembler = Callable[[Cubin, "int | None"], str]  # (cubin, symbol index or None: all) -> nvdisasm -g -gi text
+# nvdisasm's start dominates (0.35 s of a CPU for one function of a 137 KB cubin, 0.4 s for all twelve): a cubin up
+# to this size is disassembled whole, once; a larger one function by function, those asked for only.
+WHOLE_CUBIN_BYTES = 4 * 1024 * 1024
 
 
 def parse_nvdisasm(text: str) -> Functions:
@@ -106,25 +109,26 @@ def user_frame(frames: tuple[Frame, ...]) -> Frame | None:
     return next((frame for frame in frames if not is_library_source(frame[0])), None)
 
 
-def nvdisasm_text(cubin: Cubin, symbol: int) -> str:
-    """`nvdisasm -g -gi -c -fun SYMBOL` on the cubin: the function's code with its inline chains.
-    CommandFailed where nvdisasm cannot run or fails."""
+def nvdisasm_text(cubin: Cubin, symbol: int | None) -> str:
+    """`nvdisasm -g -gi -c [-fun SYMBOL]` on the cubin: its code (the function's, where `symbol` is given)
+    with its inline chains. CommandFailed where nvdisasm cannot run or fails."""
     nvdisasm = find_nvdisasm()
     if nvdisasm is None:
         raise CommandFailed("nvdisasm not found", ())
     with tempfile.TemporaryDirectory(prefix="memlens-cubin-") as folder:
         path = Path(folder) / "module.cubin"
         write_new_bytes(path, cubin.image)
-        argv = [str(nvdisasm), "-g", "-gi", "-c", "-fun", str(symbol), str(path)]
+        only = ["-fun", str(symbol)] if symbol is not None else []
+        argv = [str(nvdisasm), "-g", "-gi", "-c", *only, str(path)]
         done = run_command(argv, timeout=DISASSEMBLE_TIMEOUT_S)  # CommandTimeout is a CommandFailed
     if done.returncode != 0:
         raise CommandFailed(f"nvdisasm exited {done.returncode}: {done.stderr.strip()[-300:]}", tuple(argv))
     return done.stdout
 
 
-# Functions disassembled in this process, by (cubin digest, function name): a report read twice, or two
-# reports of one program, disassemble each function once.
-_DISASSEMBLED: dict[tuple[str, str], dict[int, Instruction] | None] = {}
+# What was disassembled in this process, by (cubin digest, function name, or "" for the whole cubin): a report
+# read twice, or two reports of one program, disassemble each once. None: nvdisasm failed on it.
+_DISASSEMBLED: dict[tuple[str, str], Functions | None] = {}
 
 
 class InlineCallers:
@@ -136,11 +140,14 @@ class InlineCallers:
         self.report = report
         self.disassemble = disassemble
         self._cubins = cubins
+        self._nvdisasm: bool | None = None  # whether it can disassemble: not looked for yet
         self._bases: dict[tuple[str, int, int], int | None] = {}
 
     def caller(self, action: Action, binary: Binary, pc: int, opcode: str) -> tuple[Frame | None, Placement]:
         """(the user's frame of the instruction at `pc`, Placement.CALLER), or (None, why not)."""
-        if self.disassemble is None and find_nvdisasm() is None:
+        if self._nvdisasm is None:  # looked for once a report
+            self._nvdisasm = self.disassemble is not None or find_nvdisasm() is not None
+        if not self._nvdisasm:
             return None, Placement.NO_NVDISASM
         name = str(action.name(type(action).NameBase_MANGLED) or "")
         base = self._base(action, binary)
@@ -168,15 +175,16 @@ class InlineCallers:
         return self._bases[key]
 
     def _function(self, cubin: Cubin, name: str) -> dict[int, Instruction]:
-        key = (cubin.digest, name)
+        whole = len(cubin.image) <= WHOLE_CUBIN_BYTES
+        key = (cubin.digest, "" if whole else name)
         if key not in _DISASSEMBLED:
             disassemble = self.disassemble or nvdisasm_text
             try:
-                _DISASSEMBLED[key] = parse_nvdisasm(disassemble(cubin, cubin.functions[name])).get(name, {})
+                _DISASSEMBLED[key] = parse_nvdisasm(disassemble(cubin, None if whole else cubin.functions[name]))
             except CommandFailed as exc:
                 log.info("no inline chains for %s: %s", name, exc)
                 _DISASSEMBLED[key] = None
-        return _DISASSEMBLED[key] or {}
+        return (_DISASSEMBLED[key] or {}).get(name, {})
 
 
 def _function_start(action: Action) -> int | None:

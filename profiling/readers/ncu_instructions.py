@@ -139,9 +139,8 @@ class InstructionReader:
         file, line = _source(action, pc)
         found = (file, line, None, None)
         if file and is_library_source(file):
-            caller, placement = self.callers.caller(action, binary, pc, self.decode(action, binary, pc).opcode)
-            if caller is None:
-                caller = _nearest_user_line(action, pc)
+            frame, placement = self.callers.caller(action, binary, pc, self.decode(action, binary, pc).opcode)
+            caller = frame if frame is not None else _nearest_user_line(action, pc)
             if caller is not None:
                 found = (caller[0], caller[1], f"{file}:{line}", placement)
         self.locations[key] = found

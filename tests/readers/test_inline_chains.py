@@ -165,13 +165,26 @@ def test_a_shared_atomic_loop_counts_on_the_atomicadds_line_from_the_binary():
     cubin = Cubin(b"", "probe-digest", {"_Z5probePj": 7}, line_info=True)
     asked = []
 
-    def disassemble(found: Cubin, symbol: int) -> str:
+    def disassemble(found: Cubin, symbol: int | None) -> str:
         asked.append((found.digest, symbol))
         return PROBE_TEXT
 
     lines = _probe_lines(InlineCallers(None, disassemble, cubins=(cubin,)))
     assert lines == [(28, Placement.CALLER)] * 8
-    assert asked == [("probe-digest", 7)]  # once per binary
+    assert asked == [("probe-digest", None)]  # once per binary, whole
+
+
+def test_a_large_binary_is_disassembled_a_function_at_a_time(monkeypatch):
+    monkeypatch.setattr(inline_chains, "WHOLE_CUBIN_BYTES", 0)
+    cubin = Cubin(b"x", "probe-digest-large", {"_Z5probePj": 7, "_Z5otherv": 8}, line_info=True)
+    asked = []
+
+    def disassemble(found: Cubin, symbol: int | None) -> str:
+        asked.append(symbol)
+        return PROBE_TEXT
+
+    assert _probe_lines(InlineCallers(None, disassemble, cubins=(cubin,))) == [(28, Placement.CALLER)] * 8
+    assert asked == [7]  # the probe's function only
 
 
 def test_without_nvdisasm_the_loop_is_split_over_the_lines_around_it(monkeypatch):
