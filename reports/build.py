@@ -415,7 +415,7 @@ def _row(
     expectation = check(outcome.expect if outcome else None, measured, on_paper)
     sources = sources or RunSources()
     lines = hot_lines(kernels, outcome, embedded=sources.embedded, written_at=sources.written_at)
-    findings = measured.findings + pmpp_findings(kernel) + line_findings(lines) + tma_findings(kernels)
+    findings = measured.findings + pmpp_findings(kernel) + line_findings(lines, kernels) + tma_findings(kernels)
     views = source_views(kernels, outcome, sources)
     return replace(row, cells=kernel_cells(kernel), verdict=findings, expectation=expectation,
                    hot_lines=lines, source_views=views)  # fmt: skip
