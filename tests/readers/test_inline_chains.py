@@ -13,6 +13,7 @@ import pytest
 
 from memlens.cli import main
 from memlens.io import cuda_tools
+from memlens.io.processes import CommandFailed
 from memlens.model.instruction_table import Placement
 from memlens.model.results import RunResults
 from memlens.readers import inline_chains, read_report, read_with_instructions
@@ -200,6 +201,16 @@ def test_a_binary_that_is_not_the_one_that_ran_is_not_believed():
     cubin = Cubin(b"", "probe-digest-other", {"_Z5probePj": 7}, line_info=True)
     other = PROBE_TEXT.replace("ATOMS.POPC.INC.32", "LDS")
     lines = _probe_lines(InlineCallers(None, lambda found, symbol: other, cubins=(cubin,)))
+    assert lines == [(26, Placement.NO_CHAIN)] * 4 + [(29, Placement.NO_CHAIN)] * 4
+
+
+def test_nvdisasm_failing_on_the_binary_falls_back():
+    cubin = Cubin(b"", "probe-digest-failing", {"_Z5probePj": 7}, line_info=True)
+
+    def failing(found: Cubin, symbol: int | None) -> str:
+        raise CommandFailed("nvdisasm exited 1: nvdisasm fatal   : unsupported ELF", ("nvdisasm",))
+
+    lines = _probe_lines(InlineCallers(None, failing, cubins=(cubin,)))
     assert lines == [(26, Placement.NO_CHAIN)] * 4 + [(29, Placement.NO_CHAIN)] * 4
 
 
