@@ -415,7 +415,7 @@ def _row(
     expectation = check(outcome.expect if outcome else None, measured, on_paper)
     sources = sources or RunSources()
     lines = hot_lines(kernels, outcome, embedded=sources.embedded, written_at=sources.written_at)
-    findings = measured.findings + pmpp_findings(kernel) + line_findings(lines) + tma_findings(kernels)
+    findings = measured.findings + pmpp_findings(kernel) + line_findings(lines, kernels) + tma_findings(kernels)
     owners = {k.library for k in kernels}  # one library's kernels: whose they are, what the user controls
     owner = owners.pop() if len(owners) == 1 else None
     if owner is not None:

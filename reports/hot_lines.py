@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memlens.model.results import KernelResult, VariantOutcome
-from memlens.model.source_lines import LineRecord, SourceMap, line_words, roll_up
+from memlens.model.source_lines import LineRecord, SourceMap, line_words, placement_note, roll_up
 from memlens.reports.formatting import compact_count
 from memlens.reports.model import Finding
 
@@ -40,8 +40,13 @@ def hot_lines(kernels: list[KernelResult], outcome: VariantOutcome | None, root:
     return tuple(line for line in lines if line.excess > 0 or line.local_executions > 0)[:TOP_LINES]
 
 
-def line_findings(lines: tuple[LineRecord, ...]) -> tuple[Finding, ...]:
-    return tuple(Finding("line", "bad", line_sentence(line)) for line in lines)
+def line_findings(lines: tuple[LineRecord, ...], kernels: list[KernelResult] | None = None) -> tuple[Finding, ...]:
+    """A verdict a hot line; and, where one holds inlined library code that went on the nearest line for
+    want of the binary's inline chain, how it was placed, once (source_lines.placement_note)."""
+    found = tuple(Finding("line", "bad", line_sentence(line)) for line in lines)
+    inlined = any(line.inlined_from for line in lines)
+    note = placement_note(r for kernel in kernels or () for r in kernel.instructions) if inlined else None
+    return found + ((Finding("line", "unknown", note),) if note else ())
 
 
 def line_sentence(line: LineRecord) -> str:

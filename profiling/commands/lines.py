@@ -31,7 +31,7 @@ from memlens.model.kernel_names import ELLIPSIS, elide_middle, short_kernel
 from memlens.model.nvtx_names import kernels_matching
 from memlens.model.results import KernelResult
 from memlens.model.run_layout import input_files, resolve_run
-from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, line_words
+from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, line_words, placement_note
 from memlens.output.findings import LinesFindings
 from memlens.readers import read_lines
 
@@ -85,7 +85,8 @@ def kernel_notes(entry: KernelLines, shown: tuple[LineRecord, ...]) -> list[str]
     notes = [library.advice] if library else []
     notes += list(dict.fromkeys(k.phase for line in shown for k in line.kinds if k.phase and k.excess))
     missing = unrecorded_local(entry.kernel)
-    return notes + ([missing] if missing else [])
+    placed = placement_note(entry.kernel.instructions) if any(line.inlined_from for line in shown) else None
+    return notes + [note for note in (missing, placed) if note]
 
 
 def line_info_hint(entry: KernelLines) -> str | None:

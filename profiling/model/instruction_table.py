@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from memlens.model.catalogue import GLOBAL_KEYS, LOCAL_EXECUTIONS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
 from memlens.model.instruction_kinds import Kind, Side, Space, kind_of, phase_rule
@@ -31,6 +32,17 @@ SIDE_WORDS = {Side.LD: "load", Side.ST: "store", Side.ATOM: "atomic", Side.MMA: 
 GLOBAL_SIDES = (Side.LD, Side.ST, Side.ATOM)  # global loads, stores, atomics and reductions
 REMOTE = Kind("distributed shared memory accesses", Space.REMOTE_SHARED, Side.OTHER)
 NO_REMOTE_BANKS = "ncu records no bank figures for remote shared memory"
+
+
+class Placement(str, Enum):
+    """How an instruction ncu locates in inlined library code is put on a line of the user's code: by the
+    binary's inline chain (the caller's line, exact), or on the nearest line of the kernel's own code in
+    address order, for want of that chain (the reason is the rest of the value)."""
+
+    CALLER = "inline chain"
+    NO_NVDISASM = "nearest line: no nvdisasm"
+    NO_BINARY = "nearest line: no binary"
+    NO_CHAIN = "nearest line: no inline chain"
 
 
 @dataclass(frozen=True)
@@ -55,10 +67,15 @@ class InstructionRecord:
     # the location ncu records where it lies in an inlined library function (a CUDA header, Triton's
     # language library): `file:line` of that function, while `file` and `line` name the user's code
     inlined_from: str | None = None
+    # how `file` and `line` were found for an inlined instruction; None where not inlined, or in a
+    # results.json written before the binary's inline chains were read (each on the nearest line then)
+    placed_by: Placement | None = None
 
     def __post_init__(self) -> None:  # results.json and older code give the values
         object.__setattr__(self, "space", Space(self.space))
         object.__setattr__(self, "side", Side(self.side))
+        if self.placed_by is not None:
+            object.__setattr__(self, "placed_by", Placement(self.placed_by))
 
     @property
     def kind(self) -> Kind:

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from memlens.io.cuda_tools import NVDISASM_PACKAGE
 from memlens.io.files import note_input
 from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
     InstructionRecord,
     KindTotals,
+    Placement,
     SideFigures,
     coalescing_words,
     kind_totals,
@@ -334,10 +336,33 @@ def line_words(line: LineRecord, count: Callable[[float], str], problems_only: b
             words.extend(_global_words(figures, problems_only))
         elif figures.executions:
             words.append(f"{name} {count(figures.executions)} executions")
-    if line.inlined_from and words:
-        inlined = ", ".join(Path(where).name for where in line.inlined_from)
-        words.append(f"with inlined {inlined} (counted on the nearest line of this code)")
+    if line.inlined_from and words:  # how the line was found: placement_note, once a kernel
+        words.append(f"with inlined {', '.join(Path(where).name for where in line.inlined_from)}")
     return words
+
+
+# Why inlined library code was counted on the nearest line rather than its caller's (a Placement, or None:
+# a results.json written before memlens read the binary's inline chains).
+_NEAREST_BECAUSE: dict[Placement | None, str] = {
+    Placement.NO_NVDISASM: f"nvdisasm was not found to read its caller's line from the kernel's binary (pip "
+    f"install {NVDISASM_PACKAGE}, or memlens[lines], or put a CUDA toolkit's nvdisasm on PATH)",
+    Placement.NO_BINARY: "the report holds no binary of this kernel with line info to read its caller's line from",
+    Placement.NO_CHAIN: "the kernel's binary records no inline chain for it (Triton's records none)",
+    None: "so placed when this results.json was written; its run's profile.ncu-rep, read again, names the callers",
+}
+
+
+def placement_note(instructions: Iterable[InstructionRecord]) -> str | None:
+    """How inlined library code was placed, said once a kernel, where it went on the nearest line of the
+    kernel's own code in address order rather than its caller's (None where every instruction is on its
+    caller's line, from the binary, or none is inlined)."""
+    nearest = [r for r in instructions if r.inlined_from and r.placed_by is not Placement.CALLER]
+    if not nearest:
+        return None
+    inlined = ", ".join(dict.fromkeys(Path(r.inlined_from or "").name for r in nearest))
+    reasons = "; ".join(dict.fromkeys(_NEAREST_BECAUSE[r.placed_by] for r in nearest))
+    return (f"inlined library code ({inlined}) is counted on the nearest line of the kernel's own code in address "
+            f"order, which may be another statement's: {reasons}")  # fmt: skip
 
 
 def _problem(figures: KindTotals) -> bool:

@@ -10,7 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from memlens.errors import InputError, MemlensError
+from memlens.io.cuda_tools import find_nvdisasm
 from memlens.io.files import missing_reason, note_input
+from memlens.model.instruction_table import Placement
 from memlens.model.results import RunResults, load_results
 from memlens.model.run_layout import LATEST, NCU_REPORT, NO_RUN_YET, RESULTS, no_run_yet, resolve_run, runs_in
 from memlens.readers.ncu_csv import parse_csv, read_csv
@@ -38,12 +40,16 @@ def read_report(path: str | Path, instructions: bool = False) -> RunResults:
 def read_with_instructions(path: str | Path) -> RunResults:
     """`read_report` with each kernel's per-instruction records: from results.json where it holds
     them, else from its run's profile.ncu-rep beside it (results.json of an older memlens; launch by
-    launch, results.json's figures kept), else from the .ncu-rep itself. A CSV, a report without
-    them, or a profile.ncu-rep that cannot be read gives kernels without instructions."""
+    launch, results.json's figures kept), else from the .ncu-rep itself. The profile.ncu-rep is read
+    again too where results.json has inlined library code on the nearest line and the binary's inline
+    chains would place it on its caller's (_placed_again). A CSV, a report without them, or a
+    profile.ncu-rep that cannot be read gives kernels without instructions."""
     report = find_report(Path(path))
     results = _read_file(report, instructions=True)
     raw = report.with_name(NCU_REPORT)
-    if report.name != RESULTS or any(k.instructions for k in results.kernels) or not raw.is_file():
+    if report.name != RESULTS or not raw.is_file():
+        return results
+    if any(k.instructions for k in results.kernels) and not _placed_again(results):
         return results
     try:
         measured = {k.launch_id: k for k in read_ncu_rep(note_input(raw), instructions=True).kernels}
@@ -56,6 +62,14 @@ def read_with_instructions(path: str | Path) -> RunResults:
         for k in results.kernels
     )
     return replace(results, kernels=kernels)
+
+
+def _placed_again(results: RunResults) -> bool:
+    """Whether the run's profile.ncu-rep, read again, would put inlined library code on its callers' lines
+    where results.json has it on the nearest line: a results.json of a memlens that did not read the
+    binary's inline chains, or one written where nvdisasm was missing, which is found now."""
+    nearest = {r.placed_by for k in results.kernels for r in k.instructions if r.inlined_from}
+    return None in nearest or (Placement.NO_NVDISASM in nearest and find_nvdisasm() is not None)
 
 
 def read_lines(path: str | Path) -> RunResults:

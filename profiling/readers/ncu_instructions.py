@@ -11,6 +11,7 @@ launches of one binary share, so that a launch reads a few instances, not its th
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from memlens.model import catalogue
@@ -21,12 +22,14 @@ from memlens.model.instruction_table import (
     LOCAL,
     SHARED,
     InstructionRecord,
+    Placement,
     access_side,
     is_library_source,
     kernel_totals,
     shared_side,
 )
 from memlens.model.results import printable
+from memlens.readers.inline_chains import Binary, InlineCallers
 
 Action = Any
 
@@ -42,8 +45,8 @@ class Decoded(NamedTuple):
 
 
 Totals = dict[str, "float | None"]  # PER_INSTRUCTION_METRICS' values by key
-Binary = tuple[str, int, int, int]  # kernel name, executed instructions, first and last PC
 Records = tuple[InstructionRecord, ...]
+Location = tuple[str | None, int | None, str | None, Placement | None]  # file, line, inlined from, placed by
 
 WAVEFRONTS = CATALOGUE["shared_wavefronts"].ncu or ""
 IDEAL = CATALOGUE["shared_wavefronts_ideal"].ncu or ""
@@ -55,11 +58,12 @@ USER_CODE_SEARCH = 64  # instructions searched on each side for the user's line 
 class InstructionReader:
     """Reads per-instruction figures of actions, caching each binary's decoded instructions."""
 
-    def __init__(self) -> None:
+    def __init__(self, report: Path | None = None) -> None:
+        self.callers = InlineCallers(report)
         self.decoded: dict[tuple[Binary, int], Decoded] = {}
         self.indices: dict[tuple[Binary, str, frozenset[int]], dict[int, int]] = {}  # PC -> instance index, per metric
         self.memory_pcs: dict[Binary, tuple[int, ...]] = {}  # executed local and TMA instructions
-        self.locations: dict[tuple[Binary, int], tuple[str | None, int | None, str | None]] = {}
+        self.locations: dict[tuple[Binary, int], Location] = {}
 
     def decode(self, action: Action, binary: Binary, pc: int) -> Decoded:
         key = (binary, pc)
@@ -111,7 +115,7 @@ class InstructionReader:
         size = _int(values[catalogue.MEMORY_ACCESS_SIZE], pc)
         sectors = (values[catalogue.GLOBAL_SECTORS] or {}).get(pc)
         touches_global = memory_type is not None and bool(memory_type & GLOBAL) and sectors is not None
-        file, line, inlined = self._location(action, binary, pc) if lines else (None, None, None)
+        file, line, inlined, placed_by = self.location(action, binary, pc) if lines else (None, None, None, None)
         return InstructionRecord(
             pc, sass, opcode, space, side, size if size in WIDTHS else opcode_width, file, line,
             executions=None if executed is None else executed.get(pc, 0.0),
@@ -120,29 +124,25 @@ class InstructionReader:
             memory_type=memory_type, access_type=access,
             global_sectors=sectors if touches_global else None,
             global_sectors_ideal=(values[catalogue.GLOBAL_SECTORS_IDEAL] or {}).get(pc) if touches_global else None,
-            inlined_from=inlined,
+            inlined_from=inlined, placed_by=placed_by,
         )  # fmt: skip
 
-    def _location(self, action: Action, binary: Binary, pc: int) -> tuple[str | None, int | None, str | None]:
-        """(file, line, inlined-from) of an instruction: where ncu's location lies in an inlined library
-        function (a CUDA header, Triton's language library), the nearest instruction of the user's own
-        code in address order (before it, else after it) stands for it, and the library's location is
-        named beside."""
+    def location(self, action: Action, binary: Binary, pc: int) -> Location:
+        """(file, line, inlined-from, placement) of an instruction: where ncu's location lies in an inlined
+        library function (a CUDA header, Triton's language library), the line of the user's code that called
+        it, from the binary's inline chain (inline_chains.py), else the nearest instruction of the user's own
+        code in address order (before it, else after it) stands for it; the library's location is named beside."""
         key = (binary, pc)
         found = self.locations.get(key)
         if found is not None:
             return found
         file, line = _source(action, pc)
-        found = (file, line, None)
+        found = (file, line, None, None)
         if file and is_library_source(file):
-            for distance in range(1, USER_CODE_SEARCH + 1):
-                for near in (pc - 16 * distance, pc + 16 * distance):
-                    user_file, user_line = _source(action, near)
-                    if user_file and not is_library_source(user_file):
-                        found = (user_file, user_line, f"{file}:{line}")
-                        break
-                if found[2] is not None:
-                    break
+            frame, placement = self.callers.caller(action, binary, pc, self.decode(action, binary, pc).opcode)
+            caller = frame if frame is not None else _nearest_user_line(action, pc)
+            if caller is not None:
+                found = (caller[0], caller[1], f"{file}:{line}", placement)
         self.locations[key] = found
         return found
 
@@ -220,6 +220,17 @@ def _total(action: Action, name: str) -> float | None:
         return float(metric.as_double())
     except (TypeError, ValueError):
         return None
+
+
+def _nearest_user_line(action: Action, pc: int) -> tuple[str, int | None] | None:
+    """The location of the nearest instruction of the user's own code in address order (at each distance,
+    before it, else after it), up to USER_CODE_SEARCH instructions away."""
+    for distance in range(1, USER_CODE_SEARCH + 1):
+        for near in (pc - 16 * distance, pc + 16 * distance):
+            user_file, user_line = _source(action, near)
+            if user_file and not is_library_source(user_file):
+                return user_file, user_line
+    return None
 
 
 def _source(action: Action, pc: int) -> tuple[str | None, int | None]:

@@ -205,7 +205,7 @@ class _LaunchReader:
     def __init__(self, path: Path, context: Context, instructions: bool = False) -> None:
         self.path = path
         self.with_instructions = instructions
-        self.instructions = InstructionReader()
+        self.instructions = InstructionReader(path)
         self.ranges = [context.range_by_idx(index) for index in range(context.num_ranges())]
         self.metrics = _MetricReader()
         self.launches: list[Launch] = []

@@ -14,7 +14,6 @@ Two routes give a cubin (default sm_90) and ptxas's resource report for every ke
 from __future__ import annotations
 
 import functools
-import importlib.util
 import logging
 import os
 import re
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memlens.errors import ProfilerError
+from memlens.io.cuda_tools import find_tool, wheel_roots
 from memlens.io.processes import CommandFailed, CommandTimeout, run_command
 
 log = logging.getLogger(__name__)
@@ -37,41 +37,18 @@ COMPILE_TIMEOUT_S = 180.0
 # --- Finding the tools -------------------------------------------------------------------------
 
 
-def wheel_roots() -> list[Path]:
-    """Directories of the installed `nvidia` namespace package (pip's CUDA wheels)."""
-    spec = importlib.util.find_spec("nvidia")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return [Path(p) for p in spec.submodule_search_locations]
-
-
-def toolkit_roots() -> list[Path]:
-    """CUDA toolkit directories named by $CUDA_HOME and $CUDA_PATH, then /usr/local/cuda."""
-    named = [os.environ.get(var) for var in ("CUDA_HOME", "CUDA_PATH")]
-    return [Path(p) for p in named if p] + [Path("/usr/local/cuda")]
-
-
-def _find_tool(tool: str) -> Path | None:
-    on_path = shutil.which(tool)
-    if on_path:
-        return Path(on_path)
-    candidates = [root / "bin" / tool for root in toolkit_roots()]
-    candidates += [p for root in wheel_roots() for p in sorted(root.glob(f"*/bin/{tool}"))]
-    return next((p for p in candidates if p.is_file() and os.access(p, os.X_OK)), None)
-
-
 def find_nvcc() -> Path | None:
     """nvcc: $MEMLENS_NVCC, then PATH, then a toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda),
     then a pip wheel that ships bin/nvcc. None when there is none."""
     explicit = os.environ.get(NVCC_ENV)
     if explicit:
         return Path(explicit) if Path(explicit).is_file() else None
-    return _find_tool("nvcc")
+    return find_tool("nvcc")
 
 
 def find_ptxas() -> Path | None:
     """ptxas: PATH, a toolkit, or the `nvidia-cuda-nvcc-cu12` wheel's nvidia/cuda_nvcc/bin/ptxas."""
-    return _find_tool("ptxas")
+    return find_tool("ptxas")
 
 
 def _runtime_include_args(nvcc: Path) -> list[str]:

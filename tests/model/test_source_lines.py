@@ -14,12 +14,13 @@ import pytest
 from memlens.cli import main
 from memlens.commands.lines import describe
 from memlens.kernels import matmul, transpose
-from memlens.model.instruction_kinds import classify
-from memlens.model.instruction_table import InstructionRecord
+from memlens.model.instruction_kinds import Side, Space, classify
+from memlens.model.instruction_table import InstructionRecord, Placement
 from memlens.model.kernel_lines import kernel_lines
-from memlens.model.results import RunResults, VariantOutcome
-from memlens.model.source_lines import SourceMap, roll_up
+from memlens.model.results import KernelResult, RunResults, VariantOutcome
+from memlens.model.source_lines import SourceMap, line_words, placement_note, roll_up
 from memlens.readers import read_lines, read_report
+from memlens.reports.hot_lines import hot_lines, line_findings
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -393,3 +394,56 @@ def test_report_table_and_verdict_give_the_exact_n_way_as_metrics_and_lines_do(s
     copy = build_report([("app", RunResults(suite.info, (app["copy_float2_shared"],)))])
     cell = copy.runs[0].families[0].rows[0].cells["shared_ld_ways"]
     assert cell.text == "1.0" and cell.flag is None  # 8-byte loads at their own ideal: no conflict
+
+
+# --- inlined library code: how its line was found, said once --------------------------------------------------
+
+
+def _inlined_atomics(placed_by: Placement | None) -> list[InstructionRecord]:
+    header = "/usr/local/cuda/targets/x86_64-linux/include/device_atomic_functions.hpp:112"
+    return [
+        InstructionRecord(
+            pc,
+            "ATOMS.POPC.INC.32 RZ, [R2+UR4]",
+            "ATOMS.POPC.INC.32",
+            Space.SHARED,
+            Side.ATOM,
+            32,
+            "probe.cu",
+            28,
+            executions=100.0,
+            wavefronts=3200.0,
+            ideal=100.0,
+            memory_type=16,
+            access_type=8,
+            inlined_from=header,
+            placed_by=placed_by,
+        )  # fmt: skip
+        for pc in (0x10, 0x20)
+    ]
+
+
+def test_how_inlined_code_was_placed_is_said_once_and_only_for_the_nearest_line():
+    (line,) = roll_up(_inlined_atomics(Placement.NO_NVDISASM), SourceMap(Path.cwd()))
+    words = "; ".join(line_words(line, str))
+    assert words.endswith("with inlined device_atomic_functions.hpp:112") and "nearest" not in words
+    note = placement_note(_inlined_atomics(Placement.NO_NVDISASM) + _inlined_atomics(Placement.NO_CHAIN))
+    assert note == (
+        "inlined library code (device_atomic_functions.hpp:112) is counted on the nearest line of the kernel's own "
+        "code in address order, which may be another statement's: nvdisasm was not found to read its caller's line "
+        "from the kernel's binary (pip install nvidia-cuda-nvdisasm, or memlens[lines], or put a CUDA toolkit's "
+        "nvdisasm on PATH); the kernel's binary records no inline chain for it (Triton's records none)"
+    )
+    assert placement_note(_inlined_atomics(Placement.CALLER)) is None
+    assert "results.json was written" in (placement_note(_inlined_atomics(None)) or "")
+
+
+def test_the_reports_hot_line_of_inlined_code_says_how_it_was_placed():
+    kernel = KernelResult("probe", None, None, 0, {}, instructions=tuple(_inlined_atomics(Placement.NO_BINARY)))
+    lines = hot_lines([kernel], None)
+    assert [(line.file, line.line) for line in lines] == [("probe.cu", 28)]
+    findings = line_findings(lines, [kernel])
+    assert [f.severity for f in findings] == ["bad", "unknown"]
+    assert "holds no binary of this kernel" in findings[1].text
+    placed = KernelResult("probe", None, None, 0, {}, instructions=tuple(_inlined_atomics(Placement.CALLER)))
+    assert len(line_findings(hot_lines([placed], None), [placed])) == 1
