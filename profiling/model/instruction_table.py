@@ -25,6 +25,25 @@ from memlens.model.instruction_kinds import Kind, Side, Space, kind_of, phase_ru
 GLOBAL, LOCAL, SHARED = 4, 8, 16
 LOAD, STORE, ATOMIC = 2, 4, 8
 
+# ncu's memory_access_size_type -> bits a thread accesses. ncu's documentation says "in bits", and so it is
+# for 32-, 64- and 128-bit accesses; an 8- or 16-bit one is recorded as another value. Seen in every recording
+# under tests/fixtures (H100 and H200, ncu 2025.3.1), against the width in the SASS opcode:
+#   value   2: LDS.U8, STS.U8 (memory_kinds' shared_1byte_16way)         -> 8 bits
+#   value   8: LDG.E.U16 (fp16_sourcecounters' memlens_count_wrong)     -> 16 bits, not 8
+#   value  32: LDS, STS, LDG.E, LDL, STL, ATOMS.POPC.INC.32, ATOMG, REDG -> 32 bits
+#   value  64: LDS.64, STS.64, STG.E.64, LDL.64, STL.64, LDL.LU.64      -> 64 bits
+#   value 128: LDS.128, STS.128, LDSM, STSM, LDGSTS.128, LDG/STG.E.128, STL.128 -> 128 bits
+#   value   0: instructions that never ran (memory_type 0 too)
+# A value not seen here (4, 16: perhaps the signed S8 and S16) is not guessed: the opcode's width stands.
+ACCESS_SIZE_BITS = {2: 8, 8: 16, 32: 32, 64: 64, 128: 128}
+
+
+def access_width_bits(size: int | None, opcode_width: int) -> int:
+    """The bits a thread accesses: ncu's memory_access_size_type decoded (ACCESS_SIZE_BITS), else, where ncu
+    recorded none or a value not seen, the width of the opcode (`.U16`, `.64`, `.128`, ...)."""
+    return ACCESS_SIZE_BITS.get(size, opcode_width) if size is not None else opcode_width
+
+
 SIDES = (Side.LD, Side.ST, Side.ATOM, Side.MMA)  # shared loads, stores, atomics, tensor-core operand reads
 _BY_WIDTH = ("shared loads", "shared stores")  # kinds told apart by width: 8- and 16-byte accesses conflict apart
 SIDE_WORDS = {Side.LD: "load", Side.ST: "store", Side.ATOM: "atomic", Side.MMA: "tensor-core operand read"}

@@ -12,7 +12,13 @@ import pytest
 
 import memlens
 from memlens.cli import main
-from memlens.model.instruction_table import RUNTIME_ARRAY, SPILL, kind_totals, local_memory_causes
+from memlens.model.instruction_table import (
+    RUNTIME_ARRAY,
+    SPILL,
+    access_width_bits,
+    kind_totals,
+    local_memory_causes,
+)
 from memlens.readers import read_report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -265,3 +271,24 @@ def test_compare_and_the_line_gate_give_the_figures_metrics_gives(capsys, tmp_pa
     assert main(["gate", str(MEMORY_KINDS), "--rules", str(rules), "--json", str(report)]) == 1
     out = capsys.readouterr().out
     assert "memory_kinds.cu:28" in out and "2,031,616" in out  # the atomics' line, with the figure metrics gives
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_access_widths_are_decoded_from_what_ncu_records(gpu):
+    """ncu records an 8-bit access as 2 and a 16-bit one as 8 (not bits, unlike 32, 64 and 128): LDG.E.U16
+    is 2-byte, LDS.U8 and STS.U8 1-byte."""
+    fp16 = read_report(FIXTURES / gpu / "fp16_sourcecounters.ncu-rep", instructions=True).kernels
+    wrong = [k for k in fp16 if k.kernel.startswith("memlens_count_wrong")]
+    halves = [r for k in wrong for r in k.instructions if r.opcode == "LDG.E.U16"]
+    assert halves and {r.width_bits for r in halves} == {16}
+    kinds = {k.kernel.split("(")[0]: k for k in read_report(FIXTURES / gpu / "kinds" / "memory_kinds.ncu-rep",
+                                                              instructions=True).kernels}  # fmt: skip
+    bytes_ = kinds["shared_1byte_16way"].instructions
+    assert {r.kind.name for r in bytes_ if r.opcode.endswith(".U8")} == {"1-byte shared loads", "1-byte shared stores"}
+    assert {r.width_bits for r in kinds["shared_8byte_2way"].instructions if r.opcode == "LDS.64"} == {64}
+
+
+def test_an_access_size_not_seen_leaves_the_opcodes_width():
+    assert access_width_bits(8, 16) == 16 and access_width_bits(2, 8) == 8 and access_width_bits(128, 128) == 128
+    assert access_width_bits(16, 16) == 16 and access_width_bits(4, 8) == 8  # S16? S8? not seen: the opcode's
+    assert access_width_bits(None, 64) == 64 and access_width_bits(0, 32) == 32  # none recorded; never ran
