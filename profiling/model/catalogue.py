@@ -18,6 +18,7 @@ from memlens.model.per_instruction import (
     GLOBAL_REQUESTS,
     GLOBAL_SECTORS,
     GLOBAL_SECTORS_IDEAL,
+    KIND_KEYS,
     LOCAL_EXECUTIONS,
     MEMORY_ACCESS_SIZE,
     MEMORY_ACCESS_TYPE,
@@ -27,13 +28,15 @@ from memlens.model.per_instruction import (
     REMOTE_SHARED_EXECUTIONS,
     SHARED_KEYS,
     GlobalKeys,
+    KindKeys,
     SharedKeys,
 )
 
 __all__ = [  # the per-instruction names, re-exported: the catalogue is where every metric name is found
     "SECTOR_BYTES", "Better", "Metric", "OverLaunches", "Values", "GLOBAL_KEYS", "GLOBAL_REQUESTS", "GLOBAL_SECTORS",
-    "GLOBAL_SECTORS_IDEAL", "LOCAL_EXECUTIONS", "MEMORY_ACCESS_SIZE", "MEMORY_ACCESS_TYPE", "MEMORY_TYPE",
-    "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys", "SharedKeys",
+    "GLOBAL_SECTORS_IDEAL", "KIND_KEYS", "LOCAL_EXECUTIONS", "MEMORY_ACCESS_SIZE", "MEMORY_ACCESS_TYPE", "MEMORY_TYPE",
+    "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys", "KindKeys",
+    "SharedKeys",
 ]  # fmt: skip
 
 # The metrics are a table, one metric a few lines as a reader scans them: not reformatted.

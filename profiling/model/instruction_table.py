@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memlens.model.catalogue import GLOBAL_KEYS, LOCAL_EXECUTIONS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
-from memlens.model.instruction_kinds import Kind, Side, Space, kind_of, phase_rule
+from memlens.model.catalogue import GLOBAL_KEYS, KIND_KEYS, LOCAL_EXECUTIONS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
+from memlens.model.instruction_kinds import Kind, SharedKind, Side, Space, kind_of, phase_rule, shared_kind
 
 # ncu's memory_type bits and memory_access_type bits, as its per-instruction values record them
 # (tests/fixtures/*/kinds: LDG 4, LDL/STL 8, LDS 16, LDGSTS 20 = global read into shared, a generic
@@ -162,7 +162,9 @@ def _add(totals: SideFigures, executions: float | None, amount: float, ideal: fl
 def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -> dict[str, float | None]:
     """A launch's per-instruction figures, every key of catalogue.PER_INSTRUCTION_METRICS: per shared
     side (ld, st, atom, mma) the excess wavefronts, wavefronts, ideal and executions; per global side the
-    sectors, their ideal and executions; remote shared-memory executions; local executions."""
+    sectors, their ideal and executions; per kind of shared access its wavefronts and ideal
+    (shared_kind_totals); remote shared-memory executions; local executions."""
+    records = tuple(records)
     shared = dict.fromkeys(SIDES, SideFigures(0.0))
     global_ = dict.fromkeys(GLOBAL_SIDES, SideFigures(0.0))
     remote = 0.0
@@ -195,9 +197,26 @@ def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -
         out[found.sectors] = total.wavefronts if has_global else None
         out[found.ideal] = total.ideal if has_global else None
         out[found.executions] = total.executions if has_global and with_executions else None
+    out.update(shared_kind_totals(records))
     out[REMOTE_SHARED_EXECUTIONS] = remote if with_executions else None
     for side, key in LOCAL_EXECUTIONS.items():
         out[key] = local[side] if with_executions else None
+    return out
+
+
+def shared_kind_totals(records: Iterable[InstructionRecord]) -> dict[str, float]:
+    """Per kind of shared access (SharedKind: shared loads, ldmatrix, shared stores, stmatrix, cp.async,
+    shared atomics, tensor-core operand reads) its wavefronts and their ideal, summed over the records (0 for
+    a kind the records have none of): each kind's n-way is the ratio of its own sums."""
+    sums = {kind: [0.0, 0.0] for kind in SharedKind}
+    for record in records:
+        kind = shared_kind(record.opcode, record.side) if record.space is Space.SHARED else None
+        if kind is not None:
+            sums[kind][0] += record.wavefronts or 0.0
+            sums[kind][1] += record.ideal or 0.0
+    out: dict[str, float] = {}
+    for kind, (wavefronts, ideal) in sums.items():
+        out[KIND_KEYS[kind].wavefronts], out[KIND_KEYS[kind].ideal] = wavefronts, ideal
     return out
 
 

@@ -292,3 +292,29 @@ def test_an_access_size_not_seen_leaves_the_opcodes_width():
     assert access_width_bits(8, 16) == 16 and access_width_bits(2, 8) == 8 and access_width_bits(128, 128) == 128
     assert access_width_bits(16, 16) == 16 and access_width_bits(4, 8) == 8  # S16? S8? not seen: the opcode's
     assert access_width_bits(None, 64) == 64 and access_width_bits(0, 32) == 32  # none recorded; never ran
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize(("variant", "ways"), [
+    # ldmatrix.x4 rows 64 bytes apart: 4 wavefronts a phase over an ideal of 1 (the side blended it with the
+    # conflict-free LDS.128 into 2.5); the cp.async stores 2-way, the stmatrix stores as the ldmatrix loads
+    ("dense", {"ldmatrix": 4.0, "shared_loads": 1.0, "stmatrix": 4.0, "cp_async": 2.0}),
+    ("pitch128", {"ldmatrix": 8.0, "shared_loads": 2.0, "stmatrix": 8.0, "cp_async": 2.0}),
+    ("padded", {"ldmatrix": 1.0, "shared_loads": 2.0, "stmatrix": 1.0, "cp_async": 3.75}),
+])  # fmt: skip
+def test_each_kind_of_shared_access_has_its_own_n_way(gpu, variant, ways):
+    kernels = read_report(FIXTURES / gpu / "fp16_sourcecounters.ncu-rep").kernels
+    kernel = next(k for k in kernels if k.kernel == f"fp16_transpose_{variant}")
+    assert {kind: kernel.value(f"exact_{kind}_ways") for kind in ways} == ways
+    for absent in ("shared_stores", "shared_atomics", "tensor_core_reads"):
+        assert kernel.value(f"exact_{absent}_ways") is None
+    assert kernel.missing_reason("exact_shared_atomics_ways") == "no shared atomics"
+
+
+def test_a_kernels_atomics_and_stores_each_have_their_n_way(kinds):
+    atomics = kinds["atomics_one_bank"]  # 32-way atomics beside the zeroing stores and the reading loads
+    assert (atomics.value("exact_shared_atomics_ways"), atomics.value("exact_shared_stores_ways")) == (32.0, 1.0)
+    assert (
+        atomics.value("exact_shared_atomics_wavefronts") == 32 * RUNS
+        and atomics.value("exact_shared_loads_ways") == 1.0
+    )
