@@ -17,7 +17,7 @@ from memlens.io.tables import LABEL_MIN_WIDTH, Column, fast_table, label_width, 
 from memlens.io.terminal import console, table_console
 from memlens.io.units import format_bytes, format_count, format_duration, format_percent
 from memlens.model import shared_figures
-from memlens.model.catalogue import CATALOGUE, KIND_KEYS, SHARED_KEYS
+from memlens.model.catalogue import CATALOGUE, KIND_KEYS
 from memlens.model.instruction_kinds import SharedKind, Side
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
 from memlens.model.results import IDENTITY, KernelResult, RunResults
@@ -89,23 +89,17 @@ def _gb_per_s(value: float) -> str:
 def _ways(kernel: KernelResult) -> str:
     """The shared loads' (LDS) wavefronts over their own ideal (a conflict-free 16-byte load reads 1.00);
     without per-instruction values, the hardware's wavefronts per load, marked "*"."""
-    if kernel.value(KIND_KEYS[SharedKind.LOADS].wavefronts) is not None:
-        return _kind_ways(kernel, SharedKind.LOADS)
-    if kernel.value(SHARED_KEYS[Side.LD].excess) is not None:
-        return NA  # the exact pass without the kinds' figures (an older results.json without its instructions)
-    figure = shared_figures.n_way(kernel, "ld")
-    if figure.value is None:
-        return "-" if shared_figures.no_such_access(kernel, "ld", figure) else NA
-    return f"{figure.value:.2f}" + ("" if figure.exact else FALLBACK_MARK)
+    return _kind_ways(kernel, SharedKind.LOADS)
 
 
 def _kind_ways(kernel: KernelResult, kind: SharedKind) -> str:
     """One kind's wavefronts over its own ideal; "-" where the kernel has no such access."""
-    keys = KIND_KEYS[kind]
-    value = kernel.value(keys.ways)
-    if value is not None:
-        return f"{value:.2f}"
-    return "-" if kernel.value(keys.ideal) == 0 and not kernel.value(keys.wavefronts) else NA
+    figure = shared_figures.kind_n_way(kernel, kind)
+    if figure.value is None:
+        side = {SharedKind.LOADS: Side.LD, SharedKind.STORES: Side.ST}.get(kind)
+        counted_none = side is not None and shared_figures.no_such_access(kernel, side, figure)
+        return "-" if figure.exact or counted_none else NA
+    return f"{figure.value:.2f}" + ("" if figure.exact else FALLBACK_MARK)
 
 
 def _has_kind(kernel: KernelResult, kind: SharedKind) -> bool:
@@ -129,9 +123,8 @@ NO_SUCH_ACCESS = "the kernel has no access of that kind"
 
 def _loads_dash(kernel: KernelResult) -> str:
     """Why the shared loads' n-way is "-": no shared loads (LDS), or the hardware counted none."""
-    if kernel.value(KIND_KEYS[SharedKind.LOADS].wavefronts) is not None:
-        return NO_SUCH_ACCESS
-    return shared_figures.n_way(kernel, "ld").note or NA
+    figure = shared_figures.kind_n_way(kernel, SharedKind.LOADS)
+    return NO_SUCH_ACCESS if figure.exact else figure.note or NA
 
 
 def _local(kernel: KernelResult) -> str:
@@ -330,7 +323,9 @@ def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> l
         if NO_SUCH_ACCESS in dashes:
             del dashes[NO_SUCH_ACCESS]
             none_of.insert(0, "shared ld n-way")
-        fallbacks = {shared_figures.n_way(k, "ld").note: None for k in kernels if FALLBACK_MARK in _ways(k)}
+        fallbacks = {
+            shared_figures.kind_n_way(k, SharedKind.LOADS).note: None for k in kernels if FALLBACK_MARK in _ways(k)
+        }
         lines += [f"shared ld n-way: - — {reason}" for reason in dashes]
         lines += [f"shared ld n-way: {FALLBACK_MARK} {reason}" for reason in fallbacks]
     if none_of:
