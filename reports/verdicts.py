@@ -13,8 +13,8 @@ from pathlib import Path
 
 from memlens.errors import MemlensError
 from memlens.model import shared_figures
-from memlens.model.catalogue import REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
-from memlens.model.instruction_kinds import Side, Space
+from memlens.model.catalogue import KIND_KEYS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
+from memlens.model.instruction_kinds import SHARED_KIND_SIDES, SHARED_KIND_WORDS, SharedKind, Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
     RUNTIME_ARRAY,
@@ -131,6 +131,9 @@ def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, .
              if k.kind.space is Space.SHARED and k.kind.side is side and k.excess]  # fmt: skip
     if kinds:
         return "; ".join(_kind_text(figures) for figures in kinds)
+    summed = [_summed_kind_text(kernel, kind) for kind, on in SHARED_KIND_SIDES.items() if on is side]
+    if any(summed):  # no instructions kept, each kind's sums: its own n-way
+        return "; ".join(text for text in summed if text)
     excess = _value(kernel, SHARED_KEYS[side].excess) or 0.0
     ways_of = shared_figures.n_way(kernel, side).value
     text = f"{_SIDE_KINDS[side]}: " + (f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts")
@@ -140,6 +143,18 @@ def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, .
         hardware = "" if per.exact else ", of the hardware count"
         text += f" ({per_instruction(per.value)} per {shared_figures.SIDE_WORDS[side]}{hardware})"
     return text
+
+
+def _summed_kind_text(kernel: KernelResult, kind: SharedKind) -> str:
+    """ "ldmatrix loads: 4-way bank conflicts, 3.15 M excess wavefronts" from the kind's sums (KIND_KEYS), where
+    it conflicts; "" where it does not, or the kernel has no such sums."""
+    keys = KIND_KEYS[kind]
+    wavefronts, ideal = _value(kernel, keys.wavefronts), _value(kernel, keys.ideal)
+    if wavefronts is None or ideal is None or wavefronts <= ideal:
+        return ""
+    ways_of = _value(kernel, keys.ways)
+    state = f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts"
+    return f"{SHARED_KIND_WORDS[kind]}: {state}, {compact_count(wavefronts - ideal)} excess wavefronts"
 
 
 def _kind_text(figures: KindTotals) -> str:

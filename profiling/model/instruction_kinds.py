@@ -111,6 +111,10 @@ OTHER_SHARED = Kind("other shared-memory accesses", Space.SHARED, Side.OTHER)
 MATRIX_OPCODES = ("LDSM", "STSM")  # one 8x8 matrix of 16-byte rows a phase
 
 
+SHARED_KIND_SIDES = {
+    SharedKind.LOADS: Side.LD, SharedKind.LDMATRIX: Side.LD, SharedKind.STORES: Side.ST, SharedKind.STMATRIX: Side.ST,
+    SharedKind.CP_ASYNC: Side.ST, SharedKind.ATOMICS: Side.ATOM, SharedKind.TENSOR_CORE: Side.MMA,
+}  # fmt: skip
 _NAMED_SHARED = {"LDSM": (SharedKind.LDMATRIX, Side.LD), "STSM": (SharedKind.STMATRIX, Side.ST),
                  "LDGSTS": (SharedKind.CP_ASYNC, Side.ST)}  # fmt: skip
 _SIDE_SHARED = {Side.LD: SharedKind.LOADS, Side.ST: SharedKind.STORES, Side.ATOM: SharedKind.ATOMICS,
