@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memlens.io.tables import Column
 from memlens.model import shared_figures
-from memlens.model.catalogue import CATALOGUE, KIND_KEYS
+from memlens.model.catalogue import CATALOGUE, HW_COUNTS, KIND_KEYS
 from memlens.model.instruction_kinds import SharedKind, Side
 from memlens.model.results import KernelResult
 from memlens.reports.formatting import format_count, format_value
@@ -72,7 +72,7 @@ COLUMNS: tuple[Column, ...] = (
         HW_LABEL,
         "shared memory",
         "compact",
-        "l1tex bank-conflict counter, loads plus stores: counts conflicts where there are none",
+        HW_COUNTS,
     ),
     figure_column("local_ld_bytes", "local loads", "local memory", "bytes", "bytes of local-memory loads"),
     figure_column("local_st_bytes", "local stores", "local memory", "bytes", "bytes of local-memory stores"),

@@ -2,7 +2,8 @@
 whether that is what its variant declared.
 
 Bank conflicts are judged on the exact count (instrumented wavefronts minus the ideal); the
-hardware counter over-counts and is only quoted, clearly labelled, when the exact count is missing.
+hardware counter (catalogue.HW_COUNTS: shared loads and stores only, cycles that are not address conflicts
+included) is only quoted, clearly labelled, when the exact count is missing.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ MAX_REGISTERS = 255  # per thread, on every architecture memlens supports
 # A side (loads or stores) takes part in a conflict when its extra wavefronts per instruction
 # reach this; the padded and swizzled transposes stay below 0.2 on the hardware counter.
 SIDE_THRESHOLD = 0.5
-HW_LABEL = "HW counter (over-counts)"
+HW_LABEL = "HW counter (shared ld + st)"
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ LIKELY_CONFLICT, LIKELY_CLEAN = 1.5, 1.25  # wavefronts per load, of the hardwar
 
 def _estimate(kernel: KernelResult) -> Finding:
     """Without the exact count: what the wavefront counter supports (wavefronts per load), how to
-    get the exact figure, and the over-counting conflict counter, labelled."""
+    get the exact figure, and the hardware conflict counter, labelled."""
     ld_ways = _value(kernel, "shared_ld_ways")
     severity: Severity
     if ld_ways is None:

@@ -164,7 +164,7 @@ COLUMNS = (
     Column("shared ld\nn-way", "shared ld n-way", ("shared_ld_ways",)),  # its fallback's key: n/a says why
     *(Column(f"{header}\nn-way", f"{header} n-way", (KIND_KEYS[kind].ways,)) for kind, header in KIND_HEADERS.items()),
     Column("exact excess\nwavefronts", "exact excess wavefronts", ("exact_excess_wavefronts",)),
-    Column("HW conflict\ncounter", "HW conflict counter", ("hw_bank_conflicts",)),
+    Column("HW ld + st\nconflicts", "HW ld + st conflicts", ("hw_bank_conflicts",)),  # catalogue.HW_COUNTS
     Column("local\nld / st", "local ld / st", ("local_ld_bytes", "local_st_bytes")),
     Column("regs", "registers", ("registers_per_thread",)),
     Column("static\nshared/block", "static shared/block", ("static_shared_per_block",)),
@@ -178,7 +178,7 @@ CELLS: dict[str, Callable[[KernelResult], str]] = {
     "shared ld n-way": _ways,
     **{key: (lambda k, kind=kind: _kind_ways(k, kind)) for key, kind in KIND_COLUMNS.items()},
     "exact excess wavefronts": _excess,
-    "HW conflict counter": lambda k: _show(k, "hw_bank_conflicts", format_count),
+    "HW ld + st conflicts": lambda k: _show(k, "hw_bank_conflicts", format_count),
     "local ld / st": _local,
     "registers": lambda k: _show(k, "registers_per_thread", format_count),
     "static shared/block": _static_shared,
@@ -251,7 +251,7 @@ FIT_ORDER = (
     *KIND_COLUMNS,
     "DRAM GB/s",
     "DRAM % of peak",
-    "HW conflict counter",
+    "HW ld + st conflicts",
     "registers",
     "static shared/block",
     "grid x block",

@@ -44,7 +44,7 @@ def test_table_from_a_report(capsys: pytest.CaptureFixture[str]) -> None:
         # hardware counter's loads (16,252,928 / 524,288), marked "*" as a fallback
         "16,252,928 (31/ld*)",
         "32.00",
-        "HW conflict",
+        "HW ld + st",
         "40,231",  # the hardware counter, non-zero for the padded one
         "1.07 GB / 1.07 GB",  # local loads / stores of the running mean
         "4,096 B",

@@ -68,7 +68,7 @@ def test_fast_recording_falls_back_to_the_hardware_counter(recorded):
     conflict = by_label["transpose/conflict"]
     assert conflict.expectation.state == "unchecked"
     assert "not measured exactly: a --fast run" in conflict.verdict_text
-    assert "HW counter (over-counts): " in conflict.verdict_text
+    assert "HW counter (shared ld + st): " in conflict.verdict_text
 
 
 def test_plain_ncu_report_has_other_kernels_only(recorded):
