@@ -234,11 +234,14 @@ def _maker(label: str, kernel: str, line: LineRecord) -> Callable[[str, Level, s
 
 
 def _local_rule(records: Sequence[InstructionRecord], line: LineRecord) -> str:
-    """A spill or a run-time-indexed array: the causes of the local accesses on this line (by line
-    number and file name), else of the whole kernel's."""
-    name = Path(line.file).name if line.file else None
-    here = [r for r in records if r.line == line.line and name and Path(r.file or "").name == name]
-    causes = local_memory_causes(here or records)
+    """A spill or a run-time-indexed array: the kernel's one cause of local memory (what the report and
+    `memlens metrics` say of it), so that a local array zeroed at fixed stack offsets (`STL.128 [R1+0x10]`)
+    is not a spill on that line; only a kernel with both causes names each line by its own accesses."""
+    causes = local_memory_causes(records)
+    if len(causes) != 1:  # both (or none executed): the line's own accesses (by line number and file name)
+        name = Path(line.file).name if line.file else None
+        here = [r for r in records if r.line == line.line and name and Path(r.file or "").name == name]
+        causes = local_memory_causes(here) or causes
     return ARRAY_RULE if RUNTIME_ARRAY in causes and SPILL not in causes else SPILL_RULE
 
 
