@@ -12,7 +12,7 @@ them): nothing is said that the figures do not support.
 
 from __future__ import annotations
 
-from memlens.io.units import significant
+from memlens.io.units import counted, significant
 from memlens.model.catalogue import GLOBAL_KEYS
 from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import coalescing_words
@@ -58,7 +58,7 @@ def _exact_coalescing(kernel: KernelResult, side: str, short: Side) -> Finding |
     worst = _worst_line(kernel, short)
     where = f"; worst at {worst}" if worst else ""
     return Finding("global", "bad" if words == "uncoalesced" else "unknown", (
-        f"global {side}s {words}: {significant(per)} sectors per access, {significant(ratio)}x the ideal"
+        f"global {side}s {words}: {counted(significant(per), 'sector')} per access, {significant(ratio)}x the ideal"
         f" {significant(ideal)} of the same accesses{where} (PMPP 6.1: have consecutive threads use consecutive"
         " addresses)"
     ))  # fmt: skip
@@ -90,7 +90,9 @@ def _hardware_coalescing(kernel: KernelResult, side: str) -> Finding | None:
         return None
     if any(width / SLACK <= per_request <= width * SLACK for width in COALESCED_WIDTHS) or per_request < 4:
         return None  # a coalesced warp of 4-, 8- or 16-byte values (or a partial one): nothing to say
-    figure = f"{significant(per_request)} sectors per request (hardware counters; no per-instruction figures)"
+    figure = (
+        f"{counted(significant(per_request), 'sector')} per request (hardware counters; no per-instruction figures)"
+    )
     times = significant(per_request / COALESCED_4_BYTE)
     if per_request > WIDEST_COALESCED * SLACK:
         return Finding("global", "bad", (

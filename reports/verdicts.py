@@ -31,7 +31,7 @@ from memlens.model.results import (
 )
 from memlens.model.run_layout import resolve_run
 from memlens.readers import read_with_instructions
-from memlens.reports.formatting import compact_count, format_value, per_instruction, ways
+from memlens.reports.formatting import compact_count, counted, format_value, per_instruction, ways
 from memlens.reports.model import Check, CheckState, ExpectationCheck, Finding, Severity
 from memlens.static.check import StaticKernel, find_static, local_memory_cause
 from memlens.theory.paper_figures import PaperCheck
@@ -71,8 +71,9 @@ def _remote_shared(kernel: KernelResult) -> tuple[Finding, ...]:
     executions = _value(kernel, REMOTE_SHARED_EXECUTIONS)
     if not executions:
         return ()
-    return (Finding("shared", "ok", f"distributed shared memory: {compact_count(executions)} warp-level accesses of a"
-                    f" cluster partner's shared memory ({NO_REMOTE_BANKS})"),)  # fmt: skip
+    accesses = counted(compact_count(executions), "warp-level access", "warp-level accesses")
+    return (Finding("shared", "ok", f"distributed shared memory: {accesses} of a cluster partner's shared memory"
+                    f" ({NO_REMOTE_BANKS})"),)  # fmt: skip
 
 
 def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
@@ -84,8 +85,8 @@ def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
         return ()
     excess = _value(kernel, SHARED_KEYS[Side.MMA].excess) or 0.0
     state = f"{ways_of:.3g}-way bank conflicts, {compact_count(excess)} excess" if excess else "conflict-free (1-way)"
-    return (Finding("shared", "bad" if excess else "ok",
-                    f"tensor-core operand reads: {state}, over {compact_count(executions)} executions"),)  # fmt: skip
+    over = counted(compact_count(executions), "execution")
+    return (Finding("shared", "bad" if excess else "ok", f"tensor-core operand reads: {state}, over {over}"),)
 
 
 # --- shared memory ------------------------------------------------------------------------------
@@ -118,10 +119,10 @@ def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: fl
         count = loads if side == "loads" else stores
         per = f" ({per_instruction(excess / count)} per {side[:-1]})" if count else ""
         n_way = _n_way(kernel, excess / count if count else 0, loads + stores)
-        return f"shared {side}: {n_way}, {compact_count(excess)} excess wavefronts{per}"
+        return f"shared {side}: {n_way}, {counted(compact_count(excess), 'excess wavefront')}{per}"
     per = f" ({per_instruction(excess / (loads + stores))} per access)" if loads + stores else ""
     detail = _ways_detail(kernel)
-    return f"shared loads and stores: bank conflicts{detail}, {compact_count(excess)} excess wavefronts{per}"
+    return f"shared loads and stores: bank conflicts{detail}, {counted(compact_count(excess), 'excess wavefront')}{per}"
 
 
 def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, ...]) -> str:
@@ -138,7 +139,7 @@ def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, .
     excess = _value(kernel, SHARED_KEYS[side].excess) or 0.0
     ways_of = shared_figures.n_way(kernel, side).value
     text = f"{_SIDE_KINDS[side]}: " + (f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts")
-    text += f", {compact_count(excess)} excess wavefronts"
+    text += f", {counted(compact_count(excess), 'excess wavefront')}"
     per = shared_figures.excess_per_access(kernel, side)
     if per.value is not None:
         hardware = "" if per.exact else ", of the hardware count"
@@ -155,13 +156,13 @@ def _summed_kind_text(kernel: KernelResult, kind: SharedKind) -> str:
         return ""
     ways_of = _value(kernel, keys.ways)
     state = f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts"
-    return f"{SHARED_KIND_WORDS[kind]}: {state}, {compact_count(wavefronts - ideal)} excess wavefronts"
+    return f"{SHARED_KIND_WORDS[kind]}: {state}, {counted(compact_count(wavefronts - ideal), 'excess wavefront')}"
 
 
 def _kind_text(figures: KindTotals) -> str:
     name = figures.kind.name
     text = f"{name}: " + (f"{figures.ways:.3g}-way bank conflicts" if figures.ways else "bank conflicts")
-    text += f", {compact_count(figures.excess)} excess wavefronts"
+    text += f", {counted(compact_count(figures.excess), 'excess wavefront')}"
     if figures.excess_per_access is not None:
         text += f" ({per_instruction(figures.excess_per_access)} per {_singular(name)})"
     return text + (f"; {figures.phase}" if figures.phase else "")

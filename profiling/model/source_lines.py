@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from memlens.io.files import note_input
+from memlens.io.units import counted
 from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
@@ -319,21 +320,21 @@ def line_words(line: LineRecord, count: Callable[[float], str], problems_only: b
         if figures.kind.space == Space.SHARED:
             ways = figures.ways
             if figures.excess:
-                words.append(f"{name} {ways:.3g}-way, {count(figures.excess)} excess wavefronts")
+                words.append(f"{name} {ways:.3g}-way, {counted(count(figures.excess), 'excess wavefront')}")
             elif ways is not None:
                 words.append(f"{name} conflict-free (1-way)")
             elif figures.wavefronts:
-                words.append(f"{name}, {count(figures.wavefronts)} wavefronts")
+                words.append(f"{name}, {counted(count(figures.wavefronts), 'wavefront')}")
         elif figures.kind.space == Space.TMA:
-            ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
+            ran = f" {counted(count(figures.executions), 'execution')}" if figures.executions is not None else ""
             words.append(f"{name}{ran} (no wavefronts: ncu does not count the copy engine's shared-memory accesses)")
         elif figures.kind.space == Space.REMOTE_SHARED:
-            ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
+            ran = f" {counted(count(figures.executions), 'execution')}" if figures.executions is not None else ""
             words.append(f"{name}{ran} ({NO_REMOTE_BANKS})")
         elif figures.kind.space == Space.GLOBAL:
             words.extend(_global_words(figures, problems_only))
         elif figures.executions:
-            words.append(f"{name} {count(figures.executions)} executions")
+            words.append(f"{name} {counted(count(figures.executions), 'execution')}")
     if line.inlined_from and words:
         inlined = ", ".join(Path(where).name for where in line.inlined_from)
         words.append(f"with inlined {inlined} (counted on the nearest line of this code)")
@@ -355,9 +356,9 @@ def _global_words(figures: KindTotals, problems_only: bool) -> list[str]:
     name = figures.kind.name
     words = coalescing_words(ratio)
     if words:
-        return [f"{name} {words}: {per:.3g} sectors per access, {ratio:.3g}x the ideal {ideal:.3g}"]
+        return [f"{name} {words}: {counted(f'{per:.3g}', 'sector')} per access, {ratio:.3g}x the ideal {ideal:.3g}"]
     if problems_only:
         return []
     if ratio > 1:
-        return [f"{name} {per:.3g} sectors per access, {ratio:.3g}x the ideal {ideal:.3g}"]
-    return [f"{name} coalesced ({per:.3g} sectors per access, the ideal)"]
+        return [f"{name} {counted(f'{per:.3g}', 'sector')} per access, {ratio:.3g}x the ideal {ideal:.3g}"]
+    return [f"{name} coalesced ({counted(f'{per:.3g}', 'sector')} per access, the ideal)"]

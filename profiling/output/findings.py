@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from memlens.io.units import format_count
+from memlens.io.units import counted, format_count
 from memlens.model.instruction_table import (
     RUNTIME_ARRAY,
     SPILL,
@@ -170,7 +170,7 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
                     make(
                         "ML001",
                         _level(figures.excess, excess),
-                        f"{name} {figures.ways:.3g}-way: {format_count(figures.excess)} excess wavefronts "
+                        f"{name} {figures.ways:.3g}-way: {counted(format_count(figures.excess), 'excess wavefront')} "
                         f"({_share(figures.excess, excess)} of the kernel's)",
                         {
                             "kind": name,
@@ -190,7 +190,7 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
                     make(
                         rule,
                         _level(figures.executions, local),
-                        f"{name} ({cause}): {format_count(figures.executions)} executions "
+                        f"{name} ({cause}): {counted(format_count(figures.executions), 'execution')} "
                         f"({_share(figures.executions, local)} of the kernel's local accesses)",
                         {
                             "kind": name,
@@ -207,7 +207,7 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
                         "ML004",
                         _level(part, sectors),
                         f"{name} {coalescing_words(figures.sectors_over_ideal)}: "
-                        f"{figures.sectors_per_access:.3g} sectors per access, "
+                        f"{counted(f'{figures.sectors_per_access:.3g}', 'sector')} per access, "
                         f"{figures.sectors_over_ideal:.3g}x the ideal {figures.ideal_sectors_per_access:.3g}"
                         f" ({_share(part, sectors)} of the kernel's sectors)",
                         {

@@ -318,3 +318,9 @@ def test_a_kernels_atomics_and_stores_each_have_their_n_way(kinds):
         atomics.value("exact_shared_atomics_wavefronts") == 32 * RUNS
         and atomics.value("exact_shared_loads_ways") == 1.0
     )
+
+
+def test_one_sector_a_warp_store_is_one_sector(capsys):
+    """A warp's one-lane store (thread 0 writes the block's counter) is 1 sector an access: "1 sectors" before."""
+    assert main(["lines", str(MEMORY_KINDS), "-k", "atomics_same_address", "--top", "0"]) == 0
+    assert "global stores coalesced (1 sector per access, the ideal)" in capsys.readouterr().out
