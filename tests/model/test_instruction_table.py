@@ -13,6 +13,7 @@ import pytest
 import memlens
 from memlens.cli import main
 from memlens.model.instruction_table import (
+    ACCESS_SIZE_BITS,
     RUNTIME_ARRAY,
     SPILL,
     access_width_bits,
@@ -324,3 +325,54 @@ def test_one_sector_a_warp_store_is_one_sector(capsys):
     """A warp's one-lane store (thread 0 writes the block's counter) is 1 sector an access: "1 sectors" before."""
     assert main(["lines", str(MEMORY_KINDS), "-k", "atomics_same_address", "--top", "0"]) == 0
     assert "global stores coalesced (1 sector per access, the ideal)" in capsys.readouterr().out
+
+
+WIDTHS = sorted(FIXTURES.glob("*/widths/access_widths.ncu-rep"))  # tests/fixtures/record_widths.sh
+
+
+def recorded_sizes(path: Path) -> dict[tuple[str, int], int]:
+    """(opcode, memory_access_size_type) -> the width in bits the opcode's suffix names, of every executed
+    instruction of the report that ncu recorded a size for."""
+    import ncu_report
+
+    from memlens.model.instruction_kinds import classify
+
+    found = {}
+    report = ncu_report.load_report(str(path))
+    for r in range(report.num_ranges()):
+        for a in range(report.range_by_idx(r).num_actions()):
+            action = report.range_by_idx(r).action_by_idx(a)
+            metric = action.metric_by_name("memory_access_size_type")
+            if metric is None or not metric.num_instances():
+                continue
+            ids = metric.correlation_ids()
+            for i in range(metric.num_instances()):
+                size = int(metric.as_uint64(i))
+                if size:  # 0: never ran
+                    opcode, _, _, width = classify(str(action.sass_by_pc(int(ids.as_uint64(i)))).strip())
+                    found[opcode, size] = width
+    return found
+
+
+# every recording with the widths of a test of its own: the widths probe (its signed 8- and 16-bit loads
+# included) once recorded, memory_kinds' 1-, 4- and 8-byte accesses, the fp16 suite's 2- and 16-byte ones
+SIZED = [*WIDTHS, *(FIXTURES / gpu / name for gpu in GPUS
+                    for name in ("kinds/memory_kinds.ncu-rep", "fp16_sourcecounters.ncu-rep"))]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", SIZED, ids=["/".join(p.parts[-3:]) for p in SIZED])
+def test_every_recorded_access_size_decodes_to_its_opcodes_width(path):
+    assert_sizes_decode_to_opcode_widths(path)
+
+
+def assert_sizes_decode_to_opcode_widths(path: Path) -> None:
+    """Every value of memory_access_size_type the recording holds is one ACCESS_SIZE_BITS decodes, to the
+    width of the opcode's suffix (LDS.S8 and LDS.S16 among them), and the reader gives that width."""
+    sizes = recorded_sizes(path)
+    assert {opcode.split(".")[0] for opcode, _ in sizes} >= {"LDS", "STS", "LDG", "STG"}
+    wrong = {key: width for key, width in sizes.items() if ACCESS_SIZE_BITS.get(key[1]) != width}
+    assert not wrong, f"(opcode, ncu's value) -> the opcode's width, not ACCESS_SIZE_BITS': {wrong}"
+    for kernel in read_report(path, instructions=True).kernels:
+        for record in kernel.instructions:
+            if record.executions and record.memory_type:
+                assert record.width_bits == [w for (o, _), w in sizes.items() if o == record.opcode][0], record.sass
