@@ -5,6 +5,7 @@ The formats that render it are memlens/output/formats/{table,json,csv}.py."""
 from __future__ import annotations
 
 import csv
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -176,7 +177,7 @@ CELLS: dict[str, Callable[[KernelResult], str]] = {
     "DRAM GB/s": lambda k: _show(k, "dram_bandwidth", _gb_per_s),
     "DRAM % of peak": lambda k: _show(k, "dram_pct_of_peak", format_percent),
     "shared ld n-way": _ways,
-    **{key: (lambda k, kind=kind: _kind_ways(k, kind)) for key, kind in KIND_COLUMNS.items()},
+    **{key: functools.partial(_kind_ways, kind=kind) for key, kind in KIND_COLUMNS.items()},
     "exact excess wavefronts": _excess,
     "HW ld + st conflicts": lambda k: _show(k, "hw_bank_conflicts", format_count),
     "local ld / st": _local,
