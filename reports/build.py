@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from memlens.collect.launch_sampling import sampling_lines
 from memlens.io.units import format_bytes
-from memlens.model.catalogue import CATALOGUE
+from memlens.model.catalogue import CATALOGUE, HW_COUNTS
 from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from memlens.readers.metric_values import CSV_NO_INSTRUCTIONS
 from memlens.reports.formatting import format_value, short_kernel
@@ -65,7 +65,7 @@ def build_run(
     if results.kernels and not exact:
         notes.append(
             "exact excess wavefronts are not in this run (a --fast run or a plain ncu report):"
-            f" bank conflicts are shown from the {HW_LABEL}, which reports conflicts where there are none"
+            f" bank conflicts are shown from the {HW_LABEL}: {HW_COUNTS}"
         )
     notes.extend(sampling_lines(results.info, results.kernels))
     items = header(results.info) + gpus_header(results)

@@ -58,8 +58,8 @@ PANELS = (
     Panel("local-memory bytes (ld + st)", "local_bytes", bad_above_zero=True),
     Panel("DRAM bandwidth", "dram_bandwidth"),
 )
-# amber, not red: the hardware counter reports conflicts where there are none
-HW_PANEL = Panel("HW conflicts (over-counts)", "hw_bank_conflicts", colour=AMBER)
+# amber, not red: the hardware counter counts cycles that are not address conflicts (catalogue.HW_COUNTS)
+HW_PANEL = Panel("HW conflicts (shared ld + st)", "hw_bank_conflicts", colour=AMBER)
 
 
 def short(label: str, suffix: str = "", width: int = LABEL_CHARS) -> str:

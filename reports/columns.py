@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from memlens.io.tables import Column
 from memlens.model import shared_figures
-from memlens.model.catalogue import CATALOGUE
+from memlens.model.catalogue import CATALOGUE, HW_COUNTS, KIND_KEYS
+from memlens.model.instruction_kinds import SharedKind, Side
 from memlens.model.results import KernelResult
 from memlens.reports.formatting import format_count, format_value
-from memlens.reports.model import Cell, Severity
+from memlens.reports.model import NONE, Cell, Severity
 from memlens.reports.verdicts import HW_LABEL
 
 SPEEDUP = "speedup"
@@ -33,16 +34,31 @@ COLUMNS: tuple[Column, ...] = (
         "ld n-way",
         "shared memory",
         "ways",
-        "shared loads' wavefronts over the conflict-free ideal of the same loads (exact; 1 = no conflict at any "
-        "width); without the exact pass, wavefronts per load instruction (hover: the hardware figure)",
+        "shared loads' (LDS) wavefronts over the conflict-free ideal of the same loads (exact; 1 = no conflict at "
+        "any width); without the exact pass, wavefronts per load instruction (hover: the hardware figure)",
+    ),
+    *(
+        figure_column(KIND_KEYS[kind].ways, f"{header} n-way", "shared memory", "ways", title)
+        for kind, header, title in (
+            (SharedKind.LDMATRIX, "ldmatrix", "ldmatrix loads' wavefronts over their own conflict-free ideal"),
+        )
     ),
     figure_column(
         "shared_st_ways",
         "st n-way",
         "shared memory",
         "ways",
-        "shared stores' wavefronts over the conflict-free ideal of the same stores (exact; 1 = no conflict at any "
-        "width); without the exact pass, wavefronts per store instruction (hover: the hardware figure)",
+        "shared stores' (STS) wavefronts over the conflict-free ideal of the same stores (exact; 1 = no conflict at "
+        "any width); without the exact pass, wavefronts per store instruction (hover: the hardware figure)",
+    ),
+    *(
+        figure_column(KIND_KEYS[kind].ways, f"{header} n-way", "shared memory", "ways", title)
+        for kind, header, title in (
+            (SharedKind.STMATRIX, "stmatrix", "stmatrix stores' wavefronts over their own conflict-free ideal"),
+            (SharedKind.CP_ASYNC, "cp.async", "cp.async's shared-memory writes' wavefronts over their own ideal"),
+            (SharedKind.ATOMICS, "atomic", "shared atomics' wavefronts over their own conflict-free ideal"),
+            (SharedKind.TENSOR_CORE, "tensor-core", "tensor-core operand reads' (wgmma) wavefronts over their ideal"),
+        )
     ),
     figure_column(
         "exact_excess_wavefronts",
@@ -56,7 +72,7 @@ COLUMNS: tuple[Column, ...] = (
         HW_LABEL,
         "shared memory",
         "compact",
-        "l1tex bank-conflict counter, loads plus stores: counts conflicts where there are none",
+        HW_COUNTS,
     ),
     figure_column("local_ld_bytes", "local loads", "local memory", "bytes", "bytes of local-memory loads"),
     figure_column("local_st_bytes", "local stores", "local memory", "bytes", "bytes of local-memory stores"),
@@ -92,9 +108,16 @@ BENCH_COLUMNS: tuple[Column, ...] = (
 BENCH_UNITS = {BENCH_MEDIAN: "ms", BENCH_BANDWIDTH: "GB/s", BENCH_PCT: "%"}
 NO_MIN_BYTES = "the family declares no min_bytes: no bandwidth"
 
-# The n-way columns: the exact figure where the run has it (a conflict-free 16-byte load or ldmatrix reads 1,
-# not the 4 wavefronts the hardware counts per instruction), as `memlens metrics` and `lines` show it.
-WAYS_SIDES = {"shared_ld_ways": "ld", "shared_st_ways": "st"}
+# The n-way columns, one a kind of shared access: the exact figure where the run has it (a conflict-free 16-byte
+# load or ldmatrix reads 1, not the 4 wavefronts the hardware counts per instruction), as `memlens metrics` and
+# `lines` show it; shared loads and stores fall back on the hardware's figure. A run's tables leave out the
+# n-way columns of the kinds none of its kernels has (model.Report.run_columns).
+WAYS_KINDS = {
+    "shared_ld_ways": SharedKind.LOADS,
+    "shared_st_ways": SharedKind.STORES,
+    **{KIND_KEYS[kind].ways: kind for kind in SharedKind if kind not in (SharedKind.LOADS, SharedKind.STORES)},
+}
+_HW_WAYS = {SharedKind.LOADS: "shared_ld_ways", SharedKind.STORES: "shared_st_ways"}
 
 
 def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
@@ -105,7 +128,7 @@ def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
         if column.key == SHARED_PER_BLOCK:
             cells[column.key] = _shared_per_block(kernel, column)
             continue
-        if column.key in WAYS_SIDES:
+        if column.key in WAYS_KINDS:
             cells[column.key] = _ways_cell(kernel, column)
             continue
         metric = kernel.metric(column.key)
@@ -125,13 +148,14 @@ def kernel_cells(kernel: KernelResult) -> dict[str, Cell]:
 
 def _ways_cell(kernel: KernelResult, column: Column) -> Cell:
     """The exact n-way, the hardware figure on hover; or the hardware figure, marked as a fallback."""
-    side = WAYS_SIDES[column.key]
-    figure = shared_figures.n_way(kernel, side)
+    kind = WAYS_KINDS[column.key]
+    figure = shared_figures.kind_n_way(kernel, kind)
     if figure.value is None:  # none counted is "—", as `memlens metrics` shows it; the note says why on hover
-        none = shared_figures.no_such_access(kernel, side, figure)
-        return Cell(column.key, None, "wavefront/ideal", "—" if none else "n/a", missing_reason=figure.note)
+        side = Side.LD if kind is SharedKind.LOADS else Side.ST
+        none = figure.exact or (kind in _HW_WAYS and shared_figures.no_such_access(kernel, side, figure))
+        return Cell(column.key, None, "wavefront/ideal", NONE if none else "n/a", missing_reason=figure.note)
     if figure.exact:
-        counted = kernel.metric(column.key).value
+        counted = kernel.metric(_HW_WAYS[kind]).value if kind in _HW_WAYS else None
         hardware = (
             "exact"
             if counted is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from memlens.io.units import (  # noqa: F401  re-exported: the report's modules import them from here
     FORMATTERS,
     compact_count,
+    counted,
     exact_bytes,
     format_bandwidth,
     format_bytes,

@@ -12,9 +12,9 @@ them): nothing is said that the figures do not support.
 
 from __future__ import annotations
 
-from memlens.io.units import significant
+from memlens.io.units import counted, significant
 from memlens.model.catalogue import GLOBAL_KEYS
-from memlens.model.instruction_kinds import Side
+from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import coalescing_words
 from memlens.model.results import KernelResult
 from memlens.model.source_lines import TEMPORARY_SOURCE
@@ -58,7 +58,7 @@ def _exact_coalescing(kernel: KernelResult, side: str, short: Side) -> Finding |
     worst = _worst_line(kernel, short)
     where = f"; worst at {worst}" if worst else ""
     return Finding("global", "bad" if words == "uncoalesced" else "unknown", (
-        f"global {side}s {words}: {significant(per)} sectors per access, {significant(ratio)}x the ideal"
+        f"global {side}s {words}: {counted(significant(per), 'sector')} per access, {significant(ratio)}x the ideal"
         f" {significant(ideal)} of the same accesses{where} (PMPP 6.1: have consecutive threads use consecutive"
         " addresses)"
     ))  # fmt: skip
@@ -90,7 +90,9 @@ def _hardware_coalescing(kernel: KernelResult, side: str) -> Finding | None:
         return None
     if any(width / SLACK <= per_request <= width * SLACK for width in COALESCED_WIDTHS) or per_request < 4:
         return None  # a coalesced warp of 4-, 8- or 16-byte values (or a partial one): nothing to say
-    figure = f"{significant(per_request)} sectors per request (hardware counters; no per-instruction figures)"
+    figure = (
+        f"{counted(significant(per_request), 'sector')} per request (hardware counters; no per-instruction figures)"
+    )
     times = significant(per_request / COALESCED_4_BYTE)
     if per_request > WIDEST_COALESCED * SLACK:
         return Finding("global", "bad", (
@@ -105,8 +107,20 @@ def _hardware_coalescing(kernel: KernelResult, side: str) -> Finding | None:
     ))  # fmt: skip
 
 
+def _reads_global(kernel: KernelResult) -> bool | None:
+    """Whether the kernel read global memory: its global loads' sectors (the per-instruction table's, else the
+    hardware counter's), or its executed TMA transfers (which no load sector counts); None where not measured."""
+    sectors = kernel.value(GLOBAL_KEYS[Side.LD].sectors)
+    if sectors is None:
+        sectors = kernel.value("global_load_sectors")
+    if sectors or any(r.space is Space.TMA and r.executions for r in kernel.instructions):
+        return True
+    return None if sectors is None else False
+
+
 def memory_level(kernel: KernelResult) -> Finding | None:
-    """DRAM-bound (DRAM near its peak), or traffic reread through L2 (L1-L2 bytes a multiple of DRAM's)."""
+    """DRAM-bound (DRAM near its peak), or traffic reread through L2 (L1-L2 bytes a multiple of DRAM's, of a
+    kernel that read global memory: a kernel that only writes or updates it rereads nothing)."""
     pct = kernel.value("dram_pct_of_peak")
     dram = kernel.value("dram_bytes")
     l2 = kernel.value("l2_bytes")
@@ -117,7 +131,7 @@ def memory_level(kernel: KernelResult) -> Finding | None:
         return Finding("memory", "ok", (
             f"DRAM-bound: DRAM at {significant(pct)}% of its peak (L1-L2 traffic {significant(ratio)}x the DRAM bytes)"
         ))  # fmt: skip
-    if ratio >= L2_OVER_DRAM:
+    if ratio >= L2_OVER_DRAM and _reads_global(kernel) is not False:  # its L1-L2 traffic is no reread data
         hit = kernel.value("l2_hit_rate")
         hits = f", L2 hit rate {significant(hit)}%" if hit is not None else ""
         return Finding("memory", "ok", (

@@ -232,6 +232,14 @@ class Comparison:
         return {c.direction for m in self.metrics for c in m.cells}
 
 
+NONE = "—"  # a cell of a figure the kernel has none of (no such access), as `memlens metrics` shows "-"
+
+
+def _has(row: Row, key: str) -> bool:
+    cell = row.cells.get(key)
+    return cell is not None and cell.text != NONE
+
+
 @dataclass(frozen=True)
 class Report:
     memlens_version: str
@@ -241,13 +249,29 @@ class Report:
     bench_columns: tuple[Column, ...] = ()  # in the family tables of the runs with bench results only
     line_notes: tuple[str, ...] = ()  # "RUN: no per-line data ...": runs whose lines were not compared
 
+    def run_columns(self, run: RunSection) -> tuple[Column, ...]:
+        """The columns of `run`'s tables: an n-way column (one a kind of shared access) only where a kernel of
+        the run has that kind (a cell other than NONE)."""
+        rows = (*run.variants, *run.others)
+        return tuple(
+            column for column in self.columns
+            if column.kind != "ways" or not rows or any(_has(row, column.key) for row in rows)
+        )  # fmt: skip
+
+    @property
+    def legend_columns(self) -> tuple[Column, ...]:
+        """The columns some run's tables show, for the legend."""
+        shown = {column.key for run in self.runs for column in self.run_columns(run)}
+        return tuple(column for column in self.columns if column.key in shown or not self.runs)
+
     def family_columns(self, run: RunSection) -> tuple[Column, ...]:
         """The columns of `run`'s family tables: the bench columns after the time group when the
         run has bench results, else the columns alone (no empty bench columns)."""
+        columns = self.run_columns(run)
         if run.bench is None or not self.bench_columns:
-            return self.columns
-        cut = max((i + 1 for i, c in enumerate(self.columns) if c.group == "time"), default=len(self.columns))
-        return (*self.columns[:cut], *self.bench_columns, *self.columns[cut:])
+            return columns
+        cut = max((i + 1 for i, c in enumerate(columns) if c.group == "time"), default=len(columns))
+        return (*columns[:cut], *self.bench_columns, *columns[cut:])
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -17,7 +17,7 @@ from pathlib import Path
 from memlens.model.instruction_table import InstructionRecord
 from memlens.model.results import KernelResult, VariantOutcome
 from memlens.model.source_lines import SourceMap
-from memlens.reports.formatting import compact_count
+from memlens.reports.formatting import compact_count, counted
 from memlens.reports.hot_lines import RunSources
 
 CONTEXT = 3  # lines of code shown above and below each line with figures
@@ -179,9 +179,9 @@ def _instruction(record: InstructionRecord) -> SourceInstruction:
         ways = record.ways
         words = f"{ways:.3g}-way" if ways is not None else "n/a"
         if record.excess:
-            words += f", {compact_count(record.excess)} excess wavefronts"
+            words += f", {counted(compact_count(record.excess), 'excess wavefront')}"
     else:
         words = f"local {'load' if record.side == 'ld' else 'store'}"
     if record.executions is not None:
-        words += f", {compact_count(record.executions)} executions"
+        words += f", {counted(compact_count(record.executions), 'execution')}"
     return SourceInstruction(record.sass, record.executions, record.wavefronts, record.ideal, words)

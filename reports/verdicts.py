@@ -2,7 +2,8 @@
 whether that is what its variant declared.
 
 Bank conflicts are judged on the exact count (instrumented wavefronts minus the ideal); the
-hardware counter over-counts and is only quoted, clearly labelled, when the exact count is missing.
+hardware counter (catalogue.HW_COUNTS: shared loads and stores only, cycles that are not address conflicts
+included) is only quoted, clearly labelled, when the exact count is missing.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from memlens.errors import MemlensError
 from memlens.model import shared_figures
-from memlens.model.catalogue import REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
-from memlens.model.instruction_kinds import Side, Space
+from memlens.model.catalogue import KIND_KEYS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
+from memlens.model.instruction_kinds import SHARED_KIND_SIDES, SHARED_KIND_WORDS, SharedKind, Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
     RUNTIME_ARRAY,
@@ -29,7 +30,7 @@ from memlens.model.results import (
 )
 from memlens.model.run_layout import resolve_run
 from memlens.readers import read_with_instructions
-from memlens.reports.formatting import compact_count, format_value, per_instruction, ways
+from memlens.reports.formatting import compact_count, counted, format_value, per_instruction, ways
 from memlens.reports.model import Check, CheckState, ExpectationCheck, Finding, Severity
 from memlens.static.check import StaticKernel, find_static, local_memory_cause
 from memlens.theory.paper_figures import PaperCheck
@@ -38,7 +39,7 @@ MAX_REGISTERS = 255  # per thread, on every architecture memlens supports
 # A side (loads or stores) takes part in a conflict when its extra wavefronts per instruction
 # reach this; the padded and swizzled transposes stay below 0.2 on the hardware counter.
 SIDE_THRESHOLD = 0.5
-HW_LABEL = "HW counter (over-counts)"
+HW_LABEL = "HW counter (shared ld + st)"
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,9 @@ def _remote_shared(kernel: KernelResult) -> tuple[Finding, ...]:
     executions = _value(kernel, REMOTE_SHARED_EXECUTIONS)
     if not executions:
         return ()
-    return (Finding("shared", "ok", f"distributed shared memory: {compact_count(executions)} warp-level accesses of a"
-                    f" cluster partner's shared memory ({NO_REMOTE_BANKS})"),)  # fmt: skip
+    accesses = counted(compact_count(executions), "warp-level access", "warp-level accesses")
+    return (Finding("shared", "ok", f"distributed shared memory: {accesses} of a cluster partner's shared memory"
+                    f" ({NO_REMOTE_BANKS})"),)  # fmt: skip
 
 
 def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
@@ -82,8 +84,8 @@ def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
         return ()
     excess = _value(kernel, SHARED_KEYS[Side.MMA].excess) or 0.0
     state = f"{ways_of:.3g}-way bank conflicts, {compact_count(excess)} excess" if excess else "conflict-free (1-way)"
-    return (Finding("shared", "bad" if excess else "ok",
-                    f"tensor-core operand reads: {state}, over {compact_count(executions)} executions"),)  # fmt: skip
+    over = counted(compact_count(executions), "execution")
+    return (Finding("shared", "bad" if excess else "ok", f"tensor-core operand reads: {state}, over {over}"),)
 
 
 # --- shared memory ------------------------------------------------------------------------------
@@ -116,10 +118,10 @@ def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: fl
         count = loads if side == "loads" else stores
         per = f" ({per_instruction(excess / count)} per {side[:-1]})" if count else ""
         n_way = _n_way(kernel, excess / count if count else 0, loads + stores)
-        return f"shared {side}: {n_way}, {compact_count(excess)} excess wavefronts{per}"
+        return f"shared {side}: {n_way}, {counted(compact_count(excess), 'excess wavefront')}{per}"
     per = f" ({per_instruction(excess / (loads + stores))} per access)" if loads + stores else ""
     detail = _ways_detail(kernel)
-    return f"shared loads and stores: bank conflicts{detail}, {compact_count(excess)} excess wavefronts{per}"
+    return f"shared loads and stores: bank conflicts{detail}, {counted(compact_count(excess), 'excess wavefront')}{per}"
 
 
 def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, ...]) -> str:
@@ -130,10 +132,13 @@ def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, .
              if k.kind.space is Space.SHARED and k.kind.side is side and k.excess]  # fmt: skip
     if kinds:
         return "; ".join(_kind_text(figures) for figures in kinds)
+    summed = [_summed_kind_text(kernel, kind) for kind, on in SHARED_KIND_SIDES.items() if on is side]
+    if any(summed):  # no instructions kept, each kind's sums: its own n-way
+        return "; ".join(text for text in summed if text)
     excess = _value(kernel, SHARED_KEYS[side].excess) or 0.0
     ways_of = shared_figures.n_way(kernel, side).value
     text = f"{_SIDE_KINDS[side]}: " + (f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts")
-    text += f", {compact_count(excess)} excess wavefronts"
+    text += f", {counted(compact_count(excess), 'excess wavefront')}"
     per = shared_figures.excess_per_access(kernel, side)
     if per.value is not None:
         hardware = "" if per.exact else ", of the hardware count"
@@ -141,10 +146,22 @@ def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, .
     return text
 
 
+def _summed_kind_text(kernel: KernelResult, kind: SharedKind) -> str:
+    """ "ldmatrix loads: 4-way bank conflicts, 3.15 M excess wavefronts" from the kind's sums (KIND_KEYS), where
+    it conflicts; "" where it does not, or the kernel has no such sums."""
+    keys = KIND_KEYS[kind]
+    wavefronts, ideal = _value(kernel, keys.wavefronts), _value(kernel, keys.ideal)
+    if wavefronts is None or ideal is None or wavefronts <= ideal:
+        return ""
+    ways_of = _value(kernel, keys.ways)
+    state = f"{ways_of:.3g}-way bank conflicts" if ways_of else "bank conflicts"
+    return f"{SHARED_KIND_WORDS[kind]}: {state}, {counted(compact_count(wavefronts - ideal), 'excess wavefront')}"
+
+
 def _kind_text(figures: KindTotals) -> str:
     name = figures.kind.name
     text = f"{name}: " + (f"{figures.ways:.3g}-way bank conflicts" if figures.ways else "bank conflicts")
-    text += f", {compact_count(figures.excess)} excess wavefronts"
+    text += f", {counted(compact_count(figures.excess), 'excess wavefront')}"
     if figures.excess_per_access is not None:
         text += f" ({per_instruction(figures.excess_per_access)} per {_singular(name)})"
     return text + (f"; {figures.phase}" if figures.phase else "")
@@ -209,7 +226,7 @@ LIKELY_CONFLICT, LIKELY_CLEAN = 1.5, 1.25  # wavefronts per load, of the hardwar
 
 def _estimate(kernel: KernelResult) -> Finding:
     """Without the exact count: what the wavefront counter supports (wavefronts per load), how to
-    get the exact figure, and the over-counting conflict counter, labelled."""
+    get the exact figure, and the hardware conflict counter, labelled."""
     ld_ways = _value(kernel, "shared_ld_ways")
     severity: Severity
     if ld_ways is None:

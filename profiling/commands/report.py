@@ -1,6 +1,6 @@
 """Render a report of one or more runs: per family, each variant's duration and speedup over the
-baseline, DRAM bandwidth, bank conflicts (exact, and the over-counting hardware counter beside
-it), local-memory traffic, the declared expectation against what was measured, and a verdict in
+baseline, DRAM bandwidth, bank conflicts (exact, and the hardware counter of shared loads' and stores'
+conflict cycles beside it), local-memory traffic, the declared expectation against what was measured, and a verdict in
 words. Several runs add a comparison of every kernel across them, the first run the reference.
 
 RUN is a run directory, a results.json, a .ncu-rep or an ncu CSV. Where a memlens run directory

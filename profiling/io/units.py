@@ -175,6 +175,12 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
 
 
+def counted(figure: str, noun: str, nouns: str | None = None) -> str:
+    """A figure already in words and its noun, singular where the figure reads 1: "1 sector", "1.5 sectors",
+    "4 sectors", "1 execution" (`nouns` where an s is wrong)."""
+    return f"{figure} {noun if figure == '1' else nouns or noun + 's'}"
+
+
 def shown_list(items: Sequence[str], limit: int) -> str:
     """The first `limit` items, comma-separated, and how many are left: "a, b, c and 11 more"; "none"."""
     shown = ", ".join(items[:limit]) or "none"

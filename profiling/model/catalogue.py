@@ -29,6 +29,7 @@ from memlens.model.per_instruction import (
     GLOBAL_REQUESTS,
     GLOBAL_SECTORS,
     GLOBAL_SECTORS_IDEAL,
+    KIND_KEYS,
     LOCAL_EXECUTIONS,
     MEMORY_ACCESS_SIZE,
     MEMORY_ACCESS_TYPE,
@@ -38,16 +39,26 @@ from memlens.model.per_instruction import (
     REMOTE_SHARED_EXECUTIONS,
     SHARED_KEYS,
     GlobalKeys,
+    KindKeys,
     SharedKeys,
 )
 from memlens.model.tensor_paths import TENSOR_DERIVED, TENSOR_RAW, tensor_flops
 
 __all__ = [  # the per-instruction names, re-exported: the catalogue is where every metric name is found
     "SECTION_CYCLES", "SECTOR_BYTES", "Better", "Metric", "OverLaunches", "Values", "GLOBAL_KEYS", "GLOBAL_REQUESTS",
-    "GLOBAL_SECTORS",
-    "GLOBAL_SECTORS_IDEAL", "LOCAL_EXECUTIONS", "MEMORY_ACCESS_SIZE", "MEMORY_ACCESS_TYPE", "MEMORY_TYPE",
-    "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys", "SharedKeys",
+    "GLOBAL_SECTORS", "GLOBAL_SECTORS_IDEAL", "KIND_KEYS", "LOCAL_EXECUTIONS", "MEMORY_ACCESS_SIZE", "MEMORY_ACCESS_TYPE",
+    "MEMORY_TYPE", "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys",
+    "KindKeys", "SharedKeys",
 ]  # fmt: skip
+
+# What the hardware bank-conflict counter counts (l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}), as
+# measured against the exact excess: every cycle the L1 pipeline spent on a shared load or store beyond the
+# first, whatever the cause (the padded transpose: 378,791 against an exact 0), and nothing of atomics (a 32-way
+# atomic kernel: 0 against 2,031,616 exact).
+HW_COUNTS = (
+    "the L1 pipeline's bank-conflict count of shared loads plus stores: it includes cycles that are not address"
+    " conflicts, and counts no atomics"
+)
 
 # The metrics are a table, one metric a few lines as a reader scans them: not reformatted.
 # fmt: off
@@ -91,12 +102,14 @@ _RAW = [
     ),
     Metric(
         "hw_ld_bank_conflicts", "conflict",
-        "hardware counter of shared-load bank conflicts (over-counts: see exact_excess_wavefronts)",
+        "the L1 pipeline's bank-conflict count of shared loads: cycles that are not address conflicts included"
+        " (exact_excess_wavefronts counts those alone)",
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "lower",
     ),
     Metric(
         "hw_st_bank_conflicts", "conflict",
-        "hardware counter of shared-store bank conflicts (over-counts: see exact_excess_wavefronts)",
+        "the L1 pipeline's bank-conflict count of shared stores: cycles that are not address conflicts included"
+        " (exact_excess_wavefronts counts those alone)",
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "lower",
     ),
     Metric(
@@ -169,7 +182,7 @@ _DERIVED = [
         derive=lambda v: _diff(v.get("shared_wavefronts"), v.get("shared_wavefronts_ideal")),
     ),
     Metric(
-        "hw_bank_conflicts", "conflict", "hardware bank-conflict counter, loads plus stores (over-counts)",
+        "hw_bank_conflicts", "conflict", HW_COUNTS,
         better="lower", formula="hw_ld_bank_conflicts + hw_st_bank_conflicts",
         derive=lambda v: _sum(v.get("hw_ld_bank_conflicts"), v.get("hw_st_bank_conflicts")),
     ),

@@ -45,6 +45,30 @@ class Side(str, Enum):
         return str(self.value)
 
 
+class SharedKind(str, Enum):
+    """The kinds of shared-memory access that each have their own n-way (wavefronts over their own ideal): the
+    side is what ncu records (load, store, atomic, tensor-core read); the opcode only names the kind within it
+    (ldmatrix, stmatrix, cp.async), in the words of what a user wrote."""
+
+    LOADS = "shared_loads"
+    LDMATRIX = "ldmatrix"
+    STORES = "shared_stores"
+    STMATRIX = "stmatrix"
+    CP_ASYNC = "cp_async"
+    ATOMICS = "shared_atomics"
+    TENSOR_CORE = "tensor_core_reads"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+SHARED_KIND_WORDS = {
+    SharedKind.LOADS: "shared loads", SharedKind.LDMATRIX: "ldmatrix loads", SharedKind.STORES: "shared stores",
+    SharedKind.STMATRIX: "stmatrix stores", SharedKind.CP_ASYNC: "cp.async stores",
+    SharedKind.ATOMICS: "shared atomics", SharedKind.TENSOR_CORE: "tensor-core operand reads",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Kind:
     """What a SASS opcode does to memory, in the words of what a user wrote."""
@@ -85,6 +109,25 @@ GENERIC = {
 }
 OTHER_SHARED = Kind("other shared-memory accesses", Space.SHARED, Side.OTHER)
 MATRIX_OPCODES = ("LDSM", "STSM")  # one 8x8 matrix of 16-byte rows a phase
+
+
+SHARED_KIND_SIDES = {
+    SharedKind.LOADS: Side.LD, SharedKind.LDMATRIX: Side.LD, SharedKind.STORES: Side.ST, SharedKind.STMATRIX: Side.ST,
+    SharedKind.CP_ASYNC: Side.ST, SharedKind.ATOMICS: Side.ATOM, SharedKind.TENSOR_CORE: Side.MMA,
+}  # fmt: skip
+_NAMED_SHARED = {"LDSM": (SharedKind.LDMATRIX, Side.LD), "STSM": (SharedKind.STMATRIX, Side.ST),
+                 "LDGSTS": (SharedKind.CP_ASYNC, Side.ST)}  # fmt: skip
+_SIDE_SHARED = {Side.LD: SharedKind.LOADS, Side.ST: SharedKind.STORES, Side.ATOM: SharedKind.ATOMICS,
+                Side.MMA: SharedKind.TENSOR_CORE}  # fmt: skip
+
+
+def shared_kind(opcode: str, side: Side) -> SharedKind | None:
+    """The kind of a shared-memory access on `side` (what ncu recorded): ldmatrix, stmatrix or cp.async where
+    the opcode names one on that side, else the side's plain kind; None for a side of no n-way."""
+    named = _NAMED_SHARED.get(opcode.partition(".")[0])
+    if named is not None and named[1] == side:
+        return named[0]
+    return _SIDE_SHARED.get(side)
 
 
 class Classified(NamedTuple):

@@ -17,14 +17,33 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from memlens.model.catalogue import GLOBAL_KEYS, LOCAL_EXECUTIONS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
-from memlens.model.instruction_kinds import Kind, Side, Space, kind_of, phase_rule
+from memlens.model.catalogue import GLOBAL_KEYS, KIND_KEYS, LOCAL_EXECUTIONS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
+from memlens.model.instruction_kinds import Kind, SharedKind, Side, Space, kind_of, phase_rule, shared_kind
 
 # ncu's memory_type bits and memory_access_type bits, as its per-instruction values record them
 # (tests/fixtures/*/kinds: LDG 4, LDL/STL 8, LDS 16, LDGSTS 20 = global read into shared, a generic
 # load of a cluster partner's shared memory 20 with no wavefronts; load 2, store 4, atomic 8, LDGSTS 6).
 GLOBAL, LOCAL, SHARED = 4, 8, 16
 LOAD, STORE, ATOMIC = 2, 4, 8
+
+# ncu's memory_access_size_type -> bits a thread accesses. ncu's documentation says "in bits", and so it is
+# for 32-, 64- and 128-bit accesses; an 8- or 16-bit one is recorded as another value. Seen in every recording
+# under tests/fixtures (H100 and H200, ncu 2025.3.1), against the width in the SASS opcode:
+#   value   2: LDS.U8, STS.U8 (memory_kinds' shared_1byte_16way)         -> 8 bits
+#   value   8: LDG.E.U16 (fp16_sourcecounters' memlens_count_wrong)     -> 16 bits, not 8
+#   value  32: LDS, STS, LDG.E, LDL, STL, ATOMS.POPC.INC.32, ATOMG, REDG -> 32 bits
+#   value  64: LDS.64, STS.64, STG.E.64, LDL.64, STL.64, LDL.LU.64      -> 64 bits
+#   value 128: LDS.128, STS.128, LDSM, STSM, LDGSTS.128, LDG/STG.E.128, STL.128 -> 128 bits
+#   value   0: instructions that never ran (memory_type 0 too)
+# A value not seen here (4, 16: perhaps the signed S8 and S16) is not guessed: the opcode's width stands.
+ACCESS_SIZE_BITS = {2: 8, 8: 16, 32: 32, 64: 64, 128: 128}
+
+
+def access_width_bits(size: int | None, opcode_width: int) -> int:
+    """The bits a thread accesses: ncu's memory_access_size_type decoded (ACCESS_SIZE_BITS), else, where ncu
+    recorded none or a value not seen, the width of the opcode (`.U16`, `.64`, `.128`, ...)."""
+    return ACCESS_SIZE_BITS.get(size, opcode_width) if size is not None else opcode_width
+
 
 SIDES = (Side.LD, Side.ST, Side.ATOM, Side.MMA)  # shared loads, stores, atomics, tensor-core operand reads
 _BY_WIDTH = ("shared loads", "shared stores")  # kinds told apart by width: 8- and 16-byte accesses conflict apart
@@ -160,7 +179,9 @@ def _add(totals: SideFigures, executions: float | None, amount: float, ideal: fl
 def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -> dict[str, float | None]:
     """A launch's per-instruction figures, every key of catalogue.PER_INSTRUCTION_METRICS: per shared
     side (ld, st, atom, mma) the excess wavefronts, wavefronts, ideal and executions; per global side the
-    sectors, their ideal and executions; remote shared-memory executions; local executions."""
+    sectors, their ideal and executions; per kind of shared access its wavefronts and ideal
+    (shared_kind_totals); remote shared-memory executions; local executions."""
+    records = tuple(records)
     shared = dict.fromkeys(SIDES, SideFigures(0.0))
     global_ = dict.fromkeys(GLOBAL_SIDES, SideFigures(0.0))
     remote = 0.0
@@ -193,9 +214,26 @@ def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -
         out[found.sectors] = total.wavefronts if has_global else None
         out[found.ideal] = total.ideal if has_global else None
         out[found.executions] = total.executions if has_global and with_executions else None
+    out.update(shared_kind_totals(records))
     out[REMOTE_SHARED_EXECUTIONS] = remote if with_executions else None
     for side, key in LOCAL_EXECUTIONS.items():
         out[key] = local[side] if with_executions else None
+    return out
+
+
+def shared_kind_totals(records: Iterable[InstructionRecord]) -> dict[str, float]:
+    """Per kind of shared access (SharedKind: shared loads, ldmatrix, shared stores, stmatrix, cp.async,
+    shared atomics, tensor-core operand reads) its wavefronts and their ideal, summed over the records (0 for
+    a kind the records have none of): each kind's n-way is the ratio of its own sums."""
+    sums = {kind: [0.0, 0.0] for kind in SharedKind}
+    for record in records:
+        kind = shared_kind(record.opcode, record.side) if record.space is Space.SHARED else None
+        if kind is not None:
+            sums[kind][0] += record.wavefronts or 0.0
+            sums[kind][1] += record.ideal or 0.0
+    out: dict[str, float] = {}
+    for kind, (wavefronts, ideal) in sums.items():
+        out[KIND_KEYS[kind].wavefronts], out[KIND_KEYS[kind].ideal] = wavefronts, ideal
     return out
 
 

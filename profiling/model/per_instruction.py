@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlens.model.instruction_kinds import Side
+from memlens.model.instruction_kinds import SHARED_KIND_WORDS, SharedKind, Side
 from memlens.model.metric import Better, Metric, _ratio
 
 # Figures summed over ncu's per-instruction values (the per-instruction table, profiling/model/
@@ -62,6 +62,19 @@ GLOBAL_KEYS = {side: GlobalKeys(
 ) for side in _GLOBAL_SIDES}  # fmt: skip
 
 
+@dataclass(frozen=True)
+class KindKeys:
+    """The catalogue keys of one kind of shared access's figures (instruction_kinds.SharedKind): its wavefronts,
+    their conflict-free ideal and their ratio, its n-way."""
+
+    wavefronts: str
+    ideal: str
+    ways: str
+
+
+KIND_KEYS = {kind: KindKeys(f"exact_{kind}_wavefronts", f"exact_{kind}_ideal", f"exact_{kind}_ways")
+             for kind in SharedKind}  # fmt: skip
+
 REMOTE_SHARED_EXECUTIONS = "remote_shared_executions"
 LOCAL_EXECUTIONS = {Side.LD: "local_ld_executions", Side.ST: "local_st_executions"}
 
@@ -110,6 +123,24 @@ def _shared_side_metrics(side: Side, what: str) -> list[Metric]:
     ]
 
 
+def _kind_metrics(kind: SharedKind) -> list[Metric]:
+    keys, what = KIND_KEYS[kind], SHARED_KIND_WORDS[kind]
+    return [
+        _summed(keys.wavefronts, "wavefront", f"shared-memory wavefronts of {what}", "shared_wavefronts"),
+        _summed(keys.ideal, "wavefront", f"conflict-free ideal wavefronts of {what}", "shared_wavefronts_ideal"),
+        Metric(
+            keys.ways,
+            "wavefront/ideal",
+            f"wavefronts of {what} over their own conflict-free ideal (n-way of that kind alone; 1 = no conflict)",
+            better="lower",
+            instrumented=True,
+            formula=f"{keys.wavefronts} / {keys.ideal}",
+            derive=lambda v: _ratio(v.get(keys.wavefronts), v.get(keys.ideal)),
+            na_reason=lambda v: f"no {what}" if v.get(keys.ideal) == 0 and not v.get(keys.wavefronts) else None,
+        ),
+    ]
+
+
 def _global_side_metrics(side: Side, what: str) -> list[Metric]:
     keys = GLOBAL_KEYS[side]
     sectors, ideal, runs = keys.sectors, keys.ideal, keys.executions
@@ -138,6 +169,7 @@ def _global_side_metrics(side: Side, what: str) -> list[Metric]:
 
 _PER_INSTRUCTION = [
     *(m for side, what in _SHARED_SIDES.items() for m in _shared_side_metrics(side, what)),
+    *(m for kind in SharedKind for m in _kind_metrics(kind)),
     *(m for side, what in _GLOBAL_SIDES.items() for m in _global_side_metrics(side, what)),
     _summed(
         REMOTE_SHARED_EXECUTIONS,

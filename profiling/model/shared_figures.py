@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlens.model.catalogue import SHARED_KEYS
-from memlens.model.instruction_kinds import Side
+from memlens.model.catalogue import KIND_KEYS, SHARED_KEYS
+from memlens.model.instruction_kinds import SHARED_KIND_WORDS, SharedKind, Side
 from memlens.model.instruction_table import SIDE_WORDS as SIDE_WORDS  # re-exported: a side in words
 from memlens.model.results import KernelResult
 
@@ -78,6 +78,24 @@ def n_way(kernel: KernelResult, side: Side | str) -> Figure:
     if hardware is None:
         return Figure(None, False, kernel.missing_reason(keys.hw_ways))
     return Figure(hardware, False, hw_ways_note(kernel, side))
+
+
+_FALLBACK_SIDE = {SharedKind.LOADS: Side.LD, SharedKind.STORES: Side.ST}  # a hardware counter of their own
+
+
+def kind_n_way(kernel: KernelResult, kind: SharedKind) -> Figure:
+    """One kind's wavefronts over its own conflict-free ideal (an ldmatrix apart from the plain loads beside
+    it); without the exact pass, shared loads and stores take their side's hardware figure (n_way)."""
+    keys = KIND_KEYS[kind]
+    exact = kernel.value(keys.ways)
+    if exact is not None:
+        return Figure(exact, True)
+    if kernel.value(keys.ideal) == 0 and not kernel.value(keys.wavefronts):  # the exact pass found none
+        return Figure(None, True, f"no {SHARED_KIND_WORDS[kind]}")
+    side = _FALLBACK_SIDE.get(kind)
+    if kernel.value(keys.wavefronts) is None and kernel.value(SHARED_KEYS[Side.LD].excess) is None and side:
+        return n_way(kernel, side)  # no exact pass: the hardware's figure
+    return Figure(None, False, kernel.missing_reason(keys.ways))
 
 
 def no_such_access(kernel: KernelResult, side: Side | str, figure: Figure) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from memlens.io.cuda_tools import NVDISASM_PACKAGE
 from memlens.io.files import note_input
+from memlens.io.units import counted
 from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
@@ -321,21 +322,21 @@ def line_words(line: LineRecord, count: Callable[[float], str], problems_only: b
         if figures.kind.space == Space.SHARED:
             ways = figures.ways
             if figures.excess:
-                words.append(f"{name} {ways:.3g}-way, {count(figures.excess)} excess wavefronts")
+                words.append(f"{name} {ways:.3g}-way, {counted(count(figures.excess), 'excess wavefront')}")
             elif ways is not None:
                 words.append(f"{name} conflict-free (1-way)")
             elif figures.wavefronts:
-                words.append(f"{name}, {count(figures.wavefronts)} wavefronts")
+                words.append(f"{name}, {counted(count(figures.wavefronts), 'wavefront')}")
         elif figures.kind.space == Space.TMA:
-            ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
+            ran = f" {counted(count(figures.executions), 'execution')}" if figures.executions is not None else ""
             words.append(f"{name}{ran} (no wavefronts: ncu does not count the copy engine's shared-memory accesses)")
         elif figures.kind.space == Space.REMOTE_SHARED:
-            ran = f" {count(figures.executions)} executions" if figures.executions is not None else ""
+            ran = f" {counted(count(figures.executions), 'execution')}" if figures.executions is not None else ""
             words.append(f"{name}{ran} ({NO_REMOTE_BANKS})")
         elif figures.kind.space == Space.GLOBAL:
             words.extend(_global_words(figures, problems_only))
         elif figures.executions:
-            words.append(f"{name} {count(figures.executions)} executions")
+            words.append(f"{name} {counted(count(figures.executions), 'execution')}")
     if line.inlined_from and words:  # how the line was found: placement_note, once a kernel
         words.append(f"with inlined {', '.join(Path(where).name for where in line.inlined_from)}")
     return words
@@ -380,9 +381,9 @@ def _global_words(figures: KindTotals, problems_only: bool) -> list[str]:
     name = figures.kind.name
     words = coalescing_words(ratio)
     if words:
-        return [f"{name} {words}: {per:.3g} sectors per access, {ratio:.3g}x the ideal {ideal:.3g}"]
+        return [f"{name} {words}: {counted(f'{per:.3g}', 'sector')} per access, {ratio:.3g}x the ideal {ideal:.3g}"]
     if problems_only:
         return []
     if ratio > 1:
-        return [f"{name} {per:.3g} sectors per access, {ratio:.3g}x the ideal {ideal:.3g}"]
-    return [f"{name} coalesced ({per:.3g} sectors per access, the ideal)"]
+        return [f"{name} {counted(f'{per:.3g}', 'sector')} per access, {ratio:.3g}x the ideal {ideal:.3g}"]
+    return [f"{name} coalesced ({counted(f'{per:.3g}', 'sector')} per access, the ideal)"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from memlens.io.units import format_count
+from memlens.io.units import counted, format_count
 from memlens.model.instruction_table import (
     RUNTIME_ARRAY,
     SPILL,
@@ -171,7 +171,7 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
                     make(
                         "ML001",
                         _level(figures.excess, excess),
-                        f"{name} {figures.ways:.3g}-way: {format_count(figures.excess)} excess wavefronts "
+                        f"{name} {figures.ways:.3g}-way: {counted(format_count(figures.excess), 'excess wavefront')} "
                         f"({_share(figures.excess, excess)} of the kernel's)",
                         {
                             "kind": name,
@@ -191,7 +191,7 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
                     make(
                         rule,
                         _level(figures.executions, local),
-                        f"{name} ({cause}): {format_count(figures.executions)} executions "
+                        f"{name} ({cause}): {counted(format_count(figures.executions), 'execution')} "
                         f"({_share(figures.executions, local)} of the kernel's local accesses)",
                         {
                             "kind": name,
@@ -208,7 +208,7 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
                         "ML004",
                         _level(part, sectors),
                         f"{name} {coalescing_words(figures.sectors_over_ideal)}: "
-                        f"{figures.sectors_per_access:.3g} sectors per access, "
+                        f"{counted(f'{figures.sectors_per_access:.3g}', 'sector')} per access, "
                         f"{figures.sectors_over_ideal:.3g}x the ideal {figures.ideal_sectors_per_access:.3g}"
                         f" ({_share(part, sectors)} of the kernel's sectors)",
                         {
@@ -241,11 +241,14 @@ def _maker(
 
 
 def _local_rule(records: Sequence[InstructionRecord], line: LineRecord) -> str:
-    """A spill or a run-time-indexed array: the causes of the local accesses on this line (by line
-    number and file name), else of the whole kernel's."""
-    name = Path(line.file).name if line.file else None
-    here = [r for r in records if r.line == line.line and name and Path(r.file or "").name == name]
-    causes = local_memory_causes(here or records)
+    """A spill or a run-time-indexed array: the kernel's one cause of local memory (what the report and
+    `memlens metrics` say of it), so that a local array zeroed at fixed stack offsets (`STL.128 [R1+0x10]`)
+    is not a spill on that line; only a kernel with both causes names each line by its own accesses."""
+    causes = local_memory_causes(records)
+    if len(causes) != 1:  # both (or none executed): the line's own accesses (by line number and file name)
+        name = Path(line.file).name if line.file else None
+        here = [r for r in records if r.line == line.line and name and Path(r.file or "").name == name]
+        causes = local_memory_causes(here) or causes
     return ARRAY_RULE if RUNTIME_ARRAY in causes and SPILL not in causes else SPILL_RULE
 
 

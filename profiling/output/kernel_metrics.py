@@ -5,6 +5,7 @@ The formats that render it are memlens/output/formats/{table,json,csv}.py."""
 from __future__ import annotations
 
 import csv
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -17,7 +18,8 @@ from memlens.io.tables import LABEL_MIN_WIDTH, Column, fast_table, label_width, 
 from memlens.io.terminal import console, table_console
 from memlens.io.units import format_bytes, format_count, format_duration, format_percent
 from memlens.model import shared_figures
-from memlens.model.catalogue import CATALOGUE
+from memlens.model.catalogue import CATALOGUE, KIND_KEYS
+from memlens.model.instruction_kinds import SharedKind, Side
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
 from memlens.model.results import IDENTITY, KernelResult, RunResults
 from memlens.output.tensor_lines import tensor_lines
@@ -89,12 +91,23 @@ def _gb_per_s(value: float) -> str:
 
 
 def _ways(kernel: KernelResult) -> str:
-    """The loads' wavefronts over their own ideal (a conflict-free 16-byte load or ldmatrix reads
-    1.00); without per-instruction values, the hardware's wavefronts per load, marked "*"."""
-    figure = shared_figures.n_way(kernel, "ld")
+    """The shared loads' (LDS) wavefronts over their own ideal (a conflict-free 16-byte load reads 1.00);
+    without per-instruction values, the hardware's wavefronts per load, marked "*"."""
+    return _kind_ways(kernel, SharedKind.LOADS)
+
+
+def _kind_ways(kernel: KernelResult, kind: SharedKind) -> str:
+    """One kind's wavefronts over its own ideal; "-" where the kernel has no such access."""
+    figure = shared_figures.kind_n_way(kernel, kind)
     if figure.value is None:
-        return "-" if shared_figures.no_such_access(kernel, "ld", figure) else NA
+        side = {SharedKind.LOADS: Side.LD, SharedKind.STORES: Side.ST}.get(kind)
+        counted_none = side is not None and shared_figures.no_such_access(kernel, side, figure)
+        return "-" if figure.exact or counted_none else NA
     return f"{figure.value:.2f}" + ("" if figure.exact else FALLBACK_MARK)
+
+
+def _has_kind(kernel: KernelResult, kind: SharedKind) -> bool:
+    return bool(kernel.value(KIND_KEYS[kind].ideal) or kernel.value(KIND_KEYS[kind].wavefronts))
 
 
 def _excess(kernel: KernelResult) -> str:
@@ -107,6 +120,15 @@ def _excess(kernel: KernelResult) -> str:
         if figure.value is not None:
             per_access.append(f"{figure.value:.3g}/{side}" + ("" if figure.exact else FALLBACK_MARK))
     return f"{total} ({', '.join(per_access)})" if per_access else total
+
+
+NO_SUCH_ACCESS = "the kernel has no access of that kind"
+
+
+def _loads_dash(kernel: KernelResult) -> str:
+    """Why the shared loads' n-way is "-": no shared loads (LDS), or the hardware counted none."""
+    figure = shared_figures.kind_n_way(kernel, SharedKind.LOADS)
+    return NO_SUCH_ACCESS if figure.exact else figure.note or NA
 
 
 def _local(kernel: KernelResult) -> str:
@@ -136,6 +158,11 @@ def _library_mark(kernel: KernelResult) -> str:
     return f"[{kernel.library.name}] " if kernel.library else ""
 
 
+# The kinds of shared access other than plain loads, each its own n-way column where a run has it
+KIND_HEADERS = {SharedKind.LDMATRIX: "ldmatrix", SharedKind.STORES: "shared st", SharedKind.STMATRIX: "stmatrix",
+                SharedKind.CP_ASYNC: "cp.async", SharedKind.ATOMICS: "shared atom",
+                SharedKind.TENSOR_CORE: "tensor-core"}  # fmt: skip
+KIND_COLUMNS = {f"{header} n-way": kind for kind, header in KIND_HEADERS.items()}
 # Each column's `key` names it in notes ("exact excess wavefronts: n/a — ..."); `keys`: the catalogue
 # keys its cell shows (a missing one prints n/a); CELLS: each column's cell of a kernel, by its key.
 COLUMNS = (
@@ -143,9 +170,10 @@ COLUMNS = (
     Column("duration", "duration", ("duration",)),
     Column("DRAM\nGB/s", "DRAM GB/s", ("dram_bandwidth",)),
     Column("DRAM %\nof peak", "DRAM % of peak", ("dram_pct_of_peak",)),
-    Column("shared ld\nn-way", "shared ld n-way", ("shared_ld_ways",)),
+    Column("shared ld\nn-way", "shared ld n-way", ("shared_ld_ways",)),  # its fallback's key: n/a says why
+    *(Column(f"{header}\nn-way", f"{header} n-way", (KIND_KEYS[kind].ways,)) for kind, header in KIND_HEADERS.items()),
     Column("exact excess\nwavefronts", "exact excess wavefronts", ("exact_excess_wavefronts",)),
-    Column("HW conflict\ncounter", "HW conflict counter", ("hw_bank_conflicts",)),
+    Column("HW ld + st\nconflicts", "HW ld + st conflicts", ("hw_bank_conflicts",)),  # catalogue.HW_COUNTS
     Column("local\nld / st", "local ld / st", ("local_ld_bytes", "local_st_bytes")),
     Column("regs", "registers", ("registers_per_thread",)),
     Column("static\nshared/block", "static shared/block", ("static_shared_per_block",)),
@@ -157,8 +185,9 @@ CELLS: dict[str, Callable[[KernelResult], str]] = {
     "DRAM GB/s": lambda k: _show(k, "dram_bandwidth", _gb_per_s),
     "DRAM % of peak": lambda k: _show(k, "dram_pct_of_peak", format_percent),
     "shared ld n-way": _ways,
+    **{key: functools.partial(_kind_ways, kind=kind) for key, kind in KIND_COLUMNS.items()},
     "exact excess wavefronts": _excess,
-    "HW conflict counter": lambda k: _show(k, "hw_bank_conflicts", format_count),
+    "HW ld + st conflicts": lambda k: _show(k, "hw_bank_conflicts", format_count),
     "local ld / st": _local,
     "registers": lambda k: _show(k, "registers_per_thread", format_count),
     "static shared/block": _static_shared,
@@ -178,16 +207,17 @@ def print_table(
     if fast is None:
         fast = not out.is_terminal or len(kernels) > RICH_MAX_ROWS
     fit = not wide and (out.is_terminal or "COLUMNS" in os.environ)
-    chosen = list(COLUMNS)
+    present = shown_columns(kernels)
+    chosen = list(present)
     if fit:
         label = max(LABEL_MIN_WIDTH, min(NAME_WIDTH, out.width // 2))
-        rows = [[_fitted_label(kernel, label), *(CELLS[column.key](kernel) for column in COLUMNS[1:])]
+        rows = [[_fitted_label(kernel, label), *(CELLS[column.key](kernel) for column in present[1:])]
                 for kernel in kernels]  # fmt: skip
-        chosen = _columns_that_fit(rows, out.width)
-        keep = [COLUMNS.index(column) for column in chosen]
+        chosen = _columns_that_fit(rows, out.width, present)
+        keep = [present.index(column) for column in chosen]
         rows = [[row[index] for index in keep] for row in rows]
     else:
-        rows = [[CELLS[column.key](kernel) for column in COLUMNS] for kernel in kernels]
+        rows = [[CELLS[column.key](kernel) for column in present] for kernel in kernels]
     # never squeeze a figure: on a narrow terminal the table is wider than the screen, not truncated
     out.width = max(out.width, _narrowest_table(rows, chosen))
     out.print(_title(results, title))
@@ -199,13 +229,25 @@ def print_table(
         out.print(rich_table(columns, rows))
     else:
         print_drawn(out, text)  # every line already fits the width
-    left_out = [column.key for column in COLUMNS if column not in chosen]
+    left_out = [column.key for column in present if column not in chosen]
     if left_out:
         out.print(f"left out to fit {out.width} columns: {', '.join(left_out)} (--wide shows all; --json every figure)")
     for line in notes(kernels, chosen):
         out.print(line)
     for line in sampling_lines(results.info, kernels):
         out.print(line)
+
+
+def shown_columns(kernels: list[KernelResult]) -> list[Column]:
+    """COLUMNS less the n-way columns of kinds no kernel has: the shared loads' column stays where a kernel has
+    such loads or where no kernel has the kinds' figures (its hardware fallback, or n/a, as before them)."""
+    exact = any(kernel.value(KIND_KEYS[SharedKind.LOADS].wavefronts) is not None for kernel in kernels)
+    has = {kind for kind in SharedKind if any(_has_kind(kernel, kind) for kernel in kernels)}
+    return [
+        column for column in COLUMNS
+        if (column.key not in KIND_COLUMNS or KIND_COLUMNS[column.key] in has)
+        and (column.key != "shared ld n-way" or not exact or SharedKind.LOADS in has)
+    ]  # fmt: skip
 
 
 # The columns a narrow terminal keeps, most telling first; the table shows them in COLUMNS' order.
@@ -215,9 +257,10 @@ FIT_ORDER = (
     "exact excess wavefronts",
     "local ld / st",
     "shared ld n-way",
+    *KIND_COLUMNS,
     "DRAM GB/s",
     "DRAM % of peak",
-    "HW conflict counter",
+    "HW ld + st conflicts",
     "registers",
     "static shared/block",
     "grid x block",
@@ -232,17 +275,17 @@ def _fitted_label(kernel: KernelResult, width: int) -> str:
     return label + (f"\n  {_library_mark(kernel)}".rstrip() if kernel.library else "")
 
 
-def _columns_that_fit(rows: list[list[str]], width: int) -> list[Column]:
-    """The columns of FIT_ORDER, in COLUMNS' order, that fit `width` with the kernel column whole."""
-    widths = _widths(rows, list(COLUMNS))
+def _columns_that_fit(rows: list[list[str]], width: int, columns: list[Column]) -> list[Column]:
+    """The columns of FIT_ORDER among `columns`, in their order, that fit `width` with the kernel column whole."""
+    widths = _widths(rows, columns)
     used = widths[0] + 3 + 1  # the kernel column, its padding and borders
     chosen = {"kernel"}
     for name in FIT_ORDER[1:]:
-        index = next(i for i, column in enumerate(COLUMNS) if column.key == name)
-        if used + widths[index] + 3 <= width:
+        index = next((i for i, column in enumerate(columns) if column.key == name), None)
+        if index is not None and used + widths[index] + 3 <= width:
             used += widths[index] + 3
             chosen.add(name)
-    return [column for column in COLUMNS if column.key in chosen]
+    return [column for column in columns if column.key in chosen]
 
 
 def _widths(rows: list[list[str]], columns: list[Column]) -> list[int]:
@@ -274,18 +317,28 @@ def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> l
     for kernel in kernels:
         for column in columns or COLUMNS:
             for key in column.keys:
-                if kernel.value(key) is None and not (key == "shared_ld_ways" and _ways(kernel) != NA):
+                if kernel.value(key) is None and CELLS[column.key](kernel) == NA:
                     seen.setdefault((column.key, kernel.missing_reason(key) or "missing"), {})[kernel.label] = None
     lines = []
     for (title, reason), labels in seen.items():
         which = "" if len(labels) == len(kernels) else f" ({', '.join(labels)})"
         lines.append(f"{title}: {NA} — {reason}{which}")
     shown = {column.key for column in columns or COLUMNS}  # a note for a column left out would explain nothing
+    none_of = [
+        key for key, kind in KIND_COLUMNS.items() if key in shown and any(_kind_ways(k, kind) == "-" for k in kernels)
+    ]
     if "shared ld n-way" in shown:
-        dashes = {shared_figures.n_way(k, "ld").note: None for k in kernels if _ways(k) == "-"}
-        fallbacks = {shared_figures.n_way(k, "ld").note: None for k in kernels if FALLBACK_MARK in _ways(k)}
+        dashes = {_loads_dash(k): None for k in kernels if _ways(k) == "-"}
+        if NO_SUCH_ACCESS in dashes:
+            del dashes[NO_SUCH_ACCESS]
+            none_of.insert(0, "shared ld n-way")
+        fallbacks = {
+            shared_figures.kind_n_way(k, SharedKind.LOADS).note: None for k in kernels if FALLBACK_MARK in _ways(k)
+        }
         lines += [f"shared ld n-way: - — {reason}" for reason in dashes]
         lines += [f"shared ld n-way: {FALLBACK_MARK} {reason}" for reason in fallbacks]
+    if none_of:
+        lines.append(f"{', '.join(none_of)}: - — {NO_SUCH_ACCESS}")
     if "exact excess wavefronts" in shown and any(FALLBACK_MARK in _excess(k) for k in kernels):
         lines.append(f"exact excess wavefronts: {FALLBACK_MARK} per instruction of {shared_figures.FALLBACK}")
     return lines

@@ -24,6 +24,7 @@ from memlens.model.instruction_table import (
     InstructionRecord,
     Placement,
     access_side,
+    access_width_bits,
     is_library_source,
     kernel_totals,
     shared_side,
@@ -51,7 +52,6 @@ Location = tuple[str | None, int | None, str | None, Placement | None]  # file, 
 WAVEFRONTS = CATALOGUE["shared_wavefronts"].ncu or ""
 IDEAL = CATALOGUE["shared_wavefronts_ideal"].ncu or ""
 SPLIT_KEYS = tuple(metric.key for metric in PER_INSTRUCTION_METRICS)
-WIDTHS = (8, 16, 32, 64, 128)  # ncu's memory_access_size_type in bits; other values (2 for .U8) are not bits
 USER_CODE_SEARCH = 64  # instructions searched on each side for the user's line behind inlined library code
 
 
@@ -117,7 +117,7 @@ class InstructionReader:
         touches_global = memory_type is not None and bool(memory_type & GLOBAL) and sectors is not None
         file, line, inlined, placed_by = self.location(action, binary, pc) if lines else (None, None, None, None)
         return InstructionRecord(
-            pc, sass, opcode, space, side, size if size in WIDTHS else opcode_width, file, line,
+            pc, sass, opcode, space, side, access_width_bits(size, opcode_width), file, line,
             executions=None if executed is None else executed.get(pc, 0.0),
             wavefronts=waves if space == Space.SHARED else None,
             ideal=(ideal or {}).get(pc, 0.0) if space == Space.SHARED else None,

@@ -14,7 +14,7 @@ from rich.cells import cell_len
 from memlens.cli import main
 from memlens.model.catalogue import CATALOGUE
 from memlens.model.results import KernelResult, RunInfo, RunResults
-from memlens.output.kernel_metrics import COLUMNS, csv_header, print_table
+from memlens.output.kernel_metrics import COLUMNS, KIND_COLUMNS, csv_header, print_table
 from memlens.readers import read_report
 
 PROBE = Path(__file__).resolve().parents[1] / "fixtures" / "probe"
@@ -44,7 +44,7 @@ def test_table_from_a_report(capsys: pytest.CaptureFixture[str]) -> None:
         # hardware counter's loads (16,252,928 / 524,288), marked "*" as a fallback
         "16,252,928 (31/ld*)",
         "32.00",
-        "HW conflict",
+        "HW ld + st",
         "40,231",  # the hardware counter, non-zero for the padded one
         "1.07 GB / 1.07 GB",  # local loads / stores of the running mean
         "4,096 B",
@@ -197,7 +197,8 @@ def test_large_report_keeps_every_row_and_every_column(
     assert lines[1:5] == small_lines[1:5]  # the same border, header and columns
     body = [line for line in lines if line.startswith("│")]
     assert len(body) == 1008
-    assert all(line.count("│") == len(COLUMNS) + 1 for line in body)  # one line a kernel, every column
+    # one line a kernel, every column but the kinds' n-ways, which a CSV cannot carry
+    assert all(line.count("│") == len(COLUMNS) - len(KIND_COLUMNS) + 1 for line in body)
     assert [line.split("│")[1].strip() for line in body] == [labels[n % len(labels)] for n in range(1008)]
     assert body[: len(labels)] == [line for line in small_lines if line.startswith("│")]
     assert lines[-len(small_lines) + 5 + len(labels) :] == small_lines[5 + len(labels) :]  # bottom border, notes
@@ -370,3 +371,38 @@ def test_a_library_kernel_outside_any_range_gets_its_library_below_its_name(caps
     code, out, _ = metrics(capsys, str(path))
     rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert code == 0 and rows == ["nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT", "[cuBLAS]", "my_kernel(float *)"]
+
+
+def test_each_kind_of_shared_access_a_run_has_gets_its_own_n_way(monkeypatch, capsys):
+    """The suite's "shared ld n-way" blended fp16_transpose/dense's ldmatrix (4,194,304 wavefronts over an ideal
+    of 1,048,576: 4-way) with its conflict-free LDS.128 into 2.50; each kind now has its column, and only the
+    kinds the run has (no atomics or tensor-core reads in the suite)."""
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["metrics", str(H200_RUNS / "suite.results.json")]) == 0
+    out = capsys.readouterr().out
+    header = [line for line in out.splitlines() if line.startswith("┃")]
+    assert [word in header[0] + header[1] for word in ("ldmatrix", "stmatrix", "cp.async", "shared st", "shared atom",
+                                                       "tensor-core")] == [True] * 4 + [False] * 2  # fmt: skip
+    dense = next(line for line in out.splitlines() if line.startswith("│ fp16_transpose/dense "))
+    # shared ld (LDS.128), ldmatrix, shared st (none), stmatrix, cp.async
+    assert [cell.strip() for cell in dense.split("│")[5:10]] == ["1.00", "4.00", "-", "4.00", "2.00"]
+    conflict = next(line for line in out.splitlines() if line.startswith("│ transpose/conflict "))
+    assert [cell.strip() for cell in conflict.split("│")[5:10]] == ["32.00", "-", "1.00", "-", "-"]
+    assert ("shared ld n-way, ldmatrix n-way, shared st n-way, stmatrix n-way, cp.async n-way: - — the kernel has no"
+            " access of that kind") in _notes(out)  # fmt: skip
+
+
+def test_a_kernels_32_way_atomics_beside_its_conflict_free_loads(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "250")
+    kinds = SUITE / "kinds" / "memory_kinds.ncu-rep"
+    assert main(["metrics", str(kinds), "-k", "atomics_one_bank"]) == 0
+    out = capsys.readouterr().out
+    header = "".join(line for line in out.splitlines() if line.startswith("┃"))
+    assert "shared atom" in header and "ldmatrix" not in header
+    row = next(line for line in out.splitlines() if line.startswith("│ atomics_one_bank"))
+    assert [cell.strip() for cell in row.split("│")[5:8]] == ["1.00", "1.00", "32.00"]  # loads, stores, atomics
+    assert main(["metrics", str(kinds), "-k", "atomics_one_bank", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)["kernels"][0]["metrics"]
+    assert figures["exact_shared_atomics_ways"] == {"value": 32.0, "unit": "wavefront/ideal"}
+    assert figures["exact_ldmatrix_ways"] == {"value": None, "unit": "wavefront/ideal", "reason": "no ldmatrix loads"}
+    assert "exact_shared_atomics_ways (wavefront/ideal)" in csv_header()

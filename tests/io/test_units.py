@@ -12,6 +12,7 @@ from memlens.cli import main
 from memlens.io.units import (
     UnitError,
     conversion_factor,
+    counted,
     format_bandwidth,
     format_bytes,
     format_count,
@@ -179,3 +180,10 @@ def test_a_percentage_prints_no_digits_the_source_lacks() -> None:
     assert format_percent(0.0545) == "0.0545%"
     assert format_percent(35.0) == "35%" and format_percent(40.123) == "40.1%"
     assert format_percent(35.0123) == "35.0%"  # a zero the value has stays
+
+
+def test_a_figure_of_one_takes_the_singular_noun():
+    assert counted("1", "sector") == "1 sector" and counted("4", "sector") == "4 sectors"
+    assert counted("1.5", "sector") == "1.5 sectors" and counted("1.00", "sector") == "1.00 sectors"
+    assert counted("1", "warp-level access", "warp-level accesses") == "1 warp-level access"
+    assert counted("65,536", "execution") == "65,536 executions"

@@ -28,16 +28,16 @@ def test_every_raw_metric_has_an_ncu_name_the_readers_look_up() -> None:
 
 
 def test_every_figure_comes_back_under_its_key_with_the_catalogues_unit() -> None:
-    # per-instruction: 4 shared sides x 4 sums, 3 global sides x 3 sums, remote shared, local ld and st; derived
-    # from them: an n-way and an excess per access a shared side, 3 ratios a global side. Tensor cores (issue 45):
-    # 21 paths' operations and peaks a cycle, ncu's sections' DRAM rate; per precision (5 + int8), their total
-    # and rate, and total_flops
+    # per-instruction: 4 shared sides x 4 sums, 7 kinds of shared access x 2 sums, 3 global sides x 3 sums,
+    # remote shared, local ld and st; derived from them: an n-way and an excess per access a shared side, an
+    # n-way a kind, 3 ratios a global side. Tensor cores (issue 45): 21 paths' operations and peaks a cycle,
+    # ncu's sections' DRAM rate; per precision (5 + int8), their total and rate, and total_flops
     assert (len(RAW_METRICS), len(DERIVED_METRICS), len(PER_INSTRUCTION_METRICS)) == (
         43 + 2 * 21 + 1,
-        19 + 8 + 9 + 6 + 8 + 1,
-        28,
+        19 + 8 + 7 + 9 + 6 + 8 + 1,
+        42,
     )
-    assert len(CATALOGUE) == 86 + 51 + 28  # no key used twice
+    assert len(CATALOGUE) == 86 + 58 + 42  # no key used twice
     kernel = KernelResult("k", raw={m.key: 2.0 for m in RAW_METRICS})
     for key, metric in CATALOGUE.items():
         assert metric.key == key and lookup(key) is metric
@@ -69,7 +69,7 @@ def test_derived_figures_follow_their_formulas() -> None:
     raw = {"duration": 2000.0, "dram_read_bytes": 1e6, "dram_write_bytes": 1e6, "local_ld_sectors": 3.0,
            "local_st_sectors": 1.0, "shared_wavefronts": 3300.0, "shared_wavefronts_ideal": 100.0}  # fmt: skip
     derived = derive_all(raw)
-    assert len(derived) == 51 and set(derived) == {m.key for m in DERIVED_METRICS}
+    assert len(derived) == 58 and set(derived) == {m.key for m in DERIVED_METRICS}
     assert derived["dram_bandwidth"] == pytest.approx(2e6 / 2e-6)  # (read + write) / (duration * 1e-9)
     assert (derived["dram_bytes"], derived["local_bytes"], derived["local_ld_bytes"]) == (2e6, 128.0, 96.0)
     assert derived["exact_excess_wavefronts"] == 3200.0

@@ -12,7 +12,14 @@ import pytest
 
 import memlens
 from memlens.cli import main
-from memlens.model.instruction_table import RUNTIME_ARRAY, SPILL, kind_totals, local_memory_causes
+from memlens.model.instruction_table import (
+    ACCESS_SIZE_BITS,
+    RUNTIME_ARRAY,
+    SPILL,
+    access_width_bits,
+    kind_totals,
+    local_memory_causes,
+)
 from memlens.readers import read_report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -265,3 +272,107 @@ def test_compare_and_the_line_gate_give_the_figures_metrics_gives(capsys, tmp_pa
     assert main(["gate", str(MEMORY_KINDS), "--rules", str(rules), "--json", str(report)]) == 1
     out = capsys.readouterr().out
     assert "memory_kinds.cu:28" in out and "2,031,616" in out  # the atomics' line, with the figure metrics gives
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_access_widths_are_decoded_from_what_ncu_records(gpu):
+    """ncu records an 8-bit access as 2 and a 16-bit one as 8 (not bits, unlike 32, 64 and 128): LDG.E.U16
+    is 2-byte, LDS.U8 and STS.U8 1-byte."""
+    fp16 = read_report(FIXTURES / gpu / "fp16_sourcecounters.ncu-rep", instructions=True).kernels
+    wrong = [k for k in fp16 if k.kernel.startswith("memlens_count_wrong")]
+    halves = [r for k in wrong for r in k.instructions if r.opcode == "LDG.E.U16"]
+    assert halves and {r.width_bits for r in halves} == {16}
+    kinds = {k.kernel.split("(")[0]: k for k in read_report(FIXTURES / gpu / "kinds" / "memory_kinds.ncu-rep",
+                                                              instructions=True).kernels}  # fmt: skip
+    bytes_ = kinds["shared_1byte_16way"].instructions
+    assert {r.kind.name for r in bytes_ if r.opcode.endswith(".U8")} == {"1-byte shared loads", "1-byte shared stores"}
+    assert {r.width_bits for r in kinds["shared_8byte_2way"].instructions if r.opcode == "LDS.64"} == {64}
+
+
+def test_an_access_size_not_seen_leaves_the_opcodes_width():
+    assert access_width_bits(8, 16) == 16 and access_width_bits(2, 8) == 8 and access_width_bits(128, 128) == 128
+    assert access_width_bits(16, 16) == 16 and access_width_bits(4, 8) == 8  # S16? S8? not seen: the opcode's
+    assert access_width_bits(None, 64) == 64 and access_width_bits(0, 32) == 32  # none recorded; never ran
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize(("variant", "ways"), [
+    # ldmatrix.x4 rows 64 bytes apart: 4 wavefronts a phase over an ideal of 1 (the side blended it with the
+    # conflict-free LDS.128 into 2.5); the cp.async stores 2-way, the stmatrix stores as the ldmatrix loads
+    ("dense", {"ldmatrix": 4.0, "shared_loads": 1.0, "stmatrix": 4.0, "cp_async": 2.0}),
+    ("pitch128", {"ldmatrix": 8.0, "shared_loads": 2.0, "stmatrix": 8.0, "cp_async": 2.0}),
+    ("padded", {"ldmatrix": 1.0, "shared_loads": 2.0, "stmatrix": 1.0, "cp_async": 3.75}),
+])  # fmt: skip
+def test_each_kind_of_shared_access_has_its_own_n_way(gpu, variant, ways):
+    kernels = read_report(FIXTURES / gpu / "fp16_sourcecounters.ncu-rep").kernels
+    kernel = next(k for k in kernels if k.kernel == f"fp16_transpose_{variant}")
+    assert {kind: kernel.value(f"exact_{kind}_ways") for kind in ways} == ways
+    for absent in ("shared_stores", "shared_atomics", "tensor_core_reads"):
+        assert kernel.value(f"exact_{absent}_ways") is None
+    assert kernel.missing_reason("exact_shared_atomics_ways") == "no shared atomics"
+
+
+def test_a_kernels_atomics_and_stores_each_have_their_n_way(kinds):
+    atomics = kinds["atomics_one_bank"]  # 32-way atomics beside the zeroing stores and the reading loads
+    assert (atomics.value("exact_shared_atomics_ways"), atomics.value("exact_shared_stores_ways")) == (32.0, 1.0)
+    assert (
+        atomics.value("exact_shared_atomics_wavefronts") == 32 * RUNS
+        and atomics.value("exact_shared_loads_ways") == 1.0
+    )
+
+
+def test_one_sector_a_warp_store_is_one_sector(capsys):
+    """A warp's one-lane store (thread 0 writes the block's counter) is 1 sector an access: "1 sectors" before."""
+    assert main(["lines", str(MEMORY_KINDS), "-k", "atomics_same_address", "--top", "0"]) == 0
+    assert "global stores coalesced (1 sector per access, the ideal)" in capsys.readouterr().out
+
+
+WIDTHS = sorted(FIXTURES.glob("*/widths/access_widths.ncu-rep"))  # tests/fixtures/record_widths.sh
+
+
+def recorded_sizes(path: Path) -> dict[tuple[str, int], int]:
+    """(opcode, memory_access_size_type) -> the width in bits the opcode's suffix names, of every executed
+    instruction of the report that ncu recorded a size for."""
+    import ncu_report
+
+    from memlens.model.instruction_kinds import classify
+
+    found = {}
+    report = ncu_report.load_report(str(path))
+    for r in range(report.num_ranges()):
+        for a in range(report.range_by_idx(r).num_actions()):
+            action = report.range_by_idx(r).action_by_idx(a)
+            metric = action.metric_by_name("memory_access_size_type")
+            if metric is None or not metric.num_instances():
+                continue
+            ids = metric.correlation_ids()
+            for i in range(metric.num_instances()):
+                size = int(metric.as_uint64(i))
+                if size:  # 0: never ran
+                    opcode, _, _, width = classify(str(action.sass_by_pc(int(ids.as_uint64(i)))).strip())
+                    found[opcode, size] = width
+    return found
+
+
+# every recording with the widths of a test of its own: the widths probe (its signed 8- and 16-bit loads
+# included) once recorded, memory_kinds' 1-, 4- and 8-byte accesses, the fp16 suite's 2- and 16-byte ones
+SIZED = [*WIDTHS, *(FIXTURES / gpu / name for gpu in GPUS
+                    for name in ("kinds/memory_kinds.ncu-rep", "fp16_sourcecounters.ncu-rep"))]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", SIZED, ids=["/".join(p.parts[-3:]) for p in SIZED])
+def test_every_recorded_access_size_decodes_to_its_opcodes_width(path):
+    assert_sizes_decode_to_opcode_widths(path)
+
+
+def assert_sizes_decode_to_opcode_widths(path: Path) -> None:
+    """Every value of memory_access_size_type the recording holds is one ACCESS_SIZE_BITS decodes, to the
+    width of the opcode's suffix (LDS.S8 and LDS.S16 among them), and the reader gives that width."""
+    sizes = recorded_sizes(path)
+    assert {opcode.split(".")[0] for opcode, _ in sizes} >= {"LDS", "STS", "LDG", "STG"}
+    wrong = {key: width for key, width in sizes.items() if ACCESS_SIZE_BITS.get(key[1]) != width}
+    assert not wrong, f"(opcode, ncu's value) -> the opcode's width, not ACCESS_SIZE_BITS': {wrong}"
+    for kernel in read_report(path, instructions=True).kernels:
+        for record in kernel.instructions:
+            if record.executions and record.memory_type:
+                assert record.width_bits == [w for (o, _), w in sizes.items() if o == record.opcode][0], record.sass

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from memlens.commands.lines import kernel_notes, unrecorded_local
 from memlens.model import shared_figures
-from memlens.model.instruction_table import InstructionRecord
+from memlens.model.instruction_kinds import SharedKind
+from memlens.model.instruction_table import InstructionRecord, shared_kind_totals
 from memlens.model.kernel_lines import KernelLines
 from memlens.model.results import KernelResult
 from memlens.reports.verdicts import judge
@@ -127,3 +128,17 @@ def test_a_tensor_core_matmul_is_not_called_free_of_floating_point_work() -> Non
         "roofline: not placed: its floating-point work runs on tensor cores (wgmma), which "
         "memlens's FLOP counters do not count"
     )
+
+
+def test_each_kind_has_its_n_way_and_shared_loads_and_stores_fall_back_on_the_hardware() -> None:
+    exact = ldmatrix_only()  # a results.json written before the kinds' figures: summed from its instructions
+    exact = KernelResult("k", raw={**exact.raw, **shared_kind_totals(exact.instructions)},
+                         instructions=exact.instructions)  # fmt: skip
+    assert shared_figures.kind_n_way(exact, SharedKind.LDMATRIX) == shared_figures.Figure(4.0, True)
+    assert shared_figures.kind_n_way(exact, SharedKind.STORES) == shared_figures.Figure(1.0, True)
+    assert shared_figures.kind_n_way(exact, SharedKind.LOADS) == shared_figures.Figure(None, True, "no shared loads")
+    fast = ldmatrix_only(exact=False)  # no exact pass: the hardware's wavefronts per store, marked a fallback
+    assert shared_figures.kind_n_way(fast, SharedKind.STORES) == shared_figures.Figure(
+        4.0, False, shared_figures.hw_ways_note(fast, "st")
+    )
+    assert shared_figures.kind_n_way(fast, SharedKind.LDMATRIX).value is None

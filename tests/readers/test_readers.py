@@ -151,7 +151,9 @@ def test_thousands_separators_units_row_and_base_units() -> None:
         )
     }
     local = {"remote_shared_executions", "local_ld_executions", "local_st_executions"}
-    assert PER_INSTRUCTION == shared | global_ | local
+    kinds = {f"exact_{kind}_{sum_}" for kind in ("shared_loads", "ldmatrix", "shared_stores", "stmatrix", "cp_async",
+             "shared_atomics", "tensor_core_reads") for sum_ in ("wavefronts", "ideal")}  # fmt: skip
+    assert PER_INSTRUCTION == shared | global_ | local | kinds
 
 
 def test_without_units_row_values_are_taken_as_base_units() -> None:

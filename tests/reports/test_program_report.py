@@ -13,6 +13,7 @@ import pytest
 
 from memlens.output import render_report as render
 from memlens.readers import read_report
+from memlens.reports.global_memory_verdicts import memory_level
 from memlens.reports.render import build_report
 from tests.conftest import FIXTURES
 from tests.reports.test_report_browser import chromium
@@ -88,6 +89,22 @@ def test_pmpp_verdicts_on_the_recorded_suite():
     assert naive[0].startswith("memory traffic served from L2, not DRAM: L1-L2 traffic 91.3x the DRAM bytes")
     # coalesced 16-byte vector loads (16 sectors a request) get no coalescing verdict
     assert not [f for f in rows["transpose/vec4_padded"].verdict if f.topic == "global"]
+
+
+@pytest.mark.parametrize("gpu", ["nvidia_h200", "nvidia_h100_80gb_hbm3"])
+def test_only_a_kernel_that_reads_global_memory_rereads_it_through_l2(gpu):
+    """A shared-atomic kernel (atomics_one_bank: L1-L2 2,097,152 B over DRAM 3,328 B, its global traffic the
+    stores of its result, no global load sector) was said to reread its data through L2."""
+    kinds = {k.kernel.split("(")[0]: k for k in read_report(FIXTURES / gpu / "kinds" / "memory_kinds.ncu-rep",
+                                                              instructions=True).kernels}  # fmt: skip
+    for name in ("atomics_one_bank", "shared_8byte_2way", "dsmem_partner_read"):  # no global load, no TMA
+        assert memory_level(kinds[name]) is None, name
+    spill = memory_level(kinds["spill_launch_bounds"])  # its global loads: 1,277,952 sectors
+    assert spill is not None and spill.text.endswith("(the kernel rereads its data through L2)")
+    tma = {k.label: k for k in read_report(FIXTURES / "nvidia_h100_80gb_hbm3" / "programs" / "triton_matmul.ncu-rep",
+                                           instructions=True).kernels}["matmul/tma"]  # fmt: skip
+    assert tma.value("global_load_sectors") == 0  # its loads are TMA transfers, which no load sector counts
+    assert memory_level(tma).text.startswith("memory traffic served from L2, not DRAM")
 
 
 def test_kernels_outside_families_get_one_roofline_and_honest_words(tmp_path):

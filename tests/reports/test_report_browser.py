@@ -93,7 +93,7 @@ def test_tables_and_verdicts_in_the_rendered_page(page, tmp_path):
     cells = parsed.cells
     assert "shared loads: 32-way bank conflicts, 16.3 M excess wavefronts (31 per load) no local memory" in cells
     assert "no bank conflicts, no local memory" in cells
-    assert "2.53×" in cells and "85.4 µs" in cells and "16.3 M" in cells and "HW counter (over-counts)" in cells
+    assert "2.53×" in cells and "85.4 µs" in cells and "16.3 M" in cells and "HW counter (shared ld + st)" in cells
     assert "MISMATCH" in cells  # the second run's padded variant now has conflicts it declared it has not
     assert "60.0 µs −29.8%" in cells
     assert parsed.tags.count("svg") == 5

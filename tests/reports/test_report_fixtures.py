@@ -3,6 +3,7 @@ it declares, the verdicts name what the notes of the GPU machine saw. Skipped un
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from memlens.output import render_report as render
 from memlens.readers import read_report
 from memlens.reports.render import build_report
+from memlens.reports.verdicts import judge
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED = sorted(p.parent for p in FIXTURES.glob("*/suite.results.json"))
@@ -66,7 +68,7 @@ def test_fast_recording_falls_back_to_the_hardware_counter(recorded):
     conflict = by_label["transpose/conflict"]
     assert conflict.expectation.state == "unchecked"
     assert "not measured exactly: a --fast run" in conflict.verdict_text
-    assert "HW counter (over-counts): " in conflict.verdict_text
+    assert "HW counter (shared ld + st): " in conflict.verdict_text
 
 
 def test_plain_ncu_report_has_other_kernels_only(recorded):
@@ -83,3 +85,25 @@ def test_all_recordings_in_one_report(recorded):
     assert "http" not in html
     md = render(report, "md")
     assert "| **conflict** (baseline) | ok |" in md
+
+
+def test_each_kind_of_shared_access_has_its_own_n_way_column_and_verdict(recorded):
+    """fp16_transpose/dense: ldmatrix 4,194,304 wavefronts over an ideal of 1,048,576 (4-way) beside its
+    conflict-free LDS.128, where the "ld n-way" column blended them into 2.5; the suite has no atomics or
+    tensor-core reads, so no such columns."""
+    report = build_report([("suite", read_report(recorded / "suite.results.json"))])
+    run = report.runs[0]
+    headers = [column.header for column in report.run_columns(run)]
+    assert [h for h in headers if h.endswith("n-way")] == ["ld n-way", "ldmatrix n-way", "st n-way",
+                                                           "stmatrix n-way", "cp.async n-way"]  # fmt: skip
+    dense = next(row for row in run.variants if row.label == "fp16_transpose/dense")
+    texts = {key: cell.text for key, cell in dense.cells.items() if key.endswith("_ways")}
+    assert texts == {"shared_ld_ways": "1.0", "exact_ldmatrix_ways": "4.0", "shared_st_ways": "—",
+                     "exact_stmatrix_ways": "4.0", "exact_cp_async_ways": "2.0", "exact_shared_atomics_ways": "—",
+                     "exact_tensor_core_reads_ways": "—"}  # fmt: skip
+    kernel = next(k for k in read_report(recorded / "suite.results.json").kernels if k.label == "fp16_transpose/dense")
+    shared = next(f for f in judge(replace(kernel, instructions=())).findings if f.topic == "shared")
+    # without its instructions, each kind's sums: ldmatrix and stmatrix 4-way, cp.async 2-way, each its own
+    assert shared.text == ("ldmatrix loads: 4-way bank conflicts, 3.15 M excess wavefronts; stmatrix stores: 4-way"
+                           " bank conflicts, 3.15 M excess wavefronts; cp.async stores: 2-way bank conflicts, 1.05 M"
+                           " excess wavefronts")  # fmt: skip
