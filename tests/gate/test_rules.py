@@ -86,7 +86,7 @@ def test_the_suite_rules_files_parse() -> None:
     assert len(profile.rules) == 15 and not any(r.static for r in profile.rules)
     paper = [r for r in profile.rules if r.name == "every conflict is the one worked out on paper"]
     assert len(paper) == 1 and paper[0].metric.key == "exact_excess_wavefronts" and paper[0].selector.matches("x/y")
-    assert len(static.rules) == 11 and all(r.static for r in static.rules)
+    assert len(static.rules) == 14 and all(r.static for r in static.rules)
     assert profile.needs_baseline and not static.needs_baseline
 
 

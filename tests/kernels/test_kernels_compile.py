@@ -39,6 +39,10 @@ SHARED_BYTES = {  # static shared memory per block, from each kernel's tile decl
     "fp16_transpose_padded": 2 * 32 * 80,
     "fp16_transpose_xor_row": 2 * 32 * 64,
     "fp16_transpose_xor_128b": 2 * 32 * 64,
+    # two 64 x 64 fp16 tiles SA and SB a block: 128-byte rows, 144-byte rows, swizzled 128-byte rows
+    "tensor_matmul_conflict": 2 * 64 * 128,
+    "tensor_matmul_padded": 2 * 64 * 144,
+    "tensor_matmul_swizzled": 2 * 64 * 128,
 }
 
 

@@ -22,6 +22,7 @@ ODD_SIZES = {  # larger than the small sizes, still no multiple of 32, 256 or 16
     "running_mean": {"n": 1_000_003},
     "matmul": {"m": 513, "k": 257, "n": 1031},
     "fp16_transpose": {"n": 1056},  # whole 32x32 tiles only (check_size): 33 of them, no multiple of 64
+    "tensor_matmul": {"m": 1088, "k": 576, "n": 320},  # whole 64x64 tiles only: 17 x 5 blocks, 9 steps of k
 }
 
 pytestmark = pytest.mark.gpu

@@ -25,10 +25,11 @@ EXPECTED = {
     "running_mean": (["register", "local", "spill"], "register"),
     "matmul": (["naive", "tiled_article", "tiled", "tiled_pmpp"], "naive"),
     "fp16_transpose": (["dense", "pitch128", "padded", "xor_row", "xor_128b"], "dense"),
+    "tensor_matmul": (["conflict", "padded", "swizzled"], "conflict"),
 }
 TILES = {"transpose": 32, "running_mean": 256, "matmul": 16}  # block or tile edge of each family
-WHOLE_TILES = {"fp16_transpose": 32}  # families whose sizes must be whole tiles (check_size refuses others)
-DTYPES = {"fp16_transpose": np.float16}  # the input type where not float32
+WHOLE_TILES = {"fp16_transpose": 32, "tensor_matmul": 64}  # families whose sizes must be whole tiles (check_size)
+DTYPES = {"fp16_transpose": np.float16, "tensor_matmul": np.float16}  # the input type where not float32
 
 # The README's example of a user's own suite file: two variants of one family.
 USER_SUITE = re.search(r"```python\n(# my_suite.py.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
@@ -109,7 +110,8 @@ def test_inputs_are_fresh_random_and_references_fit(suite: Suite, family_name: s
         assert not np.array_equal(array, second[name])
     expected = family.reference(first, size)
     variant = family.variants[0]
-    family.verify(variant, expected.astype(DTYPES.get(family_name, np.float32)), expected)  # within tolerance
+    output_dtype = np.float16 if expected.dtype == np.float16 else np.float32  # the kernels' outputs: fp16 or fp32
+    family.verify(variant, expected.astype(output_dtype), expected)  # within tolerance
     with pytest.raises(VerificationError, match=rf"{family_name}/{variant.name}: wrong result at index (0|\(0, 0\))"):
         family.verify(variant, np.full_like(expected, np.nan), expected)  # reset()'s poison never passes
 

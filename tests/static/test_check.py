@@ -48,6 +48,7 @@ def test_whole_suite_compiles(suite_results: StaticResults) -> None:
         "fp16_transpose/xor_row",
         "matmul/naive", "matmul/tiled", "matmul/tiled_article", "matmul/tiled_pmpp",
         "running_mean/local", "running_mean/register", "running_mean/spill",
+        "tensor_matmul/conflict", "tensor_matmul/padded", "tensor_matmul/swizzled",
         "transpose/conflict", "transpose/padded", "transpose/swizzled",
         "transpose/tile64_padded", "transpose/tile64_swizzled", "transpose/vec4_padded", "transpose/vec4_swizzled",
     ]  # fmt: skip
@@ -110,10 +111,10 @@ def test_check_json_then_gate(capsys: pytest.CaptureFixture[str], tmp_path: Path
     table = capsys.readouterr().out
     assert "running_mean/local" in table and "yes (128 B)" in table and "4224" in table
     data = json.loads(out.read_text())
-    assert data["kind"] == "memlens-static-check" and data["complete"] is True and len(data["kernels"]) == 19
+    assert data["kind"] == "memlens-static-check" and data["complete"] is True and len(data["kernels"]) == 22
     assert load_static(out).kernels[0].values()["static.spill_bytes"] == 0
     assert main(["gate", str(out), "--rules", str(REPO / "kernels" / "gates-static.toml")]) == 0
-    assert "PASSED: 65 checks (65 pass)" in capsys.readouterr().out
+    assert "PASSED: 77 checks (77 pass)" in capsys.readouterr().out
 
 
 @needs_compiler
