@@ -11,7 +11,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +45,17 @@ def note_input(path: str | Path) -> Path:
 def inputs_read() -> list[Path]:
     """The files the command that runs has read so far, in the order first read."""
     return list(_inputs_read.values())
+
+
+# What else no output may replace, by the rule of the stage that knows it: model/run_layout.run_record (a
+# run folder's own files, and the names memlens reads or writes there) sets it where it is defined.
+_refusals: list[Callable[[Path], str | None]] = []
+
+
+def refuse_also(rule: Callable[[Path], str | None]) -> None:
+    """`write_output` refuses a path where `rule` gives a reason (the reason, after the path, is its message)."""
+    if rule not in _refusals:
+        _refusals.append(rule)
 
 
 @contextmanager
@@ -150,18 +161,23 @@ def resolve_outputs(outputs: Iterable[tuple[str, str | Path | None, str | None]]
 
 
 def write_output(path: str | Path | Output, text: str, inputs: Iterable[str | Path | None] = (),
-                 default_name: str | None = None) -> Output:  # fmt: skip
+                 default_name: str | None = None, *, record: bool = False) -> Output:  # fmt: skip
     """Write `text` where `path` says (see `resolve_output`): a regular file atomically (temp file +
     rename, so a reader sees the old file or the whole new one), never over one of the command's
     `inputs` nor any file it has read (`note_input`; same path after symlinks, or same file by inode),
-    never over a raw profiler report,
-    never onto a directory; a special file in place. Every refusal and every OS error (read-only
-    folder, missing parent, disk full) is one OutputError line."""
+    never over a raw profiler report, never onto a run folder's own files (`refuse_also`) unless this is
+    one (`record`: what makes the run writes it), never onto a directory; a special file in place.
+    Every refusal and every OS error (read-only folder, missing parent, disk full) is one OutputError line."""
     output = path if isinstance(path, Output) else resolve_output(path, default_name)
     if output.path is not None:
         for source in [*inputs, *inputs_read()]:
             if source is not None and same_file(output.path, Path(source)):
                 raise OutputError(f"{output.named}: is an input of this command ({source}); name another file")
+    if output.kind == "file" and not record:
+        for rule in _refusals:
+            reason = rule(output.path)  # type: ignore[arg-type]
+            if reason is not None:
+                raise OutputError(f"{output.named}: {reason}; name another file")
     try:
         if output.kind == "stdout":
             sys.stdout.write(text)
@@ -177,8 +193,8 @@ def write_output(path: str | Path | Output, text: str, inputs: Iterable[str | Pa
 
 
 def write_json_output(path: str | Path | Output, data: Any, inputs: Iterable[str | Path | None] = (),
-                      default_name: str | None = None) -> Output:  # fmt: skip
-    return write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n", inputs, default_name)
+                      default_name: str | None = None, *, record: bool = False) -> Output:  # fmt: skip
+    return write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n", inputs, default_name, record=record)
 
 
 _DESCRIPTORS = re.compile(r"/proc/[^/]+(?:/task/[^/]+)?/fd|/dev/fd")
