@@ -178,6 +178,8 @@ def write_output(path: str | Path | Output, text: str, inputs: Iterable[str | Pa
             reason = rule(output.path)  # type: ignore[arg-type]
             if reason is not None:
                 raise OutputError(f"{output.named}: {reason}; name another file")
+    if output.kind == "file" and read_only(output.path):  # type: ignore[arg-type]
+        raise OutputError(f"{output.named}: cannot write (permission denied: the file is read-only)")
     try:
         if output.kind == "stdout":
             sys.stdout.write(text)
@@ -301,14 +303,31 @@ def _reason(exc: OSError) -> str:
     return reason
 
 
+def read_only(path: Path) -> bool:
+    """Whether an existing file at `path` may not be replaced: one the user may not write (os.access, as `cp`
+    asks), or one without any write bit, for root too. A rename needs only the folder's permission, so the
+    file's own is asked here; root's `cp` would write a 444 file, memlens takes the mode as the owner's
+    "keep this" (as `rm` asks before removing one). False where there is no file (or it cannot be seen)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) and (not mode & 0o222 or not os.access(path, os.W_OK))
+
+
 def write_text_atomic(path: Path, text: str) -> None:
-    """Temp file + rename in `path`'s folder, which must exist. OSError as it comes: commands
-    write through `write_output`, which names it in one line."""
+    """Temp file + rename in `path`'s folder, which must exist: a file replaced keeps its mode, a new one
+    gets the usual (0666 less the umask). OSError as it comes: commands write through `write_output`,
+    which names it in one line and refuses a read-only file first."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
     try:
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:  # a new file
+        mode = 0o666 & ~umask
+    try:
+        os.chmod(tmp, mode)  # mkstemp makes 0600
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,47 @@ def test_the_run_itself_still_writes_its_records(runs: Path) -> None:
     assert (runs / "latest" / "ncu-command.txt").read_text(encoding="utf-8") == "ncu -o profile x\n"
     with pytest.raises(OutputError, match="is a file of the run folder"):
         write_output(runs / "latest" / "ncu-command.txt", "x\n")
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o664, 0o755])
+def test_a_replaced_output_keeps_its_mode(tmp_path: Path, mode: int) -> None:
+    """issue 46 (2): replacing an existing output left it 644 whatever it was (600 became 644)."""
+    target = tmp_path / "report.md"
+    target.write_text("old\n", encoding="utf-8")
+    target.chmod(mode)
+    write_output(target, "new\n")
+    assert target.read_text(encoding="utf-8") == "new\n"
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+
+
+def test_a_new_output_gets_the_usual_mode(tmp_path: Path) -> None:
+    umask = os.umask(0o022)
+    try:
+        write_output(tmp_path / "new.md", "x\n")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "new.md").stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o000])
+def test_a_read_only_output_is_refused_and_left_as_it_was(capsys, tmp_path: Path, mode: int) -> None:
+    """issue 46 (2): a 444 file was rewritten (a rename needs only the folder's permission). A file with no write
+    bit is read-only for memlens, run as root too (the tests run as root)."""
+    target = tmp_path / "gate.xml"
+    target.write_text("old\n", encoding="utf-8")
+    target.chmod(mode)
+    one_line_exit_2(capsys, ["report", str(H200 / "suite.results.json"), "--format", "md", "-o", str(target)],
+                    f"{target}: cannot write (permission denied: the file is read-only)")  # fmt: skip
+    assert target.read_text(encoding="utf-8") == "old\n"
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+
+
+def test_a_file_the_user_may_not_write_is_refused(tmp_path: Path, monkeypatch) -> None:
+    """For a user other than root, what os.access says: a file of another user's, 644, is not written (as `cp`)."""
+    target = tmp_path / "summary.md"
+    target.write_text("old\n", encoding="utf-8")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, how, **kw: False if Path(path) == target else real_access(path, how))
+    with pytest.raises(OutputError, match="cannot write .permission denied"):
+        write_output(target, "new\n")
+    assert target.read_text(encoding="utf-8") == "old\n"
