@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     compared = [_compared(c) for c in report.comparisons if c.label in wanted and (c.lines or no_lines)]
     found = CompareFindings(args.base, args.head, tuple(compared), tuple(no_lines))
     inputs = [*input_files(resolve_run(Path(args.base))), *input_files(resolve_run(Path(args.head)))]
-    if write_ci("compare", with_root(found, args), args, inputs):
+    if write_ci("compare", with_root("compare", found, args), args, inputs):
         return 0
     if args.json:
         print(json.dumps(to_json(args.base, args.head, compared, no_lines), indent=2))

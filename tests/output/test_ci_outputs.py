@@ -358,3 +358,29 @@ def test_the_ci_workflows_commands_run_against_the_recorded_builds(capsys, tmp_p
         assert_sarif(json.loads((tmp_path / name).read_text()))
     assert (tmp_path / "compare.md").read_text().startswith("## memlens compare: 2 lines changed (1 worse, 1 better)")
     assert "1 fail" in (tmp_path / "summary.md").read_text()
+
+
+# --- --source-root is a folder (issue 46 (3)) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["lines", "compare", "gate"])
+@pytest.mark.parametrize(("root", "message"), [
+    ("/nonexistent", "--source-root /nonexistent: no such folder, and no finding's file lies under it"),
+    (str(V1), f"--source-root {V1}: not a folder"),
+    ("", "--source-root '': empty; name the folder the findings' paths are relative to"),
+])  # fmt: skip
+def test_a_source_root_that_is_no_folder_is_refused(capsys, tmp_path, command: str, root: str, message: str):
+    """issue 46 (3): a missing folder, a file, an empty string all exited 0, every finding in one notice
+    "(outside /nonexistent)"."""
+    rules = tmp_path / "rules.toml"
+    rules.write_text(LINE_RULE.replace('max_regression = "0%"', "max = 0"))
+    argv = {"lines": ["lines", str(V1)], "compare": ["compare", str(V1), str(V2)],
+            "gate": ["gate", str(V2), "--rules", str(rules)]}[command]  # fmt: skip
+    one_line_exit_2(capsys, [*argv, "--source-root", root, "--format", "github"], message)
+
+
+def test_a_source_root_of_another_machine_that_the_findings_lie_under_is_taken(capsys):
+    """The folder a report was built in, on the GPU machine, is no folder here; its findings lie under it: taken."""
+    assert not build_folder().exists()
+    log = sarif(capsys, ["lines", str(V1), "--source-root", str(build_folder())])
+    assert {uri for _, _, uri, _, _ in located(log)} == {"app.cu"}
