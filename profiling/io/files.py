@@ -110,6 +110,9 @@ def resolve_output(path: str | Path, default_name: str | None = None) -> Output:
         if exc.errno == errno.ELOOP:
             raise OutputError(f"{named}: symbolic link loop") from None
         target = Path(os.path.realpath(path))
+        if os.path.islink(path) and not target.parent.is_dir():
+            raise OutputError(f"{named}: cannot write (a symbolic link to {os.readlink(path)}, which points nowhere: "
+                              f"no such folder {target.parent})") from None  # fmt: skip
         _check_folder(named, path, target.parent)
         return Output(named, target, "file")  # new, a link to nothing, or unreachable
     if stat.S_ISDIR(mode):

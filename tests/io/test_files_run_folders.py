@@ -137,3 +137,14 @@ def test_a_file_the_user_may_not_write_is_refused(tmp_path: Path, monkeypatch) -
     with pytest.raises(OutputError, match="cannot write .permission denied"):
         write_output(target, "new\n")
     assert target.read_text(encoding="utf-8") == "old\n"
+
+
+def test_a_link_to_nowhere_says_so(capsys, tmp_path: Path) -> None:
+    """issue 46 (4): `--sarif out/link.sarif`, a dangling link in an existing folder, said "no such folder out"."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "link.sarif").symlink_to(tmp_path / "gone" / "x.sarif")
+    one_line_exit_2(capsys, ["lines", str(H200 / "suite.results.json"), "--sarif", str(out / "link.sarif")],
+                    f"{out / 'link.sarif'}: cannot write (a symbolic link to {tmp_path / 'gone' / 'x.sarif'}, which "
+                    "points nowhere: no such folder")  # fmt: skip
+    assert (out / "link.sarif").is_symlink() and not (tmp_path / "gone").exists()
