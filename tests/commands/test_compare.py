@@ -468,3 +468,46 @@ def test_a_report_of_a_run_without_line_data_beside_one_with_says_so_once(capsys
     assert main(["report", str(FULL), str(FAST), "--format", "json", "-o", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert all(c["lines"] == [] for c in data["comparisons"]) and len(data["line_notes"]) == 1
+
+
+# --- runs that are not two builds of one program (issue 46 (5)) ---------------------------------------------
+
+
+SUITE_H100 = FIXTURES / "nvidia_h100_80gb_hbm3" / "suite.results.json"
+SUITE_H200 = FIXTURES / "nvidia_h200" / "suite.results.json"
+
+
+def test_two_runs_with_no_kernel_in_common_are_refused_naming_each_runs_kernels(capsys):
+    """issue 46 (5): compare of two programs' runs with no kernel in common printed "20 lines changed (14 new,
+    6 gone) in 9 kernels", exit 0."""
+    base = recorded("compare_v1.ncu-rep")
+    assert main(["compare", str(base), str(CUDA_APP)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"memlens: error: {base} and {CUDA_APP} have no kernel in common: BASE has 3 (compare/four_way, "
+                   "compare/swizzle, compare/vector), HEAD has 6 (transpose/conflict, transpose/padded, "
+                   "transpose/store_conflict, and 3 more); compare two builds of one program\n")  # fmt: skip
+    assert main(["compare", str(base), str(CUDA_APP), "-k", "four_way|store"]) == 2
+    assert "BASE has 1 (compare/four_way), HEAD has 1 (transpose/store_conflict)" in capsys.readouterr().err
+
+
+def test_runs_on_two_gpu_models_get_a_note(capsys):
+    assert main(["compare", str(SUITE_H100), str(SUITE_H200)]) == 0
+    out = capsys.readouterr().out
+    note = ("note: BASE ran on NVIDIA H100 80GB HBM3, HEAD on NVIDIA H200: two GPU models, so a figure may differ "
+            "by the GPU as well as by the code")  # fmt: skip
+    assert note in out
+    assert main(["compare", str(SUITE_H100), str(SUITE_H200), "--json"]) == 0
+    assert any("two GPU models" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    assert main(["compare", str(CUDA_APP), str(CUDA_APP)]) == 0
+    assert "GPU models" not in capsys.readouterr().out
+
+
+def test_a_line_with_no_figure_on_either_side_is_no_change():
+    """issue 46 (5): a line new (or gone) with 0 excess wavefronts and no local access was counted as a change."""
+    empty, worse = LineFigures(excess_wavefronts_st=0.0), LineFigures(excess_wavefronts_ld=8.0)
+    head = LineSet((SourceLine("a.cu", 3, "x = 1;", empty), SourceLine("a.cu", 4, "y = t[i];", worse)))
+    found = compare_lines("k", LineSet(()), head)
+    assert [(c.head_line, c.change) for c in found.lines] == [(3, "same"), (4, "new")]
+    assert [c.head_line for c in found.changed] == [4]
+    gone = compare_lines("k", head, LineSet(()))
+    assert [(c.base_line, c.change) for c in gone.lines] == [(3, "same"), (4, "gone")]
