@@ -511,3 +511,16 @@ def test_a_line_with_no_figure_on_either_side_is_no_change():
     assert [c.head_line for c in found.changed] == [4]
     gone = compare_lines("k", head, LineSet(()))
     assert [(c.base_line, c.change) for c in gone.lines] == [(3, "same"), (4, "gone")]
+
+
+def test_a_kernel_missing_from_the_baseline_is_named_so(tmp_path):
+    """issue 46 (6): a baseline without the kernel said it "has no per-line figures (save a new baseline with this
+    memlens)", as though the baseline were old."""
+    other = from_measurements(read_measurements(recorded("compare_v1.ncu-rep"), lines=True))
+    rules = parse_rules(LINE_RULES + '\n[[rule]]\nname = "no slower"\nselect = "transpose/*"\nmetric = "duration"\n'
+                        'max_regression = "10%"\n')  # fmt: skip
+    result = evaluate(rules, read_measurements(CUDA_APP, lines=True), other)
+    messages = {(v.rule, v.message) for v in result.verdicts
+                if v.subject == "transpose/conflict" and v.rule != "no conflicting line"}  # fmt: skip
+    missing = "transpose/conflict is not in the baseline (a kernel new since, or a baseline of another program)"
+    assert messages == {("no line gains conflicts", missing), ("no slower", missing)}, messages
