@@ -248,15 +248,27 @@ def test_the_gate_fingerprint_matches_across_the_shift_of_its_line(capsys, gated
     assert fingerprints(head)["compare/vector"] == fingerprints(absolute)["compare/vector"]
 
 
-def test_a_failed_rule_without_a_line_is_in_the_one_notice(capsys, tmp_path):
+def test_a_failed_rule_without_a_line_is_an_error_without_a_file(capsys, tmp_path):
+    """issue 46 (7): a failed rule with no file in the repository was one blue ::notice, while SARIF called it an
+    error. A failed check is an ::error (GitHub shows one without a file in the run's summary)."""
     rules = tmp_path / "rules.toml"
     rules.write_text('[[rule]]\nname = "no conflicts"\nselect = "compare/vector"\nmetric = "exact_excess_wavefronts"\n'
                      'max = 0\n')  # fmt: skip
     assert main(["gate", str(V2), "--rules", str(rules), "--format", "github"]) == 1
     assert capsys.readouterr().out == (
-        "::notice title=memlens::memlens: 1 finding without a source file in the repository: no source line: "
+        "::error title=memlens%3A a failed gate rule::no source line: "
         "no conflicts: compare/vector: exact_excess_wavefronts = 131,072, expected <= 0\n"
     )
+    # a failed line rule at a file outside the repository: an error each, never in the notice
+    line_rules = tmp_path / "lines.toml"
+    line_rules.write_text(LINE_RULE.replace('max_regression = "0%"', "max = 0"))
+    assert main(["gate", str(V2), "--rules", str(line_rules), "--format", "github"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("::")[1] for line in out] == ["error title=memlens%3A a failed gate rule"] * 2, out
+    assert out[0].endswith(f"::{build_folder()}/app.cu:18 (outside {REPO}): no line gains conflicts: "
+                           "compare/four_way: line_excess_wavefronts at "
+                           f"{build_folder()}/app.cu:18: 393,216, expected <= 0: for (int r = 0; r < 32; ++r) sum += "
+                           "tile[(threadIdx.x * 4 + r) %25 1024];")  # fmt: skip
     log = sarif(capsys, ["gate", str(V2), "--rules", str(rules)], code=1)
     (result,) = log["runs"][0]["results"]
     assert result["level"] == "error" and result["properties"]["no_source_line"] is True
