@@ -20,6 +20,7 @@ from memlens.io.markdown import md_escape
 from memlens.model.line_compare import LineFigures, LineSet, SourceLine, change_of, compare_lines
 from memlens.output.formats.junit import to_junit
 from memlens.output.formats.markdown import gate_summary as to_markdown
+from memlens.readers import read_lines
 from memlens.reports.line_changes import markdown_table
 from memlens.theory.bank_model import excess_wavefronts
 
@@ -524,3 +525,22 @@ def test_a_kernel_missing_from_the_baseline_is_named_so(tmp_path):
                 if v.subject == "transpose/conflict" and v.rule != "no conflicting line"}  # fmt: skip
     missing = "transpose/conflict is not in the baseline (a kernel new since, or a baseline of another program)"
     assert messages == {("no line gains conflicts", missing), ("no slower", missing)}, messages
+
+
+def test_the_readme_compare_example_prints_what_it_shows(capsys, tmp_path, monkeypatch):
+    """issue 46 (10): README's `compare` example showed `app.cu:25 -> 26` where the command prints the path the
+    build named. Each line it shows (its `...` aside) is printed, in its order."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    command = "$ memlens compare v1.ncu-rep v2.ncu-rep --wide\n"
+    shown = readme.partition(command)[2].partition("```")[0].splitlines()
+    assert shown, "the README's compare example is gone"
+    monkeypatch.chdir(tmp_path)
+    for name in ("v1", "v2"):
+        (tmp_path / f"{name}.ncu-rep").write_bytes(recorded(f"compare_{name}.ncu-rep").read_bytes())
+    assert main(command.removeprefix("$ memlens ").split()) == 0
+    printed = iter(capsys.readouterr().out.splitlines())
+    files = {r.file for k in read_lines(str(recorded("compare_v1.ncu-rep"))).kernels for r in k.instructions}
+    (build,) = {str(Path(file).parent) for file in files if file}  # the folder record_compare.sh built in
+    for line in (line.replace("<build>", build) for line in shown):
+        if line.strip() != "...":
+            assert any(out == line for out in printed), f"the README shows {line!r}, not printed (in this order)"
