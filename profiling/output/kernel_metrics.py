@@ -18,7 +18,9 @@ from memlens.io.terminal import console, table_console
 from memlens.io.units import format_bytes, format_count, format_duration, format_percent
 from memlens.model import shared_figures
 from memlens.model.catalogue import CATALOGUE
+from memlens.model.instruction_kinds import Side
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
+from memlens.model.per_instruction import LOCAL_EXECUTIONS
 from memlens.model.results import IDENTITY, KernelResult, RunResults
 from memlens.theory import paper_figures
 
@@ -107,9 +109,27 @@ def _excess(kernel: KernelResult) -> str:
 
 
 def _local(kernel: KernelResult) -> str:
+    """Local bytes loaded / stored (the sector counters); where the report has none of those but its
+    per-instruction table (a plain --section SourceCounters report), the local instructions executed."""
+    executions = _local_executions(kernel)
+    if executions is not None:
+        return f"{format_count(executions[0])} / {format_count(executions[1])}{EXECUTIONS_UNIT}"
     loads = _show(kernel, "local_ld_bytes", format_bytes)
     stores = _show(kernel, "local_st_bytes", format_bytes)
     return f"{loads} / {stores}"
+
+
+EXECUTIONS_UNIT = " inst"
+EXECUTIONS_NOTE = ("warp-level local load / store instructions executed, from the report's per-instruction table (it "
+                   "has no local sector counters, so no bytes)")  # fmt: skip
+
+
+def _local_executions(kernel: KernelResult) -> tuple[float, float] | None:
+    """The local loads and stores executed, where the kernel has them and no local byte figure."""
+    if kernel.value("local_ld_bytes") is not None or kernel.value("local_st_bytes") is not None:
+        return None
+    ld, st = (kernel.value(LOCAL_EXECUTIONS[side]) for side in (Side.LD, Side.ST))
+    return None if ld is None or st is None else (ld, st)
 
 
 def _launch(kernel: KernelResult) -> str:
@@ -266,6 +286,8 @@ def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> l
     for kernel in kernels:
         for column in columns or COLUMNS:
             for key in column.keys:
+                if key in ("local_ld_bytes", "local_st_bytes") and _local_executions(kernel) is not None:
+                    continue  # the instructions executed stand in, with their note
                 if kernel.value(key) is None and not (key == "shared_ld_ways" and _ways(kernel) != NA):
                     seen.setdefault((column.key, kernel.missing_reason(key) or "missing"), {})[kernel.label] = None
     lines = []
@@ -278,6 +300,8 @@ def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> l
         fallbacks = {shared_figures.n_way(k, "ld").note: None for k in kernels if FALLBACK_MARK in _ways(k)}
         lines += [f"shared ld n-way: - — {reason}" for reason in dashes]
         lines += [f"shared ld n-way: {FALLBACK_MARK} {reason}" for reason in fallbacks]
+    if "local ld / st" in shown and any(_local_executions(k) is not None for k in kernels):
+        lines.append(f"local ld / st:{EXECUTIONS_UNIT} — {EXECUTIONS_NOTE}")
     if "exact excess wavefronts" in shown and any(FALLBACK_MARK in _excess(k) for k in kernels):
         lines.append(f"exact excess wavefronts: {FALLBACK_MARK} per instruction of {shared_figures.FALLBACK}")
     return lines
