@@ -144,9 +144,24 @@ class _RangeCounts:
 _COUNTS = _RangeCounts()
 
 
+LOADS = "memlens.load reads a run directory, a results.json, a .ncu-rep or an ncu CSV export"
+_NOT_RUNS = {".toml": "a rules file", ".py": "a source file", ".cu": "a source file", ".cuh": "a source file"}
+
+
 def load(path: str | Path) -> RunResults:
     """The typed results of a run directory, a results.json, a .ncu-rep or an ncu CSV export.
-    `.dataframe()` on them gives a pandas DataFrame (pip install "memlens[pandas]")."""
+    `.dataframe()` on them gives a pandas DataFrame (pip install "memlens[pandas]"), a column a figure
+    named with its unit. Anything else is one MemlensError saying what `load` reads."""
     from memlens.readers import read_report
 
-    return read_report(path)
+    if not isinstance(path, str | os.PathLike):
+        raise ConfigError(f"memlens.load({path!r}): name a run (a path, not {type(path).__name__}); {LOADS}")
+    if not os.fspath(path):
+        raise ConfigError(f"memlens.load(''): an empty path names no run; {LOADS}")
+    what = _NOT_RUNS.get(Path(path).suffix.lower())
+    if what is not None and Path(path).is_file():
+        raise InputError(f"{path}: {what}, not a run; {LOADS}")
+    try:
+        return read_report(path)
+    except InputError as exc:
+        raise InputError(f"{exc}; {LOADS}") from None

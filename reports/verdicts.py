@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memlens.errors import MemlensError
+from memlens.io.units import format_count
 from memlens.model import shared_figures
-from memlens.model.catalogue import KIND_KEYS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
+from memlens.model.catalogue import KIND_KEYS, LOCAL_EXECUTIONS, REMOTE_SHARED_EXECUTIONS, SHARED_KEYS
 from memlens.model.instruction_kinds import SHARED_KIND_SIDES, SHARED_KIND_WORDS, SharedKind, Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
@@ -263,6 +264,12 @@ def local_memory(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> t
     """Whether the kernel has local-memory traffic (None: not measured) and the finding in words."""
     ld, st = _value(kernel, "local_ld_bytes"), _value(kernel, "local_st_bytes")
     known = [v for v in (ld, st) if v is not None]
+    executed = [_value(kernel, LOCAL_EXECUTIONS[side]) for side in (Side.LD, Side.ST)]
+    if not known and None not in executed:  # no sector counters; the per-instruction table (SourceCounters)
+        loads, stores = (v or 0.0 for v in executed)
+        if not loads and not stores:
+            return False, Finding("local", "ok", "no local memory")
+        return True, Finding("local", "bad", _local_executions_text(loads, stores, static, kernel))
     if any(v > 0 for v in known):
         return True, Finding("local", "bad", _local_text(ld or 0, st or 0, static, kernel))
     if len(known) == 2:
@@ -279,6 +286,14 @@ def _local_text(ld: float, st: float, static: Sequence[StaticKernel], kernel: Ke
     amounts = [f"{format_value(v, 'bytes')} of local {what}" for v, what in ((ld, "loads"), (st, "stores")) if v > 0]
     text = "local memory: " + " and ".join(amounts)
     cause = local_memory_cause_text(static) if static or kernel is None else sass_cause_text(kernel)
+    return f"{text} ({cause})" if cause.startswith("cause unknown") else f"{text}: {cause}"
+
+
+def _local_executions_text(ld: float, st: float, static: Sequence[StaticKernel], kernel: KernelResult) -> str:
+    """As _local_text, where the report counts local instructions executed but no local bytes."""
+    amounts = [f"{format_count(v)} local {what}" for v, what in ((ld, "load"), (st, "store")) if v > 0]
+    text = f"local memory: {' and '.join(amounts)} instructions executed"
+    cause = local_memory_cause_text(static) if static else sass_cause_text(kernel)
     return f"{text} ({cause})" if cause.startswith("cause unknown") else f"{text}: {cause}"
 
 

@@ -160,3 +160,28 @@ def test_one_export_list_with_the_errors_load_raises(tmp_path):
         memlens.load(tmp_path / "missing.json")
     assert issubclass(memlens.InputError, memlens.MemlensError) and memlens.MemlensError is ConfigError.__base__
     assert memlens.SetupError.exit_code == 3 and "SetupError" in memlens.__all__
+
+
+LOADS = "memlens.load reads a run directory, a results.json, a .ncu-rep or an ncu CSV export"
+
+
+@pytest.mark.parametrize(("path", "said"), [
+    (None, "memlens.load(None): name a run (a path, not NoneType)"),
+    (3, "memlens.load(3): name a run (a path, not int)"),
+    ("", "memlens.load(''): an empty path names no run"),
+    (REPO / "kernels" / "gates.toml", "gates.toml: a rules file, not a run"),
+])  # fmt: skip
+def test_load_of_what_is_no_run_is_one_memlens_error_saying_what_it_reads(path, said, monkeypatch, tmp_path):
+    """issue 46 (9): load(None) raised TypeError, load('') read the current folder, load('rules.toml') said "no ncu
+    CSV header"."""
+    monkeypatch.chdir(tmp_path)  # load('') read the working directory: one with no run
+    with pytest.raises(memlens.MemlensError) as raised:
+        memlens.load(path)
+    message = str(raised.value)
+    assert said in message and LOADS in message and "\n" not in message, message
+
+
+def test_an_input_error_of_load_says_what_it_reads(tmp_path):
+    with pytest.raises(memlens.InputError) as raised:
+        memlens.load(tmp_path / "missing.json")
+    assert "no such file" in str(raised.value) and LOADS in str(raised.value)

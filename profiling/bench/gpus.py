@@ -80,7 +80,7 @@ def merge_parts(
         tuple(sorted((v for p in timed for v in p.variants), key=lambda v: order.get(v.label, len(order)))),
         tuple(sorted(failures, key=lambda f: order.get(f"{f.family}/{f.variant}", len(order)))),
     )
-    write_json_output(run_dir / BENCH, results.to_json())
+    write_json_output(run_dir / BENCH, results.to_json(), record=True)
     return results
 
 
@@ -121,7 +121,7 @@ def _part(gpu: Gpu, share: list[Variant], out: Path, run_dir: Path, returncode: 
     a failure for each of its variants naming the GPU and its log."""
     written = sorted(out.glob(f"*/{BENCH}"))
     if written:
-        write_output(run_dir / f"bench.gpu{gpu.index}.json", written[0].read_text(encoding="utf-8"))
+        write_output(run_dir / f"bench.gpu{gpu.index}.json", written[0].read_text(encoding="utf-8"), record=True)
         return load_bench(written[0])
     return failed_share(share, str(gpu), run_dir / f"bench.gpu{gpu.index}.log", returncode)
 

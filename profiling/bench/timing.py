@@ -252,7 +252,7 @@ def bench(
     )  # fmt: skip
     results = BenchResults(info, copy, tuple(timings), tuple(failures))
     run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
-    write_json_output(run_dir / BENCH, results.to_json())
+    write_json_output(run_dir / BENCH, results.to_json(), record=True)
     return run_dir, results
 
 

@@ -327,7 +327,8 @@ class DaskBackend:
             pending[self._submit(run_id, context, retry, avoid=worker)] = retry
             return
         log = context.run_dir / f"job{job.number}.failed.txt"
-        write_output(log, f"job {job.number}: {', '.join(_cases(job))}\n" + "\n".join(attempt.history) + "\n")
+        history = f"job {job.number}: {', '.join(_cases(job))}\n" + "\n".join(attempt.history) + "\n"
+        write_output(log, history, record=True)
         message = f"job {job.number} failed: {attempt.history[-1]}; see {log.name}"
         parts[job.number] = Part(None, _failed(job, message), ProfilerError(message))
 

@@ -122,7 +122,6 @@ def parse_launches(text: str, warm_up: int = 0) -> LaunchSampling:
 # memlens.range counts the runs of each of its ranges in a program that memlens profiles: the program
 # finds the file to write them to in this variable (set by program_run), and writes them at its exit.
 RANGE_COUNTS_ENV = "MEMLENS_RANGE_COUNTS"
-RANGE_COUNTS_FILE = "ranges.json"  # in the run directory: {"ranges": {"step > forward": 50, ...}}
 COUNTS_UNKNOWN = ("unknown: ncu reports only the launches it profiled; range_runs is how often the "
                   "memlens.range around a kernel ran")  # fmt: skip
 COUNTS_ALL = "every launch profiled"

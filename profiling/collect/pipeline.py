@@ -74,7 +74,7 @@ def read_results(
 def save_run(out_dir: Path, run_dir: Path, results: RunResults, error: BaseException | None) -> None:
     """Write results.json, point `<out_dir>/latest` at the run (a failed run is the latest too), then
     raise the run's error, or else the link's, if any."""
-    write_json_output(run_dir / RESULTS, results.to_json())  # OutputError (exit 2) on an OS error
+    write_json_output(run_dir / RESULTS, results.to_json(), record=True)  # OutputError (exit 2) on an OS error
     link_error = point_latest(out_dir, run_dir)
     error = error or link_error
     if error is not None:

@@ -304,7 +304,7 @@ def _run_profiler(
     """Run ncu over the profiled program; what cut the run short (None when it ran to its end). Never raises a
     MemlensError or KeyboardInterrupt: the caller saves what was done first."""
     try:
-        write_output(command_file or request.log.with_name(NCU_COMMAND), command_line(argv) + "\n")
+        write_output(command_file or request.log.with_name(NCU_COMMAND), command_line(argv) + "\n", record=True)
         run = run_ncu(argv, timeout, poll=poll, log=request.log, env=env)
         poll()
         _check_run(run, events, request)

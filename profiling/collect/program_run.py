@@ -52,7 +52,6 @@ from memlens.collect.launch_sampling import (
     COUNTS_ALL,
     COUNTS_UNKNOWN,
     RANGE_COUNTS_ENV,
-    RANGE_COUNTS_FILE,
     LaunchSampling,
     range_runs,
     ranges_not_profiled,
@@ -79,7 +78,15 @@ from memlens.io.processes import command_line
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.ncu_settings import NcuSettings
 from memlens.model.nvtx_names import LIBRARY_DOMAINS, domains_other_than
-from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM
+from memlens.model.run_layout import (
+    NCU_COMMAND,
+    NCU_LOG,
+    NCU_REPORT,
+    OWN_RANGES_LOG,
+    RANGE_COUNTS_FILE,
+    REPORT_STEM,
+    STDERR_FILE,
+)
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
 
 if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
@@ -97,9 +104,7 @@ DEFAULT_FILTERS = OWN_RANGE_FILTERS
 # every range of every domain, the libraries' included: for a program that opened none of its own
 ANY_RANGE_FILTERS = ("regex:.*/", "regex:.*@.*/", "regex:.*", "regex:.*@.*")
 DEFAULT_SCOPE = "process"
-OWN_RANGES_LOG = "ncu.own-ranges.log"  # the first pass's log, where the program opened no range of its own
 DEFAULT_LAUNCH_COUNT = 100
-STDERR_FILE = "program.stderr"
 _APP_FAILED = re.compile(r"The application returned an error code \((-?\d+)\)")
 
 
@@ -230,7 +235,7 @@ def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_d
     )
     argv = profile_argv(ncu, request, options.program)
     commands.append(command_line(argv))
-    write_output(run_dir / NCU_COMMAND, "\n".join(commands) + "\n")
+    write_output(run_dir / NCU_COMMAND, "\n".join(commands) + "\n", record=True)
     stderr = _StderrTee(run_dir / STDERR_FILE)
     error: BaseException | None = None
     run: NcuRun | None = None

@@ -71,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
     rejected = arch_rejection(results.failures)
     if rejected is not None and not results.kernels:  # every kernel failed, on the architecture
         raise ConfigError(f"--arch {args.arch}: the compiler rejects it ({rejected})")
-    for output in filter(None, outputs):
-        write_json_output(output, results.to_json(), inputs=input_files(suite.path))
+    for output, into in zip(outputs, (False, True), strict=True):  # --into writes the run's own check.json
+        if output is not None:
+            write_json_output(output, results.to_json(), inputs=input_files(suite.path), record=into)
     if not any(output is not None and output.kind == "stdout" for output in outputs):
         renderer("table", "check")(results, sys.stdout)  # with `--json -`, the JSON is standard output
     for label in without_kernels(suite, args.pattern):

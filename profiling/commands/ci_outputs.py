@@ -14,6 +14,7 @@ from typing import Any
 from memlens.errors import ConfigError
 from memlens.io.files import STDOUT, Output, resolve_output, write_output
 from memlens.output import render_text, renderer
+from memlens.output.findings import findings, place, resolve_root
 
 SARIF_NAME = "memlens.sarif"  # in a FOLDER/
 
@@ -24,14 +25,30 @@ def add_ci_arguments(parser: argparse.ArgumentParser, subject: str) -> None:
     parser.add_argument("--format", choices=("table", "github"), default="table",
                         help="github: GitHub Actions workflow commands (an annotation a finding on its line) "
                              "instead of the table")  # fmt: skip
-    parser.add_argument("--source-root", type=Path, metavar="DIR",
-                        help="paths of the findings relative to DIR (default: the git top level of the working "
-                             "directory); paths outside it stay absolute")  # fmt: skip
+    parser.add_argument("--source-root", metavar="DIR",
+                        help="paths of the findings relative to DIR, a folder (default: the git top level of the "
+                             "working directory; a folder of another machine where the findings' files lie under "
+                             "it); paths outside it stay absolute")  # fmt: skip
 
 
-def with_root(found: Any, args: argparse.Namespace) -> Any:
-    """The findings with the command line's --source-root."""
-    return replace(found, source_root=args.source_root) if args.source_root is not None else found
+def with_root(subject: str, found: Any, args: argparse.Namespace) -> Any:
+    """The findings with the command line's --source-root: an existing folder, or one (of the machine that
+    built the code) that a finding's file lies under; else one ConfigError line."""
+    if args.source_root is None:
+        return found
+    named = args.source_root
+    if not named:
+        raise ConfigError("--source-root '': empty; name the folder the findings' paths are relative to")
+    root = Path(named)
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"--source-root {named}: not a folder")
+    rooted = replace(found, source_root=root)
+    if not root.exists():
+        resolved = resolve_root(root)
+        placed = (place(finding.file, resolved) for finding in findings(subject, rooted))
+        if not any(where is not None and where.inside for where in placed):
+            raise ConfigError(f"--source-root {named}: no such folder, and no finding's file lies under it")
+    return rooted
 
 
 def check_stdout(args: argparse.Namespace, others: Iterable[tuple[str, bool]] = ()) -> None:

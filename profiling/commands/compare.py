@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from memlens.readers import read_with_instructions
 from memlens.reports.line_changes import MARKDOWN_LIMIT, figures_text, markdown_table
 
 if TYPE_CHECKING:
+    from memlens.model.results import RunResults
     from memlens.reports.model import Comparison
 
 
@@ -58,20 +60,48 @@ def run(args: argparse.Namespace) -> int:
     wanted = {k.label for k in kernels_matching(base.kernels + head.kernels, args.pattern)}
     if not wanted:
         raise ConfigError(f"no kernel in {args.base} or {args.head} matches -k {args.pattern!r}")
+    check_in_common(args, base, head, wanted)
     report = build_report([(args.base, base), (args.head, head)])
     no_lines = [name for name, run in ((args.base, base), (args.head, head)) if not has_line_data(run)]
     compared = [_compared(c) for c in report.comparisons if c.label in wanted and (c.lines or no_lines)]
     found = CompareFindings(args.base, args.head, tuple(compared), tuple(no_lines))
+    notes = gpu_notes(base, head)
     inputs = [*input_files(resolve_run(Path(args.base))), *input_files(resolve_run(Path(args.head)))]
-    if write_ci("compare", with_root(found, args), args, inputs):
+    if write_ci("compare", with_root("compare", found, args), args, inputs):
         return 0
     if args.json:
-        print(json.dumps(to_json(args.base, args.head, compared, no_lines), indent=2))
+        print(json.dumps(to_json(args.base, args.head, compared, no_lines, notes), indent=2))
     elif args.md:
-        print(to_markdown(args.base, args.head, compared, no_lines))
+        print(to_markdown(args.base, args.head, compared, no_lines, notes))
     else:
-        print("\n".join(fit_lines(render_text(args.base, args.head, compared, no_lines, args.all), args.wide)))
+        text = render_text(args.base, args.head, compared, no_lines, args.all, notes)
+        print("\n".join(fit_lines(text, args.wide)))
     return 0
+
+
+def check_in_common(args: argparse.Namespace, base: RunResults, head: RunResults, wanted: set[str]) -> None:
+    """ConfigError naming each run's kernels where BASE and HEAD (of those -k selects) share none: two runs of
+    different programs, not two builds of one."""
+    labels = [[label for label in dict.fromkeys(k.label for k in run.kernels) if label in wanted]
+              for run in (base, head)]  # fmt: skip
+    if set(labels[0]) & set(labels[1]):
+        return
+
+    def listed(found: list[str]) -> str:
+        shown = ", ".join(found[:3]) + (f", and {len(found) - 3} more" if len(found) > 3 else "")
+        return f"{len(found)} ({shown})" if found else "none"
+
+    raise ConfigError(f"{args.base} and {args.head} have no kernel in common: BASE has {listed(labels[0])}, "
+                      f"HEAD has {listed(labels[1])}; compare two builds of one program")  # fmt: skip
+
+
+def gpu_notes(base: RunResults, head: RunResults) -> list[str]:
+    """A note where BASE and HEAD ran on two GPU models."""
+    models = [run.info.gpu_name for run in (base, head)]
+    if None in models or models[0] == models[1]:
+        return []
+    return [f"BASE ran on {models[0]}, HEAD on {models[1]}: two GPU models, so a figure may differ by the GPU "
+            "as well as by the code"]  # fmt: skip
 
 
 def _compared(comparison: Comparison) -> Compared:
@@ -100,10 +130,12 @@ def summary(compared: list[Compared], no_lines: list[str]) -> str:
 # --- output ---------------------------------------------------------------------------------------
 
 
-def render_text(base: str, head: str, compared: list[Compared], no_lines: list[str], show_all: bool) -> list[str]:
+def render_text(base: str, head: str, compared: list[Compared], no_lines: list[str], show_all: bool,
+                notes: Sequence[str] = ()) -> list[str]:  # fmt: skip
     kernels = f"{len(compared)} kernel{'s' if len(compared) != 1 else ''}"
     title = f"{kernels}, {summary(compared, no_lines)}" if no_lines else f"{summary(compared, no_lines)} in {kernels}"
     out = [f"memlens compare: {shown_path(base)} -> {shown_path(head)}: {title}"]
+    out += [f"note: {note}" for note in notes]
     out += [f"note: {shown_path(name)}: {NO_LINE_DATA}" for name in no_lines]
     for kernel in compared:
         out.append("")
@@ -137,10 +169,12 @@ def _text_line(line: LineChange) -> list[str]:
     return out
 
 
-def to_json(base: str, head: str, compared: list[Compared], no_lines: list[str]) -> dict[str, object]:
+def to_json(base: str, head: str, compared: list[Compared], no_lines: list[str],
+            notes: Sequence[str] = ()) -> dict[str, object]:  # fmt: skip
     return {
         "kind": "memlens-compare", "schema_version": 1, "base": base, "head": head,
-        "summary": summary(compared, no_lines), "notes": [f"{name}: {NO_LINE_DATA}" for name in no_lines],
+        "summary": summary(compared, no_lines),
+        "notes": [*notes, *(f"{name}: {NO_LINE_DATA}" for name in no_lines)],
         "kernels": [{"label": k.label, "statuses": list(k.statuses), "in_base": k.lines.in_base,
                      "in_head": k.lines.in_head, "figures": list(k.figures), "notes": list(k.lines.notes),
                      "changed_lines": len(k.lines.changed)} for k in compared],
@@ -148,10 +182,11 @@ def to_json(base: str, head: str, compared: list[Compared], no_lines: list[str])
     }  # fmt: skip
 
 
-def to_markdown(base: str, head: str, compared: list[Compared], no_lines: list[str]) -> str:
+def to_markdown(base: str, head: str, compared: list[Compared], no_lines: list[str], gpus: Sequence[str] = ()) -> str:
     head_lines = [f"## memlens compare: {md_escape(summary(compared, no_lines))}", "",
                   f"{md_code(Path(base).name or base)} → {md_code(Path(head).name or head)}", ""]  # fmt: skip
-    notes = [f"> {md_escape(name)}: {md_escape(NO_LINE_DATA)}" for name in no_lines]
+    notes = [f"> {md_escape(note)}" for note in gpus]
+    notes += [f"> {md_escape(name)}: {md_escape(NO_LINE_DATA)}" for name in no_lines]
     notes += [f"> {md_code(k.label)}: {md_escape(note)}" for k in compared for note in k.lines.notes]
     rows = [(k.label, line) for k in compared for line in k.lines.changed]
     text = "\n".join(head_lines + (notes + [""] if notes else []))

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if path is not None:
         baseline = load_baseline(path)
         notes += compatibility(baseline, measurements, args.allow_mismatch)
-    result = with_root(evaluate(rules, measurements, baseline, notes), args)
+    result = with_root("gate", evaluate(rules, measurements, baseline, notes), args)
     inputs = [*input_files(resolve_run(Path(args.source))), args.rules, args.baseline]
     written = write_outputs(result, args.junit, args.summary, args.json, inputs, args.sarif)
     if args.format == "github":

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"no kernel in {args.path} matches -k {args.pattern!r}")
     found = kernel_lines(results, kernels)
     inputs = input_files(resolve_run(Path(args.path)))
-    if write_ci("lines", with_root(LinesFindings(tuple(found), source=args.path), args), args, inputs):
+    if write_ci("lines", with_root("lines", LinesFindings(tuple(found), source=args.path), args), args, inputs):
         return 0
     if args.json:
         print(json.dumps(to_json(found, args.top), indent=2))

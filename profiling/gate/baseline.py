@@ -56,6 +56,10 @@ class Baseline:
     def value(self, subject_key: str, metric_key: str) -> float | None:
         return self.values.get(subject_key, {}).get(metric_key)
 
+    def has_kernel(self, subject_key: str) -> bool:
+        """Whether the baseline holds the kernel at all (with or without the figure a rule asks for)."""
+        return subject_key in self.values or subject_key in self.kernels or subject_key in self.lines
+
     def lines_of(self, subject_key: str) -> tuple[SourceLine, ...] | None:
         """The kernel's source lines with their code; None where the baseline has none for it."""
         return self.lines.get(subject_key)

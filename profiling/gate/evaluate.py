@@ -74,6 +74,12 @@ class BaselineValues(Protocol):
 
     def lines_of(self, subject_key: str) -> tuple[SourceLine, ...] | None: ...
 
+    def has_kernel(self, subject_key: str) -> bool: ...
+
+
+def _not_in_baseline(subject: Subject) -> str:
+    return f"{subject.key} is not in the baseline (a kernel new since, or a baseline of another program)"
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -210,6 +216,8 @@ def _check(rule: Rule, subject: Subject, kind: Kind, baseline: BaselineValues | 
     if baseline is None:
         return verdict("skip", "no baseline given (--baseline FILE)", measured.value)
     before = baseline.value(subject.key, metric.key)
+    if before is None and not baseline.has_kernel(subject.key):
+        return verdict("fail", _not_in_baseline(subject), measured.value)
     if before is None:
         return verdict("fail", f"{subject.key} has no {metric.key} in the baseline (save a new baseline)",
                        measured.value)  # fmt: skip
@@ -328,6 +336,8 @@ def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,
         if baseline is None:
             return [verdict("skip", "no baseline given (--baseline FILE)")]
         before_lines = baseline.lines_of(subject.key) if hasattr(baseline, "lines_of") else None
+        if before_lines is None and not baseline.has_kernel(subject.key):
+            return [verdict("fail", _not_in_baseline(subject))]
         if before_lines is None:
             return [verdict("fail", f"{subject.key} has no per-line figures in the baseline"
                                     " (save a new baseline with this memlens)")]  # fmt: skip

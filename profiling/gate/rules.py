@@ -15,9 +15,11 @@ Keys of a rule:
 
 - `name` (required): a unique, non-empty string.
 - `select` (a glob or a list of globs) or `select_regex` (a Python regex that must match the whole
-  label): which kernels the rule checks. The label is "family/variant" for a suite kernel and the
-  demangled kernel name (e.g. `void tr<1>(float *, const float *, int)`; a Numba kernel's function
-  name, e.g. `matmul`) for a plain ncu report. In
+  label): which kernels the rule checks. The label is "family/variant" for a suite kernel. For a plain
+  ncu report (a program's) it is the NVTX label of the ranges open at the launch: the innermost
+  "family/variant"-shaped range (e.g. `transpose/conflict`), else the path of the ranges (e.g.
+  `step > 4-way loads`); and the demangled kernel name (e.g. `void tr<1>(float *, const float *,
+  int)`; a Numba kernel's function name, e.g. `matmul`) where no range was open. In
   a glob `*` matches anything (including `/`), `?` one character, `[...]` a set: to match a literal
   `[` in a kernel name, use `select_regex`. Matching is case-sensitive.
 - `exclude` (optional, a glob or a list of globs): kernels to leave out of the selection.

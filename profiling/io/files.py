@@ -11,7 +11,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +45,17 @@ def note_input(path: str | Path) -> Path:
 def inputs_read() -> list[Path]:
     """The files the command that runs has read so far, in the order first read."""
     return list(_inputs_read.values())
+
+
+# What else no output may replace, by the rule of the stage that knows it: model/run_layout.run_record (a
+# run folder's own files, and the names memlens reads or writes there) sets it where it is defined.
+_refusals: list[Callable[[Path], str | None]] = []
+
+
+def refuse_also(rule: Callable[[Path], str | None]) -> None:
+    """`write_output` refuses a path where `rule` gives a reason (the reason, after the path, is its message)."""
+    if rule not in _refusals:
+        _refusals.append(rule)
 
 
 @contextmanager
@@ -99,6 +110,9 @@ def resolve_output(path: str | Path, default_name: str | None = None) -> Output:
         if exc.errno == errno.ELOOP:
             raise OutputError(f"{named}: symbolic link loop") from None
         target = Path(os.path.realpath(path))
+        if os.path.islink(path) and not target.parent.is_dir():
+            raise OutputError(f"{named}: cannot write (a symbolic link to {os.readlink(path)}, which points nowhere: "
+                              f"no such folder {target.parent})") from None  # fmt: skip
         _check_folder(named, path, target.parent)
         return Output(named, target, "file")  # new, a link to nothing, or unreachable
     if stat.S_ISDIR(mode):
@@ -150,18 +164,25 @@ def resolve_outputs(outputs: Iterable[tuple[str, str | Path | None, str | None]]
 
 
 def write_output(path: str | Path | Output, text: str, inputs: Iterable[str | Path | None] = (),
-                 default_name: str | None = None) -> Output:  # fmt: skip
+                 default_name: str | None = None, *, record: bool = False) -> Output:  # fmt: skip
     """Write `text` where `path` says (see `resolve_output`): a regular file atomically (temp file +
     rename, so a reader sees the old file or the whole new one), never over one of the command's
     `inputs` nor any file it has read (`note_input`; same path after symlinks, or same file by inode),
-    never over a raw profiler report,
-    never onto a directory; a special file in place. Every refusal and every OS error (read-only
-    folder, missing parent, disk full) is one OutputError line."""
+    never over a raw profiler report, never onto a run folder's own files (`refuse_also`) unless this is
+    one (`record`: what makes the run writes it), never onto a directory; a special file in place.
+    Every refusal and every OS error (read-only folder, missing parent, disk full) is one OutputError line."""
     output = path if isinstance(path, Output) else resolve_output(path, default_name)
     if output.path is not None:
         for source in [*inputs, *inputs_read()]:
             if source is not None and same_file(output.path, Path(source)):
                 raise OutputError(f"{output.named}: is an input of this command ({source}); name another file")
+    if output.kind == "file" and not record:
+        for rule in _refusals:
+            reason = rule(output.path)  # type: ignore[arg-type]
+            if reason is not None:
+                raise OutputError(f"{output.named}: {reason}; name another file")
+    if output.kind == "file" and read_only(output.path):  # type: ignore[arg-type]
+        raise OutputError(f"{output.named}: cannot write (permission denied: the file is read-only)")
     try:
         if output.kind == "stdout":
             sys.stdout.write(text)
@@ -177,8 +198,8 @@ def write_output(path: str | Path | Output, text: str, inputs: Iterable[str | Pa
 
 
 def write_json_output(path: str | Path | Output, data: Any, inputs: Iterable[str | Path | None] = (),
-                      default_name: str | None = None) -> Output:  # fmt: skip
-    return write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n", inputs, default_name)
+                      default_name: str | None = None, *, record: bool = False) -> Output:  # fmt: skip
+    return write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n", inputs, default_name, record=record)
 
 
 _DESCRIPTORS = re.compile(r"/proc/[^/]+(?:/task/[^/]+)?/fd|/dev/fd")
@@ -285,14 +306,31 @@ def _reason(exc: OSError) -> str:
     return reason
 
 
+def read_only(path: Path) -> bool:
+    """Whether an existing file at `path` may not be replaced: one the user may not write (os.access, as `cp`
+    asks), or one without any write bit, for root too. A rename needs only the folder's permission, so the
+    file's own is asked here; root's `cp` would write a 444 file, memlens takes the mode as the owner's
+    "keep this" (as `rm` asks before removing one). False where there is no file (or it cannot be seen)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) and (not mode & 0o222 or not os.access(path, os.W_OK))
+
+
 def write_text_atomic(path: Path, text: str) -> None:
-    """Temp file + rename in `path`'s folder, which must exist. OSError as it comes: commands
-    write through `write_output`, which names it in one line."""
+    """Temp file + rename in `path`'s folder, which must exist: a file replaced keeps its mode, a new one
+    gets the usual (0666 less the umask). OSError as it comes: commands write through `write_output`,
+    which names it in one line and refuses a read-only file first."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
     try:
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:  # a new file
+        mode = 0o666 & ~umask
+    try:
+        os.chmod(tmp, mode)  # mkstemp makes 0600
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

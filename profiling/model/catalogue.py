@@ -46,8 +46,8 @@ from memlens.model.tensor_paths import TENSOR_DERIVED, TENSOR_RAW, tensor_flops
 
 __all__ = [  # the per-instruction names, re-exported: the catalogue is where every metric name is found
     "SECTION_CYCLES", "SECTOR_BYTES", "Better", "Metric", "OverLaunches", "Values", "GLOBAL_KEYS", "GLOBAL_REQUESTS",
-    "GLOBAL_SECTORS", "GLOBAL_SECTORS_IDEAL", "KIND_KEYS", "LOCAL_EXECUTIONS", "MEMORY_ACCESS_SIZE", "MEMORY_ACCESS_TYPE",
-    "MEMORY_TYPE", "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys",
+    "GLOBAL_SECTORS", "GLOBAL_SECTORS_IDEAL", "KIND_KEYS", "LOCAL_EXECUTIONS", "MEMORY_ACCESS_SIZE",
+    "MEMORY_ACCESS_TYPE", "MEMORY_TYPE", "PER_PC_EXECUTIONS", "PER_PC_METRICS", "REMOTE_SHARED_EXECUTIONS", "SHARED_KEYS", "GlobalKeys",
     "KindKeys", "SharedKeys",
 ]  # fmt: skip
 

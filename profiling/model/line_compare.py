@@ -336,11 +336,14 @@ def _line_number_note(file: str, base: LineSet | None, head: LineSet | None) -> 
 
 
 def _judge(old: SourceLine | None, new: SourceLine | None, how: MatchedBy) -> LineChange:
+    # a line on one side with no figure (0 excess wavefronts, no local access) has none on either: no change
     if old is None:
         assert new is not None
-        return LineChange(new.file, None, new.line, new.source, "new", None, new.figures)
+        change: Change = "new" if change_of(LineFigures(), new.figures) == "worse" else "same"
+        return LineChange(new.file, None, new.line, new.source, change, None, new.figures)
     if new is None:
-        return LineChange(old.file, old.line, None, old.source, "gone", old.figures, None)
+        change = "gone" if change_of(old.figures, LineFigures()) == "better" else "same"
+        return LineChange(old.file, old.line, None, old.source, change, old.figures, None)
     base_source = old.source if old.source != new.source else None
     return LineChange(new.file, old.line, new.line, new.source, change_of(old.figures, new.figures),
                       old.figures, new.figures, how, base_source)  # fmt: skip

@@ -305,14 +305,19 @@ class RunResults:
 
     def dataframe(self) -> Any:
         """One row per launch: label, kernel, family, variant, nvtx, launch_id, then every catalogue
-        figure in its catalogue unit (NaN where missing). Needs pandas (the `pandas` extra)."""
+        figure in its catalogue unit, the column named `key (unit)` as `memlens metrics --csv` names it
+        (`duration (ns)`; NaN where missing); `.attrs["units"]` and `.attrs["keys"]` give each column's
+        unit and catalogue key. Needs pandas (the `pandas` extra)."""
         try:
             import pandas
         except ImportError as exc:
             raise SetupError(f'a DataFrame needs pandas ({exc}): pip install "memlens[pandas]"') from None
-        rows = [{**k.identity(), **{key: k.value(key) for key in CATALOGUE}} for k in self.kernels]
-        columns = [*IDENTITY, *CATALOGUE]
-        return pandas.DataFrame(rows, columns=columns)
+        named = {key: f"{key} ({metric.unit})" for key, metric in CATALOGUE.items()}  # as `metrics --csv` names them
+        rows = [{**k.identity(), **{named[key]: k.value(key) for key in CATALOGUE}} for k in self.kernels]
+        frame = pandas.DataFrame(rows, columns=[*IDENTITY, *named.values()])
+        frame.attrs["units"] = {named[key]: metric.unit for key, metric in CATALOGUE.items()}
+        frame.attrs["keys"] = {column: key for key, column in named.items()}  # column -> catalogue key
+        return frame
 
     @classmethod
     def from_json(cls, data: Any, source: str = RESULTS) -> RunResults:

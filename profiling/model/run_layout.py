@@ -15,6 +15,10 @@ written over), and the record of a run's provenance.
         bench.json             BENCH: BenchResults (profiling/bench/results.py)
         check.json             CHECK: StaticResults (profiling/static/check.py)
         report.html|md|json    report_file(): `memlens report`
+        program.stderr, ranges.json, ncu.own-ranges.log   a program run's (collect/program_run.py)
+
+A run's own files (`run_record`: the names above, present or not, in a folder that holds a run) are
+never an output's: only what makes the run writes them (io.files.write_output's `record=True`).
 
 Creating one, the `latest` pointer and taking provenance: collect/run_dir.py.
 """
@@ -22,9 +26,11 @@ Creating one, the `latest` pointer and taking provenance: collect/run_dir.py.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlens.io import files
 from memlens.io.files import RAW_REPORT_SUFFIXES
 
 DEFAULT_OUT = Path("runs")
@@ -41,6 +47,9 @@ RESULTS = "results.json"
 BENCH = "bench.json"
 CHECK = "check.json"  # `memlens check --into RUN`: the static check of the run's build
 REPORT_FILE_STEM = "report"  # memlens report writes report.<format> into a run directory
+STDERR_FILE = "program.stderr"  # what a profiled program wrote on its standard error
+RANGE_COUNTS_FILE = "ranges.json"  # a program's memlens.range counts: {"ranges": {"step > forward": 50, ...}}
+OWN_RANGES_LOG = "ncu.own-ranges.log"  # the first pass's log, where the program opened no range of its own
 
 
 def no_run_yet(path: str | Path) -> bool:
@@ -137,3 +146,38 @@ def input_files(path: str | Path | None) -> list[Path]:
     except OSError:
         pass
     return [path]
+
+
+# A run's own files, each ncu run's with its tag (profile.gpu1.ncu-rep, ncu.own-ranges.log, bench.job3.log).
+def _split(name: str) -> tuple[str, str, str]:
+    return name.partition(".")
+
+
+_TAGGED = (NCU_REPORT, NCU_LOG, NCU_COMMAND, EVENTS, BENCH, "bench.log")
+_RECORD = re.compile("|".join([
+    *(rf"{re.escape(stem)}(?:\.[^.]+)?\.{re.escape(suffix)}" for stem, _, suffix in map(_split, _TAGGED)),
+    *(re.escape(name) for name in (RESULTS, CHECK, STDERR_FILE, RANGE_COUNTS_FILE)),
+    r"job\d+\.failed\.txt",  # a --cluster job's history, where it failed
+]))  # fmt: skip
+
+
+def is_run_folder(folder: Path) -> bool:
+    """Whether `folder` holds a run: its results.json, a raw report of ncu's or the ncu command that made one."""
+    try:
+        return (folder / RESULTS).is_file() or any(folder.glob(f"{REPORT_STEM}*.ncu-rep*")) or any(
+            folder.glob(f"{NCU_COMMAND.removesuffix('.txt')}*.txt"))  # fmt: skip
+    except OSError:
+        return False
+
+
+def run_record(path: Path) -> str | None:
+    """Why `path` (where an output's bytes would go, links followed) is no output's: a run's own file, present
+    or a name memlens reads or writes there, in a folder that holds a run. None where it may be written."""
+    if not _RECORD.fullmatch(path.name) or not is_run_folder(path.parent):
+        return None
+    if os.path.lexists(path):
+        return f"is a file of the run folder {path.parent}"
+    return f"is a name memlens reads or writes in a run folder ({path.parent})"
+
+
+files.refuse_also(run_record)  # every output memlens writes goes through write_output, which asks it

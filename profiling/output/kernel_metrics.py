@@ -21,6 +21,7 @@ from memlens.model import shared_figures
 from memlens.model.catalogue import CATALOGUE, KIND_KEYS
 from memlens.model.instruction_kinds import SharedKind, Side
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle, short_kernel
+from memlens.model.per_instruction import LOCAL_EXECUTIONS
 from memlens.model.results import IDENTITY, KernelResult, RunResults
 from memlens.output.tensor_lines import tensor_lines
 from memlens.theory import paper_figures
@@ -132,9 +133,27 @@ def _loads_dash(kernel: KernelResult) -> str:
 
 
 def _local(kernel: KernelResult) -> str:
+    """Local bytes loaded / stored (the sector counters); where the report has none of those but its
+    per-instruction table (a plain --section SourceCounters report), the local instructions executed."""
+    executions = _local_executions(kernel)
+    if executions is not None:
+        return f"{format_count(executions[0])} / {format_count(executions[1])}{EXECUTIONS_UNIT}"
     loads = _show(kernel, "local_ld_bytes", format_bytes)
     stores = _show(kernel, "local_st_bytes", format_bytes)
     return f"{loads} / {stores}"
+
+
+EXECUTIONS_UNIT = " inst"
+EXECUTIONS_NOTE = ("warp-level local load / store instructions executed, from the report's per-instruction table (it "
+                   "has no local sector counters, so no bytes)")  # fmt: skip
+
+
+def _local_executions(kernel: KernelResult) -> tuple[float, float] | None:
+    """The local loads and stores executed, where the kernel has them and no local byte figure."""
+    if kernel.value("local_ld_bytes") is not None or kernel.value("local_st_bytes") is not None:
+        return None
+    ld, st = (kernel.value(LOCAL_EXECUTIONS[side]) for side in (Side.LD, Side.ST))
+    return None if ld is None or st is None else (ld, st)
 
 
 def _launch(kernel: KernelResult) -> str:
@@ -317,6 +336,8 @@ def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> l
     for kernel in kernels:
         for column in columns or COLUMNS:
             for key in column.keys:
+                if key in ("local_ld_bytes", "local_st_bytes") and _local_executions(kernel) is not None:
+                    continue  # the instructions executed stand in, with their note
                 if kernel.value(key) is None and CELLS[column.key](kernel) == NA:
                     seen.setdefault((column.key, kernel.missing_reason(key) or "missing"), {})[kernel.label] = None
     lines = []
@@ -339,6 +360,8 @@ def notes(kernels: list[KernelResult], columns: list[Column] | None = None) -> l
         lines += [f"shared ld n-way: {FALLBACK_MARK} {reason}" for reason in fallbacks]
     if none_of:
         lines.append(f"{', '.join(none_of)}: - — {NO_SUCH_ACCESS}")
+    if "local ld / st" in shown and any(_local_executions(k) is not None for k in kernels):
+        lines.append(f"local ld / st:{EXECUTIONS_UNIT} — {EXECUTIONS_NOTE}")
     if "exact excess wavefronts" in shown and any(FALLBACK_MARK in _excess(k) for k in kernels):
         lines.append(f"exact excess wavefronts: {FALLBACK_MARK} per instruction of {shared_figures.FALLBACK}")
     return lines

@@ -20,6 +20,7 @@ from memlens.io.markdown import md_escape
 from memlens.model.line_compare import LineFigures, LineSet, SourceLine, change_of, compare_lines
 from memlens.output.formats.junit import to_junit
 from memlens.output.formats.markdown import gate_summary as to_markdown
+from memlens.readers import read_lines
 from memlens.reports.line_changes import markdown_table
 from memlens.theory.bank_model import excess_wavefronts
 
@@ -468,3 +469,78 @@ def test_a_report_of_a_run_without_line_data_beside_one_with_says_so_once(capsys
     assert main(["report", str(FULL), str(FAST), "--format", "json", "-o", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert all(c["lines"] == [] for c in data["comparisons"]) and len(data["line_notes"]) == 1
+
+
+# --- runs that are not two builds of one program (issue 46 (5)) ---------------------------------------------
+
+
+SUITE_H100 = FIXTURES / "nvidia_h100_80gb_hbm3" / "suite.results.json"
+SUITE_H200 = FIXTURES / "nvidia_h200" / "suite.results.json"
+
+
+def test_two_runs_with_no_kernel_in_common_are_refused_naming_each_runs_kernels(capsys):
+    """issue 46 (5): compare of two programs' runs with no kernel in common printed "20 lines changed (14 new,
+    6 gone) in 9 kernels", exit 0."""
+    base = recorded("compare_v1.ncu-rep")
+    assert main(["compare", str(base), str(CUDA_APP)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"memlens: error: {base} and {CUDA_APP} have no kernel in common: BASE has 3 (compare/four_way, "
+                   "compare/swizzle, compare/vector), HEAD has 6 (transpose/conflict, transpose/padded, "
+                   "transpose/store_conflict, and 3 more); compare two builds of one program\n")  # fmt: skip
+    assert main(["compare", str(base), str(CUDA_APP), "-k", "four_way|store"]) == 2
+    assert "BASE has 1 (compare/four_way), HEAD has 1 (transpose/store_conflict)" in capsys.readouterr().err
+
+
+def test_runs_on_two_gpu_models_get_a_note(capsys):
+    assert main(["compare", str(SUITE_H100), str(SUITE_H200)]) == 0
+    out = capsys.readouterr().out
+    note = ("note: BASE ran on NVIDIA H100 80GB HBM3, HEAD on NVIDIA H200: two GPU models, so a figure may differ "
+            "by the GPU as well as by the code")  # fmt: skip
+    assert note in out
+    assert main(["compare", str(SUITE_H100), str(SUITE_H200), "--json"]) == 0
+    assert any("two GPU models" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    assert main(["compare", str(CUDA_APP), str(CUDA_APP)]) == 0
+    assert "GPU models" not in capsys.readouterr().out
+
+
+def test_a_line_with_no_figure_on_either_side_is_no_change():
+    """issue 46 (5): a line new (or gone) with 0 excess wavefronts and no local access was counted as a change."""
+    empty, worse = LineFigures(excess_wavefronts_st=0.0), LineFigures(excess_wavefronts_ld=8.0)
+    head = LineSet((SourceLine("a.cu", 3, "x = 1;", empty), SourceLine("a.cu", 4, "y = t[i];", worse)))
+    found = compare_lines("k", LineSet(()), head)
+    assert [(c.head_line, c.change) for c in found.lines] == [(3, "same"), (4, "new")]
+    assert [c.head_line for c in found.changed] == [4]
+    gone = compare_lines("k", head, LineSet(()))
+    assert [(c.base_line, c.change) for c in gone.lines] == [(3, "same"), (4, "gone")]
+
+
+def test_a_kernel_missing_from_the_baseline_is_named_so(tmp_path):
+    """issue 46 (6): a baseline without the kernel said it "has no per-line figures (save a new baseline with this
+    memlens)", as though the baseline were old."""
+    other = from_measurements(read_measurements(recorded("compare_v1.ncu-rep"), lines=True))
+    rules = parse_rules(LINE_RULES + '\n[[rule]]\nname = "no slower"\nselect = "transpose/*"\nmetric = "duration"\n'
+                        'max_regression = "10%"\n')  # fmt: skip
+    result = evaluate(rules, read_measurements(CUDA_APP, lines=True), other)
+    messages = {(v.rule, v.message) for v in result.verdicts
+                if v.subject == "transpose/conflict" and v.rule != "no conflicting line"}  # fmt: skip
+    missing = "transpose/conflict is not in the baseline (a kernel new since, or a baseline of another program)"
+    assert messages == {("no line gains conflicts", missing), ("no slower", missing)}, messages
+
+
+def test_the_readme_compare_example_prints_what_it_shows(capsys, tmp_path, monkeypatch):
+    """issue 46 (10): README's `compare` example showed `app.cu:25 -> 26` where the command prints the path the
+    build named. Each line it shows (its `...` aside) is printed, in its order."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    command = "$ memlens compare v1.ncu-rep v2.ncu-rep --wide\n"
+    shown = readme.partition(command)[2].partition("```")[0].splitlines()
+    assert shown, "the README's compare example is gone"
+    monkeypatch.chdir(tmp_path)
+    for name in ("v1", "v2"):
+        (tmp_path / f"{name}.ncu-rep").write_bytes(recorded(f"compare_{name}.ncu-rep").read_bytes())
+    assert main(command.removeprefix("$ memlens ").split()) == 0
+    printed = iter(capsys.readouterr().out.splitlines())
+    files = {r.file for k in read_lines(str(recorded("compare_v1.ncu-rep"))).kernels for r in k.instructions}
+    (build,) = {str(Path(file).parent) for file in files if file}  # the folder record_compare.sh built in
+    for line in (line.replace("<build>", build) for line in shown):
+        if line.strip() != "...":
+            assert any(out == line for out in printed), f"the README shows {line!r}, not printed (in this order)"

@@ -406,3 +406,28 @@ def test_a_kernels_32_way_atomics_beside_its_conflict_free_loads(monkeypatch, ca
     assert figures["exact_shared_atomics_ways"] == {"value": 32.0, "unit": "wavefront/ideal"}
     assert figures["exact_ldmatrix_ways"] == {"value": None, "unit": "wavefront/ideal", "reason": "no ldmatrix loads"}
     assert "exact_shared_atomics_ways (wavefront/ideal)" in csv_header()
+
+
+@pytest.mark.parametrize("gpu", ["nvidia_h200", "nvidia_h100_80gb_hbm3"])
+def test_a_plain_sourcecounters_report_shows_its_local_executions(capsys: pytest.CaptureFixture[str], gpu: str):
+    """issue 46 (8): a plain `--section SourceCounters` report showed local memory "n/a / n/a", "needs
+    l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", while its per-instruction table counts the local loads."""
+    report = SUITE.parent / gpu / "kinds" / "memory_kinds_sourcecounters.ncu-rep"
+    code, out, _ = metrics(capsys, str(report), "--wide")
+    assert code == 0
+    rows = {line.split("│")[1].strip(): line.split("│") for line in out.splitlines() if line.startswith("│")}
+    header = next(line for line in out.splitlines() if line.startswith("┃") and "ld / st" in line).split("┃")
+    local = next(index for index, cell in enumerate(header) if "ld / st" in cell)  # the columns the run has
+    assert rows["spill_launch_bounds(float *, const float *, int)"][local].strip() == "978,944 / 970,752 inst"
+    assert rows["struct_array_runtime_index(float *, const int *, int)"][local].strip() == "200,704 / 131,072 inst"
+    assert rows["global_coalesced(float *, const float *)"][local].strip() == "0 / 0 inst"
+    assert "local ld / st: n/a" not in out
+    assert (
+        "local ld / st: inst — warp-level local load / store instructions executed, from the report's "
+        "per-instruction table (it has no local sector counters, so no bytes)"
+    ) in " ".join(out.split())
+    assert "spill_launch_bounds(float *, const float *, int): local memory: register spill" in " ".join(out.split())
+    assert main(["report", str(report), "--format", "md", "-o", "-"]) == 0
+    assert "local memory: 978,944 local load and 970,752 local store instructions executed: register spill" in (
+        capsys.readouterr().out
+    )

@@ -235,3 +235,25 @@ def test_gate_help_prints_the_rules_format(capsys) -> None:
     for key in ("[[rule]]", "select_regex", "max_regression", "equals = 0", "warn"):
         assert key in out, key
     assert "`memlens gate --help`" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+FIXTURES = REPO / "tests" / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"
+
+
+@pytest.mark.parametrize(("report", "label"), [
+    ("cuda_app.ncu-rep", "transpose/conflict"),  # a family/variant-shaped range inside `iteration`
+    ("pmpp_plain.ncu-rep", "step > 4-way loads"),  # the range path
+])  # fmt: skip
+def test_the_label_of_a_plain_report_is_its_nvtx_label_as_gate_help_says(capsys, tmp_path, report, label):
+    """issue 46 (10): `gate --help` said a plain report's label is the demangled kernel name; it is the NVTX label
+    where a range was open at the launch."""
+    with pytest.raises(SystemExit):
+        main(["gate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert 'The label is "family/variant" for a suite kernel and the demangled kernel name' not in text
+    assert "a Numba kernel's function name, e.g. `matmul`) where no range was open" in text
+    assert 'innermost "family/variant"-shaped range (e.g. `transpose/conflict`), else the path of the ranges' in text
+    rules = tmp_path / "rules.toml"
+    rules.write_text(f'[[rule]]\nname = "one"\nselect = "{label}"\nmetric = "duration"\nmin = 0\n')
+    assert main(["gate", str(FIXTURES / report), "--rules", str(rules)]) == 0
+    assert "1 check (1 pass)" in capsys.readouterr().out

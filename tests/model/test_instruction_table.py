@@ -170,7 +170,8 @@ def test_metrics_lines_report_and_dataframe_give_one_figure(path, capsys, tmp_pa
         assert row["cells"]["exact_excess_wavefronts"]["value"] == sum(
             kernel["metrics"][f"exact_excess_wavefronts_{side}"]["value"] for side in ("ld", "st", "atom", "mma")
         )
-        in_frame = frame.loc[frame["launch_id"] == kernel["launch_id"], "exact_excess_wavefronts_atom"].tolist()
+        atom = "exact_excess_wavefronts_atom (wavefront)"
+        in_frame = frame.loc[frame["launch_id"] == kernel["launch_id"], atom].tolist()
         assert in_frame == [kernel["metrics"]["exact_excess_wavefronts_atom"]["value"]]
     assert compared == 4 * len(metrics) and compared >= 4
 

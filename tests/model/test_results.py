@@ -183,7 +183,11 @@ def test_dataframe_one_row_per_launch():
     assert list(frame.columns[:6]) == ["label", "kernel", "family", "variant", "nvtx", "launch_id"]
     assert len(frame) == 6
     row = frame.set_index("label").loc["transpose/conflict"]
-    assert row["exact_excess_wavefronts"] == 4_063_232 and row["nvtx"] == "iteration > transpose/conflict"
+    assert row["exact_excess_wavefronts (wavefront)"] == 4_063_232 and row["nvtx"] == "iteration > transpose/conflict"
+    # issue 46 (9): each figure's column says its unit, as `memlens metrics --csv`'s header does
+    assert "duration (ns)" in frame.columns and "dram_read_bytes (byte)" in frame.columns
+    assert all(" (" in column for column in frame.columns[6:]), list(frame.columns)
+    assert frame.attrs["units"]["duration (ns)"] == "ns" and frame.attrs["keys"]["duration (ns)"] == "duration"
 
 
 def test_dataframe_without_pandas_names_the_extra(monkeypatch):

@@ -257,15 +257,27 @@ def test_the_gate_fingerprint_matches_across_the_shift_of_its_line(capsys, gated
     assert fingerprints(head)["compare/vector"] == fingerprints(absolute)["compare/vector"]
 
 
-def test_a_failed_rule_without_a_line_is_in_the_one_notice(capsys, tmp_path):
+def test_a_failed_rule_without_a_line_is_an_error_without_a_file(capsys, tmp_path):
+    """issue 46 (7): a failed rule with no file in the repository was one blue ::notice, while SARIF called it an
+    error. A failed check is an ::error (GitHub shows one without a file in the run's summary)."""
     rules = tmp_path / "rules.toml"
     rules.write_text('[[rule]]\nname = "no conflicts"\nselect = "compare/vector"\nmetric = "exact_excess_wavefronts"\n'
                      'max = 0\n')  # fmt: skip
     assert main(["gate", str(V2), "--rules", str(rules), "--format", "github"]) == 1
     assert capsys.readouterr().out == (
-        "::notice title=memlens::memlens: 1 finding without a source file in the repository: no source line: "
+        "::error title=memlens%3A a failed gate rule::no source line: "
         "no conflicts: compare/vector: exact_excess_wavefronts = 131,072, expected <= 0\n"
     )
+    # a failed line rule at a file outside the repository: an error each, never in the notice
+    line_rules = tmp_path / "lines.toml"
+    line_rules.write_text(LINE_RULE.replace('max_regression = "0%"', "max = 0"))
+    assert main(["gate", str(V2), "--rules", str(line_rules), "--format", "github"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("::")[1] for line in out] == ["error title=memlens%3A a failed gate rule"] * 2, out
+    assert out[0].endswith(f"::{build_folder()}/app.cu:18 (outside {REPO}): no line gains conflicts: "
+                           "compare/four_way: line_excess_wavefronts at "
+                           f"{build_folder()}/app.cu:18: 393,216, expected <= 0: for (int r = 0; r < 32; ++r) sum += "
+                           "tile[(threadIdx.x * 4 + r) %25 1024];")  # fmt: skip
     log = sarif(capsys, ["gate", str(V2), "--rules", str(rules)], code=1)
     (result,) = log["runs"][0]["results"]
     assert result["level"] == "error" and result["properties"]["no_source_line"] is True
@@ -367,3 +379,29 @@ def test_the_ci_workflows_commands_run_against_the_recorded_builds(capsys, tmp_p
         assert_sarif(json.loads((tmp_path / name).read_text()))
     assert (tmp_path / "compare.md").read_text().startswith("## memlens compare: 2 lines changed (1 worse, 1 better)")
     assert "1 fail" in (tmp_path / "summary.md").read_text()
+
+
+# --- --source-root is a folder (issue 46 (3)) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["lines", "compare", "gate"])
+@pytest.mark.parametrize(("root", "message"), [
+    ("/nonexistent", "--source-root /nonexistent: no such folder, and no finding's file lies under it"),
+    (str(V1), f"--source-root {V1}: not a folder"),
+    ("", "--source-root '': empty; name the folder the findings' paths are relative to"),
+])  # fmt: skip
+def test_a_source_root_that_is_no_folder_is_refused(capsys, tmp_path, command: str, root: str, message: str):
+    """issue 46 (3): a missing folder, a file, an empty string all exited 0, every finding in one notice
+    "(outside /nonexistent)"."""
+    rules = tmp_path / "rules.toml"
+    rules.write_text(LINE_RULE.replace('max_regression = "0%"', "max = 0"))
+    argv = {"lines": ["lines", str(V1)], "compare": ["compare", str(V1), str(V2)],
+            "gate": ["gate", str(V2), "--rules", str(rules)]}[command]  # fmt: skip
+    one_line_exit_2(capsys, [*argv, "--source-root", root, "--format", "github"], message)
+
+
+def test_a_source_root_of_another_machine_that_the_findings_lie_under_is_taken(capsys):
+    """The folder a report was built in, on the GPU machine, is no folder here; its findings lie under it: taken."""
+    assert not build_folder().exists()
+    log = sarif(capsys, ["lines", str(V1), "--source-root", str(build_folder())])
+    assert {uri for _, _, uri, _, _ in located(log)} == {"app.cu"}

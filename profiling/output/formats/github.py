@@ -1,6 +1,7 @@
 """GitHub Actions workflow commands (`--format github`): one `::error` or `::warning` a finding at a line
-of a file in the repository, shown on the pull request's diff; the findings without such a file in one
-`::notice`. As ruff's `--output-format github`."""
+of a file in the repository, shown on the pull request's diff; an error without such a file (a failed gate
+check) an `::error` of its own, without a file; the other findings without such a file in one `::notice`.
+As ruff's `--output-format github`."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ def workflow_commands(items: list[Finding], root: Path) -> list[str]:
     lines, elsewhere = [], []
     for finding in items:
         where = place(finding.file, root)
+        if (where is None or not where.inside or finding.line is None) and finding.level == "error":
+            title = f"memlens: {RULES[finding.rule].short}"  # a failed check: an error, at no file
+            lines.append(f"::error title={_property(title)}::{_data(f'{_away(finding, root)}: {finding.message}')}")
+            continue
         if where is None or not where.inside or finding.line is None:
             elsewhere.append(finding)
             continue
