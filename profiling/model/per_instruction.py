@@ -73,9 +73,9 @@ def _summed(key: str, unit: str, meaning: str, value: str, better: Better = None
 
 
 def _ratio_of(key: str, unit: str, meaning: str, over: tuple[str, str], better: Better = None) -> Metric:
-    """A ratio of two sums, derived (never summed over launches itself)."""
+    """A ratio of two sums, derived (never summed over launches itself): as exact as they are."""
     num, den = over
-    return Metric(key, unit, meaning, better=better, instrumented=True, formula=f"{num} / {den}",
+    return Metric(key, unit, meaning, better=better, instrumented=True, deterministic=True, formula=f"{num} / {den}",
                   derive=lambda v: _ratio(v.get(num), v.get(den)))  # fmt: skip
 
 
