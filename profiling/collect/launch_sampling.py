@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlens.errors import ConfigError
+from memlens.model.nvtx_names import exact_range_filter
 
 if TYPE_CHECKING:
     from memlens.model.results import RunInfo
@@ -203,11 +204,18 @@ def selection_lines(info: RunInfo) -> list[str]:
     return lines
 
 
+SHOWN_FIXES = 3  # ranges whose own --nvtx-include the line spells out
+
+
 def not_profiled_line(not_profiled: dict[str, int]) -> str:
-    """Which counted ranges hold no profiled launch, and why that can be."""
+    """Which counted ranges hold no profiled launch, why that can be, and the two ways to profile them."""
     shown = ", ".join(f"{path} ({runs:,} run{'s' if runs != 1 else ''})" for path, runs in not_profiled.items())
+    innermost = list(dict.fromkeys(path.rsplit(" > ", 1)[-1] for path in not_profiled))
+    filters = " ".join(f"--nvtx-include '{exact_range_filter(name)}'" for name in innermost[:SHOWN_FIXES])
+    more = f" (and one for each of the {len(innermost) - SHOWN_FIXES} others)" if len(innermost) > SHOWN_FIXES else ""
     return (
         f"ranges that ran with no launch profiled in them: {shown}. Either they launched no kernel, or each "
         "kernel they launched had the function and shape of one profiled earlier (ncu keys a kernel without "
-        "its range), or of a warm-up launch; --launches all profiles every launch in every range"
+        "its range), or of a warm-up launch; --launches all profiles every launch in every range, and "
+        f"{filters}{more} each distinct kernel of {'that range' if len(innermost) == 1 else 'those ranges'} once"
     )

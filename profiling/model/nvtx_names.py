@@ -72,6 +72,15 @@ def parse_swept(name: str | None) -> tuple[str, str, int] | None:
 LIBRARY_DOMAINS = ("CCCL", "NCCL")
 
 
+def exact_range_filter(name: str) -> str:
+    """The `--nvtx-include` filter that selects push/pop ranges of NVTX's default domain named `name`, and
+    no other name but one that differs only in punctuation: `regex:^copy.misaligned$/` for `copy/misaligned`.
+    Every character but a letter, digit, `_`, `-` or space becomes `.`: a `/`, `@`, `,` or `+` is ncu's own
+    filter syntax (a `/` in a plain filter means a nested range, so `copy/misaligned/` selects a range
+    `misaligned` inside a range `copy`), and a regex's special characters differ between dialects."""
+    return "regex:^" + re.sub(r"[^A-Za-z0-9_ -]", ".", name) + "$/"
+
+
 def is_library_domain(name: str, library: tuple[str, ...] = LIBRARY_DOMAINS) -> bool:
     return name.strip() in library
 

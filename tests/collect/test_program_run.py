@@ -318,6 +318,7 @@ def test_a_range_that_ran_with_no_profiled_launch_is_named(fake_ncu, tmp_path, c
     out = capsys.readouterr().out
     assert "  ranges that ran with no launch profiled in them: eval (3 runs). Either they launched no kernel" in out
     assert "--launches all profiles every launch in every range" in out
+    assert "and --nvtx-include 'regex:^eval$/' each distinct kernel of that range once" in out  # the fix, named
     assert main(["report", str(run), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
     assert "no launch profiled in them: eval (3 runs)" in (tmp_path / "r.md").read_text()
     # every launch profiled: a range with none launched none, nothing to say
