@@ -26,7 +26,10 @@ select, in ncu's own `--nvtx-include` syntax (validated here, passed through as 
 
 Which launches: `--launches first` (the default) profiles each distinct kernel (function, grid, block,
 shared memory) once, `--launches N` N times, `--launches all` every launch; `--warm-up K` leaves out
-the first K launches of each (launch_sampling.py says how, with ncu's own filters, and why).
+the first K launches of each (launch_sampling.py says how, with ncu's own filters, and why). Where a
+memlens.range ran with no profiled launch (its kernels ran first in another range), the program is run
+once more selecting those ranges by name (profile.ranges.ncu-rep, ncu.ranges.log), and their launches
+join the run (launch_sampling.py, "Ranges").
 
 `--nvtx-exclude FILTER` (same syntax, repeatable) leaves out the kernels in the ranges it selects, from
 the filters above or from --all-kernels. `--all-kernels` profiles every kernel instead of NVTX
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import sys
 import threading
@@ -78,8 +82,8 @@ from memlens.io.files import write_output
 from memlens.io.processes import command_line
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.ncu_settings import NcuSettings
-from memlens.model.nvtx_names import LIBRARY_DOMAINS, domains_other_than
-from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, REPORT_STEM
+from memlens.model.nvtx_names import LIBRARY_DOMAINS, domains_other_than, exact_range_filter
+from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, ProfileFiles, profile_files
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
 
 if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
@@ -201,7 +205,11 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     if read_error is not None:
         read_error = ProfilerError(f"report unreadable: {read_error}; kept in {run_dir}")
         results = replace(results, complete=False)
-    results = with_processes(_with_range_counts(results, options, run_dir), ncu, report)
+    results = with_processes(results, ncu, report)
+    counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
+    if error is None and read_error is None:
+        results, error = _profile_skipped_ranges(ncu, options, run_dir, commands, results, counts)
+    results = _with_range_counts(results, options, counts)
     error = error or read_error
     if error is None and not results.kernels:
         error = ProfilerError(_nothing_profiled(options, run_dir))
@@ -213,13 +221,15 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
 OWN_RANGES_NONE = "the program opened no NVTX range of its own that launched a kernel"
 
 
-def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_dir: Path,
-              commands: list[str]) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
-    """One run of the program under ncu with these NVTX filters: what ncu did, and what went wrong."""
+def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_dir: Path, commands: list[str],
+              files: ProfileFiles | None = None) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
+    """One run of the program under ncu with these NVTX filters, into `files` (the run's own where None):
+    what ncu did, and what went wrong."""
+    files = files or profile_files(run_dir)
     request = ProfileRequest(
         metrics=ncu_metric_names(options.ncu_settings.fast, options.ncu_settings.roofline),
-        report=run_dir / REPORT_STEM,
-        log=run_dir / NCU_LOG,
+        report=files.report_stem,
+        log=files.log,
         nvtx_include=filters,
         nvtx_exclude=options.nvtx_exclude,
         settings=options.ncu_settings,
@@ -235,7 +245,7 @@ def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_d
     error: BaseException | None = None
     run: NcuRun | None = None
     try:
-        warm = None if options.ncu_settings.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
+        warm = None if options.ncu_settings.fast else lambda: start_disassembler(files.report)
         env = {**program_env(), RANGE_COUNTS_ENV: str(run_dir / RANGE_COUNTS_FILE)}  # memlens.range counts its runs
         run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end, env=env)
     except NcuTimeout as exc:
@@ -270,9 +280,46 @@ def _selected(options: ProgramOptions, filters: tuple[str, ...]) -> str:
             "the label of a launch inside them")  # fmt: skip
 
 
-def _with_range_counts(results: RunResults, options: ProgramOptions, run_dir: Path) -> RunResults:
+def _profile_skipped_ranges(
+    ncu: Ncu, options: ProgramOptions, run_dir: Path, commands: list[str], results: RunResults, counts: dict[str, int]
+) -> tuple[RunResults, BaseException | None]:
+    """Where memlens.range counted ranges that hold no profiled launch (their kernels had the function and
+    shape of one profiled in an earlier range), one more pass of the program selecting those ranges alone,
+    by name: each distinct kernel in them once (launch_sampling.py, "Ranges"). Its launches join the
+    results, their launch IDs after the first pass's; a pass that profiled nothing (the ranges launched no
+    kernel) adds nothing. The results as they are, and the pass's error, where it failed."""
+    if options.sampling.every_launch or options.all_kernels or not results.kernels:
+        return results, None
+    names = list(dict.fromkeys(path.rsplit(" > ", 1)[-1] for path in ranges_not_profiled(counts, results.kernels)))
+    if not names:
+        return results, None
+    print(f"memlens: {RANGES_AGAIN} ({', '.join(names)}): running the program once more selecting them, to profile "
+          "each distinct kernel in them once", file=sys.stderr)  # fmt: skip
+    files = profile_files(run_dir, ranges=True)
+    run, error = _run_pass(ncu, options, tuple(exact_range_filter(name) for name in names), run_dir, commands, files)
+    again = replace(results, info=replace(results.info, ranges_second_pass=" ".join(
+        f"--nvtx-include {shlex.quote(exact_range_filter(name))}" for name in names)))  # fmt: skip
+    if run is not None and run.returncode == 0 and "No kernels were profiled" in run.log_text:
+        return again, None  # the ranges launched no kernel
+    if error is not None:
+        return again, error
+    results = again
+    more, read_error = read_results(files.report, results.info)
+    if read_error is not None:
+        return results, ProfilerError(f"report unreadable: {read_error}; kept in {run_dir}")
+    more = with_processes(more, ncu, files.report)
+    after = 1 + max(k.launch_id for k in results.kernels)
+    kernels = results.kernels + tuple(replace(k, launch_id=k.launch_id + after) for k in more.kernels)
+    info = replace(results.info, source=", ".join(filter(None, (results.info.source, more.info.source))) or None)
+    return replace(results, kernels=kernels, info=info,
+                   embedded_sources={**results.embedded_sources, **more.embedded_sources}), None  # fmt: skip
+
+
+RANGES_AGAIN = "ranges ran with no launch profiled in them"
+
+
+def _with_range_counts(results: RunResults, options: ProgramOptions, counts: dict[str, int]) -> RunResults:
     """Each kernel with the runs of its memlens.range, and the counted ranges with no profiled launch."""
-    counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
     if not counts:
         return results
     kernels = tuple(replace(k, range_runs=range_runs(k.nvtx, counts)) for k in results.kernels)

@@ -198,7 +198,7 @@ def _run_program(args: argparse.Namespace) -> int:
     if results.info.ranges_not_profiled:
         from memlens.collect.launch_sampling import not_profiled_line
 
-        print(not_profiled_line(results.info.ranges_not_profiled))
+        print(not_profiled_line(results.info.ranges_not_profiled, results.info.ranges_second_pass))
     return 0
 
 

@@ -171,3 +171,26 @@ def test_cupy_reduction_is_profiled_in_the_program_range_not_its_warm_up(tmp_pat
     assert any("CCCL@" in nvtx for _, _, nvtx in labels), labels  # CUB's range adds to the label
     assert data["info"]["ranges_not_profiled"] is None
     assert "the program's own ranges" in data["info"]["ranges_selected"]
+
+
+def test_a_kernel_in_two_named_ranges_is_profiled_in_each(tmp_path):
+    """Issue 45: the same copy kernel, grid and block, in copy/aligned and copy/misaligned (memlens.range), then
+    scale three times in step. The first pass profiles the copy once (ncu keys a kernel without its range); the
+    counted range copy/misaligned held no profiled launch, so a second pass selects it by name and profiles it."""
+    pytest.importorskip("cupy")
+    pytest.importorskip("nvtx")
+    done = memlens_profile(tmp_path, "--", sys.executable, str(PROGRAMS / "two_ranges_app.py"))
+    assert done.returncode == 0, done.stderr
+    assert "running the program once more selecting them" in done.stderr
+    run = (tmp_path / "latest").resolve()
+    data = json.loads((run / "results.json").read_text())
+    profiled = sorted((k["kernel"], k["nvtx"]) for k in data["kernels"])
+    assert profiled == [("copy", "copy/aligned"), ("copy", "copy/misaligned"), ("scale", "step")], profiled
+    assert data["info"]["ranges_not_profiled"] is None
+    assert data["info"]["ranges_second_pass"] == "--nvtx-include 'regex:^copy.misaligned$/'"
+    assert data["info"]["source"] == "profile.ncu-rep, profile.ranges.ncu-rep"
+    # misaligned by 4 bytes: 5 sectors a warp's request instead of 4 (the file's note on paper)
+    by_range = {k["nvtx"]: k["raw"] for k in data["kernels"]}
+    aligned, misaligned = by_range["copy/aligned"], by_range["copy/misaligned"]
+    assert aligned["exact_global_ld_sectors"] == aligned["exact_global_ld_sectors_ideal"]
+    assert misaligned["exact_global_ld_sectors"] == 1.25 * misaligned["exact_global_ld_sectors_ideal"]

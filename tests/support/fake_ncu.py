@@ -16,6 +16,7 @@ profiled." and writes no report. On SIGINT it stops, writes its report and log a
 without a traceback.
 
 `ncu --import REPORT ...` prints FAKE_NCU_IMPORT_CSV's text (an export of the report).
+FAKE_NCU_REPORT_WHEN (JSON {ARGUMENT: REPORT}): a run whose argv holds ARGUMENT copies REPORT instead.
 FAKE_NCU_LAUNCHES (JSON): the program's launches, each {"kernel": NAME, "push_pop": {DOMAIN: [RANGE, ...]},
 "start_end": {DOMAIN: [RANGE, ...]}} (the default domain is "<default domain>"): the fake then selects
 launches as ncu's documented filters do, as far as memlens uses them (nvtx_select below), writes the
@@ -176,6 +177,9 @@ def finish(options: dict[str, str], argv: list[str] | None = None) -> None:
                     )
             return
     recorded = os.environ.get("FAKE_NCU_REPORT")
+    for argument, report in json.loads(os.environ.get("FAKE_NCU_REPORT_WHEN", "{}")).items():
+        if argv is not None and argument in argv:  # a run given this argument replays another recording
+            recorded = report
     export = options.get("--export") or options.get("-o")
     if recorded and export:
         shutil.copyfile(recorded, export + ".ncu-rep")
