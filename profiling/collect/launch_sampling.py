@@ -64,15 +64,15 @@ Designs weighed, with their cost:
 3. One run for each range name a first pass found: the names are those ncu profiled a launch in (then
    nothing is missing) or those memlens.range counted (ranges_not_profiled), which is the cheap case:
    one more run, only where a counted range held no profiled launch, `--nvtx-include` its names.
-What is built: 3, where it costs nothing unless needed: memlens.range's counts name the ranges with no
-profiled launch, and one more pass selects them by name (program_run._profile_skipped_ranges; its
-launches join the run, from profile.ranges.ncu-rep; results.json `info.ranges_second_pass` holds its
-filters); a range still without one launched no kernel, and is named (not_profiled_line). A program of
-plain NVTX ranges gets no second pass, since nothing says a range was skipped: 1 would cover it, at
-its cost on every run. tests/fixtures/record_ranges.sh runs on a GPU the cases these rest on (a range's
-own filter profiles its kernel although an earlier range launched it; a regex's `/` is literal or not;
-`--nvtx-exclude` drops a launch before the kernel-id counts it, for 1), with the expected outcome of
-each; tests/collect/test_program_run_gpu.py runs the CuPy twin of two_ranges.cu through memlens.
+What is built (range_passes.py): 3 by default, costing nothing unless needed: memlens.range's counts
+name the ranges with no profiled launch, and one more pass selects them by name (its launches join the
+run, from profile.ranges.ncu-rep; results.json `info.ranges_second_pass` holds its filters); a range
+still without one launched no kernel, and is named (not_profiled_line). A program of plain NVTX ranges
+gets no second pass, since nothing says a range was skipped: `--each-range` runs 1 for it, at its cost.
+tests/fixtures/record_ranges.sh runs on a GPU the cases these rest on (a range's own filter profiles its
+kernel although an earlier range launched it; a regex's `/` is literal or not; `--nvtx-exclude` drops a
+launch before the kernel-id counts it, for 1), with the expected outcome of each;
+tests/collect/test_program_run_gpu.py runs the CuPy twin of two_ranges.cu through memlens.
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ shared memory) once, `--launches N` N times, `--launches all` every launch; `--w
 the first K launches of each (launch_sampling.py says how, with ncu's own filters, and why). Where a
 memlens.range ran with no profiled launch (its kernels ran first in another range), the program is run
 once more selecting those ranges by name (profile.ranges.ncu-rep, ncu.ranges.log), and their launches
-join the run (launch_sampling.py, "Ranges").
+join the run; `--each-range` runs it again leaving out the ranges profiled so far, until a run profiles
+nothing, for plain NVTX ranges too (range_passes.py; launch_sampling.py, "Ranges").
 
 `--nvtx-exclude FILTER` (same syntax, repeatable) leaves out the kernels in the ranges it selects, from
 the filters above or from --all-kernels. `--all-kernels` profiles every kernel instead of NVTX
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import sys
 import threading
@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from memlens.collect import range_passes
 from memlens.collect.launch_sampling import (
     COUNTS_ALL,
     COUNTS_UNKNOWN,
@@ -82,7 +83,7 @@ from memlens.io.files import write_output
 from memlens.io.processes import command_line
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.ncu_settings import NcuSettings
-from memlens.model.nvtx_names import LIBRARY_DOMAINS, domains_other_than, exact_range_filter
+from memlens.model.nvtx_names import LIBRARY_DOMAINS, domains_other_than
 from memlens.model.run_layout import NCU_COMMAND, NCU_LOG, NCU_REPORT, ProfileFiles, profile_files
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
 
@@ -120,6 +121,7 @@ class ProgramOptions:
     timeout: float | None = None
     memlens_command: str = ""  # the memlens command line, for results.json
     push_pop_scope: str = DEFAULT_SCOPE  # ncu --nvtx-push-pop-scope: "process" (every thread's launches) or "thread"
+    each_range: bool = False  # --each-range: more passes, each distinct kernel once in each named range (range_passes)
 
     @property
     def filters(self) -> tuple[str, ...]:
@@ -167,6 +169,9 @@ def validate(options: ProgramOptions) -> None:
         mode = options.sampling.mode
         raise ConfigError(f"--launch-count counts every launch: give it with --launches all (--launches {mode} "
                           "profiles each distinct kernel, not the first N launches)")  # fmt: skip
+    if options.each_range and (options.all_kernels or options.sampling.every_launch):
+        raise ConfigError("--each-range profiles each distinct kernel once in each named range: give it with "
+                          "--launches first or N, not --launches all or --all-kernels")  # fmt: skip
     if options.push_pop_scope not in PUSH_POP_SCOPES:
         raise ConfigError(f"--nvtx-push-pop-scope {options.push_pop_scope!r}: give {' or '.join(PUSH_POP_SCOPES)}")
     for nvtx_filter in options.nvtx_include:
@@ -207,8 +212,16 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         results = replace(results, complete=False)
     results = with_processes(results, ncu, report)
     counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
-    if error is None and read_error is None:
-        results, error = _profile_skipped_ranges(ncu, options, run_dir, commands, results, counts)
+    if error is None and read_error is None and not options.sampling.every_launch and not options.all_kernels:
+
+        def run_pass(include: tuple[str, ...], exclude: tuple[str, ...],
+                     files: ProfileFiles) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
+            return _run_pass(ncu, options, include, run_dir, commands, files, exclude)
+
+        if options.each_range:
+            results, error = range_passes.every_range(ncu, run_pass, run_dir, results, filters)
+        else:
+            results, error = range_passes.counted_ranges(ncu, run_pass, run_dir, results, counts)
     results = _with_range_counts(results, options, counts)
     error = error or read_error
     if error is None and not results.kernels:
@@ -222,16 +235,17 @@ OWN_RANGES_NONE = "the program opened no NVTX range of its own that launched a k
 
 
 def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_dir: Path, commands: list[str],
-              files: ProfileFiles | None = None) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
-    """One run of the program under ncu with these NVTX filters, into `files` (the run's own where None):
-    what ncu did, and what went wrong."""
+              files: ProfileFiles | None = None,
+              exclude: tuple[str, ...] = ()) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
+    """One run of the program under ncu with these NVTX filters (and `exclude` beside the options'), into
+    `files` (the run's own where None): what ncu did, and what went wrong."""
     files = files or profile_files(run_dir)
     request = ProfileRequest(
         metrics=ncu_metric_names(options.ncu_settings.fast, options.ncu_settings.roofline),
         report=files.report_stem,
         log=files.log,
         nvtx_include=filters,
-        nvtx_exclude=options.nvtx_exclude,
+        nvtx_exclude=(*options.nvtx_exclude, *exclude),
         settings=options.ncu_settings,
         launch_count=options.launches,
         launch_filter=tuple(options.sampling.ncu_args()),
@@ -278,44 +292,6 @@ def _selected(options: ProgramOptions, filters: tuple[str, ...]) -> str:
                 "the ranges seen)")  # fmt: skip
     return (f"the program's own ranges; those of {', '.join(LIBRARY_DOMAINS)} (libraries' domains) only add to "
             "the label of a launch inside them")  # fmt: skip
-
-
-def _profile_skipped_ranges(
-    ncu: Ncu, options: ProgramOptions, run_dir: Path, commands: list[str], results: RunResults, counts: dict[str, int]
-) -> tuple[RunResults, BaseException | None]:
-    """Where memlens.range counted ranges that hold no profiled launch (their kernels had the function and
-    shape of one profiled in an earlier range), one more pass of the program selecting those ranges alone,
-    by name: each distinct kernel in them once (launch_sampling.py, "Ranges"). Its launches join the
-    results, their launch IDs after the first pass's; a pass that profiled nothing (the ranges launched no
-    kernel) adds nothing. The results as they are, and the pass's error, where it failed."""
-    if options.sampling.every_launch or options.all_kernels or not results.kernels:
-        return results, None
-    names = list(dict.fromkeys(path.rsplit(" > ", 1)[-1] for path in ranges_not_profiled(counts, results.kernels)))
-    if not names:
-        return results, None
-    print(f"memlens: {RANGES_AGAIN} ({', '.join(names)}): running the program once more selecting them, to profile "
-          "each distinct kernel in them once", file=sys.stderr)  # fmt: skip
-    files = profile_files(run_dir, ranges=True)
-    run, error = _run_pass(ncu, options, tuple(exact_range_filter(name) for name in names), run_dir, commands, files)
-    again = replace(results, info=replace(results.info, ranges_second_pass=" ".join(
-        f"--nvtx-include {shlex.quote(exact_range_filter(name))}" for name in names)))  # fmt: skip
-    if run is not None and run.returncode == 0 and "No kernels were profiled" in run.log_text:
-        return again, None  # the ranges launched no kernel
-    if error is not None:
-        return again, error
-    results = again
-    more, read_error = read_results(files.report, results.info)
-    if read_error is not None:
-        return results, ProfilerError(f"report unreadable: {read_error}; kept in {run_dir}")
-    more = with_processes(more, ncu, files.report)
-    after = 1 + max(k.launch_id for k in results.kernels)
-    kernels = results.kernels + tuple(replace(k, launch_id=k.launch_id + after) for k in more.kernels)
-    info = replace(results.info, source=", ".join(filter(None, (results.info.source, more.info.source))) or None)
-    return replace(results, kernels=kernels, info=info,
-                   embedded_sources={**results.embedded_sources, **more.embedded_sources}), None  # fmt: skip
-
-
-RANGES_AGAIN = "ranges ran with no launch profiled in them"
 
 
 def _with_range_counts(results: RunResults, options: ProgramOptions, counts: dict[str, int]) -> RunResults:

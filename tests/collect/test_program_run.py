@@ -252,7 +252,7 @@ def test_bad_launches_options_are_refused_before_ncu_starts(fake_ncu, tmp_path, 
 
 def test_launches_options_need_a_program(tmp_path, capsys):
     assert main(["profile", "--launches", "all"]) == 2
-    assert "--launches and --warm-up profile a program" in capsys.readouterr().err
+    assert "--launches, --each-range and --warm-up profile a program" in capsys.readouterr().err
 
 
 RANGES_PROGRAM = """
@@ -383,3 +383,39 @@ def test_a_range_whose_kernels_ran_in_an_earlier_range_is_profiled_by_a_second_p
     assert data["info"]["ranges_not_profiled"] is None
     assert data["info"]["ranges_second_pass"] == "--nvtx-include 'regex:^transpose.padded$/'"
     assert "9 kernels profiled" in capsys.readouterr().out
+
+
+def test_each_range_runs_passes_leaving_out_the_ranges_profiled_until_one_profiles_nothing(tmp_path, monkeypatch):
+    """--each-range for plain NVTX ranges (two_ranges.cu's case: nothing counts them). Pass 1 replays the
+    compare builds' recording (ranges compare/four_way, compare/swizzle, compare/vector); pass 2 leaves those
+    out by name and finds the swizzle kernel again in transpose/padded (it replays cuda_app's recording);
+    pass 3 leaves those out too and profiles nothing, which ends the passes."""
+    ranges = (["compare/swizzle"], ["transpose/padded"], ["iteration", "transpose/padded"])
+    launches = [{"kernel": "swizzle_read", "push_pop": {"<default domain>": stack}} for stack in ranges]
+    log = tmp_path / "ncu.log"
+    log.write_text(OK_LOG)
+    first = FIXTURES / "nvidia_h100_80gb_hbm3" / "compare" / "compare_v1.ncu-rep"
+    second = {"regex:^compare.swizzle$/": str(PROGRAMS / "cuda_app.ncu-rep")}  # an exclude of pass 2 (and 3)
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(first), FAKE_NCU_LOG=str(log),
+                     FAKE_NCU_LAUNCHES=json.dumps(launches), FAKE_NCU_PROFILED=str(tmp_path / "profiled.jsonl"),
+                     FAKE_NCU_REPORT_WHEN=json.dumps(second))  # fmt: skip
+    assert profile(tmp_path, "--each-range") == 0
+    assert (tmp_path / "profiled.jsonl").read_text().splitlines() == ["[0]", "[1]", "[]"]
+    run = (tmp_path / "runs" / "latest").resolve()
+    commands = [shlex.split(line) for line in (run / "ncu-command.txt").read_text().splitlines()]
+    assert len(commands) == 3 and filter_args(commands[0], "--nvtx-exclude") == []
+    assert filter_args(commands[1], "--nvtx-exclude") == [
+        "regex:^compare.four_way$/", "regex:^compare.four_way$", "regex:^compare.swizzle$/", "regex:^compare.swizzle$",
+        "regex:^compare.vector$/", "regex:^compare.vector$"]  # fmt: skip
+    assert "regex:^transpose.padded$/" in filter_args(commands[2], "--nvtx-exclude")
+    assert "regex:^cudaapp$@^spill.capped$/" in filter_args(commands[2], "--nvtx-exclude")  # its domain, by name
+    assert all(filter_args(c, "--nvtx-include") == DEFAULTS for c in commands)
+    assert (run / "profile.ranges.ncu-rep").is_file() and not (run / "profile.ranges2.ncu-rep").exists()
+    data = json.loads((run / "results.json").read_text())
+    assert [k["launch_id"] for k in data["kernels"]] == list(range(9))
+    assert data["info"]["ranges_second_pass"].startswith("--each-range: 2 more passes, the last leaving out ")
+
+
+def test_each_range_needs_first_or_n_launches(tmp_path, capsys):
+    assert profile(tmp_path, "--each-range", "--launches", "all") == 2
+    assert "--each-range profiles each distinct kernel once in each named range" in capsys.readouterr().err

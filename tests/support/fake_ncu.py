@@ -142,11 +142,13 @@ def _nested(names: list[str], ranges: list[str]) -> bool:
 
 
 def nvtx_select(argv: list[str], launches: list[dict]) -> list[int]:
-    """The launches ncu profiles: those an include filter selects (every one with none), then the N-th
-    of each kernel among them where `--kernel-id ::regex:.*:N` asks (ncu counts a kernel's invocations
-    among the launches its other filters pass)."""
-    includes = filters_of(argv, "--nvtx-include")
-    passed = [i for i, launch in enumerate(launches) if not includes or any(nvtx_matches(f, launch) for f in includes)]
+    """The launches ncu profiles: those an include filter selects (every one with none) and no exclude
+    filter does, then the N-th of each kernel among them where `--kernel-id ::regex:.*:N` asks (ncu counts
+    a kernel's invocations among the launches its other filters pass; for an exclude filter that is ncu's
+    documentation's reading, to be confirmed by tests/fixtures/record_ranges.sh)."""
+    includes, excludes = filters_of(argv, "--nvtx-include"), filters_of(argv, "--nvtx-exclude")
+    passed = [i for i, launch in enumerate(launches) if (not includes or any(nvtx_matches(f, launch) for f in includes))
+              and not any(nvtx_matches(f, launch) for f in excludes)]  # fmt: skip
     kernel_id = filters_of(argv, "--kernel-id")
     if not kernel_id:
         return passed
