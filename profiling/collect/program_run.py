@@ -220,7 +220,7 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
 
         if options.each_range:
             results, error = range_passes.every_range(ncu, run_pass, run_dir, results, filters)
-        else:
+        elif not options.nvtx_include:  # a counted range outside the user's own filters was left out on purpose
             results, error = range_passes.counted_ranges(ncu, run_pass, run_dir, results, counts)
     results = _with_range_counts(results, options, counts)
     error = error or read_error

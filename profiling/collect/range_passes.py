@@ -2,9 +2,10 @@
 the designs and their costs: launch_sampling.py, "Ranges"). ncu keys "each distinct kernel once" by
 function and shape, not by range, so a kernel first launched in one range is not profiled in the next:
 
-- counted ranges (the default): memlens.range counted a range that holds no profiled launch; one more
-  pass selects those ranges by name (`--nvtx-include 'regex:^NAME$/'`): each distinct kernel in them once.
-  Nothing is run again where every counted range holds a profiled launch.
+- counted ranges (the default filters): memlens.range counted a range that holds no profiled launch; one
+  more pass selects those ranges by name (`--nvtx-include 'regex:^NAME$/'`): each distinct kernel in them
+  once. Nothing is run again where every counted range holds a profiled launch, nor where the user gave
+  --nvtx-include (a range outside it was left out on purpose: it is named, as before).
 - every range (`--each-range`): pass k+1 runs the first pass's filters with an `--nvtx-exclude` by name
   for the innermost range of every launch profiled so far (push/pop and start/end: memlens.range opens
   both); the first pass that profiles nothing ends them (at most MAX_PASSES). Plain NVTX ranges too, at

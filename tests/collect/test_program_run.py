@@ -419,3 +419,12 @@ def test_each_range_runs_passes_leaving_out_the_ranges_profiled_until_one_profil
 def test_each_range_needs_first_or_n_launches(tmp_path, capsys):
     assert profile(tmp_path, "--each-range", "--launches", "all") == 2
     assert "--each-range profiles each distinct kernel once in each named range" in capsys.readouterr().err
+
+
+def test_a_counted_range_outside_the_users_own_filters_is_named_not_profiled(fake_ncu, tmp_path, capsys):
+    command = program(RANGES_PROGRAM + "for _ in range(3):\n    with memlens.range('eval'):\n        pass\n")
+    assert profile(tmp_path, "--nvtx-include", "regex:.*/", command=command) == 0
+    captured = capsys.readouterr()
+    assert "running the program once more" not in captured.err
+    assert "ranges that ran with no launch profiled in them: eval (3 runs). Either" in captured.out
+    assert (tmp_path / "runs" / "latest" / "ncu-command.txt").read_text().count("/bin/ncu ") == 1
