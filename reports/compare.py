@@ -1,9 +1,12 @@
 """Several runs in one report: each kernel (family/variant, or kernel name) across the runs, every
-figure beside the first run's with its change, better or worse by the catalogue's `better`."""
+figure beside the first run's with its change, better or worse by the catalogue's `better` where the
+change is beyond the figure's noise (model/noise.py: a count exactly, a duration beyond the runs' bench
+p10-p90 or the stated floor), else same."""
 
 from __future__ import annotations
 
-from memlens.model.catalogue import CATALOGUE
+from memlens.model.catalogue import CATALOGUE, Metric
+from memlens.model.noise import Band, Spread, band_of, judge
 from memlens.reports.columns import BENCH_COLUMNS, BENCH_MEDIAN, COLUMNS, figure_column
 from memlens.reports.formatting import format_value, signed_percent
 from memlens.reports.model import CompareCell, CompareMetric, Comparison, Direction, Row, RunSection
@@ -17,11 +20,6 @@ COMPARED = (
     "local_st_bytes",
     "registers_per_thread",
 )
-# Timings move between runs of the same code: changes within this fraction read as "same".
-# Counts marked deterministic in the catalogue must match exactly. The hardware bank-conflict
-# counter's false conflicts vary by tens of percent between identical runs.
-NOISE = 0.02
-NOISE_BY_KEY = {"hw_bank_conflicts": 0.25}
 # Runs on different GPU models: each figure also as a share of its own GPU's ceilings, so a kernel
 # memory-bound on one GPU and not on the other shows it. DRAM % of peak is ncu's own, per kernel;
 # % of copy is the DRAM bandwidth over the run's bench copy bandwidth (bench.json, where it has one).
@@ -38,8 +36,13 @@ CEILING_COLUMNS = (
 )  # fmt: skip
 BOUND_TEXT = {True: "memory-bound", False: "not memory-bound"}
 
-# figures outside the catalogue: (better, deterministic)
-EXTRA_RULES = {BENCH_MEDIAN: ("lower", False), DRAM_PCT_OF_COPY: ("higher", False), MEMORY_BOUND: (None, False)}
+# figures outside the catalogue, as metrics: how they compare and how they vary
+EXTRA_METRICS = {
+    BENCH_MEDIAN: Metric(BENCH_MEDIAN, "ms", "median launch time timed by memlens bench", better="lower", timed=True),
+    DRAM_PCT_OF_COPY: Metric(DRAM_PCT_OF_COPY, "%", "DRAM bandwidth over the bench copy's", better="higher",
+                             timed=True),
+    MEMORY_BOUND: Metric(MEMORY_BOUND, "", "DRAM at or above the share of peak of a memory-bound kernel"),
+}  # fmt: skip
 
 
 def compare(runs: tuple[RunSection, ...]) -> tuple[Comparison, ...]:
@@ -100,43 +103,52 @@ def _comparison(label: str, rows: list[Row | None], runs: tuple[RunSection, ...]
             ]
             metrics.append(CompareMetric(key, column.header, None, tuple(cells)))
             continue
-        cells = _cells(key, values, column.kind, [r.label for r in runs])
-        metrics.append(CompareMetric(key, column.header, _rule(key)[0], tuple(cells)))
+        bands = _bands(key, rows)
+        cells = _cells(key, values, column.kind, [r.label for r in runs], bands)
+        metrics.append(CompareMetric(key, column.header, metric_of(key).better, tuple(cells)))
     return Comparison(label, statuses, tuple(metrics))
 
 
-def _rule(key: str) -> tuple[str | None, bool]:
-    """(better, deterministic) of a compared figure."""
-    if key in EXTRA_RULES:
-        return EXTRA_RULES[key]
-    metric = CATALOGUE[key]
-    return metric.better, metric.deterministic
+def metric_of(key: str) -> Metric:
+    """The metric of a compared figure: the catalogue's, or one of the report's own."""
+    return EXTRA_METRICS.get(key) or CATALOGUE[key]
 
 
-def _cells(key: str, values: list[float | None], kind: str, runs: list[str]) -> list[CompareCell]:
+def _spread(row: Row | None) -> Spread | None:
+    bench = row.bench if row is not None else None
+    return None if bench is None else Spread(bench.median_ms, bench.p10_ms, bench.p90_ms)
+
+
+def _bands(key: str, rows: list[Row | None]) -> list[Band | None]:
+    """Each later run's noise band against the first run (None: compared exactly)."""
+    first = rows[0]
+    duration = first.cells.get("duration") if first is not None else None
+    return [band_of(metric_of(key), None if duration is None else duration.value, (_spread(first), _spread(row)),
+                    bench_figure=key == BENCH_MEDIAN) for row in rows[1:]]  # fmt: skip
+
+
+def _cells(key: str, values: list[float | None], kind: str, runs: list[str],
+           bands: list[Band | None]) -> list[CompareCell]:  # fmt: skip
     reference = values[0]
     cells = [CompareCell(runs[0], reference, format_value(reference, kind))]
-    for run, value in zip(runs[1:], values[1:], strict=True):
+    for run, value, band in zip(runs[1:], values[1:], bands, strict=True):
         text = format_value(value, kind)
         if value is None or reference is None:
-            cells.append(CompareCell(run, value, text))
+            cells.append(CompareCell(run, value, text, noise=band))
             continue
-        change, change_text, direction = _change(key, reference, value)
-        cells.append(CompareCell(run, value, text, change, change_text, direction))
+        change, change_text, direction = _change(key, reference, value, band)
+        cells.append(CompareCell(run, value, text, change, change_text, direction, band))
     return cells
 
 
-def _change(key: str, reference: float, value: float) -> tuple[float | None, str, Direction]:
-    better, deterministic = _rule(key)
-    tolerance = 0.0 if deterministic else NOISE_BY_KEY.get(key, NOISE)
+def _change(key: str, reference: float, value: float, band: Band | None) -> tuple[float | None, str, Direction]:
+    better = metric_of(key).better
     if reference == 0:
         if value == 0:
             return 0.0, signed_percent(0), "same"
         return None, "was 0", _direction(better, value > 0)
     change = (value - reference) / abs(reference)
-    if abs(change) <= tolerance:
-        return change, signed_percent(change), "same"
-    return change, signed_percent(change), _direction(better, change > 0)
+    return change, signed_percent(change), judge(reference, value, better, band)
 
 
 def _direction(better: str | None, increased: bool) -> Direction:

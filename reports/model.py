@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 from memlens.io.tables import Column
 from memlens.model.line_compare import KernelLineChanges
+from memlens.model.noise import Band
 from memlens.model.source_lines import LineRecord
 
 REPORT_FORMAT = "memlens-report"
@@ -199,6 +200,7 @@ class CompareCell:
     change: float | None = None  # relative to the first run: 0.12 is +12%
     change_text: str = ""
     direction: Direction = "n/a"
+    noise: Band | None = None  # the band a change must pass to be better or worse; None: compared exactly
 
 
 @dataclass(frozen=True)

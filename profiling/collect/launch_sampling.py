@@ -19,9 +19,11 @@ twice for nothing:
 
 A distinct kernel is therefore (mangled function, grid, block, shared memory), as ncu keys it. Not the NVTX
 range path: the same kernel with the same shape in two ranges is profiled once, in the first range
-that launches it (--launches all profiles both). memlens cannot see the launches ncu passes over, but
-memlens.range counts its ranges' runs: a counted range that holds no profiled launch is named after
-the run (`ranges_not_profiled`, results.json `info.ranges_not_profiled`), with why and what to do.
+that launches it (--launches all profiles both; "Ranges" below). memlens cannot see the launches ncu
+passes over, but memlens.range counts its ranges' runs: a counted range that holds no profiled launch
+is selected by name in a second pass (`--nvtx-include 'regex:^NAME$/'`, nvtx_names.exact_range_filter),
+which profiles each distinct kernel of that range once; one that still holds none is named after the run
+(`ranges_not_profiled`, results.json `info.ranges_not_profiled`), with why.
 
 `--warm-up K` leaves out the first K launches of each (JIT compilation, autotuning, cold caches): the
 K+1-th is profiled; a kernel launched K times or fewer is not profiled at all. `--launches N`
@@ -34,6 +36,43 @@ instances, not kernels: a kernel first launched in the third step, or with a new
 missed. ncu reports only what it profiled, so how many launches each profiled one stands for is not
 known from ncu; memlens.range counts how often each of its ranges ran (`range_runs`), which is what a
 reader can set beside "1 profiled" (see program_run and api.range).
+
+Ranges (issue 45). Two differently named ranges around one kernel of one shape (a copy from an aligned
+and from a misaligned offset) are two things to measure; `--launches first` profiles the first. What
+ncu 2025.3.1 offers and does (an H200, tests/fixtures/programs/two_ranges.cu: copy in copy/aligned and
+copy/misaligned, then scale in step 3 times):
+- no launch filter keys by range: `--kernel-id` is context:stream:name:invocation; `--range-filter`
+  numbers the instances of every range the NVTX filter matches together (`--range-filter ::1` with
+  `regex:.*/` profiled the first copy only, in copy/aligned); `per-launch-config` keys by grid, block and
+  shared memory. A plain filter's `/` nests (`copy/aligned/` is a range aligned inside a range copy:
+  it selected nothing), hence exact_range_filter's `regex:^copy.aligned$/`.
+- the NVTX filter passes launches before the kernel-id counts them (a CuPy warm-up inside CCCL's range,
+  not selected, did not take the "first launch": program_run), so one range's own filter profiles
+  each of its distinct kernels once, whatever ran in other ranges.
+Designs weighed, with their cost:
+1. More passes, each excluding the ranges seen: pass k+1 runs with pass k's filters plus an
+   `--nvtx-exclude` exact_range_filter(name) for the innermost range of every launch profiled so far,
+   and adds what it profiles; the first pass that profiles nothing ends it (two_ranges: pass 2 profiles
+   copy in copy/misaligned, pass 3 nothing). It needs no knowledge of the names beforehand, so it is the
+   one that works for any program, but every program run pays at least one more run of the whole
+   program under ncu, with nothing replayed (its start, ncu's start, its launches intercepted: on the
+   suite's program about its 4.9 s bare run beside memlens's 16 s, so +30% or more), and one more for
+   each generation of ranges hidden behind others. An excluded name is excluded at every depth, so a
+   range nested in a seen one that itself held only repeated kernels stays unprofiled (said as today).
+   Its reports are several (profile.ncu-rep and one a pass) read into one results.json.
+2. An NVTX-aware kernel id: ncu has none (above); not possible without a first pass.
+3. One run for each range name a first pass found: the names are those ncu profiled a launch in (then
+   nothing is missing) or those memlens.range counted (ranges_not_profiled), which is the cheap case:
+   one more run, only where a counted range held no profiled launch, `--nvtx-include` its names.
+What is built (range_passes.py): 3 by default, costing nothing unless needed: memlens.range's counts
+name the ranges with no profiled launch, and one more pass selects them by name (its launches join the
+run, from profile.ranges.ncu-rep; results.json `info.ranges_second_pass` holds its filters); a range
+still without one launched no kernel, and is named (not_profiled_line). A program of plain NVTX ranges
+gets no second pass, since nothing says a range was skipped: `--each-range` runs 1 for it, at its cost.
+tests/fixtures/record_ranges.sh runs on a GPU the cases these rest on (a range's own filter profiles its
+kernel although an earlier range launched it; a regex's `/` is literal or not; `--nvtx-exclude` drops a
+launch before the kernel-id counts it, for 1), with the expected outcome of each;
+tests/collect/test_program_run_gpu.py runs the CuPy twin of two_ranges.cu through memlens.
 """
 
 from __future__ import annotations
@@ -45,6 +84,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlens.errors import ConfigError
+from memlens.model.nvtx_names import exact_range_filter
 
 if TYPE_CHECKING:
     from memlens.model.results import RunInfo
@@ -183,7 +223,7 @@ def sampling_lines(info: RunInfo, kernels: Sequence[Any]) -> list[str]:
         lines.append("  how many launches each profiled one stands for: unknown (ncu reports only those it "
                      "profiled; memlens.range counts its ranges' runs)")  # fmt: skip
     if info.ranges_not_profiled:
-        lines.append("  " + not_profiled_line(info.ranges_not_profiled))
+        lines.append("  " + not_profiled_line(info.ranges_not_profiled, info.ranges_second_pass))
     return lines
 
 
@@ -202,11 +242,25 @@ def selection_lines(info: RunInfo) -> list[str]:
     return lines
 
 
-def not_profiled_line(not_profiled: dict[str, int]) -> str:
-    """Which counted ranges hold no profiled launch, and why that can be."""
+SHOWN_FIXES = 3  # ranges whose own --nvtx-include the line spells out
+
+
+def not_profiled_line(not_profiled: dict[str, int], second_pass: str | None = None) -> str:
+    """Which counted ranges hold no profiled launch, why that can be, and the two ways to profile them;
+    after a second pass that selected them by name (`second_pass`: its filters), why they still hold none."""
     shown = ", ".join(f"{path} ({runs:,} run{'s' if runs != 1 else ''})" for path, runs in not_profiled.items())
+    if second_pass:
+        return (
+            f"ranges that ran with no launch profiled in them, even by a second pass selecting them by name "
+            f"({second_pass}): {shown}. They launched no kernel, or each kernel only as often as --warm-up leaves "
+            "out; --launches all profiles every launch in every range"
+        )
+    innermost = list(dict.fromkeys(path.rsplit(" > ", 1)[-1] for path in not_profiled))
+    filters = " ".join(f"--nvtx-include '{exact_range_filter(name)}'" for name in innermost[:SHOWN_FIXES])
+    more = f" (and one for each of the {len(innermost) - SHOWN_FIXES} others)" if len(innermost) > SHOWN_FIXES else ""
     return (
         f"ranges that ran with no launch profiled in them: {shown}. Either they launched no kernel, or each "
         "kernel they launched had the function and shape of one profiled earlier (ncu keys a kernel without "
-        "its range), or of a warm-up launch; --launches all profiles every launch in every range"
+        "its range), or of a warm-up launch; --launches all profiles every launch in every range, and "
+        f"{filters}{more} each distinct kernel of {'that range' if len(innermost) == 1 else 'those ranges'} once"
     )

@@ -26,7 +26,11 @@ select, in ncu's own `--nvtx-include` syntax (validated here, passed through as 
 
 Which launches: `--launches first` (the default) profiles each distinct kernel (function, grid, block,
 shared memory) once, `--launches N` N times, `--launches all` every launch; `--warm-up K` leaves out
-the first K launches of each (launch_sampling.py says how, with ncu's own filters, and why).
+the first K launches of each (launch_sampling.py says how, with ncu's own filters, and why). Where a
+memlens.range ran with no profiled launch (its kernels ran first in another range), the program is run
+once more selecting those ranges by name (profile.ranges.ncu-rep, ncu.ranges.log), and their launches
+join the run; `--each-range` runs it again leaving out the ranges profiled so far, until a run profiles
+nothing, for plain NVTX ranges too (range_passes.py; launch_sampling.py, "Ranges").
 
 `--nvtx-exclude FILTER` (same syntax, repeatable) leaves out the kernels in the ranges it selects, from
 the filters above or from --all-kernels. `--all-kernels` profiles every kernel instead of NVTX
@@ -48,6 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from memlens.collect import range_passes
 from memlens.collect.launch_sampling import (
     COUNTS_ALL,
     COUNTS_UNKNOWN,
@@ -84,8 +89,9 @@ from memlens.model.run_layout import (
     NCU_REPORT,
     OWN_RANGES_LOG,
     RANGE_COUNTS_FILE,
-    REPORT_STEM,
     STDERR_FILE,
+    ProfileFiles,
+    profile_files,
 )
 from memlens.model.source_lines import CUPY_SAVE_SOURCE
 
@@ -121,6 +127,7 @@ class ProgramOptions:
     timeout: float | None = None
     memlens_command: str = ""  # the memlens command line, for results.json
     push_pop_scope: str = DEFAULT_SCOPE  # ncu --nvtx-push-pop-scope: "process" (every thread's launches) or "thread"
+    each_range: bool = False  # --each-range: more passes, each distinct kernel once in each named range (range_passes)
 
     @property
     def filters(self) -> tuple[str, ...]:
@@ -168,6 +175,9 @@ def validate(options: ProgramOptions) -> None:
         mode = options.sampling.mode
         raise ConfigError(f"--launch-count counts every launch: give it with --launches all (--launches {mode} "
                           "profiles each distinct kernel, not the first N launches)")  # fmt: skip
+    if options.each_range and (options.all_kernels or options.sampling.every_launch):
+        raise ConfigError("--each-range profiles each distinct kernel once in each named range: give it with "
+                          "--launches first or N, not --launches all or --all-kernels")  # fmt: skip
     if options.push_pop_scope not in PUSH_POP_SCOPES:
         raise ConfigError(f"--nvtx-push-pop-scope {options.push_pop_scope!r}: give {' or '.join(PUSH_POP_SCOPES)}")
     for nvtx_filter in options.nvtx_include:
@@ -206,7 +216,19 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     if read_error is not None:
         read_error = ProfilerError(f"report unreadable: {read_error}; kept in {run_dir}")
         results = replace(results, complete=False)
-    results = with_processes(_with_range_counts(results, options, run_dir), ncu, report)
+    results = with_processes(results, ncu, report)
+    counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
+    if error is None and read_error is None and not options.sampling.every_launch and not options.all_kernels:
+
+        def run_pass(include: tuple[str, ...], exclude: tuple[str, ...],
+                     files: ProfileFiles) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
+            return _run_pass(ncu, options, include, run_dir, commands, files, exclude)
+
+        if options.each_range:
+            results, error = range_passes.every_range(ncu, run_pass, run_dir, results, filters)
+        elif not options.nvtx_include:  # a counted range outside the user's own filters was left out on purpose
+            results, error = range_passes.counted_ranges(ncu, run_pass, run_dir, results, counts)
+    results = _with_range_counts(results, options, counts)
     error = error or read_error
     if error is None and not results.kernels:
         error = ProfilerError(_nothing_profiled(options, run_dir))
@@ -218,15 +240,18 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
 OWN_RANGES_NONE = "the program opened no NVTX range of its own that launched a kernel"
 
 
-def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_dir: Path,
-              commands: list[str]) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
-    """One run of the program under ncu with these NVTX filters: what ncu did, and what went wrong."""
+def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_dir: Path, commands: list[str],
+              files: ProfileFiles | None = None,
+              exclude: tuple[str, ...] = ()) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
+    """One run of the program under ncu with these NVTX filters (and `exclude` beside the options'), into
+    `files` (the run's own where None): what ncu did, and what went wrong."""
+    files = files or profile_files(run_dir)
     request = ProfileRequest(
         metrics=ncu_metric_names(options.ncu_settings.fast, options.ncu_settings.roofline),
-        report=run_dir / REPORT_STEM,
-        log=run_dir / NCU_LOG,
+        report=files.report_stem,
+        log=files.log,
         nvtx_include=filters,
-        nvtx_exclude=options.nvtx_exclude,
+        nvtx_exclude=(*options.nvtx_exclude, *exclude),
         settings=options.ncu_settings,
         launch_count=options.launches,
         launch_filter=tuple(options.sampling.ncu_args()),
@@ -240,7 +265,7 @@ def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_d
     error: BaseException | None = None
     run: NcuRun | None = None
     try:
-        warm = None if options.ncu_settings.fast else lambda: start_disassembler(run_dir / NCU_REPORT)
+        warm = None if options.ncu_settings.fast else lambda: start_disassembler(files.report)
         env = {**program_env(), RANGE_COUNTS_ENV: str(run_dir / RANGE_COUNTS_FILE)}  # memlens.range counts its runs
         run = run_ncu(argv, options.timeout, poll=warm, log=request.log, stderr=stderr.write_end, env=env)
     except NcuTimeout as exc:
@@ -275,9 +300,8 @@ def _selected(options: ProgramOptions, filters: tuple[str, ...]) -> str:
             "the label of a launch inside them")  # fmt: skip
 
 
-def _with_range_counts(results: RunResults, options: ProgramOptions, run_dir: Path) -> RunResults:
+def _with_range_counts(results: RunResults, options: ProgramOptions, counts: dict[str, int]) -> RunResults:
     """Each kernel with the runs of its memlens.range, and the counted ranges with no profiled launch."""
-    counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
     if not counts:
         return results
     kernels = tuple(replace(k, range_runs=range_runs(k.nvtx, counts)) for k in results.kernels)

@@ -4,8 +4,12 @@ BASE and HEAD are each a run directory, results.json or .ncu-rep. Kernels are ma
 kernel's figures are shown with their change (as `memlens report BASE HEAD` compares them). Its source
 lines are matched across edits by file and code text, so a line moved by a line inserted above it is
 the same line (the code of a report recorded with ncu --import-source yes, else of the files on disk;
-where there is no text of each build's own, lines are matched by number and a note says so). Each line
-is new, gone, worse (a figure grew), better or same, with its code and both figures: excess
+where there is no text of each build's own, lines are matched by number and a note says so). A figure
+that varies between runs (a duration, a bandwidth) is better or worse only beyond its noise band, else
+"same (within noise: ±X%)": the two runs' `memlens bench` p10-p90 where both run directories have a
+bench.json, else a stated floor (3%, and at least 300 ns of the kernel's duration: model/noise.py);
+counts are compared exactly. Each line is new, gone, worse (a figure grew), better or same, with its
+code and both figures: excess
 shared-memory wavefronts of its loads and of its stores, local loads and stores executed. The terminal
 lists the changed lines (all with --all); --json gives every line; --md a table of the changed lines for a
 pull-request comment, within GitHub's comment size. The exit code is 0: gate lines with `memlens gate`
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlens.commands.ci_outputs import add_ci_arguments, check_stdout, with_root, write_ci
+from memlens.commands.report import bench_of
 from memlens.errors import ConfigError
 from memlens.io.files import shown_path
 from memlens.io.markdown import md_code, md_escape
@@ -61,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if not wanted:
         raise ConfigError(f"no kernel in {args.base} or {args.head} matches -k {args.pattern!r}")
     check_in_common(args, base, head, wanted)
-    report = build_report([(args.base, base), (args.head, head)])
+    report = build_report([(args.base, base), (args.head, head)], [bench_of(args.base), bench_of(args.head)])
     no_lines = [name for name, run in ((args.base, base), (args.head, head)) if not has_line_data(run)]
     compared = [_compared(c) for c in report.comparisons if c.label in wanted and (c.lines or no_lines)]
     found = CompareFindings(args.base, args.head, tuple(compared), tuple(no_lines))
@@ -110,7 +115,8 @@ def _compared(comparison: Comparison) -> Compared:
         old, new = metric.cells[0], metric.cells[1]
         figures.append({"key": metric.key, "header": metric.header, "base": old.value, "head": new.value,
                         "base_text": old.text, "head_text": new.text, "change": new.change_text or None,
-                        "direction": new.direction})  # fmt: skip
+                        "direction": new.direction,
+                        "noise": None if new.noise is None else new.noise.to_json()})  # fmt: skip
     if comparison.lines:
         return Compared(comparison.label, comparison.statuses, tuple(figures), comparison.lines[0].changes)
     in_base, in_head = (status != "absent" for status in comparison.statuses[:2])  # lines not compared: none
@@ -144,7 +150,7 @@ def render_text(base: str, head: str, compared: list[Compared], no_lines: list[s
         out.append(f"{kernel.label}  [{' -> '.join(kernel.statuses)}]{presence}")
         moved = [f for f in kernel.figures if show_all or f["direction"] in ("better", "worse")]
         for figure in moved:
-            change = f" ({figure['direction']}, {figure['change']})" if figure["change"] else ""
+            change = f" ({_change_words(figure)})" if figure["change"] else ""
             out.append(f"  {figure['header']}: {figure['base_text']} -> {figure['head_text']}{change}")
         lines = kernel.lines.lines if show_all else kernel.lines.changed
         for line in lines:
@@ -156,6 +162,17 @@ def render_text(base: str, head: str, compared: list[Compared], no_lines: list[s
             out.append("  no shared- or local-memory lines")
         out += [f"  note: {note}" for note in kernel.lines.notes]
     return out
+
+
+def _change_words(figure: dict[str, object]) -> str:
+    """`worse, +11.4%`, with the noise band where the figure has one: `same (within noise: ±8.7%), +6.4%`."""
+    noise = figure.get("noise")
+    band = f"±{noise['fraction'] * 100:.1f}%" if isinstance(noise, dict) else None
+    if band is None or figure["direction"] == "n/a" or figure["base"] in (0, figure["head"]):  # no change, or from 0
+        return f"{figure['direction']}, {figure['change']}"
+    if figure["direction"] == "same":
+        return f"same (within noise: {band}), {figure['change']}"
+    return f"{figure['direction']}, {figure['change']}, beyond noise {band}"
 
 
 def _text_line(line: LineChange) -> list[str]:

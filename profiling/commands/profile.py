@@ -104,6 +104,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "default with --launch-count); first and N key by function and shape, not by NVTX range",
     )  # fmt: skip
     program.add_argument(
+        "--each-range", action="store_true",
+        help="profile each distinct kernel once in each named range, not once in the program: more runs of the "
+             "program, each leaving out by name the ranges profiled so far, until one profiles nothing (a "
+             "memlens.range is run again by name where needed without it)",
+    )  # fmt: skip
+    program.add_argument(
         "--warm-up", type=int, metavar="K",
         help="leave out the first K launches of each distinct kernel (JIT, autotuning, cold caches); "
              "default 0",
@@ -113,7 +119,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if (getattr(args, "program", None) or args.nvtx_include or args.nvtx_exclude or args.all_kernels
             or args.nvtx_push_pop_scope != "process"
-            or args.launch_count is not None or args.launches is not None or args.warm_up is not None):  # fmt: skip
+            or args.launch_count is not None or args.launches is not None or args.warm_up is not None
+            or args.each_range):  # fmt: skip
         return _run_program(args)
     return _run_suite(args)
 
@@ -169,7 +176,7 @@ def _run_program(args: argparse.Namespace) -> int:
 
     if not getattr(args, "program", None):
         raise ConfigError("--nvtx-include, --nvtx-exclude, --nvtx-push-pop-scope, --all-kernels, --launch-count, "
-                          "--launches and --warm-up profile a program: "
+                          "--launches, --each-range and --warm-up profile a program: "
                           "memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
     suite_only = [name for name, given in (("a suite", args.suite), ("-k", args.pattern), ("--size", args.size),
                                            ("--sweep", args.sweep), ("--small", args.small),
@@ -188,6 +195,7 @@ def _run_program(args: argparse.Namespace) -> int:
         **_ncu_options(args),
         memlens_command=shell_command(sys.argv[1:]),
         push_pop_scope=args.nvtx_push_pop_scope,
+        each_range=args.each_range,
     )
     run_dir, results = profile_program(options)
     print(f"{plural(len(results.kernels), 'kernel')} profiled: {run_dir}")
@@ -198,7 +206,7 @@ def _run_program(args: argparse.Namespace) -> int:
     if results.info.ranges_not_profiled:
         from memlens.collect.launch_sampling import not_profiled_line
 
-        print(not_profiled_line(results.info.ranges_not_profiled))
+        print(not_profiled_line(results.info.ranges_not_profiled, results.info.ranges_second_pass))
     return 0
 
 

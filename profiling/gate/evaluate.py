@@ -18,6 +18,7 @@ from memlens.gate.rules import AbsoluteBound, PaperBound, RegressionBound, Rule,
 from memlens.io.units import format_value, plural, shown_list
 from memlens.model.catalogue import Metric
 from memlens.model.line_compare import LineChange, LineSet, SourceLine, compare_lines, kernel_line_set
+from memlens.model.noise import Band, band_of, judge
 from memlens.model.results import MetricValue, RunResults
 from memlens.static.check import StaticResults, is_static_json, load_static
 from memlens.theory.paper_figures import PaperCheck, checks
@@ -222,7 +223,8 @@ def _check(rule: Rule, subject: Subject, kind: Kind, baseline: BaselineValues | 
         return verdict("fail", f"{subject.key} has no {metric.key} in the baseline (save a new baseline)",
                        measured.value)  # fmt: skip
     assert isinstance(rule.bound, RegressionBound)  # a paper rule is checked by _check_paper
-    return _check_regression(rule.bound, metric, measured.value, before, verdict)
+    band = band_of(metric, baseline.value(subject.key, "duration"))  # the rule's threshold decides; this is said
+    return _check_regression(rule.bound, metric, measured.value, before, verdict, band)
 
 
 def _check_paper(rule: Rule, subject: Subject, measurements: Measurements) -> Verdict:
@@ -284,12 +286,11 @@ def _within(kind: str, value: float, limit: float) -> bool:
     return value == limit
 
 
-def _check_regression(
-    bound: RegressionBound, metric: Metric, value: float, before: float, verdict: VerdictMaker
-) -> Verdict:
+def _check_regression(bound: RegressionBound, metric: Metric, value: float, before: float, verdict: VerdictMaker,
+                      band: Band | None = None) -> Verdict:  # fmt: skip
     lower = metric.better == "lower"
     words = f"{'<=' if lower else '>='} baseline {'+' if lower else '-'}{bound.limit.describe()}"
-    change = _change(value, before)
+    change = _change(value, before) + _noise_words(value, before, band)
     detail = f"{metric.key} = {figure_text(value, metric.unit)}, baseline {figure_text(before, metric.unit)} ({change})"
     if not _no_worse(value, before, bound.limit.allowance(before), lower, metric.deterministic):
         return verdict("fail", f"{detail}: regressed by more than {bound.limit.describe()}", value, words, before)
@@ -385,6 +386,14 @@ def _line_verdict(rule: Rule, subject: Subject, status: Status, line: SourceLine
     code = f": {line.source}" if line.file and line.source else ""
     return Verdict(rule.name, subject.key, status, f"{metric.key} at {where}{level}: {detail}{code}", metric.key,
                    value, words, before, rule.line, line.file, line.line, line.source)  # fmt: skip
+
+
+def _noise_words(value: float, before: float, band: Band | None) -> str:
+    """Whether a change of a figure that varies between runs is inside its noise band (model/noise.py)."""
+    if band is None or value == before or before == 0:
+        return ""
+    inside = judge(before, value, None, band) == "same"
+    return f", {'within' if inside else 'beyond'} noise {band.text}"
 
 
 def _change(value: float, before: float) -> str:

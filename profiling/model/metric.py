@@ -12,6 +12,7 @@ Better = Literal["lower", "higher"] | None
 # shared memory, grid and block) take the largest, a percentage of peak is weighted by duration.
 OverLaunches = Literal["sum", "max", "duration_weighted"]
 Values = Mapping[str, "float | None"]
+Variation = Literal["exact", "timed", "counter"]
 
 SECTOR_BYTES = 32  # an L1TEX sector is 32 bytes
 SECTION_CYCLES = "smsp__cycles_elapsed.avg"  # the cycles a `.sum.per_cycle_elapsed` of an smsp__ counter is over
@@ -27,7 +28,12 @@ class Metric:
     instrumented: bool = False  # needs ncu's instrumented replay pass (skipped by --fast)
     formula: str = ""  # for derived figures, in words over catalogue keys
     derive: Callable[[Values], float | None] | None = None
-    deterministic: bool = False  # a count that does not vary between runs of one input
+    deterministic: bool = False  # a count that does not vary between runs of one input: compared exactly
+    # A figure that does vary between runs reads better or worse only beyond its noise band (model/noise.py):
+    # a timed one (a duration, or a rate, clock or % of peak that moves with one) the run's timing band
+    # (the bench's p10-p90 where the runs have one, else noise.TIMING_FLOOR); another this fraction of it.
+    timed: bool = False
+    noise: float = 0.05
     over_launches: OverLaunches = "sum"  # how a variant's launches combine into one figure
     problem_above_zero: bool = False  # any value above zero marks a problem (excess wavefronts, local traffic)
     # why a derived figure has no value although its inputs are there (None: "an input is zero or missing")
@@ -46,6 +52,11 @@ class Metric:
     def ncu_names(self) -> tuple[str, ...]:
         """The names a report may hold this metric under: the one memlens asks for, then its aliases."""
         return (self.ncu, *self.aliases) if self.ncu else self.aliases
+
+    @property
+    def variation(self) -> Variation:
+        """How the figure moves between runs of one input: `exact` (a count), `timed` or `counter`."""
+        return "exact" if self.deterministic else "timed" if self.timed else "counter"
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:

@@ -70,6 +70,34 @@ def parse_swept(name: str | None) -> tuple[str, str, int] | None:
 # loop's GEMMs carried no range of theirs); PyTorch's emit_nvtx puts its per-operator ranges in NVTX's
 # default domain, where they count as the program's own (it is something a user turns on).
 LIBRARY_DOMAINS = ("CCCL", "NCCL")
+RANGE_JOINER = " > "  # a launch's NVTX label: its open ranges, outermost first (readers/metric_values.py)
+
+
+def exact_range_filter(name: str, domain: str | None = None, push_pop: bool = True) -> str:
+    """The `--nvtx-include` (or `--nvtx-exclude`) filter that selects push/pop ranges (start/end ranges
+    where not `push_pop`) of NVTX's default domain (or of `domain`) named `name`, and no other name but one
+    that differs only in punctuation: `regex:^copy.misaligned$/` for `copy/misaligned`. Every character but
+    a letter, digit, `_`, `-` or space becomes `.`: a `/`, `@`, `,` or `+` is ncu's own filter syntax (a `/`
+    in a plain filter means a nested range, so `copy/misaligned/` selects a range `misaligned` inside a
+    range `copy`), and a regex's special characters differ between dialects."""
+    where = f"{_exactly(domain)}@" if domain else ""
+    return f"regex:{where}{_exactly(name)}" + ("/" if push_pop else "")
+
+
+def _exactly(name: str) -> str:
+    return "^" + re.sub(r"[^A-Za-z0-9_ -]", ".", name) + "$"
+
+
+def innermost_range(path: str, library: tuple[str, ...] = LIBRARY_DOMAINS) -> tuple[str | None, str] | None:
+    """(domain, name) of the innermost range of a launch's NVTX label (`step > forward`, `app@step`),
+    a library's range left out (it only adds to the label); None where the label holds no other."""
+    for part in reversed(path.split(RANGE_JOINER)):
+        domain, at, name = part.partition("@")
+        if not at:
+            return None, part
+        if not is_library_domain(domain, library):
+            return domain, name
+    return None
 
 
 def is_library_domain(name: str, library: tuple[str, ...] = LIBRARY_DOMAINS) -> bool:

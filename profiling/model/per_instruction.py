@@ -86,9 +86,9 @@ def _summed(key: str, unit: str, meaning: str, value: str, better: Better = None
 
 
 def _ratio_of(key: str, unit: str, meaning: str, over: tuple[str, str], better: Better = None) -> Metric:
-    """A ratio of two sums, derived (never summed over launches itself)."""
+    """A ratio of two sums, derived (never summed over launches itself): as exact as they are."""
     num, den = over
-    return Metric(key, unit, meaning, better=better, instrumented=True, formula=f"{num} / {den}",
+    return Metric(key, unit, meaning, better=better, instrumented=True, deterministic=True, formula=f"{num} / {den}",
                   derive=lambda v: _ratio(v.get(num), v.get(den)))  # fmt: skip
 
 
@@ -134,6 +134,7 @@ def _kind_metrics(kind: SharedKind) -> list[Metric]:
             f"wavefronts of {what} over their own conflict-free ideal (n-way of that kind alone; 1 = no conflict)",
             better="lower",
             instrumented=True,
+            deterministic=True,
             formula=f"{keys.wavefronts} / {keys.ideal}",
             derive=lambda v: _ratio(v.get(keys.wavefronts), v.get(keys.ideal)),
             na_reason=lambda v: f"no {what}" if v.get(keys.ideal) == 0 and not v.get(keys.wavefronts) else None,

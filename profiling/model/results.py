@@ -262,6 +262,9 @@ class RunInfo(Provenance):
     warm_up: int | None = None
     launch_counts: str | None = None
     ranges_not_profiled: dict[str, int] | None = None  # memlens.range paths that ran -> runs; none profiled in them
+    # the --nvtx-include filters of a second pass over the counted ranges the first left without a profiled
+    # launch, selecting them by name (launch_sampling.py, "Ranges"); None: no second pass
+    ranges_second_pass: str | None = None
     # A program run's NVTX selection: ncu's --nvtx-push-pop-scope ("process": every thread's launches, or
     # "thread"), what its filters selected (a line: the program's own ranges, or every range where it
     # opened none of its own, ...), and the processes ncu connected to ("PID (NAME)" -> number)

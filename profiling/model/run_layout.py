@@ -11,6 +11,9 @@ written over), and the record of a run's provenance.
         profile.gpu<i>.ncu-rep, ncu.gpu<i>.log, ncu-command.gpu<i>.txt, events.gpu<i>.jsonl
                                profile_files(run_dir, i): the same, per GPU, for `--gpus` over several
         profile.job<n>.ncu-rep, ...  profile_files(run_dir, job=n): per job, for `--cluster`
+        profile.ranges.ncu-rep, ncu.ranges.log, profile.ranges2.ncu-rep, ...
+                               profile_files(run_dir, ranges=n): a program run's passes over named ranges
+                               its first left without a profiled launch (collect/range_passes.py)
         results.json           RESULTS: RunResults (profiling/model/results.py)
         bench.json             BENCH: BenchResults (profiling/bench/results.py)
         check.json             CHECK: StaticResults (profiling/static/check.py)
@@ -81,11 +84,17 @@ class ProfileFiles:
         return self.report_stem.name.partition(".")[2] or "run"
 
 
-def profile_files(run_dir: Path, gpu: int | None = None, job: int | None = None) -> ProfileFiles:
+def profile_files(run_dir: Path, gpu: int | None = None, job: int | None = None,
+                  ranges: int | None = None) -> ProfileFiles:  # fmt: skip
     """The files of the one ncu run of a run directory, or (`gpu` given) of the ncu run on GPU `gpu`
     of several: `profile.gpu1.ncu-rep` beside `profile.gpu0.ncu-rep`, never one over the other; or
-    (`job` given) of job `job` of a cluster run, wherever it ran: `profile.job3.ncu-rep`."""
-    tag = f".job{job}" if job is not None else "" if gpu is None else f".gpu{gpu}"
+    (`job` given) of job `job` of a cluster run, wherever it ran: `profile.job3.ncu-rep`; or (`ranges` n) of
+    a program run's n-th pass after its first, over named ranges (collect/range_passes.py):
+    `profile.ranges.ncu-rep`, `profile.ranges2.ncu-rep`."""
+    if ranges is not None:
+        tag = ".ranges" if ranges == 1 else f".ranges{ranges}"
+    else:
+        tag = f".job{job}" if job is not None else "" if gpu is None else f".gpu{gpu}"
     return ProfileFiles(
         report_stem=run_dir / f"{REPORT_STEM}{tag}",
         log=run_dir / NCU_LOG.replace(".log", f"{tag}.log"),

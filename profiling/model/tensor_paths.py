@@ -95,7 +95,7 @@ def _raw(path: TensorPath, sparse: bool) -> tuple[Metric, Metric]:
     )  # fmt: skip
     peak = Metric(
         path.peak_key(sparse), f"{unit}/cycle", f"the GPU's peak {path.name} {kind} tensor-core operations a cycle",
-        f"{counter}.sum.peak_sustained", over_launches="duration_weighted", roofline=True,
+        f"{counter}.sum.peak_sustained", over_launches="duration_weighted", deterministic=True, roofline=True,
     )  # fmt: skip
     return ops, peak
 
@@ -137,7 +137,7 @@ TENSOR_DERIVED: tuple[Metric, ...] = (
            deterministic=True, formula=" + ".join(f"tensor_flops_{p}" for p in TENSOR_PRECISIONS),
            derive=tensor_flops),
     Metric("tensor_flop_rate", "FLOP/second", "achieved tensor-core floating-point operations per second",
-           better="higher", formula="tensor_flops / (duration * 1e-9)",
+           better="higher", timed=True, formula="tensor_flops / (duration * 1e-9)",
            derive=lambda v: _ratio(tensor_flops(v), _scale(v.get("duration"), 1e-9))),
 )
 # fmt: on

@@ -80,7 +80,7 @@ class Compared:
 
     label: str
     statuses: tuple[str, ...]
-    figures: tuple[dict[str, object], ...]  # key, header, base, head, change, direction
+    figures: tuple[dict[str, object], ...]  # key, header, base, head, change, direction, noise (model/noise.py)
     lines: KernelLineChanges
 
 

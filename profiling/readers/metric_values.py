@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from memlens.io.units import UnitError, conversion_factor
 from memlens.model.catalogue import PER_INSTRUCTION_METRICS, RAW_METRICS, SECTION_CYCLES, Metric
-from memlens.model.nvtx_names import NVTX_DOMAIN, is_library_domain, parse_swept
+from memlens.model.nvtx_names import NVTX_DOMAIN, RANGE_JOINER, is_library_domain, parse_swept
 from memlens.model.results import KernelResult, printable
 
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
@@ -28,7 +28,6 @@ RANGE_PATTERN = re.compile(rf"^({_NAME})\.({_NAME}(?:@{_NAME}=[0-9]+)?)(?::|$)")
 # A program's range shaped "family/variant" (one slash, names with no spaces) groups into a family.
 FAMILY_RANGE_PATTERN = re.compile(r"^([^/\s@>]+)/([^/\s@>]+)$")
 DEFAULT_DOMAIN = "<default domain>"  # ncu's name for NVTX's default domain, in CSV and .ncu-rep alike
-RANGE_JOINER = " > "
 
 NOT_IN_REPORT = "not in the report"
 ROOFLINE_SKIPPED = "not collected: profile with --roofline (the FLOP and L1 global-sector counters cost replay passes)"

@@ -204,3 +204,23 @@ def test_one_process_needs_no_export_and_an_export_ncu_refuses_leaves_labels_alo
     assert profile(tmp_path) == 0  # the export failed: the run stands, its kernels without their process
     kernels = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())["kernels"]
     assert all("process" not in k for k in kernels)
+
+
+# tests/fixtures/programs/two_ranges.cu: `copy` (one grid and block) in ranges copy/aligned and copy/misaligned,
+# then `scale` in range step, three times
+TWO_RANGES = [{"kernel": "copy", "push_pop": {DEFAULT: ["copy/aligned"]}},
+              {"kernel": "copy", "push_pop": {DEFAULT: ["copy/misaligned"]}},
+              *[{"kernel": "scale", "push_pop": {DEFAULT: ["step"]}}] * 3]  # fmt: skip
+
+
+def test_a_range_whose_kernel_ran_in_an_earlier_range_is_profiled_by_its_own_filter(tmp_path, monkeypatch):
+    """--launches first keys a kernel without its range (the second copy is not profiled); the --nvtx-include
+    that the run names for such a range (launch_sampling.not_profiled_line) profiles its kernels once. The fake
+    filters as ncu documents it; tests/fixtures/record_ranges.sh confirms it on a GPU."""
+    record = install(tmp_path, monkeypatch, TWO_RANGES)
+    assert profile(tmp_path) == 0
+    assert profiled(record) == [[0, 2]]  # copy in copy/aligned, scale in its first step
+    assert profile(tmp_path, "--nvtx-include", "regex:^copy.misaligned$/") == 0
+    assert profiled(record)[-1] == [1]
+    assert profile(tmp_path, "--nvtx-include", "copy/misaligned/") == 3  # ncu: range misaligned nested in copy
+    assert profiled(record)[-1] == []

@@ -252,7 +252,7 @@ def test_bad_launches_options_are_refused_before_ncu_starts(fake_ncu, tmp_path, 
 
 def test_launches_options_need_a_program(tmp_path, capsys):
     assert main(["profile", "--launches", "all"]) == 2
-    assert "--launches and --warm-up profile a program" in capsys.readouterr().err
+    assert "--launches, --each-range and --warm-up profile a program" in capsys.readouterr().err
 
 
 RANGES_PROGRAM = """
@@ -306,20 +306,37 @@ def test_metrics_and_report_say_one_profiled_of_how_many(fake_ncu, tmp_path, cap
     assert "launches:" not in capsys.readouterr().out
 
 
-def test_a_range_that_ran_with_no_profiled_launch_is_named(fake_ncu, tmp_path, capsys):
+def test_a_range_that_ran_with_no_profiled_launch_is_named(fake_ncu, tmp_path, capsys, monkeypatch):
     """ncu keys a kernel without its range: a memlens.range whose kernels were all profiled in another
-    range (or that launched none) holds no profiled launch, and the run says which, how often it ran, why."""
+    range (or that launched none) holds no profiled launch. memlens runs the program once more selecting
+    that range by name; where that profiles nothing either (here: eval launched no kernel), the run says
+    which range, how often it ran, why."""
     command = program(RANGES_PROGRAM + "for _ in range(3):\n    with memlens.range('eval'):\n        pass\n")
+    launches = [{"kernel": "transpose_conflict", "push_pop": {"<default domain>": ["iteration", "transpose/conflict"]}}]
+    monkeypatch.setenv("FAKE_NCU_LAUNCHES", json.dumps(launches))
+    monkeypatch.setenv("FAKE_NCU_PROFILED", str(tmp_path / "profiled.jsonl"))
     assert profile(tmp_path, command=command) == 0
-    assert "ranges that ran with no launch profiled in them: eval (3 runs)." in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "ranges ran with no launch profiled in them (eval): running the program once more" in captured.err
+    assert ("ranges that ran with no launch profiled in them, even by a second pass selecting them by name "
+            "(--nvtx-include 'regex:^eval$/'): eval (3 runs). They launched no kernel") in captured.out  # fmt: skip
+    assert (tmp_path / "profiled.jsonl").read_text().splitlines() == ["[0]", "[]"]
     run = (tmp_path / "runs" / "latest").resolve()
-    assert json.loads((run / "results.json").read_text())["info"]["ranges_not_profiled"] == {"eval": 3}
+    info = json.loads((run / "results.json").read_text())["info"]
+    assert info["ranges_not_profiled"] == {"eval": 3} and info["ranges_second_pass"] == "--nvtx-include 'regex:^eval$/'"
+    assert info["source"] == "profile.ncu-rep" and not (run / "profile.ranges.ncu-rep").exists()
     assert main(["metrics", str(run)]) == 0
-    out = capsys.readouterr().out
-    assert "  ranges that ran with no launch profiled in them: eval (3 runs). Either they launched no kernel" in out
+    out = " ".join(capsys.readouterr().out.split())  # wrapped to the terminal
+    assert "ranges that ran with no launch profiled in them, even by a second pass" in out
     assert "--launches all profiles every launch in every range" in out
+    # without a second pass (a results.json of before), the line names both fixes
+    from memlens.collect.launch_sampling import not_profiled_line
+
+    assert not_profiled_line({"eval": 3}).endswith(
+        "--launches all profiles every launch in every range, and --nvtx-include 'regex:^eval$/' each distinct "
+        "kernel of that range once")  # fmt: skip
     assert main(["report", str(run), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
-    assert "no launch profiled in them: eval (3 runs)" in (tmp_path / "r.md").read_text()
+    assert "by name (--nvtx-include 'regex:^eval$/'): eval (3 runs)" in (tmp_path / "r.md").read_text()
     # every launch profiled: a range with none launched none, nothing to say
     assert profile(tmp_path, "--launches", "all", command=command) == 0
     info = json.loads(((tmp_path / "runs" / "latest").resolve() / "results.json").read_text())["info"]
@@ -332,3 +349,82 @@ def test_ranges_not_profiled_must_map_names_to_counts():
     data = {"schema_version": 1, "info": {"ranges_not_profiled": {"eval": "three"}}, "kernels": []}
     with pytest.raises(InputError, match="ranges_not_profiled must be an object of integers or null"):
         RunResults.from_json(data)
+
+
+def test_a_range_whose_kernels_ran_in_an_earlier_range_is_profiled_by_a_second_pass(tmp_path, monkeypatch, capsys):
+    """The compare builds' recording stands for the first pass (its ranges compare/...); the program's
+    memlens.range transpose/padded launched the same kernel as compare/swizzle, so the first pass profiled none
+    in it; the second pass, selecting it by name, replays cuda_app's recording (its ranges transpose/...). Its
+    launches join the first pass's, their IDs after them; transpose/padded is no longer named."""
+    code = ("import memlens\nwith memlens.range('compare/swizzle'):\n    pass\n"
+            "with memlens.range('transpose/padded'):\n    pass\n")  # fmt: skip
+    launches = [{"kernel": "swizzle_read", "push_pop": {"<default domain>": ["compare/swizzle"]}},
+                {"kernel": "swizzle_read", "push_pop": {"<default domain>": ["transpose/padded"]}}]  # fmt: skip
+    log = tmp_path / "ncu.log"
+    log.write_text(OK_LOG)
+    first = FIXTURES / "nvidia_h100_80gb_hbm3" / "compare" / "compare_v1.ncu-rep"
+    second = {"regex:^transpose.padded$/": str(PROGRAMS / "cuda_app.ncu-rep")}
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(first), FAKE_NCU_LOG=str(log),
+                     FAKE_NCU_LAUNCHES=json.dumps(launches), FAKE_NCU_PROFILED=str(tmp_path / "profiled.jsonl"),
+                     FAKE_NCU_REPORT_WHEN=json.dumps(second))  # fmt: skip
+    app = tmp_path / "app.py"
+    app.write_text(code)
+    assert profile(tmp_path, command=[sys.executable, str(app)]) == 0
+    assert (tmp_path / "profiled.jsonl").read_text().splitlines() == ["[0]", "[1]"]  # each pass its own copy
+    run = (tmp_path / "runs" / "latest").resolve()
+    commands = (run / "ncu-command.txt").read_text().splitlines()
+    assert len(commands) == 2 and "--nvtx-include 'regex:^transpose.padded$/'" in commands[1]
+    assert shlex.split(commands[1]).count("--nvtx-include") == 1 and "::regex:.*:1" in commands[1]
+    assert (run / "profile.ranges.ncu-rep").is_file() and (run / "ncu.ranges.log").is_file()
+    data = json.loads((run / "results.json").read_text())
+    assert [k["launch_id"] for k in data["kernels"]] == list(range(9))  # 3 of the first pass, then 6
+    assert data["kernels"][3]["nvtx"] == "iteration > transpose/conflict"
+    assert data["info"]["source"] == "profile.ncu-rep, profile.ranges.ncu-rep"
+    assert data["info"]["ranges_not_profiled"] is None
+    assert data["info"]["ranges_second_pass"] == "--nvtx-include 'regex:^transpose.padded$/'"
+    assert "9 kernels profiled" in capsys.readouterr().out
+
+
+def test_each_range_runs_passes_leaving_out_the_ranges_profiled_until_one_profiles_nothing(tmp_path, monkeypatch):
+    """--each-range for plain NVTX ranges (two_ranges.cu's case: nothing counts them). Pass 1 replays the
+    compare builds' recording (ranges compare/four_way, compare/swizzle, compare/vector); pass 2 leaves those
+    out by name and finds the swizzle kernel again in transpose/padded (it replays cuda_app's recording);
+    pass 3 leaves those out too and profiles nothing, which ends the passes."""
+    ranges = (["compare/swizzle"], ["transpose/padded"], ["iteration", "transpose/padded"])
+    launches = [{"kernel": "swizzle_read", "push_pop": {"<default domain>": stack}} for stack in ranges]
+    log = tmp_path / "ncu.log"
+    log.write_text(OK_LOG)
+    first = FIXTURES / "nvidia_h100_80gb_hbm3" / "compare" / "compare_v1.ncu-rep"
+    second = {"regex:^compare.swizzle$/": str(PROGRAMS / "cuda_app.ncu-rep")}  # an exclude of pass 2 (and 3)
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(first), FAKE_NCU_LOG=str(log),
+                     FAKE_NCU_LAUNCHES=json.dumps(launches), FAKE_NCU_PROFILED=str(tmp_path / "profiled.jsonl"),
+                     FAKE_NCU_REPORT_WHEN=json.dumps(second))  # fmt: skip
+    assert profile(tmp_path, "--each-range") == 0
+    assert (tmp_path / "profiled.jsonl").read_text().splitlines() == ["[0]", "[1]", "[]"]
+    run = (tmp_path / "runs" / "latest").resolve()
+    commands = [shlex.split(line) for line in (run / "ncu-command.txt").read_text().splitlines()]
+    assert len(commands) == 3 and filter_args(commands[0], "--nvtx-exclude") == []
+    assert filter_args(commands[1], "--nvtx-exclude") == [
+        "regex:^compare.four_way$/", "regex:^compare.four_way$", "regex:^compare.swizzle$/", "regex:^compare.swizzle$",
+        "regex:^compare.vector$/", "regex:^compare.vector$"]  # fmt: skip
+    assert "regex:^transpose.padded$/" in filter_args(commands[2], "--nvtx-exclude")
+    assert "regex:^cudaapp$@^spill.capped$/" in filter_args(commands[2], "--nvtx-exclude")  # its domain, by name
+    assert all(filter_args(c, "--nvtx-include") == DEFAULTS for c in commands)
+    assert (run / "profile.ranges.ncu-rep").is_file() and not (run / "profile.ranges2.ncu-rep").exists()
+    data = json.loads((run / "results.json").read_text())
+    assert [k["launch_id"] for k in data["kernels"]] == list(range(9))
+    assert data["info"]["ranges_second_pass"].startswith("--each-range: 2 more passes, the last leaving out ")
+
+
+def test_each_range_needs_first_or_n_launches(tmp_path, capsys):
+    assert profile(tmp_path, "--each-range", "--launches", "all") == 2
+    assert "--each-range profiles each distinct kernel once in each named range" in capsys.readouterr().err
+
+
+def test_a_counted_range_outside_the_users_own_filters_is_named_not_profiled(fake_ncu, tmp_path, capsys):
+    command = program(RANGES_PROGRAM + "for _ in range(3):\n    with memlens.range('eval'):\n        pass\n")
+    assert profile(tmp_path, "--nvtx-include", "regex:.*/", command=command) == 0
+    captured = capsys.readouterr()
+    assert "running the program once more" not in captured.err
+    assert "ranges that ran with no launch profiled in them: eval (3 runs). Either" in captured.out
+    assert (tmp_path / "runs" / "latest" / "ncu-command.txt").read_text().count("/bin/ncu ") == 1

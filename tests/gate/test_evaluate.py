@@ -178,7 +178,27 @@ def test_regressions_against_a_baseline(tmp_path: Path) -> None:
     slow = evaluate(ruleset, measured_run(1200.0, 1e6, 0.0), baseline)
     assert [v.status for v in slow.verdicts] == ["fail", "fail", "pass"]
     assert [v.bound for v in slow.verdicts] == ["<= baseline +10%", ">= baseline -10%", "<= baseline +0"]
-    assert slow.verdicts[0].message == "duration = 1.20 µs, baseline 1.00 µs (+20.0%): regressed by more than 10%"
+    # the rule's 10% decides; the message says the change is inside the noise of a 1 µs kernel (300 ns: ±30%)
+    assert slow.verdicts[0].message == (
+        "duration = 1.20 µs, baseline 1.00 µs (+20.0%, within noise ±30.0%): regressed by more than 10%"
+    )
+
+
+def test_a_regression_says_whether_it_is_beyond_the_noise() -> None:
+    baseline = from_measurements(measured_run(100_000.0, 1e6, 0.0))
+    ruleset = rules(
+        rule("time", "*", "duration", 'max_regression = "2%"') + rule("local", "*", "local_bytes", "max_regression = 0")
+    )
+    inside = evaluate(ruleset, measured_run(102_500.0, 1e6, 1.0), baseline)  # 100 µs: the 3% floor
+    assert [v.status for v in inside.verdicts] == ["fail", "fail"]
+    assert inside.verdicts[0].message == (
+        "duration = 0.102 ms, baseline 0.100 ms (+2.5%, within noise ±3.0%): regressed by more than 2%"
+    )
+    assert "noise" not in inside.verdicts[1].message  # a count is exact
+    beyond = evaluate(ruleset, measured_run(110_000.0, 1e6, 0.0), baseline)
+    assert beyond.verdicts[0].message == (
+        "duration = 0.110 ms, baseline 0.100 ms (+10.0%, beyond noise ±3.0%): regressed by more than 2%"
+    )
 
 
 def test_regression_exactly_at_the_tolerance_passes() -> None:

@@ -114,3 +114,38 @@ def test_the_metrics_list_by_fast_and_roofline() -> None:
     instrumented = {m.ncu for m in RAW_METRICS if m.instrumented}
     assert len(instrumented) == 2 and instrumented <= set(ncu_metric_names()) - set(ncu_metric_names(fast=True))
     assert ncu_metric_names()[-10:-3] == list(PER_PC_METRICS) and PER_PC_METRICS[0] == "inst_executed"
+
+
+def test_each_figure_says_how_it_varies_between_runs():
+    """Counts are exact; durations and what moves with them (rates, clocks, % of peak) timed; the rest
+    counters with a noise fraction of their own (model/noise.py)."""
+    from memlens.model.catalogue import CATALOGUE
+
+    timed = {k for k, m in CATALOGUE.items() if m.variation == "timed"}
+    assert timed == {"duration", "dram_pct_of_peak", "dram_bandwidth", "flop_rate", "sm_clock", "dram_clock",
+                     "peak_flops_fp32", "peak_flops_fp64", "peak_flops_fp16", "peak_dram_bandwidth",
+                     "tensor_flop_rate", "dram_throughput"}  # fmt: skip
+    counters = {k: m.noise for k, m in CATALOGUE.items() if m.variation == "counter"}
+    assert counters == {"dram_read_bytes": 0.05, "dram_write_bytes": 0.05, "dram_bytes": 0.05,
+                        "shared_ld_wavefronts": 0.05, "shared_st_wavefronts": 0.05, "shared_ld_ways": 0.05,
+                        "shared_st_ways": 0.05, "l2_sectors_from_l1": 0.05, "l2_bytes": 0.05,
+                        "arithmetic_intensity": 0.05, "arithmetic_intensity_l2": 0.05,
+                        "hw_ld_bank_conflicts": 0.25, "hw_st_bank_conflicts": 0.25, "hw_bank_conflicts": 0.25,
+                        "l1_hit_rate": 0.15, "l2_hit_rate": 0.15}  # fmt: skip
+    exact = {k for k, m in CATALOGUE.items() if m.variation == "exact"}
+    for key in (
+        "exact_excess_wavefronts",
+        "local_bytes",
+        "registers_per_thread",
+        "flops",
+        "grid_size",
+        "global_load_sectors",
+        "peak_ffma_per_cycle",
+        "l1_global_bytes",
+        "arithmetic_intensity_l1",
+        "exact_shared_ld_ways",
+        "exact_global_st_coalescing",
+        "excess_wavefronts_per_shared_ld",
+    ):
+        assert key in exact
+    assert all(not (m.deterministic and m.timed) for m in CATALOGUE.values())

@@ -39,3 +39,29 @@ def test_swept_names_round_trip():
     assert swept_name("conflict", "rows", 1024) == "conflict@rows=1024"
     assert parse_swept("conflict@rows=1024") == ("conflict", "rows", 1024)
     assert parse_swept("conflict") is None and parse_swept(None) is None
+
+
+def test_an_exact_range_filter_matches_a_name_with_ncus_own_syntax_in_it():
+    import re
+
+    from memlens.collect.program_run import validate_filter
+    from memlens.model.nvtx_names import exact_range_filter
+
+    assert exact_range_filter("copy/misaligned") == "regex:^copy.misaligned$/"  # not a range nested in `copy`
+    assert exact_range_filter("step") == "regex:^step$/"
+    assert exact_range_filter("a@b,c+d (x)*") == "regex:^a.b.c.d .x..$/"  # ncu's @ , + and a regex's ( ) *
+    for name in ("copy/misaligned", "a@b,c+d (x)*", "eval"):
+        expression = exact_range_filter(name).removeprefix("regex:").removesuffix("/")
+        assert re.fullmatch(expression, name) and not re.fullmatch(expression, name + "x")
+        assert validate_filter(exact_range_filter(name)) == exact_range_filter(name)  # as --nvtx-include takes it
+
+
+def test_the_innermost_range_of_a_label_leaves_a_librarys_out():
+    from memlens.model.nvtx_names import exact_range_filter, innermost_range
+
+    assert innermost_range("step > forward") == (None, "forward")
+    assert innermost_range("iteration > cudaapp@spill/capped") == ("cudaapp", "spill/capped")
+    assert innermost_range("cupy/rowsum > CCCL@cub::DeviceSegmentedReduce::Sum") == (None, "cupy/rowsum")
+    assert innermost_range("CCCL@cub::DeviceSegmentedReduce::Sum") is None
+    assert exact_range_filter("spill/capped", "cudaapp") == "regex:^cudaapp$@^spill.capped$/"
+    assert exact_range_filter("train/step", push_pop=False) == "regex:^train.step$"  # a start/end range

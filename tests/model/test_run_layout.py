@@ -78,3 +78,12 @@ def test_new_run_directories_and_the_latest_pointer(tmp_path):
     blocked.write_text("")
     error = point_latest(blocked, second)
     assert error is not None and f"results in {second}" in str(error)
+
+
+def test_a_program_runs_passes_over_named_ranges_write_files_of_their_own(tmp_path):
+    from memlens.model.run_layout import profile_files
+
+    first, second = profile_files(tmp_path, ranges=1), profile_files(tmp_path, ranges=2)
+    assert (first.report.name, first.log.name, first.tag) == ("profile.ranges.ncu-rep", "ncu.ranges.log", "ranges")
+    assert (second.report.name, second.command.name) == ("profile.ranges2.ncu-rep", "ncu-command.ranges2.txt")
+    assert profile_files(tmp_path).report.name == "profile.ncu-rep"

@@ -222,8 +222,8 @@ def test_comparison_across_runs_marks_better_and_worse():
     same = {m.key: m for m in by_label["running_mean/local"].metrics}
     assert same["duration"].cells[1].direction == "same"
     html = render(report, "html")
-    assert '<span class="better">−29.8%</span>' in html
-    assert '<span class="worse">+18.3%</span>' in html
+    assert '<span class="better" title="noise ±3.0% (floor)">−29.8%</span>' in html
+    assert '<span class="worse" title="noise ±3.0% (floor)">+18.3%</span>' in html
     md = render(report, "md")
     assert "60.0 µs (🟢 −29.8%)" in md and "40.0 µs (🔴 +18.3%)" in md
 
