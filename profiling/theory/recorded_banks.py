@@ -4,7 +4,7 @@ the bank model's phases and wavefronts (theory/bank_model.py) on the very lane o
 - loads, stores and atomics: the lanes of a phase as the width decides (a warp up to 4 bytes, a
   half-warp for 8, a quarter-warp for 16); lanes on one word share it, whether they ask for the
   same address or for different bytes of it (u8, u16). Atomics are served as loads: on the H100, 32
-  lanes on one address took the ideal's wavefronts (/work/shared/device/NOTES.md, 2026-11-26).
+  lanes on one address took the ideal's wavefronts (seen on the GPU machine, 2026-11-26).
 - ldmatrix, stmatrix: one 8x8 matrix a phase, lanes 0-7, 8-15, 16-23, 24-31 giving its 8 row
   addresses (16 bytes a row); the lanes past the .x1 or .x2's matrices give none.
 - cp.async: the banks as a store of its width (the picture); with the global addresses recorded

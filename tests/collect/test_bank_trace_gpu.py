@@ -1,0 +1,113 @@
+"""GPU tier of `memlens banks -- COMMAND` (issue 50): tests/fixtures/programs/bank_probe.cu run under the
+Sanitizer library gives each kernel the n-way worked out on paper (tests/theory/test_recorded_banks.py), a
+proved fix for every conflicting instruction, and, instruction by instruction, the n-way ncu measures
+(per-instruction wavefronts over ideal from `memlens profile --all-kernels`): a third source of one figure.
+Then a Python program with Numba, CuPy and Triton kernels and PyTorch loaded runs under the trace.
+
+Run on the GPU machine (needs nvcc, ncu, compute-sanitizer; Python with numba-cuda, cupy, torch, triton):
+    python -m pytest -m gpu tests/collect/test_bank_trace_gpu.py"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from memlens.readers import read_report
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.gpu
+PROGRAMS = REPO / "tests" / "fixtures" / "programs"
+ENV = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+CLOCK = os.environ.get("MEMLENS_CLOCK_CONTROL", "none")
+
+# (kernel, access, width) -> the largest n-way among its instructions, on paper
+EXPECTED = {
+    ("column_read_32x32", "load", 4): 32, ("column_read_32x32", "store", 4): 1,
+    ("column_read_padded", "load", 4): 1, ("column_read_swizzled", "load", 4): 1,
+    ("column_read_double", "load", 8): 16, ("column_read_16x16", "load", 4): 8,
+    ("half_warp_broadcast", "load", 4): 2, ("atomics_4_way", "atomic", 4): 4,
+    ("store_32_way", "store", 4): 32, ("sub_word", "store", 2): 16, ("sub_word", "store", 1): 1,
+    ("ldmatrix_64_byte_rows", "ldmatrix", 16): 4, ("cp_async_rows", "cp.async", 16): 2,
+}  # fmt: skip
+
+
+def function(name: str) -> str:
+    """`void column_read_32x32(float *)` -> column_read_32x32"""
+    return name.split("(")[0].split()[-1]
+
+
+def memlens(*argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memlens", *argv], capture_output=True, text=True, env=ENV,
+                          timeout=timeout)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    work = tmp_path_factory.mktemp("probe")
+    subprocess.run([nvcc, "-lineinfo", "-arch=sm_90", "-o", str(work / "bank_probe"), str(PROGRAMS / "bank_probe.cu")],
+                   check=True)  # fmt: skip
+    return work / "bank_probe"
+
+
+@pytest.fixture(scope="module")
+def analysed(probe, tmp_path_factory):
+    out = tmp_path_factory.mktemp("banks")
+    done = memlens("banks", "--json", "--out", str(out), "--", str(probe))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_each_probe_kernel_has_its_paper_n_way(analysed):
+    found: dict[tuple[str, str, int], float] = {}
+    for entry in analysed["instructions"]:
+        key = (function(entry["kernel"]), entry["access"], entry["width"])
+        found[key] = max(found.get(key, 0), entry["n_way"])
+    assert {key: found.get(key) for key in EXPECTED} == EXPECTED
+    assert all(entry["warps_recorded"] == 4 for entry in analysed["instructions"])  # one warp of each of 4 blocks
+
+
+def test_every_conflicting_bank_instruction_has_a_proved_fix(analysed):
+    for entry in analysed["instructions"]:
+        if entry["n_way"] > 1 and entry["access"] != "cp.async":
+            assert entry["fix"]["kind"] in ("pad", "swizzle") and entry["fix"]["n_way_after"] == 1, entry
+
+
+def test_the_bank_models_n_way_is_ncus_per_instruction(probe, analysed, tmp_path):
+    done = memlens("profile", "--all-kernels", "--out", str(tmp_path), "--clock-control", CLOCK, "--", str(probe))
+    assert done.returncode == 0, done.stderr
+    measured = {}
+    for kernel in read_report((tmp_path / "latest").resolve() / "results.json").kernels:
+        for record in kernel.instructions:
+            if record.wavefronts and record.ideal:
+                measured[(function(kernel.kernel), record.pc)] = record.wavefronts / record.ideal
+    ours = {(function(e["kernel"]), e["pc_offset"]): e["n_way"] for e in analysed["instructions"]}
+    matched = {key: (value, measured[key]) for key, value in ours.items() if key in measured}
+    assert len(matched) >= len(ours) - 2, f"instructions matched by kernel and PC: {sorted(matched)} of {sorted(ours)}"
+    assert {key: round(a, 3) for key, (a, _) in matched.items()} == {
+        key: round(b, 3) for key, (_, b) in matched.items()
+    }
+
+
+def test_a_python_program_with_numba_cupy_and_triton_kernels_and_pytorch_loaded(tmp_path):
+    pytest.importorskip("numba.cuda")
+    pytest.importorskip("cupy")
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    done = memlens(
+        "banks", "--json", "--out", str(tmp_path), "--", sys.executable, str(PROGRAMS / "bank_python_app.py")
+    )
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(done.stdout)["instructions"]
+    names = {e["kernel"] for e in entries}
+    assert any("numba_column_read" in n for n in names), names
+    assert any("cupy_column_read" in n for n in names), names
+    assert any("triton_matmul" in n for n in names), names
+    for prefix in ("numba_column_read", "cupy_column_read"):
+        worst = max((e for e in entries if prefix in e["kernel"]), key=lambda e: e["n_way"])
+        assert worst["n_way"] == 32 and worst["fix"]["kind"] == "pad", worst
