@@ -20,7 +20,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from memlens.model.banks_file import BankAccess, RecordedInstruction
-from memlens.theory.bank_model import LANES_PER_MATRIX, Phase, cp_async_wavefronts, serve
+from memlens.theory.bank_model import (
+    BANKS,
+    LANES_PER_MATRIX,
+    Phase,
+    cp_async_wavefronts,
+    lane_words,
+    lanes_per_phase,
+    serve,
+)
 
 Offsets = Sequence["int | None"]
 CP_ASYNC_NOTE = (
@@ -70,8 +78,25 @@ def serve_instruction(instruction: RecordedInstruction, warps: Sequence[Offsets]
 
 
 def conflict_free(instruction: RecordedInstruction, warps: Sequence[Offsets]) -> bool:
-    """Whether every warp, at these offsets, takes only its ideal's wavefronts (stops at the first that does not)."""
-    return all(served.wavefronts == served.ideal for served in _lazily(instruction, warps))
+    """Whether every warp, at these offsets, takes only its ideal's wavefronts (stops at the first that does not).
+    A phase asks for at most 32 words (128 bytes), so its ideal is one wavefront: it is conflict-free when no
+    bank is asked for two words; cp.async with its sources goes by the whole model."""
+    if instruction.access is BankAccess.CP_ASYNC and instruction.sources is not None:
+        return all(served.wavefronts == served.ideal for served in _lazily(instruction, warps))
+    group = LANES_PER_MATRIX if instruction.access.matrix else lanes_per_phase(instruction.width)
+    return all(_one_word_a_bank(served_lanes(instruction, offsets), instruction.width, group) for offsets in warps)
+
+
+def _one_word_a_bank(offsets: Sequence[int | None], width: int, group: int) -> bool:
+    for start in range(0, len(offsets), group):
+        word_of_bank: dict[int, int] = {}
+        for offset in offsets[start : start + group]:
+            if offset is None:
+                continue
+            for word in lane_words(offset, width):
+                if word_of_bank.setdefault(word % BANKS, word) != word:
+                    return False
+    return True
 
 
 def _lazily(instruction: RecordedInstruction, warps: Sequence[Offsets]) -> Iterator[ServedWarp]:

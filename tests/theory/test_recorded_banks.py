@@ -5,11 +5,13 @@ window's first KB is reserved); 1,024 is bank 0, so the banks are those of the a
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memlens.model.banks_file import BankAccess, RecordedInstruction
 from memlens.theory.bank_analysis import analyse
 from memlens.theory.bank_model import serve
-from memlens.theory.recorded_banks import CP_ASYNC_NO_SOURCES, serve_warp
+from memlens.theory.recorded_banks import CP_ASYNC_NO_SOURCES, conflict_free, serve_warp
 
 B = 1024
 LANES = range(32)
@@ -158,3 +160,19 @@ def test_contiguous_accesses_are_conflict_free_at_every_width(width):
     # lane l at width * l: each phase asks for 128 contiguous bytes, 32 banks once: 1 a phase.
     found = analyse(record([[B + width * lane for lane in LANES]], width))
     assert found.wavefronts == found.ideal == width // 4 and found.fix is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8, 16]), st.sampled_from(["load", "atomic", "ldmatrix"]), st.data())
+def test_the_quick_conflict_free_test_is_the_models(width, access, data):
+    # the fix search asks "no bank asked for two words in a phase"; the model says wavefronts == ideal
+    if access == "ldmatrix":
+        width = 16
+    if access == "atomic" and width < 4:
+        width = 4
+    span = data.draw(st.sampled_from([64, 256, 4096]))
+    warp = [None if data.draw(st.booleans()) and lane % 3 == 0 else B + width * data.draw(st.integers(0, span // width))
+            for lane in LANES]  # fmt: skip
+    instruction = record([warp], width, access, **({"matrices": 4} if access == "ldmatrix" else {}))
+    served = serve_warp(instruction, warp)
+    assert conflict_free(instruction, [warp]) == (served.wavefronts == served.ideal)
