@@ -335,11 +335,14 @@ def gpu_of_program() -> tuple[str | None, str | None]:
     return name, "sm_" + cap.replace(".", "")
 
 
-def trace_environment(library: Path, patch: Path, folder: Path, warps: int,
-                      base: Mapping[str, str] | None = None) -> dict[str, str]:  # fmt: skip
+def trace_environment(library: Path, patch: Path, folder: Path, warps: int, base: Mapping[str, str] | None = None,
+                      sanitizer: Path | None = None) -> dict[str, str]:  # fmt: skip
+    """The program's environment: the library preloaded before any of its own, the Sanitizer's folder first on
+    LD_LIBRARY_PATH (its library loads others from there), and what the library reads."""
     env = dict(os.environ if base is None else base)
-    preload = env.get("LD_PRELOAD", "")
-    env["LD_PRELOAD"] = f"{library}:{preload}" if preload else str(library)
+    for name, first in (("LD_PRELOAD", library), ("LD_LIBRARY_PATH", sanitizer)):
+        if first is not None:
+            env[name] = f"{first}:{env[name]}" if env.get(name) else str(first)
     env.update({"MEMLENS_BANKS_PATCH": str(patch), "MEMLENS_BANKS_OUT": str(folder), "MEMLENS_BANKS_WARPS": str(warps)})
     return env
 
@@ -358,7 +361,8 @@ def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | 
     run_dir = new_run_dir(out)
     folder = run_dir / TRACE_FOLDER
     folder.mkdir()
-    code = run_watched(list(program), timeout=None, env=trace_environment(library, patch, folder, warps))
+    env = trace_environment(library, patch, folder, warps, sanitizer=sanitizer.root)
+    code = run_watched(list(program), timeout=None, env=env)
     events = read_trace_lines(folder)
     mangled = sorted({str(e.get("kernel")) for e in events if e.get("event") == "launch"})
     banks = banks_from_traces(events, warps, gpu, pattern, demangle(mangled))

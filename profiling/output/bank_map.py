@@ -84,8 +84,9 @@ def heading(entry: InstructionBanks) -> str:
 def summary(entry: InstructionBanks) -> str:
     warps = len(entry.warps)
     drawn = f"; warp {entry.worst.index} drawn" if warps > 1 else ""
-    return (f"{_ways(entry.n_way)}: {entry.wavefronts} wavefronts over an ideal of {entry.ideal} "
-            f"({warps} warp{'s' * (warps != 1)} recorded{drawn})")  # fmt: skip
+    spent = f"{entry.wavefronts} wavefront{'s' * (entry.wavefronts != 1)}"
+    recorded = f"{warps} warp{'s' * (warps != 1)} recorded{drawn}"
+    return f"{_ways(entry.n_way)}: {spent} over an ideal of {entry.ideal} ({recorded})"
 
 
 def fix_line(entry: InstructionBanks) -> str | None:

@@ -146,12 +146,12 @@ def test_memlens_banks_without_a_sanitizer_exits_3_in_one_line(monkeypatch, caps
 
 
 def test_the_trace_environment_preloads_the_library_before_the_programs_own():
-    env = bt.trace_environment(
-        Path("/c/lib.so"), Path("/c/p.fatbin"), Path("/run/banktrace"), 8, {"LD_PRELOAD": "x.so"}
-    )
-    assert env["LD_PRELOAD"] == "/c/lib.so:x.so"
+    base = {"LD_PRELOAD": "x.so", "LD_LIBRARY_PATH": "/opt/lib"}
+    env = bt.trace_environment(Path("/c/lib.so"), Path("/c/p.fatbin"), Path("/run/banktrace"), 8, base, Path("/s"))
+    assert (env["LD_PRELOAD"], env["LD_LIBRARY_PATH"]) == ("/c/lib.so:x.so", "/s:/opt/lib")
     assert (env["MEMLENS_BANKS_PATCH"], env["MEMLENS_BANKS_OUT"], env["MEMLENS_BANKS_WARPS"]) == (
         "/c/p.fatbin", "/run/banktrace", "8")  # fmt: skip
+    assert "LD_LIBRARY_PATH" not in bt.trace_environment(Path("/c/lib.so"), Path("/p"), Path("/o"), 1, {})
 
 
 # --- the library, built and loaded here -------------------------------------------------------------

@@ -103,7 +103,7 @@ def test_k_selects_kernels_by_regex(banks_file, capsys):
 def test_all_draws_conflict_free_instructions_too(banks_file, capsys):
     assert main(["banks", str(banks_file), "--all", "-k", "transpose"]) == 0
     out = capsys.readouterr().out
-    assert "  1-way: 1 wavefronts over an ideal of 1 (1 warp recorded)" in out
+    assert "  1-way: 1 wavefront over an ideal of 1 (1 warp recorded)" in out
     assert "  wf  1   0123456789abcdefghijklmnopqrstuv" in out
 
 
