@@ -27,6 +27,7 @@ from typing import Any
 from memlens.errors import ProfilerError, SetupError
 from memlens.model.banks_file import WIDTHS, BankAccess, BanksFile, RecordedInstruction
 from memlens.model.nvtx_names import compile_filter
+from memlens.model.run_layout import BANK_TRACE, BANKS_FILE
 
 SOURCES = Path(__file__).parent / "banktrace"
 PATCHES = SOURCES / "patches"
@@ -35,8 +36,6 @@ SANITIZER_LIBRARY = "libsanitizer-public.so"
 SANITIZER_ENV = "MEMLENS_SANITIZER"  # a compute-sanitizer folder (include/ and libsanitizer-public.so)
 CACHE_ENV = "MEMLENS_CACHE_DIR"
 DEFAULT_CUDA = "/usr/local/cuda"  # the toolkit where CUDA_HOME names none
-BANKS_FILE = "banks.json"
-TRACE_FOLDER = "banktrace"
 INSTALL_SANITIZER = (
     'install the CUDA toolkit\'s compute-sanitizer, or pip install "memlens[sanitizer]" (CUDA 13) or '
     f'"memlens[sanitizer-cu12]" (CUDA 12), or set {SANITIZER_ENV} to a compute-sanitizer folder'
@@ -359,7 +358,7 @@ def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | 
     library = build_host_library(sanitizer)
     patch = device_patch(sanitizer, arch or "sm_90")
     run_dir = new_run_dir(out)
-    folder = run_dir / TRACE_FOLDER
+    folder = run_dir / BANK_TRACE
     folder.mkdir()
     env = trace_environment(library, patch, folder, warps, sanitizer=sanitizer.root)
     code = run_watched(list(program), timeout=None, env=env)

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from memlens.errors import ConfigError
-from memlens.model.run_layout import DEFAULT_OUT
+from memlens.model.run_layout import BANKS_FILE, DEFAULT_OUT
 from memlens.output import renderer
 from memlens.output.bank_map import BanksFindings
 
@@ -28,7 +28,7 @@ DEFAULT_WARPS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", nargs="?", help="a banks.json file to analyse (or -- COMMAND to record one)")
+    parser.add_argument("file", nargs="?", help="a banks.json file or the run directory holding one (or -- COMMAND)")
     parser.add_argument("-k", dest="pattern", help="only kernels whose name matches this regex")
     parser.add_argument("--json", action="store_true", help="each instruction's n-way, wavefronts, ideal, fix as JSON")
     parser.add_argument("--all", dest="draw_all", action="store_true", help="draw conflict-free instructions too")
@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"memlens: recorded {path}", file=sys.stderr)
     else:
         path = Path(args.file)
+        if path.is_dir() and (path / BANKS_FILE).is_file():  # a run directory of `memlens banks -- COMMAND`
+            path = path / BANKS_FILE
     from memlens.model.banks_file import read_banks_file
     from memlens.theory.bank_analysis import analyse_file
 

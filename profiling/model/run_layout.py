@@ -14,6 +14,7 @@ written over), and the record of a run's provenance.
         results.json           RESULTS: RunResults (profiling/model/results.py)
         bench.json             BENCH: BenchResults (profiling/bench/results.py)
         check.json             CHECK: StaticResults (profiling/static/check.py)
+        banks.json, banktrace/ BANKS_FILE, BANK_TRACE: `memlens banks -- COMMAND` (model/banks_file.py)
         report.html|md|json    report_file(): `memlens report`
 
 Creating one, the `latest` pointer and taking provenance: collect/run_dir.py.
@@ -40,6 +41,8 @@ EVENTS = "events.jsonl"
 RESULTS = "results.json"
 BENCH = "bench.json"
 CHECK = "check.json"  # `memlens check --into RUN`: the static check of the run's build
+BANKS_FILE = "banks.json"  # `memlens banks -- COMMAND`: the recorded warps' shared-memory addresses
+BANK_TRACE = "banktrace"  # beside it: the Sanitizer library's lines, one file a process
 REPORT_FILE_STEM = "report"  # memlens report writes report.<format> into a run directory
 
 

@@ -127,3 +127,8 @@ def test_a_bad_file_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["banks", str(path)]) == 2
     assert capsys.readouterr().err == (f"memlens: error: {path}: instruction 0: \"warps\"[0] must be a list of 32 "
                                        "offsets (null for an inactive lane)\n")  # fmt: skip
+
+
+def test_a_run_directory_is_read_through_its_banks_json(banks_file, capsys):
+    assert main(["banks", str(banks_file.parent), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["instructions"]) == 3
