@@ -238,12 +238,17 @@ def read_trace_lines(folder: Path) -> list[dict[str, Any]]:
     return events
 
 
+SourceLines = Mapping[tuple[str, str, int], tuple[str, int]]  # (cubin file, function, offset) -> (file, line)
+
+
 def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str | None = None,
-                      pattern: str | None = None, names: Mapping[str, str] | None = None) -> BanksFile:  # fmt: skip
+                      pattern: str | None = None, names: Mapping[str, str] | None = None,
+                      lines: SourceLines | None = None) -> BanksFile:  # fmt: skip
     """banks.json from the library's events: the first `warps` recorded executions of each instruction
-    (kernel, function-relative PC), launch by launch; `names` demangles the kernels' names."""
+    (kernel, function-relative PC), launch by launch; `names` demangles the kernels' names and `lines` gives
+    each instruction's source line (cubin_lines)."""
     regex = compile_filter(pattern)
-    names = names or {}
+    names, lines = names or {}, lines or {}
     grouped: dict[tuple[str, int, str, int, int], dict[str, Any]] = {}
     unsupported: dict[str, int] = {}
     patching: dict[str, set[str]] = {}
@@ -260,13 +265,8 @@ def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str 
             if regex is not None and not (regex.search(kernel) or regex.search(mangled)):
                 continue
             for record in event.get("records", []):
-                _add(grouped, unsupported, kernel, mangled, record, warps)
-    instructions = tuple(
-        RecordedInstruction(kernel, pc, width, BankAccess(access), tuple(entry["warps"]), matrices=matrices or None,
-                            sources=tuple(entry["sources"]) if access == "cp.async" else None,
-                            extra={k: entry[k] for k in ("function", "blocks", "warp_ids")})
-        for (kernel, pc, access, width, matrices), entry in grouped.items()
-    )  # fmt: skip
+                _add(grouped, unsupported, kernel, mangled, record, warps, str(event.get("cubin") or ""))
+    instructions = tuple(_instruction(key, entry, lines) for key, entry in grouped.items())
     extra: dict[str, Any] = {"not_recorded": NOT_LANE_ACCESSES}
     if unsupported:
         extra["unsupported"] = unsupported
@@ -277,8 +277,20 @@ def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str 
     return BanksFile(gpu, instructions, extra)
 
 
+def _instruction(
+    key: tuple[str, int, str, int, int], entry: Mapping[str, Any], lines: SourceLines
+) -> RecordedInstruction:
+    kernel, pc, access, width, matrices = key
+    file, line = lines.get((entry["cubin"], entry["function"], pc), (None, None))
+    return RecordedInstruction(
+        kernel, pc, width, BankAccess(access), tuple(entry["warps"]), file, line, matrices=matrices or None,
+        sources=tuple(entry["sources"]) if access == "cp.async" else None,
+        extra={k: entry[k] for k in ("function", "blocks", "warp_ids")},
+    )  # fmt: skip
+
+
 def _add(grouped: dict[tuple[str, int, str, int, int], dict[str, Any]], unsupported: dict[str, int], kernel: str,
-         mangled: str, record: Mapping[str, Any], warps: int) -> None:  # fmt: skip
+         mangled: str, record: Mapping[str, Any], warps: int, cubin: str = "") -> None:  # fmt: skip
     access = access_of(record)
     size = int(record.get("size", 0))
     if access is None or size not in WIDTHS[access]:
@@ -290,7 +302,8 @@ def _add(grouped: dict[tuple[str, int, str, int, int], dict[str, Any]], unsuppor
         return
     matrices = int(record.get("matrices", 0)) if access.matrix else 0
     key = (kernel, int(record.get("pc_offset", 0)), str(access), size, matrices)
-    entry = grouped.setdefault(key, {"function": mangled, "warps": [], "sources": [], "blocks": [], "warp_ids": []})
+    entry = grouped.setdefault(key, {"function": mangled, "cubin": cubin, "warps": [], "sources": [], "blocks": [],
+                                     "warp_ids": []})  # fmt: skip
     if len(entry["warps"]) >= warps:
         return
     entry["warps"].append(tuple(offsets))
@@ -313,6 +326,25 @@ def demangle(names: Sequence[str]) -> dict[str, str]:
         return {}
     out = done.stdout.splitlines()
     return dict(zip(names, out, strict=True)) if done.returncode == 0 and len(out) == len(names) else {}
+
+
+def source_lines(folder: Path, events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], tuple[str, int]]:
+    """Each launched module's instructions' source lines, by nvdisasm on the cubin the library kept; none
+    (said on stderr) without nvdisasm."""
+    from memlens.collect.cubin_lines import INSTALL_NVDISASM, cubin_lines, find_nvdisasm
+
+    cubins = sorted({str(e["cubin"]) for e in events if e.get("event") == "launch" and e.get("cubin")})
+    if not cubins:
+        return {}
+    nvdisasm = find_nvdisasm(homes=(DEFAULT_CUDA,))
+    if nvdisasm is None:
+        print(f"memlens: no nvdisasm: banks.json names no source lines ({INSTALL_NVDISASM})", file=sys.stderr)
+        return {}
+    found: dict[tuple[str, str, int], tuple[str, int]] = {}
+    for cubin in cubins:
+        for (function, offset), where in cubin_lines(folder / cubin, nvdisasm).items():
+            found[(cubin, function, offset)] = where
+    return found
 
 
 def gpu_of_program() -> tuple[str | None, str | None]:
@@ -364,7 +396,7 @@ def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | 
     code = run_watched(list(program), timeout=None, env=env)
     events = read_trace_lines(folder)
     mangled = sorted({str(e.get("kernel")) for e in events if e.get("event") == "launch"})
-    banks = banks_from_traces(events, warps, gpu, pattern, demangle(mangled))
+    banks = banks_from_traces(events, warps, gpu, pattern, demangle(mangled), source_lines(folder, events))
     path = run_dir / BANKS_FILE
     write_text_atomic(path, json.dumps(banks.to_json(), indent=1) + "\n")
     if not any(e.get("event") == "start" for e in events):

@@ -44,6 +44,9 @@ struct Tracer {
     std::mutex lock;
     FILE* out = nullptr;
     std::string patch;
+    std::string folder;
+    std::map<CUmodule, std::string> cubins;  // module -> the file its cubin was written to (for source lines)
+    uint32_t modules = 0;  // modules loaded so far: each cubin's file a number of its own
     uint32_t warps = 4;
     uint32_t slots = 2048;
     std::set<CUcontext> patched_contexts;
@@ -88,7 +91,21 @@ void error(const char* what, SanitizerResult result) {
          json_string(result_words(result)) + "}");
 }
 
+// The module's binary, written beside the trace: memlens maps each instruction's offset to its source line
+// with nvdisasm. A file name, or "" where there is no binary or it cannot be written.
+std::string keep_cubin(const Sanitizer_ResourceModuleData* data) {
+    if (data->pCubin == nullptr || data->cubinSize == 0) return "";
+    std::string name = "module." + std::to_string(getpid()) + "." + std::to_string(tracer->modules++) + ".cubin";
+    FILE* file = fopen((tracer->folder + "/" + name).c_str(), "wb");
+    if (file == nullptr) return "";
+    bool whole = fwrite(data->pCubin, 1, data->cubinSize, file) == data->cubinSize;
+    whole = fclose(file) == 0 && whole;
+    return whole ? name : "";
+}
+
 void module_loaded(const Sanitizer_ResourceModuleData* data) {
+    std::string cubin = keep_cubin(data);
+    tracer->cubins[data->module] = cubin;
     if (tracer->patched_contexts.insert(data->context).second) {
         SanitizerResult added = sanitizerAddPatchesFromFile(tracer->patch.c_str(), data->context);
         if (added != SANITIZER_SUCCESS) {
@@ -115,7 +132,7 @@ void module_loaded(const Sanitizer_ResourceModuleData* data) {
         first = false;
     }
     SanitizerResult patched = sanitizerPatchModule(data->module);
-    line += "}, \"module\": " + json_string(result_words(patched)) + "}";
+    line += "}, \"module\": " + json_string(result_words(patched)) + ", \"cubin\": " + json_string(cubin.c_str()) + "}";
     emit(line);
 }
 
@@ -190,7 +207,9 @@ void launch_end(const Sanitizer_LaunchData* launch) {
     sanitizerMemcpyDeviceToHost(slots.data(), state->slots, state->slots_bytes, launch->hStream);
     uint64_t function_pc = 0, function_size = 0;
     sanitizerGetFunctionPcAndSize(launch->module, launch->functionName, &function_pc, &function_size);
+    auto cubin = tracer->cubins.find(launch->module);
     std::string line = "{\"event\": \"launch\", \"kernel\": " + json_string(launch->functionName) +
+                       ", \"cubin\": " + json_string(cubin == tracer->cubins.end() ? "" : cubin->second.c_str()) +
                        ", \"grid\": [" + std::to_string(launch->gridDim_x) + ", " + std::to_string(launch->gridDim_y) +
                        ", " + std::to_string(launch->gridDim_z) + "], \"block\": [" + std::to_string(launch->blockDim_x) +
                        ", " + std::to_string(launch->blockDim_y) + ", " + std::to_string(launch->blockDim_z) +
@@ -250,6 +269,7 @@ int start() {
         }
         tracer = new Tracer();  // lives as long as the process: callbacks may come during exit
         tracer->patch = patch;
+        tracer->folder = folder;
         tracer->warps = env_count("MEMLENS_BANKS_WARPS", 4);
         uint32_t slots = env_count("MEMLENS_BANKS_SLOTS", 2048);
         tracer->slots = 1;
