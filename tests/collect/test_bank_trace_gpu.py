@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,8 +38,8 @@ EXPECTED = {
 
 
 def function(name: str) -> str:
-    """`void column_read_32x32(float *)` -> column_read_32x32"""
-    return name.split("(")[0].split()[-1]
+    """`void column_read_32x32(float *)` -> column_read_32x32; ncu's `tr<(int)0>` and c++filt's `tr<0>` -> tr<0>"""
+    return re.sub(r"\((?:int|unsigned int|bool)\)(-?\d)", r"\1", name).split("(")[0].split()[-1]
 
 
 def memlens(*argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
@@ -123,3 +124,50 @@ def test_a_python_program_with_numba_cupy_and_triton_kernels_and_pytorch_loaded(
     for prefix in ("numba_column_read", "cupy_column_read"):
         worst = max((e for e in entries if prefix in e["kernel"]), key=lambda e: e["n_way"])
         assert worst["n_way"] == 32 and worst["fix"]["kind"] == "pad", worst
+
+
+SUITE_PROGRAM = ["-m", "memlens.collect.profiled_program", "--suite", str(REPO / "kernels"), "--small"]
+
+
+def test_every_conflicting_instruction_of_the_built_in_suite_has_its_picture_and_a_proved_fix(tmp_path):
+    events = tmp_path / "events.jsonl"
+    done = memlens(
+        "banks", "--json", "--out", str(tmp_path), "--", sys.executable, *SUITE_PROGRAM, "--events", str(events)
+    )
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(done.stdout)["instructions"]
+    conflicting = [e for e in entries if e["n_way"] > 1]
+    assert any(function(e["kernel"]).startswith("transpose_conflict") for e in conflicting), sorted(
+        {e["kernel"] for e in entries}
+    )
+    unfixed = [e for e in conflicting if e["access"] != "cp.async" and e["fix"]["kind"] == "none"]
+    assert unfixed == []
+    text = memlens("banks", str(next(tmp_path.glob("*/banks.json"))))
+    assert text.returncode == 0 and "  wf  1   " in text.stdout
+
+
+def test_the_suites_bank_model_n_way_is_ncus_per_instruction(tmp_path):
+    events = tmp_path / "events.jsonl"
+    done = memlens("banks", "--json", "--out", str(tmp_path / "banks"), "--", sys.executable, *SUITE_PROGRAM,
+                   "--events", str(events))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    profiled = memlens(
+        "profile", str(REPO / "kernels"), "--small", "--out", str(tmp_path / "runs"), "--clock-control", CLOCK
+    )
+    assert profiled.returncode == 0, profiled.stderr
+    measured: dict[str, dict[int, float]] = {}
+    for kernel in read_report((tmp_path / "runs" / "latest").resolve() / "results.json").kernels:
+        for record in kernel.instructions:
+            if record.wavefronts and record.ideal:
+                measured.setdefault(function(kernel.kernel), {})[record.pc] = record.wavefronts / record.ideal
+    ours: dict[str, dict[int, float]] = {}
+    for entry in json.loads(done.stdout)["instructions"]:
+        ours.setdefault(function(entry["kernel"]), {})[entry["pc_offset"]] = entry["n_way"]
+    both = sorted(set(ours) & set(measured))
+    assert len(both) >= len(measured) // 2, (
+        f"kernels named alike: {both}; ncu's {sorted(measured)}; ours {sorted(ours)}"
+    )
+    for name in both:
+        base = aligned(set(ours[name]), set(measured[name]))
+        model = {offset: round(n_way, 3) for offset, n_way in ours[name].items() if base + offset in measured[name]}
+        assert model == {offset: round(measured[name][base + offset], 3) for offset in model}, name
