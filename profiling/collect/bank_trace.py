@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from memlens.errors import ProfilerError, SetupError
-from memlens.model.banks_file import WIDTHS, BankAccess, BanksFile, RecordedInstruction
+from memlens.model.banks_file import WIDTHS, BankAccess, BanksFile, ExecutionTotals, RecordedInstruction
 from memlens.model.nvtx_names import compile_filter
 from memlens.model.run_layout import BANK_TRACE, BANKS_FILE
 
 SOURCES = Path(__file__).parent / "banktrace"
 PATCHES = SOURCES / "patches"
-HOST_SOURCE, PATCH_SOURCE, LAYOUT = "banktrace.cpp", "banktrace_patch.cu", "banktrace.h"
+HOST_SOURCE, PATCH_SOURCE, LAYOUT, MODEL = "banktrace.cpp", "banktrace_patch.cu", "banktrace.h", "banktrace_model.h"
 SANITIZER_LIBRARY = "libsanitizer-public.so"
 SANITIZER_ENV = "MEMLENS_SANITIZER"  # a compute-sanitizer folder (include/ and libsanitizer-public.so)
 CACHE_ENV = "MEMLENS_CACHE_DIR"
@@ -44,6 +44,8 @@ NOT_LANE_ACCESSES = (
     "TMA (cp.async.bulk) and wgmma operand reads move whole tiles, not one address a lane: they have no lane "
     "map and are not recorded"
 )
+# the bank model over every warp-level execution (banktrace_model.h), summed over launches
+TOTALS = ("executions", "wavefronts", "ideal")
 # the record kinds of banktrace.h and the Sanitizer's access flags
 SHARED, MATRIX, MEMCPY_ASYNC = 1, 2, 3
 READ, WRITE = 1, 2
@@ -181,7 +183,7 @@ def device_patch(sanitizer: Sanitizer, arch: str, env: Mapping[str, str] | None 
     nvcc = shutil.which("nvcc", path=env.get("PATH")) or next(
         (str(Path(h) / "bin" / "nvcc") for h in homes if h and (Path(h) / "bin" / "nvcc").is_file()), None)  # fmt: skip
     if nvcc:
-        sources = b"".join((SOURCES / name).read_bytes() for name in (PATCH_SOURCE, LAYOUT))
+        sources = b"".join((SOURCES / name).read_bytes() for name in (PATCH_SOURCE, LAYOUT, MODEL))
         target = cache_root(env) / "banktrace" / _key(nvcc, arch, sanitizer.version, sources) / f"patch.{arch}.fatbin"
         if not target.is_file():
             _compile(patch_command(nvcc, sanitizer, arch, target.with_suffix(".tmp")), target, "nvcc")
@@ -253,6 +255,7 @@ def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str 
     unsupported: dict[str, int] = {}
     patching: dict[str, set[str]] = {}
     errors: list[str] = []
+    totals: dict[tuple[str, int], dict[str, int]] = {}
     for event in events:
         if event.get("event") == "module":
             for kind, result in dict(event.get("patched", {})).items():
@@ -266,7 +269,11 @@ def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str 
                 continue
             for record in event.get("records", []):
                 _add(grouped, unsupported, kernel, mangled, record, warps, str(event.get("cubin") or ""))
-    instructions = tuple(_instruction(key, entry, lines) for key, entry in grouped.items())
+            for total in event.get("totals", []):
+                summed = totals.setdefault((kernel, int(total.get("pc_offset", 0))), dict.fromkeys(TOTALS, 0))
+                for name in TOTALS:
+                    summed[name] += int(total.get(name, 0))
+    instructions = tuple(_instruction(key, entry, lines, totals.get(key[:2])) for key, entry in grouped.items())
     extra: dict[str, Any] = {"not_recorded": NOT_LANE_ACCESSES}
     if unsupported:
         extra["unsupported"] = unsupported
@@ -277,15 +284,15 @@ def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str 
     return BanksFile(gpu, instructions, extra)
 
 
-def _instruction(
-    key: tuple[str, int, str, int, int], entry: Mapping[str, Any], lines: SourceLines
-) -> RecordedInstruction:
+def _instruction(key: tuple[str, int, str, int, int], entry: Mapping[str, Any], lines: SourceLines,
+                 every: Mapping[str, int] | None) -> RecordedInstruction:  # fmt: skip
     kernel, pc, access, width, matrices = key
+    extra = {k: entry[k] for k in ("function", "blocks", "warp_ids")}
     file, line = lines.get((entry["cubin"], entry["function"], pc), (None, None))
     return RecordedInstruction(
         kernel, pc, width, BankAccess(access), tuple(entry["warps"]), file, line, matrices=matrices or None,
         sources=tuple(entry["sources"]) if access == "cp.async" else None,
-        extra={k: entry[k] for k in ("function", "blocks", "warp_ids")},
+        every=ExecutionTotals(**every) if every else None, extra=extra,
     )  # fmt: skip
 
 

@@ -11,8 +11,10 @@ one line (InputError, exit 2).
 Each warp is 32 byte offsets in the shared window, lane by lane, `null` for a lane that did not
 take part. `width` is the bytes a lane moves (1, 2, 4, 8 or 16). ldmatrix and stmatrix give one
 16-byte row address a lane and carry `matrices` (1, 2 or 4: .x1, .x2, .x4); cp.async may carry
-`sources`, the global byte address each lane copies from, warp by warp beside `warps`. Other
-fields are allowed and kept (`extra`).
+`sources`, the global byte address each lane copies from, warp by warp beside `warps`. `every_execution`
+(optional) holds the bank model's figures summed over every warp-level execution, not only the recorded
+ones: `{"executions": E, "wavefronts": W, "ideal": I}` (`memlens banks -- COMMAND` counts them on the GPU).
+Other fields are allowed and kept (`extra`).
 """
 
 from __future__ import annotations
@@ -59,9 +61,33 @@ WIDTHS: dict[BankAccess, tuple[int, ...]] = {
     BankAccess.CP_ASYNC: (4, 8, 16),
 }
 MATRIX_COUNTS = (1, 2, 4)
-KNOWN_FIELDS = ("kernel", "pc_offset", "width", "access", "file", "line", "warps", "matrices", "sources")
+KNOWN_FIELDS = (
+    "kernel",
+    "pc_offset",
+    "width",
+    "access",
+    "file",
+    "line",
+    "warps",
+    "matrices",
+    "sources",
+    "every_execution",
+)
+EVERY_EXECUTION = "every_execution"
 
 Warp = tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class ExecutionTotals:
+    """The bank model's figures summed over every warp-level execution of an instruction."""
+
+    executions: int
+    wavefronts: int
+    ideal: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"executions": self.executions, "wavefronts": self.wavefronts, "ideal": self.ideal}
 
 
 @dataclass(frozen=True)
@@ -77,6 +103,7 @@ class RecordedInstruction:
     line: int | None = None
     matrices: int | None = None  # ldmatrix / stmatrix: .x1, .x2, .x4
     sources: tuple[Warp, ...] | None = None  # cp.async: global byte addresses, warp by warp
+    every: ExecutionTotals | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -92,6 +119,8 @@ class RecordedInstruction:
         entry["warps"] = [list(warp) for warp in self.warps]
         if self.sources is not None:
             entry["sources"] = [list(warp) for warp in self.sources]
+        if self.every is not None:
+            entry[EVERY_EXECUTION] = self.every.to_json()
         return {**self.extra, **entry}
 
 
@@ -183,8 +212,18 @@ def _instruction(entry: object, where: str) -> RecordedInstruction:
             for s, w in zip(sw, ww, strict=True)
         ):
             raise InputError(f'{where}: "sources" must give an address for each active lane of "warps"')
+    every = _totals(entry.get(EVERY_EXECUTION), f'{where}: "{EVERY_EXECUTION}"')
     extra = {k: v for k, v in entry.items() if k not in KNOWN_FIELDS}
-    return RecordedInstruction(kernel, pc_offset, width, access, warps, file, line, matrices, sources, extra)
+    return RecordedInstruction(kernel, pc_offset, width, access, warps, file, line, matrices, sources, every, extra)
+
+
+def _totals(value: object, what: str) -> ExecutionTotals | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InputError(f"{what} must be an object of executions, wavefronts and ideal")
+    counts = [_count(value.get(name), f"{what}.{name}") for name in ("executions", "wavefronts", "ideal")]
+    return ExecutionTotals(*counts)
 
 
 def _count(value: object, what: str) -> int:

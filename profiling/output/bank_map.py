@@ -89,6 +89,19 @@ def summary(entry: InstructionBanks) -> str:
     return f"{_ways(entry.n_way)}: {spent} over an ideal of {entry.ideal} ({recorded})"
 
 
+def every_line(entry: InstructionBanks) -> str | None:
+    every, n_way = entry.instruction.every, entry.every_n_way
+    if every is None or n_way is None:
+        return None
+    spent = f"{every.wavefronts:,} wavefront{'s' * (every.wavefronts != 1)} over an ideal of {every.ideal:,}"
+    return f"  all {every.executions:,} executions: {_ways(n_way)}, {spent}"
+
+
+def _every_words(entry: InstructionBanks) -> str:
+    n_way = entry.every_n_way
+    return f" (every execution: {_ways(n_way)})" if n_way is not None and n_way > 1 else ""
+
+
 def fix_line(entry: InstructionBanks) -> str | None:
     if entry.fix is None:
         return None
@@ -111,6 +124,9 @@ def banks_text(findings: BanksFindings) -> list[str]:
         if not (entry.conflicting or findings.draw_all):
             continue
         lines += ["", heading(entry), "  " + summary(entry)]
+        every = every_line(entry)
+        if every:
+            lines.append(every)
         if entry.note:
             lines.append(f"  note: {entry.note}")
         lines += picture(entry)
@@ -121,7 +137,7 @@ def banks_text(findings: BanksFindings) -> list[str]:
     if calm:
         lines.append("")
         lines.append(f"conflict-free ({len(calm)}):")
-        lines += [f"  {heading(e)}: {_ways(e.n_way)}" for e in calm]
+        lines += [f"  {heading(e)}: {_ways(e.n_way)}{_every_words(e)}" for e in calm]
     if conflicting or findings.draw_all:
         lines += ["", LEGEND]
     return lines

@@ -35,6 +35,14 @@ class InstructionBanks:
         return self.wavefronts / self.ideal if self.ideal else 1.0
 
     @property
+    def every_n_way(self) -> float | None:
+        """The n-way over every warp-level execution, where the file has their figures (else None)."""
+        every = self.instruction.every
+        if every is None:
+            return None
+        return every.wavefronts / every.ideal if every.ideal else 1.0
+
+    @property
     def conflicting(self) -> bool:
         return self.wavefronts > self.ideal
 
@@ -51,6 +59,8 @@ class InstructionBanks:
             "ideal": self.ideal, "worst_warp": self.worst.index,
             "fix": None if self.fix is None else self.fix.to_json(),
         })  # fmt: skip
+        if self.instruction.every is not None and self.every_n_way is not None:
+            entry["every_execution"] = {**self.instruction.every.to_json(), "n_way": round(self.every_n_way, 4)}
         if self.note:
             entry["note"] = self.note
         return entry

@@ -196,6 +196,7 @@ def swizzle_words(instruction: RecordedInstruction, row_bytes: int, chunk: int, 
     else:
         words = (
             f"XOR the {chunk}-byte chunk index with its {line}-byte line's index ({line // row_bytes} rows of "
-            f"{row_bytes} bytes a line): chunk i at i / {keys} * {keys} + ((i % {keys}) ^ (i / {keys} % {keys}))"
+            f"{row_bytes} bytes a line): chunk i at i / {keys} * {keys} + ((i % {keys}) ^ (i / {keys} % {keys})); "
+            f"the tile must hold whole {line}-byte lines"
         )
     return words + "; index every access of the array so"

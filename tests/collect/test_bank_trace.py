@@ -6,6 +6,7 @@ extra, cuda.h from a toolkit). The GPU run is tests/collect/test_bank_trace_gpu.
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import pytest
 from memlens.cli import main
 from memlens.collect import bank_trace as bt
 from memlens.errors import SetupError
-from memlens.model.banks_file import BankAccess, parse_banks
+from memlens.model.banks_file import BankAccess, ExecutionTotals, parse_banks
+from memlens.theory.bank_model import serve
 
 B = 1024
 LANES = range(32)
@@ -227,3 +229,52 @@ def test_without_nvcc_the_shipped_patch_of_the_arch_is_used_and_an_unshipped_arc
 def test_a_patch_is_shipped_for_each_arch_from_turing_to_blackwell(arch):
     patch = bt.PATCHES / f"banktrace_patch.{arch}.fatbin"
     assert patch.read_bytes()[:4] == bytes.fromhex("50ed55ba")  # made by tools/build_bank_patches.sh
+
+
+def test_every_executions_figures_are_summed_over_launches():
+    totals = [{"pc_offset": 0x170, "executions": 3, "wavefronts": 96, "ideal": 3}]
+    events = [launch("k", record(0x170, COLUMN)) | {"totals": totals}, launch("k") | {"totals": totals}]
+    (found,) = bt.banks_from_traces(events, 4).instructions
+    assert found.every == ExecutionTotals(6, 192, 6)
+    assert parse_banks(bt.banks_from_traces(events, 4).to_json(), "again").instructions[0].every == found.every
+
+
+MODEL_DRIVER = r"""
+#include <stdio.h>
+#include "banktrace_model.h"
+int main() {
+    unsigned size, group, active, offsets[32], wavefronts, ideal;
+    while (scanf("%u %u %u", &size, &group, &active) == 3) {
+        for (int lane = 0; lane < 32; ++lane) scanf("%u", &offsets[lane]);
+        memlens_banks_serve(offsets, active, size, group, &wavefronts, &ideal);
+        printf("%u %u\n", wavefronts, ideal);
+    }
+    return 0;
+}
+"""
+
+
+def test_the_c_model_the_gpu_runs_on_every_execution_is_the_python_bank_model(tmp_path):
+    # banktrace_model.h, compiled for the host, against theory/bank_model.serve on 400 warps of every width
+    try:
+        compiler = bt.find_compiler()
+    except SetupError as exc:
+        pytest.skip(str(exc))
+    (tmp_path / "driver.c").write_text(MODEL_DRIVER)
+    subprocess.run([compiler, "-x", "c++", "-O2", f"-I{bt.SOURCES}", "-o", str(tmp_path / "driver"),
+                    str(tmp_path / "driver.c")], check=True)  # fmt: skip
+    rng = random.Random(50)
+    cases, expected = [], []
+    for n in range(400):
+        size = (1, 2, 4, 8, 16)[n % 5]
+        matrix = size == 16 and n % 2 == 0
+        span = rng.choice([128, 512, 4096])
+        offsets = [B + size * rng.randrange(span // size) for _ in LANES]
+        active = rng.getrandbits(32) if n % 3 else 0xFFFFFFFF
+        group = 8 if matrix else min(32, 128 // size)
+        lanes = [o if active >> lane & 1 else None for lane, o in enumerate(offsets)]
+        phases = serve(lanes, size, group)
+        expected.append(f"{sum(p.wavefronts for p in phases)} {sum(p.ideal for p in phases)}")
+        cases.append(f"{size} {group} {active} " + " ".join(map(str, offsets)))
+    done = subprocess.run([str(tmp_path / "driver")], input="\n".join(cases) + "\n", capture_output=True, text=True)
+    assert done.stdout.splitlines() == expected

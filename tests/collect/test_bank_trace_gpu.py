@@ -79,6 +79,16 @@ def test_every_conflicting_bank_instruction_has_a_proved_fix(analysed):
             assert entry["fix"]["kind"] in ("pad", "swizzle") and entry["fix"]["n_way_after"] == 1, entry
 
 
+def every_n_way(entries: list[dict]) -> dict[str, dict[int, float]]:
+    """kernel -> pc offset -> the bank model's n-way over every warp-level execution (counted on the GPU), as
+    ncu's per-instruction figure is over every one; cp.async's are its store phases', not ncu's (left out)."""
+    found: dict[str, dict[int, float]] = {}
+    for entry in entries:
+        if entry["access"] != "cp.async":
+            found.setdefault(function(entry["kernel"]), {})[entry["pc_offset"]] = entry["every_execution"]["n_way"]
+    return found
+
+
 def aligned(offsets: set[int], pcs: set[int]) -> int:
     """The function's first PC in ncu's report: ncu correlates absolute PCs, the Sanitizer's are taken from the
     function's start. The base under which most of the recorded offsets land on a measured PC."""
@@ -97,10 +107,8 @@ def test_the_bank_models_n_way_is_ncus_per_instruction(probe, analysed, tmp_path
         for record in kernel.instructions:
             if record.wavefronts and record.ideal:
                 measured.setdefault(function(kernel.kernel), {})[record.pc] = record.wavefronts / record.ideal
-    ours: dict[str, dict[int, float]] = {}
-    for entry in analysed["instructions"]:
-        ours.setdefault(function(entry["kernel"]), {})[entry["pc_offset"]] = entry["n_way"]
-    assert set(ours) == set(measured)
+    ours = every_n_way(analysed["instructions"])
+    assert set(ours) <= set(measured)
     for name, by_offset in ours.items():
         base = aligned(set(by_offset), set(measured[name]))
         model = {offset: round(n_way, 3) for offset, n_way in by_offset.items()}
@@ -160,9 +168,7 @@ def test_the_suites_bank_model_n_way_is_ncus_per_instruction(tmp_path):
         for record in kernel.instructions:
             if record.wavefronts and record.ideal:
                 measured.setdefault(function(kernel.kernel), {})[record.pc] = record.wavefronts / record.ideal
-    ours: dict[str, dict[int, float]] = {}
-    for entry in json.loads(done.stdout)["instructions"]:
-        ours.setdefault(function(entry["kernel"]), {})[entry["pc_offset"]] = entry["n_way"]
+    ours = every_n_way(json.loads(done.stdout)["instructions"])
     both = sorted(set(ours) & set(measured))
     assert len(both) >= len(measured) // 2, (
         f"kernels named alike: {both}; ncu's {sorted(measured)}; ours {sorted(ours)}"

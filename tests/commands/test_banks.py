@@ -33,7 +33,14 @@ def instruction(kernel, pc, warps, width=4, access="load", **fields):
 def banks_file(tmp_path):
     return write(
         tmp_path,
-        instruction("transpose_conflict", 0x170, [COLUMN], file="transpose.cu", line=42),
+        instruction(
+            "transpose_conflict",
+            0x170,
+            [COLUMN],
+            file="transpose.cu",
+            line=42,
+            every_execution={"executions": 4096, "wavefronts": 131072, "ideal": 4096},
+        ),
         instruction("transpose_conflict", 0x1A0, [ROW], access="store", file="transpose.cu", line=40),
         instruction("doubles", 0x20, [DOUBLES], width=8),
     )
@@ -49,14 +56,15 @@ def test_the_text_draws_each_conflicting_warp_and_its_proved_fix(banks_file, cap
         "    a fix proved for 2",
     ]
     start = lines.index("transpose_conflict  transpose.cu:42  pc +0x170  load, 4 bytes a lane")
-    assert lines[start + 1 : start + 5] == [
+    assert lines[start + 1 : start + 6] == [
         "  32-way: 32 wavefronts over an ideal of 1 (1 warp recorded)",
+        "  all 4,096 executions: 32-way, 131,072 wavefronts over an ideal of 4,096",
         "     bank 0         1         2         3",
         "          01234567890123456789012345678901",
         "  wf  1   ...0............................",
     ]
-    assert lines[start + 35] == "  wf 32   ...v............................"
-    assert lines[start + 36].startswith("  fix (pad, proved on the 1 recorded warp: 1-way): add 4 bytes after")
+    assert lines[start + 36] == "  wf 32   ...v............................"
+    assert lines[start + 37].startswith("  fix (pad, proved on the 1 recorded warp: 1-way): add 4 bytes after")
     # the 8-byte read: a panel a half-warp, each lane in two banks
     doubles = lines.index("doubles  pc +0x20  load, 8 bytes a lane")
     assert lines[doubles + 4 : doubles + 6] == [
@@ -89,6 +97,7 @@ def test_json_gives_each_input_instruction_in_order(banks_file, capsys):
     }
     assert entries[1]["fix"] is None and "warps" not in entries[0]
     assert (entries[0]["file"], entries[0]["line"], found["gpu"]) == ("transpose.cu", 42, "NVIDIA H100 80GB HBM3")
+    assert entries[0]["every_execution"] == {"executions": 4096, "wavefronts": 131072, "ideal": 4096, "n_way": 32}
 
 
 def test_k_selects_kernels_by_regex(banks_file, capsys):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from memlens.errors import InputError
-from memlens.model.banks_file import KIND, BankAccess, parse_banks, read_banks_file
+from memlens.model.banks_file import KIND, BankAccess, ExecutionTotals, parse_banks, read_banks_file
 
 B = 1024
 WARP = [B + 4 * lane for lane in range(32)]
@@ -27,7 +27,9 @@ def test_a_file_reads_into_typed_records_and_writes_back_the_same(tmp_path):
                line=7, pc="0x7f00", blocks=[[0, 0, 0]])  # fmt: skip
     sources = [[4096 + 16 * lane for lane in range(32)]]
     cp = load(access="cp.async", width=16, warps=[[B + 16 * lane for lane in range(32)]], sources=sources)
-    inactive = load(warps=[[None] * 31 + [B]])
+    inactive = load(
+        warps=[[None] * 31 + [B]], every_execution={"executions": 4096, "wavefronts": 131072, "ideal": 4096}
+    )
     path = tmp_path / "banks.json"
     path.write_text(json.dumps(document(load(), ldm, cp, inactive, tool="memlens 0.9")))
     banks = read_banks_file(path)
@@ -44,6 +46,7 @@ def test_a_file_reads_into_typed_records_and_writes_back_the_same(tmp_path):
     )
     assert copy.sources == (tuple(sources[0]),)
     assert last.warps[0][:2] == (None, None) and last.warps[0][31] == B
+    assert (last.every, first.every) == (ExecutionTotals(4096, 131072, 4096), None)
     assert parse_banks(banks.to_json(), "again") == banks
     # a matrix instruction with no count is an .x4
     stmatrix = load(access="stmatrix", width=16, warps=[[B + 16 * lane for lane in range(32)]])
@@ -73,6 +76,14 @@ BAD = [
     (document(load(access="cp.async", sources=[[None] + WARP[1:]])), '"sources" must give an address for each'),
     (document(load(file=3)), '"file" must be a string or null'),
     (document(load(line="7")), '"line" must be a whole number'),
+    (
+        document(load(every_execution=[1, 2, 3])),
+        '"every_execution" must be an object of executions, wavefronts and ideal',
+    ),
+    (
+        document(load(every_execution={"executions": 1, "wavefronts": -1, "ideal": 1})),
+        '"every_execution".wavefronts must be a whole number of 0 or more, not -1',
+    ),
 ]
 
 

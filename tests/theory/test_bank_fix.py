@@ -127,7 +127,7 @@ def test_a_found_fix_is_conflict_free_on_every_recorded_warp(instruction):
 def test_the_swizzle_is_one_to_one_over_the_array(chunk, row_bytes, line, rows):
     if line < 2 * chunk or (row_bytes % line and line % row_bytes):
         return
-    size = row_bytes * max(rows, line // row_bytes)
+    size = max(row_bytes, line) * rows  # whole rows and whole lines
     moved = [swizzle_offset(B + o, B, row_bytes, chunk, line) for o in range(size)]
     assert sorted(moved) == list(range(B, B + size))
     # a chunk moves whole

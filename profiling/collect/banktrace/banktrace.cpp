@@ -228,6 +228,15 @@ void launch_end(const Sanitizer_LaunchData* launch) {
             first = false;
         }
     }
+    line += "], \"totals\": [";  // the bank model over every execution, instruction by instruction
+    first = true;
+    for (uint32_t s = 0; s < tracer->slots; ++s) {
+        if (slots[s].pc == MEMLENS_BANKS_EMPTY_PC || slots[s].executions == 0) continue;
+        line += std::string(first ? "" : ", ") + "{\"pc_offset\": " + std::to_string(slots[s].pc - function_pc) +
+                ", \"executions\": " + std::to_string(slots[s].executions) + ", \"wavefronts\": " +
+                std::to_string(slots[s].wavefronts) + ", \"ideal\": " + std::to_string(slots[s].ideal) + "}";
+        first = false;
+    }
     emit(line + "]}");
 }
 

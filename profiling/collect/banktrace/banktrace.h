@@ -31,11 +31,15 @@ struct MemlensBanksRecord {
     uint64_t source[MEMLENS_BANKS_LANES];
 };
 
-// An instruction of the launch and how many of its executions were claimed (records slot * warps + n).
+// An instruction of the launch, how many of its executions were claimed (records slot * warps + n), and the
+// bank model's figures summed over every one of its warp-level executions (banktrace_model.h).
 struct MemlensBanksSlot {
     unsigned long long pc;  // MEMLENS_BANKS_EMPTY_PC where free
     unsigned int claimed;
     unsigned int pad;
+    unsigned long long executions;
+    unsigned long long wavefronts;
+    unsigned long long ideal;
 };
 
 struct MemlensBanksTrace {
