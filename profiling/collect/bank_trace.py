@@ -385,8 +385,11 @@ def trace_environment(library: Path, patch: Path, folder: Path, warps: int, base
     return env
 
 
-def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | None = None) -> Path:
-    """Run `program` under the trace; the path of the banks.json written into a new run directory."""
+def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | None = None,
+                  run_dir: Path | None = None) -> Path:  # fmt: skip
+    """Run `program` under the trace; the path of the banks.json written into `run_dir` (`memlens profile
+    --banks`: the profile's, after ncu, since ncu and the Sanitizer cannot share a process) or a new run
+    directory in `out`."""
     from memlens.collect.run_dir import new_run_dir
     from memlens.io.files import write_text_atomic
     from memlens.io.processes import run_watched
@@ -396,7 +399,7 @@ def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | 
     gpu, arch = gpu_of_program()
     library = build_host_library(sanitizer)
     patch = device_patch(sanitizer, arch or "sm_90")
-    run_dir = new_run_dir(out)
+    run_dir = new_run_dir(out) if run_dir is None else run_dir
     folder = run_dir / BANK_TRACE
     folder.mkdir()
     env = trace_environment(library, patch, folder, warps, sanitizer=sanitizer.root)

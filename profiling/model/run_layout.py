@@ -43,6 +43,7 @@ BENCH = "bench.json"
 CHECK = "check.json"  # `memlens check --into RUN`: the static check of the run's build
 BANKS_FILE = "banks.json"  # `memlens banks -- COMMAND`: the recorded warps' shared-memory addresses
 BANK_TRACE = "banktrace"  # beside it: the Sanitizer library's lines, one file a process
+BANK_EVENTS = "events.banks.jsonl"  # `profile --banks`: the suite program's events of its run under the trace
 REPORT_FILE_STEM = "report"  # memlens report writes report.<format> into a run directory
 
 

@@ -278,3 +278,33 @@ def test_the_c_model_the_gpu_runs_on_every_execution_is_the_python_bank_model(tm
         cases.append(f"{size} {group} {active} " + " ".join(map(str, offsets)))
     done = subprocess.run([str(tmp_path / "driver")], input="\n".join(cases) + "\n", capture_output=True, text=True)
     assert done.stdout.splitlines() == expected
+
+
+def test_profile_banks_records_into_the_profiles_run_directory_after_ncu(tmp_path, monkeypatch, capsys):
+    # the fake ncu replays a recording (tests/collect/test_program_run.py); the trace runs the program once more
+    from tests.collect.test_program_run import OK_LOG, PROGRAMS
+    from tests.support.fake import install_fake_ncu
+
+    _sanitizer_or_skip()
+    log = tmp_path / "ncu.log"
+    log.write_text(OK_LOG)
+    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
+                     FAKE_NCU_LOG=str(log), FAKE_NCU_APP_EXIT="1")  # fmt: skip
+    monkeypatch.setenv("MEMLENS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(bt, "gpu_of_program", lambda: ("NVIDIA H100 80GB HBM3", "sm_90"))
+    monkeypatch.setattr(bt, "device_patch", lambda s, arch, env=None: tmp_path / "patch.fatbin")
+    argv = ["profile", "--banks", "--out", str(tmp_path / "runs"), "--clock-control", "none", "--", "sh", "-c", "true"]
+    assert main(argv) == 0
+    run = (tmp_path / "runs" / "latest").resolve()
+    assert (run / "results.json").is_file() and (run / "banks.json").is_file()
+    assert f"bank maps: {run / 'banks.json'}" in capsys.readouterr().out
+    assert [e["event"] for e in bt.read_trace_lines(run / "banktrace")] == ["start"]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(["latest", run.name])  # no second run
+
+
+def test_profile_banks_is_one_gpus(capsys):
+    assert main(["profile", "--banks", "--gpus", "all"]) == 2
+    assert (
+        capsys.readouterr().err
+        == "memlens: error: --banks records on this host's one GPU: leave out --gpus and --cluster\n"
+    )
