@@ -99,15 +99,20 @@ def aligned(offsets: set[int], pcs: set[int]) -> int:
     return max(bases, key=lambda base: (bases[base], -base)) if bases else 0
 
 
-def test_the_bank_models_n_way_is_ncus_per_instruction(probe, analysed, tmp_path):
-    done = memlens("profile", "--all-kernels", "--out", str(tmp_path), "--clock-control", CLOCK, "--", str(probe))
+def test_the_bank_models_n_way_is_ncus_per_instruction(probe, tmp_path):
+    # memlens profile --banks: ncu's run, then the trace's, into one run directory
+    done = memlens("profile", "--banks", "--all-kernels", "--out", str(tmp_path), "--clock-control", CLOCK, "--",
+                   str(probe))  # fmt: skip
     assert done.returncode == 0, done.stderr
+    run = (tmp_path / "latest").resolve()
     measured: dict[str, dict[int, float]] = {}
-    for kernel in read_report((tmp_path / "latest").resolve() / "results.json").kernels:
+    for kernel in read_report(run / "results.json").kernels:
         for record in kernel.instructions:
             if record.wavefronts and record.ideal:
                 measured.setdefault(function(kernel.kernel), {})[record.pc] = record.wavefronts / record.ideal
-    ours = every_n_way(analysed["instructions"])
+    analysed = memlens("banks", str(run), "--json")
+    assert analysed.returncode == 0, analysed.stderr
+    ours = every_n_way(json.loads(analysed.stdout)["instructions"])
     assert set(ours) <= set(measured)
     for name, by_offset in ours.items():
         base = aligned(set(by_offset), set(measured[name]))
