@@ -374,19 +374,20 @@ def gpu_of_program() -> tuple[str | None, str | None]:
 
 
 def trace_environment(library: Path, patch: Path, folder: Path, warps: int, base: Mapping[str, str] | None = None,
-                      sanitizer: Path | None = None) -> dict[str, str]:  # fmt: skip
+                      sanitizer: Path | None = None, every: bool = True) -> dict[str, str]:  # fmt: skip
     """The program's environment: the library preloaded before any of its own, the Sanitizer's folder first on
     LD_LIBRARY_PATH (its library loads others from there), and what the library reads."""
     env = dict(os.environ if base is None else base)
     for name, first in (("LD_PRELOAD", library), ("LD_LIBRARY_PATH", sanitizer)):
         if first is not None:
             env[name] = f"{first}:{env[name]}" if env.get(name) else str(first)
-    env.update({"MEMLENS_BANKS_PATCH": str(patch), "MEMLENS_BANKS_OUT": str(folder), "MEMLENS_BANKS_WARPS": str(warps)})
+    env.update({"MEMLENS_BANKS_PATCH": str(patch), "MEMLENS_BANKS_OUT": str(folder), "MEMLENS_BANKS_WARPS": str(warps),
+                "MEMLENS_BANKS_EVERY": "1" if every else "0"})  # fmt: skip
     return env
 
 
 def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | None = None,
-                  run_dir: Path | None = None) -> Path:  # fmt: skip
+                  run_dir: Path | None = None, every: bool = True) -> Path:  # fmt: skip
     """Run `program` under the trace; the path of the banks.json written into `run_dir` (`memlens profile
     --banks`: the profile's, after ncu, since ncu and the Sanitizer cannot share a process) or a new run
     directory in `out`."""
@@ -402,7 +403,7 @@ def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | 
     run_dir = new_run_dir(out) if run_dir is None else run_dir
     folder = run_dir / BANK_TRACE
     folder.mkdir()
-    env = trace_environment(library, patch, folder, warps, sanitizer=sanitizer.root)
+    env = trace_environment(library, patch, folder, warps, sanitizer=sanitizer.root, every=every)
     code = run_watched(list(program), timeout=None, env=env)
     events = read_trace_lines(folder)
     mangled = sorted({str(e.get("kernel")) for e in events if e.get("event") == "launch"})
@@ -413,6 +414,8 @@ def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | 
         raise ProfilerError(f"memlens banks: the trace library did not start in {program[0]} (see {folder})")
     if code != 0:
         print(f"memlens: {program[0]} exited with {code}; {path} holds what was recorded before", file=sys.stderr)
+    for what, count in banks.extra.get("unsupported", {}).items():
+        print(f"memlens: {count} recorded executions of an access memlens does not analyse ({what})", file=sys.stderr)
     for kind, results in banks.extra.get("patching", {}).items():
         if any(r != "SANITIZER_SUCCESS" for r in results):
             print(

@@ -37,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"-- COMMAND: warp-level executions recorded per instruction (default {DEFAULT_WARPS})",
     )  # fmt: skip
     parser.add_argument(
+        "--recorded-only",
+        action="store_true",
+        help="-- COMMAND: no bank model on every execution on the GPU (faster on large programs; no every_execution)",
+    )
+    parser.add_argument(
         "--out", default=str(DEFAULT_OUT), help=f"-- COMMAND: run directories' folder (default: {DEFAULT_OUT})"
     )
 
@@ -52,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if program:
         from memlens.collect.bank_trace import trace_program
 
-        path = trace_program(program, Path(args.out), args.warps, args.pattern)
+        path = trace_program(program, Path(args.out), args.warps, args.pattern, every=not args.recorded_only)
         print(f"memlens: recorded {path}", file=sys.stderr)
     else:
         path = Path(args.file)

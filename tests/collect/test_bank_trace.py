@@ -153,6 +153,9 @@ def test_the_trace_environment_preloads_the_library_before_the_programs_own():
     assert (env["LD_PRELOAD"], env["LD_LIBRARY_PATH"]) == ("/c/lib.so:x.so", "/s:/opt/lib")
     assert (env["MEMLENS_BANKS_PATCH"], env["MEMLENS_BANKS_OUT"], env["MEMLENS_BANKS_WARPS"]) == (
         "/c/p.fatbin", "/run/banktrace", "8")  # fmt: skip
+    assert env["MEMLENS_BANKS_EVERY"] == "1"
+    quick = bt.trace_environment(Path("/l.so"), Path("/p"), Path("/o"), 1, {}, every=False)
+    assert quick["MEMLENS_BANKS_EVERY"] == "0"
     assert "LD_LIBRARY_PATH" not in bt.trace_environment(Path("/c/lib.so"), Path("/p"), Path("/o"), 1, {})
 
 
@@ -188,7 +191,7 @@ def test_the_host_library_builds_once_into_the_cache_and_subscribes_when_preload
     done = subprocess.run(["/bin/echo", "ok"], env=traced, capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "ok\n")
     (start,) = bt.read_trace_lines(folder)
-    assert (start["event"], start["warps"], start["slots"]) == ("start", 3, 2048)
+    assert (start["event"], start["warps"], start["slots"], start["every"]) == ("start", 3, 2048, 1)
 
 
 def test_trace_program_writes_banks_json_even_when_the_program_fails(tmp_path, monkeypatch, capsys):

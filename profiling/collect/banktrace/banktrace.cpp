@@ -9,7 +9,8 @@
 // later keeps what was recorded. memlens (collect/bank_trace.py) turns the lines into banks.json.
 //
 // Environment: MEMLENS_BANKS_PATCH (the patch fatbin), MEMLENS_BANKS_OUT (a folder), MEMLENS_BANKS_WARPS
-// (default 4), MEMLENS_BANKS_SLOTS (instructions a launch, a power of two, default 2048).
+// (default 4), MEMLENS_BANKS_SLOTS (instructions a launch, a power of two, default 2048), MEMLENS_BANKS_EVERY
+// (0: the recorded executions alone, no bank model on every execution).
 #include <sanitizer.h>
 
 #include <stdint.h>
@@ -49,6 +50,7 @@ struct Tracer {
     uint32_t modules = 0;  // modules loaded so far: each cubin's file a number of its own
     uint32_t warps = 4;
     uint32_t slots = 2048;
+    uint32_t every = 1;
     std::set<CUcontext> patched_contexts;
     std::map<CUcontext, std::unique_ptr<ContextState>> contexts;
 };
@@ -153,6 +155,7 @@ ContextState* context_state(CUcontext context) {
     state->host.records = static_cast<MemlensBanksRecord*>(state->records);
     state->host.slot_count = tracer->slots;
     state->host.warps = tracer->warps;
+    state->host.every = tracer->every;
     state->ready = true;
     return state.get();
 }
@@ -280,6 +283,8 @@ int start() {
         tracer->patch = patch;
         tracer->folder = folder;
         tracer->warps = env_count("MEMLENS_BANKS_WARPS", 4);
+        const char* every = getenv("MEMLENS_BANKS_EVERY");
+        tracer->every = (every != nullptr && strcmp(every, "0") == 0) ? 0 : 1;
         uint32_t slots = env_count("MEMLENS_BANKS_SLOTS", 2048);
         tracer->slots = 1;
         while (tracer->slots < slots) tracer->slots <<= 1;
@@ -298,7 +303,8 @@ int start() {
         sanitizerEnableDomain(1, tracer->subscriber, SANITIZER_CB_DOMAIN_RESOURCE);
         sanitizerEnableDomain(1, tracer->subscriber, SANITIZER_CB_DOMAIN_LAUNCH);
         emit("{\"event\": \"start\", \"pid\": " + std::to_string(getpid()) + ", \"warps\": " +
-             std::to_string(tracer->warps) + ", \"slots\": " + std::to_string(tracer->slots) + "}");
+             std::to_string(tracer->warps) + ", \"slots\": " + std::to_string(tracer->slots) +
+             ", \"every\": " + std::to_string(tracer->every) + "}");
     });
     return status;
 }

@@ -48,5 +48,5 @@ struct MemlensBanksTrace {
     uint32_t slot_count;  // a power of two
     uint32_t warps;  // executions recorded per instruction (--warps)
     uint32_t full;  // set when an instruction found no free slot
-    uint32_t pad;
+    uint32_t every;  // serve every execution by the bank model (its figures in the slots); 0: the records alone
 };

@@ -69,6 +69,7 @@ static __device__ __forceinline__ void record(void* userdata, uint64_t pc, uint3
         }
     }
     // every execution: the warp's offsets to its leader, which serves them as the bank model does
+    if (!trace->every) return;
     uint32_t offsets[MEMLENS_BANKS_LANES];
     for (uint32_t other = 0; other < MEMLENS_BANKS_LANES; ++other) {
         if ((active >> other) & 1u) offsets[other] = __shfl_sync(active, offset, other);
