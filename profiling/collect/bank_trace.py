@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import sys
@@ -44,6 +45,14 @@ NOT_LANE_ACCESSES = (
     "TMA (cp.async.bulk) and wgmma operand reads move whole tiles, not one address a lane: they have no lane "
     "map and are not recorded"
 )
+# Every record of a full block with one active lane: the patch was not called by the warp's lanes together, so
+# a record holds one lane, not a warp (the device patch assumes the Sanitizer calls it converged).
+SINGLE_LANE_RECORDS = 8
+SINGLE_LANE_WARNING = (
+    "every recorded execution had one active lane: the Sanitizer called the patch lane by lane, not by warp, "
+    "and these records are not warp-level accesses"
+)
+WARP_LANES = 32
 # the bank model over every warp-level execution (banktrace_model.h), summed over launches
 TOTALS = ("executions", "wavefronts", "ideal")
 # the record kinds of banktrace.h and the Sanitizer's access flags
@@ -256,6 +265,7 @@ def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str 
     patching: dict[str, set[str]] = {}
     errors: list[str] = []
     totals: dict[tuple[str, int], dict[str, int]] = {}
+    lanes = [0, 0]  # records of full blocks with several active lanes, with one
     for event in events:
         if event.get("event") == "module":
             for kind, result in dict(event.get("patched", {})).items():
@@ -267,8 +277,11 @@ def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str 
             kernel = names.get(mangled, mangled)
             if regex is not None and not (regex.search(kernel) or regex.search(mangled)):
                 continue
+            threads = math.prod(int(n) for n in event.get("block", [1]))
             for record in event.get("records", []):
                 _add(grouped, unsupported, kernel, mangled, record, warps, str(event.get("cubin") or ""))
+                if threads >= WARP_LANES:  # a warp of whole lanes: one lane alone is rare, every time never
+                    lanes[bin(int(record.get("active", 0)) & 0xFFFFFFFF).count("1") == 1] += 1
             for total in event.get("totals", []):
                 summed = totals.setdefault((kernel, int(total.get("pc_offset", 0))), dict.fromkeys(TOTALS, 0))
                 for name in TOTALS:
@@ -281,6 +294,8 @@ def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str 
         extra["patching"] = {kind: sorted(results) for kind, results in patching.items()}
     if errors:
         extra["errors"] = errors
+    if lanes[1] >= SINGLE_LANE_RECORDS and not lanes[0]:
+        extra["warning"] = SINGLE_LANE_WARNING
     return BanksFile(gpu, instructions, extra)
 
 
@@ -414,6 +429,8 @@ def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | 
         raise ProfilerError(f"memlens banks: the trace library did not start in {program[0]} (see {folder})")
     if code != 0:
         print(f"memlens: {program[0]} exited with {code}; {path} holds what was recorded before", file=sys.stderr)
+    if "warning" in banks.extra:
+        print(f"memlens: warning: {banks.extra['warning']}", file=sys.stderr)
     for what, count in banks.extra.get("unsupported", {}).items():
         print(f"memlens: {count} recorded executions of an access memlens does not analyse ({what})", file=sys.stderr)
     for kind, results in banks.extra.get("patching", {}).items():

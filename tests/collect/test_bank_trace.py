@@ -311,3 +311,13 @@ def test_profile_banks_is_one_gpus(capsys):
         capsys.readouterr().err
         == "memlens: error: --banks records on this host's one GPU: leave out --gpus and --cluster\n"
     )
+
+
+def test_records_that_never_hold_more_than_one_lane_of_full_warps_are_said_to_be_no_warp_accesses():
+    one_lane = [o if lane == 0 else None for lane, o in enumerate(ROW)]
+    alone = [record(16 * n, one_lane) | {"active": 1} for n in range(8)]
+    assert "one active lane" in bt.banks_from_traces([launch("k", *alone)], 4).extra["warning"]
+    together = [*alone, record(512, ROW) | {"active": 0xFFFFFFFF}]
+    assert "warning" not in bt.banks_from_traces([launch("k", *together)], 4).extra
+    small = launch("k", *alone) | {"block": [1, 1, 1]}  # one-thread blocks: one lane is all there is
+    assert "warning" not in bt.banks_from_traces([small], 4).extra
