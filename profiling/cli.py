@@ -30,7 +30,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "baseline": ("baseline", "save a run's figures as a baseline for gate --baseline, or show one"),
     "lines": ("lines", "the source lines (or SASS) behind each kernel's bank conflicts and local memory"),
     "compare": ("compare", "two builds kernel by kernel and source line by line: which line got better or worse"),
+    "banks": ("banks", "which lanes collide in which shared-memory bank, and a fix proved on the recorded addresses"),
 }
+PROGRAM_COMMANDS = ("profile", "banks")  # those that run a program: memlens CMD [options] -- COMMAND [ARGS...]
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -103,13 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
     program: list[str] = []
-    if command == "profile" and "--" in argv:  # memlens profile [options] -- COMMAND [ARGS...]
+    if command in PROGRAM_COMMANDS and "--" in argv:  # memlens profile [options] -- COMMAND [ARGS...]
         split = argv.index("--")
         argv, program = argv[:split], argv[split + 1 :]
 
     def parse() -> argparse.Namespace:
         args = parser.parse_args(argv)
-        if command == "profile":
+        if command in PROGRAM_COMMANDS:
             args.program = program
         return args
 

@@ -70,7 +70,7 @@ def test_the_epilog_documents_the_closed_pipe_status(capsys) -> None:
 
 def test_only_the_named_commands_module_is_built(capsys) -> None:
     assert list(build_parser("list").commands) == ["list"]
-    assert list(build_parser().commands) == list(COMMANDS) and len(COMMANDS) == 11
+    assert list(build_parser().commands) == list(COMMANDS) and len(COMMANDS) == 12
     with pytest.raises(SystemExit) as stop:
         main(["--version"])
     assert stop.value.code == 0 and capsys.readouterr().out == "memlens 0.1.0\n"

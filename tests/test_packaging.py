@@ -35,7 +35,9 @@ def test_wheel_holds_one_memlens_package_with_the_suite_and_templates(wheel):
                    "memlens/reports/build.py", "memlens/reports/templates/report.html.j2",
                    "memlens/kernels/transpose.py", "memlens/kernels/transpose.cu", "memlens/kernels/_common.py",
                    "memlens/kernels/gates.toml", "memlens/kernels/gates-static.toml",
-                   "memlens/kernels/baselines/nvidia_h200.json"):  # fmt: skip
+                   "memlens/kernels/baselines/nvidia_h200.json", "memlens/collect/banktrace/banktrace.cpp",
+                   "memlens/collect/banktrace/banktrace_patch.cu", "memlens/collect/banktrace/banktrace.h",
+                   "memlens/collect/banktrace/patches/banktrace_patch.sm_90.fatbin"):  # fmt: skip
         assert needed in names
     entry_points = zipfile.ZipFile(wheel).read("memlens-0.1.0.dist-info/entry_points.txt").decode()
     assert "memlens = memlens.cli:main" in entry_points

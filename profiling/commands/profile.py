@@ -5,6 +5,9 @@ the libraries', every range where it opened none of its own; --nvtx-exclude FILT
 --nvtx-push-pop-scope process|thread, default process: push/pop ranges over every thread's launches),
 or with --all-kernels every kernel up to --launch-count (default 100).
 
+--banks: then the suite (or the program) runs once more under memlens's CUDA Sanitizer API library, into
+the same run directory's banks.json (ncu and the Sanitizer cannot share a process): `memlens banks RUN`.
+
 Clock control defaults to ncu's own (base: clocks locked to base, what most users want on
 their own machine); set MEMLENS_CLOCK_CONTROL=none on machines whose clocks must be left alone.
 """
@@ -29,7 +32,9 @@ from memlens.model.ncu_settings import (
     DEFAULT_CLOCK_CONTROL,
     NcuSettings,
 )
-from memlens.model.run_layout import DEFAULT_OUT
+from memlens.model.run_layout import BANK_EVENTS, DEFAULT_OUT
+
+DEFAULT_BANK_WARPS = 4  # --banks: warp-level executions recorded per instruction, as memlens banks' default
 
 # A suite run's modules (the suite contract imports NumPy) are imported in _run_suite, a program run's
 # in _run_program: between `memlens profile -- COMMAND` starting and ncu starting, memlens imports only
@@ -60,6 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also collect the FLOP counters and L1's global sectors (roofline, arithmetic intensity, "
         "coalescing): 2 more replay passes a kernel on an H200",
     )
+    parser.add_argument(
+        "--banks", action="store_true",
+        help="then run the program (or the suite) once more under memlens's Sanitizer library: banks.json in "
+             "the run directory, each shared-memory instruction's lanes and banks (memlens banks RUN)",
+    )  # fmt: skip
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before ncu is stopped (default 1800)")
     parser.add_argument("--ncu", help="path of the ncu executable (default: $MEMLENS_NCU or PATH)")
     parser.add_argument(
@@ -144,6 +154,8 @@ def _run_suite(args: argparse.Namespace) -> int:
     if args.cluster is not None and args.gpus is not None:
         raise ConfigError("--gpus and --cluster both share the cases out: give one (--cluster local uses "
                           "this host's GPUs)")  # fmt: skip
+    if args.banks and (args.cluster is not None or args.gpus is not None):
+        raise ConfigError("--banks records on this host's one GPU: leave out --gpus and --cluster")
     gpus = chosen_gpus(args.gpus)
     with ProfileProgress(ProgressBar("starting ncu", transient=False)) as progress:
         if args.cluster is not None:
@@ -158,7 +170,21 @@ def _run_suite(args: argparse.Namespace) -> int:
     print(f"{kernels} from {variants} profiled: {run_dir}")
     for line in skipped_lines(results.outcomes):
         print(line)
+    if args.banks:
+        from memlens.collect.profile_run import app_argv
+        from memlens.suite import suite_root
+
+        program = app_argv(suite_root(options.suite), options, run_dir / BANK_EVENTS)
+        _record_banks(program, run_dir, None)  # the suite's -k has chosen the variants: every kernel of theirs
     return 0
+
+
+def _record_banks(program: list[str], run_dir: Path, pattern: str | None) -> None:
+    """`--banks`: the program once more, under the Sanitizer library, into the profile's run directory. The
+    profile is whole before it starts: whatever befalls the trace, it stays."""
+    from memlens.collect.bank_trace import trace_program
+
+    print(f"bank maps: {trace_program(program, run_dir.parent, DEFAULT_BANK_WARPS, pattern, run_dir=run_dir)}")
 
 
 def _ncu_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -199,6 +225,8 @@ def _run_program(args: argparse.Namespace) -> int:
     )
     run_dir, results = profile_program(options)
     print(f"{plural(len(results.kernels), 'kernel')} profiled: {run_dir}")
+    if args.banks:
+        _record_banks(list(args.program), run_dir, None)
     if results.info.ranges_selected:
         print(f"ranges: {results.info.ranges_selected}")
     if not options.sampling.every_launch:

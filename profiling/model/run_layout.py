@@ -17,6 +17,7 @@ written over), and the record of a run's provenance.
         results.json           RESULTS: RunResults (profiling/model/results.py)
         bench.json             BENCH: BenchResults (profiling/bench/results.py)
         check.json             CHECK: StaticResults (profiling/static/check.py)
+        banks.json, banktrace/ BANKS_FILE, BANK_TRACE: `memlens banks -- COMMAND` (model/banks_file.py)
         report.html|md|json    report_file(): `memlens report`
         program.stderr, ranges.json, ncu.own-ranges.log   a program run's (collect/program_run.py)
 
@@ -49,6 +50,9 @@ EVENTS = "events.jsonl"
 RESULTS = "results.json"
 BENCH = "bench.json"
 CHECK = "check.json"  # `memlens check --into RUN`: the static check of the run's build
+BANKS_FILE = "banks.json"  # `memlens banks -- COMMAND`: the recorded warps' shared-memory addresses
+BANK_TRACE = "banktrace"  # beside it: the Sanitizer library's lines, one file a process
+BANK_EVENTS = "events.banks.jsonl"  # `profile --banks`: the suite program's events of its run under the trace
 REPORT_FILE_STEM = "report"  # memlens report writes report.<format> into a run directory
 STDERR_FILE = "program.stderr"  # what a profiled program wrote on its standard error
 RANGE_COUNTS_FILE = "ranges.json"  # a program's memlens.range counts: {"ranges": {"step > forward": 50, ...}}

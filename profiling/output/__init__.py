@@ -14,6 +14,7 @@ method per kind of findings it renders, each `(findings, out: TextIO) -> None`:
     baseline(view: memlens.output.command_tables.BaselineView, out)   `memlens baseline show`
     lines(found: memlens.output.findings.LinesFindings, out)     `memlens lines` (sarif, github)
     compare(found: memlens.output.findings.CompareFindings, out)  `memlens compare` (sarif, github)
+    banks(found: memlens.output.bank_map.BanksFindings, out)     `memlens banks FILE` (table, json)
 
 A format renders only the findings it has a method for (JUnit renders the gate's verdicts alone);
 `renderer` says so in one line. Adding a format is adding its module (model: pytest-benchmark's one
@@ -32,7 +33,7 @@ from typing import Any, Protocol, TextIO
 from memlens.errors import ConfigError
 
 # the kinds of findings; a format implements a method of each it renders
-SUBJECTS = ("gate", "report", "metrics", "check", "bench", "suite", "doctor", "baseline", "lines", "compare")
+SUBJECTS = ("gate", "report", "metrics", "check", "bench", "suite", "doctor", "baseline", "lines", "compare", "banks")
 
 Render = Callable[[Any, TextIO], None]
 

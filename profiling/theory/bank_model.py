@@ -4,9 +4,10 @@ The model (Volta to Hopper, as the CUDA programming guide and ncu's counters des
 
 - Shared memory is 32 banks of 4 bytes; the 4-byte word at byte address `a` lies in bank
   `(a // 4) % 32`.
-- An access of `width` bytes per thread (4, 8 or 16) is served in groups of lanes that together
-  ask for at most 128 bytes: the whole warp for 4-byte accesses, each half-warp (lanes 0-15,
-  16-31) for 8-byte accesses, each quarter-warp (8 lanes) for 16-byte accesses.
+- An access of `width` bytes per thread (1, 2, 4, 8 or 16) is served in groups of lanes that
+  together ask for at most 128 bytes: the whole warp for accesses of up to 4 bytes, each half-warp
+  (lanes 0-15, 16-31) for 8-byte accesses, each quarter-warp (8 lanes) for 16-byte accesses. A
+  1- or 2-byte lane asks for the word that holds its bytes: lanes on one word share it.
 - Within a group, lanes reading the same word share it (broadcast); distinct words in one bank
   are served one per wavefront. A group takes as many wavefronts as the largest number of
   distinct words asked of any one bank; the access takes the sum over groups with an active lane.
@@ -24,6 +25,7 @@ wavefronts per 16-wide tile and warp against an ideal of 34 (its `sA[tx, j]` rea
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from memlens.errors import ConfigError
 from memlens.theory.swizzle import swizzle, swizzled_offset
@@ -31,12 +33,33 @@ from memlens.theory.swizzle import swizzle, swizzled_offset
 BANKS = 32
 BANK_BYTES = 4
 WARP_SIZE = 32
-WIDTHS = (4, 8, 16)
+WIDTHS = (1, 2, 4, 8, 16)
+PHASE_BYTES = 128  # what one phase of lanes asks for at most: 32 banks of 4 bytes
 
 Addresses = Sequence["int | None"]  # byte address per lane; None for an inactive lane
 
 
-def _groups(addresses: Addresses, width: int) -> list[list[int]]:
+@dataclass(frozen=True)
+class Phase:
+    """One group of lanes served together, wavefront by wavefront: `rows[w][bank]` are the lanes whose
+    word bank `bank` delivers in wavefront w (lanes on one word share it), None where the bank is idle.
+    A bank's distinct words go to successive wavefronts, lowest word first."""
+
+    lanes: tuple[int, ...]  # every lane of the phase, active or not
+    rows: tuple[tuple[tuple[int, ...] | None, ...], ...]
+    ideal: int  # one wavefront per 32 distinct words (at least one)
+
+    @property
+    def wavefronts(self) -> int:
+        return len(self.rows)
+
+
+def lanes_per_phase(width: int) -> int:
+    """Lanes served together: the whole warp up to 4 bytes a lane, a half-warp for 8, a quarter for 16."""
+    return min(WARP_SIZE, PHASE_BYTES // width)
+
+
+def _check(addresses: Addresses, width: int) -> None:
     if width not in WIDTHS:
         raise ConfigError(f"bank model: access width {width} bytes is not one of {WIDTHS}")
     if len(addresses) > WARP_SIZE:
@@ -44,33 +67,48 @@ def _groups(addresses: Addresses, width: int) -> list[list[int]]:
     for lane, address in enumerate(addresses):
         if address is not None and (address < 0 or address % width):
             raise ConfigError(f"bank model: lane {lane} address {address} is not a {width}-byte aligned address")
-    lanes_per_group = WARP_SIZE * BANK_BYTES // width
-    groups = []
-    for start in range(0, WARP_SIZE, lanes_per_group):
-        active = [a for a in addresses[start : start + lanes_per_group] if a is not None]
-        if active:
-            groups.append(active)
-    return groups
 
 
-def _words(group: list[int], width: int) -> set[int]:
-    return {a // BANK_BYTES + k for a in group for k in range(width // BANK_BYTES)}
+def lane_words(address: int, width: int) -> range:
+    """The 4-byte words an access of `width` bytes at `address` touches (a sub-word access: one)."""
+    return range(address // BANK_BYTES, (address + width - 1) // BANK_BYTES + 1)
+
+
+def serve(addresses: Addresses, width: int = 4, group: int | None = None) -> list[Phase]:
+    """The phases (lanes `group` at a time; by default as the width decides) that have an active lane."""
+    _check(addresses, width)
+    group = lanes_per_phase(width) if group is None else group
+    phases = []
+    for start in range(0, len(addresses), group):
+        lanes = tuple(range(start, min(start + group, len(addresses))))
+        word_lanes: dict[int, list[int]] = {}
+        for lane in lanes:
+            address = addresses[lane]
+            if address is not None:
+                for word in lane_words(address, width):
+                    word_lanes.setdefault(word, []).append(lane)
+        if not word_lanes:
+            continue
+        per_bank: dict[int, list[int]] = {}
+        for word in sorted(word_lanes):
+            per_bank.setdefault(word % BANKS, []).append(word)
+        depth = max(len(words) for words in per_bank.values())
+        rows = tuple(
+            tuple(tuple(word_lanes[per_bank[b][w]]) if w < len(per_bank.get(b, ())) else None for b in range(BANKS))
+            for w in range(depth)
+        )
+        phases.append(Phase(lanes, rows, -(-len(word_lanes) // BANKS)))
+    return phases
 
 
 def wavefronts(addresses: Addresses, width: int = 4) -> int:
     """Wavefronts that one warp-wide shared-memory access of `width` bytes per lane takes."""
-    total = 0
-    for group in _groups(addresses, width):
-        per_bank: dict[int, int] = {}
-        for word in _words(group, width):
-            per_bank[word % BANKS] = per_bank.get(word % BANKS, 0) + 1
-        total += max(per_bank.values())
-    return total
+    return sum(phase.wavefronts for phase in serve(addresses, width))
 
 
 def ideal_wavefronts(addresses: Addresses, width: int = 4) -> int:
     """Wavefronts the same access would take with no bank conflict."""
-    return sum(-(-len(_words(group, width)) // BANKS) for group in _groups(addresses, width))
+    return sum(phase.ideal for phase in serve(addresses, width))
 
 
 def excess_wavefronts(addresses: Addresses, width: int = 4) -> int:

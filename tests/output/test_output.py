@@ -21,6 +21,7 @@ def test_each_kind_of_findings_has_its_formats_by_name():
     for subject in ("check", "bench", "suite", "doctor", "baseline"):  # the other commands' tables
         assert format_names(subject) == ["table"], subject
     assert format_names("lines") == format_names("compare") == ["github", "sarif"]
+    assert format_names("banks") == ["json", "table"]
 
 
 def test_a_format_that_cannot_render_a_kind_of_findings_is_one_line_naming_those_that_can():

@@ -1,5 +1,6 @@
-"""JSON for machines: the gate's verdicts (`gate --json FILE`), the report (`report --format json`)
-and every metric of every kernel (`metrics --json`)."""
+"""JSON for machines: the gate's verdicts (`gate --json FILE`), the report (`report --format json`),
+every metric of every kernel (`metrics --json`) and each recorded shared-memory instruction's n-way and
+fix (`banks FILE --json`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from memlens.gate.evaluate import GateResult
+    from memlens.output.bank_map import BanksFindings
     from memlens.output.kernel_metrics import KernelMetrics
     from memlens.reports.model import Report
 
@@ -27,6 +29,9 @@ class Json:
         from memlens.io.tables import write_indented
 
         write_indented(table.to_json(), out)  # item by item: the text of 10,000 kernels is never held whole
+
+    def banks(self, findings: BanksFindings, out: TextIO) -> None:
+        out.write(json.dumps(findings.analysis.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 FORMAT = Json()

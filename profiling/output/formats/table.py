@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from memlens.doctor import Check
     from memlens.gate.evaluate import GateResult
+    from memlens.output.bank_map import BanksFindings
     from memlens.output.command_tables import BaselineView, BenchTable, SuiteListing
     from memlens.output.kernel_metrics import KernelMetrics
     from memlens.static.check import StaticResults
@@ -60,6 +61,11 @@ class Terminal:
         from memlens.output.command_tables import print_baseline
 
         print_baseline(view, out)
+
+    def banks(self, findings: BanksFindings, out: TextIO) -> None:
+        from memlens.output.bank_map import print_banks
+
+        print_banks(findings, out)
 
 
 FORMAT = Terminal()

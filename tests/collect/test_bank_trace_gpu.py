@@ -1,0 +1,184 @@
+"""GPU tier of `memlens banks -- COMMAND` (issue 50): tests/fixtures/programs/bank_probe.cu run under the
+Sanitizer library gives each kernel the n-way worked out on paper (tests/theory/test_recorded_banks.py), a
+proved fix for every conflicting instruction, and, instruction by instruction, the n-way ncu measures
+(per-instruction wavefronts over ideal from `memlens profile --all-kernels`): a third source of one figure.
+Then a Python program with Numba, CuPy and Triton kernels and PyTorch loaded runs under the trace.
+
+Run on the GPU machine (needs nvcc, ncu, compute-sanitizer; Python with numba-cuda, cupy, torch, triton):
+    python -m pytest -m gpu tests/collect/test_bank_trace_gpu.py"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from memlens.readers import read_report
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.gpu
+PROGRAMS = REPO / "tests" / "fixtures" / "programs"
+ENV = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+CLOCK = os.environ.get("MEMLENS_CLOCK_CONTROL", "none")
+
+# (kernel, access, width) -> the largest n-way among its instructions, on paper
+EXPECTED = {
+    ("column_read_32x32", "load", 4): 32, ("column_read_32x32", "store", 4): 1,
+    ("column_read_padded", "load", 4): 1, ("column_read_swizzled", "load", 4): 1,
+    ("column_read_double", "load", 8): 16, ("column_read_16x16", "load", 4): 8,
+    ("half_warp_broadcast", "load", 4): 2, ("atomics_4_way", "atomic", 4): 4,
+    ("store_32_way", "store", 4): 32, ("sub_word", "store", 2): 16, ("sub_word", "store", 1): 1,
+    ("ldmatrix_64_byte_rows", "ldmatrix", 16): 4, ("cp_async_rows", "cp.async", 16): 2,
+}  # fmt: skip
+
+
+def function(name: str) -> str:
+    """`void column_read_32x32(float *)` -> column_read_32x32; ncu's `tr<(int)0>` and c++filt's `tr<0>` -> tr<0>"""
+    return re.sub(r"\((?:int|unsigned int|bool)\)(-?\d)", r"\1", name).split("(")[0].split()[-1]
+
+
+def memlens(*argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memlens", *argv], capture_output=True, text=True, env=ENV,
+                          timeout=timeout)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    work = tmp_path_factory.mktemp("probe")
+    subprocess.run([nvcc, "-lineinfo", "-arch=sm_90", "-o", str(work / "bank_probe"), str(PROGRAMS / "bank_probe.cu")],
+                   check=True)  # fmt: skip
+    return work / "bank_probe"
+
+
+@pytest.fixture(scope="module")
+def analysed(probe, tmp_path_factory):
+    out = tmp_path_factory.mktemp("banks")
+    done = memlens("banks", "--json", "--out", str(out), "--", str(probe))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_each_probe_kernel_has_its_paper_n_way(analysed):
+    found: dict[tuple[str, str, int], float] = {}
+    for entry in analysed["instructions"]:
+        key = (function(entry["kernel"]), entry["access"], entry["width"])
+        found[key] = max(found.get(key, 0), entry["n_way"])
+    assert {key: found.get(key) for key in EXPECTED} == EXPECTED
+    assert all(entry["warps_recorded"] == 4 for entry in analysed["instructions"])  # one warp of each of 4 blocks
+
+
+def test_every_conflicting_bank_instruction_has_a_proved_fix(analysed):
+    for entry in analysed["instructions"]:
+        if entry["n_way"] > 1 and entry["access"] != "cp.async":
+            assert entry["fix"]["kind"] in ("pad", "swizzle") and entry["fix"]["n_way_after"] == 1, entry
+
+
+def every_n_way(entries: list[dict]) -> dict[str, dict[int, float]]:
+    """kernel -> pc offset -> the bank model's n-way over every warp-level execution (counted on the GPU), as
+    ncu's per-instruction figure is over every one; cp.async's are its store phases', not ncu's (left out)."""
+    found: dict[str, dict[int, float]] = {}
+    for entry in entries:
+        if entry["access"] != "cp.async":
+            found.setdefault(function(entry["kernel"]), {})[entry["pc_offset"]] = entry["every_execution"]["n_way"]
+    return found
+
+
+def aligned(offsets: set[int], pcs: set[int]) -> int:
+    """The function's first PC in ncu's report: ncu correlates absolute PCs, the Sanitizer's are taken from the
+    function's start. The base under which most of the recorded offsets land on a measured PC."""
+    bases: dict[int, int] = {}
+    for pc in pcs:
+        for offset in offsets:
+            bases[pc - offset] = bases.get(pc - offset, 0) + 1
+    return max(bases, key=lambda base: (bases[base], -base)) if bases else 0
+
+
+def test_the_bank_models_n_way_is_ncus_per_instruction(probe, tmp_path):
+    # memlens profile --banks: ncu's run, then the trace's, into one run directory
+    done = memlens("profile", "--banks", "--all-kernels", "--out", str(tmp_path), "--clock-control", CLOCK, "--",
+                   str(probe))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    run = (tmp_path / "latest").resolve()
+    measured: dict[str, dict[int, float]] = {}
+    for kernel in read_report(run / "results.json").kernels:
+        for record in kernel.instructions:
+            if record.wavefronts and record.ideal:
+                measured.setdefault(function(kernel.kernel), {})[record.pc] = record.wavefronts / record.ideal
+    analysed = memlens("banks", str(run), "--json")
+    assert analysed.returncode == 0, analysed.stderr
+    ours = every_n_way(json.loads(analysed.stdout)["instructions"])
+    assert set(ours) <= set(measured)
+    for name, by_offset in ours.items():
+        base = aligned(set(by_offset), set(measured[name]))
+        model = {offset: round(n_way, 3) for offset, n_way in by_offset.items()}
+        assert model == {offset: round(measured[name].get(base + offset, -1), 3) for offset in by_offset}, name
+
+
+def test_a_python_program_with_numba_cupy_and_triton_kernels_and_pytorch_loaded(tmp_path):
+    pytest.importorskip("numba.cuda")
+    pytest.importorskip("cupy")
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    done = memlens(
+        "banks", "--json", "--out", str(tmp_path), "--", sys.executable, str(PROGRAMS / "bank_python_app.py")
+    )
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(done.stdout)["instructions"]
+    names = {e["kernel"] for e in entries}
+    assert any("numba_column_read" in n for n in names), names
+    assert any("cupy_column_read" in n for n in names), names
+    assert any("triton_matmul" in n for n in names), names
+    for prefix in ("numba_column_read", "cupy_column_read"):
+        worst = max((e for e in entries if prefix in e["kernel"]), key=lambda e: e["n_way"])
+        assert worst["n_way"] == 32 and worst["fix"]["kind"] == "pad", worst
+
+
+SUITE_PROGRAM = ["-m", "memlens.collect.profiled_program", "--suite", str(REPO / "kernels"), "--small"]
+
+
+def test_every_conflicting_instruction_of_the_built_in_suite_has_its_picture_and_a_proved_fix(tmp_path):
+    events = tmp_path / "events.jsonl"
+    done = memlens(
+        "banks", "--json", "--out", str(tmp_path), "--", sys.executable, *SUITE_PROGRAM, "--events", str(events)
+    )
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(done.stdout)["instructions"]
+    conflicting = [e for e in entries if e["n_way"] > 1]
+    assert any(function(e["kernel"]).startswith("transpose_conflict") for e in conflicting), sorted(
+        {e["kernel"] for e in entries}
+    )
+    unfixed = [e for e in conflicting if e["access"] != "cp.async" and e["fix"]["kind"] == "none"]
+    assert unfixed == []
+    text = memlens("banks", str(next(tmp_path.glob("*/banks.json"))))
+    assert text.returncode == 0 and "  wf  1   " in text.stdout
+
+
+def test_the_suites_bank_model_n_way_is_ncus_per_instruction(tmp_path):
+    events = tmp_path / "events.jsonl"
+    done = memlens("banks", "--json", "--out", str(tmp_path / "banks"), "--", sys.executable, *SUITE_PROGRAM,
+                   "--events", str(events))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    profiled = memlens(
+        "profile", str(REPO / "kernels"), "--small", "--out", str(tmp_path / "runs"), "--clock-control", CLOCK
+    )
+    assert profiled.returncode == 0, profiled.stderr
+    measured: dict[str, dict[int, float]] = {}
+    for kernel in read_report((tmp_path / "runs" / "latest").resolve() / "results.json").kernels:
+        for record in kernel.instructions:
+            if record.wavefronts and record.ideal:
+                measured.setdefault(function(kernel.kernel), {})[record.pc] = record.wavefronts / record.ideal
+    ours = every_n_way(json.loads(done.stdout)["instructions"])
+    both = sorted(set(ours) & set(measured))
+    assert len(both) >= len(measured) // 2, (
+        f"kernels named alike: {both}; ncu's {sorted(measured)}; ours {sorted(ours)}"
+    )
+    for name in both:
+        base = aligned(set(ours[name]), set(measured[name]))
+        model = {offset: round(n_way, 3) for offset, n_way in ours[name].items() if base + offset in measured[name]}
+        assert model == {offset: round(measured[name][base + offset], 3) for offset in model}, name

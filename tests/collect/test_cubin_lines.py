@@ -1,0 +1,74 @@
+"""Each recorded instruction's source line (collect/cubin_lines.py): nvdisasm -g -gi on a cubin of
+tests/fixtures/programs/bank_probe.cu compiled here (nvcc and the nvidia-cuda-nvdisasm wheel of the test
+extra; skipped, saying so, where either is missing), and banks.json's file and line from it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memlens.collect import bank_trace as bt
+from memlens.collect.cubin_lines import cubin_lines, find_nvdisasm, parse_lines
+
+PROBE = Path(__file__).parents[1] / "fixtures" / "programs" / "bank_probe.cu"
+
+
+def source_line(text: str) -> int:
+    return next(n for n, line in enumerate(PROBE.read_text().splitlines(), 1) if text in line)
+
+
+@pytest.fixture(scope="module")
+def probe_cubin(tmp_path_factory) -> tuple[Path, str]:
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)
+    nvdisasm = find_nvdisasm()
+    if nvcc is None or nvdisasm is None:
+        pytest.skip(f"needs nvcc ({nvcc}) and nvdisasm ({nvdisasm}): pip install nvidia-cuda-nvdisasm")
+    cubin = tmp_path_factory.mktemp("cubin") / "bank_probe.cubin"
+    subprocess.run([nvcc, "-lineinfo", "-arch=sm_90", "-cubin", "-o", str(cubin), str(PROBE)], check=True)
+    return cubin, nvdisasm
+
+
+def offsets_of(cubin: Path, nvdisasm: str, function: str, opcode: str) -> list[int]:
+    listing = subprocess.run([nvdisasm, "-g", str(cubin)], capture_output=True, text=True, check=True).stdout
+    section = listing.split(f".text.{function}:", 1)[1].split(".section", 1)[0]
+    return [int(row.split("*/")[0].split("/*")[1], 16) for row in section.splitlines() if f" {opcode}" in row]
+
+
+def test_an_inlined_atomic_is_placed_on_the_users_line_not_the_headers(probe_cubin):
+    cubin, nvdisasm = probe_cubin
+    lines = cubin_lines(cubin, nvdisasm)
+    (atomic,) = offsets_of(cubin, nvdisasm, "_Z13atomics_4_wayPj", "ATOMS")
+    file, line = lines[("_Z13atomics_4_wayPj", atomic)]
+    assert (Path(file).name, line) == ("bank_probe.cu", source_line("atomicAdd(&hist[32 * (LANE % 4)], 1u);"))
+
+
+def test_the_column_read_is_on_its_line(probe_cubin):
+    cubin, nvdisasm = probe_cubin
+    lines = cubin_lines(cubin, nvdisasm)
+    loads = offsets_of(cubin, nvdisasm, "_Z17column_read_32x32Pf", "LDS")
+    assert {lines[("_Z17column_read_32x32Pf", pc)][1] for pc in loads} == {
+        source_line("out[blockIdx.x * 32 + LANE] = tile[LANE][3];")
+    }
+    assert lines[("_Z17column_read_32x32Pf", 0)][1] == source_line("__global__ void column_read_32x32(float* out) {")
+
+
+def test_a_binary_nvdisasm_cannot_read_gives_no_lines(tmp_path, probe_cubin):
+    _, nvdisasm = probe_cubin
+    (tmp_path / "junk.cubin").write_bytes(b"not an elf")
+    assert cubin_lines(tmp_path / "junk.cubin", nvdisasm) == {}
+    assert parse_lines("") == {}
+
+
+def test_banks_json_names_each_instructions_line_from_its_launchs_cubin():
+    offsets = [1024 + 128 * lane for lane in range(32)]
+    record = {"pc_offset": 0x290, "kind": bt.SHARED, "size": 4, "flags": 3, "block": [0, 0, 0], "warp": 0,
+              "offsets": offsets}  # fmt: skip
+    events = [{"event": "launch", "kernel": "_Z1kv", "cubin": "module.7.0.cubin", "records": [record]},
+              {"event": "launch", "kernel": "_Z1jv", "cubin": "module.7.1.cubin", "records": [record]}]  # fmt: skip
+    lines = {("module.7.0.cubin", "_Z1kv", 0x290): ("/src/probe.cu", 65)}
+    first, second = bt.banks_from_traces(events, 4, lines=lines).instructions
+    assert (first.file, first.line, first.location) == ("/src/probe.cu", 65, "/src/probe.cu:65")
+    assert (second.file, second.line) == (None, None)
