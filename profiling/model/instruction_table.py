@@ -288,6 +288,17 @@ class KindTotals:
         return self.sectors / self.sectors_ideal if self.sectors is not None and self.sectors_ideal else None
 
 
+def with_kind_totals(raw: dict[str, float | None], records: tuple[InstructionRecord, ...]) -> dict[str, float | None]:
+    """`raw` with each kind of shared access's wavefronts and ideal (KIND_KEYS), summed from the kernel's
+    instructions where a results.json written before memlens kept them has the instructions and the exact
+    pass's figures but not these."""
+    if raw.get(SHARED_KEYS[Side.LD].wavefronts) is None or not records:
+        return raw
+    if any(raw.get(keys.wavefronts) is not None for keys in KIND_KEYS.values()):
+        return raw
+    return {**raw, **shared_kind_totals(records)}
+
+
 def kind_totals(records: Sequence[InstructionRecord]) -> tuple[KindTotals, ...]:
     """The records by kind, in address order of each kind's first instruction; instructions that never
     ran and touched nothing (ptxas's `@!PT LDS RZ, [RZ]` beside a cp.async) are left out. A cp.async is

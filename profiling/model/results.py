@@ -17,9 +17,8 @@ from typing import Any
 from memlens.errors import ConfigError, InputError, SetupError
 from memlens.io.files import read_json
 from memlens.io.safe_text import neutral
-from memlens.model.catalogue import CATALOGUE, KIND_KEYS, RETIRED_KEYS, SHARED_KEYS, derive_all
-from memlens.model.instruction_kinds import Side
-from memlens.model.instruction_table import InstructionRecord, shared_kind_totals
+from memlens.model.catalogue import CATALOGUE, RETIRED_KEYS, derive_all
+from memlens.model.instruction_table import InstructionRecord, with_kind_totals
 from memlens.model.json_kinds import WANT_RESULTS, wrong_kind
 from memlens.model.json_types import describe_type, fits
 from memlens.model.kernel_names import kernel_label
@@ -485,21 +484,10 @@ def _kernel_from_json(data: Any, where: str = "kernel") -> KernelResult:
     unknown = set(raw) - set(CATALOGUE)
     if unknown:
         raise ValueError(f"{where}: unknown metric keys {sorted(unknown)}")
-    fields["raw"] = _with_kind_figures({k: (None if v is None else float(v)) for k, v in raw.items()},
+    fields["raw"] = with_kind_totals({k: (None if v is None else float(v)) for k, v in raw.items()},
                                        fields["instructions"])  # fmt: skip
     fields["missing"] = {k: printable(v) for k, v in fields.get("missing", {}).items()}
     return KernelResult(**fields)
-
-
-def _with_kind_figures(raw: dict[str, float | None], records: tuple[InstructionRecord, ...]) -> dict[str, float | None]:
-    """`raw` with each kind of shared access's wavefronts and ideal (KIND_KEYS), summed from the kernel's
-    instructions where a results.json written before memlens kept them has the instructions and the exact
-    pass's figures but not these."""
-    if raw.get(SHARED_KEYS[Side.LD].wavefronts) is None or not records:
-        return raw
-    if any(raw.get(keys.wavefronts) is not None for keys in KIND_KEYS.values()):
-        return raw
-    return {**raw, **shared_kind_totals(records)}
 
 
 def load_results(path: Path) -> RunResults:
