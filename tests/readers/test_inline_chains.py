@@ -20,6 +20,7 @@ from memlens.readers import inline_chains, read_report, read_with_instructions
 from memlens.readers.inline_chains import InlineCallers, parse_nvdisasm, user_frame
 from memlens.readers.ncu_instructions import InstructionReader
 from memlens.readers.report_binaries import Cubin
+from tests.support.packed import unpacked
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GPUS = ("nvidia_h100_80gb_hbm3", "nvidia_h200")
@@ -299,6 +300,9 @@ PROBE_LINES = {
 
 def inline_recording(gpu: str, name: str) -> Path:
     path = FIXTURES / gpu / "inline" / name
+    packed = path.with_name(f"{name}.xz")  # a report with a Triton module: xz-compressed
+    if packed.is_file():
+        return unpacked(packed)
     if not path.is_file():
         pytest.skip(f"no GPU recording {path} yet: run tests/fixtures/record_inline.sh on the GPU machine")
     return path
@@ -323,9 +327,10 @@ def test_the_layer_norms_binary_records_no_inline_chain_and_lines_says_so(gpu, c
     """Triton 3.6 (as its attention kernel above): standard.py's lines with no "inlined at" in the binary, so
     the two tl.sum's instructions are on the nearest line, and `memlens lines` says so once, and why."""
     path = inline_recording(gpu, "triton_layernorm.ncu-rep")
-    texts = sorted(path.parent.glob("triton_layernorm.*.nvdisasm.txt"))
+    texts = sorted((FIXTURES / gpu / "inline").glob("triton_layernorm.*.nvdisasm.txt"))
     assert len(texts) == 1 and "standard.py" in texts[0].read_text() and "inlined at" not in texts[0].read_text()
-    (kernel,) = read_report(path, instructions=True).kernels
+    # the app checks the kernel against PyTorch's layer norm, which the recording's `regex:layer_norm` took too
+    (kernel,) = [k for k in read_report(path, instructions=True).kernels if k.kernel == "layer_norm_forward"]
     inlined = [r for r in kernel.instructions if r.inlined_from]
     assert inlined and {r.placed_by for r in inlined} == {Placement.NO_CHAIN}
     assert {Path(r.inlined_from or "").name.partition(":")[0] for r in inlined} == {"standard.py"}
