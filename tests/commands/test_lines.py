@@ -13,8 +13,11 @@ from memlens.model.results import KernelResult
 from memlens.model.source_lines import SourceMap, roll_up
 from memlens.output.findings import LinesFindings, findings
 from tests.conftest import FIXTURES
+from tests.support.packed import unpacked
 
-TORCH = FIXTURES / "nvidia_h100_80gb_hbm3" / "programs" / "torch_triton.ncu-rep"  # no line info, cuBLAS and ATen
+TORCH = unpacked(
+    FIXTURES / "nvidia_h100_80gb_hbm3" / "programs" / "torch_triton.ncu-rep.xz"
+)  # no line info, cuBLAS and ATen
 CUBLAS_ADVICE = (
     "cuBLAS's kernel: its code is not yours; what you control is the call -- shapes, dtype, layout, batching"
 )

@@ -13,6 +13,7 @@ from memlens.model.libraries import CUBLAS, library_of, qualified_name
 from memlens.model.results import KernelResult, RunResults, load_results
 from memlens.readers import read_lines, read_report
 from tests.conftest import FIXTURES
+from tests.support.packed import unpacked
 
 H100_PROGRAMS = FIXTURES / "nvidia_h100_80gb_hbm3" / "programs"
 H200_PROGRAMS = FIXTURES / "nvidia_h200" / "programs"
@@ -173,7 +174,7 @@ def test_a_kernel_result_knows_its_library_from_its_instructions():
 def test_the_kernels_of_a_pytorch_program_are_named_on_its_report():
     """torch_triton (H100, record_programs.sh): cuBLAS's nvjet GEMM, ATen's softmax and elementwise
     kernels, and two Triton kernels of the program's own."""
-    results = read_lines(str(H100_PROGRAMS / "torch_triton.ncu-rep"))
+    results = read_lines(str(unpacked(H100_PROGRAMS / "torch_triton.ncu-rep.xz")))
     found = {k.label: k.library.name if k.library else None for k in results.kernels}
     assert found == {
         "torchapp@triton_add": None,

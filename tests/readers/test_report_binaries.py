@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memlens.readers.report_binaries import EM_CUDA, parse_cubin, report_cubins
+from tests.support.packed import unpacked
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KINDS = FIXTURES / "nvidia_h200" / "kinds"
@@ -33,7 +34,7 @@ def test_the_probes_one_module_with_its_twelve_kernels(name):
 
 def test_a_python_programs_modules():
     """Triton's add kernel (line info), then modules of PyTorch and cuBLAS (none)."""
-    cubins = report_cubins(FIXTURES / "nvidia_h100_80gb_hbm3" / "programs" / "torch_triton.ncu-rep")
+    cubins = report_cubins(unpacked(FIXTURES / "nvidia_h100_80gb_hbm3" / "programs" / "torch_triton.ncu-rep.xz"))
     assert [len(c.image) for c in cubins] == [6_936, 20_907, 6_157_440, 5_055_952, 5_727_264]
     assert [c.line_info for c in cubins] == [True, False, False, False, False]
     assert list(cubins[0].functions) == ["add_kernel"]
