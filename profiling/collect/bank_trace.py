@@ -419,7 +419,8 @@ def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | 
     folder = run_dir / BANK_TRACE
     folder.mkdir()
     env = trace_environment(library, patch, folder, warps, sanitizer=sanitizer.root, every=every)
-    code = run_watched(list(program), timeout=None, env=env)
+    # the program's own output on memlens's stderr: memlens's stdout is its analysis (`--json` stays JSON)
+    code = run_watched(list(program), timeout=None, env=env, stdout=sys.stderr.fileno())
     events = read_trace_lines(folder)
     mangled = sorted({str(e.get("kernel")) for e in events if e.get("event") == "launch"})
     banks = banks_from_traces(events, warps, gpu, pattern, demangle(mangled), source_lines(folder, events))

@@ -136,8 +136,9 @@ class LaunchSampling:
         which = "one launch" if self.per_kernel == 1 else f"{self.per_kernel} launches"
         after = f" after {self.warm_up} warm-up launch{'es' if self.warm_up != 1 else ''}" if self.warm_up else ""
         return (
-            f"{which} of each distinct kernel (function, grid, block, shared memory){after} profiled "
-            f"(--launches {self.mode}; --launches all profiles every launch)"
+            f"{which} of each distinct kernel (function, grid, block, shared memory){after} profiled, in the "
+            f"first range it ran in (--launches {self.mode}; --each-range profiles it in each named range; "
+            "--launches all profiles every launch)"
         )
 
 

@@ -117,19 +117,19 @@ def start_command(argv: Sequence[str], *, env: Mapping[str, str], output: Path) 
 
 def run_watched(
     argv: Sequence[str], *, timeout: float | None, poll: Callable[[], None] | None = None,
-    env: Mapping[str, str] | None = None, stderr: int | None = None,
+    env: Mapping[str, str] | None = None, stderr: int | None = None, stdout: int | None = None,
 ) -> int:  # fmt: skip
     """Run `argv` in a session of its own, calling `poll` every 0.2 s while it runs, and return its exit
     code. A Ctrl-C at the terminal reaches memlens alone, which then ends the whole group (end_group:
     SIGINT first, so ncu writes what it has); so do the timeout (CommandTimeout), SIGTERM (a CI job
     cancelled, taken as Ctrl-C meanwhile) and anything `poll` raises. Once it exits, what it left
-    running in its group ends too. `stderr`: a file descriptor (default: this process's).
+    running in its group ends too. `stderr`, `stdout`: file descriptors (default: this process's).
     CommandFailed where it cannot start."""
     argv = tuple(str(a) for a in argv)
     log.info("running %s", command_line(argv))
     started = time.monotonic()
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
                                    preexec_fn=_default_sigint(), env=None if env is None else dict(env))  # fmt: skip
     except OSError as exc:
         raise CommandFailed(f"cannot start {argv[0]}: {exc.strerror or exc}", argv) from None

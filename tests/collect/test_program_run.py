@@ -289,7 +289,8 @@ def test_metrics_and_report_say_one_profiled_of_how_many(fake_ncu, tmp_path, cap
     assert main(["metrics", str(run)]) == 0
     out = capsys.readouterr().out
     assert ("launches: one launch of each distinct kernel (function, grid, block, shared memory) after 1 warm-up "
-            "launch profiled (--launches first; --launches all profiles every launch)") in out  # fmt: skip
+            "launch profiled, in the first range it ran in (--launches first; --each-range profiles it in each "
+            "named range; --launches all profiles every launch)") in " ".join(out.split())  # fmt: skip
     assert "  1 profiled of the 50 runs of its range: transpose/conflict\n" in out  # labels, as in the table
     assert "  1 profiled of the 1 run of its range: transpose/padded\n" in out
     assert "how many launches each profiled one stands for: unknown" in out  # the kernels of other ranges

@@ -231,3 +231,30 @@ def test_older_recordings_without_tensor_counters_place_as_before() -> None:
     assert where is not None and where.roof is None and where.precision == "fp32"
     assert naive.value("tensor_flops") is None and naive.value("total_flops") is None
     assert naive.value("arithmetic_intensity") == pytest.approx(naive.value("flops") / naive.value("dram_bytes"))  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("gpu", ["nvidia_h200", "nvidia_h100_80gb_hbm3"])
+@pytest.mark.parametrize("name", ["tensor_full", "tensor_roofline"])
+def test_each_tensor_kernel_is_at_the_share_ncus_own_section_records(gpu: str, name: str) -> None:
+    """On both GPU models, the share of its roof each tensor-core kernel reaches equals the section's own
+    `<path>.sum.pct_of_peak_sustained_elapsed`, read here from the report beside memlens's reader."""
+    import ncu_report
+
+    path = unpacked(TENSOR.parent.parent / gpu / "tensor" / f"{name}.ncu-rep.xz")
+    results = read_report(path)
+    ceilings = ceilings_of(results)
+    report = ncu_report.load_report(str(path))
+    actions = [report.range_by_idx(0).action_by_idx(i) for i in range(report.range_by_idx(0).num_actions())]
+    checked = 0
+    for kernel in results.kernels:
+        where = bound(kernel, ceilings)
+        if where is None or where.roof is None:
+            continue
+        (action,) = [a for a in actions if a.name() in kernel.kernel and a["gpu__time_duration.sum"].as_double()
+                     == kernel.value("duration")]  # fmt: skip
+        counter = where.roof.path.sparse if where.roof.sparse else where.roof.path.dense
+        assert where.pct_of_limit == pytest.approx(action[f"{counter}.sum.pct_of_peak_sustained_elapsed"].as_double(),
+                                                   abs=0.01), kernel.label  # fmt: skip
+        assert where.work == ON_PAPER[kernel.label][1], kernel.label
+        checked += 1
+    assert checked == len(ON_PAPER)

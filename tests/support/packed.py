@@ -3,6 +3,7 @@ report), unpacked once per test session into a temporary folder."""
 
 from __future__ import annotations
 
+import hashlib
 import lzma
 import shutil
 import tempfile
@@ -13,7 +14,8 @@ _UNPACKED = Path(tempfile.mkdtemp(prefix="memlens-fixtures-"))
 
 def unpacked(packed: Path) -> Path:
     """The report `packed` (`NAME.ncu-rep.xz`) unpacked as `NAME.ncu-rep`, the same bytes as recorded."""
-    target = _UNPACKED / packed.parent.name / packed.name.removesuffix(".xz")
+    folder = hashlib.sha1(str(packed.resolve().parent).encode()).hexdigest()[:12]  # one folder per recorded folder
+    target = _UNPACKED / folder / packed.name.removesuffix(".xz")
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".partial")
