@@ -401,6 +401,14 @@ def trace_environment(library: Path, patch: Path, folder: Path, warps: int, base
     return env
 
 
+def _stderr_fd() -> int:
+    """memlens's stderr as a file descriptor (the process's fd 2 where sys.stderr has none, as under a capture)."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, ValueError, OSError):
+        return 2
+
+
 def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | None = None,
                   run_dir: Path | None = None, every: bool = True) -> Path:  # fmt: skip
     """Run `program` under the trace; the path of the banks.json written into `run_dir` (`memlens profile
@@ -420,7 +428,7 @@ def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | 
     folder.mkdir()
     env = trace_environment(library, patch, folder, warps, sanitizer=sanitizer.root, every=every)
     # the program's own output on memlens's stderr: memlens's stdout is its analysis (`--json` stays JSON)
-    code = run_watched(list(program), timeout=None, env=env, stdout=sys.stderr.fileno())
+    code = run_watched(list(program), timeout=None, env=env, stdout=_stderr_fd())
     events = read_trace_lines(folder)
     mangled = sorted({str(e.get("kernel")) for e in events if e.get("event") == "launch"})
     banks = banks_from_traces(events, warps, gpu, pattern, demangle(mangled), source_lines(folder, events))
