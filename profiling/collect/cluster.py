@@ -39,7 +39,7 @@ import orjson
 from memlens.collect.claims import release, taken_by
 from memlens.collect.cluster_worker import SameHost
 from memlens.collect.gpus import Gpu, list_gpus
-from memlens.collect.job_runner import Attempt, ClusterJobs, SchedulerGone, elsewhere, stop_tasks, what_happened  # noqa: F401 - bench/cluster.py's, until it runs on ClusterJobs
+from memlens.collect.job_runner import Attempt, ClusterJobs, SchedulerGone
 from memlens.collect.job_runner import distributed as _distributed
 from memlens.collect.ncu import find_ncu
 from memlens.collect.profile_run import ProfileOptions
