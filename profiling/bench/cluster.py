@@ -5,7 +5,8 @@ The worker runs the share's `memlens bench` child on its GPU (bench/cluster_work
 back its bench.json, output and exit code; the run directory gets them as `bench.job<n>.json` and
 `bench.job<n>.log` (new files, never written over) and one merged bench.json, as bench --gpus makes.
 
-Faults: a share whose worker dies is submitted once more, to another worker where there is one; should
+The shares run as collect/job_runner.ClusterJobs runs profile --cluster's jobs (BenchJobs). Faults: a
+share whose worker dies is submitted once more, to another worker where there is one; should
 that die too, or the scheduler go away, its variants are failures saying so. Ctrl-C (or SIGTERM) sets
 the run's stop event, which ends the running children (waited for up to STOP_GRACE_S), cancels the
 rest and keeps only the shares that had come back whole.
@@ -13,35 +14,31 @@ rest and keeps only the shares that had come back whole.
 
 from __future__ import annotations
 
-import contextlib
-import time
-import uuid
-from collections.abc import Collection
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memlens.bench.cluster_worker import ShareShipped, run_share, stop_event_name
+from memlens.bench.cluster_worker import PREFIX, ShareShipped, run_share
 from memlens.bench.gpus import Part, failed_share, merge_parts, shares_of
 from memlens.bench.results import BenchFailure, BenchResults, load_bench
 from memlens.bench.timing import BenchOptions, check_options
-from memlens.collect.cluster import connect, elsewhere, gpu_slots, stop_tasks, what_happened
+from memlens.collect.cluster import connect, gpu_slots
+from memlens.collect.job_runner import Attempt, ClusterJobs
 from memlens.collect.run_dir import new_run_dir, now
 from memlens.errors import OutputError
 from memlens.io.files import write_new_bytes
-from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
 from memlens.suite import Variant, select_variants
 
 STOP_GRACE_S = 15.0  # after Ctrl-C, for the running children to be ended
-POLL_S = 0.2
 
 
-@dataclass
-class _Share:
+@dataclass(frozen=True)
+class Share:
+    """One job of the run: a share of the variants."""
+
     number: int
     variants: list[Variant]
-    attempt: int = 0  # 0, then 1 for the retry
-    history: list[str] = field(default_factory=list)
 
 
 def bench_on_cluster(options: BenchOptions, address: str) -> tuple[Path, BenchResults]:
@@ -54,10 +51,10 @@ def bench_on_cluster(options: BenchOptions, address: str) -> tuple[Path, BenchRe
         _refuse_existing(options.into)
     with connect(address) as client:
         count = gpu_slots(client)
-        shares = [_Share(n, s) for n, s in enumerate(s for s in shares_of(selection, options.small, count) if s)]
+        shares = [Share(n, s) for n, s in enumerate(s for s in shares_of(selection, options.small, count) if s)]
         run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
         started = now()
-        parts = _run(client, options, shares, run_dir)
+        parts = BenchJobs(client, options, run_dir, len(shares)).run(shares)
     return run_dir, merge_parts(options, selection, parts, run_dir, started)
 
 
@@ -72,55 +69,34 @@ def _refuse_existing(run_dir: Path) -> None:
         raise OutputError(f"{earlier[0]}: exists (from an earlier bench --cluster); bench into another run")
 
 
-def _run(client: Any, options: BenchOptions, shares: list[_Share], run_dir: Path) -> list[Part]:
-    run_id = uuid.uuid4().hex[:12]
-    pending = {_submit(client, options, run_id, share): share for share in shares}
-    parts: dict[int, Part] = {}
-    try:
-        with sigterm_as_interrupt():
-            while pending:
-                done = [future for future in pending if future.done()]
-                for future in done:
-                    _take(client, future, pending.pop(future), pending, parts, options, run_id, run_dir)
-                if not done:
-                    time.sleep(POLL_S)
-    except KeyboardInterrupt:
-        _stop(client, run_id, pending)
-        raise KeyboardInterrupt(f"{len(parts)} of {len(shares)} shares had finished (their bench.job files are in "
-                                f"{run_dir}); no bench.json written") from None  # fmt: skip
-    except BaseException:  # a share's files could not be written: the others stopped too
-        _stop(client, run_id, pending)
-        raise
-    return [parts[share.number] for share in shares]
+class BenchJobs(ClusterJobs[Share, Part]):
+    """A bench run's shares on the cluster: each runs cluster_worker.run_share, its files written into the
+    run directory as it comes back; Ctrl-C keeps none (no bench.json is written)."""
+
+    PREFIX, STOP_GRACE_S = PREFIX, STOP_GRACE_S  # the module's
+
+    def __init__(self, client: Any, options: BenchOptions, run_dir: Path, count: int) -> None:
+        super().__init__(client)
+        self.options, self.run_dir, self.count = options, run_dir, count
+
+    def task(self, attempt: Attempt[Share]) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return run_share, (self.options, [v.label for v in attempt.job.variants], self.run_id)
+
+    def came_back(self, attempt: Attempt[Share], shipped: Any) -> Part:
+        return _part(shipped, attempt.job, self.run_dir)
+
+    def failed(self, attempt: Attempt[Share]) -> Part:
+        share = attempt.job
+        message = f"job {share.number} failed: {'; '.join(attempt.history)}"
+        return [BenchFailure(v.family.name, v.name, "failed", message) for v in share.variants]
+
+    def interrupted(self) -> BaseException:
+        self.stop()
+        return KeyboardInterrupt(f"{len(self.outcomes)} of {self.count} shares had finished (their bench.job files "
+                                 f"are in {self.run_dir}); no bench.json written")  # fmt: skip
 
 
-def _submit(client: Any, options: BenchOptions, run_id: str, share: _Share, avoid: str | None = None) -> Any:
-    key = f"memlens-bench-{run_id}-job{share.number}-try{share.attempt}"
-    labels = [v.label for v in share.variants]
-    return client.submit(run_share, options, labels, run_id, key=key, resources={"GPU": 1}, pure=False,
-                         **elsewhere(client, avoid))  # fmt: skip
-
-
-def _take(client: Any, future: Any, share: _Share, pending: dict, parts: dict, options: BenchOptions,
-          run_id: str, run_dir: Path) -> None:  # fmt: skip
-    """A share that came back: its files written and its part kept; a dead worker's share retried once."""
-    if future.status == "finished":
-        parts[share.number] = _part(future.result(), share, run_dir)
-        return
-    if future.status != "error":  # cancelled or lost: the scheduler went away
-        share.history.append(f"attempt {share.attempt + 1}: the scheduler went away")
-    else:
-        killed, worker, what = what_happened(future.exception())
-        share.history.append(f"attempt {share.attempt + 1}: {what}")
-        if killed and share.attempt == 0:
-            share.attempt = 1
-            pending[_submit(client, options, run_id, share, avoid=worker)] = share
-            return
-    message = f"job {share.number} failed: {'; '.join(share.history)}"
-    parts[share.number] = [BenchFailure(v.family.name, v.name, "failed", message) for v in share.variants]
-
-
-def _part(shipped: ShareShipped, share: _Share, run_dir: Path) -> Part:
+def _part(shipped: ShareShipped, share: Share, run_dir: Path) -> Part:
     """One share's bench results (its bench.json kept as bench.job<n>.json), or, where it wrote none,
     a failure for each of its variants naming where it ran and its log."""
     bench, log = _files(run_dir, share.number)
@@ -136,10 +112,3 @@ def _write_new(path: Path, text: str) -> None:
         write_new_bytes(path, text.encode("utf-8"))
     except OSError as exc:
         raise OutputError(f"{path}: cannot write it ({exc.strerror or exc})") from None
-
-
-def _stop(client: Any, run_id: str, pending: Collection[Any]) -> None:
-    """Ctrl-C: end the running children (within STOP_GRACE_S), cancel every share not back."""
-    with hold_interrupts(), contextlib.suppress(Exception):
-        stop_tasks(client, stop_event_name(run_id), pending, STOP_GRACE_S)
-        client.cancel(list(pending), force=True)

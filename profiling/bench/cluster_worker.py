@@ -13,23 +13,22 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from subprocess import Popen
 
 from memlens.bench.gpus import child_argv
 from memlens.bench.timing import BenchOptions
 from memlens.collect.cluster_worker import worker_gpu
 from memlens.collect.gpus import Gpu, list_gpus
+from memlens.collect.job_runner import stop_event, stop_event_name, wait_child
 from memlens.collect.scheduler import host_name
 from memlens.errors import MemlensError
-from memlens.io.processes import end_group, start_command
+from memlens.io.processes import start_command
 from memlens.model.run_layout import BENCH
 from memlens.suite import select_variants
 
-STOP_POLL_S = 0.5
+PREFIX = "memlens-bench"  # the names of a bench run's tasks and stop event (collect/job_runner.py)
 
 
 @dataclass(frozen=True)
@@ -49,14 +48,11 @@ class ShareShipped:
         return f"{self.gpu} on {self.host}" if self.gpu is not None else f"a worker on {self.host}"
 
 
-def stop_event_name(run_id: str) -> str:
-    return f"memlens-bench-stop-{run_id}"
-
-
 def run_share(options: BenchOptions, labels: Sequence[str], run_id: str) -> ShareShipped:
     """Bench the variants `labels` names on this worker's GPU (see the module's notes)."""
     host, gpu = host_name() or "an unnamed host", None
     scratch = Path(tempfile.mkdtemp(prefix="memlens-bench-share-"))
+    stop = stop_event(stop_event_name(PREFIX, run_id))
     try:
         gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), list_gpus(f"a cluster worker on {host}"))
         selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
@@ -65,7 +61,7 @@ def run_share(options: BenchOptions, labels: Sequence[str], run_id: str) -> Shar
         argv = child_argv(options, selection.suite.path, share, scratch / "out")
         log = scratch / "bench.log"
         process = start_command(argv, env=gpu.environment(), output=log)
-        _wait(process, run_id)
+        wait_child(process, stop)
         written = sorted((scratch / "out").glob(f"*/{BENCH}"))
         bench = written[0].read_text(encoding="utf-8") if written else None
         output = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
@@ -73,19 +69,5 @@ def run_share(options: BenchOptions, labels: Sequence[str], run_id: str) -> Shar
     except MemlensError as exc:  # before the child started: the worker's setup (no GPU, no suite)
         return ShareShipped(host, gpu, None, f"memlens: error: {exc}\n", None)
     finally:
+        stop.set()  # ends its poller
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _wait(process: Popen[bytes], run_id: str) -> None:
-    """Wait for the child; end it (and its group) once the run's stop event is set, or on any error."""
-    from distributed import Event, get_client
-
-    stop = Event(stop_event_name(run_id), client=get_client())
-    try:
-        while process.poll() is None:
-            if stop.is_set():
-                break
-            time.sleep(STOP_POLL_S)
-    finally:
-        if process.poll() is None:
-            end_group(process)

@@ -9,24 +9,25 @@ this process on that GPU."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import shutil
 import sys
 import tempfile
-import time
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from subprocess import Popen
 
 from memlens.bench.results import BenchFailure, BenchResults, load_bench
 from memlens.bench.timing import BenchOptions, bench, check_options
 from memlens.collect.gpus import Gpu
+from memlens.collect.job_runner import POLL_S, run_at_once, wait_child
 from memlens.collect.run_dir import machine_of, new_run_dir, now, take_provenance
 from memlens.collect.several_gpus import expected_costs, sizes_for, split
 from memlens.errors import ProfilerError
 from memlens.io.files import write_json_output, write_output
-from memlens.io.processes import end_group, hold_interrupts, sigterm_as_interrupt, start_command
+from memlens.io.processes import start_command
 from memlens.model.nvtx_names import labels_pattern
 from memlens.model.run_layout import BENCH
 from memlens.suite import Selection, Variant, select_variants
@@ -97,26 +98,26 @@ def child_argv(options: BenchOptions, suite: Path, share: Sequence[Variant], out
 
 def _run_children(
     options: BenchOptions, suite: Path, plan: list[tuple[Gpu, list[Variant]]], run_dir: Path, scratch: Path
-) -> list[int]:
+) -> list[int | None]:
     """Start one bench per GPU, wait for all; on Ctrl-C or SIGTERM end them all (their groups too)."""
-    processes: list[Popen[bytes]] = []
-    try:
-        with sigterm_as_interrupt():
-            for gpu, share in plan:
-                argv = child_argv(options, suite, share, scratch / f"gpu{gpu.index}")
-                log = run_dir / f"bench.gpu{gpu.index}.log"
-                processes.append(start_command(argv, env=gpu.environment(), output=log))
-            while any(process.poll() is None for process in processes):
-                time.sleep(0.2)
-    except BaseException:
-        with hold_interrupts():
-            for process in processes:
-                end_group(process)
-        raise
-    return [process.returncode for process in processes]
+    stop = threading.Event()
+    children = [
+        functools.partial(_run_child, options, suite, gpu, share, run_dir, scratch, stop) for gpu, share in plan
+    ]
+    returncodes = run_at_once(children, stop, "memlens-bench")
+    if stop.is_set():
+        raise KeyboardInterrupt
+    return returncodes
 
 
-def _part(gpu: Gpu, share: list[Variant], out: Path, run_dir: Path, returncode: int) -> Part:
+def _run_child(options: BenchOptions, suite: Path, gpu: Gpu, share: list[Variant], run_dir: Path, scratch: Path,
+               stop: threading.Event) -> int | None:  # fmt: skip
+    argv = child_argv(options, suite, share, scratch / f"gpu{gpu.index}")
+    process = start_command(argv, env=gpu.environment(), output=run_dir / f"bench.gpu{gpu.index}.log")
+    return wait_child(process, stop, POLL_S)
+
+
+def _part(gpu: Gpu, share: list[Variant], out: Path, run_dir: Path, returncode: int | None) -> Part:
     """One GPU's bench results (its bench.json kept as bench.gpu<i>.json), or, where it wrote none,
     a failure for each of its variants naming the GPU and its log."""
     written = sorted(out.glob(f"*/{BENCH}"))

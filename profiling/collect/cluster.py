@@ -30,9 +30,7 @@ import multiprocessing
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +39,8 @@ import orjson
 from memlens.collect.claims import release, taken_by
 from memlens.collect.cluster_worker import SameHost
 from memlens.collect.gpus import Gpu, list_gpus
+from memlens.collect.job_runner import Attempt, ClusterJobs, SchedulerGone
+from memlens.collect.job_runner import distributed as _distributed
 from memlens.collect.ncu import find_ncu
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.scheduler import (
@@ -54,9 +54,8 @@ from memlens.collect.scheduler import (
     select,
 )
 from memlens.collect.several_gpus import Part
-from memlens.errors import ConfigError, MemlensError, OutputError, ProfilerError, SetupError
+from memlens.errors import ConfigError, MemlensError, OutputError, ProfilerError
 from memlens.io.files import write_new_bytes, write_output
-from memlens.io.processes import sigterm_as_interrupt
 from memlens.model.results import RunInfo, RunResults, VariantOutcome
 from memlens.model.run_layout import ProfileFiles, profile_files
 
@@ -150,16 +149,6 @@ def _with_absolute_suite(options: ProfileOptions) -> ProfileOptions:
     return replace(options, suite=str(Path(options.suite).resolve()))
 
 
-def _distributed() -> Any:
-    try:
-        import distributed
-    except ImportError as exc:
-        raise SetupError(f'--cluster needs Dask distributed ({exc}): pip install "memlens[cluster]"') from None
-    for name in ("distributed", "tornado", "asyncio"):  # memlens says what went wrong in one line
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    return distributed
-
-
 @contextlib.contextmanager
 def connect(address: str, gpus: Sequence[Gpu] | None = None) -> Iterator[Any]:
     """A Dask client of the scheduler at `address`, or of a cluster of this host's GPUs (`local`: `gpus`,
@@ -245,19 +234,8 @@ def start_method() -> str:
     return "spawn" if cuda else "fork"
 
 
-class _SchedulerGone(Exception):  # noqa: N818 - a condition the backend handles, never raised further
-    """The client lost its scheduler: every future not yet back is cancelled."""
-
-
-@dataclass
-class _Attempt:
-    job: Job
-    number: int  # 0, then 1 for the retry
-    history: list[str]
-
-
 class DaskBackend:
-    """The scheduler interface on a Dask cluster (see the module's notes)."""
+    """The scheduler interface on a Dask cluster (see the module's notes): its jobs run by ProfileJobs."""
 
     def __init__(self, client: Any, same_host: SameHost | None = None) -> None:
         self.client, self.same_host = client, same_host  # same_host: a local cluster's (cluster_worker)
@@ -269,115 +247,75 @@ class DaskBackend:
         return self.same_host is not None  # --cluster local: the workers reach this host's folders
 
     def run(self, jobs: Sequence[Job], context: RunContext) -> list[Part]:
-        run_id = uuid.uuid4().hex[:12]
+        runner = ProfileJobs(self.client, context, self.same_host, len(jobs))
         if context.on_event is not None:
-            self.client.subscribe_topic(f"memlens-{run_id}", lambda event: context.on_event(event[1]))
-        pending = {self._submit(run_id, context, _Attempt(job, 0, [])): _Attempt(job, 0, []) for job in jobs}
-        parts: dict[int, Part] = {}
+            self.client.subscribe_topic(f"memlens-{runner.run_id}", lambda event: context.on_event(event[1]))
         try:
-            with sigterm_as_interrupt():
-                while pending:
-                    done = [future for future in pending if future.done()]
-                    if any(future.status == "cancelled" for future in done):
-                        raise _SchedulerGone
-                    for future in done:
-                        self._take(future, pending.pop(future), pending, parts, run_id, context)
-                    if not done:
-                        time.sleep(POLL_S)
-        except KeyboardInterrupt:
-            finished = len(parts)
-            self._stop(run_id, pending, parts, context)
-            stopped = f", {len(parts) - finished} stopped with what they had profiled" if len(parts) > finished else ""
-            raise BackendStopped(self._with_unfinished(parts, pending, "interrupted"),
-                                 KeyboardInterrupt(f"{finished} of {len(jobs)} jobs finished{stopped}; "
-                                                   f"partial results in {context.run_dir}")) from None  # fmt: skip
-        except _SchedulerGone:
-            error = ProfilerError(f"the scheduler went away: {len(parts)} of {len(jobs)} jobs finished; "
+            return runner.run(jobs)
+        except SchedulerGone:
+            error = ProfilerError(f"the scheduler went away: {len(runner.outcomes)} of {len(jobs)} jobs finished; "
                                   f"partial results in {context.run_dir}")  # fmt: skip
-            raise BackendStopped(self._with_unfinished(parts, pending, "the scheduler went away"), error) from None
-        return [parts[job.number] for job in jobs]
+            raise BackendStopped(runner.with_unfinished("the scheduler went away"), error) from None
 
-    def _submit(self, run_id: str, context: RunContext, attempt: _Attempt, avoid: str | None = None) -> Any:
+
+class ProfileJobs(ClusterJobs[Job, Part]):
+    """A profile run's jobs on the cluster: each runs cluster_worker.run_remote, its files written into the
+    run directory as it comes back; Ctrl-C keeps what the running jobs ship within STOP_GRACE_S."""
+
+    STOP_GRACE_S = STOP_GRACE_S
+
+    def __init__(self, client: Any, context: RunContext, same_host: SameHost | None, count: int) -> None:
+        super().__init__(client)
+        self.context, self.same_host, self.count = context, same_host, count
+
+    def task(self, attempt: Attempt[Job]) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         from memlens.collect.cluster_worker import run_remote
 
-        key = f"memlens-{run_id}-job{attempt.job.number}-try{attempt.number}"
-        return self.client.submit(run_remote, context.options, attempt.job, run_id, context.started,
-                                  str(context.run_dir), self.same_host, key=key, resources={"GPU": 1}, pure=False,
-                                  **elsewhere(self.client, avoid))  # fmt: skip
+        context = self.context
+        return run_remote, (context.options, attempt.job, self.run_id, context.started, str(context.run_dir),
+                            self.same_host)  # fmt: skip
 
-    def _take(self, future: Any, attempt: _Attempt, pending: dict, parts: dict, run_id: str,
-              context: RunContext) -> None:  # fmt: skip
-        """A job that came back: its files written and its part kept; a dead worker's job retried once."""
+    def came_back(self, attempt: Attempt[Job], shipped: Any) -> Part:
+        """A job that came back: its files written and its part kept."""
         job = attempt.job
-        if future.status == "finished":
-            shipped = future.result()
-            _write(profile_files(context.run_dir, job=job.number), shipped.files)
-            if shipped.results:
-                results = RunResults.from_json(orjson.loads(shipped.results), f"job {job.number}'s results")
-            else:  # the worker could not start the job (no GPU, no ncu, no suite)
-                results = _failed(job, shipped.error[1] if shipped.error else "no results")
-            parts[job.number] = Part(shipped.where.gpu, results, shipped.raised(), shipped.where.host)
-            return
-        killed, worker, what = what_happened(future.exception())
-        attempt.history.append(f"attempt {attempt.number + 1}: {what}")
-        if killed and attempt.number == 0:
-            if job.claims is not None:  # what it took died with its worker: for anyone to take again
-                release(Path(job.claims), job.tag)
-            retry = _Attempt(job, 1, attempt.history)
-            pending[self._submit(run_id, context, retry, avoid=worker)] = retry
-            return
-        log = context.run_dir / f"job{job.number}.failed.txt"
+        _write(profile_files(self.context.run_dir, job=job.number), shipped.files)
+        if shipped.results:
+            results = RunResults.from_json(orjson.loads(shipped.results), f"job {job.number}'s results")
+        else:  # the worker could not start the job (no GPU, no ncu, no suite)
+            results = _failed(job, shipped.error[1] if shipped.error else "no results")
+        return Part(shipped.where.gpu, results, shipped.raised(), shipped.where.host)
+
+    def retrying(self, attempt: Attempt[Job]) -> None:
+        job = attempt.job
+        if job.claims is not None:  # what it took died with its worker: for anyone to take again
+            release(Path(job.claims), job.tag)
+
+    def failed(self, attempt: Attempt[Job]) -> Part:
+        job = attempt.job
+        log = self.context.run_dir / f"job{job.number}.failed.txt"
         history = f"job {job.number}: {', '.join(_cases(job))}\n" + "\n".join(attempt.history) + "\n"
         write_output(log, history, record=True)
         message = f"job {job.number} failed: {attempt.history[-1]}; see {log.name}"
-        parts[job.number] = Part(None, _failed(job, message), ProfilerError(message))
+        return Part(None, _failed(job, message), ProfilerError(message))
 
-    def _stop(self, run_id: str, pending: dict, parts: dict, context: RunContext) -> None:
-        """Ctrl-C: stop the running jobs, keep what they ship within STOP_GRACE_S, cancel the rest."""
-        from memlens.io.processes import hold_interrupts
+    def gone(self, attempt: Attempt[Job]) -> Part:
+        raise SchedulerGone  # the run ends: this job and those not back are not run
 
-        with hold_interrupts(), contextlib.suppress(Exception):
-            running = stop_tasks(self.client, f"memlens-stop-{run_id}", pending, STOP_GRACE_S)
-            for future in [f for f in running if f.status == "finished"]:
-                self._take(future, pending.pop(future), {}, parts, run_id, context)
-            self.client.cancel(list(pending), force=True)
+    def abandon(self) -> None:
+        """A job's files that could not be written end the run as they are."""
 
-    @staticmethod
-    def _with_unfinished(parts: dict, pending: dict, why: str) -> list[Part]:
-        unfinished = [Part(None, _failed(a.job, f"not run: {why}", "not_run"), None) for a in pending.values()]
-        return [*parts.values(), *unfinished]
+    def interrupted(self) -> BaseException:
+        finished = len(self.outcomes)
+        self.stop(keep=True)
+        kept = len(self.outcomes) - finished
+        stopped = f", {kept} stopped with what they had profiled" if kept else ""
+        return BackendStopped(self.with_unfinished("interrupted"),
+                              KeyboardInterrupt(f"{finished} of {self.count} jobs finished{stopped}; "
+                                                f"partial results in {self.context.run_dir}"))  # fmt: skip
 
-
-# --- what both backends on Dask do (profile's here, bench's in bench/cluster.py) ---------------------
-
-
-def elsewhere(client: Any, avoid: str | None) -> dict[str, Any]:
-    """client.submit's placement for a task retried after its worker `avoid` died: any other worker
-    (any at all where there is none)."""
-    others = [w for w in client.scheduler_info(n_workers=-1)["workers"] if w != avoid]
-    return {"workers": others, "allow_other_workers": True} if avoid and others else {}
-
-
-def what_happened(exc: BaseException | None) -> tuple[bool, str | None, str]:
-    """Of a failed task: whether its worker died, that worker's address (where Dask knows it), and what
-    happened, in words."""
-    if isinstance(exc, _distributed().KilledWorker):
-        worker = getattr(getattr(exc, "last_worker", None), "address", None)
-        return True, worker, f"its worker {worker} died while running it"
-    return False, None, f"{type(exc).__name__}: {exc}"
-
-
-def stop_tasks(client: Any, event: str, pending: Collection[Any], grace: float) -> list[Any]:
-    """Ctrl-C: set the run's stop event `event` (its workers end their children), cancel the tasks not
-    started, and wait up to `grace` seconds for the running ones; those back."""
-    _distributed().Event(event, client=client).set()
-    started = {key for keys in client.processing().values() for key in keys}
-    running = [f for f in pending if f.key in started]
-    client.cancel([f for f in pending if f.key not in started], force=True)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and not all(f.done() for f in running):
-        time.sleep(POLL_S)
-    return running
+    def with_unfinished(self, why: str) -> list[Part]:
+        unfinished = [Part(None, _failed(a.job, f"not run: {why}", "not_run"), None) for a in self.pending.values()]
+        return [*self.outcomes.values(), *unfinished]
 
 
 def _write(files: ProfileFiles, shipped: dict[str, bytes]) -> None:

@@ -19,7 +19,6 @@ import functools
 import os
 import shutil
 import tempfile
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import orjson
 
 from memlens.collect.gpus import Gpu, list_gpus
+from memlens.collect.job_runner import ClusterJobs, stop_event, stop_event_name
 from memlens.collect.ncu import Ncu, find_ncu
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.run_dir import machine_of
@@ -35,7 +35,6 @@ from memlens.errors import ConfigError, InputError, MemlensError, OutputError, P
 from memlens.model.run_layout import ProfileFiles, profile_files
 from memlens.suite import suite_root
 
-STOP_POLL_S = 0.5
 ERRORS = {kind.__name__: kind for kind in (ConfigError, InputError, OutputError, ProfilerError, SetupError)}
 
 
@@ -94,7 +93,7 @@ def run_remote(
 ) -> Shipped:
     """Run `job` on this worker's GPU (a Dask task: see the module's notes); what it says of its files
     names them where the client writes them, in `run_dir`."""
-    stop, events = _stop_event(run_id), _event_sender(run_id, job.number)
+    stop, events = stop_event(stop_event_name(ClusterJobs.PREFIX, run_id)), _event_sender(run_id, job.number)
     scratch = Path(tempfile.mkdtemp(prefix=f"memlens-job{job.number}-"))
     gpu = None
     background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-job")
@@ -146,26 +145,6 @@ def _gpus() -> tuple[Gpu, ...]:
 def _read(files: ProfileFiles) -> dict[str, bytes]:
     found = {"ncu-rep": files.report, "log": files.log, "command": files.command, "events": files.events}
     return {kind: path.read_bytes() for kind, path in found.items() if path.is_file()}
-
-
-def _stop_event(run_id: str) -> threading.Event:
-    """A local event set once the run's distributed stop event is (polled from a thread of its own)."""
-    from distributed import Event, get_client
-
-    local = threading.Event()
-    remote = Event(f"memlens-stop-{run_id}", client=get_client())  # the task's client: the poller has none
-
-    def poll() -> None:
-        while not local.is_set():
-            try:
-                if remote.is_set():
-                    local.set()
-            except Exception:  # noqa: BLE001 - the scheduler gone: the job ends by itself, its result lost
-                return
-            local.wait(STOP_POLL_S)
-
-    threading.Thread(target=poll, name="memlens-stop", daemon=True).start()
-    return local
 
 
 def _event_sender(run_id: str, job: int):

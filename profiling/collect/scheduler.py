@@ -16,9 +16,9 @@ with where it ran (`Where`: host, GPU model, UUID and index, driver and ncu vers
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import datetime as dt
+import functools
 import shutil
 import socket
 import tempfile
@@ -31,11 +31,12 @@ from typing import Protocol, TypeVar
 
 from memlens.collect.claims import write_units
 from memlens.collect.gpus import Gpu
+from memlens.collect.job_runner import run_at_once
 from memlens.collect.ncu import Ncu, find_ncu
 from memlens.collect.profile_run import ProfileOptions, Shard, conclude, profile, run_shard, save
 from memlens.collect.run_dir import Machine, machine_of, new_run_dir, now
 from memlens.collect.several_gpus import Part, case_costs, merge, share_arguments, split, unit_costs, units
-from memlens.io.processes import hold_interrupts, sigterm_as_interrupt
+from memlens.io.processes import hold_interrupts
 from memlens.model.results import RunResults
 from memlens.model.run_layout import ProfileFiles, profile_files
 from memlens.suite import Selection, select_variants, suite_root
@@ -257,10 +258,8 @@ class LocalGpus:
         return True
 
     def run(self, jobs: Sequence[Job], context: RunContext) -> list[Part]:
-        with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="memlens-gpu") as pool:
-            futures = [pool.submit(self._run_one, context, job, gpu) for job, gpu in zip(jobs, self.gpus, strict=False)]
-            _wait(futures, context.stop)
-            return [future.result() for future in futures]
+        runs = [functools.partial(self._run_one, context, job, gpu) for job, gpu in zip(jobs, self.gpus, strict=False)]
+        return run_at_once(runs, context.stop, "memlens-gpu")
 
     def _run_one(self, context: RunContext, job: Job, gpu: Gpu) -> Part:
         return run_job(context, self.ncu, job, profile_files(context.run_dir, gpu.index), gpu)
@@ -271,15 +270,3 @@ def done(value: Result) -> Future[Result]:
     future: Future[Result] = Future()
     future.set_result(value)
     return future
-
-
-def _wait(futures: list[Future[Part]], stop: threading.Event) -> None:
-    """Wait for every GPU's run; on Ctrl-C (or SIGTERM) stop them all and wait for them to save."""
-    try:
-        with sigterm_as_interrupt():
-            while not all(future.done() for future in futures):
-                concurrent.futures.wait(futures, timeout=0.2)
-    except KeyboardInterrupt:
-        stop.set()
-        with hold_interrupts():
-            concurrent.futures.wait(futures)

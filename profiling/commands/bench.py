@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from memlens.bench.gpus import bench_on_gpus
 from memlens.bench.results import BENCH_FILE, BenchResults, roofline_shares
 from memlens.bench.timing import DEFAULT_REPEATS, MIN_REPEATS, BenchOptions
 from memlens.bench.timing import bench as run_bench
-from memlens.collect.gpus import chosen_gpus
 from memlens.collect.run_dir import shell_command
-from memlens.commands.shared_arguments import add_size_arguments, add_suite_arguments, skipped_lines
-from memlens.errors import ConfigError, ProfilerError
+from memlens.commands.shared_arguments import (
+    add_size_arguments,
+    add_suite_arguments,
+    chosen_place,
+    run_in_place,
+    skipped_lines,
+)
+from memlens.errors import ProfilerError
 from memlens.io.terminal import ProgressBar
 from memlens.model.run_layout import DEFAULT_OUT
 from memlens.output import renderer
@@ -59,23 +65,27 @@ def run(args: argparse.Namespace) -> int:
         small=args.small,
         memlens_command=shell_command(sys.argv[1:]),
     )
-    if args.cluster is not None and args.gpus is not None:
-        raise ConfigError("--gpus and --cluster both share the variants out: give one (--cluster local uses "
-                          "this host's GPUs)")  # fmt: skip
-    gpus = chosen_gpus(args.gpus)
-    if args.cluster is not None:
-        from memlens.bench.cluster import bench_on_cluster
-
-        run_dir, results = bench_on_cluster(options, args.cluster)
-    elif gpus is not None:
-        run_dir, results = bench_on_gpus(options, gpus)
-    else:
-        with BenchProgress(ProgressBar()) as progress:
-            run_dir, results = run_bench(options, on_progress=progress.update)
+    gpus = chosen_place(args, "variants")
+    run_dir, results = run_in_place(args.cluster, gpus, lambda: _bench_here(options),
+                                    lambda gpus: bench_on_gpus(options, gpus), _on_cluster(options))  # fmt: skip
     print_table(results, run_dir)
     if any(f.status != SKIPPED for f in results.failures):
         raise ProfilerError(failure_message(results, run_dir))
     return 0
+
+
+def _bench_here(options: BenchOptions) -> tuple[Path, BenchResults]:
+    with BenchProgress(ProgressBar()) as progress:
+        return run_bench(options, on_progress=progress.update)
+
+
+def _on_cluster(options: BenchOptions) -> Callable[[str], tuple[Path, BenchResults]]:
+    def on_cluster(address: str) -> tuple[Path, BenchResults]:
+        from memlens.bench.cluster import bench_on_cluster
+
+        return bench_on_cluster(options, address)
+
+    return on_cluster
 
 
 def failure_message(results: BenchResults, run_dir: Path) -> str:

@@ -43,6 +43,7 @@ DEFAULT_BANK_WARPS = 4  # --banks: warp-level executions recorded per instructio
 
 if TYPE_CHECKING:
     from memlens.io.terminal import ProgressBar
+    from memlens.model.results import RunResults
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -136,10 +137,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_suite(args: argparse.Namespace) -> int:
-    from memlens.collect.gpus import chosen_gpus
     from memlens.collect.profile_run import ProfileOptions, profile
     from memlens.collect.scheduler import profile_on_gpus
-    from memlens.commands.shared_arguments import skipped_lines
+    from memlens.commands.shared_arguments import chosen_place, run_in_place, skipped_lines
     from memlens.io.terminal import ProgressBar
 
     options = ProfileOptions(
@@ -151,21 +151,18 @@ def _run_suite(args: argparse.Namespace) -> int:
         small=args.small,
         memlens_command=shell_command(sys.argv[1:]),
     )
-    if args.cluster is not None and args.gpus is not None:
-        raise ConfigError("--gpus and --cluster both share the cases out: give one (--cluster local uses "
-                          "this host's GPUs)")  # fmt: skip
-    if args.banks and (args.cluster is not None or args.gpus is not None):
-        raise ConfigError("--banks records on this host's one GPU: leave out --gpus and --cluster")
-    gpus = chosen_gpus(args.gpus)
-    with ProfileProgress(ProgressBar("starting ncu", transient=False)) as progress:
-        if args.cluster is not None:
-            from memlens.collect.cluster import profile_on_cluster
+    gpus = chosen_place(args, "cases", alone="--banks records on this host's one GPU: leave out --gpus and --cluster"
+                        if args.banks else None)  # fmt: skip
 
-            run_dir, results = profile_on_cluster(options, args.cluster, on_event=progress.update)
-        elif gpus is None:
-            run_dir, results = profile(options, on_event=progress.update)
-        else:
-            run_dir, results = profile_on_gpus(options, gpus, on_event=progress.update)
+    def on_cluster(address: str) -> tuple[Path, RunResults]:
+        from memlens.collect.cluster import profile_on_cluster
+
+        return profile_on_cluster(options, address, on_event=progress.update)
+
+    with ProfileProgress(ProgressBar("starting ncu", transient=False)) as progress:
+        run_dir, results = run_in_place(args.cluster, gpus, lambda: profile(options, on_event=progress.update),
+                                        lambda gpus: profile_on_gpus(options, gpus, on_event=progress.update),
+                                        on_cluster)  # fmt: skip
     kernels, variants = plural(len(results.kernels), "kernel"), plural(len(results.outcomes), "variant")
     print(f"{kernels} from {variants} profiled: {run_dir}")
     for line in skipped_lines(results.outcomes):

@@ -1,10 +1,18 @@
-"""Options several commands share: which suite, which variants, which problem sizes."""
+"""Options several commands share: which suite, which variants, which problem sizes, where they run
+(`--gpus`, `--cluster`)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memlens.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memlens.collect.gpus import Gpu
+
+Outcome = TypeVar("Outcome")
 
 
 def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,3 +44,28 @@ def skipped_lines(outcomes: Iterable[Any]) -> list[str]:
             by_family.setdefault(outcome.family, []).append(outcome)
     return [f"{family}: {len(items)} variant{'s' if len(items) > 1 else ''} skipped: {items[0].message}"
             for family, items in by_family.items()]  # fmt: skip
+
+
+def chosen_place(args: argparse.Namespace, what: str, alone: str | None = None) -> tuple[Gpu, ...] | None:
+    """`--gpus` or `--cluster` (one of them), checked before anything starts (exit 2): the GPUs --gpus names,
+    None without it. `what` is what they share out; `alone`, where given, refuses both (why, in words)."""
+    from memlens.collect.gpus import chosen_gpus
+
+    if args.cluster is not None and args.gpus is not None:
+        raise ConfigError(f"--gpus and --cluster both share the {what} out: give one (--cluster local uses "
+                          "this host's GPUs)")  # fmt: skip
+    if alone is not None and (args.cluster is not None or args.gpus is not None):
+        raise ConfigError(alone)
+    return chosen_gpus(args.gpus)
+
+
+def run_in_place(
+    cluster: str | None, gpus: tuple[Gpu, ...] | None, here: Callable[[], Outcome],
+    on_gpus: Callable[[tuple[Gpu, ...]], Outcome], on_cluster: Callable[[str], Outcome],
+) -> Outcome:  # fmt: skip
+    """The run where chosen_place says: on the cluster, over this host's GPUs, or here on one GPU."""
+    if cluster is not None:
+        return on_cluster(cluster)
+    if gpus is None:
+        return here()
+    return on_gpus(gpus)
