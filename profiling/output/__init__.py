@@ -12,7 +12,7 @@ method per kind of findings it renders, each `(findings, out: TextIO) -> None`:
     suite(listing: memlens.output.command_tables.SuiteListing, out)   `memlens list`
     doctor(checks: list[memlens.doctor.Check], out)   `memlens doctor`
     baseline(view: memlens.output.command_tables.BaselineView, out)   `memlens baseline show`
-    lines(found: memlens.output.findings.LinesFindings, out)     `memlens lines` (sarif, github)
+    lines(found: memlens.output.findings.LinesFindings, out)     `memlens lines` (table, json, sarif, github)
     compare(found: memlens.output.findings.CompareFindings, out)  `memlens compare` (sarif, github)
     banks(found: memlens.output.bank_map.BanksFindings, out)     `memlens banks FILE` (table, json)
 

@@ -72,6 +72,8 @@ class LinesFindings:
     kernels: tuple[KernelLines, ...]
     source_root: Path | None = None  # None: the git top level of the working directory
     source: str = ""  # the run as the user named it
+    top: int = 0  # the lines of a kernel that text and JSON show (0: all); SARIF and GitHub's take all
+    width: int | None = None  # the terminal's, that text fits (None: lines printed whole)
 
 
 @dataclass(frozen=True)

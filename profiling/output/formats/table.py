@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from memlens.gate.evaluate import GateResult
     from memlens.output.bank_map import BanksFindings
     from memlens.output.command_tables import BaselineView, BenchTable, SuiteListing
+    from memlens.output.findings import LinesFindings
     from memlens.output.kernel_metrics import KernelMetrics
     from memlens.static.check import StaticResults
 
@@ -66,6 +67,12 @@ class Terminal:
         from memlens.output.bank_map import print_banks
 
         print_banks(findings, out)
+
+    # `memlens lines` (memlens/output/line_listing.py)
+    def lines(self, found: LinesFindings, out: TextIO) -> None:
+        from memlens.output.line_listing import lines_text
+
+        out.write("\n".join(lines_text(found.kernels, found.top, found.width)) + "\n")
 
 
 FORMAT = Terminal()
