@@ -95,6 +95,9 @@ class CompareFindings:
     compared: tuple[Compared, ...]
     no_lines: tuple[str, ...] = ()
     source_root: Path | None = None
+    show_all: bool = False  # text: also the lines and figures that did not change (--all)
+    wide: bool = False  # text: one line each, not wrapped to the terminal (--wide)
+    notes: tuple[str, ...] = ()  # what a reader must know of the two runs (two GPU models)
 
 
 @dataclass(frozen=True)

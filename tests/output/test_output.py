@@ -21,7 +21,7 @@ def test_each_kind_of_findings_has_its_formats_by_name():
     for subject in ("check", "bench", "suite", "doctor", "baseline"):  # the other commands' tables
         assert format_names(subject) == ["table"], subject
     assert format_names("lines") == ["github", "json", "sarif", "table"]
-    assert format_names("compare") == ["github", "sarif"]
+    assert format_names("compare") == ["github", "json", "md", "sarif", "table"]
     assert format_names("banks") == ["json", "table"]
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from memlens.gate.evaluate import GateResult
     from memlens.output.bank_map import BanksFindings
-    from memlens.output.findings import LinesFindings
+    from memlens.output.findings import CompareFindings, LinesFindings
     from memlens.output.kernel_metrics import KernelMetrics
     from memlens.reports.model import Report
 
@@ -39,6 +39,13 @@ class Json:
         from memlens.output.line_listing import lines_json
 
         out.write(json.dumps(lines_json(found.kernels, found.top), indent=2) + "\n")
+
+    # `memlens compare` (memlens/output/line_comparison.py)
+    def compare(self, found: CompareFindings, out: TextIO) -> None:
+        from memlens.output.line_comparison import compare_json
+
+        text = compare_json(found.base, found.head, found.compared, found.no_lines, found.notes)
+        out.write(json.dumps(text, indent=2) + "\n")
 
 
 FORMAT = Json()

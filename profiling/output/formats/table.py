@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from memlens.gate.evaluate import GateResult
     from memlens.output.bank_map import BanksFindings
     from memlens.output.command_tables import BaselineView, BenchTable, SuiteListing
-    from memlens.output.findings import LinesFindings
+    from memlens.output.findings import CompareFindings, LinesFindings
     from memlens.output.kernel_metrics import KernelMetrics
     from memlens.static.check import StaticResults
 
@@ -73,6 +73,14 @@ class Terminal:
         from memlens.output.line_listing import lines_text
 
         out.write("\n".join(lines_text(found.kernels, found.top, found.width)) + "\n")
+
+    # `memlens compare` (memlens/output/line_comparison.py)
+    def compare(self, found: CompareFindings, out: TextIO) -> None:
+        from memlens.io.terminal import fit_lines
+        from memlens.output.line_comparison import compare_text
+
+        text = compare_text(found.base, found.head, found.compared, found.no_lines, found.show_all, found.notes)
+        out.write("\n".join(fit_lines(text, found.wide)) + "\n")
 
 
 FORMAT = Terminal()
