@@ -11,10 +11,11 @@ bench.json, else a stated floor (3%, and at least 300 ns of the kernel's duratio
 counts are compared exactly. Each line is new, gone, worse (a figure grew), better or same, with its
 code and both figures: excess
 shared-memory wavefronts of its loads and of its stores, local loads and stores executed. The terminal
-lists the changed lines (all with --all); --json gives every line; --md a table of the changed lines for a
-pull-request comment, within GitHub's comment size. The exit code is 0: gate lines with `memlens gate`
-(metric line_excess_wavefronts or line_local_accesses). --sarif FILE writes the lines that got worse (or
-are new with conflicts or local accesses) as SARIF 2.1.0, --format github as GitHub workflow commands."""
+lists the changed lines (all with --all); --format json every line; --format md a table of the changed lines
+for a pull-request comment, within GitHub's comment size (--json and --md: their older spellings). The exit
+code is 0: gate lines with `memlens gate` (metric line_excess_wavefronts or line_local_accesses).
+--sarif FILE writes the lines that got worse (or are new with conflicts or local accesses) as SARIF 2.1.0,
+--format github as GitHub workflow commands."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from memlens.commands.ci_outputs import add_ci_arguments, check_stdout, with_root, write_ci
 from memlens.commands.report import bench_of
+from memlens.commands.shared_arguments import chosen_format, older_spelling
 from memlens.errors import ConfigError
 from memlens.model.line_compare import KernelLineChanges, has_line_data
 from memlens.model.nvtx_names import compile_filter, kernels_matching
@@ -46,9 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wide", action="store_true", help="one line each, however wide the terminal "
                         "(default: wrapped between words to the terminal)")  # fmt: skip
     out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="every kernel and every line as JSON")
-    out.add_argument("--md", action="store_true", help="a Markdown table of the changed lines, for a pull request")
-    add_ci_arguments(parser, "compare")
+    out.add_argument("--json", action="store_true", help=older_spelling("json", "every kernel and every line as JSON"))
+    out.add_argument("--md", action="store_true", help=older_spelling("md", "the changed lines' Markdown table"))
+    add_ci_arguments(parser, "compare", ("table", "json", "md", "github", "sarif"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = [*input_files(resolve_run(Path(args.base))), *input_files(resolve_run(Path(args.head)))]
     if write_ci("compare", found, args, inputs):
         return 0
-    renderer("json" if args.json else "md" if args.md else "table", "compare")(found, sys.stdout)
+    renderer(chosen_format(args, {"json": args.json, "md": args.md}), "compare")(found, sys.stdout)
     return 0
 
 

@@ -9,7 +9,8 @@ or its warp-level executions. Without line info, each SASS instruction stands fo
 kernel (cuBLAS, cuDNN, CUTLASS, PyTorch's ATen, CUB, ...) keeps its figures, is named beside it and
 told what the user controls, never to compile with line info. --sarif FILE
 writes every conflicting, local-memory and uncoalesced line (not only the --top shown) as SARIF 2.1.0,
---format github as GitHub workflow commands instead of the text."""
+--format github as GitHub workflow commands instead of the text. --format json (or --json, its older
+spelling) gives every kernel's lines as JSON, --format sarif the SARIF on standard output."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 
 from memlens.commands.ci_outputs import add_ci_arguments, check_stdout, with_root, write_ci
+from memlens.commands.shared_arguments import chosen_format, older_spelling
 from memlens.errors import ConfigError
 from memlens.model.kernel_lines import kernel_lines
 from memlens.model.nvtx_names import kernels_matching
@@ -36,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", dest="pattern", help="only kernels whose label or name matches this regex")
     parser.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                         help=f"lines shown per kernel (default {DEFAULT_TOP}; 0 for all)")  # fmt: skip
-    parser.add_argument("--json", action="store_true", help="every kernel's lines as JSON")
-    add_ci_arguments(parser, "lines")
+    parser.add_argument("--json", action="store_true", help=older_spelling("json", "every kernel's lines as JSON"))
+    add_ci_arguments(parser, "lines", ("table", "json", "github", "sarif"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     found = with_root("lines", found, args)
     if write_ci("lines", found, args, input_files(resolve_run(Path(args.path)))):
         return 0
-    renderer("json" if args.json else "table", "lines")(found, sys.stdout)
+    renderer(chosen_format(args, {"json": args.json}), "lines")(found, sys.stdout)
     return 0
 
 

@@ -1,10 +1,20 @@
-"""Options several commands share: which suite, which variants, which problem sizes."""
+"""Options several commands share: which suite, which variants, which problem sizes; how a command's
+output is chosen.
+
+One convention for choosing an output: `--format NAME` picks what a command prints on standard output
+(`table`, the terminal's, unless named; `memlens report` writes a file, `-o -` prints it). An option
+named after a format that takes a FILE (`--sarif FILE`; gate's `--json`, `--junit`, `--summary FILE`;
+check's `--json FILE`) writes that document to FILE besides, `-` standard output instead of the table.
+The flags `--json`, `--md` and `--csv` of `metrics`, `lines`, `compare` and `banks` are the older
+spellings of `--format json|md|csv`, kept."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from memlens.errors import ConfigError
 
 
 def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,3 +46,36 @@ def skipped_lines(outcomes: Iterable[Any]) -> list[str]:
             by_family.setdefault(outcome.family, []).append(outcome)
     return [f"{family}: {len(items)} variant{'s' if len(items) > 1 else ''} skipped: {items[0].message}"
             for family, items in by_family.items()]  # fmt: skip
+
+
+DEFAULT_FORMAT = "table"
+# what each --format NAME prints, in --help
+FORMAT_WORDS = {
+    "table": "the terminal's text (the default)",
+    "json": "JSON",
+    "csv": "CSV, one row a kernel",
+    "md": "a Markdown table of the changed lines, for a pull request",
+    "github": "GitHub Actions workflow commands, an annotation a finding on its line",
+    "sarif": "SARIF 2.1.0, as --sarif -",
+}
+
+
+def add_format_argument(parser: argparse.ArgumentParser, formats: Sequence[str], words: dict[str, str]) -> None:
+    """`--format NAME`, one of `formats` (the first the default), each said in --help in `words`."""
+    said = "; ".join(f"{name}: {words[name]}" for name in formats)
+    parser.add_argument("--format", choices=formats, default=formats[0], metavar="NAME",
+                        help=f"what to print on standard output ({said})")  # fmt: skip
+
+
+def older_spelling(name: str, what: str) -> str:
+    """The --help of a flag kept for --format NAME (`--json`)."""
+    return f"the older spelling of --format {name}: {what}"
+
+
+def chosen_format(args: argparse.Namespace, older: dict[str, bool]) -> str:
+    """The format asked for: --format NAME, else the one an older flag spells (`--json`: json); ConfigError
+    where the two name different formats."""
+    used = [name for name, given in older.items() if given]
+    if args.format != DEFAULT_FORMAT and any(name != args.format for name in used):
+        raise ConfigError(f"--{used[0]} is --format {used[0]}: give one of --{used[0]} and --format {args.format}")
+    return used[0] if used else args.format
