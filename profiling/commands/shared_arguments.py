@@ -4,7 +4,8 @@ output is chosen.
 One convention for choosing an output: `--format NAME` picks what a command prints on standard output
 (`table`, the terminal's, unless named; `memlens report` writes a file, `-o -` prints it). An option
 named after a format that takes a FILE (`--sarif FILE`; gate's `--json`, `--junit`, `--summary FILE`;
-check's `--json FILE`) writes that document to FILE besides, `-` standard output instead of the table.
+check's `--json FILE`) writes that document to FILE besides, `-` standard output instead of the table
+(`gate --format json` is `gate --json -`, `check --format json` is `check --json -`).
 The flags `--json`, `--md` and `--csv` of `metrics`, `lines`, `compare` and `banks` are the older
 spellings of `--format json|md|csv`, kept."""
 
@@ -54,7 +55,8 @@ FORMAT_WORDS = {
     "table": "the terminal's text (the default)",
     "json": "JSON",
     "csv": "CSV, one row a kernel",
-    "md": "a Markdown table of the changed lines, for a pull request",
+    "md": "GitHub-flavoured Markdown",
+    "junit": "JUnit XML, one testcase a check",
     "github": "GitHub Actions workflow commands, an annotation a finding on its line",
     "sarif": "SARIF 2.1.0, as --sarif -",
 }

@@ -1,6 +1,7 @@
 """profiling/commands/shared_arguments.py: one convention for choosing an output. `--format NAME` picks what
-`metrics`, `lines`, `compare` (and `banks`) print; their flags `--json`, `--md`, `--csv` are its older
-spellings, kept: the same bytes, and one line of --help each; two different choices are one line, exit 2."""
+`metrics`, `lines`, `compare`, `banks`, `gate` and `check` print; the flags `--json`, `--md`, `--csv` are
+its older spellings, kept: the same bytes, and one line of --help each; gate's documents on standard output
+are its `--json -`, ...; two different choices are one line, exit 2."""
 
 from __future__ import annotations
 
@@ -42,6 +43,15 @@ def test_format_sarif_prints_what_sarif_dash_prints(capsys):
     assert printed(capsys, ["lines", SUITE, "--format", "sarif"]) == printed(capsys, ["lines", SUITE, "--sarif", "-"])
 
 
+@pytest.mark.parametrize(("name", "option"), [("json", "--json"), ("md", "--summary"), ("junit", "--junit"),
+                                              ("sarif", "--sarif")])  # fmt: skip
+def test_gate_format_name_prints_what_its_file_option_prints_on_dash(capsys, name, option):
+    gate = ["gate", SUITE, "--rules", str(FIXTURES.parents[1] / "kernels" / "gates.toml")]
+    document = printed(capsys, [*gate, "--format", name])
+    assert document == printed(capsys, [*gate, option, "-"])
+    assert document != printed(capsys, gate)  # not the table
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -70,6 +80,8 @@ def test_two_choices_of_output_are_one_line_and_exit_2(capsys, argv, message):
         ("lines", ["table", "json", "github", "sarif"], ["--json"]),
         ("compare", ["table", "json", "md", "github", "sarif"], ["--json", "--md"]),
         ("banks", ["table", "json"], ["--json"]),
+        ("gate", ["table", "github", "json", "md", "junit", "sarif"], []),
+        ("check", ["table", "json"], []),
     ],
 )
 def test_help_names_each_format_and_each_older_spelling(capsys, monkeypatch, command, formats, older):
