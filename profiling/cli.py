@@ -77,7 +77,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = Parser(
         prog="memlens",
         description="What your CUDA kernels do to the memory hierarchy, from Nsight Compute's counters.",
-        epilog="exit codes: 0 ok, 1 gate failed, 2 usage/config/input error, 3 profiler or environment failure; "
+        epilog="output: --format NAME picks what a command prints (--json, --md, --csv: its older spellings); "
+               "--sarif FILE, --json FILE (gate, check), -o FILE (report) write a file, - standard output. "
+               "exit codes: 0 ok, 1 gate failed, 2 usage/config/input error, 3 profiler or environment failure; "
                f"{EXIT_PIPE_CLOSED} when standard output's reader went away (`memlens metrics | head -1`)",
         formatter_class=HelpFormatter,
     )  # fmt: skip

@@ -4,7 +4,8 @@
 shared-memory instruction, the wavefronts the hardware serves it in (4-byte accesses a warp at a time,
 8-byte a half-warp, 16-byte a quarter-warp, ldmatrix/stmatrix an 8x8 matrix a phase; lanes on one word
 merged) over the ideal, its n-way, the picture of its worst warp's 32 banks, and the smallest padding
-or XOR swizzle under which every recorded warp is conflict-free. --json: the figures as JSON.
+or XOR swizzle under which every recorded warp is conflict-free. --format json (older: --json): the
+figures as JSON.
 
 `memlens banks [-k REGEX] [--warps N] [--out DIR] -- COMMAND [ARGS...]` runs the program under memlens's
 Sanitizer-API library, records the lane offsets of the first N warp-level executions of every shared-memory
@@ -19,6 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from memlens.commands.shared_arguments import FORMAT_WORDS, add_format_argument, chosen_format, older_spelling
 from memlens.errors import ConfigError
 from memlens.model.run_layout import BANKS_FILE, DEFAULT_OUT
 from memlens.output import renderer
@@ -30,7 +32,9 @@ DEFAULT_WARPS = 4
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", help="a banks.json file or the run directory holding one (or -- COMMAND)")
     parser.add_argument("-k", dest="pattern", help="only kernels whose name matches this regex")
-    parser.add_argument("--json", action="store_true", help="each instruction's n-way, wavefronts, ideal, fix as JSON")
+    add_format_argument(parser, ("table", "json"), FORMAT_WORDS)
+    parser.add_argument("--json", action="store_true",
+                        help=older_spelling("json", "each instruction's n-way, wavefronts, ideal, fix"))  # fmt: skip
     parser.add_argument("--all", dest="draw_all", action="store_true", help="draw conflict-free instructions too")
     parser.add_argument(
         "--warps", type=int, default=DEFAULT_WARPS, metavar="N",
@@ -54,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("give a banks.json FILE to analyse, or -- COMMAND to record one")
     if args.warps < 1:
         raise ConfigError(f"--warps must be 1 or more, not {args.warps}")
+    output = chosen_format(args, {"json": args.json})
     if program:
         from memlens.collect.bank_trace import trace_program
 
@@ -70,5 +75,5 @@ def run(args: argparse.Namespace) -> int:
     if args.pattern is not None and not analysis.instructions:
         raise ConfigError(f"no instruction in {path} is of a kernel matching -k {args.pattern!r}")
     findings = BanksFindings(analysis, draw_all=args.draw_all)
-    renderer("json" if args.json else "table", "banks")(findings, sys.stdout)
+    renderer(output, "banks")(findings, sys.stdout)
     return 0

@@ -10,7 +10,7 @@ local-memory traffic (register spill, an array indexed at run time, an array too
 registers). Exit 3 when a kernel does not compile or no compiler is found (`pip install
 'memlens[check]'` brings NVRTC, NVVM and ptxas); exit 2 when no selected variant declares a kernel
 (Launch(kernels=...)): nothing to check, or when the compiler rejects --arch for every kernel (its
-words quoted). `--json -` prints the JSON instead of the table."""
+words quoted). `--format json` (or `--json -`) prints the JSON instead of the table."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memlens.commands.shared_arguments import add_suite_arguments
+from memlens.commands.shared_arguments import FORMAT_WORDS, add_format_argument, add_suite_arguments
 from memlens.errors import ConfigError, InputError, ProfilerError
 from memlens.io.files import resolve_outputs, write_json_output
 from memlens.io.terminal import ProgressBar
@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="for CUDA C++: nvcc where found, else NVRTC (auto, the default), or one")  # fmt: skip
     parser.add_argument("--json", metavar="FILE", help=f"write the figures as JSON, for `memlens gate` ({CHECK_FILE} "
                         "in a FOLDER/; - prints it instead of the table)")  # fmt: skip
+    add_format_argument(parser, ("table", "json"), FORMAT_WORDS)
     parser.add_argument("--into", type=Path, metavar="RUN",
                         help=f"write the figures as {CHECK_FILE} into this run directory, for its report")  # fmt: skip
 
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     if args.into is not None and not args.into.is_dir():
         raise InputError(NO_RUN_YET if no_run_yet(args.into) else f"--into {args.into}: not a run directory")
     outputs = resolve_outputs([("--json", args.json, CHECK_FILE),
-                               ("--into", args.into and args.into / CHECK_FILE, None)])  # fmt: skip
+                               ("--into", args.into and args.into / CHECK_FILE, None),
+                               ("--format json", "-" if args.format == "json" else None, None)])  # fmt: skip
     selection = select_variants(args.suite, args.pattern)
     suite = selection.suite
     prefer = "nvrtc" if args.compiler == "nvrtc" else "nvcc"
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     rejected = arch_rejection(results.failures)
     if rejected is not None and not results.kernels:  # every kernel failed, on the architecture
         raise ConfigError(f"--arch {args.arch}: the compiler rejects it ({rejected})")
-    for output, into in zip(outputs, (False, True), strict=True):  # --into writes the run's own check.json
+    for output, into in zip(outputs, (False, True, False), strict=True):  # --into writes the run's own check.json
         if output is not None:
             write_json_output(output, results.to_json(), inputs=input_files(suite.path), record=into)
     if not any(output is not None and output.kind == "stdout" for output in outputs):

@@ -1,16 +1,18 @@
 """The options `gate`, `lines` and `compare` share for CI: `--sarif FILE` (SARIF 2.1.0 for code
-scanning), `--format github` (workflow commands on the pull request's lines) and `--source-root DIR`
-(what their paths are relative to). Both are output formats (memlens/output/formats/sarif.py, github.py)."""
+scanning), `--format github` (workflow commands on the pull request's lines; `--format sarif` prints the
+SARIF instead of the table) and `--source-root DIR` (what their paths are relative to). Both are output
+formats (memlens/output/formats/sarif.py, github.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from memlens.commands.shared_arguments import DEFAULT_FORMAT, FORMAT_WORDS, add_format_argument
 from memlens.errors import ConfigError
 from memlens.io.files import STDOUT, Output, resolve_output, write_output
 from memlens.output import render_text, renderer
@@ -19,12 +21,13 @@ from memlens.output.findings import findings, place, resolve_root
 SARIF_NAME = "memlens.sarif"  # in a FOLDER/
 
 
-def add_ci_arguments(parser: argparse.ArgumentParser, subject: str) -> None:
+def add_ci_arguments(
+    parser: argparse.ArgumentParser, subject: str, formats: Sequence[str] = ("table", "github")
+) -> None:
+    """--sarif FILE, --format NAME (`formats`, the first the default) and --source-root DIR."""
     parser.add_argument("--sarif", metavar="FILE", help=f"write the findings as SARIF 2.1.0 for code scanning "
                         f"({SARIF_NAME} in a FOLDER/; -: standard output)")  # fmt: skip
-    parser.add_argument("--format", choices=("table", "github"), default="table",
-                        help="github: GitHub Actions workflow commands (an annotation a finding on its line) "
-                             "instead of the table")  # fmt: skip
+    add_format_argument(parser, formats, FORMAT_WORDS)
     parser.add_argument("--source-root", metavar="DIR",
                         help="paths of the findings relative to DIR, a folder (default: the git top level of the "
                              "working directory; a folder of another machine where the findings' files lie under "
@@ -52,11 +55,12 @@ def with_root(subject: str, found: Any, args: argparse.Namespace) -> Any:
 
 
 def check_stdout(args: argparse.Namespace, others: Iterable[tuple[str, bool]] = ()) -> None:
-    """Refuse two documents on standard output (`--sarif -` beside --format github, --json, --md)."""
+    """Refuse two documents on standard output (`--sarif -` beside --format github, --json, --md; --json
+    beside --format md). An older flag beside the --format it spells (`--json --format json`) is one."""
     on_stdout = [name for name, used in others if used]
-    if args.format == "github":
-        on_stdout.append("--format github")
-    if args.sarif == STDOUT:
+    if args.format != DEFAULT_FORMAT and f"--{args.format}" not in on_stdout:
+        on_stdout.append(f"--format {args.format}")
+    if getattr(args, "sarif", None) == STDOUT:
         on_stdout.append("--sarif -")
     if len(on_stdout) > 1:
         raise ConfigError(f"{' and '.join(on_stdout)} would both write standard output; write one to a file")
@@ -72,7 +76,7 @@ def write_ci(subject: str, found: Any, args: argparse.Namespace, inputs: Iterabl
     output = sarif_output(args)
     if output is not None:
         stdout = write_output(output, render_text("sarif", subject, found), inputs).kind == "stdout"
-    if args.format == "github":
-        renderer("github", subject)(found, sys.stdout)
+    if args.format in ("github", "sarif"):  # --format sarif: as --sarif -
+        renderer(args.format, subject)(found, sys.stdout)
         stdout = True
     return stdout

@@ -11,31 +11,29 @@ bench.json, else a stated floor (3%, and at least 300 ns of the kernel's duratio
 counts are compared exactly. Each line is new, gone, worse (a figure grew), better or same, with its
 code and both figures: excess
 shared-memory wavefronts of its loads and of its stores, local loads and stores executed. The terminal
-lists the changed lines (all with --all); --json gives every line; --md a table of the changed lines for a
-pull-request comment, within GitHub's comment size. The exit code is 0: gate lines with `memlens gate`
-(metric line_excess_wavefronts or line_local_accesses). --sarif FILE writes the lines that got worse (or
-are new with conflicts or local accesses) as SARIF 2.1.0, --format github as GitHub workflow commands."""
+lists the changed lines (all with --all); --format json every line; --format md a table of the changed lines
+for a pull-request comment, within GitHub's comment size (--json and --md: their older spellings). The exit
+code is 0: gate lines with `memlens gate` (metric line_excess_wavefronts or line_local_accesses).
+--sarif FILE writes the lines that got worse (or are new with conflicts or local accesses) as SARIF 2.1.0,
+--format github as GitHub workflow commands."""
 
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Sequence
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlens.commands.ci_outputs import add_ci_arguments, check_stdout, with_root, write_ci
 from memlens.commands.report import bench_of
+from memlens.commands.shared_arguments import chosen_format, older_spelling
 from memlens.errors import ConfigError
-from memlens.io.files import shown_path
-from memlens.io.markdown import md_code, md_escape
-from memlens.io.terminal import fit_lines
-from memlens.model.line_compare import CHANGES, NO_LINE_DATA, KernelLineChanges, LineChange, has_line_data
+from memlens.model.line_compare import KernelLineChanges, has_line_data
 from memlens.model.nvtx_names import compile_filter, kernels_matching
 from memlens.model.run_layout import input_files, resolve_run
+from memlens.output import renderer
 from memlens.output.findings import Compared, CompareFindings
 from memlens.readers import read_with_instructions
-from memlens.reports.line_changes import MARKDOWN_LIMIT, figures_text, markdown_table
 
 if TYPE_CHECKING:
     from memlens.model.results import RunResults
@@ -50,9 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wide", action="store_true", help="one line each, however wide the terminal "
                         "(default: wrapped between words to the terminal)")  # fmt: skip
     out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="every kernel and every line as JSON")
-    out.add_argument("--md", action="store_true", help="a Markdown table of the changed lines, for a pull request")
-    add_ci_arguments(parser, "compare")
+    out.add_argument("--json", action="store_true", help=older_spelling("json", "every kernel and every line as JSON"))
+    out.add_argument("--md", action="store_true", help=older_spelling("md", "the changed lines' Markdown table"))
+    add_ci_arguments(parser, "compare", ("table", "json", "md", "github", "sarif"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,18 +67,13 @@ def run(args: argparse.Namespace) -> int:
     report = build_report([(args.base, base), (args.head, head)], [bench_of(args.base), bench_of(args.head)])
     no_lines = [name for name, run in ((args.base, base), (args.head, head)) if not has_line_data(run)]
     compared = [_compared(c) for c in report.comparisons if c.label in wanted and (c.lines or no_lines)]
-    found = CompareFindings(args.base, args.head, tuple(compared), tuple(no_lines))
-    notes = gpu_notes(base, head)
+    found = CompareFindings(args.base, args.head, tuple(compared), tuple(no_lines), show_all=args.all,
+                            wide=args.wide, notes=tuple(gpu_notes(base, head)))  # fmt: skip
+    found = with_root("compare", found, args)
     inputs = [*input_files(resolve_run(Path(args.base))), *input_files(resolve_run(Path(args.head)))]
-    if write_ci("compare", with_root("compare", found, args), args, inputs):
+    if write_ci("compare", found, args, inputs):
         return 0
-    if args.json:
-        print(json.dumps(to_json(args.base, args.head, compared, no_lines, notes), indent=2))
-    elif args.md:
-        print(to_markdown(args.base, args.head, compared, no_lines, notes))
-    else:
-        text = render_text(args.base, args.head, compared, no_lines, args.all, notes)
-        print("\n".join(fit_lines(text, args.wide)))
+    renderer(chosen_format(args, {"json": args.json, "md": args.md}), "compare")(found, sys.stdout)
     return 0
 
 
@@ -122,91 +115,3 @@ def _compared(comparison: Comparison) -> Compared:
     in_base, in_head = (status != "absent" for status in comparison.statuses[:2])  # lines not compared: none
     return Compared(comparison.label, comparison.statuses, tuple(figures),
                     KernelLineChanges(comparison.label, (), in_base=in_base, in_head=in_head))  # fmt: skip
-
-
-def summary(compared: list[Compared], no_lines: list[str]) -> str:
-    if no_lines:
-        return "source lines not compared"
-    counts = {change: sum(c.lines.count(change) for c in compared) for change in CHANGES}
-    changed = sum(n for change, n in counts.items() if change != "same")
-    parts = ", ".join(f"{counts[change]} {change}" for change in CHANGES[:-1] if counts[change])
-    return f"{changed} line{'s' if changed != 1 else ''} changed" + (f" ({parts})" if parts else "")
-
-
-# --- output ---------------------------------------------------------------------------------------
-
-
-def render_text(base: str, head: str, compared: list[Compared], no_lines: list[str], show_all: bool,
-                notes: Sequence[str] = ()) -> list[str]:  # fmt: skip
-    kernels = f"{len(compared)} kernel{'s' if len(compared) != 1 else ''}"
-    title = f"{kernels}, {summary(compared, no_lines)}" if no_lines else f"{summary(compared, no_lines)} in {kernels}"
-    out = [f"memlens compare: {shown_path(base)} -> {shown_path(head)}: {title}"]
-    out += [f"note: {note}" for note in notes]
-    out += [f"note: {shown_path(name)}: {NO_LINE_DATA}" for name in no_lines]
-    for kernel in compared:
-        out.append("")
-        presence = "" if kernel.lines.in_base and kernel.lines.in_head else (
-            "  (only in HEAD)" if kernel.lines.in_head else "  (only in BASE)")  # fmt: skip
-        out.append(f"{kernel.label}  [{' -> '.join(kernel.statuses)}]{presence}")
-        moved = [f for f in kernel.figures if show_all or f["direction"] in ("better", "worse")]
-        for figure in moved:
-            change = f" ({_change_words(figure)})" if figure["change"] else ""
-            out.append(f"  {figure['header']}: {figure['base_text']} -> {figure['head_text']}{change}")
-        lines = kernel.lines.lines if show_all else kernel.lines.changed
-        for line in lines:
-            out += _text_line(line)
-        same = kernel.lines.count("same")
-        if not show_all and same:
-            out.append(f"  {same} line{'s' if same != 1 else ''} the same (--all shows them)")
-        if not kernel.lines.lines and not no_lines:
-            out.append("  no shared- or local-memory lines")
-        out += [f"  note: {note}" for note in kernel.lines.notes]
-    return out
-
-
-def _change_words(figure: dict[str, object]) -> str:
-    """`worse, +11.4%`, with the noise band where the figure has one: `same (within noise: ±8.7%), +6.4%`."""
-    noise = figure.get("noise")
-    band = f"±{noise['fraction'] * 100:.1f}%" if isinstance(noise, dict) else None
-    if band is None or figure["direction"] == "n/a" or figure["base"] in (0, figure["head"]):  # no change, or from 0
-        return f"{figure['direction']}, {figure['change']}"
-    if figure["direction"] == "same":
-        return f"same (within noise: {band}), {figure['change']}"
-    return f"{figure['direction']}, {figure['change']}, beyond noise {band}"
-
-
-def _text_line(line: LineChange) -> list[str]:
-    before, after = figures_text(line.base), figures_text(line.head)
-    out = [f"  {line.change:<6}  {line.location}  {before} -> {after}"]
-    if line.base_source:
-        out.append(f"      - {line.base_source}")
-        out.append(f"      + {line.source}")
-    elif line.source and line.file:
-        out.append(f"      {line.source}")
-    return out
-
-
-def to_json(base: str, head: str, compared: list[Compared], no_lines: list[str],
-            notes: Sequence[str] = ()) -> dict[str, object]:  # fmt: skip
-    return {
-        "kind": "memlens-compare", "schema_version": 1, "base": base, "head": head,
-        "summary": summary(compared, no_lines),
-        "notes": [*notes, *(f"{name}: {NO_LINE_DATA}" for name in no_lines)],
-        "kernels": [{"label": k.label, "statuses": list(k.statuses), "in_base": k.lines.in_base,
-                     "in_head": k.lines.in_head, "figures": list(k.figures), "notes": list(k.lines.notes),
-                     "changed_lines": len(k.lines.changed)} for k in compared],
-        "lines": [line.to_json(k.label) for k in compared for line in k.lines.lines],
-    }  # fmt: skip
-
-
-def to_markdown(base: str, head: str, compared: list[Compared], no_lines: list[str], gpus: Sequence[str] = ()) -> str:
-    head_lines = [f"## memlens compare: {md_escape(summary(compared, no_lines))}", "",
-                  f"{md_code(Path(base).name or base)} → {md_code(Path(head).name or head)}", ""]  # fmt: skip
-    notes = [f"> {md_escape(note)}" for note in gpus]
-    notes += [f"> {md_escape(name)}: {md_escape(NO_LINE_DATA)}" for name in no_lines]
-    notes += [f"> {md_code(k.label)}: {md_escape(note)}" for k in compared for note in k.lines.notes]
-    rows = [(k.label, line) for k in compared for line in k.lines.changed]
-    text = "\n".join(head_lines + (notes + [""] if notes else []))
-    if not rows:
-        return text + ("" if no_lines else "No source line changed.\n")
-    return text + "\n".join(markdown_table(rows, MARKDOWN_LIMIT - len(text))) + "\n"

@@ -9,7 +9,8 @@ from another GPU model is refused unless --allow-mismatch. --junit, --summary (G
 refused before any is written (exit 2), FOLDER/ writes gate.xml, gate.md or gate.json into FOLDER, and
 `-` prints that document on standard output instead of the table. --sarif FILE writes the failed and
 warning checks as SARIF 2.1.0 (a line rule's at its line), --format github prints them as GitHub
-workflow commands instead of the table."""
+workflow commands instead of the table; --format json, md, junit or sarif prints that document instead
+of the table, as `--json -`, `--summary -`, `--junit -` or `--sarif -` do."""
 
 from __future__ import annotations
 
@@ -52,11 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", metavar="FILE", help=f"write the verdicts as JSON ({JSON_NAME} in a FOLDER/; -: stdout)"
     )
-    add_ci_arguments(parser, "gate")
+    add_ci_arguments(parser, "gate", ("table", "github", "json", "md", "junit", "sarif"))
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.format == "github":  # two of the files on standard output: resolve_outputs says so
+    if args.format != "table":  # two of the files on standard output: resolve_outputs says so
         check_stdout(args, [(f"--{name} -", getattr(args, name) == "-") for name in ("junit", "summary", "json")])
     rules = load_rules(args.rules)
     measurements = read_measurements(args.source, lines=rules.needs_lines)
@@ -72,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     result = with_root("gate", evaluate(rules, measurements, baseline, notes), args)
     inputs = [*input_files(resolve_run(Path(args.source))), args.rules, args.baseline]
     written = write_outputs(result, args.junit, args.summary, args.json, inputs, args.sarif)
-    if args.format == "github":
-        renderer("github", "gate")(result, sys.stdout)
+    if args.format != "table":  # --format json: as --json -
+        renderer(args.format, "gate")(result, sys.stdout)
     elif not any(output.kind == "stdout" for output in written):
         show(result)  # with `--json -` (or --junit, --summary), that document is standard output
     if not result.passed:

@@ -9,29 +9,24 @@ or its warp-level executions. Without line info, each SASS instruction stands fo
 kernel (cuBLAS, cuDNN, CUTLASS, PyTorch's ATen, CUB, ...) keeps its figures, is named beside it and
 told what the user controls, never to compile with line info. --sarif FILE
 writes every conflicting, local-memory and uncoalesced line (not only the --top shown) as SARIF 2.1.0,
---format github as GitHub workflow commands instead of the text."""
+--format github as GitHub workflow commands instead of the text. --format json (or --json, its older
+spelling) gives every kernel's lines as JSON, --format sarif the SARIF on standard output."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
-import textwrap
 from pathlib import Path
 
-from rich.cells import cell_len, set_cell_size
-
 from memlens.commands.ci_outputs import add_ci_arguments, check_stdout, with_root, write_ci
+from memlens.commands.shared_arguments import chosen_format, older_spelling
 from memlens.errors import ConfigError
-from memlens.io.units import format_count, plural
-from memlens.model.kernel_lines import KernelLines, kernel_lines
-from memlens.model.kernel_names import ELLIPSIS, elide_middle, short_kernel
+from memlens.model.kernel_lines import kernel_lines
 from memlens.model.nvtx_names import kernels_matching
-from memlens.model.results import KernelResult
 from memlens.model.run_layout import input_files, resolve_run
-from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, line_words, placement_note
+from memlens.output import renderer
 from memlens.output.findings import LinesFindings
 from memlens.readers import read_lines
 
@@ -43,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", dest="pattern", help="only kernels whose label or name matches this regex")
     parser.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                         help=f"lines shown per kernel (default {DEFAULT_TOP}; 0 for all)")  # fmt: skip
-    parser.add_argument("--json", action="store_true", help="every kernel's lines as JSON")
-    add_ci_arguments(parser, "lines")
+    parser.add_argument("--json", action="store_true", help=older_spelling("json", "every kernel's lines as JSON"))
+    add_ci_arguments(parser, "lines", ("table", "json", "github", "sarif"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,73 +50,13 @@ def run(args: argparse.Namespace) -> int:
     kernels = kernels_matching(results.kernels, args.pattern)
     if not kernels:
         raise ConfigError(f"no kernel in {args.path} matches -k {args.pattern!r}")
-    found = kernel_lines(results, kernels)
-    inputs = input_files(resolve_run(Path(args.path)))
-    if write_ci("lines", with_root("lines", LinesFindings(tuple(found), source=args.path), args), args, inputs):
+    found = LinesFindings(tuple(kernel_lines(results, kernels)), source=args.path, top=args.top,
+                          width=terminal_width())  # fmt: skip
+    found = with_root("lines", found, args)
+    if write_ci("lines", found, args, input_files(resolve_run(Path(args.path)))):
         return 0
-    if args.json:
-        print(json.dumps(to_json(found, args.top), indent=2))
-    else:
-        print("\n".join(render_text(found, args.top, terminal_width())))
+    renderer(chosen_format(args, {"json": args.json}), "lines")(found, sys.stdout)
     return 0
-
-
-# --- output ---------------------------------------------------------------------------------------
-
-
-def describe(line: LineRecord) -> str:
-    """The figures of a line in words: "shared loads 32-way, 65,011,712 excess wavefronts; ..."."""
-    words = "; ".join(line_words(line, format_count))
-    if words:
-        return words
-    return "executed, no memory figures" if any(kind.executions for kind in line.kinds) else "not executed"
-
-
-def kernel_notes(entry: KernelLines, shown: tuple[LineRecord, ...]) -> list[str]:
-    """What a reader must know beside the lines: whose kernel it is, where a library's (what the user
-    controls instead of its code), how the conflicting accesses are served (the rule a fix must meet),
-    and what the report does not hold although the kernel's counters say it ran."""
-    library = entry.kernel.library
-    notes = [library.advice] if library else []
-    notes += list(dict.fromkeys(k.phase for line in shown for k in line.kinds if k.phase and k.excess))
-    missing = unrecorded_local(entry.kernel)
-    placed = placement_note(entry.kernel.instructions) if any(line.inlined_from for line in shown) else None
-    return notes + [note for note in (missing, placed) if note]
-
-
-def line_info_hint(entry: KernelLines) -> str | None:
-    """How to name the kernel's source lines, where it has none and they are the user's to name: never for
-    a library's kernel (cuBLAS's code is not the user's, whatever line info would show)."""
-    library = entry.kernel.library
-    if entry.line_info or (library is not None and not library.line_advice):
-        return None
-    return LINE_INFO_HINT
-
-
-def unrecorded_local(kernel: KernelResult) -> str | None:
-    """The statement that the report holds no per-instruction local-memory counts, where the kernel's
-    counters say it executed local loads or stores that no line shows (None otherwise)."""
-    counted = sum(kernel.value(key) or 0.0 for key in ("local_ld_instructions", "local_st_instructions"))
-    if not counted or any(record.space == "local" for record in kernel.instructions):
-        return None
-    return (
-        f"this report holds no per-instruction local-memory counts, though the kernel executed "
-        f"{format_count(counted)} local load and store instructions; re-profile with memlens profile, or ncu "
-        "--metrics inst_executed or --section SourceCounters, to name their lines"
-    )
-
-
-def _wrapped(text: str, width: int | None, indent: str) -> list[str]:
-    if width is None:
-        return [indent + text]
-    return textwrap.wrap(text, max(20, width), initial_indent=indent, subsequent_indent=indent + "  ")
-
-
-def stale_words(line: LineRecord) -> str:
-    return (
-        f"{line.file} changed after the report was written: its code is not shown (a memlens run keeps "
-        "its sources; plain ncu: --import-source yes)"
-    )
 
 
 def terminal_width() -> int | None:
@@ -129,60 +64,3 @@ def terminal_width() -> int | None:
     if "COLUMNS" in os.environ or sys.stdout.isatty():
         return shutil.get_terminal_size().columns
     return None
-
-
-def _fit(text: str, width: int | None) -> str:
-    if width is None or cell_len(text) <= width:
-        return text
-    return set_cell_size(text, width - 1) + ELLIPSIS
-
-
-def render_text(found: list[KernelLines], top: int, width: int | None = None) -> list[str]:
-    """The lines of each kernel in words; with `width` (a terminal's), no line longer than it: kernel
-    names shortened to what a person wrote (the full name is in --json), long code cut with "…"."""
-    out: list[str] = []
-    for entry in found:
-        kernel = entry.kernel
-        name = short_kernel(kernel.kernel)  # the full name is in --json
-        launch = (f"  [{kernel.library.name}]" if kernel.library else "") + f"  [launch {kernel.launch_id}]"
-        title = kernel.label if kernel.label in (kernel.kernel, name) else f"{kernel.label}  ({name})"
-        if width is not None and cell_len(title + launch) > width:
-            title = elide_middle(title, max(8, width - cell_len(launch)))
-        out.append(_fit(title + launch, width))
-        shown = entry.lines if top == 0 else entry.lines[:top]
-        if not shown:
-            out.append("  no shared-memory, local-memory or TMA instructions in the per-instruction data")
-        for line in shown:
-            temporary = "  (a temporary file of the compiler, gone now)" if line.temporary else ""
-            # wrapped, not cut: a figure is never shortened
-            text = f"{line.location}  {describe(line)}  [{' '.join(line.opcodes)}]{temporary}"
-            out.extend(_wrapped(text, width, "  "))
-            if line.source:
-                out.append(_fit(f"      {line.source}", width))
-            elif line.stale:
-                out.extend(_wrapped(f"({stale_words(line)})", width, "      "))
-        if len(entry.lines) > len(shown):
-            out.append(f"  ... {plural(len(entry.lines) - len(shown), 'more line')} (--top 0 shows all)")
-        for note in kernel_notes(entry, shown):
-            out.extend(_wrapped(f"note: {note}", width, "  "))
-        hint = line_info_hint(entry)
-        if hint and entry.lines:
-            out.extend(_wrapped(f"hint: {hint}", width, "  "))
-        out.append("")
-    return out[:-1] if out else out
-
-
-def to_json(found: list[KernelLines], top: int) -> dict[str, object]:
-    return {
-        "kernels": [
-            {
-                **entry.kernel.identity(),
-                "library": entry.kernel.library.name if entry.kernel.library else None,
-                "line_info": entry.line_info,
-                "hint": line_info_hint(entry),
-                "lines": [line.to_json() for line in (entry.lines if top == 0 else entry.lines[:top])],
-                "notes": kernel_notes(entry, entry.lines if top == 0 else entry.lines[:top]),
-            }  # fmt: skip
-            for entry in found
-        ]
-    }

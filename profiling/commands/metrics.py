@@ -2,7 +2,8 @@
 .ncu-rep or ncu CSV, including ones made with plain ncu and no memlens ranges.
 
 A metric that is missing prints "n/a"; why it is missing is said once below the table.
---json and --csv print every catalogue metric of every kernel, with its unit. Kernels with
+--format json and --format csv (older spellings: --json, --csv) print every catalogue metric of every
+kernel, with its unit. Kernels with
 local-memory traffic get its cause below the table, once a label (and as "local_memory_cause" in
 --json): register spill, an array indexed at run time or one too large for registers where the run
 directory holds `memlens check --into RUN`'s check.json, else "cause unknown". Variants that declare
@@ -15,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from memlens.commands.shared_arguments import FORMAT_WORDS, add_format_argument, chosen_format, older_spelling
 from memlens.errors import ConfigError
 from memlens.model.nvtx_names import kernels_matching
 from memlens.model.results import KernelResult, RunResults
@@ -29,9 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "path", nargs="?", help=f"run directory, results.json, .ncu-rep or ncu CSV (default: {LATEST_RUN})"
     )
     parser.add_argument("-k", dest="pattern", help="only kernels whose label or name matches this regex")
+    add_format_argument(parser, ("table", "json", "csv"), FORMAT_WORDS)
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="every metric of every kernel as JSON")
-    output.add_argument("--csv", action="store_true", help="every metric of every kernel as CSV, one row a kernel")
+    output.add_argument("--json", action="store_true", help=older_spelling("json", "every metric of every kernel"))
+    output.add_argument("--csv", action="store_true", help=older_spelling("csv", "every metric of every kernel"))
     parser.add_argument(
         "--wide",
         action="store_true",
@@ -40,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    output = chosen_format(args, {"json": args.json, "csv": args.csv})
     results = _read(args.path)
     kernels = _select(results, args.pattern, args.path or str(LATEST_RUN))
-    output = "json" if args.json else "csv" if args.csv else "table"
     from memlens.reports.verdicts import local_memory_causes  # the report's wording, imported once needed
 
     causes = local_memory_causes(Path(args.path or LATEST_RUN), kernels)

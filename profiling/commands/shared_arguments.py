@@ -1,10 +1,18 @@
 """Options several commands share: which suite, which variants, which problem sizes, where they run
-(`--gpus`, `--cluster`)."""
+(`--gpus`, `--cluster`); how a command's output is chosen.
+
+One convention for choosing an output: `--format NAME` picks what a command prints on standard output
+(`table`, the terminal's, unless named; `memlens report` writes a file, `-o -` prints it). An option
+named after a format that takes a FILE (`--sarif FILE`; gate's `--json`, `--junit`, `--summary FILE`;
+check's `--json FILE`) writes that document to FILE besides, `-` standard output instead of the table
+(`gate --format json` is `gate --json -`, `check --format json` is `check --json -`).
+The flags `--json`, `--md` and `--csv` of `metrics`, `lines`, `compare` and `banks` are the older
+spellings of `--format json|md|csv`, kept."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memlens.errors import ConfigError
@@ -69,3 +77,37 @@ def run_in_place(
     if gpus is None:
         return here()
     return on_gpus(gpus)
+
+
+DEFAULT_FORMAT = "table"
+# what each --format NAME prints, in --help
+FORMAT_WORDS = {
+    "table": "the terminal's text (the default)",
+    "json": "JSON",
+    "csv": "CSV, one row a kernel",
+    "md": "GitHub-flavoured Markdown",
+    "junit": "JUnit XML, one testcase a check",
+    "github": "GitHub Actions workflow commands, an annotation a finding on its line",
+    "sarif": "SARIF 2.1.0, as --sarif -",
+}
+
+
+def add_format_argument(parser: argparse.ArgumentParser, formats: Sequence[str], words: dict[str, str]) -> None:
+    """`--format NAME`, one of `formats` (the first the default), each said in --help in `words`."""
+    said = "; ".join(f"{name}: {words[name]}" for name in formats)
+    parser.add_argument("--format", choices=formats, default=formats[0], metavar="NAME",
+                        help=f"what to print on standard output ({said})")  # fmt: skip
+
+
+def older_spelling(name: str, what: str) -> str:
+    """The --help of a flag kept for --format NAME (`--json`)."""
+    return f"the older spelling of --format {name}: {what}"
+
+
+def chosen_format(args: argparse.Namespace, older: dict[str, bool]) -> str:
+    """The format asked for: --format NAME, else the one an older flag spells (`--json`: json); ConfigError
+    where the two name different formats."""
+    used = [name for name, given in older.items() if given]
+    if args.format != DEFAULT_FORMAT and any(name != args.format for name in used):
+        raise ConfigError(f"--{used[0]} is --format {used[0]}: give one of --{used[0]} and --format {args.format}")
+    return used[0] if used else args.format

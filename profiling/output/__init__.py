@@ -12,8 +12,8 @@ method per kind of findings it renders, each `(findings, out: TextIO) -> None`:
     suite(listing: memlens.output.command_tables.SuiteListing, out)   `memlens list`
     doctor(checks: list[memlens.doctor.Check], out)   `memlens doctor`
     baseline(view: memlens.output.command_tables.BaselineView, out)   `memlens baseline show`
-    lines(found: memlens.output.findings.LinesFindings, out)     `memlens lines` (sarif, github)
-    compare(found: memlens.output.findings.CompareFindings, out)  `memlens compare` (sarif, github)
+    lines(found: memlens.output.findings.LinesFindings, out)     `memlens lines` (table, json, sarif, github)
+    compare(found: memlens.output.findings.CompareFindings, out)  `memlens compare` (table, json, md, sarif, github)
     banks(found: memlens.output.bank_map.BanksFindings, out)     `memlens banks FILE` (table, json)
 
 A format renders only the findings it has a method for (JUnit renders the gate's verdicts alone);

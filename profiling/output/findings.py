@@ -72,6 +72,8 @@ class LinesFindings:
     kernels: tuple[KernelLines, ...]
     source_root: Path | None = None  # None: the git top level of the working directory
     source: str = ""  # the run as the user named it
+    top: int = 0  # the lines of a kernel that text and JSON show (0: all); SARIF and GitHub's take all
+    width: int | None = None  # the terminal's, that text fits (None: lines printed whole)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ class CompareFindings:
     compared: tuple[Compared, ...]
     no_lines: tuple[str, ...] = ()
     source_root: Path | None = None
+    show_all: bool = False  # text: also the lines and figures that did not change (--all)
+    wide: bool = False  # text: one line each, not wrapped to the terminal (--wide)
+    notes: tuple[str, ...] = ()  # what a reader must know of the two runs (two GPU models)
 
 
 @dataclass(frozen=True)

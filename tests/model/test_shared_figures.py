@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlens.commands.lines import kernel_notes, unrecorded_local
 from memlens.model import shared_figures
 from memlens.model.instruction_kinds import SharedKind
 from memlens.model.instruction_table import InstructionRecord, shared_kind_totals
 from memlens.model.kernel_lines import KernelLines
 from memlens.model.results import KernelResult
+from memlens.output.line_listing import kernel_notes, unrecorded_local
 from memlens.reports.verdicts import judge
 
 EXECUTIONS = 262_144.0  # warp-level executions of each instruction (65,536 tiles x 4 warps)

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from memlens.cli import main
-from memlens.commands.lines import describe
 from memlens.kernels import matmul, transpose
 from memlens.model.instruction_kinds import Side, Space, classify
 from memlens.model.instruction_table import InstructionRecord, Placement
 from memlens.model.kernel_lines import kernel_lines
 from memlens.model.results import KernelResult, RunResults, VariantOutcome
 from memlens.model.source_lines import SourceMap, line_words, placement_note, roll_up
+from memlens.output.line_listing import describe
 from memlens.readers import read_lines, read_report
 from memlens.reports.hot_lines import hot_lines, line_findings
 

@@ -93,7 +93,7 @@ def test_sarif_and_github_are_formats_of_the_one_output_seam():
     assert {"lines", "compare"} <= set(SUBJECTS)
     for subject in ("gate", "lines", "compare"):
         assert {"sarif", "github"} <= set(format_names(subject))
-    assert format_names("lines") == ["github", "sarif"]  # lines' own text and JSON stay in its command
+    assert format_names("lines") == ["github", "json", "sarif", "table"]  # its text and JSON are formats too
     assert callable(renderer("sarif", "compare"))
 
 

@@ -20,7 +20,8 @@ def test_each_kind_of_findings_has_its_formats_by_name():
     assert format_names("metrics") == ["csv", "json", "table"]
     for subject in ("check", "bench", "suite", "doctor", "baseline"):  # the other commands' tables
         assert format_names(subject) == ["table"], subject
-    assert format_names("lines") == format_names("compare") == ["github", "sarif"]
+    assert format_names("lines") == ["github", "json", "sarif", "table"]
+    assert format_names("compare") == ["github", "json", "md", "sarif", "table"]
     assert format_names("banks") == ["json", "table"]
 
 
@@ -29,8 +30,8 @@ def test_a_format_that_cannot_render_a_kind_of_findings_is_one_line_naming_those
         renderer("junit", "report")
     with pytest.raises(ConfigError, match=r"no gate output in format 'html' \(formats: github, json, junit, md,"):
         render_text("html", "gate", None)
-    with pytest.raises(ConfigError, match=r"no lines output in format 'json' \(formats: github, sarif\)"):
-        renderer("json", "lines")
+    with pytest.raises(ConfigError, match=r"no lines output in format 'csv' \(formats: github, json, sarif, table\)"):
+        renderer("csv", "lines")
 
 
 def test_one_progress_bar_one_table_renderer_and_one_column_type():

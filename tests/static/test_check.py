@@ -118,6 +118,18 @@ def test_check_json_then_gate(capsys: pytest.CaptureFixture[str], tmp_path: Path
 
 
 @needs_compiler
+def test_format_json_prints_what_json_dash_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["check", str(REPO / "kernels"), "-k", "^transpose/conflict$"]
+    assert main([*argv, "--format", "json"]) == 0
+    document = capsys.readouterr().out
+    assert json.loads(document)["kind"] == "memlens-static-check"
+    assert main([*argv, "--json", "-"]) == 0
+    assert capsys.readouterr().out == document
+    assert main([*argv, "--format", "json", "--json", "-"]) == 2  # one document on standard output
+    assert "are one file" in capsys.readouterr().err
+
+
+@needs_compiler
 def test_swapped_padded_transpose_fails_the_static_gate(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "swapped.json"
     assert main(["check", str(SWAPPED), "-k", "^transpose/", "--json", str(out)]) == 0

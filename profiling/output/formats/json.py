@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from memlens.gate.evaluate import GateResult
     from memlens.output.bank_map import BanksFindings
+    from memlens.output.findings import CompareFindings, LinesFindings
     from memlens.output.kernel_metrics import KernelMetrics
     from memlens.reports.model import Report
 
@@ -32,6 +33,19 @@ class Json:
 
     def banks(self, findings: BanksFindings, out: TextIO) -> None:
         out.write(json.dumps(findings.analysis.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+    # `memlens lines` (memlens/output/line_listing.py)
+    def lines(self, found: LinesFindings, out: TextIO) -> None:
+        from memlens.output.line_listing import lines_json
+
+        out.write(json.dumps(lines_json(found.kernels, found.top), indent=2) + "\n")
+
+    # `memlens compare` (memlens/output/line_comparison.py)
+    def compare(self, found: CompareFindings, out: TextIO) -> None:
+        from memlens.output.line_comparison import compare_json
+
+        text = compare_json(found.base, found.head, found.compared, found.no_lines, found.notes)
+        out.write(json.dumps(text, indent=2) + "\n")
 
 
 FORMAT = Json()

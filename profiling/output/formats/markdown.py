@@ -11,6 +11,7 @@ from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 
 if TYPE_CHECKING:
     from memlens.gate.evaluate import GateResult, Verdict
+    from memlens.output.findings import CompareFindings
     from memlens.reports.model import Report
 
 
@@ -25,6 +26,12 @@ class Markdown:
         from memlens.reports.render import render_markdown
 
         out.write(render_markdown(report))
+
+    # `memlens compare`: its changed lines for a pull request (memlens/output/line_comparison.py)
+    def compare(self, found: CompareFindings, out: TextIO) -> None:
+        from memlens.output.line_comparison import compare_markdown
+
+        out.write(compare_markdown(found.base, found.head, found.compared, found.no_lines, found.notes) + "\n")
 
 
 FORMAT = Markdown()

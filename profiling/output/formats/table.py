@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from memlens.gate.evaluate import GateResult
     from memlens.output.bank_map import BanksFindings
     from memlens.output.command_tables import BaselineView, BenchTable, SuiteListing
+    from memlens.output.findings import CompareFindings, LinesFindings
     from memlens.output.kernel_metrics import KernelMetrics
     from memlens.static.check import StaticResults
 
@@ -66,6 +67,20 @@ class Terminal:
         from memlens.output.bank_map import print_banks
 
         print_banks(findings, out)
+
+    # `memlens lines` (memlens/output/line_listing.py)
+    def lines(self, found: LinesFindings, out: TextIO) -> None:
+        from memlens.output.line_listing import lines_text
+
+        out.write("\n".join(lines_text(found.kernels, found.top, found.width)) + "\n")
+
+    # `memlens compare` (memlens/output/line_comparison.py)
+    def compare(self, found: CompareFindings, out: TextIO) -> None:
+        from memlens.io.terminal import fit_lines
+        from memlens.output.line_comparison import compare_text
+
+        text = compare_text(found.base, found.head, found.compared, found.no_lines, found.show_all, found.notes)
+        out.write("\n".join(fit_lines(text, found.wide)) + "\n")
 
 
 FORMAT = Terminal()
