@@ -28,8 +28,7 @@ from memlens.reports.columns import BENCH_COLUMNS, COLUMNS
 from memlens.reports.compare import compare
 from memlens.reports.formatting import short_kernel
 from memlens.reports.line_changes import figures_text, markdown_table
-from memlens.reports.model import Comparison, FamilySection, Report, RunLineChanges
-from memlens.reports.source_view import SourceView
+from memlens.reports.model import Comparison, FamilySection, Report, RunLineChanges, SourceView
 from memlens.version import __version__
 
 if TYPE_CHECKING:

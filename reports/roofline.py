@@ -4,47 +4,18 @@ and the log-log chart with the GPU's own ceilings and a point per variant at eac
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memlens.io.units import format_count, significant
 from memlens.model.results import KernelResult, RunResults
 from memlens.model.roofline import LEVELS, PRECISIONS, Bound, TensorRoof, bound, ceilings_of
-from memlens.reports.model import Cell, FamilySection, Finding, Row
+from memlens.reports.model import Cell, FamilyRoofline, FamilySection, Finding, RooflinePoint, Row
 
 if TYPE_CHECKING:
     from memlens.bench.results import BenchResults
 
 COMPUTE_BOUND_COPY = "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
-
-
-@dataclass(frozen=True)
-class RooflinePoint:
-    """One variant under the roofline: its achieved FLOP/s and its intensity at each memory level."""
-
-    name: str
-    baseline: bool
-    achieved: float  # FLOP/s
-    intensities: tuple[tuple[str, float | None], ...]  # (level, FLOP/byte) for DRAM, L2, L1
-    memory_bound: bool | None = None  # None: no ceilings to judge by
-    pct_of_limit: float | None = None
-
-
-@dataclass(frozen=True)
-class FamilyRoofline:
-    """A family's roofline: the run's ceilings, a point per variant with FLOPs, and the words."""
-
-    # (roof, FLOP/s) for the CUDA-core precisions ("fp32") and tensor roofs ("bf16 tensor (dense)") the variants use
-    peak_flops: tuple[tuple[str, float], ...]
-    dram_bandwidth: float | None  # bytes/s, ncu's peak
-    copy_bandwidth: float | None  # bytes/s, memlens bench's device-to-device copy (the practical roof)
-    points: tuple[RooflinePoint, ...]
-    notes: tuple[str, ...] = ()  # e.g. the global-load cut against the baseline
-    compute_bound: bool = False  # every judged variant is compute-bound
-    # A family that does no floating-point work (every variant measured at 0 FLOPs): no points, and
-    # each variant's achieved DRAM bandwidth (variant, byte/s) drawn against the DRAM peak instead
-    no_flops: bool = False
-    dram_achieved: tuple[tuple[str, float], ...] = ()
 
 
 def flop_rate_text(value: float) -> str:
