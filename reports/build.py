@@ -3,14 +3,14 @@ and expectation checks, the kernels without family, and the run's header."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from memlens.collect.launch_sampling import sampling_lines
 from memlens.io.units import format_bytes
-from memlens.model.catalogue import CATALOGUE, HW_COUNTS
+from memlens.model.catalogue import HW_COUNTS
+from memlens.model.over_launches import aggregate
 from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from memlens.readers.metric_values import CSV_NO_INSTRUCTIONS
 from memlens.reports.formatting import format_value, short_kernel
@@ -78,8 +78,8 @@ def build_run(
         ]
         items += bench_header(bench, summary)
         notes.extend(bench_notes(bench, summary, results.info))
-    families = add_roofline(families, results, aggregate, bench)
-    others, roof = others_roofline(others, results, aggregate, bench)
+    families = add_roofline(families, results, bench)
+    others, roof = others_roofline(others, results, bench)
     heading, about = others_words(results)
     notes.extend(cannot_show(results))
     return RunSection(
@@ -431,44 +431,7 @@ def _invalid_finding(status: str, message: str) -> Finding:
     return Finding("status", "invalid", text)
 
 
-# --- figures ------------------------------------------------------------------------------------
-
-
-def aggregate(kernels: list[KernelResult]) -> KernelResult:
-    """All launches of a variant as one kernel: sums, maxima for per-launch settings, and the
-    percentage of peak weighted by duration. A figure missing in any launch is missing."""
-    if len(kernels) == 1:
-        return kernels[0]
-    raw: dict[str, float | None] = {}
-    missing: dict[str, str] = {}
-    keys = dict.fromkeys(key for k in kernels for key in k.raw)
-    for key in keys:
-        if getattr(CATALOGUE.get(key), "derive", None) is not None:
-            continue  # a ratio an older results.json stored: derived from the sums, never summed
-        values = [k.raw.get(key) for k in kernels]
-        if any(v is None for v in values):
-            raw[key] = None
-            broken = next(k for k in kernels if k.raw.get(key) is None)
-            missing[key] = broken.missing_reason(key)
-            continue
-        raw[key] = _combine(key, [float(v) for v in values], kernels)  # type: ignore[arg-type]
-    first = kernels[0]
-    instructions = tuple(record for k in kernels for record in k.instructions)  # the table sums over launches
-    return KernelResult(first.kernel, first.family, first.variant, first.launch_id, raw, missing, instructions)
-
-
-def _combine(key: str, values: list[float], kernels: list[KernelResult]) -> float | None:
-    """One figure of a variant's launches, as the catalogue says its metric combines."""
-    how = CATALOGUE[key].over_launches
-    if how == "max":
-        return max(values)
-    if how == "duration_weighted":
-        weights = [k.raw.get("duration") for k in kernels]
-        known = [w for w in weights if w is not None]
-        if len(known) < len(weights) or not sum(known):
-            return None
-        return sum(v * w for v, w in zip(values, known, strict=True)) / sum(known)
-    return math.fsum(values)
+# --- figures ---
 
 
 def _with_speedup(row: Row, baseline: Row) -> Row:

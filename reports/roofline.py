@@ -3,11 +3,12 @@ and the log-log chart with the GPU's own ceilings and a point per variant at eac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memlens.io.units import format_count, significant
+from memlens.model.over_launches import aggregate
 from memlens.model.results import KernelResult, RunResults
 from memlens.model.roofline import LEVELS, PRECISIONS, Bound, TensorRoof, bound, ceilings_of
 from memlens.reports.model import Cell, FamilyRoofline, FamilySection, Finding, RooflinePoint, Row
@@ -116,7 +117,6 @@ def _cut(before: float, after: float) -> str:
 def add_roofline(
     families: Sequence[FamilySection],
     results: RunResults,
-    aggregate: Callable[[list[KernelResult]], KernelResult],
     bench: BenchResults | None = None,
 ) -> list[FamilySection]:
     """Each family with its roofline and each variant with its roofline verdict; a compute-bound
@@ -184,7 +184,6 @@ def _with_roofline(
 def others_roofline(
     rows: Sequence[Row],
     results: RunResults,
-    aggregate: Callable[[list[KernelResult]], KernelResult],
     bench: BenchResults | None = None,
 ) -> tuple[list[Row], FamilyRoofline | None]:
     """The kernels outside families (a program's, a plain report's) with their roofline verdicts, and

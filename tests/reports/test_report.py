@@ -303,7 +303,7 @@ def test_probe_recordings():
 
 
 def test_padded_figures_unchanged_by_aggregation():
-    from memlens.reports.build import aggregate
+    from memlens.model.over_launches import aggregate
 
     single = kernel("k", "f", "v", PADDED)
     assert aggregate([single]) is single
@@ -315,7 +315,7 @@ def test_padded_figures_unchanged_by_aggregation():
 
 def test_launches_combine_as_the_catalogue_declares():
     from memlens.model.catalogue import CATALOGUE
-    from memlens.reports.build import aggregate
+    from memlens.model.over_launches import aggregate
 
     assert {k for k, m in CATALOGUE.items() if m.over_launches == "max"} == {
         "registers_per_thread",
