@@ -93,9 +93,9 @@ def render_html(report: Report) -> str:
         bench_chart,
         comparison_chart,
         family_chart,
+        roofline_chart,
+        sweep_chart,
     )
-    from memlens.reports.roofline import roofline_chart
-    from memlens.reports.sweeps import sweep_chart
 
     charts: dict[str, Markup] = {}
     for index, run in enumerate(report.runs):
