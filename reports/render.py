@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
@@ -21,57 +19,13 @@ from memlens.io.markdown import MdSafe, md_code, md_escape
 from memlens.io.safe_text import neutral
 from memlens.io.tables import Column
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle
-from memlens.model.line_compare import NO_LINE_DATA, LineChange, compare_runs, has_line_data
-from memlens.model.results import RunResults
-from memlens.reports.build import build_run, labels
-from memlens.reports.columns import BENCH_COLUMNS, COLUMNS
-from memlens.reports.compare import compare
+from memlens.model.line_compare import LineChange
+from memlens.reports.build import build_report  # noqa: F401  re-exported: commands/compare.py imports it from here
 from memlens.reports.formatting import short_kernel
 from memlens.reports.line_changes import figures_text, markdown_table
-from memlens.reports.model import Comparison, FamilySection, Report, RunLineChanges, SourceView
-from memlens.version import __version__
-
-if TYPE_CHECKING:
-    from memlens.bench.results import BenchResults
-    from memlens.static.check import StaticResults
+from memlens.reports.model import Comparison, FamilySection, Report, SourceView
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-
-
-def build_report(
-    runs: Sequence[tuple[str, RunResults]], benches: Sequence[tuple[str, BenchResults] | None] | None = None,
-    statics: Sequence[StaticResults | None] | None = None,
-) -> Report:  # fmt: skip
-    """The report's content for runs given as (label, results), the first the reference; `benches`
-    gives each run's bench results as (the bench.json read, results), or None where it has none;
-    `statics` each run's `memlens check` figures (its check.json), or None."""
-    names = labels(label for label, _ in runs)
-    benches = list(benches) if benches is not None else [None] * len(runs)
-    if len(benches) != len(runs):
-        raise ValueError(f"{len(benches)} bench results for {len(runs)} runs")
-    sections = []
-    statics = list(statics) if statics is not None else [None] * len(runs)
-    for name, (_, results), bench, static in zip(names, runs, benches, statics, strict=True):
-        source, timed = bench if bench is not None else ("", None)
-        sections.append(build_run(results, name, timed, source, static))
-    runs_built = tuple(sections)
-    comparisons = with_lines(compare(runs_built), [results for _, results in runs], names)
-    line_notes = tuple(f"{name}: {NO_LINE_DATA}" for name, (_, results) in zip(names, runs, strict=True)
-                       if comparisons and not has_line_data(results))  # fmt: skip
-    return Report(__version__, COLUMNS, runs_built, comparisons, BENCH_COLUMNS, line_notes)
-
-
-def with_lines(comparisons: tuple[Comparison, ...], results: Sequence[RunResults],
-               names: Sequence[str]) -> tuple[Comparison, ...]:  # fmt: skip
-    """Each comparison with its kernel's source lines in every later run against the first run's, where
-    both runs hold per-line data (else none: `NO_LINE_DATA`, once, not every line "gone")."""
-    if not comparisons or not has_line_data(results[0]):
-        return comparisons
-    labels = [c.label for c in comparisons]
-    later = [(name, {c.label: c for c in compare_runs(results[0], other, labels)})
-             for name, other in zip(names[1:], results[1:], strict=True) if has_line_data(other)]  # fmt: skip
-    return tuple(replace(c, lines=tuple(RunLineChanges(name, by_label[c.label]) for name, by_label in later))
-                 for c in comparisons)  # fmt: skip
 
 
 def changed_lines(comparisons: Sequence[Comparison]) -> list[tuple[str, LineChange]]:

@@ -13,8 +13,8 @@ import pytest
 from memlens.model.ncu_settings import NcuSettings
 from memlens.model.results import RunResults
 from memlens.output import render_report as render
+from memlens.reports.build import build_report
 from memlens.reports.model import REPORT_VERSION
-from memlens.reports.render import build_report
 from tests.reports.test_report_samples import (
     CONFLICT,
     FAST_REASON,
