@@ -1,4 +1,5 @@
-"""reports/render.py: names, messages and paths show as text in HTML, Markdown and JSON; HTML fetches nothing."""
+"""The report's formats (output/formats/html.py, markdown.py): names, messages and paths show as text in
+HTML, Markdown and JSON; HTML fetches nothing."""
 
 from __future__ import annotations
 
