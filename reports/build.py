@@ -1,50 +1,82 @@
-"""From typed run results to the report's content: families of variants with speedups, verdicts
-and expectation checks, the kernels without family, and the run's header."""
+"""From typed run results to the report's content (`build_report`): families of variants with speedups,
+verdicts and expectation checks, the kernels without family, the run's header, and the comparison of
+several runs; a run's bench.json joins it in bench_join.py."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from memlens.collect.launch_sampling import sampling_lines
-from memlens.io.units import format_bytes
-from memlens.model.catalogue import CATALOGUE, HW_COUNTS
+from memlens.model.catalogue import HW_COUNTS
+from memlens.model.line_compare import NO_LINE_DATA, compare_runs, has_line_data
+from memlens.model.over_launches import aggregate
 from memlens.model.results import KernelResult, RunInfo, RunResults, VariantOutcome
 from memlens.readers.metric_values import CSV_NO_INSTRUCTIONS
-from memlens.reports.formatting import format_value, short_kernel
-from memlens.reports.model import BenchSummary, BenchTiming, Cell, FamilySection, Finding, HeaderItem, Row, RunSection
-from memlens.theory.paper_figures import check as paper_check
-
-if TYPE_CHECKING:
-    from memlens.bench.results import BenchResults, CopyBandwidth
-    from memlens.static.check import StaticResults
-from memlens.reports.columns import (
-    BENCH_BANDWIDTH,
-    BENCH_COLUMNS,
-    BENCH_MEDIAN,
-    BENCH_PCT,
-    BENCH_UNITS,
-    COLUMNS,
-    NO_MIN_BYTES,
-    SPEEDUP,
-    kernel_cells,
-)
+from memlens.reports.bench_join import bench_header, bench_notes, bench_summary, family_copy, with_bench
+from memlens.reports.columns import BENCH_COLUMNS, COLUMNS, SPEEDUP, kernel_cells
+from memlens.reports.compare import compare
+from memlens.reports.formatting import STATUS_WORDS, format_value, short_kernel
 from memlens.reports.global_memory_verdicts import pmpp_findings
 from memlens.reports.hot_lines import RunSources, hot_lines, line_findings, tma_findings
+from memlens.reports.model import (
+    Cell,
+    Comparison,
+    FamilySection,
+    Finding,
+    HeaderItem,
+    Report,
+    Row,
+    RunLineChanges,
+    RunSection,
+)
 from memlens.reports.roofline import add_roofline, others_roofline
 from memlens.reports.source_view import source_views
 from memlens.reports.sweeps import same_size_baseline
 from memlens.reports.verdicts import HW_LABEL, check, describe, judge
+from memlens.theory.paper_figures import check as paper_check
+from memlens.version import __version__
 
-STATUS_WORDS = {
-    "wrong": "output wrong",
-    "failed": "failed",
-    "not_run": "not run",
-    "skipped": "skipped (GPU too old)",
-    "no_kernel": "no kernel profiled",
-}
+if TYPE_CHECKING:
+    from memlens.bench.results import BenchResults
+    from memlens.static.check import StaticResults
+
+
+def build_report(
+    runs: Sequence[tuple[str, RunResults]], benches: Sequence[tuple[str, BenchResults] | None] | None = None,
+    statics: Sequence[StaticResults | None] | None = None,
+) -> Report:  # fmt: skip
+    """The report's content for runs given as (label, results), the first the reference; `benches`
+    gives each run's bench results as (the bench.json read, results), or None where it has none;
+    `statics` each run's `memlens check` figures (its check.json), or None."""
+    names = labels(label for label, _ in runs)
+    benches = list(benches) if benches is not None else [None] * len(runs)
+    if len(benches) != len(runs):
+        raise ValueError(f"{len(benches)} bench results for {len(runs)} runs")
+    sections = []
+    statics = list(statics) if statics is not None else [None] * len(runs)
+    for name, (_, results), bench, static in zip(names, runs, benches, statics, strict=True):
+        source, timed = bench if bench is not None else ("", None)
+        sections.append(build_run(results, name, timed, source, static))
+    runs_built = tuple(sections)
+    comparisons = with_lines(compare(runs_built), [results for _, results in runs], names)
+    line_notes = tuple(f"{name}: {NO_LINE_DATA}" for name, (_, results) in zip(names, runs, strict=True)
+                       if comparisons and not has_line_data(results))  # fmt: skip
+    return Report(__version__, COLUMNS, runs_built, comparisons, BENCH_COLUMNS, line_notes)
+
+
+def with_lines(comparisons: tuple[Comparison, ...], results: Sequence[RunResults],
+               names: Sequence[str]) -> tuple[Comparison, ...]:  # fmt: skip
+    """Each comparison with its kernel's source lines in every later run against the first run's, where
+    both runs hold per-line data (else none: `NO_LINE_DATA`, once, not every line "gone")."""
+    if not comparisons or not has_line_data(results[0]):
+        return comparisons
+    labels = [c.label for c in comparisons]
+    later = [(name, {c.label: c for c in compare_runs(results[0], other, labels)})
+             for name, other in zip(names[1:], results[1:], strict=True) if has_line_data(other)]  # fmt: skip
+    return tuple(replace(c, lines=tuple(RunLineChanges(name, by_label[c.label]) for name, by_label in later))
+                 for c in comparisons)  # fmt: skip
 
 
 def build_run(
@@ -73,13 +105,13 @@ def build_run(
     if bench is not None:
         summary = bench_summary(bench, bench_source)
         families = [
-            replace(f, rows=tuple(_with_bench(r, f.name, bench) for r in f.rows), bench_copy=family_copy(f.name, bench))
+            replace(f, rows=tuple(with_bench(r, f.name, bench) for r in f.rows), bench_copy=family_copy(f.name, bench))
             for f in families
         ]
         items += bench_header(bench, summary)
         notes.extend(bench_notes(bench, summary, results.info))
-    families = add_roofline(families, results, aggregate, bench)
-    others, roof = others_roofline(others, results, aggregate, bench)
+    families = add_roofline(families, results, bench)
+    others, roof = others_roofline(others, results, bench)
     heading, about = others_words(results)
     notes.extend(cannot_show(results))
     return RunSection(
@@ -173,161 +205,6 @@ def header(info: RunInfo) -> tuple[HeaderItem, ...]:
     if info.source:
         items.append(("read from", info.source))
     return tuple(HeaderItem(label, text(value)) for label, value in items)
-
-
-# --- memlens bench ------------------------------------------------------------------------------
-
-
-# The copy a variant's % of copy bandwidth is of: since bench.json schema 2 a copy of the variant's
-# min_bytes timed the same way (its own); in schema 1 files the bench's one copy over a large buffer.
-SAME_BYTES = "of the same bytes as the variants"
-
-
-def bench_summary(bench: BenchResults, source: str) -> BenchSummary:
-    failures = tuple(f"{f.family}/{f.variant}: {_failure_words(f.status, f.message)}" for f in bench.failures)
-    references = _references(bench)
-    if len(references) > 1:
-        copy_text = SAME_BYTES
-    else:
-        reference = references[0][0] if references else bench.copy
-        copy_text = _gb(reference) + ("" if reference == bench.copy else f" over {format_bytes(reference.bytes_moved)}")
-    return BenchSummary(
-        source=source,
-        gpu_name=bench.info.gpu_name,
-        started_at=bench.info.started_at,
-        repeats=bench.info.repeats,
-        copy_buffer_bytes=bench.copy.buffer_bytes,
-        copy_median_ms=bench.copy.times.median_ms,
-        copy_gb_per_s=bench.copy.gb_per_s,
-        copy_text=copy_text,
-        failures=failures,
-    )
-
-
-def bench_header(bench: BenchResults, summary: BenchSummary) -> tuple[HeaderItem, ...]:
-    copy = (
-        f"{_gb(bench.copy)} (memlens bench: device-to-device copy of {format_bytes(bench.copy.buffer_bytes)},"
-        f" read plus written, median of {len(bench.copy.times.samples_ms)} launches)"
-    )
-    items = [HeaderItem("copy bandwidth", copy)]
-    own = [(reference, families) for reference, families in _references(bench) if reference != bench.copy]
-    if own:
-        each = " · ".join(
-            f"{', '.join(families)} {_gb(reference)} over {format_bytes(reference.bytes_moved)}"
-            for reference, families in own
-        )
-        items.append(HeaderItem(
-            "copy, same bytes",
-            "each variant's % of copy bandwidth is of a device-to-device copy of its family's min_bytes"
-            f" (half read, half written), timed the same way: {each}",
-        ))  # fmt: skip
-    how = [bench.info.gpu_name, bench.info.started_at or "", f"{bench.info.repeats} launches per variant"]
-    if bench.info.small:
-        how.append("--small sizes")
-    how.extend(f"--size {size}" for size in bench.info.sizes)
-    items.append(HeaderItem("bench", " · ".join(part for part in [summary.source, *how] if part)))
-    return tuple(items)
-
-
-def family_copy(family: str, bench: BenchResults) -> str:
-    """The copy the family's bench percentages are of, in words; "" where that is the bench's one copy
-    (a schema 1 bench.json) or no variant of the family has a percentage."""
-    own = [reference for reference, families in _references(bench) if family in families and reference != bench.copy]
-    if not own:
-        return ""
-    return "% of copy bandwidth: of a device-to-device copy " + "; ".join(
-        f"of {format_bytes(c.bytes_moved)}, the variants' min_bytes (half read, half written), timed the same way:"
-        f" {_gb(c)}, median {format_value(c.times.median_ms, 'milliseconds')} over {len(c.times.samples_ms)} launches"
-        for c in own
-    )
-
-
-def _references(bench: BenchResults) -> list[tuple[CopyBandwidth, list[str]]]:
-    """The copies the variants were compared with, each with the families compared with it, in order."""
-    found: list[tuple[CopyBandwidth, list[str]]] = []
-    for timing in bench.variants:
-        if timing.copy is None:
-            continue
-        entry = next((e for e in found if e[0] == timing.copy), None)
-        if entry is None:
-            found.append((timing.copy, [timing.family]))
-        elif timing.family not in entry[1]:
-            entry[1].append(timing.family)
-    return found
-
-
-def _gb(copy: CopyBandwidth) -> str:
-    return format_value(copy.gb_per_s, "gb_per_s")
-
-
-def _copy_words(copy: CopyBandwidth | None, bench: BenchResults) -> str:
-    """The hover text of a % of copy bandwidth cell: the copy it is of."""
-    if copy is None:
-        return ""
-    what = "the bench's copy" if copy == bench.copy else "the variant's min_bytes, half read, half written"
-    return (
-        f"of a device-to-device copy of {format_bytes(copy.bytes_moved)} ({what}): {_gb(copy)},"
-        f" median {format_value(copy.times.median_ms, 'milliseconds')}"
-    )
-
-
-def bench_notes(bench: BenchResults, summary: BenchSummary, info: RunInfo) -> list[str]:
-    notes = []
-    if info.gpu_name and bench.info.gpu_name and info.gpu_name != bench.info.gpu_name:
-        notes.append(
-            f"the bench was timed on {bench.info.gpu_name}, the profile on {info.gpu_name}:"
-            " bench and ncu figures are of different GPUs"
-        )
-    if summary.failures:
-        notes.append("memlens bench did not time: " + "; ".join(summary.failures))
-    return notes
-
-
-def _failure_words(status: str, message: str) -> str:
-    return STATUS_WORDS.get(status, status) + (f" ({message})" if message else "")
-
-
-def _with_bench(row: Row, family: str, bench: BenchResults) -> Row:
-    """The row with its bench cells: the timing of family/variant, or n/a saying why there is none.
-    An invalid row keeps its figures withheld."""
-    if not row.valid:
-        return row
-    timing = bench.lookup(family, row.name)
-    if timing is None:
-        failure = next((f for f in bench.failures if (f.family, f.variant) == (family, row.name)), None)
-        reason: str | None = (
-            f"memlens bench: {_failure_words(failure.status, failure.message)}"
-            if failure
-            else "not timed by memlens bench (not in its bench.json)"
-        )
-        cells = {c.key: Cell(c.key, None, BENCH_UNITS[c.key], "n/a", missing_reason=reason) for c in BENCH_COLUMNS}
-        return replace(row, cells={**row.cells, **cells})
-    times = timing.times
-    copy = timing.copy
-    figures = BenchTiming(
-        times.median_ms,
-        times.p10_ms,
-        times.p90_ms,
-        len(times.samples_ms),
-        timing.min_bytes,
-        timing.gb_per_s,
-        timing.pct_of_copy,
-        None if copy is None else copy.bytes_moved,
-        None if copy is None else copy.times.median_ms,
-        None if copy is None else copy.gb_per_s,
-    )
-    kinds = {c.key: c.kind for c in BENCH_COLUMNS}
-    spread = (
-        f"median {times.median_ms:.5g} ms; p10 {format_value(times.p10_ms, 'milliseconds')},"
-        f" p90 {format_value(times.p90_ms, 'milliseconds')} over {len(times.samples_ms)} launches"
-    )
-    median = Cell(BENCH_MEDIAN, times.median_ms, "ms", format_value(times.median_ms, kinds[BENCH_MEDIAN]), spread)
-    cells = {BENCH_MEDIAN: median}
-    for key, value in ((BENCH_BANDWIDTH, timing.gb_per_s), (BENCH_PCT, timing.pct_of_copy)):
-        reason = NO_MIN_BYTES if value is None else None
-        exact = _copy_words(copy, bench) if key == BENCH_PCT and value is not None else ""
-        cells[key] = Cell(key, value, BENCH_UNITS[key], format_value(value, kinds[key]), exact, missing_reason=reason)
-    return replace(row, cells={**row.cells, **cells}, bench=figures)
 
 
 # --- grouping -----------------------------------------------------------------------------------
@@ -431,44 +308,7 @@ def _invalid_finding(status: str, message: str) -> Finding:
     return Finding("status", "invalid", text)
 
 
-# --- figures ------------------------------------------------------------------------------------
-
-
-def aggregate(kernels: list[KernelResult]) -> KernelResult:
-    """All launches of a variant as one kernel: sums, maxima for per-launch settings, and the
-    percentage of peak weighted by duration. A figure missing in any launch is missing."""
-    if len(kernels) == 1:
-        return kernels[0]
-    raw: dict[str, float | None] = {}
-    missing: dict[str, str] = {}
-    keys = dict.fromkeys(key for k in kernels for key in k.raw)
-    for key in keys:
-        if getattr(CATALOGUE.get(key), "derive", None) is not None:
-            continue  # a ratio an older results.json stored: derived from the sums, never summed
-        values = [k.raw.get(key) for k in kernels]
-        if any(v is None for v in values):
-            raw[key] = None
-            broken = next(k for k in kernels if k.raw.get(key) is None)
-            missing[key] = broken.missing_reason(key)
-            continue
-        raw[key] = _combine(key, [float(v) for v in values], kernels)  # type: ignore[arg-type]
-    first = kernels[0]
-    instructions = tuple(record for k in kernels for record in k.instructions)  # the table sums over launches
-    return KernelResult(first.kernel, first.family, first.variant, first.launch_id, raw, missing, instructions)
-
-
-def _combine(key: str, values: list[float], kernels: list[KernelResult]) -> float | None:
-    """One figure of a variant's launches, as the catalogue says its metric combines."""
-    how = CATALOGUE[key].over_launches
-    if how == "max":
-        return max(values)
-    if how == "duration_weighted":
-        weights = [k.raw.get("duration") for k in kernels]
-        known = [w for w in weights if w is not None]
-        if len(known) < len(weights) or not sum(known):
-            return None
-        return sum(v * w for v, w in zip(values, known, strict=True)) / sum(known)
-    return math.fsum(values)
+# --- figures ---
 
 
 def _with_speedup(row: Row, baseline: Row) -> Row:

@@ -1,4 +1,5 @@
-"""Charts for the HTML report, drawn by matplotlib (Agg) as SVG text to embed inline.
+"""Charts for the HTML report, drawn by matplotlib (Agg) as SVG text to embed inline: every matplotlib
+call of the report (the family, bench, comparison, sweep and roofline charts).
 
 Output is deterministic: a fixed `svg.hashsalt` per chart (so ids never collide between charts
 of one page), no Date metadata, text kept as <text> (escaped by matplotlib), and the XML
@@ -20,11 +21,16 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
-from memlens.io.safe_text import neutral
+from memlens.io.safe_text import neutral  # noqa: E402
+from memlens.io.units import significant  # noqa: E402
 from memlens.model.kernel_names import elide_middle, short_kernel  # noqa: E402
+from memlens.model.nvtx_names import parse_swept  # noqa: E402
 from memlens.reports.formatting import format_value  # noqa: E402
-from memlens.reports.model import Comparison, Row  # noqa: E402
+from memlens.reports.model import Comparison, FamilyRoofline, FamilySection, Row  # noqa: E402
+from memlens.reports.roofline import bandwidth_text, flop_rate_text  # noqa: E402
+from memlens.reports.sweeps import family_sweep, log_scale  # noqa: E402
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -210,6 +216,139 @@ def comparison_chart(comparisons: Sequence[Comparison], salt: str) -> str | None
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=count, fontsize=8, frameon=False)
         figure.subplots_adjust(left=0.26, right=0.98, top=1 - 0.55 / height, bottom=0.1 / height)
         return to_svg(figure, salt)
+
+
+# --- a swept family ---------------------------------------------------------------------------
+
+
+def sweep_values(family: FamilySection, key: str) -> dict[str, tuple[tuple[int, float | None], ...]]:
+    """Each variant's figure `key` (a row cell, or "local_bytes": loads plus stores) by swept value."""
+    out: dict[str, list[tuple[int, float | None]]] = {}
+    for row in family.rows:
+        swept = parse_swept(row.name)
+        if swept is None:
+            continue
+        value = _panel_value(row, key)[0] if row.valid and row.cells else None
+        out.setdefault(swept[0], []).append((swept[2], value))
+    return {variant: tuple(sorted(points)) for variant, points in out.items()}
+
+
+def sweep_chart(family: FamilySection, salt: str, exact: bool) -> str | None:
+    """A panel per figure of the family chart, each a line per variant against the swept size (log axes
+    where the values span decades); None for a family not swept."""
+    sweep = family_sweep(family)
+    if sweep is None:
+        return None
+
+    panels = PANELS if exact else (PANELS[0], HW_PANEL, *PANELS[2:])
+    with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
+        figure = Figure(figsize=(11, 3.2))
+        axes = figure.subplots(1, len(panels))
+        handles = []
+        for ax, panel in zip(axes, panels, strict=True):
+            series = sweep_values(family, panel.key)
+            for index, (variant, baseline) in enumerate(sweep.variants):
+                points = [(x, y) for x, y in series.get(variant, ()) if y is not None]
+                name = short(variant, " (baseline)" if baseline else "")
+                drawn = ax.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=4,
+                                linewidth=1.2, color=RUN_COLOURS[index % len(RUN_COLOURS)], label=name)  # fmt: skip
+                if panel is panels[0]:
+                    handles.extend(drawn)
+            if log_scale(sweep.values):
+                ax.set_xscale("log")
+            if log_scale([y for points in series.values() for _, y in points if y is not None]):
+                ax.set_yscale("log")
+            ax.set_title(panel.title, fontsize=9, loc="left", color=INK)
+            ax.set_xlabel(sweep.size)
+            for side in ("top", "right"):
+                ax.spines[side].set_visible(False)
+        figure.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, 0.99), ncol=min(6, len(handles)),
+                      fontsize=8, frameon=False)  # fmt: skip
+        figure.suptitle(f"{family.name} against {sweep.size} ({', '.join(map(str, sweep.values))})",
+                        fontsize=9, x=0.99, ha="right", color=INK)  # fmt: skip
+        figure.subplots_adjust(left=0.06, right=0.99, top=0.78, bottom=0.16, wspace=0.3)
+        return to_svg(figure, salt)
+
+
+# --- the roofline --------------------------------------------------------------------------------
+
+LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1": "^"}
+
+
+def roofline_chart(family: FamilySection, salt: str) -> str | None:
+    """Log-log roofline of a family: FLOP/s against FLOP/byte, the GPU's labelled ceilings, and a
+    point per variant at each memory level (marker shape) joined at its achieved FLOP/s."""
+    roof = family.roofline
+    if roof is None or not (roof.points or roof.no_flops):
+        return None
+
+    xs = [x for p in roof.points for _, x in p.intensities if x]
+    ys = [p.achieved for p in roof.points] or [0.1 / 4 * min([b for _, b in roof.dram_achieved] or [1e9])]
+    peaks = [value for _, value in roof.peak_flops]
+    low_x, high_x = min([*xs, 0.1]) / 4, max([*xs, 100.0]) * 4
+    with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
+        figure = Figure(figsize=(11, 4.2))
+        ax = figure.subplots()
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        grid = [low_x * (high_x / low_x) ** (i / 200) for i in range(201)]
+        top = max(peaks) if peaks else max(ys) * 10
+        for precision, peak in roof.peak_flops:
+            ax.axhline(peak, color=INK, linewidth=1.2)
+            ax.text(high_x, peak, f"{precision} peak {flop_rate_text(peak)} ", ha="right", va="bottom", fontsize=8)
+        for label, bandwidth, style in (
+            ("DRAM peak", roof.dram_bandwidth, "-"),
+            ("copy (memlens bench)", roof.copy_bandwidth, "--"),
+        ):
+            if not bandwidth:
+                continue
+            line = [min(x * bandwidth, top) for x in grid]
+            ax.plot(grid, line, color=FAINT, linestyle=style, linewidth=1.2)
+            x_text = low_x * 1.5
+            ax.text(x_text, x_text * bandwidth * 1.15, f"{label} {significant(bandwidth / 1e12)} TB/s",
+                    fontsize=8, color=FAINT, rotation=0, ha="left", va="bottom")  # fmt: skip
+        handles = _achieved_bandwidths(ax, roof, grid, top, low_x)
+        for index, point in enumerate(roof.points):
+            colour = RUN_COLOURS[index % len(RUN_COLOURS)]
+            shown = [(level, x) for level, x in point.intensities if x]
+            if len(shown) > 1:
+                ax.plot([x for _, x in shown], [point.achieved] * len(shown), color=colour, linewidth=0.8, alpha=0.6)
+            for level, x in shown:
+                ax.plot([x], [point.achieved], marker=LEVEL_MARKERS[level], color=colour, markersize=7, linestyle="")
+            name = short(point.name) + (" (baseline)" if point.baseline else "")
+            if point.pct_of_limit is not None:
+                name += f": {significant(point.pct_of_limit)}% of its bound"
+            handles.append(Line2D([], [], color=colour, marker="o", linestyle="", label=name))
+        if roof.points:
+            handles += [Line2D([], [], color=INK, marker=m, linestyle="", label=f"{lvl} intensity",
+                               markerfacecolor="none") for lvl, m in LEVEL_MARKERS.items()]  # fmt: skip
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        ax.set_xlim(low_x, high_x)
+        ax.set_ylim(min(ys) / 10, top * 3)
+        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+        ax.set_ylabel("FLOP/s")
+        ax.set_title(f"roofline of {family.name} (achieved FLOP/s; ceilings measured by ncu on this GPU)",
+                     fontsize=9, loc="left", color=INK)  # fmt: skip
+        figure.subplots_adjust(left=0.07, right=0.68, top=0.92, bottom=0.12)
+        return to_svg(figure, salt)
+
+
+def _achieved_bandwidths(ax, roof: FamilyRoofline, grid: list[float], top: float, low_x: float) -> list:
+    """A family without FLOPs: no point to place, so each variant's achieved DRAM bandwidth as a dotted
+    roof under the peak's, and the reason in words on the chart. Returns the legend's handles."""
+    if not roof.no_flops:
+        return []
+
+    handles = []
+    for index, (name, bandwidth) in enumerate(roof.dram_achieved):
+        colour = RUN_COLOURS[index % len(RUN_COLOURS)]
+        ax.plot(grid, [min(x * bandwidth, top) for x in grid], color=colour, linestyle=":", linewidth=1.2)
+        label = f"{short(name)}: DRAM {bandwidth_text(bandwidth)} achieved"
+        handles.append(Line2D([], [], color=colour, linestyle=":", label=label))
+    ax.text(0.98, 0.04, "no floating-point work: intensity n/a, memory-bound by definition\n"
+            "(dotted: each variant's achieved DRAM bandwidth, under the DRAM peak)", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=9, color=INK)  # fmt: skip
+    return handles
 
 
 _PROLOGUE = re.compile(r"^.*?(?=<svg)", re.S)

@@ -21,6 +21,14 @@ from memlens.io.units import (  # noqa: F401  re-exported: the report's modules 
 )
 from memlens.model.kernel_names import short_kernel as short_kernel  # re-exported for the templates
 
+STATUS_WORDS = {
+    "wrong": "output wrong",
+    "failed": "failed",
+    "not_run": "not run",
+    "skipped": "skipped (GPU too old)",
+    "no_kernel": "no kernel profiled",
+}
+
 
 def signed_percent(fraction: float) -> str:
     """A relative change to 0.1%: 0.123 -> "+12.3%", -0.5 -> "−50.0%" (a true minus sign), 2.5 -> "+250%"."""

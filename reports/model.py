@@ -7,11 +7,7 @@ HTML and Markdown templates only lay out and the JSON carries the same content f
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from memlens.reports.roofline import FamilyRoofline
-    from memlens.reports.source_view import SourceView
+from typing import Any, Literal
 
 from memlens.io.tables import Column
 from memlens.model.line_compare import KernelLineChanges
@@ -98,6 +94,70 @@ class BenchSummary:
     copy_gb_per_s: float
     copy_text: str  # the copy the percentages are of: its GB/s if they share one, else "of the same bytes ..."
     failures: tuple[str, ...] = ()  # "family/variant: status (message)" of the variants it could not time
+
+
+@dataclass(frozen=True)
+class SourceInstruction:
+    """One SASS instruction of a line, all launches together."""
+
+    sass: str
+    executions: float | None  # warp-level
+    wavefronts: float | None  # shared memory only
+    ideal: float | None
+    figures: str  # in words: "32-way, 31 excess wavefronts / execution" or "local store"
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    number: int
+    code: str
+    figures: str  # the margin: "ld 32-way +65.0 M" etc.; "" for a line without memory instructions
+    heat: int  # 0: no excess nor local access; 1..HEAT_LEVELS: its share of the view's hottest line
+    instructions: tuple[SourceInstruction, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceView:
+    """One file of one kernel: windows of consecutive lines around the lines with figures."""
+
+    file: str  # as shown (relative to the working directory where under it)
+    origin: str  # "kept" (the code as it ran), "disk", "changed" (no code shown), "missing" (no code found)
+    note: str  # the origin in words, for a person
+    windows: tuple[tuple[SourceLine, ...], ...] = ()
+    left_out: int = 0  # lines with figures beyond MAX_LINES, not shown
+
+    @property
+    def hot_count(self) -> int:
+        return sum(1 for window in self.windows for line in window if line.figures)
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One variant under the roofline: its achieved FLOP/s and its intensity at each memory level."""
+
+    name: str
+    baseline: bool
+    achieved: float  # FLOP/s
+    intensities: tuple[tuple[str, float | None], ...]  # (level, FLOP/byte) for DRAM, L2, L1
+    memory_bound: bool | None = None  # None: no ceilings to judge by
+    pct_of_limit: float | None = None
+
+
+@dataclass(frozen=True)
+class FamilyRoofline:
+    """A family's roofline: the run's ceilings, a point per variant with FLOPs, and the words."""
+
+    # (roof, FLOP/s) for the CUDA-core precisions ("fp32") and tensor roofs ("bf16 tensor (dense)") the variants use
+    peak_flops: tuple[tuple[str, float], ...]
+    dram_bandwidth: float | None  # bytes/s, ncu's peak
+    copy_bandwidth: float | None  # bytes/s, memlens bench's device-to-device copy (the practical roof)
+    points: tuple[RooflinePoint, ...]
+    notes: tuple[str, ...] = ()  # e.g. the global-load cut against the baseline
+    compute_bound: bool = False  # every judged variant is compute-bound
+    # A family that does no floating-point work (every variant measured at 0 FLOPs): no points, and
+    # each variant's achieved DRAM bandwidth (variant, byte/s) drawn against the DRAM peak instead
+    no_flops: bool = False
+    dram_achieved: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,50 +1,23 @@
 """The roofline of each family in PMPP's terms (chapter 5): verdicts, the global-load cut of tiling,
-and the log-log chart with the GPU's own ceilings and a point per variant at each memory level."""
+and the records of its log-log chart with the GPU's own ceilings and a point per variant at each memory
+level (drawn by charts.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memlens.io.units import format_count, significant
+from memlens.model.over_launches import aggregate
 from memlens.model.results import KernelResult, RunResults
 from memlens.model.roofline import LEVELS, PRECISIONS, Bound, TensorRoof, bound, ceilings_of
-from memlens.reports.model import Cell, FamilySection, Finding, Row
+from memlens.reports.model import Cell, FamilyRoofline, FamilySection, Finding, RooflinePoint, Row
 
 if TYPE_CHECKING:
     from memlens.bench.results import BenchResults
 
 COMPUTE_BOUND_COPY = "compute-bound: judged by its roofline bound (the verdict), not by copy bandwidth"
-
-
-@dataclass(frozen=True)
-class RooflinePoint:
-    """One variant under the roofline: its achieved FLOP/s and its intensity at each memory level."""
-
-    name: str
-    baseline: bool
-    achieved: float  # FLOP/s
-    intensities: tuple[tuple[str, float | None], ...]  # (level, FLOP/byte) for DRAM, L2, L1
-    memory_bound: bool | None = None  # None: no ceilings to judge by
-    pct_of_limit: float | None = None
-
-
-@dataclass(frozen=True)
-class FamilyRoofline:
-    """A family's roofline: the run's ceilings, a point per variant with FLOPs, and the words."""
-
-    # (roof, FLOP/s) for the CUDA-core precisions ("fp32") and tensor roofs ("bf16 tensor (dense)") the variants use
-    peak_flops: tuple[tuple[str, float], ...]
-    dram_bandwidth: float | None  # bytes/s, ncu's peak
-    copy_bandwidth: float | None  # bytes/s, memlens bench's device-to-device copy (the practical roof)
-    points: tuple[RooflinePoint, ...]
-    notes: tuple[str, ...] = ()  # e.g. the global-load cut against the baseline
-    compute_bound: bool = False  # every judged variant is compute-bound
-    # A family that does no floating-point work (every variant measured at 0 FLOPs): no points, and
-    # each variant's achieved DRAM bandwidth (variant, byte/s) drawn against the DRAM peak instead
-    no_flops: bool = False
-    dram_achieved: tuple[tuple[str, float], ...] = ()
 
 
 def flop_rate_text(value: float) -> str:
@@ -145,7 +118,6 @@ def _cut(before: float, after: float) -> str:
 def add_roofline(
     families: Sequence[FamilySection],
     results: RunResults,
-    aggregate: Callable[[list[KernelResult]], KernelResult],
     bench: BenchResults | None = None,
 ) -> list[FamilySection]:
     """Each family with its roofline and each variant with its roofline verdict; a compute-bound
@@ -213,7 +185,6 @@ def _with_roofline(
 def others_roofline(
     rows: Sequence[Row],
     results: RunResults,
-    aggregate: Callable[[list[KernelResult]], KernelResult],
     bench: BenchResults | None = None,
 ) -> tuple[list[Row], FamilyRoofline | None]:
     """The kernels outside families (a program's, a plain report's) with their roofline verdicts, and
@@ -277,92 +248,3 @@ def _without_copy_pct(row: Row) -> Row:
         return row
     judged = Cell(cell.key, None, cell.unit, "n/a", missing_reason=COMPUTE_BOUND_COPY)
     return replace(row, cells={**row.cells, cell.key: judged})
-
-
-# --- the chart --------------------------------------------------------------------------------------
-
-LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1": "^"}
-
-
-def roofline_chart(family: FamilySection, salt: str) -> str | None:
-    """Log-log roofline of a family: FLOP/s against FLOP/byte, the GPU's labelled ceilings, and a
-    point per variant at each memory level (marker shape) joined at its achieved FLOP/s."""
-    roof = family.roofline
-    if roof is None or not (roof.points or roof.no_flops):
-        return None
-    import matplotlib.pyplot as plt
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-
-    from memlens.reports.charts import FAINT, INK, RUN_COLOURS, STYLE, short, to_svg
-
-    xs = [x for p in roof.points for _, x in p.intensities if x]
-    ys = [p.achieved for p in roof.points] or [0.1 / 4 * min([b for _, b in roof.dram_achieved] or [1e9])]
-    peaks = [value for _, value in roof.peak_flops]
-    low_x, high_x = min([*xs, 0.1]) / 4, max([*xs, 100.0]) * 4
-    with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
-        figure = Figure(figsize=(11, 4.2))
-        ax = figure.subplots()
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        grid = [low_x * (high_x / low_x) ** (i / 200) for i in range(201)]
-        top = max(peaks) if peaks else max(ys) * 10
-        for precision, peak in roof.peak_flops:
-            ax.axhline(peak, color=INK, linewidth=1.2)
-            ax.text(high_x, peak, f"{precision} peak {flop_rate_text(peak)} ", ha="right", va="bottom", fontsize=8)
-        for label, bandwidth, style in (
-            ("DRAM peak", roof.dram_bandwidth, "-"),
-            ("copy (memlens bench)", roof.copy_bandwidth, "--"),
-        ):
-            if not bandwidth:
-                continue
-            line = [min(x * bandwidth, top) for x in grid]
-            ax.plot(grid, line, color=FAINT, linestyle=style, linewidth=1.2)
-            x_text = low_x * 1.5
-            ax.text(x_text, x_text * bandwidth * 1.15, f"{label} {significant(bandwidth / 1e12)} TB/s",
-                    fontsize=8, color=FAINT, rotation=0, ha="left", va="bottom")  # fmt: skip
-        handles = _achieved_bandwidths(ax, roof, grid, top, low_x)
-        for index, point in enumerate(roof.points):
-            colour = RUN_COLOURS[index % len(RUN_COLOURS)]
-            shown = [(level, x) for level, x in point.intensities if x]
-            if len(shown) > 1:
-                ax.plot([x for _, x in shown], [point.achieved] * len(shown), color=colour, linewidth=0.8, alpha=0.6)
-            for level, x in shown:
-                ax.plot([x], [point.achieved], marker=LEVEL_MARKERS[level], color=colour, markersize=7, linestyle="")
-            name = short(point.name) + (" (baseline)" if point.baseline else "")
-            if point.pct_of_limit is not None:
-                name += f": {significant(point.pct_of_limit)}% of its bound"
-            handles.append(Line2D([], [], color=colour, marker="o", linestyle="", label=name))
-        if roof.points:
-            handles += [Line2D([], [], color=INK, marker=m, linestyle="", label=f"{lvl} intensity",
-                               markerfacecolor="none") for lvl, m in LEVEL_MARKERS.items()]  # fmt: skip
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-        ax.set_xlim(low_x, high_x)
-        ax.set_ylim(min(ys) / 10, top * 3)
-        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-        ax.set_ylabel("FLOP/s")
-        ax.set_title(f"roofline of {family.name} (achieved FLOP/s; ceilings measured by ncu on this GPU)",
-                     fontsize=9, loc="left", color=INK)  # fmt: skip
-        figure.subplots_adjust(left=0.07, right=0.68, top=0.92, bottom=0.12)
-        return to_svg(figure, salt)
-
-
-def _achieved_bandwidths(ax, roof: FamilyRoofline, grid: list[float], top: float, low_x: float) -> list:
-    """A family without FLOPs: no point to place, so each variant's achieved DRAM bandwidth as a dotted
-    roof under the peak's, and the reason in words on the chart. Returns the legend's handles."""
-    if not roof.no_flops:
-        return []
-    from matplotlib.lines import Line2D
-
-    from memlens.reports.charts import INK, RUN_COLOURS, short
-
-    handles = []
-    for index, (name, bandwidth) in enumerate(roof.dram_achieved):
-        colour = RUN_COLOURS[index % len(RUN_COLOURS)]
-        ax.plot(grid, [min(x * bandwidth, top) for x in grid], color=colour, linestyle=":", linewidth=1.2)
-        label = f"{short(name)}: DRAM {bandwidth_text(bandwidth)} achieved"
-        handles.append(Line2D([], [], color=colour, linestyle=":", label=label))
-    ax.text(0.98, 0.04, "no floating-point work: intensity n/a, memory-bound by definition\n"
-            "(dotted: each variant's achieved DRAM bandwidth, under the DRAM peak)", transform=ax.transAxes,
-            ha="right", va="bottom", fontsize=9, color=INK)  # fmt: skip
-    return handles

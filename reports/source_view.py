@@ -11,7 +11,7 @@ all the kernel's launches together, from its shared- and local-memory instructio
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from memlens.model.instruction_table import InstructionRecord
@@ -19,46 +19,12 @@ from memlens.model.results import KernelResult, VariantOutcome
 from memlens.model.source_lines import SourceMap
 from memlens.reports.formatting import compact_count, counted
 from memlens.reports.hot_lines import RunSources
+from memlens.reports.model import SourceInstruction, SourceLine, SourceView
 
 CONTEXT = 3  # lines of code shown above and below each line with figures
 MERGE_GAP = 2  # windows this close are shown as one
 MAX_LINES = 160  # lines of one file's view; further windows are left out, said so
 HEAT_LEVELS = 4  # heat 1..4 by the line's share of the hottest line's excess wavefronts + local accesses
-
-
-@dataclass(frozen=True)
-class SourceInstruction:
-    """One SASS instruction of a line, all launches together."""
-
-    sass: str
-    executions: float | None  # warp-level
-    wavefronts: float | None  # shared memory only
-    ideal: float | None
-    figures: str  # in words: "32-way, 31 excess wavefronts / execution" or "local store"
-
-
-@dataclass(frozen=True)
-class SourceLine:
-    number: int
-    code: str
-    figures: str  # the margin: "ld 32-way +65.0 M" etc.; "" for a line without memory instructions
-    heat: int  # 0: no excess nor local access; 1..HEAT_LEVELS: its share of the view's hottest line
-    instructions: tuple[SourceInstruction, ...] = ()
-
-
-@dataclass(frozen=True)
-class SourceView:
-    """One file of one kernel: windows of consecutive lines around the lines with figures."""
-
-    file: str  # as shown (relative to the working directory where under it)
-    origin: str  # "kept" (the code as it ran), "disk", "changed" (no code shown), "missing" (no code found)
-    note: str  # the origin in words, for a person
-    windows: tuple[tuple[SourceLine, ...], ...] = ()
-    left_out: int = 0  # lines with figures beyond MAX_LINES, not shown
-
-    @property
-    def hot_count(self) -> int:
-        return sum(1 for window in self.windows for line in window if line.figures)
 
 
 ORIGIN_WORDS = {

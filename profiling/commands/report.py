@@ -50,9 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = [(path, read_with_instructions(path)) for path in args.runs]
-    # jinja2 and matplotlib only for this command, and after reading: NumPy's threads would stop the
-    # reader forking its helpers (readers/reader_processes.py)
-    from memlens.reports.render import build_report
+    # the report's modules only for this command, and after reading (jinja2 and matplotlib come with the
+    # format that draws them): NumPy's threads would stop the reader forking its helpers (readers/reader_processes.py)
+    from memlens.reports.build import build_report
 
     benches = [bench_of(path) for path in args.runs]
     statics = [find_static(run_directory(path)) for path in args.runs]

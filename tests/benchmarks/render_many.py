@@ -42,7 +42,7 @@ def render(fixture: Path, count: int, output: str) -> None:
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         if output == "report":
             from memlens.output import render_report
-            from memlens.reports.render import build_report
+            from memlens.reports.build import build_report
 
             render_report(build_report([(str(fixture), results)], [None], [None]), "html")
         else:

@@ -42,7 +42,7 @@ def test_a_numba_kernel_has_one_label_from_csv_and_ncu_rep() -> None:
 
 def test_a_report_of_a_csv_and_an_ncu_rep_compares_the_numba_kernel_once() -> None:
     from memlens.output import render_report as render
-    from memlens.reports.render import build_report
+    from memlens.reports.build import build_report
 
     report = build_report([("a.csv", plain_run(FROM_CSV)), ("a.ncu-rep", plain_run(FROM_REP))])
     assert [c.label for c in report.comparisons] == ["matmul"]
@@ -68,7 +68,7 @@ def test_metrics_shows_the_numba_kernel_short_and_keeps_the_name_in_json(capsys,
 def test_bytes_are_si_in_the_cli_the_report_and_the_gate(capsys, tmp_path: Path) -> None:
     from memlens.io.units import format_value
     from memlens.output import render_report as render
-    from memlens.reports.render import build_report
+    from memlens.reports.build import build_report
 
     assert format_value(2**31, "bytes") == "2.15 GB" and format_value(2**31, "byte") == "2.15 GB"
     run = read_report(PROBE / "probe.csv")
@@ -101,7 +101,7 @@ def test_dram_percent_from_a_csv_holding_two_decimals(capsys) -> None:
     run = parse_csv(text, "probe.csv")
     value = run.kernels[0].metric("dram_pct_of_peak").value
     assert value is not None
-    from memlens.reports.render import build_report
+    from memlens.reports.build import build_report
 
     report = build_report(
         [
@@ -148,7 +148,7 @@ def _without_exact(kernel: KernelResult, reason: str) -> KernelResult:
 @pytest.mark.parametrize("fast", [True, False])
 def test_without_the_exact_count_a_conflict_and_a_padded_transpose_read_differently(fast: bool) -> None:
     from memlens.readers.metric_values import FAST_SKIPPED, INSTRUMENTED_ABSENT
-    from memlens.reports.render import build_report
+    from memlens.reports.build import build_report
 
     run = read_report(PROBE / "probe.csv")
     reason = FAST_SKIPPED if fast else INSTRUMENTED_ABSENT

@@ -15,7 +15,7 @@ import pytest
 from memlens.cli import main
 from memlens.output import render_report as render
 from memlens.readers import read_report
-from memlens.reports.render import build_report
+from memlens.reports.build import build_report
 from tests.collect.test_source_copies import edit_after_the_run
 from tests.conftest import FIXTURES
 

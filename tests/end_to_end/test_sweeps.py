@@ -19,8 +19,7 @@ from memlens.model.results import KernelResult, RunResults, load_results
 from memlens.output import render_report as render
 from memlens.readers.metric_values import suite_range, with_label
 from memlens.readers.ncu_csv import _nvtx_ranges
-from memlens.reports.build import build_run
-from memlens.reports.render import build_report
+from memlens.reports.build import build_report, build_run
 from memlens.suite import parse_sweeps, select_variants
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_SUITE, install_fake_ncu

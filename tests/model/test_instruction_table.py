@@ -212,8 +212,8 @@ def test_a_kernel_launched_twice_keeps_its_n_way_in_the_report(tmp_path):
 
 
 def test_five_conflict_free_launches_aggregate_to_one_way():
+    from memlens.model.over_launches import aggregate
     from memlens.model.results import KernelResult
-    from memlens.reports.build import aggregate
 
     raw = {"exact_shared_ld_wavefronts": 4096.0, "exact_shared_ld_ideal": 4096.0, "exact_excess_wavefronts_ld": 0.0,
            "shared_ld_executions": 1024.0}  # fmt: skip

@@ -21,8 +21,7 @@ from memlens.model.catalogue import NO_FLOPS
 from memlens.model.results import KernelResult, RunResults, load_results
 from memlens.model.roofline import bound, ceilings_of, run_ceilings, timed_share
 from memlens.output import render_report as render
-from memlens.reports.build import build_run
-from memlens.reports.render import build_report
+from memlens.reports.build import build_report, build_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = FIXTURES.parent.parent

@@ -256,7 +256,7 @@ def test_lines_usage_errors_are_exit_2(argv, message, capsys):
 
 def test_report_verdict_and_html_name_the_hot_line(suite):
     from memlens.output import render_report as render
-    from memlens.reports.render import build_report
+    from memlens.reports.build import build_report
 
     declared = {(o.family, o.variant): o for o in suite.outcomes}
     outcomes = tuple(declared.get((k.family, k.variant), VariantOutcome(k.family, k.variant, "ok"))
@@ -371,7 +371,7 @@ def test_verdict_n_way_of_wide_loads_is_against_their_own_ideal():
 
 
 def test_report_table_and_verdict_give_the_exact_n_way_as_metrics_and_lines_do(suite, app):
-    from memlens.reports.render import build_report
+    from memlens.reports.build import build_report
     from memlens.reports.verdicts import judge
 
     outcomes = tuple(VariantOutcome(k.family, k.variant, "ok") for k in suite.kernels)

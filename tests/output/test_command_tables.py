@@ -10,7 +10,7 @@ from memlens.doctor import Check
 from memlens.gate.baseline import load_baseline
 from memlens.output import render_text, renderer
 from memlens.output.command_tables import BaselineView, SuiteListing
-from memlens.reports.render import build_report
+from memlens.reports.build import build_report
 from memlens.static.check import load_static
 from tests.conftest import FIXTURES, REPO
 

@@ -7,8 +7,8 @@ from tests.model.test_kernel_names import LONG_CPP
 
 
 def test_the_comparison_chart_uses_a_log_scale() -> None:
+    from memlens.reports.build import build_report
     from memlens.reports.charts import comparison_chart
-    from memlens.reports.render import build_report
 
     def timed(slow: float) -> RunResults:
         durations = {"small_a": 120_000.0, "small_b": 125_000.0, "big": slow}

@@ -10,8 +10,8 @@ import pytest
 
 from memlens.cli import main
 from memlens.readers import read_report
+from memlens.reports.build import build_report
 from memlens.reports.compare import MEMORY_BOUND_PCT
-from memlens.reports.render import build_report
 from tests.conftest import FIXTURES
 from tests.reports.test_report_bench import bench_results
 

@@ -13,8 +13,8 @@ import pytest
 
 from memlens.output import render_report as render
 from memlens.readers import read_report
+from memlens.reports.build import build_report
 from memlens.reports.global_memory_verdicts import memory_level
-from memlens.reports.render import build_report
 from tests.conftest import FIXTURES
 from tests.reports.test_report_browser import chromium
 

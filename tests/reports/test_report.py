@@ -13,8 +13,8 @@ import pytest
 from memlens.model.ncu_settings import NcuSettings
 from memlens.model.results import RunResults
 from memlens.output import render_report as render
+from memlens.reports.build import build_report
 from memlens.reports.model import REPORT_VERSION
-from memlens.reports.render import build_report
 from tests.reports.test_report_samples import (
     CONFLICT,
     FAST_REASON,
@@ -303,7 +303,7 @@ def test_probe_recordings():
 
 
 def test_padded_figures_unchanged_by_aggregation():
-    from memlens.reports.build import aggregate
+    from memlens.model.over_launches import aggregate
 
     single = kernel("k", "f", "v", PADDED)
     assert aggregate([single]) is single
@@ -315,7 +315,7 @@ def test_padded_figures_unchanged_by_aggregation():
 
 def test_launches_combine_as_the_catalogue_declares():
     from memlens.model.catalogue import CATALOGUE
-    from memlens.reports.build import aggregate
+    from memlens.model.over_launches import aggregate
 
     assert {k for k, m in CATALOGUE.items() if m.over_launches == "max"} == {
         "registers_per_thread",

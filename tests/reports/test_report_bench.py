@@ -29,7 +29,7 @@ from memlens.cli import main
 from memlens.commands.report import bench_of
 from memlens.output import render_report as render
 from memlens.readers import read_report
-from memlens.reports.render import build_report
+from memlens.reports.build import build_report
 from tests.support.json_file import write_json
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_h200" / "suite.results.json"

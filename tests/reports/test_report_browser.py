@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from memlens.output import render_report as render
-from memlens.reports.render import build_report
+from memlens.reports.build import build_report
 from tests.reports.test_report_samples import suite_run
 
 pytestmark = pytest.mark.browser

@@ -1,4 +1,5 @@
-"""reports/render.py: names, messages and paths show as text in HTML, Markdown and JSON; HTML fetches nothing."""
+"""The report's formats (output/formats/html.py, markdown.py): names, messages and paths show as text in
+HTML, Markdown and JSON; HTML fetches nothing."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from html.parser import HTMLParser
 import pytest
 from markdown_it import MarkdownIt
 
+from memlens.io.markdown import md_code, md_escape
 from memlens.model.results import RunResults
 from memlens.output import render_report as render
-from memlens.reports.render import build_report, md_code, md_escape
+from memlens.reports.build import build_report
 from tests.reports.test_report_samples import CONFLICT, INFO, LOCAL, PADDED, kernel, outcome, suite_run
 
 TEMPLATE_NAME = "void transpose<float, 32, 32, 0>(T1 *, const T1 *, ...)"

@@ -10,7 +10,7 @@ import pytest
 
 from memlens.output import render_report as render
 from memlens.readers import read_report
-from memlens.reports.render import build_report
+from memlens.reports.build import build_report
 from memlens.reports.verdicts import judge
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -14,7 +14,7 @@ import pytest
 
 from memlens.cli import main
 from memlens.model.results import RunResults
-from memlens.reports.render import build_report
+from memlens.reports.build import build_report
 from memlens.static import toolchain
 from memlens.static.check import (
     CHECK_FILE,

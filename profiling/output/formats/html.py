@@ -1,10 +1,19 @@
-"""The HTML report: one self-contained file (`report --format html`)."""
+"""The HTML report: one self-contained file (`report --format html`).
+
+Every value reaches the page through a template with HTML autoescape on (reports/templates/); kernel
+names such as `void transpose<float, 32, 32, 0>(T1 *, ...)` therefore show as text. The charts are
+reports/charts.py's SVG, drawn by matplotlib, which escapes the text it writes.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from jinja2 import Environment
+
+    from memlens.io.tables import Column
     from memlens.reports.model import Report
 
 
@@ -13,9 +22,86 @@ class Html:
     suffix = ".html"
 
     def report(self, report: Report, out: TextIO) -> None:
-        from memlens.reports.render import render_html  # jinja2 and the charts only when a page is made
-
         out.write(render_html(report))
 
 
 FORMAT = Html()
+
+
+def render_html(report: Report) -> str:
+    # jinja2 and the charts (matplotlib) only when a page is made
+    from markupsafe import Markup
+
+    from memlens.model.kernel_names import NAME_WIDTH, elide_middle
+    from memlens.reports.charts import (
+        bench_chart,
+        comparison_chart,
+        family_chart,
+        roofline_chart,
+        sweep_chart,
+    )
+    from memlens.reports.formatting import short_kernel
+    from memlens.reports.line_changes import figures_text
+    from memlens.reports.model import FamilySection
+
+    charts: dict[str, Markup] = {}
+    for index, run in enumerate(report.runs):
+        for family in run.families:
+            svg = family_chart(family.rows, f"memlens-{index}-{family.name}", run.exact_available)
+            if svg:
+                charts[f"{index}/{family.name}"] = Markup(svg)  # matplotlib escapes the text it writes
+            svg = sweep_chart(family, f"memlens-{index}-{family.name}-sweep", run.exact_available)
+            if svg:
+                charts[f"{index}/{family.name}/sweep"] = Markup(svg)
+            if run.bench is not None:
+                svg = bench_chart(family.rows, f"memlens-{index}-{family.name}-bench", run.bench.copy_text)
+                if svg:
+                    charts[f"{index}/{family.name}/bench"] = Markup(svg)
+            svg = roofline_chart(family, f"memlens-{index}-{family.name}-roofline")
+            if svg:
+                charts[f"{index}/{family.name}/roofline"] = Markup(svg)
+        svg = family_chart(run.others, f"memlens-{index}-others", run.exact_available)
+        if svg:
+            charts[f"{index}/others"] = Markup(svg)
+        if run.others_roofline is not None:
+            section = FamilySection(run.others_heading, None, run.others, roofline=run.others_roofline)
+            svg = roofline_chart(section, f"memlens-{index}-others-roofline")
+            if svg:
+                charts[f"{index}/others/roofline"] = Markup(svg)
+    if report.comparisons:
+        svg = comparison_chart(report.comparisons, "memlens-comparison")
+        if svg:
+            charts["comparison"] = Markup(svg)
+    environment = _html_environment()
+    environment.filters["short_kernel"] = lambda name: elide_middle(short_kernel(name), NAME_WIDTH)
+    environment.filters["elide"] = lambda name: elide_middle(name, NAME_WIDTH)
+    environment.filters["column_groups"] = column_groups
+    environment.filters["line_figures"] = figures_text
+    template = environment.get_template("report.html.j2")
+    return template.render(report=report, charts=charts)
+
+
+def _html_environment() -> Environment:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    from memlens.reports import TEMPLATES
+
+    return Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def column_groups(columns: Sequence[Column]) -> list[tuple[str, int]]:
+    """(group, how many columns) of consecutive columns of one group, for a table's group header row."""
+    groups: list[tuple[str, int]] = []
+    for column in columns:
+        if groups and groups[-1][0] == column.group:
+            groups[-1] = (column.group, groups[-1][1] + 1)
+        else:
+            groups.append((column.group, 1))
+    return groups
