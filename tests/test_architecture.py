@@ -75,7 +75,7 @@ def test_the_checkout_laid_out_as_the_package_keeps_every_contract(tmp_path):
                if "__pycache__" not in p.parts]  # fmt: skip
     assert linked == len(sources) > 90
     files = tmp_path / "tree" / "memlens"
-    assert (files / "reports" / "render.py").resolve() == REPO / "reports" / "render.py"
+    assert (files / "reports" / "build.py").resolve() == REPO / "reports" / "build.py"
     assert (files / "kernels" / "transpose.py").resolve() == REPO / "kernels" / "transpose.py"
     env = {**os.environ, "PYTHONPATH": ""}
     kept = lint(tmp_path / "tree", env, tmp_path)

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     check_stdout(args, [("--json", args.json), ("--md", args.md)])
     base, head = read_with_instructions(args.base), read_with_instructions(args.head)
     # jinja2 only for this command, and after reading (NumPy's threads would stop the reader forking its helpers)
-    from memlens.reports.render import build_report
+    from memlens.reports.build import build_report
 
     wanted = {k.label for k in kernels_matching(base.kernels + head.kernels, args.pattern)}
     if not wanted:
