@@ -24,12 +24,12 @@ from memlens.reports.model import (
     Cell,
     Comparison,
     FamilySection,
-    Finding,
     HeaderItem,
     Report,
     Row,
     RunLineChanges,
     RunSection,
+    VerdictSentence,
 )
 from memlens.reports.roofline import add_roofline, others_roofline
 from memlens.reports.source_view import source_views
@@ -296,16 +296,16 @@ def _row(
     owners = {k.library for k in kernels}  # one library's kernels: whose they are, what the user controls
     owner = owners.pop() if len(owners) == 1 else None
     if owner is not None:
-        findings += (Finding("library", "ok", owner.advice),)
+        findings += (VerdictSentence("library", "ok", owner.advice),)
     views = source_views(kernels, outcome, sources)
     return replace(row, cells=kernel_cells(kernel), verdict=findings, expectation=expectation,
                    hot_lines=lines, source_views=views, library=owner.name if owner else None)  # fmt: skip
 
 
-def _invalid_finding(status: str, message: str) -> Finding:
+def _invalid_finding(status: str, message: str) -> VerdictSentence:
     words = STATUS_WORDS.get(status, status)
     text = f"not a valid measurement: {words}" + (f" ({message})" if message else "")
-    return Finding("status", "invalid", text)
+    return VerdictSentence("status", "invalid", text)
 
 
 # --- figures ---

@@ -18,7 +18,7 @@ from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import coalescing_words
 from memlens.model.results import KernelResult
 from memlens.model.source_lines import TEMPORARY_SOURCE
-from memlens.reports.model import Finding
+from memlens.reports.model import VerdictSentence
 
 SECTOR_BYTES = 32
 COALESCED_4_BYTE = 4.0  # sectors a warp request of 32 consecutive 4-byte values touches
@@ -29,14 +29,14 @@ DRAM_BOUND_PCT = 60.0  # DRAM at this share of its peak or more: the kernel is D
 L2_OVER_DRAM = 2.0  # L1-L2 traffic this many times the DRAM bytes or more: data reread through L2
 
 
-def pmpp_findings(kernel: KernelResult) -> tuple[Finding, ...]:
+def pmpp_findings(kernel: KernelResult) -> tuple[VerdictSentence, ...]:
     """The verdicts the kernel's figures support, in order: coalescing of loads, of stores, then the
     memory level its traffic is bound by."""
     found = (coalescing(kernel, "load"), coalescing(kernel, "store"), memory_level(kernel))
     return tuple(finding for finding in found if finding is not None)
 
 
-def coalescing(kernel: KernelResult, side: str) -> Finding | None:
+def coalescing(kernel: KernelResult, side: str) -> VerdictSentence | None:
     """ "global loads uncoalesced: 32 sectors per access, 8x the ideal 4 of the same accesses (line ...)"
     from the per-instruction table where the report has it; else from the hardware counters, labelled;
     None where the accesses are coalesced, or nothing is measured."""
@@ -46,7 +46,7 @@ def coalescing(kernel: KernelResult, side: str) -> Finding | None:
     return _exact_coalescing(kernel, side, short)
 
 
-def _exact_coalescing(kernel: KernelResult, side: str, short: Side) -> Finding | None:
+def _exact_coalescing(kernel: KernelResult, side: str, short: Side) -> VerdictSentence | None:
     """The verdict of the per-instruction figures; None where the accesses are coalesced."""
     keys = GLOBAL_KEYS[short]
     ratio = kernel.value(keys.coalescing)
@@ -57,7 +57,7 @@ def _exact_coalescing(kernel: KernelResult, side: str, short: Side) -> Finding |
     ideal = kernel.value(keys.ideal_per_access) or 0.0
     worst = _worst_line(kernel, short)
     where = f"; worst at {worst}" if worst else ""
-    return Finding("global", "bad" if words == "uncoalesced" else "unknown", (
+    return VerdictSentence("global", "bad" if words == "uncoalesced" else "unknown", (
         f"global {side}s {words}: {counted(significant(per), 'sector')} per access, {significant(ratio)}x the ideal"
         f" {significant(ideal)} of the same accesses{where} (PMPP 6.1: have consecutive threads use consecutive"
         " addresses)"
@@ -80,7 +80,7 @@ def _worst_line(kernel: KernelResult, side: Side) -> str | None:
     return where if amount > 0 else None
 
 
-def _hardware_coalescing(kernel: KernelResult, side: str) -> Finding | None:
+def _hardware_coalescing(kernel: KernelResult, side: str) -> VerdictSentence | None:
     """Sectors per request of the hardware counters, where no per-instruction figures exist: labelled, since
     they count cp.async's global reads among the sectors but not among the load instructions."""
     keys = GLOBAL_KEYS[{"load": Side.LD, "store": Side.ST}[side]]
@@ -95,12 +95,12 @@ def _hardware_coalescing(kernel: KernelResult, side: str) -> Finding | None:
     )
     times = significant(per_request / COALESCED_4_BYTE)
     if per_request > WIDEST_COALESCED * SLACK:
-        return Finding("global", "bad", (
+        return VerdictSentence("global", "bad", (
             f"global {side}s uncoalesced: {figure}, {times}x the {COALESCED_4_BYTE:g} of a warp's 32 consecutive"
             f" 4-byte values (16 for 16-byte values): each warp {side} touches scattered sectors"
             " (a strided or column-wise access; PMPP 6.1: have consecutive threads use consecutive addresses)"
         ))  # fmt: skip
-    return Finding("global", "unknown", (
+    return VerdictSentence("global", "unknown", (
         f"global {side}s partly uncoalesced: {figure}, {times}x the {COALESCED_4_BYTE:g} of a warp's 32 consecutive"
         " 4-byte values and no coalesced width's (8 for 8-byte values, 16 for 16-byte): misaligned or partly"
         " scattered accesses"
@@ -118,7 +118,7 @@ def _reads_global(kernel: KernelResult) -> bool | None:
     return None if sectors is None else False
 
 
-def memory_level(kernel: KernelResult) -> Finding | None:
+def memory_level(kernel: KernelResult) -> VerdictSentence | None:
     """DRAM-bound (DRAM near its peak), or traffic reread through L2 (L1-L2 bytes a multiple of DRAM's, of a
     kernel that read global memory: a kernel that only writes or updates it rereads nothing)."""
     pct = kernel.value("dram_pct_of_peak")
@@ -128,13 +128,13 @@ def memory_level(kernel: KernelResult) -> Finding | None:
         return None
     ratio = l2 / dram
     if pct >= DRAM_BOUND_PCT:
-        return Finding("memory", "ok", (
+        return VerdictSentence("memory", "ok", (
             f"DRAM-bound: DRAM at {significant(pct)}% of its peak (L1-L2 traffic {significant(ratio)}x the DRAM bytes)"
         ))  # fmt: skip
     if ratio >= L2_OVER_DRAM and _reads_global(kernel) is not False:  # its L1-L2 traffic is no reread data
         hit = kernel.value("l2_hit_rate")
         hits = f", L2 hit rate {significant(hit)}%" if hit is not None else ""
-        return Finding("memory", "ok", (
+        return VerdictSentence("memory", "ok", (
             f"memory traffic served from L2, not DRAM: L1-L2 traffic {significant(ratio)}x the DRAM bytes{hits},"
             f" DRAM at {significant(pct)}% of its peak (the kernel rereads its data through L2)"
         ))  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 from memlens.model.results import KernelResult, VariantOutcome
 from memlens.model.source_lines import LineRecord, SourceMap, line_words, placement_note, roll_up
 from memlens.reports.formatting import compact_count
-from memlens.reports.model import Finding
+from memlens.reports.model import VerdictSentence
 
 STALE_WORDS = "the file changed after the report was written: its code is not shown"
 TOP_LINES = 3  # hot lines shown per variant
@@ -40,13 +40,15 @@ def hot_lines(kernels: list[KernelResult], outcome: VariantOutcome | None, root:
     return tuple(line for line in lines if line.excess > 0 or line.local_executions > 0)[:TOP_LINES]
 
 
-def line_findings(lines: tuple[LineRecord, ...], kernels: list[KernelResult] | None = None) -> tuple[Finding, ...]:
+def line_findings(
+    lines: tuple[LineRecord, ...], kernels: list[KernelResult] | None = None
+) -> tuple[VerdictSentence, ...]:
     """A verdict a hot line; and, where one holds inlined library code that went on the nearest line for
     want of the binary's inline chain, how it was placed, once (source_lines.placement_note)."""
-    found = tuple(Finding("line", "bad", line_sentence(line)) for line in lines)
+    found = tuple(VerdictSentence("line", "bad", line_sentence(line)) for line in lines)
     inlined = any(line.inlined_from for line in lines)
     note = placement_note(r for kernel in kernels or () for r in kernel.instructions) if inlined else None
-    return found + ((Finding("line", "unknown", note),) if note else ())
+    return found + ((VerdictSentence("line", "unknown", note),) if note else ())
 
 
 def line_sentence(line: LineRecord) -> str:
@@ -64,7 +66,7 @@ def figures(line: LineRecord) -> str:
     return ", ".join(line_words(line, compact_count, problems_only=True))
 
 
-def tma_findings(kernels: list[KernelResult]) -> tuple[Finding, ...]:
+def tma_findings(kernels: list[KernelResult]) -> tuple[VerdictSentence, ...]:
     """The kernel's TMA transfers, named on their lines: ncu counts their executions, not their
     shared-memory wavefronts, so their bank behaviour is not measured (never "no shared access")."""
     by_line: dict[str, float] = {}
@@ -75,7 +77,7 @@ def tma_findings(kernels: list[KernelResult]) -> tuple[Finding, ...]:
         return ()
     lines = ", ".join(f"{where} ({compact_count(count)})" for where, count in by_line.items())
     return (
-        Finding(
+        VerdictSentence(
             "line",
             "unknown",
             f"TMA transfers, executions by line: {lines}; ncu counts no shared-memory "

@@ -34,7 +34,7 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class Finding:
+class VerdictSentence:
     """One sentence of a verdict, about one topic."""
 
     topic: Literal["shared", "local", "clean", "status", "roofline", "global", "memory", "line", "library"]
@@ -43,7 +43,7 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Check:
+class AspectCheck:
     """A declared expectation against what was measured, for one aspect."""
 
     aspect: Literal["bank_conflicts", "local_memory", "excess_wavefronts"]
@@ -56,7 +56,7 @@ class Check:
 class ExpectationCheck:
     declared: str  # the expectation in words, or "no expectation declared"
     measured: str  # what was measured, in the same words
-    checks: tuple[Check, ...]
+    checks: tuple[AspectCheck, ...]
     state: CheckState  # the whole: "mismatch" if any aspect mismatches
 
 
@@ -108,7 +108,7 @@ class SourceInstruction:
 
 
 @dataclass(frozen=True)
-class SourceLine:
+class SourceViewLine:
     number: int
     code: str
     figures: str  # the margin: "ld 32-way +65.0 M" etc.; "" for a line without memory instructions
@@ -123,7 +123,7 @@ class SourceView:
     file: str  # as shown (relative to the working directory where under it)
     origin: str  # "kept" (the code as it ran), "disk", "changed" (no code shown), "missing" (no code found)
     note: str  # the origin in words, for a person
-    windows: tuple[tuple[SourceLine, ...], ...] = ()
+    windows: tuple[tuple[SourceViewLine, ...], ...] = ()
     left_out: int = 0  # lines with figures beyond MAX_LINES, not shown
 
     @property
@@ -175,7 +175,7 @@ class Row:
     declared: str = ""  # the declared expectation in words
     baseline: bool = False
     cells: dict[str, Cell] = field(default_factory=dict)
-    verdict: tuple[Finding, ...] = ()
+    verdict: tuple[VerdictSentence, ...] = ()
     expectation: ExpectationCheck | None = None
     bench: BenchTiming | None = None  # the variant's `memlens bench` timing, when the run has one
     hot_lines: tuple[LineRecord, ...] = ()  # lines with excess wavefronts or local accesses (hot_lines.py)

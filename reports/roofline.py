@@ -12,7 +12,7 @@ from memlens.io.units import format_count, significant
 from memlens.model.over_launches import aggregate
 from memlens.model.results import KernelResult, RunResults
 from memlens.model.roofline import LEVELS, PRECISIONS, Bound, TensorRoof, bound, ceilings_of
-from memlens.reports.model import Cell, FamilyRoofline, FamilySection, Finding, RooflinePoint, Row
+from memlens.reports.model import Cell, FamilyRoofline, FamilySection, RooflinePoint, Row, VerdictSentence
 
 if TYPE_CHECKING:
     from memlens.bench.results import BenchResults
@@ -31,7 +31,7 @@ def intensity_text(value: float) -> str:
     return f"{significant(value)} FLOP/B"
 
 
-def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | None = None) -> Finding | None:
+def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | None = None) -> VerdictSentence | None:
     """The roofline sentence of one variant; None where its FLOPs were not measured (a run recorded
     before memlens counted them, or a plain ncu report without the counters: nothing to say). With
     `copy_bandwidth` (memlens bench's copy, bytes/s) a memory-bound variant's practical bound too."""
@@ -41,20 +41,22 @@ def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | N
     if flops.value is None:
         return None
     if flops.value == 0 and kernel.value("shared_mma_executions"):
-        return Finding(
+        return VerdictSentence(
             "roofline",
             "unknown",
             "roofline: not placed: its floating-point work runs on tensor cores "
             "(wgmma), which memlens's FLOP counters do not count",
         )
     if flops.value == 0:
-        return Finding("roofline", "ok", "roofline: no floating-point work (moves data only): no intensity figure")
+        return VerdictSentence(
+            "roofline", "ok", "roofline: no floating-point work (moves data only): no intensity figure"
+        )
     if where is None:
         missing = next(
             (m for m in (kernel.metric("arithmetic_intensity"), kernel.metric("flop_rate")) if not m.available), None
         )
         why = missing.missing_reason if missing else "the GPU's ceilings are not in the run"
-        return Finding("roofline", "unknown", f"roofline: not placed ({why})")
+        return VerdictSentence("roofline", "unknown", f"roofline: not placed ({why})")
     kind = "memory-bound" if where.memory_bound else "compute-bound"
     limit = "DRAM roof" if where.memory_bound else f"{where.precision} peak"
     text = (
@@ -71,10 +73,10 @@ def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | N
     l1 = kernel.metric("arithmetic_intensity_l1").value
     if l1 is not None:
         text += f"; {intensity_text(l1)} of global loads and stores at L1"
-    return Finding("roofline", "ok", text)
+    return VerdictSentence("roofline", "ok", text)
 
 
-def tensor_verdict(where: Bound, roof: TensorRoof) -> Finding:
+def tensor_verdict(where: Bound, roof: TensorRoof) -> VerdictSentence:
     """The roofline sentence of a variant placed on a tensor-core roof (where.roof)."""
     name, share = f"{roof.path.name} ({roof.density} peak)", significant(where.pct_of_limit)
     place = f"{intensity_text(where.intensity)} (DRAM; ridge {intensity_text(where.ridge)})"
@@ -85,7 +87,7 @@ def tensor_verdict(where: Bound, roof: TensorRoof) -> Finding:
     else:
         text = (f"tensor-core bound at {flop_rate_text(where.peak_flops)} {name}, achieved"
                 f" {flop_rate_text(where.achieved)} ({share}%) at {place}")  # fmt: skip
-    return Finding("roofline", "ok", text)
+    return VerdictSentence("roofline", "ok", text)
 
 
 def load_cut_note(family: str, points: Sequence[tuple[Row, KernelResult]]) -> str:

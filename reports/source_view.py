@@ -19,7 +19,7 @@ from memlens.model.results import KernelResult, VariantOutcome
 from memlens.model.source_lines import SourceMap
 from memlens.reports.formatting import compact_count, counted
 from memlens.reports.hot_lines import RunSources
-from memlens.reports.model import SourceInstruction, SourceLine, SourceView
+from memlens.reports.model import SourceInstruction, SourceView, SourceViewLine
 
 CONTEXT = 3  # lines of code shown above and below each line with figures
 MERGE_GAP = 2  # windows this close are shown as one
@@ -113,10 +113,10 @@ def _heat_of(records: list[InstructionRecord]) -> float:
 
 
 def _line(number: int, code: list[str], records: list[InstructionRecord], heat: float, hottest: float,
-          origin: str) -> SourceLine:  # fmt: skip
+          origin: str) -> SourceViewLine:  # fmt: skip
     text = code[number - 1] if origin in ("kept", "disk") and 0 < number <= len(code) else ""
     level = 0 if heat <= 0 or hottest <= 0 else max(1, min(HEAT_LEVELS, round(HEAT_LEVELS * heat / hottest)))
-    return SourceLine(number, text.rstrip().expandtabs(4), _margin(records), level,
+    return SourceViewLine(number, text.rstrip().expandtabs(4), _margin(records), level,
                       tuple(_instruction(r) for r in records))  # fmt: skip
 
 

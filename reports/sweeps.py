@@ -16,7 +16,7 @@ DECADE_SPAN = 10.0  # values spanning at least this ratio are drawn on a log axi
 
 
 @dataclass(frozen=True)
-class Sweep:
+class FamilySweep:
     """A swept family: the size's name, its values in increasing order, and its variants (name,
     whether it is the baseline) in the family's order."""
 
@@ -25,7 +25,7 @@ class Sweep:
     variants: tuple[tuple[str, bool], ...]
 
 
-def family_sweep(family: FamilySection) -> Sweep | None:
+def family_sweep(family: FamilySection) -> FamilySweep | None:
     """The sweep a family's rows were run over; None for a family not swept."""
     swept = [(row, parse_swept(row.name)) for row in family.rows]
     if not swept or any(s is None for _, s in swept) or len({s[1] for _, s in swept if s}) != 1:
@@ -34,7 +34,7 @@ def family_sweep(family: FamilySection) -> Sweep | None:
     variants: dict[str, bool] = {}
     for row, (variant, _, _) in named:
         variants[variant] = variants.get(variant, False) or row.baseline
-    return Sweep(named[0][1][1], tuple(sorted({s[2] for _, s in named})), tuple(variants.items()))
+    return FamilySweep(named[0][1][1], tuple(sorted({s[2] for _, s in named})), tuple(variants.items()))
 
 
 def same_size_baseline(row: Row, rows: Sequence[Row], baseline: Row) -> Row:

@@ -32,7 +32,7 @@ from memlens.model.results import (
 from memlens.model.run_layout import resolve_run
 from memlens.readers import read_with_instructions
 from memlens.reports.formatting import compact_count, counted, format_value, per_instruction, ways
-from memlens.reports.model import Check, CheckState, ExpectationCheck, Finding, Severity
+from memlens.reports.model import AspectCheck, CheckState, ExpectationCheck, Severity, VerdictSentence
 from memlens.static.check import StaticKernel, find_static, local_memory_cause
 from memlens.theory.paper_figures import PaperCheck
 
@@ -44,39 +44,39 @@ HW_LABEL = "HW counter (shared ld + st)"
 
 
 @dataclass(frozen=True)
-class Measured:
+class Judgement:
     bank_conflicts: bool | None  # None: cannot tell (no exact count)
     local_memory: bool | None
-    findings: tuple[Finding, ...]
+    findings: tuple[VerdictSentence, ...]
 
 
 def _value(kernel: KernelResult, key: str) -> float | None:
     return kernel.value(key)
 
 
-def judge(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> Measured:
+def judge(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> Judgement:
     """Findings about shared and local memory of one (possibly aggregated) kernel; `static`, the
     `memlens check` figures of its kernels where the run has them, names the cause of local memory."""
     conflicts, shared = _shared(kernel)
     local, local_finding = local_memory(kernel, static)
     tensor = (*_tensor_core_reads(kernel), *_remote_shared(kernel))
     if conflicts is False and local is False:
-        return Measured(False, False, (Finding("clean", "ok", f"{shared.text}, no local memory"), *tensor))
-    return Measured(conflicts, local, (shared, local_finding, *tensor))
+        return Judgement(False, False, (VerdictSentence("clean", "ok", f"{shared.text}, no local memory"), *tensor))
+    return Judgement(conflicts, local, (shared, local_finding, *tensor))
 
 
-def _remote_shared(kernel: KernelResult) -> tuple[Finding, ...]:
+def _remote_shared(kernel: KernelResult) -> tuple[VerdictSentence, ...]:
     """Loads and stores of a cluster partner's shared memory (distributed shared memory), with their
     executions: ncu records no bank figures for them."""
     executions = _value(kernel, REMOTE_SHARED_EXECUTIONS)
     if not executions:
         return ()
     accesses = counted(compact_count(executions), "warp-level access", "warp-level accesses")
-    return (Finding("shared", "ok", f"distributed shared memory: {accesses} of a cluster partner's shared memory"
-                    f" ({NO_REMOTE_BANKS})"),)  # fmt: skip
+    return (VerdictSentence("shared", "ok", f"distributed shared memory: {accesses} of a cluster partner's shared"
+                            f" memory ({NO_REMOTE_BANKS})"),)  # fmt: skip
 
 
-def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
+def _tensor_core_reads(kernel: KernelResult) -> tuple[VerdictSentence, ...]:
     """The tensor-core instructions' shared-memory operand reads (wgmma: HGMMA ...), with their own
     figures, as ncu counts them; none where the kernel has none (or the report no per-instruction data)."""
     executions = _value(kernel, SHARED_KEYS[Side.MMA].executions)
@@ -86,26 +86,26 @@ def _tensor_core_reads(kernel: KernelResult) -> tuple[Finding, ...]:
     excess = _value(kernel, SHARED_KEYS[Side.MMA].excess) or 0.0
     state = f"{ways_of:.3g}-way bank conflicts, {compact_count(excess)} excess" if excess else "conflict-free (1-way)"
     over = counted(compact_count(executions), "execution")
-    return (Finding("shared", "bad" if excess else "ok", f"tensor-core operand reads: {state}, over {over}"),)
+    return (VerdictSentence("shared", "bad" if excess else "ok", f"tensor-core operand reads: {state}, over {over}"),)
 
 
 # --- shared memory ------------------------------------------------------------------------------
 
 
-def _shared(kernel: KernelResult) -> tuple[bool | None, Finding]:
+def _shared(kernel: KernelResult) -> tuple[bool | None, VerdictSentence]:
     loads, stores, atomics, mma = (shared_figures.accesses(kernel, side) for side in ("ld", "st", "atom", "mma"))
     if loads.value is None and stores.value is None:
         reason = kernel.metric("shared_ld_instructions").missing_reason
-        return None, Finding("shared", "unknown", f"shared memory: not measured ({reason})")
+        return None, VerdictSentence("shared", "unknown", f"shared memory: not measured ({reason})")
     accessed = (loads.value or 0) + (stores.value or 0) + (atomics.value or 0) + (mma.value or 0)
     if accessed == 0 and not _value(kernel, "shared_wavefronts"):
-        return False, Finding("shared", "ok", "no shared-memory accesses")
+        return False, VerdictSentence("shared", "ok", "no shared-memory accesses")
     excess = _value(kernel, "exact_excess_wavefronts")
     if excess is None:
         return None, _estimate(kernel)
     if excess <= 0:
-        return False, Finding("shared", "ok", "no bank conflicts")
-    return True, Finding("shared", "bad", _conflict_text(kernel, excess, loads.value or 0, stores.value or 0))
+        return False, VerdictSentence("shared", "ok", "no bank conflicts")
+    return True, VerdictSentence("shared", "bad", _conflict_text(kernel, excess, loads.value or 0, stores.value or 0))
 
 
 def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: float) -> str:
@@ -225,7 +225,7 @@ EXACT_METRICS = ("memory_l1_wavefronts_shared", "memory_l1_wavefronts_shared_ide
 LIKELY_CONFLICT, LIKELY_CLEAN = 1.5, 1.25  # wavefronts per load, of the hardware wavefront counter
 
 
-def _estimate(kernel: KernelResult) -> Finding:
+def _estimate(kernel: KernelResult) -> VerdictSentence:
     """Without the exact count: what the wavefront counter supports (wavefronts per load), how to
     get the exact figure, and the hardware conflict counter, labelled."""
     ld_ways = _value(kernel, "shared_ld_ways")
@@ -244,7 +244,7 @@ def _estimate(kernel: KernelResult) -> Finding:
     hw_ld, hw_st = _value(kernel, "hw_ld_bank_conflicts"), _value(kernel, "hw_st_bank_conflicts")
     if hw_ld is not None and hw_st is not None:
         parts.append(f"{HW_LABEL}: {compact_count(hw_ld)} load and {compact_count(hw_st)} store conflicts")
-    return Finding("shared", severity, "; ".join(parts))
+    return VerdictSentence("shared", severity, "; ".join(parts))
 
 
 def _how_to_measure(kernel: KernelResult) -> str:
@@ -260,7 +260,7 @@ def _how_to_measure(kernel: KernelResult) -> str:
 UNKNOWN_CAUSE = "cause unknown: run `memlens check` or compile with -Xptxas -v"
 
 
-def local_memory(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> tuple[bool | None, Finding]:
+def local_memory(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> tuple[bool | None, VerdictSentence]:
     """Whether the kernel has local-memory traffic (None: not measured) and the finding in words."""
     ld, st = _value(kernel, "local_ld_bytes"), _value(kernel, "local_st_bytes")
     known = [v for v in (ld, st) if v is not None]
@@ -268,15 +268,15 @@ def local_memory(kernel: KernelResult, static: Sequence[StaticKernel] = ()) -> t
     if not known and None not in executed:  # no sector counters; the per-instruction table (SourceCounters)
         loads, stores = (v or 0.0 for v in executed)
         if not loads and not stores:
-            return False, Finding("local", "ok", "no local memory")
-        return True, Finding("local", "bad", _local_executions_text(loads, stores, static, kernel))
+            return False, VerdictSentence("local", "ok", "no local memory")
+        return True, VerdictSentence("local", "bad", _local_executions_text(loads, stores, static, kernel))
     if any(v > 0 for v in known):
-        return True, Finding("local", "bad", _local_text(ld or 0, st or 0, static, kernel))
+        return True, VerdictSentence("local", "bad", _local_text(ld or 0, st or 0, static, kernel))
     if len(known) == 2:
-        return False, Finding("local", "ok", "no local memory")
+        return False, VerdictSentence("local", "ok", "no local memory")
     key = "local_ld_bytes" if ld is None else "local_st_bytes"
     reason = kernel.metric(key).missing_reason
-    return None, Finding("local", "unknown", f"local memory: not measured ({reason})")
+    return None, VerdictSentence("local", "unknown", f"local memory: not measured ({reason})")
 
 
 def _local_text(ld: float, st: float, static: Sequence[StaticKernel], kernel: KernelResult | None = None) -> str:
@@ -397,18 +397,18 @@ def _words(conflicts: bool | None, local: bool | None, unknown: bool = False) ->
     return ", ".join(parts)
 
 
-def check(declared: Expect | None, measured: Measured, on_paper: PaperCheck | None = None) -> ExpectationCheck:
+def check(declared: Expect | None, measured: Judgement, on_paper: PaperCheck | None = None) -> ExpectationCheck:
     """Each declared aspect against the measurement; a mismatch in any aspect flags the whole.
     `on_paper`, where the variant declares its exact excess wavefronts, is one more aspect: "as on
     paper", or both figures where they differ."""
-    checks: tuple[Check, ...] = (
+    checks: tuple[AspectCheck, ...] = (
         _check("bank_conflicts", declared.bank_conflicts if declared else None, measured.bank_conflicts),
         _check("local_memory", declared.local_memory if declared else None, measured.local_memory),
     )
     if on_paper is not None:
         agrees = on_paper.as_on_paper
         paper_state: CheckState = "unchecked" if agrees is None else "match" if agrees else "mismatch"
-        checks += (Check("excess_wavefronts", on_paper.paper, on_paper.measured, paper_state),)
+        checks += (AspectCheck("excess_wavefronts", on_paper.paper, on_paper.measured, paper_state),)
     states = {c.state for c in checks}
     state: CheckState
     if "mismatch" in states:
@@ -425,7 +425,7 @@ def check(declared: Expect | None, measured: Measured, on_paper: PaperCheck | No
     return ExpectationCheck(describe(declared), words, checks, state)
 
 
-def _check(aspect: str, expected: bool | None, measured: bool | None) -> Check:
+def _check(aspect: str, expected: bool | None, measured: bool | None) -> AspectCheck:
     state: CheckState
     if expected is None:
         state = "undeclared"
@@ -433,4 +433,4 @@ def _check(aspect: str, expected: bool | None, measured: bool | None) -> Check:
         state = "unchecked"
     else:
         state = "match" if expected == measured else "mismatch"
-    return Check(aspect, expected, measured, state)  # type: ignore[arg-type]
+    return AspectCheck(aspect, expected, measured, state)  # type: ignore[arg-type]

@@ -43,6 +43,13 @@ def test_wheel_holds_one_memlens_package_with_the_suite_and_templates(wheel):
     assert "memlens = memlens.cli:main" in entry_points
 
 
+def test_wheel_marks_memlens_as_typed(wheel):
+    """PEP 561: memlens has a typed public API (`import memlens`), so the wheel ships memlens/py.typed and
+    a type checker reads its annotations instead of treating every name as Any."""
+    assert "memlens/py.typed" in zipfile.ZipFile(wheel).namelist()
+    assert zipfile.ZipFile(wheel).read("memlens/py.typed") == b""
+
+
 def test_installed_memlens_lists_the_suite_and_reads_reports_from_another_directory(installed, tmp_path):
     target, env = installed
     elsewhere = tmp_path / "elsewhere"

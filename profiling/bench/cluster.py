@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memlens.bench.cluster_worker import PREFIX, ShareShipped, run_share
-from memlens.bench.gpus import Part, failed_share, merge_parts, shares_of
+from memlens.bench.gpus import ShareResults, failed_share, merge_parts, shares_of
 from memlens.bench.results import BenchFailure, BenchResults, load_bench
 from memlens.bench.timing import BenchOptions, check_options
 from memlens.collect.cluster import connect, gpu_slots
@@ -69,7 +69,7 @@ def _refuse_existing(run_dir: Path) -> None:
         raise OutputError(f"{earlier[0]}: exists (from an earlier bench --cluster); bench into another run")
 
 
-class BenchJobs(ClusterJobs[Share, Part]):
+class BenchJobs(ClusterJobs[Share, ShareResults]):
     """A bench run's shares on the cluster: each runs cluster_worker.run_share, its files written into the
     run directory as it comes back; Ctrl-C keeps none (no bench.json is written)."""
 
@@ -82,10 +82,10 @@ class BenchJobs(ClusterJobs[Share, Part]):
     def task(self, attempt: Attempt[Share]) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         return run_share, (self.options, [v.label for v in attempt.job.variants], self.run_id)
 
-    def came_back(self, attempt: Attempt[Share], shipped: Any) -> Part:
+    def came_back(self, attempt: Attempt[Share], shipped: Any) -> ShareResults:
         return _part(shipped, attempt.job, self.run_dir)
 
-    def failed(self, attempt: Attempt[Share]) -> Part:
+    def failed(self, attempt: Attempt[Share]) -> ShareResults:
         share = attempt.job
         message = f"job {share.number} failed: {'; '.join(attempt.history)}"
         return [BenchFailure(v.family.name, v.name, "failed", message) for v in share.variants]
@@ -96,7 +96,7 @@ class BenchJobs(ClusterJobs[Share, Part]):
                                  f"are in {self.run_dir}); no bench.json written")  # fmt: skip
 
 
-def _part(shipped: ShareShipped, share: Share, run_dir: Path) -> Part:
+def _part(shipped: ShareShipped, share: Share, run_dir: Path) -> ShareResults:
     """One share's bench results (its bench.json kept as bench.job<n>.json), or, where it wrote none,
     a failure for each of its variants naming where it ran and its log."""
     bench, log = _files(run_dir, share.number)

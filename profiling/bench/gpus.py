@@ -58,11 +58,11 @@ def shares_of(selection: Selection, small: bool, count: int) -> list[list[Varian
     return split(selection.variants, costs, count)
 
 
-Part = BenchResults | list[BenchFailure]  # one share's bench results, or a failure for each of its variants
+ShareResults = BenchResults | list[BenchFailure]  # one share's bench results, or a failure for each of its variants
 
 
 def merge_parts(
-    options: BenchOptions, selection: Selection, parts: Sequence[Part], run_dir: Path, started: dt.datetime
+    options: BenchOptions, selection: Selection, parts: Sequence[ShareResults], run_dir: Path, started: dt.datetime
 ) -> BenchResults:
     """The shares' results as one bench.json in `run_dir` (every variant in suite order, the first
     share's copy, the GPU models joined); ProfilerError where no share timed anything."""
@@ -117,7 +117,7 @@ def _run_child(options: BenchOptions, suite: Path, gpu: Gpu, share: list[Variant
     return wait_child(process, stop, POLL_S)
 
 
-def _part(gpu: Gpu, share: list[Variant], out: Path, run_dir: Path, returncode: int | None) -> Part:
+def _part(gpu: Gpu, share: list[Variant], out: Path, run_dir: Path, returncode: int | None) -> ShareResults:
     """One GPU's bench results (its bench.json kept as bench.gpu<i>.json), or, where it wrote none,
     a failure for each of its variants naming the GPU and its log."""
     written = sorted(out.glob(f"*/{BENCH}"))

@@ -39,27 +39,27 @@ WARNING_SHARE = 0.1  # a `lines` finding with this share of its kernel's figure 
 
 
 @dataclass(frozen=True)
-class Rule:
+class RuleDescriptor:
     id: str
     name: str  # PascalCase, as SARIF's reportingDescriptor.name
     short: str
     full: str
 
 
-RULES: dict[str, Rule] = {r.id: r for r in (
-    Rule("ML001", "SharedMemoryBankConflict", "shared-memory bank conflict",
+RULES: dict[str, RuleDescriptor] = {r.id: r for r in (
+    RuleDescriptor("ML001", "SharedMemoryBankConflict", "shared-memory bank conflict",
          "Threads of a warp access different addresses in one shared-memory bank, so the access is served in "
          "more wavefronts than its conflict-free ideal (excess wavefronts)."),
-    Rule("ML002", "LocalMemorySpill", "local memory from a register spill",
+    RuleDescriptor("ML002", "LocalMemorySpill", "local memory from a register spill",
          "The compiler ran out of registers and keeps values in local memory (device memory behind L1): "
          "loads and stores at fixed stack offsets."),
-    Rule("ML003", "LocalMemoryRuntimeArray", "local memory from an array indexed at run time",
+    RuleDescriptor("ML003", "LocalMemoryRuntimeArray", "local memory from an array indexed at run time",
          "A per-thread array indexed with values known only at run time lives in local memory."),
-    Rule("ML004", "UncoalescedGlobalAccess", "uncoalesced global access",
+    RuleDescriptor("ML004", "UncoalescedGlobalAccess", "uncoalesced global access",
          "A warp's global accesses touch more 32-byte sectors than the same accesses would, coalesced."),
-    Rule("ML005", "LineGotWorse", "a line that got worse",
+    RuleDescriptor("ML005", "LineGotWorse", "a line that got worse",
          "Between the two builds compared, this source line's excess wavefronts or local accesses grew."),
-    Rule("ML006", "GateRuleFailed", "a failed gate rule",
+    RuleDescriptor("ML006", "GateRuleFailed", "a failed gate rule",
          "A rule of the gate's rules file failed (or passed its warning level) on this kernel or line."),
 )}  # fmt: skip
 SPILL_RULE, ARRAY_RULE = "ML002", "ML003"

@@ -41,7 +41,7 @@ _factor = lru_cache(maxsize=1024)(conversion_factor)
 
 
 @dataclass(frozen=True)
-class Cell:
+class ReportedValue:
     """One metric as a report holds it: a value (None for "n/a") and ncu's unit for it."""
 
     value: float | None
@@ -111,7 +111,7 @@ NCU_METRICS: tuple[Metric, ...] = tuple(m for m in RAW_METRICS if m.ncu is not N
 
 
 def raw_values(
-    lookup: Callable[[str], Cell | None], from_memlens: bool
+    lookup: Callable[[str], ReportedValue | None], from_memlens: bool
 ) -> tuple[dict[str, float | None], dict[str, str]]:
     """Every raw catalogue metric in its base unit, and the reason for each one missing."""
     raw: dict[str, float | None] = {}
@@ -131,7 +131,7 @@ def raw_values(
     return raw, missing
 
 
-def section_count(metric: Metric, lookup: Callable[[str], Cell | None]) -> Cell | None:
+def section_count(metric: Metric, lookup: Callable[[str], ReportedValue | None]) -> ReportedValue | None:
     """A count ncu's roofline sections hold only as a rate a cycle (Metric.per_cycle), times the cycles
     (an integer: 37,748,736 FFMA of the softmax in tests/fixtures/nvidia_h200/tensor, to the last bit);
     None where the report has not both."""
@@ -140,8 +140,8 @@ def section_count(metric: Metric, lookup: Callable[[str], Cell | None]) -> Cell 
     if rate is None or cycles is None:
         return None
     if rate.value is None or cycles.value is None:
-        return Cell(None, metric.unit)
-    return Cell(float(round(rate.value * cycles.value)), metric.unit)
+        return ReportedValue(None, metric.unit)
+    return ReportedValue(float(round(rate.value * cycles.value)), metric.unit)
 
 
 def convert(metric: Metric, value: float | None, unit: str) -> tuple[float | None, str | None]:
@@ -161,7 +161,7 @@ def make_kernel(
     kernel: str,
     launch_id: int,
     ranges: tuple[str, str] | None,
-    lookup: Callable[[str], Cell | None],
+    lookup: Callable[[str], ReportedValue | None],
     from_memlens: bool,
     program: ProgramLabel | None = None,
 ) -> KernelResult:

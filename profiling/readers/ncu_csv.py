@@ -22,8 +22,8 @@ from memlens.model.catalogue import BY_NCU_NAME, DEVICE_ATTRIBUTES, NCU_ALIASES,
 from memlens.model.kernel_names import kernel_name
 from memlens.model.results import KernelResult, RunInfo, RunResults, printable
 from memlens.readers.metric_values import (
-    Cell,
     ProgramLabel,
+    ReportedValue,
     compute_capability,
     is_memlens_domain,
     make_kernel,
@@ -44,7 +44,7 @@ _QUOTED = re.compile(r'"([^"]*)"')
 
 
 @dataclass(frozen=True)
-class Row:
+class CsvRow:
     line: int  # 1-based line number in the file, for messages
     cells: dict[str, str]  # by column name: the columns the reader uses (_kept_columns)
 
@@ -53,7 +53,7 @@ class Row:
 class Table:
     header: list[str]
     units: dict[str, str]
-    rows: list[Row]
+    rows: list[CsvRow]
 
 
 def read_csv(path: Path) -> RunResults:
@@ -104,7 +104,7 @@ def _table(text: str, source: str) -> Table:
         units = dict(zip(header, body[0][1], strict=False))  # a short units row: no unit
         body = body[1:]
     kept = _kept_columns(header)
-    rows = [Row(n, _cells(header, fields, n, source, kept)) for n, fields in body]
+    rows = [CsvRow(n, _cells(header, fields, n, source, kept)) for n, fields in body]
     return Table(header, units, rows)
 
 
@@ -160,19 +160,19 @@ def _field(header: list[str], fields: list[str], name: str) -> str:
 
 # --- launches: (launch id, identifying cells, metric cells by ncu name) --------------------------
 
-Launch = tuple[int, dict[str, str], dict[str, Cell]]
+Launch = tuple[int, dict[str, str], dict[str, ReportedValue]]
 
 
 def _wide_launches(table: Table, source: str) -> Iterator[Launch]:
     wanted = [(name, table.units.get(name, "").strip()) for name in WANTED if name in table.header]
     for row in table.rows:
         cells = row.cells
-        metrics = {name: Cell(_number(cells[name], row.line, name, source), unit) for name, unit in wanted}
+        metrics = {name: ReportedValue(_number(cells[name], row.line, name, source), unit) for name, unit in wanted}
         yield _launch_id(row, source), cells, metrics
 
 
 def _long_launches(table: Table, source: str) -> Iterator[Launch]:
-    launches: dict[int, tuple[dict[str, str], dict[str, Cell]]] = {}
+    launches: dict[int, tuple[dict[str, str], dict[str, ReportedValue]]] = {}
     for row in table.rows:
         launch_id = _launch_id(row, source)
         cells, metrics = launches.setdefault(launch_id, (dict(row.cells), {}))
@@ -181,12 +181,12 @@ def _long_launches(table: Table, source: str) -> Iterator[Launch]:
             cells[name] = row.cells.get(METRIC_VALUE, "")
         elif name in WANTED:
             value = _number(row.cells.get(METRIC_VALUE, ""), row.line, name, source)
-            metrics[name] = Cell(value, row.cells.get(METRIC_UNIT, "").strip())
+            metrics[name] = ReportedValue(value, row.cells.get(METRIC_UNIT, "").strip())
     for launch_id, (cells, metrics) in launches.items():
         yield launch_id, cells, metrics
 
 
-def _launch_id(row: Row, source: str) -> int:
+def _launch_id(row: CsvRow, source: str) -> int:
     text = row.cells.get(ID, "").strip().replace(",", "")
     if not _is_integer(text):
         raise InputError(f"{source}: line {row.line}: ID {row.cells.get(ID, '')!r} is not a launch number")
@@ -261,7 +261,7 @@ def _range_name(text: str) -> str:
 def _kernel(
     launch_id: int,
     cells: dict[str, str],
-    metrics: dict[str, Cell],
+    metrics: dict[str, ReportedValue],
     ranges: tuple[str, str] | None,
     from_memlens: bool,
     program: ProgramLabel | None,
@@ -281,6 +281,6 @@ def _run_info(first: Launch, source: str) -> RunInfo:
     return RunInfo(gpu_name=gpu_name, compute_capability=capability, source=source)
 
 
-def _value(metrics: dict[str, Cell], name: str) -> float | None:
+def _value(metrics: dict[str, ReportedValue], name: str) -> float | None:
     cell = metrics.get(name)
     return None if cell is None else cell.value

@@ -22,8 +22,8 @@ from memlens.model.results import KernelResult, RunInfo, RunResults, printable
 from memlens.readers import early_disassembly, reader_processes
 from memlens.readers.metric_values import (
     NCU_METRICS,
-    Cell,
     ProgramLabel,
+    ReportedValue,
     absent_reason,
     compute_capability,
     convert,
@@ -464,15 +464,15 @@ def _printable_name(name: str) -> str:
     return printable(kernel_name(name))
 
 
-def _cell(action: Action, name: str) -> Cell | None:
+def _cell(action: Action, name: str) -> ReportedValue | None:
     binding = _binding()
     metric = binding.metric_by_name(action, name)
     if metric is None:
         return None
     unit = str(metric.unit() or "")
     if not binding.has_value(metric):
-        return Cell(None, unit)
-    return Cell(binding.value(metric), unit)
+        return ReportedValue(None, unit)
+    return ReportedValue(binding.value(metric), unit)
 
 
 def _as_float(value: object) -> float | None:
