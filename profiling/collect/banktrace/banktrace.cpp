@@ -76,6 +76,7 @@ std::string json_string(const char* text) {
 }
 
 const char* result_words(SanitizerResult result) {
+    if (result == SANITIZER_SUCCESS) return "SANITIZER_SUCCESS";  // memlens reads success by this name
     const char* words = nullptr;
     if (sanitizerGetResultString(result, &words) != SANITIZER_SUCCESS || words == nullptr) return "unknown";
     return words;
