@@ -353,12 +353,13 @@ def demangle(names: Sequence[str]) -> dict[str, str]:
 def source_lines(folder: Path, events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], tuple[str, int]]:
     """Each launched module's instructions' source lines, by nvdisasm on the cubin the library kept; none
     (said on stderr) without nvdisasm."""
-    from memlens.collect.cubin_lines import INSTALL_NVDISASM, cubin_lines, find_nvdisasm
+    from memlens.collect.cubin_lines import INSTALL_NVDISASM, cubin_lines
+    from memlens.io.cuda_tools import find_nvdisasm
 
     cubins = sorted({str(e["cubin"]) for e in events if e.get("event") == "launch" and e.get("cubin")})
     if not cubins:
         return {}
-    nvdisasm = find_nvdisasm(homes=(DEFAULT_CUDA,))
+    nvdisasm = find_nvdisasm()
     if nvdisasm is None:
         print(f"memlens: no nvdisasm: banks.json names no source lines ({INSTALL_NVDISASM})", file=sys.stderr)
         return {}

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from memlens.collect import bank_trace as bt
-from memlens.collect.cubin_lines import cubin_lines, find_nvdisasm, parse_lines
+from memlens.collect.cubin_lines import cubin_lines, parse_lines
+from memlens.io.cuda_tools import find_nvdisasm
 
 PROBE = Path(__file__).parents[1] / "fixtures" / "programs" / "bank_probe.cu"
 
@@ -21,7 +22,7 @@ def source_line(text: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def probe_cubin(tmp_path_factory) -> tuple[Path, str]:
+def probe_cubin(tmp_path_factory) -> tuple[Path, Path]:
     nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)
     nvdisasm = find_nvdisasm()
     if nvcc is None or nvdisasm is None:
@@ -31,7 +32,7 @@ def probe_cubin(tmp_path_factory) -> tuple[Path, str]:
     return cubin, nvdisasm
 
 
-def offsets_of(cubin: Path, nvdisasm: str, function: str, opcode: str) -> list[int]:
+def offsets_of(cubin: Path, nvdisasm: Path, function: str, opcode: str) -> list[int]:
     listing = subprocess.run([nvdisasm, "-g", str(cubin)], capture_output=True, text=True, check=True).stdout
     section = listing.split(f".text.{function}:", 1)[1].split(".section", 1)[0]
     return [int(row.split("*/")[0].split("/*")[1], 16) for row in section.splitlines() if f" {opcode}" in row]
