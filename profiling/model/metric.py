@@ -54,6 +54,11 @@ class Metric:
         return (self.ncu, *self.aliases) if self.ncu else self.aliases
 
     @property
+    def column(self) -> str:
+        """Its column in a table of figures (`metrics --csv`, the DataFrame): `duration (ns)`."""
+        return f"{self.key} ({self.unit})"
+
+    @property
     def variation(self) -> Variation:
         """How the figure moves between runs of one input: `exact` (a count), `timed` or `counter`."""
         return "exact" if self.deterministic else "timed" if self.timed else "counter"

@@ -314,7 +314,7 @@ class RunResults:
             import pandas
         except ImportError as exc:
             raise SetupError(f'a DataFrame needs pandas ({exc}): pip install "memlens[pandas]"') from None
-        named = {key: f"{key} ({metric.unit})" for key, metric in CATALOGUE.items()}  # as `metrics --csv` names them
+        named = {key: metric.column for key, metric in CATALOGUE.items()}  # as `metrics --csv` names them
         rows = [{**k.identity(), **{named[key]: k.value(key) for key in CATALOGUE}} for k in self.kernels]
         frame = pandas.DataFrame(rows, columns=[*IDENTITY, *named.values()])
         frame.attrs["units"] = {named[key]: metric.unit for key, metric in CATALOGUE.items()}

@@ -401,7 +401,7 @@ def to_json(results: RunResults, kernels: list[KernelResult]) -> dict[str, Any]:
 
 def csv_header() -> list[str]:
     """Identity columns (results.IDENTITY), then every catalogue metric as "key (unit)"."""
-    return [*IDENTITY, *(f"{key} ({metric.unit})" for key, metric in CATALOGUE.items())]
+    return [*IDENTITY, *(metric.column for metric in CATALOGUE.values())]
 
 
 def write_csv(kernels: list[KernelResult], stream: Any) -> None:
