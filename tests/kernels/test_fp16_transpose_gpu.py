@@ -5,16 +5,11 @@ Run on a GPU machine: python -m pytest -m gpu tests/kernels/test_fp16_transpose_
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from memlens.readers import read_report
 from memlens.suite import gpu_compute_capability
 from memlens.theory import bank_model as bm
-from tests.conftest import REPO
+from tests.support.family_runs import profile_family_small
 
 pytestmark = pytest.mark.gpu
 N = 96
@@ -26,15 +21,7 @@ def kernels(tmp_path_factory):
     capability = gpu_compute_capability()
     if capability is not None and capability < (9, 0):
         pytest.skip(f"fp16_transpose needs compute capability 9.0 (stmatrix); this GPU is {capability}")
-    out = tmp_path_factory.mktemp("runs")
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = subprocess.run(
-        [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), "-k", "^fp16_transpose/", "--small",
-         "--out", str(out), "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "600"],
-        capture_output=True, text=True, env=env, timeout=700,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return {k.label: k for k in read_report((out / "latest").resolve() / "results.json").kernels}
+    return profile_family_small(tmp_path_factory.mktemp("runs"), "fp16_transpose")
 
 
 def _per_tile(layout: str, instructions: tuple[str, ...]) -> int:

@@ -6,15 +6,11 @@ Needs compute capability 8.0. Run on a GPU machine: python -m pytest -m gpu test
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from memlens.readers import read_report
 from memlens.suite import gpu_compute_capability, load_suite
 from tests.conftest import REPO
+from tests.support.family_runs import profile_family_small
 
 pytestmark = pytest.mark.gpu
 FAMILY = load_suite(REPO / "kernels").family("tensor_matmul")
@@ -30,15 +26,7 @@ def kernels(tmp_path_factory):
     capability = gpu_compute_capability()
     if capability is not None and capability < (8, 0):
         pytest.skip(f"tensor_matmul needs compute capability 8.0 (mma.sync.m16n8k16); this GPU is {capability}")
-    out = tmp_path_factory.mktemp("runs")
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = subprocess.run(
-        [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), "-k", "^tensor_matmul/", "--small",
-         "--out", str(out), "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "600"],
-        capture_output=True, text=True, env=env, timeout=700,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return {k.label: k for k in read_report((out / "latest").resolve() / "results.json").kernels}
+    return profile_family_small(tmp_path_factory.mktemp("runs"), "tensor_matmul")
 
 
 def _paper(layout: str) -> int:
