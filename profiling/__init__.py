@@ -14,9 +14,27 @@ from memlens.version import __version__ as __version__
 
 # The public API, the one list (api.py takes its __all__ from it), imported on first use: the CLI does
 # not pay for NumPy.
-_API = ("range", "load", "Family", "Launch", "Expect", "Inputs", "Size", "CudaKernel", "NumbaKernel",
-        "RunResults", "KernelResult", "MemlensError", "ConfigError", "InputError", "OutputError",
-        "ProfilerError", "SetupError", "VerificationError", "GateFailed")  # fmt: skip
+_API = (
+    "range",
+    "load",
+    "Family",
+    "Launch",
+    "Expect",
+    "Inputs",
+    "Size",
+    "CudaKernel",
+    "NumbaKernel",
+    "RunResults",
+    "KernelResult",
+    "MemlensError",
+    "ConfigError",
+    "InputError",
+    "OutputError",
+    "ProfilerError",
+    "SetupError",
+    "VerificationError",
+    "GateFailed",
+)
 __all__ = ["__version__", *_API]
 
 

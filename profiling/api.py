@@ -63,8 +63,10 @@ def range(name: str, color: str | None = None) -> _Range:  # noqa: A001 (memlens
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"memlens.range needs a non-empty name, not {name!r}")
     if name.endswith("/") or "@" in name or " > " in name:
-        raise ConfigError(f"memlens.range {name!r}: no trailing '/', '@' or ' > ' (they mean other things to "
-                          "ncu's filters and memlens's labels)")  # fmt: skip
+        raise ConfigError(
+            f"memlens.range {name!r}: no trailing '/', '@' or ' > ' (they mean other things to "
+            "ncu's filters and memlens's labels)"
+        )
     try:
         import nvtx
     except ImportError as exc:

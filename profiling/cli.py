@@ -78,11 +78,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="memlens",
         description="What your CUDA kernels do to the memory hierarchy, from Nsight Compute's counters.",
         epilog="output: --format NAME picks what a command prints (--json, --md, --csv: its older spellings); "
-               "--sarif FILE, --json FILE (gate, check), -o FILE (report) write a file, - standard output. "
-               "exit codes: 0 ok, 1 gate failed, 2 usage/config/input error, 3 profiler or environment failure; "
-               f"{EXIT_PIPE_CLOSED} when standard output's reader went away (`memlens metrics | head -1`)",
+        "--sarif FILE, --json FILE (gate, check), -o FILE (report) write a file, - standard output. "
+        "exit codes: 0 ok, 1 gate failed, 2 usage/config/input error, 3 profiler or environment failure; "
+        f"{EXIT_PIPE_CLOSED} when standard output's reader went away (`memlens metrics | head -1`)",
         formatter_class=HelpFormatter,
-    )  # fmt: skip
+    )
     parser.add_argument("--version", action="version", version=f"memlens {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = {}
@@ -91,8 +91,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, help=help_text)
             continue
         module = importlib.import_module(f".commands.{module_name}", __package__)
-        subparser = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip(),
-                                   formatter_class=HelpFormatter)  # fmt: skip
+        subparser = sub.add_parser(
+            name, help=help_text, description=(module.__doc__ or help_text).strip(), formatter_class=HelpFormatter
+        )
         module.add_arguments(subparser)
         subparser.set_defaults(run=module.run)
         parser.commands[name] = subparser

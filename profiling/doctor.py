@@ -54,9 +54,13 @@ def check_gpu() -> Check:
 def check_permission() -> Check:
     params = Path("/proc/driver/nvidia/params")
     if not params.exists():
-        return Check("counter permission", False, f"cannot tell: no {params} (no NVIDIA driver loaded)",
-                     "install the NVIDIA driver, then run `memlens doctor --probe` to read a counter",
-                     required=False)  # fmt: skip
+        return Check(
+            "counter permission",
+            False,
+            f"cannot tell: no {params} (no NVIDIA driver loaded)",
+            "install the NVIDIA driver, then run `memlens doctor --probe` to read a counter",
+            required=False,
+        )
     admin_only = "RmProfilingAdminOnly: 1" in params.read_text(errors="replace")
     if admin_only and os.geteuid() != 0:
         return Check("counter permission", False, "counters are restricted to admin users", PERMISSION_HINT)
@@ -101,8 +105,15 @@ def check_compilers() -> list[Check]:
     if nvrtc is not None:
         checks.append(Check("check: NVRTC (Numba kernels)", True, "NVRTC {}.{}".format(*nvrtc), required=False))
     else:
-        checks.append(Check("check: NVRTC (Numba kernels)", False, "not found (numba.cuda.compile_ptx needs it)",
-                            CHECK_EXTRA, required=False))  # fmt: skip
+        checks.append(
+            Check(
+                "check: NVRTC (Numba kernels)",
+                False,
+                "not found (numba.cuda.compile_ptx needs it)",
+                CHECK_EXTRA,
+                required=False,
+            )
+        )
     if ptxas is not None:
         checks.append(Check("check: ptxas", True, str(ptxas), required=False))
     else:
@@ -114,11 +125,25 @@ def check_probe(explicit: str | None) -> Check:
     try:
         ncu = find_ncu(explicit)
     except MemlensError:
-        return Check("profile probe", False, "not run: it profiles a tiny CuPy kernel under ncu, and ncu is missing",
-                     "fix the ncu row, then run `memlens doctor --probe` again")  # fmt: skip
+        return Check(
+            "profile probe",
+            False,
+            "not run: it profiles a tiny CuPy kernel under ncu, and ncu is missing",
+            "fix the ncu row, then run `memlens doctor --probe` again",
+        )
     with tempfile.TemporaryDirectory() as tmp:
-        argv = [str(ncu.path), "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
-                "--log-file", f"{tmp}/log", sys.executable, "-c", PROBE]  # fmt: skip
+        argv = [
+            str(ncu.path),
+            "--clock-control",
+            "none",
+            "--metrics",
+            "gpu__time_duration.sum",
+            "--log-file",
+            f"{tmp}/log",
+            sys.executable,
+            "-c",
+            PROBE,
+        ]
         try:
             run_command(argv, timeout=300)
         except CommandFailed as exc:

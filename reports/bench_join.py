@@ -54,11 +54,13 @@ def bench_header(bench: BenchResults, summary: BenchSummary) -> tuple[HeaderItem
             f"{', '.join(families)} {_gb(reference)} over {format_bytes(reference.bytes_moved)}"
             for reference, families in own
         )
-        items.append(HeaderItem(
-            "copy, same bytes",
-            "each variant's % of copy bandwidth is of a device-to-device copy of its family's min_bytes"
-            f" (half read, half written), timed the same way: {each}",
-        ))  # fmt: skip
+        items.append(
+            HeaderItem(
+                "copy, same bytes",
+                "each variant's % of copy bandwidth is of a device-to-device copy of its family's min_bytes"
+                f" (half read, half written), timed the same way: {each}",
+            )
+        )
     how = [bench.info.gpu_name, bench.info.started_at or "", f"{bench.info.repeats} launches per variant"]
     if bench.info.small:
         how.append("--small sizes")

@@ -44,9 +44,10 @@ if TYPE_CHECKING:
 
 
 def build_report(
-    runs: Sequence[tuple[str, RunResults]], benches: Sequence[tuple[str, BenchResults] | None] | None = None,
+    runs: Sequence[tuple[str, RunResults]],
+    benches: Sequence[tuple[str, BenchResults] | None] | None = None,
     statics: Sequence[StaticResults | None] | None = None,
-) -> Report:  # fmt: skip
+) -> Report:
     """The report's content for runs given as (label, results), the first the reference; `benches`
     gives each run's bench results as (the bench.json read, results), or None where it has none;
     `statics` each run's `memlens check` figures (its check.json), or None."""
@@ -61,28 +62,40 @@ def build_report(
         sections.append(build_run(results, name, timed, source, static))
     runs_built = tuple(sections)
     comparisons = with_lines(compare(runs_built), [results for _, results in runs], names)
-    line_notes = tuple(f"{name}: {NO_LINE_DATA}" for name, (_, results) in zip(names, runs, strict=True)
-                       if comparisons and not has_line_data(results))  # fmt: skip
+    line_notes = tuple(
+        f"{name}: {NO_LINE_DATA}"
+        for name, (_, results) in zip(names, runs, strict=True)
+        if comparisons and not has_line_data(results)
+    )
     return Report(__version__, COLUMNS, runs_built, comparisons, BENCH_COLUMNS, line_notes)
 
 
-def with_lines(comparisons: tuple[Comparison, ...], results: Sequence[RunResults],
-               names: Sequence[str]) -> tuple[Comparison, ...]:  # fmt: skip
+def with_lines(
+    comparisons: tuple[Comparison, ...], results: Sequence[RunResults], names: Sequence[str]
+) -> tuple[Comparison, ...]:
     """Each comparison with its kernel's source lines in every later run against the first run's, where
     both runs hold per-line data (else none: `NO_LINE_DATA`, once, not every line "gone")."""
     if not comparisons or not has_line_data(results[0]):
         return comparisons
     labels = [c.label for c in comparisons]
-    later = [(name, {c.label: c for c in compare_runs(results[0], other, labels)})
-             for name, other in zip(names[1:], results[1:], strict=True) if has_line_data(other)]  # fmt: skip
-    return tuple(replace(c, lines=tuple(RunLineChanges(name, by_label[c.label]) for name, by_label in later))
-                 for c in comparisons)  # fmt: skip
+    later = [
+        (name, {c.label: c for c in compare_runs(results[0], other, labels)})
+        for name, other in zip(names[1:], results[1:], strict=True)
+        if has_line_data(other)
+    ]
+    return tuple(
+        replace(c, lines=tuple(RunLineChanges(name, by_label[c.label]) for name, by_label in later))
+        for c in comparisons
+    )
 
 
 def build_run(
-    results: RunResults, label: str, bench: BenchResults | None = None, bench_source: str = "",
+    results: RunResults,
+    label: str,
+    bench: BenchResults | None = None,
+    bench_source: str = "",
     static: StaticResults | None = None,
-) -> RunSection:  # fmt: skip
+) -> RunSection:
     """The report of one run; with `bench` (its bench.json, read from `bench_source`) the family
     tables gain the bench columns, each family the copy its percentages are of (where that is not
     the bench's one copy), and the header the measured copy bandwidth. With `static` (its
@@ -138,17 +151,19 @@ def others_words(results: RunResults) -> tuple[str, str]:
     if results.outcomes:
         return "other kernels", "kernels outside any variant's NVTX range"
     if results.info.memlens_version:
-        return ("kernels of the program",
-                f"{by}kernels in no range shaped family/variant, each with all it measured")  # fmt: skip
-    return ("kernels of the ncu report",
-            f"{by or 'by kernel name (no NVTX ranges recorded: ncu --nvtx names them); '}"
-            "read from a plain ncu report, not verified by memlens")  # fmt: skip
+        return ("kernels of the program", f"{by}kernels in no range shaped family/variant, each with all it measured")
+    return (
+        "kernels of the ncu report",
+        f"{by or 'by kernel name (no NVTX ranges recorded: ncu --nvtx names them); '}"
+        "read from a plain ncu report, not verified by memlens",
+    )
 
 
 def cannot_show(results: RunResults) -> list[str]:
     """What the run's file cannot carry, said once: a CSV holds one value a metric, not one an instruction."""
-    if results.kernels and all(k.missing.get("exact_excess_wavefronts_ld") == CSV_NO_INSTRUCTIONS
-                               for k in results.kernels):  # fmt: skip
+    if results.kernels and all(
+        k.missing.get("exact_excess_wavefronts_ld") == CSV_NO_INSTRUCTIONS for k in results.kernels
+    ):
         return [
             "an ncu CSV holds one value a metric, not one a SASS instruction: no hot lines, no source view and no"
             " split of bank conflicts into loads and stores here; give the .ncu-rep it was exported from"
@@ -227,8 +242,10 @@ def _group(results: RunResults, static: StaticResults | None = None) -> tuple[li
         families.setdefault(key[0], []).append(key)
     sections = [_family(name, keys, outcomes, launches, static, sources) for name, keys in families.items()]
     # a kernel in a program's NVTX range shows its range as the label and its own name beside it
-    others = [_row(label, label if group[0].nvtx is None else short_kernel(name), group, None, static=static,
-                   sources=sources) for (label, name), group in plain.items()]  # fmt: skip
+    others = [
+        _row(label, label if group[0].nvtx is None else short_kernel(name), group, None, static=static, sources=sources)
+        for (label, name), group in plain.items()
+    ]
     if len(others) > OTHERS_SHOWN:  # a program of many kernels: the longest first, the rest folded
         others.sort(key=_total_duration, reverse=True)
         others[OTHERS_SHOWN:] = [replace(row, source_views=()) for row in others[OTHERS_SHOWN:]]  # folded: no code
@@ -265,9 +282,14 @@ def _family(
 
 
 def _row(
-    label: str, name: str, kernels: list[KernelResult], outcome: VariantOutcome | None, baseline: bool = False,
-    static: StaticResults | None = None, sources: RunSources | None = None,
-) -> Row:  # fmt: skip
+    label: str,
+    name: str,
+    kernels: list[KernelResult],
+    outcome: VariantOutcome | None,
+    baseline: bool = False,
+    static: StaticResults | None = None,
+    sources: RunSources | None = None,
+) -> Row:
     status = outcome.status if outcome else "unverified"
     if status == "ok" and not kernels:
         status = "no_kernel"
@@ -298,8 +320,15 @@ def _row(
     if owner is not None:
         findings += (VerdictSentence("library", "ok", owner.advice),)
     views = source_views(kernels, outcome, sources)
-    return replace(row, cells=kernel_cells(kernel), verdict=findings, expectation=expectation,
-                   hot_lines=lines, source_views=views, library=owner.name if owner else None)  # fmt: skip
+    return replace(
+        row,
+        cells=kernel_cells(kernel),
+        verdict=findings,
+        expectation=expectation,
+        hot_lines=lines,
+        source_views=views,
+        library=owner.name if owner else None,
+    )
 
 
 def _invalid_finding(status: str, message: str) -> VerdictSentence:

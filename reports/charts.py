@@ -198,13 +198,21 @@ def comparison_chart(comparisons: Sequence[Comparison], salt: str) -> str | None
         for index in range(count):
             ys = [k + index * bar for k in range(len(comparisons))]
             values = [max(m.cells[index].value or 0, floor) for m in durations]
-            ax.barh(ys, [v - floor for v in values], left=floor, height=bar * 0.9,
-                    color=RUN_COLOURS[index % len(RUN_COLOURS)], label=f"run {index + 1}")  # fmt: skip
+            ax.barh(
+                ys,
+                [v - floor for v in values],
+                left=floor,
+                height=bar * 0.9,
+                color=RUN_COLOURS[index % len(RUN_COLOURS)],
+                label=f"run {index + 1}",
+            )
             for y, value, cell in zip(ys, values, (m.cells[index] for m in durations), strict=True):
                 note = f" {cell.text}" + (f" ({cell.change_text})" if cell.change_text else "")
                 ax.text(value, y, note, va="center", ha="left", fontsize=7.5, color=INK)
-        ax.set_yticks([k + 0.4 - bar / 2 for k in range(len(comparisons))],
-                      [short(short_kernel(c.label), width=COMPARISON_LABEL_CHARS) for c in comparisons])  # fmt: skip
+        ax.set_yticks(
+            [k + 0.4 - bar / 2 for k in range(len(comparisons))],
+            [short(short_kernel(c.label), width=COMPARISON_LABEL_CHARS) for c in comparisons],
+        )
         ax.invert_yaxis()
         ax.set_xlim(floor, top * 6)  # room for the figures after the longest bar
         ax.set_xticks([])
@@ -250,8 +258,15 @@ def sweep_chart(family: FamilySection, salt: str, exact: bool) -> str | None:
             for index, (variant, baseline) in enumerate(sweep.variants):
                 points = [(x, y) for x, y in series.get(variant, ()) if y is not None]
                 name = short(variant, " (baseline)" if baseline else "")
-                drawn = ax.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=4,
-                                linewidth=1.2, color=RUN_COLOURS[index % len(RUN_COLOURS)], label=name)  # fmt: skip
+                drawn = ax.plot(
+                    [x for x, _ in points],
+                    [y for _, y in points],
+                    marker="o",
+                    markersize=4,
+                    linewidth=1.2,
+                    color=RUN_COLOURS[index % len(RUN_COLOURS)],
+                    label=name,
+                )
                 if panel is panels[0]:
                     handles.extend(drawn)
             if log_scale(sweep.values):
@@ -262,10 +277,21 @@ def sweep_chart(family: FamilySection, salt: str, exact: bool) -> str | None:
             ax.set_xlabel(sweep.size)
             for side in ("top", "right"):
                 ax.spines[side].set_visible(False)
-        figure.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, 0.99), ncol=min(6, len(handles)),
-                      fontsize=8, frameon=False)  # fmt: skip
-        figure.suptitle(f"{family.name} against {sweep.size} ({', '.join(map(str, sweep.values))})",
-                        fontsize=9, x=0.99, ha="right", color=INK)  # fmt: skip
+        figure.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(0.0, 0.99),
+            ncol=min(6, len(handles)),
+            fontsize=8,
+            frameon=False,
+        )
+        figure.suptitle(
+            f"{family.name} against {sweep.size} ({', '.join(map(str, sweep.values))})",
+            fontsize=9,
+            x=0.99,
+            ha="right",
+            color=INK,
+        )
         figure.subplots_adjust(left=0.06, right=0.99, top=0.78, bottom=0.16, wspace=0.3)
         return to_svg(figure, salt)
 
@@ -305,8 +331,16 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
             line = [min(x * bandwidth, top) for x in grid]
             ax.plot(grid, line, color=FAINT, linestyle=style, linewidth=1.2)
             x_text = low_x * 1.5
-            ax.text(x_text, x_text * bandwidth * 1.15, f"{label} {significant(bandwidth / 1e12)} TB/s",
-                    fontsize=8, color=FAINT, rotation=0, ha="left", va="bottom")  # fmt: skip
+            ax.text(
+                x_text,
+                x_text * bandwidth * 1.15,
+                f"{label} {significant(bandwidth / 1e12)} TB/s",
+                fontsize=8,
+                color=FAINT,
+                rotation=0,
+                ha="left",
+                va="bottom",
+            )
         handles = _achieved_bandwidths(ax, roof, grid, top, low_x)
         for index, point in enumerate(roof.points):
             colour = RUN_COLOURS[index % len(RUN_COLOURS)]
@@ -320,15 +354,21 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
                 name += f": {significant(point.pct_of_limit)}% of its bound"
             handles.append(Line2D([], [], color=colour, marker="o", linestyle="", label=name))
         if roof.points:
-            handles += [Line2D([], [], color=INK, marker=m, linestyle="", label=f"{lvl} intensity",
-                               markerfacecolor="none") for lvl, m in LEVEL_MARKERS.items()]  # fmt: skip
+            handles += [
+                Line2D([], [], color=INK, marker=m, linestyle="", label=f"{lvl} intensity", markerfacecolor="none")
+                for lvl, m in LEVEL_MARKERS.items()
+            ]
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         ax.set_xlim(low_x, high_x)
         ax.set_ylim(min(ys) / 10, top * 3)
         ax.set_xlabel("arithmetic intensity (FLOP/byte)")
         ax.set_ylabel("FLOP/s")
-        ax.set_title(f"roofline of {family.name} (achieved FLOP/s; ceilings measured by ncu on this GPU)",
-                     fontsize=9, loc="left", color=INK)  # fmt: skip
+        ax.set_title(
+            f"roofline of {family.name} (achieved FLOP/s; ceilings measured by ncu on this GPU)",
+            fontsize=9,
+            loc="left",
+            color=INK,
+        )
         figure.subplots_adjust(left=0.07, right=0.68, top=0.92, bottom=0.12)
         return to_svg(figure, salt)
 
@@ -345,9 +385,17 @@ def _achieved_bandwidths(ax, roof: FamilyRoofline, grid: list[float], top: float
         ax.plot(grid, [min(x * bandwidth, top) for x in grid], color=colour, linestyle=":", linewidth=1.2)
         label = f"{short(name)}: DRAM {bandwidth_text(bandwidth)} achieved"
         handles.append(Line2D([], [], color=colour, linestyle=":", label=label))
-    ax.text(0.98, 0.04, "no floating-point work: intensity n/a, memory-bound by definition\n"
-            "(dotted: each variant's achieved DRAM bandwidth, under the DRAM peak)", transform=ax.transAxes,
-            ha="right", va="bottom", fontsize=9, color=INK)  # fmt: skip
+    ax.text(
+        0.98,
+        0.04,
+        "no floating-point work: intensity n/a, memory-bound by definition\n"
+        "(dotted: each variant's achieved DRAM bandwidth, under the DRAM peak)",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=9,
+        color=INK,
+    )
     return handles
 
 

@@ -161,8 +161,14 @@ def _ways_cell(kernel: KernelResult, column: Column) -> Cell:
             if counted is None
             else (f"exact; the hardware counts {format_value(counted, column.kind)} wavefronts per instruction")
         )
-        return Cell(column.key, figure.value, "wavefront/ideal", format_value(figure.value, column.kind), hardware,
-                    flag="bad" if figure.value > 1 else None)  # fmt: skip
+        return Cell(
+            column.key,
+            figure.value,
+            "wavefront/ideal",
+            format_value(figure.value, column.kind),
+            hardware,
+            flag="bad" if figure.value > 1 else None,
+        )
     return Cell(
         column.key,
         figure.value,

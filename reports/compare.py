@@ -27,22 +27,34 @@ DRAM_PCT_OF_COPY, MEMORY_BOUND = "dram_pct_of_copy", "memory_bound"
 # ncu's Speed Of Light rule reads throughput below 60% of peak as latency-bound: at or above, memory-bound
 MEMORY_BOUND_PCT = 60.0
 CEILING_COLUMNS = (
-    figure_column("dram_pct_of_peak", "DRAM % of its GPU's peak", "DRAM", "percent",
-                  "ncu's DRAM throughput, % of peak"),
-    figure_column(DRAM_PCT_OF_COPY, "DRAM % of its GPU's copy", "DRAM", "percent",
-                  "DRAM bandwidth over the copy bandwidth memlens bench measured on the run's GPU"),
-    figure_column(MEMORY_BOUND, f"memory-bound (DRAM ≥ {MEMORY_BOUND_PCT:g}% of peak)", "DRAM", "percent",
-                  "DRAM throughput at or above the share of peak where ncu stops calling a kernel latency-bound"),
-)  # fmt: skip
+    figure_column(
+        "dram_pct_of_peak", "DRAM % of its GPU's peak", "DRAM", "percent", "ncu's DRAM throughput, % of peak"
+    ),
+    figure_column(
+        DRAM_PCT_OF_COPY,
+        "DRAM % of its GPU's copy",
+        "DRAM",
+        "percent",
+        "DRAM bandwidth over the copy bandwidth memlens bench measured on the run's GPU",
+    ),
+    figure_column(
+        MEMORY_BOUND,
+        f"memory-bound (DRAM ≥ {MEMORY_BOUND_PCT:g}% of peak)",
+        "DRAM",
+        "percent",
+        "DRAM throughput at or above the share of peak where ncu stops calling a kernel latency-bound",
+    ),
+)
 BOUND_TEXT = {True: "memory-bound", False: "not memory-bound"}
 
 # figures outside the catalogue, as metrics: how they compare and how they vary
 EXTRA_METRICS = {
     BENCH_MEDIAN: Metric(BENCH_MEDIAN, "ms", "median launch time timed by memlens bench", better="lower", timed=True),
-    DRAM_PCT_OF_COPY: Metric(DRAM_PCT_OF_COPY, "%", "DRAM bandwidth over the bench copy's", better="higher",
-                             timed=True),
+    DRAM_PCT_OF_COPY: Metric(
+        DRAM_PCT_OF_COPY, "%", "DRAM bandwidth over the bench copy's", better="higher", timed=True
+    ),
     MEMORY_BOUND: Metric(MEMORY_BOUND, "", "DRAM at or above the share of peak of a memory-bound kernel"),
-}  # fmt: skip
+}
 
 
 def compare(runs: tuple[RunSection, ...]) -> tuple[Comparison, ...]:
@@ -123,12 +135,20 @@ def _bands(key: str, rows: list[Row | None]) -> list[Band | None]:
     """Each later run's noise band against the first run (None: compared exactly)."""
     first = rows[0]
     duration = first.cells.get("duration") if first is not None else None
-    return [band_of(metric_of(key), None if duration is None else duration.value, (_spread(first), _spread(row)),
-                    bench_figure=key == BENCH_MEDIAN) for row in rows[1:]]  # fmt: skip
+    return [
+        band_of(
+            metric_of(key),
+            None if duration is None else duration.value,
+            (_spread(first), _spread(row)),
+            bench_figure=key == BENCH_MEDIAN,
+        )
+        for row in rows[1:]
+    ]
 
 
-def _cells(key: str, values: list[float | None], kind: str, runs: list[str],
-           bands: list[Band | None]) -> list[CompareCell]:  # fmt: skip
+def _cells(
+    key: str, values: list[float | None], kind: str, runs: list[str], bands: list[Band | None]
+) -> list[CompareCell]:
     reference = values[0]
     cells = [CompareCell(runs[0], reference, format_value(reference, kind))]
     for run, value, band in zip(runs[1:], values[1:], bands, strict=True):

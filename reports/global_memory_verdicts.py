@@ -57,11 +57,15 @@ def _exact_coalescing(kernel: KernelResult, side: str, short: Side) -> VerdictSe
     ideal = kernel.value(keys.ideal_per_access) or 0.0
     worst = _worst_line(kernel, short)
     where = f"; worst at {worst}" if worst else ""
-    return VerdictSentence("global", "bad" if words == "uncoalesced" else "unknown", (
-        f"global {side}s {words}: {counted(significant(per), 'sector')} per access, {significant(ratio)}x the ideal"
-        f" {significant(ideal)} of the same accesses{where} (PMPP 6.1: have consecutive threads use consecutive"
-        " addresses)"
-    ))  # fmt: skip
+    return VerdictSentence(
+        "global",
+        "bad" if words == "uncoalesced" else "unknown",
+        (
+            f"global {side}s {words}: {counted(significant(per), 'sector')} per access, {significant(ratio)}x the ideal"
+            f" {significant(ideal)} of the same accesses{where} (PMPP 6.1: have consecutive threads use consecutive"
+            " addresses)"
+        ),
+    )
 
 
 def _worst_line(kernel: KernelResult, side: Side) -> str | None:
@@ -95,16 +99,24 @@ def _hardware_coalescing(kernel: KernelResult, side: str) -> VerdictSentence | N
     )
     times = significant(per_request / COALESCED_4_BYTE)
     if per_request > WIDEST_COALESCED * SLACK:
-        return VerdictSentence("global", "bad", (
-            f"global {side}s uncoalesced: {figure}, {times}x the {COALESCED_4_BYTE:g} of a warp's 32 consecutive"
-            f" 4-byte values (16 for 16-byte values): each warp {side} touches scattered sectors"
-            " (a strided or column-wise access; PMPP 6.1: have consecutive threads use consecutive addresses)"
-        ))  # fmt: skip
-    return VerdictSentence("global", "unknown", (
-        f"global {side}s partly uncoalesced: {figure}, {times}x the {COALESCED_4_BYTE:g} of a warp's 32 consecutive"
-        " 4-byte values and no coalesced width's (8 for 8-byte values, 16 for 16-byte): misaligned or partly"
-        " scattered accesses"
-    ))  # fmt: skip
+        return VerdictSentence(
+            "global",
+            "bad",
+            (
+                f"global {side}s uncoalesced: {figure}, {times}x the {COALESCED_4_BYTE:g} of a warp's 32 consecutive"
+                f" 4-byte values (16 for 16-byte values): each warp {side} touches scattered sectors"
+                " (a strided or column-wise access; PMPP 6.1: have consecutive threads use consecutive addresses)"
+            ),
+        )
+    return VerdictSentence(
+        "global",
+        "unknown",
+        (
+            f"global {side}s partly uncoalesced: {figure}, {times}x the {COALESCED_4_BYTE:g} of a warp's 32 consecutive"
+            " 4-byte values and no coalesced width's (8 for 8-byte values, 16 for 16-byte): misaligned or partly"
+            " scattered accesses"
+        ),
+    )
 
 
 def _reads_global(kernel: KernelResult) -> bool | None:
@@ -128,14 +140,20 @@ def memory_level(kernel: KernelResult) -> VerdictSentence | None:
         return None
     ratio = l2 / dram
     if pct >= DRAM_BOUND_PCT:
-        return VerdictSentence("memory", "ok", (
-            f"DRAM-bound: DRAM at {significant(pct)}% of its peak (L1-L2 traffic {significant(ratio)}x the DRAM bytes)"
-        ))  # fmt: skip
+        return VerdictSentence(
+            "memory",
+            "ok",
+            f"DRAM-bound: DRAM at {significant(pct)}% of its peak (L1-L2 traffic {significant(ratio)}x the DRAM bytes)",
+        )
     if ratio >= L2_OVER_DRAM and _reads_global(kernel) is not False:  # its L1-L2 traffic is no reread data
         hit = kernel.value("l2_hit_rate")
         hits = f", L2 hit rate {significant(hit)}%" if hit is not None else ""
-        return VerdictSentence("memory", "ok", (
-            f"memory traffic served from L2, not DRAM: L1-L2 traffic {significant(ratio)}x the DRAM bytes{hits},"
-            f" DRAM at {significant(pct)}% of its peak (the kernel rereads its data through L2)"
-        ))  # fmt: skip
+        return VerdictSentence(
+            "memory",
+            "ok",
+            (
+                f"memory traffic served from L2, not DRAM: L1-L2 traffic {significant(ratio)}x the DRAM bytes{hits},"
+                f" DRAM at {significant(pct)}% of its peak (the kernel rereads its data through L2)"
+            ),
+        )
     return None

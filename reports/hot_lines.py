@@ -26,9 +26,13 @@ class RunSources:
     written_at: float | None = None
 
 
-def hot_lines(kernels: list[KernelResult], outcome: VariantOutcome | None, root: Path | None = None,
-              embedded: Mapping[str, str] | None = None, written_at: float | None = None,
-              ) -> tuple[LineRecord, ...]:  # fmt: skip
+def hot_lines(
+    kernels: list[KernelResult],
+    outcome: VariantOutcome | None,
+    root: Path | None = None,
+    embedded: Mapping[str, str] | None = None,
+    written_at: float | None = None,
+) -> tuple[LineRecord, ...]:
     """The variant's lines with excess wavefronts or local accesses, hottest first (all its
     launches together: one line's instructions sum over them). `embedded`: the text the run kept
     per file; `written_at`: when its report was written (a file on disk changed since is not quoted)."""

@@ -13,10 +13,14 @@ from memlens.model.line_compare import LineChange, LineFigures
 MARKDOWN_LIMIT = 60_000
 CODE_WIDTH = 100  # characters of a line's code in a table cell
 VERDICT = {"worse": "🔴 worse", "new": "🟠 new", "better": "🟢 better", "gone": "⚪ gone", "same": "same"}
-_PARTS = (("excess_wavefronts_ld", "excess wavefronts (loads)"), ("excess_wavefronts_st", "excess wavefronts (stores)"),
-          ("excess_wavefronts_atom", "excess wavefronts (atomics)"),
-          ("excess_wavefronts_mma", "excess wavefronts (tensor-core operand reads)"),
-          ("local_ld", "local loads"), ("local_st", "local stores"))  # fmt: skip
+_PARTS = (
+    ("excess_wavefronts_ld", "excess wavefronts (loads)"),
+    ("excess_wavefronts_st", "excess wavefronts (stores)"),
+    ("excess_wavefronts_atom", "excess wavefronts (atomics)"),
+    ("excess_wavefronts_mma", "excess wavefronts (tensor-core operand reads)"),
+    ("local_ld", "local loads"),
+    ("local_st", "local stores"),
+)
 
 
 def figures_text(figures: LineFigures | None) -> str:
@@ -42,8 +46,12 @@ def markdown_table(changes: Sequence[tuple[str, LineChange]], limit: int = MARKD
         row = MdSafe("| " + " | ".join(_cells(label, change)) + " |")
         left = len(changes) - index
         if size + len(row) + 1 > limit - 200:  # room for the line that says what was left out
-            lines.append(MdSafe(f"\n… {left} more changed line{'s' if left != 1 else ''} not shown"
-                                " (`memlens compare --json` lists every line)"))  # fmt: skip
+            lines.append(
+                MdSafe(
+                    f"\n… {left} more changed line{'s' if left != 1 else ''} not shown"
+                    " (`memlens compare --json` lists every line)"
+                )
+            )
             break
         lines.append(row)
         size += len(row) + 1
@@ -55,5 +63,11 @@ def _cells(label: str, change: LineChange) -> list[str]:
     if change.base_source:
         code = MdSafe(f"{md_code(code_text(change.base_source))} → {code}")
     where = change.location.replace(" -> ", " → ")
-    return [md_code(label), md_escape(where), code, md_escape(figures_text(change.base)),
-            md_escape(figures_text(change.head)), VERDICT[change.change]]  # fmt: skip
+    return [
+        md_code(label),
+        md_escape(where),
+        code,
+        md_escape(figures_text(change.base)),
+        md_escape(figures_text(change.head)),
+        VERDICT[change.change],
+    ]

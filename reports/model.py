@@ -316,9 +316,10 @@ class Report:
         the run has that kind (a cell other than NONE)."""
         rows = (*run.variants, *run.others)
         return tuple(
-            column for column in self.columns
+            column
+            for column in self.columns
             if column.kind != "ways" or not rows or any(_has(row, column.key) for row in rows)
-        )  # fmt: skip
+        )
 
     @property
     def legend_columns(self) -> tuple[Column, ...]:
@@ -350,8 +351,13 @@ class Report:
 
 def _column_json(column: Column) -> dict[str, str]:
     """What the report's JSON says of a column (io/tables.Column also holds how a terminal lays it out)."""
-    return {"key": column.key, "header": column.header, "group": column.group, "kind": column.kind,
-            "title": column.title}  # fmt: skip
+    return {
+        "key": column.key,
+        "header": column.header,
+        "group": column.group,
+        "kind": column.kind,
+        "title": column.title,
+    }
 
 
 def _run_json(run: RunSection) -> dict[str, Any]:

@@ -81,12 +81,16 @@ def tensor_verdict(where: Bound, roof: TensorRoof) -> VerdictSentence:
     name, share = f"{roof.path.name} ({roof.density} peak)", significant(where.pct_of_limit)
     place = f"{intensity_text(where.intensity)} (DRAM; ridge {intensity_text(where.ridge)})"
     if where.memory_bound:
-        text = (f"memory-bound at {place}, tensor cores: at most {flop_rate_text(where.limit)} on this GPU"
-                f" (DRAM roof; {name} {flop_rate_text(where.peak_flops)}), achieved {flop_rate_text(where.achieved)}"
-                f" ({share}% of that bound)")  # fmt: skip
+        text = (
+            f"memory-bound at {place}, tensor cores: at most {flop_rate_text(where.limit)} on this GPU"
+            f" (DRAM roof; {name} {flop_rate_text(where.peak_flops)}), achieved {flop_rate_text(where.achieved)}"
+            f" ({share}% of that bound)"
+        )
     else:
-        text = (f"tensor-core bound at {flop_rate_text(where.peak_flops)} {name}, achieved"
-                f" {flop_rate_text(where.achieved)} ({share}%) at {place}")  # fmt: skip
+        text = (
+            f"tensor-core bound at {flop_rate_text(where.peak_flops)} {name}, achieved"
+            f" {flop_rate_text(where.achieved)} ({share}%) at {place}"
+        )
     return VerdictSentence("roofline", "ok", text)
 
 
@@ -165,10 +169,16 @@ def _with_roofline(
             tensor_roofs.setdefault(where.roof.label, ceilings.get(where.roof.key) or where.peak_flops)
         else:
             precisions.add(where.precision if where else "fp32")
-        points.append(RooflinePoint(
-            row.name, row.baseline, achieved, intensities,
-            where.memory_bound if where else None, where.pct_of_limit if where else None,
-        ))  # fmt: skip
+        points.append(
+            RooflinePoint(
+                row.name,
+                row.baseline,
+                achieved,
+                intensities,
+                where.memory_bound if where else None,
+                where.pct_of_limit if where else None,
+            )
+        )
     if not points:
         return _without_flops(family, rows, judged, ceilings, copy)
     verdicts = [p.memory_bound for p in points if p.memory_bound is not None]
@@ -217,9 +227,12 @@ NO_FLOPS_WORDS = "no floating-point work: arithmetic intensity n/a, memory-bound
 
 
 def _without_flops(
-    family: FamilySection, rows: tuple[Row, ...], judged: list[tuple[Row, KernelResult, Bound | None]],
-    ceilings: Mapping[str, float | None], copy: float | None,
-) -> FamilySection:  # fmt: skip
+    family: FamilySection,
+    rows: tuple[Row, ...],
+    judged: list[tuple[Row, KernelResult, Bound | None]],
+    ceilings: Mapping[str, float | None],
+    copy: float | None,
+) -> FamilySection:
     """A family whose every variant was measured at 0 FLOPs: the GPU's ceilings with no point, and its
     achieved DRAM bandwidth against the peak; unchanged where FLOPs were not measured (no --roofline)."""
     if not judged or any(kernel.metric("flops").value != 0 for _, kernel, _ in judged):

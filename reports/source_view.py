@@ -36,8 +36,9 @@ ORIGIN_WORDS = {
 }
 
 
-def source_views(kernels: Sequence[KernelResult], outcome: VariantOutcome | None, sources: RunSources,
-                 root: Path | None = None) -> tuple[SourceView, ...]:  # fmt: skip
+def source_views(
+    kernels: Sequence[KernelResult], outcome: VariantOutcome | None, sources: RunSources, root: Path | None = None
+) -> tuple[SourceView, ...]:
     """A view per source file of the kernels' memory instructions that carry line info, the file
     with the most excess wavefronts and local accesses first."""
     merged: dict[tuple[str, int], InstructionRecord] = {}  # one record an instruction, its launches summed
@@ -47,14 +48,22 @@ def source_views(kernels: Sequence[KernelResult], outcome: VariantOutcome | None
                 continue
             key = (kernel.kernel, r.pc)
             before = merged.get(key)
-            merged[key] = r if before is None else replace(
-                before, executions=_add(before.executions, r.executions),
-                wavefronts=_add(before.wavefronts, r.wavefronts), ideal=_add(before.ideal, r.ideal))  # fmt: skip
+            merged[key] = (
+                r
+                if before is None
+                else replace(
+                    before,
+                    executions=_add(before.executions, r.executions),
+                    wavefronts=_add(before.wavefronts, r.wavefronts),
+                    ideal=_add(before.ideal, r.ideal),
+                )
+            )
     records = list(merged.values())
     if not records:
         return ()
-    source_map = SourceMap((root or Path.cwd()).resolve(), sources.embedded, outcome.sources if outcome else (),
-                           sources.written_at)  # fmt: skip
+    source_map = SourceMap(
+        (root or Path.cwd()).resolve(), sources.embedded, outcome.sources if outcome else (), sources.written_at
+    )
     by_file: dict[str, list[InstructionRecord]] = {}
     for record in records:
         by_file.setdefault(record.file or "", []).append(record)
@@ -67,8 +76,9 @@ def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
-def _view(recorded: str, records: list[InstructionRecord], source_map: SourceMap,
-          kernel: str) -> tuple[SourceView, float]:  # fmt: skip
+def _view(
+    recorded: str, records: list[InstructionRecord], source_map: SourceMap, kernel: str
+) -> tuple[SourceView, float]:
     shown, path, _ = source_map.resolve(recorded, kernel)
     text, changed = source_map.file_text(recorded, path)
     kept = bool(source_map.embedded and recorded in source_map.embedded)
@@ -86,9 +96,9 @@ def _view(recorded: str, records: list[InstructionRecord], source_map: SourceMap
             left_out += sum(1 for n in numbers if start <= n <= end)
             continue
         shown_lines += end - start + 1
-        windows.append(tuple(
-            _line(n, code, by_line.get(n, []), heat.get(n, 0.0), hottest, origin) for n in range(start, end + 1)
-        ))  # fmt: skip
+        windows.append(
+            tuple(_line(n, code, by_line.get(n, []), heat.get(n, 0.0), hottest, origin) for n in range(start, end + 1))
+        )
     view = SourceView(shown, origin, ORIGIN_WORDS[origin], tuple(windows), left_out)
     return view, hottest
 
@@ -112,12 +122,14 @@ def _heat_of(records: list[InstructionRecord]) -> float:
     return sum(r.excess or 0.0 for r in records) + sum(r.executions or 0.0 for r in records if r.space == "local")
 
 
-def _line(number: int, code: list[str], records: list[InstructionRecord], heat: float, hottest: float,
-          origin: str) -> SourceViewLine:  # fmt: skip
+def _line(
+    number: int, code: list[str], records: list[InstructionRecord], heat: float, hottest: float, origin: str
+) -> SourceViewLine:
     text = code[number - 1] if origin in ("kept", "disk") and 0 < number <= len(code) else ""
     level = 0 if heat <= 0 or hottest <= 0 else max(1, min(HEAT_LEVELS, round(HEAT_LEVELS * heat / hottest)))
-    return SourceViewLine(number, text.rstrip().expandtabs(4), _margin(records), level,
-                      tuple(_instruction(r) for r in records))  # fmt: skip
+    return SourceViewLine(
+        number, text.rstrip().expandtabs(4), _margin(records), level, tuple(_instruction(r) for r in records)
+    )
 
 
 def _margin(records: list[InstructionRecord]) -> str:

@@ -72,8 +72,13 @@ def _remote_shared(kernel: KernelResult) -> tuple[VerdictSentence, ...]:
     if not executions:
         return ()
     accesses = counted(compact_count(executions), "warp-level access", "warp-level accesses")
-    return (VerdictSentence("shared", "ok", f"distributed shared memory: {accesses} of a cluster partner's shared"
-                            f" memory ({NO_REMOTE_BANKS})"),)  # fmt: skip
+    return (
+        VerdictSentence(
+            "shared",
+            "ok",
+            f"distributed shared memory: {accesses} of a cluster partner's shared memory ({NO_REMOTE_BANKS})",
+        ),
+    )
 
 
 def _tensor_core_reads(kernel: KernelResult) -> tuple[VerdictSentence, ...]:
@@ -129,8 +134,7 @@ def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, .
     """ "ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load); <phase rule>":
     each conflicting kind of the side with its own figures (the per-instruction table), or the side's
     figures where the kernel carries no instructions."""
-    kinds = [k for k in every_kind
-             if k.kind.space is Space.SHARED and k.kind.side is side and k.excess]  # fmt: skip
+    kinds = [k for k in every_kind if k.kind.space is Space.SHARED and k.kind.side is side and k.excess]
     if kinds:
         return "; ".join(_kind_text(figures) for figures in kinds)
     summed = [_summed_kind_text(kernel, kind) for kind, on in SHARED_KIND_SIDES.items() if on is side]
@@ -174,8 +178,12 @@ def _singular(name: str) -> str:
     return words[:-1] if words.endswith("s") else words
 
 
-_SIDE_KINDS = {Side.LD: "shared loads", Side.ST: "shared stores", Side.ATOM: "shared atomics",
-               Side.MMA: "tensor-core operand reads"}  # fmt: skip
+_SIDE_KINDS = {
+    Side.LD: "shared loads",
+    Side.ST: "shared stores",
+    Side.ATOM: "shared atomics",
+    Side.MMA: "tensor-core operand reads",
+}
 
 
 def _n_way(kernel: KernelResult, per: float, accesses: float) -> str:
@@ -362,15 +370,21 @@ def local_memory_cause_text(static: Sequence[StaticKernel]) -> str:
         stores = sum(k.spill_store_bytes for k in static)
         loads = sum(k.spill_load_bytes for k in static)
         registers = max(k.registers for k in static)
-        return (f"register spill (ptxas: {stores:,} B of spill stores and {loads:,} B of spill loads"
-                f" per thread at {registers} registers)")  # fmt: skip
+        return (
+            f"register spill (ptxas: {stores:,} B of spill stores and {loads:,} B of spill loads"
+            f" per thread at {registers} registers)"
+        )
     if cause == "large_array":
-        return (f"an array too large for registers ({frame:,} B stack frame per thread, more than"
-                f" {MAX_REGISTERS} registers hold; no spills)")  # fmt: skip
+        return (
+            f"an array too large for registers ({frame:,} B stack frame per thread, more than"
+            f" {MAX_REGISTERS} registers hold; no spills)"
+        )
     if cause == "indexed_array":
         return f"an array indexed at run time ({frame:,} B stack frame per thread, no spills)"
-    return (f"cause unknown: `memlens check` found no spills, stack frame or .local in"
-            f" {', '.join(k.kernel for k in static)}: the profiled binary was compiled differently")  # fmt: skip
+    return (
+        f"cause unknown: `memlens check` found no spills, stack frame or .local in"
+        f" {', '.join(k.kernel for k in static)}: the profiled binary was compiled differently"
+    )
 
 
 # --- expectation --------------------------------------------------------------------------------

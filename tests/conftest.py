@@ -47,8 +47,12 @@ def wheel(tmp_path_factory) -> Path:
         shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     # without isolation: the setuptools of the test extra builds it, so [build-system] must admit it and it
     # must build the metadata pyproject declares (an SPDX license string needs setuptools 77 or later)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                           str(out), str(source)], capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return next(out.glob("memlens-*.whl"))
 
@@ -58,8 +62,12 @@ def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """The wheel installed into a folder of its own, and the environment that imports memlens from there
     (with this interpreter's dependencies): run with `python -S` from a directory outside the checkout."""
     target = tmp_path_factory.mktemp("installed") / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     # -S: the dependencies from this interpreter's site-packages, but not its .pth files, whose
     # editable-install finder would give the checkout's memlens
     path = os.pathsep.join([str(target), *site.getsitepackages()])

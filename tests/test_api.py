@@ -24,8 +24,9 @@ def test_each_module_has_one_name(folder, package):
     import memlens.reports.build
 
     assert memlens.reports.build.__name__ == "memlens.reports.build"
-    done = subprocess.run([sys.executable, "-c", f"import {folder}"], cwd=REPO, capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {folder}"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1
     assert f"ImportError: this folder is the package {package}, not {folder}" in done.stderr
 
@@ -84,9 +85,18 @@ def test_range_is_a_context_manager_and_a_decorator_in_the_default_domain(monkey
     assert step(21) == 42
     # a start/end range (the process's: it covers every thread's kernels) and a push/pop range (the
     # thread's: it nests), both in NVTX's default domain (None), ended in the reverse order
-    assert events == [("start", "mine/v1", None, 1), ("push", "mine/v1", None), ("body",), ("pop", None), ("end", 1),
-                      ("start", "mine/v2", None, 2), ("push", "mine/v2", None), ("call", 21), ("pop", None),
-                      ("end", 2)]  # fmt: skip
+    assert events == [
+        ("start", "mine/v1", None, 1),
+        ("push", "mine/v1", None),
+        ("body",),
+        ("pop", None),
+        ("end", 1),
+        ("start", "mine/v2", None, 2),
+        ("push", "mine/v2", None),
+        ("call", 21),
+        ("pop", None),
+        ("end", 2),
+    ]
 
 
 def test_range_counts_its_runs_per_path_when_memlens_profiles(monkeypatch, tmp_path):
@@ -165,12 +175,15 @@ def test_one_export_list_with_the_errors_load_raises(tmp_path):
 LOADS = "memlens.load reads a run directory, a results.json, a .ncu-rep or an ncu CSV export"
 
 
-@pytest.mark.parametrize(("path", "said"), [
-    (None, "memlens.load(None): name a run (a path, not NoneType)"),
-    (3, "memlens.load(3): name a run (a path, not int)"),
-    ("", "memlens.load(''): an empty path names no run"),
-    (REPO / "kernels" / "gates.toml", "gates.toml: a rules file, not a run"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        (None, "memlens.load(None): name a run (a path, not NoneType)"),
+        (3, "memlens.load(3): name a run (a path, not int)"),
+        ("", "memlens.load(''): an empty path names no run"),
+        (REPO / "kernels" / "gates.toml", "gates.toml: a rules file, not a run"),
+    ],
+)
 def test_load_of_what_is_no_run_is_one_memlens_error_saying_what_it_reads(path, said, monkeypatch, tmp_path):
     """issue 46 (9): load(None) raised TypeError, load('') read the current folder, load('rules.toml') said "no ncu
     CSV header"."""

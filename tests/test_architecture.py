@@ -22,8 +22,14 @@ def lint(site: Path, env: dict[str, str], cwd: Path) -> subprocess.CompletedProc
     if not LINT.exists():
         pytest.fail(f"{LINT} not found: import-linter comes with the test extra (make setup)")
     path = os.pathsep.join([str(site), env["PYTHONPATH"]])
-    return subprocess.run([str(LINT), "--config", str(REPO / "pyproject.toml"), "--no-cache"], cwd=cwd,
-                          env={**env, "PYTHONPATH": path}, capture_output=True, text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [str(LINT), "--config", str(REPO / "pyproject.toml"), "--no-cache"],
+        cwd=cwd,
+        env={**env, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_installed_package_keeps_every_contract(installed, tmp_path):
@@ -71,8 +77,12 @@ def test_the_checkout_laid_out_as_the_package_keeps_every_contract(tmp_path):
     from tools.package_tree import lay_out
 
     linked = lay_out(tmp_path / "tree")
-    sources = [p for top in ("profiling", "reports", "kernels") for p in (REPO / top).rglob("*.py")
-               if "__pycache__" not in p.parts]  # fmt: skip
+    sources = [
+        p
+        for top in ("profiling", "reports", "kernels")
+        for p in (REPO / top).rglob("*.py")
+        if "__pycache__" not in p.parts
+    ]
     assert linked == len(sources) > 90
     files = tmp_path / "tree" / "memlens"
     assert (files / "reports" / "build.py").resolve() == REPO / "reports" / "build.py"

@@ -172,8 +172,7 @@ sys.exit(cli.main(["list"]))
 
 def test_a_ctrl_c_that_lands_in_a_callback_still_stops_memlens_without_a_traceback():
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", LOST_INTERRUPT], cwd=REPO, capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", LOST_INTERRUPT], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 3 and time.monotonic() - started < 15
     assert done.stderr.splitlines()[-1].startswith("memlens: interrupted")
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr

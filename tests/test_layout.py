@@ -41,8 +41,12 @@ def test_every_subprocess_goes_through_a_wrapper():
 
 
 def test_no_machine_paths_in_code_docs_or_tests():
-    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "*.py", "*.md", "*.sh", "*.toml", "Makefile"],
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    tracked = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "*.py", "*.md", "*.sh", "*.toml", "Makefile"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if tracked.returncode != 0:
         pytest.skip("not a git checkout")
     offenders = []

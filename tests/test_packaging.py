@@ -30,14 +30,24 @@ def test_wheel_holds_one_memlens_package_with_the_suite_and_templates(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/", 1)[0] for name in names}
     assert top == {"memlens", "memlens-0.1.0.dist-info"}
-    for needed in ("memlens/cli.py", "memlens/collect/program_run.py", "memlens/io/units.py",
-                   "memlens/readers/ncu_rep.py",
-                   "memlens/reports/build.py", "memlens/reports/templates/report.html.j2",
-                   "memlens/kernels/transpose.py", "memlens/kernels/transpose.cu", "memlens/kernels/_common.py",
-                   "memlens/kernels/gates.toml", "memlens/kernels/gates-static.toml",
-                   "memlens/kernels/baselines/nvidia_h200.json", "memlens/collect/banktrace/banktrace.cpp",
-                   "memlens/collect/banktrace/banktrace_patch.cu", "memlens/collect/banktrace/banktrace.h",
-                   "memlens/collect/banktrace/patches/banktrace_patch.sm_90.fatbin"):  # fmt: skip
+    for needed in (
+        "memlens/cli.py",
+        "memlens/collect/program_run.py",
+        "memlens/io/units.py",
+        "memlens/readers/ncu_rep.py",
+        "memlens/reports/build.py",
+        "memlens/reports/templates/report.html.j2",
+        "memlens/kernels/transpose.py",
+        "memlens/kernels/transpose.cu",
+        "memlens/kernels/_common.py",
+        "memlens/kernels/gates.toml",
+        "memlens/kernels/gates-static.toml",
+        "memlens/kernels/baselines/nvidia_h200.json",
+        "memlens/collect/banktrace/banktrace.cpp",
+        "memlens/collect/banktrace/banktrace_patch.cu",
+        "memlens/collect/banktrace/banktrace.h",
+        "memlens/collect/banktrace/patches/banktrace_patch.sm_90.fatbin",
+    ):
         assert needed in names
     entry_points = zipfile.ZipFile(wheel).read("memlens-0.1.0.dist-info/entry_points.txt").decode()
     assert "memlens = memlens.cli:main" in entry_points
@@ -56,12 +66,29 @@ def test_installed_memlens_lists_the_suite_and_reads_reports_from_another_direct
     elsewhere.mkdir()
 
     def memlens(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-S", "-m", "memlens", *args], cwd=elsewhere, env=env,
-                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-S", "-m", "memlens", *args],
+            cwd=elsewhere,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
-    where = subprocess.run([sys.executable, "-S", "-c", "import memlens, importlib.util as u; print(memlens.__file__);"
-                            "print(u.find_spec('profiling'), u.find_spec('reports'))"],
-                           cwd=elsewhere, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-c",
+            "import memlens, importlib.util as u; print(memlens.__file__);"
+            "print(u.find_spec('profiling'), u.find_spec('reports'))",
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert where.stdout.splitlines() == [str(target / "memlens" / "__init__.py"), "None None"]
     listed = memlens("list")
     assert listed.returncode == 0, listed.stderr
@@ -82,29 +109,62 @@ def test_installed_gpu_children_start_the_installed_memlens(installed, tmp_path)
             FAKE_NCU_LOG=str(FIXTURES / "probe" / "probe.log"),
         ),
         "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(REPO)]),
-    }  # fmt: skip  (REPO: the fake ncu's tests.)
+    }
     (bin_folder / "nvidia-smi").write_text(FAKE_SMI)
     (bin_folder / "nvidia-smi").chmod(0o755)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     runs = elsewhere / "runs"
-    done = subprocess.run([sys.executable, "-S", "-m", "memlens", "profile", str(CPU_SUITE), "--gpus", "all",
-                           "--out", str(runs), "--clock-control", "none", *PROBE_SELECTION],
-                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-m",
+            "memlens",
+            "profile",
+            str(CPU_SUITE),
+            "--gpus",
+            "all",
+            "--out",
+            str(runs),
+            "--clock-control",
+            "none",
+            *PROBE_SELECTION,
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     run = (runs / "latest").resolve()
     for gpu in (0, 1):  # each GPU's ncu ran the installed memlens's profiled program
         command = (run / f"ncu-command.gpu{gpu}.txt").read_text()
         assert "-m memlens.collect.profiled_program" in command
         assert '"event": "plan"' in (run / f"events.gpu{gpu}.jsonl").read_text()  # started (late: its share taken)
-    code = ("import sys; from pathlib import Path; from memlens.bench.timing import BenchOptions; "
-            "from memlens.bench.gpus import child_argv; print(*child_argv(BenchOptions(), Path(sys.argv[1]), [], "
-            "Path('out'))[1:3])")  # fmt: skip
-    argv = subprocess.run([sys.executable, "-S", "-c", code, str(CPU_SUITE)], cwd=elsewhere, env=env,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    code = (
+        "import sys; from pathlib import Path; from memlens.bench.timing import BenchOptions; "
+        "from memlens.bench.gpus import child_argv; print(*child_argv(BenchOptions(), Path(sys.argv[1]), [], "
+        "Path('out'))[1:3])"
+    )
+    argv = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(CPU_SUITE)],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert argv.stdout.split() == ["-m", "memlens"], argv.stderr
-    helped = subprocess.run([sys.executable, "-S", "-m", "memlens", "bench", "--help"], cwd=elsewhere, env=env,
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    helped = subprocess.run(
+        [sys.executable, "-S", "-m", "memlens", "bench", "--help"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert helped.returncode == 0 and "--gpus" in helped.stdout, helped.stderr
 
 

@@ -80,8 +80,7 @@ class CopyBandwidth:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CopyBandwidth:
         """The copy of a bench.json; its bytes moved and GB/s are derived again."""
-        copy = cls(_positive_int(data["buffer_bytes"]), _times(data["times"]),
-                   _positive_int(data.get("input_sets", 1)))  # fmt: skip
+        copy = cls(_positive_int(data["buffer_bytes"]), _times(data["times"]), _positive_int(data.get("input_sets", 1)))
         if copy.times.median_ms <= 0:
             raise ValueError("copy median time is 0")
         return copy
@@ -110,9 +109,16 @@ class VariantTiming:
 
     @classmethod
     def build(
-        cls, family: str, variant: str, size: Mapping[str, int], min_bytes: int | None, input_sets: int,
-        set_bytes: int, times: TimeSummary, copy: CopyBandwidth | None,
-    ) -> VariantTiming:  # fmt: skip
+        cls,
+        family: str,
+        variant: str,
+        size: Mapping[str, int],
+        min_bytes: int | None,
+        input_sets: int,
+        set_bytes: int,
+        times: TimeSummary,
+        copy: CopyBandwidth | None,
+    ) -> VariantTiming:
         """The record, with its bandwidth derived from min_bytes, the median time and the copy's
         (`copy`: the same-bytes copy it is compared with; kept only where there is a bandwidth)."""
         gb_per_s = None if min_bytes is None or times.median_ms <= 0 else min_bytes / times.median_ms / 1e6
@@ -213,9 +219,15 @@ def _variant_from_json(data: Mapping[str, Any], schema_1_copy: CopyBandwidth | N
     if schema_1_copy is None:
         copy = None if data["copy"] is None else CopyBandwidth.from_json(data["copy"])
     return VariantTiming.build(
-        str(data["family"]), str(data["variant"]), {str(k): _positive_int(v) for k, v in data["size"].items()},
-        min_bytes, _positive_int(data["input_sets"]), _positive_int(data["set_bytes"]), _times(data["times"]), copy,
-    )  # fmt: skip
+        str(data["family"]),
+        str(data["variant"]),
+        {str(k): _positive_int(v) for k, v in data["size"].items()},
+        min_bytes,
+        _positive_int(data["input_sets"]),
+        _positive_int(data["set_bytes"]),
+        _times(data["times"]),
+        copy,
+    )
 
 
 def load_bench(path: str | Path) -> BenchResults:

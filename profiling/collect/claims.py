@@ -34,8 +34,10 @@ TAIL_LEFT = 2  # the fewest unclaimed cases of a running unit for another progra
 def write_units(folder: Path, units: Sequence[Sequence[str]], owners: Sequence[str], costs: Sequence[float]) -> None:
     """The run's units in suite order: each its case labels, the tag of the job whose share it is in,
     and its expected cost."""
-    listed = [{"owner": owner, "cases": list(unit), "cost": cost}
-              for unit, owner, cost in zip(units, owners, costs, strict=True)]  # fmt: skip
+    listed = [
+        {"owner": owner, "cases": list(unit), "cost": cost}
+        for unit, owner, cost in zip(units, owners, costs, strict=True)
+    ]
     write_output(folder / UNITS, json.dumps(listed))
 
 
@@ -50,8 +52,9 @@ def claimed_cases(folder: Path, tag: str) -> Iterator[str]:
     others are running (_tail)."""
     units = _units(folder)
     own = [n for n, unit in enumerate(units) if unit["owner"] == tag]
-    others = sorted((n for n, unit in enumerate(units) if unit["owner"] != tag),
-                    key=lambda n: (float(units[n]["cost"]), -n))  # fmt: skip
+    others = sorted(
+        (n for n, unit in enumerate(units) if unit["owner"] != tag), key=lambda n: (float(units[n]["cost"]), -n)
+    )
     for number in own + others:
         if _claim(folder, number, 0, tag):
             yield from _front_to_back(folder, units, number, tag)
@@ -112,8 +115,12 @@ def taken_by(folder: Path, tag: str) -> list[str]:
     for key, claim in _claims(folder):
         with contextlib.suppress(OSError):
             claimed[key] = claim.read_text(encoding="utf-8")
-    return [label for number, unit in enumerate(_units(folder)) for i, label in enumerate(unit["cases"])
-            if claimed.get((number, i)) == tag]  # fmt: skip
+    return [
+        label
+        for number, unit in enumerate(_units(folder))
+        for i, label in enumerate(unit["cases"])
+        if claimed.get((number, i)) == tag
+    ]
 
 
 def release(folder: Path, tag: str) -> int:

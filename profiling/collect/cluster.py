@@ -176,8 +176,10 @@ def _wait_for_gpus(client: Any, address: str) -> None:
     deadline = time.monotonic() + WORKERS_TIMEOUT_S
     while gpu_slots(client) == 0:
         if time.monotonic() > deadline:
-            raise ProfilerError(f"--cluster {address}: no worker declares a GPU resource after "
-                                f"{WORKERS_TIMEOUT_S:g} s (start each with --resources GPU=1)")  # fmt: skip
+            raise ProfilerError(
+                f"--cluster {address}: no worker declares a GPU resource after "
+                f"{WORKERS_TIMEOUT_S:g} s (start each with --resources GPU=1)"
+            )
         time.sleep(POLL_S)
 
 
@@ -195,18 +197,28 @@ def local_cluster(gpus: Sequence[Gpu]) -> Iterator[Any]:
     workers = {
         f"gpu{gpu.index}": {
             "cls": distributed.Nanny,
-            "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": {"CUDA_VISIBLE_DEVICES": gpu.uuid},
-                        "dashboard_address": None, "silence_logs": logging.CRITICAL,
-                        "preload": ["memlens.collect.cluster_worker"]},  # Ctrl-C: see dask_setup there
+            "options": {
+                "nthreads": 1,
+                "resources": {"GPU": 1},
+                "env": {"CUDA_VISIBLE_DEVICES": gpu.uuid},
+                "dashboard_address": None,
+                "silence_logs": logging.CRITICAL,
+                "preload": ["memlens.collect.cluster_worker"],
+            },  # Ctrl-C: see dask_setup there
         }
         for gpu in gpus
-    }  # fmt: skip
-    scheduler = {"cls": distributed.Scheduler,
-                 "options": {"dashboard": False, "dashboard_address": ":0", "allowed_failures": 0}}  # fmt: skip
+    }
+    scheduler = {
+        "cls": distributed.Scheduler,
+        "options": {"dashboard": False, "dashboard_address": ":0", "allowed_failures": 0},
+    }
     # no GPU panel for a dashboard nobody opens, and none of the one-thread settings a Nanny gives its worker
     # (OMP_NUM_THREADS=1, ...): each job's program runs in the environment a local run gives it
-    quiet = {"distributed.diagnostics.nvml": False, "distributed.nanny.pre-spawn-environ": {},
-             "distributed.worker.multiprocessing-method": start_method()}  # fmt: skip
+    quiet = {
+        "distributed.diagnostics.nvml": False,
+        "distributed.nanny.pre-spawn-environ": {},
+        "distributed.worker.multiprocessing-method": start_method(),
+    }
     with dask.config.set(quiet):
         cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
     try:
@@ -253,8 +265,10 @@ class DaskBackend:
         try:
             return runner.run(jobs)
         except SchedulerGone:
-            error = ProfilerError(f"the scheduler went away: {len(runner.outcomes)} of {len(jobs)} jobs finished; "
-                                  f"partial results in {context.run_dir}")  # fmt: skip
+            error = ProfilerError(
+                f"the scheduler went away: {len(runner.outcomes)} of {len(jobs)} jobs finished; "
+                f"partial results in {context.run_dir}"
+            )
             raise BackendStopped(runner.with_unfinished("the scheduler went away"), error) from None
 
 
@@ -272,8 +286,14 @@ class ProfileJobs(ClusterJobs[Job, Part]):
         from memlens.collect.cluster_worker import run_remote
 
         context = self.context
-        return run_remote, (context.options, attempt.job, self.run_id, context.started, str(context.run_dir),
-                            self.same_host)  # fmt: skip
+        return run_remote, (
+            context.options,
+            attempt.job,
+            self.run_id,
+            context.started,
+            str(context.run_dir),
+            self.same_host,
+        )
 
     def came_back(self, attempt: Attempt[Job], shipped: Any) -> Part:
         """A job that came back: its files written and its part kept."""
@@ -309,9 +329,12 @@ class ProfileJobs(ClusterJobs[Job, Part]):
         self.stop(keep=True)
         kept = len(self.outcomes) - finished
         stopped = f", {kept} stopped with what they had profiled" if kept else ""
-        return BackendStopped(self.with_unfinished("interrupted"),
-                              KeyboardInterrupt(f"{finished} of {self.count} jobs finished{stopped}; "
-                                                f"partial results in {self.context.run_dir}"))  # fmt: skip
+        return BackendStopped(
+            self.with_unfinished("interrupted"),
+            KeyboardInterrupt(
+                f"{finished} of {self.count} jobs finished{stopped}; partial results in {self.context.run_dir}"
+            ),
+        )
 
     def with_unfinished(self, why: str) -> list[Part]:
         unfinished = [Part(None, _failed(a.job, f"not run: {why}", "not_run"), None) for a in self.pending.values()]

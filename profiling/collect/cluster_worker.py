@@ -66,8 +66,10 @@ def worker_gpu(visible: str | None, gpus: tuple[Gpu, ...]) -> Gpu:
     if not first:
         if len(gpus) == 1:
             return gpus[0]
-        raise ProfilerError(f"worker on {host_name()}: CUDA_VISIBLE_DEVICES is not set and the host has "
-                            f"{len(gpus)} GPUs; start one worker per GPU, each with its own")  # fmt: skip
+        raise ProfilerError(
+            f"worker on {host_name()}: CUDA_VISIBLE_DEVICES is not set and the host has "
+            f"{len(gpus)} GPUs; start one worker per GPU, each with its own"
+        )
     for gpu in gpus:
         if first in (gpu.uuid, str(gpu.index)):
             return gpu
@@ -101,8 +103,11 @@ def run_remote(
         selection = background.submit(select, options)  # the suite imports while ncu starts
         machine = background.submit(machine_of, suite_root(options.suite))
         gpu = worker_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), same_host.gpus if same_host else _gpus())
-        ncu = same_host.ncu if same_host else _ncu(options.ncu_settings.path, os.environ.get("MEMLENS_NCU"),
-                                                   os.environ.get("PATH"))  # fmt: skip
+        ncu = (
+            same_host.ncu
+            if same_host
+            else _ncu(options.ncu_settings.path, os.environ.get("MEMLENS_NCU"), os.environ.get("PATH"))
+        )
         context = RunContext(options, selection, machine, scratch, started, events, stop)
         files = profile_files(scratch, job=job.number)
         part = run_job(context, ncu, job, files, gpu)

@@ -35,10 +35,12 @@ class Gpu:
 
     def tag(self, results: RunResults) -> RunResults:
         """`results` with every kernel and variant outcome marked as run on this GPU."""
-        kernels = tuple(replace(k, gpu_index=self.index, gpu_name=self.name, gpu_uuid=self.uuid)
-                        for k in results.kernels)  # fmt: skip
-        outcomes = tuple(replace(o, gpu_index=self.index, gpu_name=self.name, gpu_uuid=self.uuid)
-                         for o in results.outcomes)  # fmt: skip
+        kernels = tuple(
+            replace(k, gpu_index=self.index, gpu_name=self.name, gpu_uuid=self.uuid) for k in results.kernels
+        )
+        outcomes = tuple(
+            replace(o, gpu_index=self.index, gpu_name=self.name, gpu_uuid=self.uuid) for o in results.outcomes
+        )
         return replace(results, kernels=kernels, outcomes=outcomes)
 
 

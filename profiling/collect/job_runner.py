@@ -201,8 +201,9 @@ class ClusterJobs(Generic[Job, Outcome]):
     def submit(self, attempt: Attempt[Job], avoid: str | None = None) -> None:
         function, arguments = self.task(attempt)
         key = f"{self.PREFIX}-{self.run_id}-job{attempt.job.number}-try{attempt.number}"
-        future = self.client.submit(function, *arguments, key=key, resources={"GPU": 1}, pure=False,
-                                    **elsewhere(self.client, avoid))  # fmt: skip
+        future = self.client.submit(
+            function, *arguments, key=key, resources={"GPU": 1}, pure=False, **elsewhere(self.client, avoid)
+        )
         self.pending[future] = attempt
 
     def _back(self, future: Any) -> None:
@@ -229,8 +230,9 @@ class ClusterJobs(Generic[Job, Outcome]):
         """Ctrl-C: end the running jobs (within STOP_GRACE_S), cancel every one not back; with `keep`,
         the outcomes of those that came back meanwhile kept."""
         with hold_interrupts(), contextlib.suppress(Exception):
-            running = stop_tasks(self.client, stop_event_name(self.PREFIX, self.run_id), self.pending,
-                                 self.STOP_GRACE_S)  # fmt: skip
+            running = stop_tasks(
+                self.client, stop_event_name(self.PREFIX, self.run_id), self.pending, self.STOP_GRACE_S
+            )
             for future in [f for f in running if keep and f.status == "finished"]:
                 attempt = self.pending.pop(future)
                 self.outcomes[attempt.job.number] = self.came_back(attempt, future.result())

@@ -149,22 +149,23 @@ def parse_launches(text: str, warm_up: int = 0) -> LaunchSampling:
     value = text.strip().lower()
     if value == ALL:
         if warm_up:
-            raise ConfigError("--warm-up leaves out launches of each kernel: it needs --launches first or N, "
-                              "not all")  # fmt: skip
+            raise ConfigError("--warm-up leaves out launches of each kernel: it needs --launches first or N, not all")
         return LaunchSampling(None, 0)
     if value == FIRST:
         return LaunchSampling(1, warm_up)
     if not value.isdigit() or not 1 <= int(value) <= MAX_PER_KERNEL:
-        raise ConfigError(f"--launches {text!r}: give first, all, or a number of launches of each kernel "
-                          f"from 1 to {MAX_PER_KERNEL}")  # fmt: skip
+        raise ConfigError(
+            f"--launches {text!r}: give first, all, or a number of launches of each kernel from 1 to {MAX_PER_KERNEL}"
+        )
     return LaunchSampling(int(value), warm_up)
 
 
 # memlens.range counts the runs of each of its ranges in a program that memlens profiles: the program
 # finds the file to write them to in this variable (set by program_run), and writes them at its exit.
 RANGE_COUNTS_ENV = "MEMLENS_RANGE_COUNTS"
-COUNTS_UNKNOWN = ("unknown: ncu reports only the launches it profiled; range_runs is how often the "
-                  "memlens.range around a kernel ran")  # fmt: skip
+COUNTS_UNKNOWN = (
+    "unknown: ncu reports only the launches it profiled; range_runs is how often the memlens.range around a kernel ran"
+)
 COUNTS_ALL = "every launch profiled"
 
 
@@ -178,8 +179,11 @@ def read_range_counts(path: Path) -> dict[str, int]:
     ranges = data.get("ranges") if isinstance(data, dict) else None
     if not isinstance(ranges, dict):
         return {}
-    return {str(name): count for name, count in ranges.items()
-            if isinstance(count, int) and not isinstance(count, bool) and count > 0}  # fmt: skip
+    return {
+        str(name): count
+        for name, count in ranges.items()
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0
+    }
 
 
 def range_runs(nvtx: str | None, counts: dict[str, int]) -> int | None:
@@ -221,8 +225,10 @@ def sampling_lines(info: RunInfo, kernels: Sequence[Any]) -> list[str]:
         of_runs = f"{runs:,} run{'s' if runs != 1 else ''}"
         lines.append(f"  {sampling.per_kernel} profiled of the {of_runs} of its range: {shown}")
     if len(by_runs) == 0 or any(getattr(k, "range_runs", None) is None for k in kernels):
-        lines.append("  how many launches each profiled one stands for: unknown (ncu reports only those it "
-                     "profiled; memlens.range counts its ranges' runs)")  # fmt: skip
+        lines.append(
+            "  how many launches each profiled one stands for: unknown (ncu reports only those it "
+            "profiled; memlens.range counts its ranges' runs)"
+        )
     if info.ranges_not_profiled:
         lines.append("  " + not_profiled_line(info.ranges_not_profiled, info.ranges_second_pass))
     return lines
@@ -235,8 +241,9 @@ def selection_lines(info: RunInfo) -> list[str]:
     if info.push_pop_scope == "process":
         lines.append("push/pop ranges cover every thread's launches (--nvtx-push-pop-scope process)")
     elif info.push_pop_scope == "thread":
-        lines.append("push/pop ranges cover the launches of the thread that pushed them only "
-                     "(--nvtx-push-pop-scope thread)")  # fmt: skip
+        lines.append(
+            "push/pop ranges cover the launches of the thread that pushed them only (--nvtx-push-pop-scope thread)"
+        )
     if info.processes and len(info.processes) > 1:
         named = ", ".join(f"{number}: {name}" for name, number in sorted(info.processes.items(), key=lambda p: p[1]))
         lines.append(f"processes (each launch's label names its own): {named}")

@@ -102,20 +102,27 @@ def profile_argv(ncu: Ncu, request: ProfileRequest, app: Sequence[str]) -> list[
     filters = (request.nvtx_include,) if isinstance(request.nvtx_include, str) else request.nvtx_include
     return [
         str(ncu.path),
-        "--clock-control", request.settings.clock_control,
-        "--cache-control", request.settings.cache_control,
-        "--replay-mode", request.replay_mode,
+        "--clock-control",
+        request.settings.clock_control,
+        "--cache-control",
+        request.settings.cache_control,
+        "--replay-mode",
+        request.replay_mode,
         *(["--target-processes", "all"] if request.all_processes else []),
-        "--nvtx", *(["--nvtx-push-pop-scope", request.push_pop_scope] if request.push_pop_scope else []),
+        "--nvtx",
+        *(["--nvtx-push-pop-scope", request.push_pop_scope] if request.push_pop_scope else []),
         *[arg for nvtx_filter in filters for arg in ("--nvtx-include", nvtx_filter)],
         *[arg for nvtx_filter in request.nvtx_exclude for arg in ("--nvtx-exclude", nvtx_filter)],
         *request.launch_filter,
         *(["--launch-count", str(request.launch_count)] if request.launch_count else []),
-        "--metrics", ",".join(request.metrics),
-        "--export", str(request.report),
-        "--log-file", str(request.log),
+        "--metrics",
+        ",".join(request.metrics),
+        "--export",
+        str(request.report),
+        "--log-file",
+        str(request.log),
         *app,
-    ]  # fmt: skip
+    ]
 
 
 @dataclass(frozen=True)

@@ -25,15 +25,24 @@ if TYPE_CHECKING:
 
 
 def run_info(
-    settings: NcuSettings, ncu_version: str | None, machine: Machine, suite: Path | None, memlens_command: str,
-    started: dt.datetime, **program: Any,
-) -> RunInfo:  # fmt: skip
+    settings: NcuSettings,
+    ncu_version: str | None,
+    machine: Machine,
+    suite: Path | None,
+    memlens_command: str,
+    started: dt.datetime,
+    **program: Any,
+) -> RunInfo:
     """The RunInfo of a run that started at `started` and ends now (suite None: a program run, whose
     launch sampling comes in `program`)."""
     from memlens.model.results import RunInfo
 
-    return RunInfo(**take_provenance(machine, suite, memlens_command, started), ncu_version=ncu_version,
-                   ncu_settings=settings, **program)  # fmt: skip
+    return RunInfo(
+        **take_provenance(machine, suite, memlens_command, started),
+        ncu_version=ncu_version,
+        ncu_settings=settings,
+        **program,
+    )
 
 
 def start_disassembler(report: Path) -> None:
@@ -45,9 +54,12 @@ def start_disassembler(report: Path) -> None:
 
 
 def read_results(
-    report: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...] = (), complete: bool = True,
+    report: Path,
+    info: RunInfo,
+    outcomes: tuple[VariantOutcome, ...] = (),
+    complete: bool = True,
     keep: Callable[[KernelResult], bool] | None = None,
-) -> tuple[RunResults, MemlensError | None]:  # fmt: skip
+) -> tuple[RunResults, MemlensError | None]:
     """The run's results from its raw report: the kernels `keep` accepts (every one where None), with
     each line's instructions, the GPU, its roofline ceilings and the sources the lines name; and the
     reader's error, where the report cannot be read (the results then hold no kernel). A run that
@@ -64,9 +76,14 @@ def read_results(
     except MemlensError as exc:  # unreadable, or no ncu-report package: results.json is still written
         return RunResults(info, (), outcomes, complete), exc
     kernels = tuple(k for k in measured.kernels if keep is None or keep(k))
-    info = replace(info, gpu_name=measured.info.gpu_name, compute_capability=measured.info.compute_capability,
-                   source=report.name, peak_tensor_flops=tensor_ceilings(kernels),
-                   **run_ceilings(kernels))  # type: ignore[arg-type]  # fmt: skip
+    info = replace(
+        info,
+        gpu_name=measured.info.gpu_name,
+        compute_capability=measured.info.compute_capability,
+        source=report.name,
+        peak_tensor_flops=tensor_ceilings(kernels),
+        **run_ceilings(kernels),  # type: ignore[arg-type]
+    )
     results = RunResults(info, kernels, outcomes, complete, embedded_sources=measured.embedded_sources)
     return keep_sources(results), None
 

@@ -150,8 +150,10 @@ def validate_filter(nvtx_filter: str, option: str = "--nvtx-include") -> str:
     if not body.strip("/"):
         raise ConfigError(f"{shown}: names no range (e.g. 'mine/v1/', 'regex:.*/')")
     if not body.endswith("/"):
-        raise ConfigError(f"{shown}: a push/pop range filter ends in '/' (ncu matches a filter without it against "
-                          f"start/end ranges only): did you mean {nvtx_filter + '/'!r}?")  # fmt: skip
+        raise ConfigError(
+            f"{shown}: a push/pop range filter ends in '/' (ncu matches a filter without it against "
+            f"start/end ranges only): did you mean {nvtx_filter + '/'!r}?"
+        )
     domain, at, ranges = body.rpartition("@") if "@" in body else ("", "", body)
     if at and not domain:
         raise ConfigError(f"{shown}: empty domain before '@' (leave out '@' for the default domain)")
@@ -173,11 +175,15 @@ def validate(options: ProgramOptions) -> None:
         raise ConfigError(f"--launch-count {options.launch_count}: give 1 or more")
     if options.launch_count is not None and not options.sampling.every_launch:
         mode = options.sampling.mode
-        raise ConfigError(f"--launch-count counts every launch: give it with --launches all (--launches {mode} "
-                          "profiles each distinct kernel, not the first N launches)")  # fmt: skip
+        raise ConfigError(
+            f"--launch-count counts every launch: give it with --launches all (--launches {mode} "
+            "profiles each distinct kernel, not the first N launches)"
+        )
     if options.each_range and (options.all_kernels or options.sampling.every_launch):
-        raise ConfigError("--each-range profiles each distinct kernel once in each named range: give it with "
-                          "--launches first or N, not --launches all or --all-kernels")  # fmt: skip
+        raise ConfigError(
+            "--each-range profiles each distinct kernel once in each named range: give it with "
+            "--launches first or N, not --launches all or --all-kernels"
+        )
     if options.push_pop_scope not in PUSH_POP_SCOPES:
         raise ConfigError(f"--nvtx-push-pop-scope {options.push_pop_scope!r}: give {' or '.join(PUSH_POP_SCOPES)}")
     for nvtx_filter in options.nvtx_include:
@@ -200,17 +206,28 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     filters = options.filters
     run, error = _run_pass(ncu, options, filters, run_dir, commands)
     if _opened_no_range_of_its_own(options, run, run_dir):
-        print(f"memlens: {OWN_RANGES_NONE}: running it once more, selecting every range of every domain, "
-              "the libraries' included", file=sys.stderr)  # fmt: skip
+        print(
+            f"memlens: {OWN_RANGES_NONE}: running it once more, selecting every range of every domain, "
+            "the libraries' included",
+            file=sys.stderr,
+        )
         (run_dir / NCU_LOG).replace(run_dir / OWN_RANGES_LOG)
         filters = ANY_RANGE_FILTERS
         run, error = _run_pass(ncu, options, filters, run_dir, commands)
-    info = run_info(options.ncu_settings, ncu.version_text, Machine(driver_version(), None), None,
-                    options.memlens_command, started,
-                    launches=options.sampling.mode, warm_up=options.sampling.warm_up,
-                    launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN,
-                    push_pop_scope=options.push_pop_scope, ranges_selected=_selected(options, filters),
-                    processes=connected_processes(run.log_text) if run else None)  # fmt: skip
+    info = run_info(
+        options.ncu_settings,
+        ncu.version_text,
+        Machine(driver_version(), None),
+        None,
+        options.memlens_command,
+        started,
+        launches=options.sampling.mode,
+        warm_up=options.sampling.warm_up,
+        launch_counts=COUNTS_ALL if options.sampling.every_launch else COUNTS_UNKNOWN,
+        push_pop_scope=options.push_pop_scope,
+        ranges_selected=_selected(options, filters),
+        processes=connected_processes(run.log_text) if run else None,
+    )
     report = run_dir / NCU_REPORT
     results, read_error = read_results(report, info, complete=error is None and report.exists())
     if read_error is not None:
@@ -220,8 +237,9 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
     counts = read_range_counts(run_dir / RANGE_COUNTS_FILE)
     if error is None and read_error is None and not options.sampling.every_launch and not options.all_kernels:
 
-        def run_pass(include: tuple[str, ...], exclude: tuple[str, ...],
-                     files: ProfileFiles) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
+        def run_pass(
+            include: tuple[str, ...], exclude: tuple[str, ...], files: ProfileFiles
+        ) -> tuple[NcuRun | None, BaseException | None]:
             return _run_pass(ncu, options, include, run_dir, commands, files, exclude)
 
         if options.each_range:
@@ -240,9 +258,15 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
 OWN_RANGES_NONE = "the program opened no NVTX range of its own that launched a kernel"
 
 
-def _run_pass(ncu: Ncu, options: ProgramOptions, filters: tuple[str, ...], run_dir: Path, commands: list[str],
-              files: ProfileFiles | None = None,
-              exclude: tuple[str, ...] = ()) -> tuple[NcuRun | None, BaseException | None]:  # fmt: skip
+def _run_pass(
+    ncu: Ncu,
+    options: ProgramOptions,
+    filters: tuple[str, ...],
+    run_dir: Path,
+    commands: list[str],
+    files: ProfileFiles | None = None,
+    exclude: tuple[str, ...] = (),
+) -> tuple[NcuRun | None, BaseException | None]:
     """One run of the program under ncu with these NVTX filters (and `exclude` beside the options'), into
     `files` (the run's own where None): what ncu did, and what went wrong."""
     files = files or profile_files(run_dir)
@@ -294,10 +318,13 @@ def _selected(options: ProgramOptions, filters: tuple[str, ...]) -> str:
     if options.nvtx_include:
         return "the ranges of --nvtx-include " + " ".join(repr(f) for f in options.nvtx_include)
     if filters == ANY_RANGE_FILTERS:
-        return (f"every range of every domain, the libraries' included: {OWN_RANGES_NONE} (the labels name "
-                "the ranges seen)")  # fmt: skip
-    return (f"the program's own ranges; those of {', '.join(LIBRARY_DOMAINS)} (libraries' domains) only add to "
-            "the label of a launch inside them")  # fmt: skip
+        return (
+            f"every range of every domain, the libraries' included: {OWN_RANGES_NONE} (the labels name the ranges seen)"
+        )
+    return (
+        f"the program's own ranges; those of {', '.join(LIBRARY_DOMAINS)} (libraries' domains) only add to "
+        "the label of a launch inside them"
+    )
 
 
 def _with_range_counts(results: RunResults, options: ProgramOptions, counts: dict[str, int]) -> RunResults:
@@ -323,8 +350,10 @@ def _failure(run: NcuRun, options: ProgramOptions, last_line: str, run_dir: Path
     if failed or (run.returncode != 0 and "Connected to process" in run.log_text):
         status = failed.group(1) if failed else str(run.returncode)
         said = f": {last_line}" if last_line else " (it wrote nothing to stderr)"
-        return ProfilerError(f"the program {command_line(options.program[:1])} exited with status {status}{said}; "
-                             f"what was profiled is in {run_dir}")  # fmt: skip
+        return ProfilerError(
+            f"the program {command_line(options.program[:1])} exited with status {status}{said}; "
+            f"what was profiled is in {run_dir}"
+        )
     if run.returncode != 0:
         reason = first_error(run.log_text)
         because = f" ({reason})" if reason else ""
@@ -343,8 +372,10 @@ def _nothing_profiled(options: ProgramOptions, run_dir: Path) -> str:
         return f"ncu profiled no kernel: the program launched none{but}; see {run_dir / NCU_LOG}"
     filters = " ".join(f"--nvtx-include {f!r}" for f in options.filters)
     default = " (the default)" if not options.nvtx_include else ""
-    return (f"ncu profiled no kernel: {filters}{default}{excluded} matched no NVTX range that launched one "
-            f"(--all-kernels profiles every kernel); see {run_dir / NCU_LOG}")  # fmt: skip
+    return (
+        f"ncu profiled no kernel: {filters}{default}{excluded} matched no NVTX range that launched one "
+        f"(--all-kernels profiles every kernel); see {run_dir / NCU_LOG}"
+    )
 
 
 class _StderrTee:

@@ -43,15 +43,19 @@ NOTHING_PROFILED = "No kernels were profiled"
 COUNTED_AGAIN = "ranges ran with no launch profiled in them"
 
 
-def counted_ranges(ncu: Ncu, run_pass: RunPass, run_dir: Path, results: RunResults,
-                   counts: dict[str, int]) -> tuple[RunResults, BaseException | None]:  # fmt: skip
+def counted_ranges(
+    ncu: Ncu, run_pass: RunPass, run_dir: Path, results: RunResults, counts: dict[str, int]
+) -> tuple[RunResults, BaseException | None]:
     """One more pass selecting by name the ranges memlens.range counted that hold no profiled launch
     (nothing where there are none); a pass that profiled nothing (the ranges launched no kernel) adds nothing."""
     names = list(dict.fromkeys(path.rsplit(" > ", 1)[-1] for path in ranges_not_profiled(counts, results.kernels)))
     if not names or not results.kernels:
         return results, None
-    print(f"memlens: {COUNTED_AGAIN} ({', '.join(names)}): running the program once more selecting them, "
-          "to profile each distinct kernel in them once", file=sys.stderr)  # fmt: skip
+    print(
+        f"memlens: {COUNTED_AGAIN} ({', '.join(names)}): running the program once more selecting them, "
+        "to profile each distinct kernel in them once",
+        file=sys.stderr,
+    )
     include = tuple(exact_range_filter(name) for name in names)
     said = " ".join(f"--nvtx-include {shlex.quote(f)}" for f in include)
     results = replace(results, info=replace(results.info, ranges_second_pass=said))
@@ -59,24 +63,32 @@ def counted_ranges(ncu: Ncu, run_pass: RunPass, run_dir: Path, results: RunResul
     return results, error
 
 
-def every_range(ncu: Ncu, run_pass: RunPass, run_dir: Path, results: RunResults,
-                include: tuple[str, ...]) -> tuple[RunResults, BaseException | None]:  # fmt: skip
+def every_range(
+    ncu: Ncu, run_pass: RunPass, run_dir: Path, results: RunResults, include: tuple[str, ...]
+) -> tuple[RunResults, BaseException | None]:
     """Passes excluding by name the ranges of every launch profiled so far, until one profiles nothing."""
     for number in range(1, MAX_PASSES):
         exclude = seen_range_filters(results)
         if not exclude:  # nothing profiled in a named range: nothing to exclude, nothing new to find
             return results, None
-        print(f"memlens: --each-range: pass {number + 1}, leaving out the {len(exclude) // 2} ranges profiled so "
-              "far", file=sys.stderr)  # fmt: skip
+        print(
+            f"memlens: --each-range: pass {number + 1}, leaving out the {len(exclude) // 2} ranges profiled so far",
+            file=sys.stderr,
+        )
         said = f"--each-range: {number} more pass{'es' if number > 1 else ''}, the last leaving out " + " ".join(
-            f"--nvtx-exclude {shlex.quote(f)}" for f in exclude)  # fmt: skip
+            f"--nvtx-exclude {shlex.quote(f)}" for f in exclude
+        )
         results = replace(results, info=replace(results.info, ranges_second_pass=said))
-        results, error, found = _one_pass(ncu, run_pass, run_dir, results, include, exclude,
-                                          profile_files(run_dir, ranges=number))  # fmt: skip
+        results, error, found = _one_pass(
+            ncu, run_pass, run_dir, results, include, exclude, profile_files(run_dir, ranges=number)
+        )
         if error is not None or not found:
             return results, error
-    print(f"memlens: --each-range: stopped after {MAX_PASSES} passes; ranges still hidden behind others are not "
-          "profiled (--launches all profiles every launch)", file=sys.stderr)  # fmt: skip
+    print(
+        f"memlens: --each-range: stopped after {MAX_PASSES} passes; ranges still hidden behind others are not "
+        "profiled (--launches all profiles every launch)",
+        file=sys.stderr,
+    )
     return results, None
 
 
@@ -88,9 +100,14 @@ def seen_range_filters(results: RunResults) -> tuple[str, ...]:
 
 
 def _one_pass(
-    ncu: Ncu, run_pass: RunPass, run_dir: Path, results: RunResults, include: tuple[str, ...],
-    exclude: tuple[str, ...], files: ProfileFiles,
-) -> tuple[RunResults, BaseException | None, bool]:  # fmt: skip
+    ncu: Ncu,
+    run_pass: RunPass,
+    run_dir: Path,
+    results: RunResults,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    files: ProfileFiles,
+) -> tuple[RunResults, BaseException | None, bool]:
     """One more pass; its launches joined to `results`: (results, its error, whether it profiled any)."""
     run, error = run_pass(include, exclude, files)
     if run is not None and run.returncode == 0 and NOTHING_PROFILED in run.log_text:
@@ -104,6 +121,7 @@ def _one_pass(
     after = 1 + max((k.launch_id for k in results.kernels), default=-1)
     kernels = results.kernels + tuple(replace(k, launch_id=k.launch_id + after) for k in more.kernels)
     info = replace(results.info, source=", ".join(filter(None, (results.info.source, more.info.source))) or None)
-    joined = replace(results, kernels=kernels, info=info,
-                     embedded_sources={**results.embedded_sources, **more.embedded_sources})  # fmt: skip
+    joined = replace(
+        results, kernels=kernels, info=info, embedded_sources={**results.embedded_sources, **more.embedded_sources}
+    )
     return joined, None, bool(more.kernels)

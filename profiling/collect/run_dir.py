@@ -49,8 +49,9 @@ def point_latest(out_dir: Path, run_dir: Path) -> ProfilerError | None:
     try:
         point_symlink(out_dir / LATEST, run_dir.name)
     except OSError as exc:
-        return ProfilerError(f"cannot point {out_dir / LATEST} at {run_dir.name} ({exc.strerror or exc}); "
-                             f"results in {run_dir}")  # fmt: skip
+        return ProfilerError(
+            f"cannot point {out_dir / LATEST} at {run_dir.name} ({exc.strerror or exc}); results in {run_dir}"
+        )
     return None
 
 
@@ -99,8 +100,7 @@ def take_provenance(
 
 def driver_version() -> str | None:
     try:
-        done = run_command(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                           timeout=SMI_TIMEOUT_S)  # fmt: skip
+        done = run_command(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], timeout=SMI_TIMEOUT_S)
     except CommandFailed:
         return None
     lines = done.stdout.strip().splitlines()

@@ -33,13 +33,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", help="a banks.json file or the run directory holding one (or -- COMMAND)")
     parser.add_argument("-k", dest="pattern", help="only kernels whose name matches this regex")
     add_format_argument(parser, ("table", "json"), FORMAT_WORDS)
-    parser.add_argument("--json", action="store_true",
-                        help=older_spelling("json", "each instruction's n-way, wavefronts, ideal, fix"))  # fmt: skip
+    parser.add_argument(
+        "--json", action="store_true", help=older_spelling("json", "each instruction's n-way, wavefronts, ideal, fix")
+    )
     parser.add_argument("--all", dest="draw_all", action="store_true", help="draw conflict-free instructions too")
     parser.add_argument(
-        "--warps", type=int, default=DEFAULT_WARPS, metavar="N",
+        "--warps",
+        type=int,
+        default=DEFAULT_WARPS,
+        metavar="N",
         help=f"-- COMMAND: warp-level executions recorded per instruction (default {DEFAULT_WARPS})",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--recorded-only",
         action="store_true",

@@ -28,8 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     save = actions.add_parser("save", help="write a baseline from a run")
     save.add_argument("source", metavar="RUN", help="run directory, results.json, .ncu-rep, ncu CSV or check JSON")
-    save.add_argument("-o", "--output", required=True, metavar="FILE",
-                      help="baseline JSON to write; FOLDER/ for FOLDER/<gpu model>.json; - for stdout")  # fmt: skip
+    save.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="baseline JSON to write; FOLDER/ for FOLDER/<gpu model>.json; - for stdout",
+    )
     show = actions.add_parser("show", help="print what a baseline holds")
     show.add_argument("file", type=Path, metavar="FILE")
 

@@ -35,22 +35,30 @@ from memlens.suite import SKIPPED
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_arguments(parser)
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--out", default=str(DEFAULT_OUT),
-                       help=f"folder for a new run directory (default: {DEFAULT_OUT})")  # fmt: skip
+    where.add_argument(
+        "--out", default=str(DEFAULT_OUT), help=f"folder for a new run directory (default: {DEFAULT_OUT})"
+    )
     where.add_argument("--into", metavar="RUN", help="write bench.json into this existing run directory")
     parser.add_argument(
-        "--repeats", type=int, default=DEFAULT_REPEATS, metavar="N",
+        "--repeats",
+        type=int,
+        default=DEFAULT_REPEATS,
+        metavar="N",
         help=f"timed launches per variant, at least {MIN_REPEATS} (default {DEFAULT_REPEATS})",
-    )  # fmt: skip
+    )
     add_size_arguments(parser)
-    parser.add_argument("--gpus", metavar="all|0,1,...",
-                        help="share the variants out over these GPUs (nvidia-smi's indices), all at once")  # fmt: skip
     parser.add_argument(
-        "--cluster", metavar="ADDRESS|local",
+        "--gpus",
+        metavar="all|0,1,...",
+        help="share the variants out over these GPUs (nvidia-smi's indices), all at once",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS|local",
         help="share the variants out over a Dask cluster's GPU workers (a scheduler address such as "
-             "tcp://HOST:8786, or local: one worker per GPU of this host); needs memlens[cluster] "
-             "(docs/cluster.md)",
-    )  # fmt: skip
+        "tcp://HOST:8786, or local: one worker per GPU of this host); needs memlens[cluster] "
+        "(docs/cluster.md)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,8 +74,13 @@ def run(args: argparse.Namespace) -> int:
         memlens_command=shell_command(sys.argv[1:]),
     )
     gpus = chosen_place(args, "variants")
-    run_dir, results = run_in_place(args.cluster, gpus, lambda: _bench_here(options),
-                                    lambda gpus: bench_on_gpus(options, gpus), _on_cluster(options))  # fmt: skip
+    run_dir, results = run_in_place(
+        args.cluster,
+        gpus,
+        lambda: _bench_here(options),
+        lambda gpus: bench_on_gpus(options, gpus),
+        _on_cluster(options),
+    )
     print_table(results, run_dir)
     if any(f.status != SKIPPED for f in results.failures):
         raise ProfilerError(failure_message(results, run_dir))

@@ -25,13 +25,19 @@ def add_ci_arguments(
     parser: argparse.ArgumentParser, subject: str, formats: Sequence[str] = ("table", "github")
 ) -> None:
     """--sarif FILE, --format NAME (`formats`, the first the default) and --source-root DIR."""
-    parser.add_argument("--sarif", metavar="FILE", help=f"write the findings as SARIF 2.1.0 for code scanning "
-                        f"({SARIF_NAME} in a FOLDER/; -: standard output)")  # fmt: skip
+    parser.add_argument(
+        "--sarif",
+        metavar="FILE",
+        help=f"write the findings as SARIF 2.1.0 for code scanning ({SARIF_NAME} in a FOLDER/; -: standard output)",
+    )
     add_format_argument(parser, formats, FORMAT_WORDS)
-    parser.add_argument("--source-root", metavar="DIR",
-                        help="paths of the findings relative to DIR, a folder (default: the git top level of the "
-                             "working directory; a folder of another machine where the findings' files lie under "
-                             "it); paths outside it stay absolute")  # fmt: skip
+    parser.add_argument(
+        "--source-root",
+        metavar="DIR",
+        help="paths of the findings relative to DIR, a folder (default: the git top level of the "
+        "working directory; a folder of another machine where the findings' files lie under "
+        "it); paths outside it stay absolute",
+    )
 
 
 def with_root(subject: str, found: Any, args: argparse.Namespace) -> Any:

@@ -45,8 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("head", metavar="HEAD", help="run directory, results.json or .ncu-rep of the new build")
     parser.add_argument("-k", dest="pattern", help="only kernels whose label or name matches this regex")
     parser.add_argument("--all", action="store_true", help="also the lines and figures that did not change")
-    parser.add_argument("--wide", action="store_true", help="one line each, however wide the terminal "
-                        "(default: wrapped between words to the terminal)")  # fmt: skip
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="one line each, however wide the terminal (default: wrapped between words to the terminal)",
+    )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help=older_spelling("json", "every kernel and every line as JSON"))
     out.add_argument("--md", action="store_true", help=older_spelling("md", "the changed lines' Markdown table"))
@@ -67,8 +70,15 @@ def run(args: argparse.Namespace) -> int:
     report = build_report([(args.base, base), (args.head, head)], [bench_of(args.base), bench_of(args.head)])
     no_lines = [name for name, run in ((args.base, base), (args.head, head)) if not has_line_data(run)]
     compared = [_compared(c) for c in report.comparisons if c.label in wanted and (c.lines or no_lines)]
-    found = CompareFindings(args.base, args.head, tuple(compared), tuple(no_lines), show_all=args.all,
-                            wide=args.wide, notes=tuple(gpu_notes(base, head)))  # fmt: skip
+    found = CompareFindings(
+        args.base,
+        args.head,
+        tuple(compared),
+        tuple(no_lines),
+        show_all=args.all,
+        wide=args.wide,
+        notes=tuple(gpu_notes(base, head)),
+    )
     found = with_root("compare", found, args)
     inputs = [*input_files(resolve_run(Path(args.base))), *input_files(resolve_run(Path(args.head)))]
     if write_ci("compare", found, args, inputs):
@@ -80,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
 def check_in_common(args: argparse.Namespace, base: RunResults, head: RunResults, wanted: set[str]) -> None:
     """ConfigError naming each run's kernels where BASE and HEAD (of those -k selects) share none: two runs of
     different programs, not two builds of one."""
-    labels = [[label for label in dict.fromkeys(k.label for k in run.kernels) if label in wanted]
-              for run in (base, head)]  # fmt: skip
+    labels = [
+        [label for label in dict.fromkeys(k.label for k in run.kernels) if label in wanted] for run in (base, head)
+    ]
     if set(labels[0]) & set(labels[1]):
         return
 
@@ -89,8 +100,10 @@ def check_in_common(args: argparse.Namespace, base: RunResults, head: RunResults
         shown = ", ".join(found[:3]) + (f", and {len(found) - 3} more" if len(found) > 3 else "")
         return f"{len(found)} ({shown})" if found else "none"
 
-    raise ConfigError(f"{args.base} and {args.head} have no kernel in common: BASE has {listed(labels[0])}, "
-                      f"HEAD has {listed(labels[1])}; compare two builds of one program")  # fmt: skip
+    raise ConfigError(
+        f"{args.base} and {args.head} have no kernel in common: BASE has {listed(labels[0])}, "
+        f"HEAD has {listed(labels[1])}; compare two builds of one program"
+    )
 
 
 def gpu_notes(base: RunResults, head: RunResults) -> list[str]:
@@ -98,20 +111,35 @@ def gpu_notes(base: RunResults, head: RunResults) -> list[str]:
     models = [run.info.gpu_name for run in (base, head)]
     if None in models or models[0] == models[1]:
         return []
-    return [f"BASE ran on {models[0]}, HEAD on {models[1]}: two GPU models, so a figure may differ by the GPU "
-            "as well as by the code"]  # fmt: skip
+    return [
+        f"BASE ran on {models[0]}, HEAD on {models[1]}: two GPU models, so a figure may differ by the GPU "
+        "as well as by the code"
+    ]
 
 
 def _compared(comparison: Comparison) -> Compared:
     figures: list[dict[str, object]] = []
     for metric in comparison.metrics:
         old, new = metric.cells[0], metric.cells[1]
-        figures.append({"key": metric.key, "header": metric.header, "base": old.value, "head": new.value,
-                        "base_text": old.text, "head_text": new.text, "change": new.change_text or None,
-                        "direction": new.direction,
-                        "noise": None if new.noise is None else new.noise.to_json()})  # fmt: skip
+        figures.append(
+            {
+                "key": metric.key,
+                "header": metric.header,
+                "base": old.value,
+                "head": new.value,
+                "base_text": old.text,
+                "head_text": new.text,
+                "change": new.change_text or None,
+                "direction": new.direction,
+                "noise": None if new.noise is None else new.noise.to_json(),
+            }
+        )
     if comparison.lines:
         return Compared(comparison.label, comparison.statuses, tuple(figures), comparison.lines[0].changes)
     in_base, in_head = (status != "absent" for status in comparison.statuses[:2])  # lines not compared: none
-    return Compared(comparison.label, comparison.statuses, tuple(figures),
-                    KernelLineChanges(comparison.label, (), in_base=in_base, in_head=in_head))  # fmt: skip
+    return Compared(
+        comparison.label,
+        comparison.statuses,
+        tuple(figures),
+        KernelLineChanges(comparison.label, (), in_base=in_base, in_head=in_head),
+    )

@@ -39,12 +39,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", required=True, type=Path, help="rules file (TOML; its format is below)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--baseline", type=Path, help="baseline JSON for max_regression rules")
-    which.add_argument("--baseline-dir", type=Path, metavar="FOLDER",
-                       help="pick FOLDER/<gpu model>.json for the run's GPU, e.g. kernels/baselines")  # fmt: skip
-    parser.add_argument("--allow-mismatch", action="store_true",
-                        help="compare with a baseline from another GPU model or target anyway")  # fmt: skip
-    parser.add_argument("--junit", metavar="FILE", help=f"write JUnit XML, one testcase per check ({JUNIT_NAME} in "
-                        "a FOLDER/; - prints it instead of the table)")  # fmt: skip
+    which.add_argument(
+        "--baseline-dir",
+        type=Path,
+        metavar="FOLDER",
+        help="pick FOLDER/<gpu model>.json for the run's GPU, e.g. kernels/baselines",
+    )
+    parser.add_argument(
+        "--allow-mismatch", action="store_true", help="compare with a baseline from another GPU model or target anyway"
+    )
+    parser.add_argument(
+        "--junit",
+        metavar="FILE",
+        help=f"write JUnit XML, one testcase per check ({JUNIT_NAME} in a FOLDER/; - prints it instead of the table)",
+    )
     parser.add_argument(
         "--summary",
         metavar="FILE",
@@ -82,13 +90,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs(result: GateResult, junit: str | Path | None, summary: str | Path | None,
-                  json_path: str | Path | None, inputs: Sequence[Path | None] = (),
-                  sarif: str | Path | None = None) -> list[Output]:  # fmt: skip
+def write_outputs(
+    result: GateResult,
+    junit: str | Path | None,
+    summary: str | Path | None,
+    json_path: str | Path | None,
+    inputs: Sequence[Path | None] = (),
+    sarif: str | Path | None = None,
+) -> list[Output]:
     """Each file asked for, what was written; a write error is OutputError (exit 2), never a gate
     failure (exit 1). Two of them on one file are refused before any is written."""
-    outputs = resolve_outputs([("--junit", junit, JUNIT_NAME), ("--summary", summary, SUMMARY_NAME),
-                               ("--json", json_path, JSON_NAME), ("--sarif", sarif, SARIF_NAME)])  # fmt: skip
+    outputs = resolve_outputs(
+        [
+            ("--junit", junit, JUNIT_NAME),
+            ("--summary", summary, SUMMARY_NAME),
+            ("--json", json_path, JSON_NAME),
+            ("--sarif", sarif, SARIF_NAME),
+        ]
+    )
     written = []
     for output, fmt in zip(outputs, ("junit", "md", "json", "sarif"), strict=True):
         if output is not None:

@@ -36,8 +36,13 @@ DEFAULT_TOP = 5
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="run directory, results.json or .ncu-rep")
     parser.add_argument("-k", dest="pattern", help="only kernels whose label or name matches this regex")
-    parser.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
-                        help=f"lines shown per kernel (default {DEFAULT_TOP}; 0 for all)")  # fmt: skip
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=DEFAULT_TOP,
+        metavar="N",
+        help=f"lines shown per kernel (default {DEFAULT_TOP}; 0 for all)",
+    )
     parser.add_argument("--json", action="store_true", help=older_spelling("json", "every kernel's lines as JSON"))
     add_ci_arguments(parser, "lines", ("table", "json", "github", "sarif"))
 
@@ -50,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
     kernels = kernels_matching(results.kernels, args.pattern)
     if not kernels:
         raise ConfigError(f"no kernel in {args.path} matches -k {args.pattern!r}")
-    found = LinesFindings(tuple(kernel_lines(results, kernels)), source=args.path, top=args.top,
-                          width=terminal_width())  # fmt: skip
+    found = LinesFindings(tuple(kernel_lines(results, kernels)), source=args.path, top=args.top, width=terminal_width())
     found = with_root("lines", found, args)
     if write_ci("lines", found, args, input_files(resolve_run(Path(args.path)))):
         return 0

@@ -53,8 +53,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def render(results: RunResults, kernels: list[KernelResult], output: str = "table",
-           local: dict[int, str] | None = None, title: str | None = None, wide: bool = False) -> None:  # fmt: skip
+def render(
+    results: RunResults,
+    kernels: list[KernelResult],
+    output: str = "table",
+    local: dict[int, str] | None = None,
+    title: str | None = None,
+    wide: bool = False,
+) -> None:
     """Print `kernels` of `results` on stdout in the output format `output` ("table", "json", "csv"; see
     memlens.output and output/kernel_metrics.KernelMetrics for the rest)."""
     renderer(output, "metrics")(KernelMetrics(results, kernels, local or {}, title, wide), sys.stdout)

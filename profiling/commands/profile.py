@@ -50,9 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_arguments(parser)
     parser.add_argument("--out", default=str(DEFAULT_OUT), help=f"folder for run directories (default: {DEFAULT_OUT})")
     parser.add_argument(
-        "--clock-control", choices=CLOCK_CONTROLS, default=os.environ.get(CLOCK_CONTROL_ENV, DEFAULT_CLOCK_CONTROL),
+        "--clock-control",
+        choices=CLOCK_CONTROLS,
+        default=os.environ.get(CLOCK_CONTROL_ENV, DEFAULT_CLOCK_CONTROL),
         help=f"ncu clock control (default: {DEFAULT_CLOCK_CONTROL}, or ${CLOCK_CONTROL_ENV})",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--cache-control",
         choices=CACHE_CONTROLS,
@@ -67,71 +69,95 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "coalescing): 2 more replay passes a kernel on an H200",
     )
     parser.add_argument(
-        "--banks", action="store_true",
+        "--banks",
+        action="store_true",
         help="then run the program (or the suite) once more under memlens's Sanitizer library: banks.json in "
-             "the run directory, each shared-memory instruction's lanes and banks (memlens banks RUN)",
-    )  # fmt: skip
+        "the run directory, each shared-memory instruction's lanes and banks (memlens banks RUN)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before ncu is stopped (default 1800)")
     parser.add_argument("--ncu", help="path of the ncu executable (default: $MEMLENS_NCU or PATH)")
     parser.add_argument(
-        "--gpus", metavar="all|0,1,...",
+        "--gpus",
+        metavar="all|0,1,...",
         help="share the variants out over these GPUs (nvidia-smi's indices), one ncu per GPU at once, "
-             "into one run directory (default: the one GPU CUDA picks)",
-    )  # fmt: skip
+        "into one run directory (default: the one GPU CUDA picks)",
+    )
     parser.add_argument(
-        "--cluster", metavar="ADDRESS|local",
+        "--cluster",
+        metavar="ADDRESS|local",
         help="share the cases out over a Dask cluster's GPU workers (a scheduler address such as "
-             "tcp://HOST:8786, or local: one worker per GPU of this host), into one run directory; needs "
-             "memlens[cluster] (docs/cluster.md)",
-    )  # fmt: skip
+        "tcp://HOST:8786, or local: one worker per GPU of this host), into one run directory; needs "
+        "memlens[cluster] (docs/cluster.md)",
+    )
     add_size_arguments(parser)
     program = parser.add_argument_group("a program (memlens profile [options] -- COMMAND [ARGS...])")
     program.add_argument(
-        "--nvtx-include", action="append", default=[], metavar="FILTER",
+        "--nvtx-include",
+        action="append",
+        default=[],
+        metavar="FILTER",
         help="profile kernels in the push/pop ranges FILTER selects, ncu's syntax: RANGE/, DOMAIN@RANGE/, "
-             "regex:EXPR/, regex:DOMAIN@EXPR/ (repeatable; default: the program's own ranges, every range of "
-             "the default domain and of every named one but the libraries' (CCCL, NCCL); where it opened none "
-             "of its own, every range of every domain)",
-    )  # fmt: skip
+        "regex:EXPR/, regex:DOMAIN@EXPR/ (repeatable; default: the program's own ranges, every range of "
+        "the default domain and of every named one but the libraries' (CCCL, NCCL); where it opened none "
+        "of its own, every range of every domain)",
+    )
     program.add_argument(
-        "--nvtx-exclude", action="append", default=[], metavar="FILTER",
+        "--nvtx-exclude",
+        action="append",
+        default=[],
+        metavar="FILTER",
         help="leave out the kernels in the push/pop ranges FILTER selects, same syntax (repeatable; "
-             "e.g. 'regex:NCCL@.*/')",
-    )  # fmt: skip
+        "e.g. 'regex:NCCL@.*/')",
+    )
     program.add_argument(
-        "--nvtx-push-pop-scope", choices=("process", "thread"), default="process",
+        "--nvtx-push-pop-scope",
+        choices=("process", "thread"),
+        default="process",
         help="which launches a push/pop range covers: every thread's (process, the default: PyTorch's backward, "
-             "launched from its autograd thread, is inside a range the main thread pushed around the step) or "
-             "only the thread's that pushed it (thread, ncu's own default)",
-    )  # fmt: skip
+        "launched from its autograd thread, is inside a range the main thread pushed around the step) or "
+        "only the thread's that pushed it (thread, ncu's own default)",
+    )
     program.add_argument("--all-kernels", action="store_true", help="profile every kernel, not NVTX ranges")
-    program.add_argument("--launch-count", type=int, metavar="N",
-                         help="profile at most N launches, with --launches all (default with --all-kernels "
-                         "and --launches all: 100)")  # fmt: skip
     program.add_argument(
-        "--launches", metavar="first|N|all",
+        "--launch-count",
+        type=int,
+        metavar="N",
+        help="profile at most N launches, with --launches all (default with --all-kernels and --launches all: 100)",
+    )
+    program.add_argument(
+        "--launches",
+        metavar="first|N|all",
         help="which launches of each distinct kernel (function, grid, block, shared memory) to profile: "
-             "first (the default: one of each), N (N of each), all (every launch, as ncu alone does; the "
-             "default with --launch-count); first and N key by function and shape, not by NVTX range",
-    )  # fmt: skip
+        "first (the default: one of each), N (N of each), all (every launch, as ncu alone does; the "
+        "default with --launch-count); first and N key by function and shape, not by NVTX range",
+    )
     program.add_argument(
-        "--each-range", action="store_true",
+        "--each-range",
+        action="store_true",
         help="profile each distinct kernel once in each named range, not once in the program: more runs of the "
-             "program, each leaving out by name the ranges profiled so far, until one profiles nothing (a "
-             "memlens.range is run again by name where needed without it)",
-    )  # fmt: skip
+        "program, each leaving out by name the ranges profiled so far, until one profiles nothing (a "
+        "memlens.range is run again by name where needed without it)",
+    )
     program.add_argument(
-        "--warm-up", type=int, metavar="K",
-        help="leave out the first K launches of each distinct kernel (JIT, autotuning, cold caches); "
-             "default 0",
-    )  # fmt: skip
+        "--warm-up",
+        type=int,
+        metavar="K",
+        help="leave out the first K launches of each distinct kernel (JIT, autotuning, cold caches); default 0",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    if (getattr(args, "program", None) or args.nvtx_include or args.nvtx_exclude or args.all_kernels
-            or args.nvtx_push_pop_scope != "process"
-            or args.launch_count is not None or args.launches is not None or args.warm_up is not None
-            or args.each_range):  # fmt: skip
+    if (
+        getattr(args, "program", None)
+        or args.nvtx_include
+        or args.nvtx_exclude
+        or args.all_kernels
+        or args.nvtx_push_pop_scope != "process"
+        or args.launch_count is not None
+        or args.launches is not None
+        or args.warm_up is not None
+        or args.each_range
+    ):
         return _run_program(args)
     return _run_suite(args)
 
@@ -151,8 +177,11 @@ def _run_suite(args: argparse.Namespace) -> int:
         small=args.small,
         memlens_command=shell_command(sys.argv[1:]),
     )
-    gpus = chosen_place(args, "cases", alone="--banks records on this host's one GPU: leave out --gpus and --cluster"
-                        if args.banks else None)  # fmt: skip
+    gpus = chosen_place(
+        args,
+        "cases",
+        alone="--banks records on this host's one GPU: leave out --gpus and --cluster" if args.banks else None,
+    )
 
     def on_cluster(address: str) -> tuple[Path, RunResults]:
         from memlens.collect.cluster import profile_on_cluster
@@ -160,9 +189,13 @@ def _run_suite(args: argparse.Namespace) -> int:
         return profile_on_cluster(options, address, on_event=progress.update)
 
     with ProfileProgress(ProgressBar("starting ncu", transient=False)) as progress:
-        run_dir, results = run_in_place(args.cluster, gpus, lambda: profile(options, on_event=progress.update),
-                                        lambda gpus: profile_on_gpus(options, gpus, on_event=progress.update),
-                                        on_cluster)  # fmt: skip
+        run_dir, results = run_in_place(
+            args.cluster,
+            gpus,
+            lambda: profile(options, on_event=progress.update),
+            lambda gpus: profile_on_gpus(options, gpus, on_event=progress.update),
+            on_cluster,
+        )
     kernels, variants = plural(len(results.kernels), "kernel"), plural(len(results.outcomes), "variant")
     print(f"{kernels} from {variants} profiled: {run_dir}")
     for line in skipped_lines(results.outcomes):
@@ -198,15 +231,29 @@ def _run_program(args: argparse.Namespace) -> int:
     from memlens.collect.program_run import ProgramOptions, profile_program
 
     if not getattr(args, "program", None):
-        raise ConfigError("--nvtx-include, --nvtx-exclude, --nvtx-push-pop-scope, --all-kernels, --launch-count, "
-                          "--launches, --each-range and --warm-up profile a program: "
-                          "memlens profile [options] -- COMMAND [ARGS...]")  # fmt: skip
-    suite_only = [name for name, given in (("a suite", args.suite), ("-k", args.pattern), ("--size", args.size),
-                                           ("--sweep", args.sweep), ("--small", args.small),
-                                           ("--gpus", args.gpus), ("--cluster", args.cluster)) if given]  # fmt: skip
+        raise ConfigError(
+            "--nvtx-include, --nvtx-exclude, --nvtx-push-pop-scope, --all-kernels, --launch-count, "
+            "--launches, --each-range and --warm-up profile a program: "
+            "memlens profile [options] -- COMMAND [ARGS...]"
+        )
+    suite_only = [
+        name
+        for name, given in (
+            ("a suite", args.suite),
+            ("-k", args.pattern),
+            ("--size", args.size),
+            ("--sweep", args.sweep),
+            ("--small", args.small),
+            ("--gpus", args.gpus),
+            ("--cluster", args.cluster),
+        )
+        if given
+    ]
     if suite_only:
-        raise ConfigError(f"{', '.join(suite_only)} select suite variants, not a program's kernels: "
-                          "use --nvtx-include FILTER with -- COMMAND")  # fmt: skip
+        raise ConfigError(
+            f"{', '.join(suite_only)} select suite variants, not a program's kernels: "
+            "use --nvtx-include FILTER with -- COMMAND"
+        )
     launches = args.launches or (ALL if args.launch_count is not None else DEFAULT)  # a cap alone: every launch
     options = ProgramOptions(
         program=tuple(args.program),

@@ -30,15 +30,21 @@ def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_size_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--size", action="append", default=[], metavar="[FAMILY.]NAME=N",
+        "--size",
+        action="append",
+        default=[],
+        metavar="[FAMILY.]NAME=N",
         help="override a problem size: n=1024 in every family with an n, matmul.n=1024 in one",
-    )  # fmt: skip
+    )
     parser.add_argument("--small", action="store_true", help="use each family's small test sizes")
     parser.add_argument(
-        "--sweep", action="append", default=[], metavar="FAMILY.NAME=V1,V2,...",
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="FAMILY.NAME=V1,V2,...",
         help="run a family at each of these values of one size, in this one run (one per family): "
-             "transpose.rows=1024,4096; each value's kernels are labelled variant@NAME=VALUE",
-    )  # fmt: skip
+        "transpose.rows=1024,4096; each value's kernels are labelled variant@NAME=VALUE",
+    )
 
 
 def skipped_lines(outcomes: Iterable[Any]) -> list[str]:
@@ -50,8 +56,10 @@ def skipped_lines(outcomes: Iterable[Any]) -> list[str]:
     for outcome in outcomes:
         if outcome.status == SKIPPED:
             by_family.setdefault(outcome.family, []).append(outcome)
-    return [f"{family}: {len(items)} variant{'s' if len(items) > 1 else ''} skipped: {items[0].message}"
-            for family, items in by_family.items()]  # fmt: skip
+    return [
+        f"{family}: {len(items)} variant{'s' if len(items) > 1 else ''} skipped: {items[0].message}"
+        for family, items in by_family.items()
+    ]
 
 
 def chosen_place(args: argparse.Namespace, what: str, alone: str | None = None) -> tuple[Gpu, ...] | None:
@@ -60,17 +68,21 @@ def chosen_place(args: argparse.Namespace, what: str, alone: str | None = None) 
     from memlens.collect.gpus import chosen_gpus
 
     if args.cluster is not None and args.gpus is not None:
-        raise ConfigError(f"--gpus and --cluster both share the {what} out: give one (--cluster local uses "
-                          "this host's GPUs)")  # fmt: skip
+        raise ConfigError(
+            f"--gpus and --cluster both share the {what} out: give one (--cluster local uses this host's GPUs)"
+        )
     if alone is not None and (args.cluster is not None or args.gpus is not None):
         raise ConfigError(alone)
     return chosen_gpus(args.gpus)
 
 
 def run_in_place(
-    cluster: str | None, gpus: tuple[Gpu, ...] | None, here: Callable[[], Outcome],
-    on_gpus: Callable[[tuple[Gpu, ...]], Outcome], on_cluster: Callable[[str], Outcome],
-) -> Outcome:  # fmt: skip
+    cluster: str | None,
+    gpus: tuple[Gpu, ...] | None,
+    here: Callable[[], Outcome],
+    on_gpus: Callable[[tuple[Gpu, ...]], Outcome],
+    on_cluster: Callable[[str], Outcome],
+) -> Outcome:
     """The run where chosen_place says: on the cluster, over this host's GPUs, or here on one GPU."""
     if cluster is not None:
         return on_cluster(cluster)
@@ -95,8 +107,13 @@ FORMAT_WORDS = {
 def add_format_argument(parser: argparse.ArgumentParser, formats: Sequence[str], words: dict[str, str]) -> None:
     """`--format NAME`, one of `formats` (the first the default), each said in --help in `words`."""
     said = "; ".join(f"{name}: {words[name]}" for name in formats)
-    parser.add_argument("--format", choices=formats, default=formats[0], metavar="NAME",
-                        help=f"what to print on standard output ({said})")  # fmt: skip
+    parser.add_argument(
+        "--format",
+        choices=formats,
+        default=formats[0],
+        metavar="NAME",
+        help=f"what to print on standard output ({said})",
+    )
 
 
 def older_spelling(name: str, what: str) -> str:

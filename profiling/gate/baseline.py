@@ -66,12 +66,22 @@ class Baseline:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": KIND, "schema_version": SCHEMA_VERSION, "created_at": self.created_at, "source": self.source,
-            "measurements": self.measurements, "environment": asdict(self.environment),
-            "kernels": [{"key": key, "kernel": self.kernels.get(key, ""), "values": values,
-                         **({"lines": [line.to_json() for line in self.lines[key]]} if key in self.lines else {})}
-                        for key, values in self.values.items()],
-        }  # fmt: skip
+            "kind": KIND,
+            "schema_version": SCHEMA_VERSION,
+            "created_at": self.created_at,
+            "source": self.source,
+            "measurements": self.measurements,
+            "environment": asdict(self.environment),
+            "kernels": [
+                {
+                    "key": key,
+                    "kernel": self.kernels.get(key, ""),
+                    "values": values,
+                    **({"lines": [line.to_json() for line in self.lines[key]]} if key in self.lines else {}),
+                }
+                for key, values in self.values.items()
+            ],
+        }
 
 
 def from_measurements(measurements: Measurements, created_at: str | None = None) -> Baseline:
@@ -91,8 +101,12 @@ def from_measurements(measurements: Measurements, created_at: str | None = None)
 def save_baseline(baseline: Baseline, path: str | Path, inputs: Sequence[Path] = ()) -> Output:
     """Write atomically (see fileio.write_output); never over an input (`inputs`, the run's source)
     nor a raw profiler report. A folder (`path` ending in /) gets `baseline_name(baseline)`."""
-    return write_json_output(path, baseline.to_json(), inputs=[*inputs, *input_files(baseline.source or None)],
-                             default_name=baseline_name(baseline))  # fmt: skip
+    return write_json_output(
+        path,
+        baseline.to_json(),
+        inputs=[*inputs, *input_files(baseline.source or None)],
+        default_name=baseline_name(baseline),
+    )
 
 
 def baseline_name(baseline: Baseline) -> str:
@@ -108,22 +122,28 @@ def load_baseline(path: Path) -> Baseline:
     if wrong is not None:
         raise wrong
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise InputError(f"{path}: unsupported baseline schema_version {data.get('schema_version')!r}"
-                         f" (this memlens reads {SCHEMA_VERSION})")  # fmt: skip
+        raise InputError(
+            f"{path}: unsupported baseline schema_version {data.get('schema_version')!r}"
+            f" (this memlens reads {SCHEMA_VERSION})"
+        )
     try:
         known = {f.name for f in fields(Environment)}
         environment = Environment(**{k: v for k, v in data["environment"].items() if k in known})
         kernels = {str(k["key"]): str(k.get("kernel", "")) for k in data["kernels"]}
         values = {str(k["key"]): {str(m): float(v) for m, v in k["values"].items()} for k in data["kernels"]}
-        lines = {str(k["key"]): tuple(SourceLine.from_json(line) for line in k["lines"])
-                 for k in data["kernels"] if k.get("lines") is not None}  # fmt: skip
+        lines = {
+            str(k["key"]): tuple(SourceLine.from_json(line) for line in k["lines"])
+            for k in data["kernels"]
+            if k.get("lines") is not None
+        }
         kind = data["measurements"]
         if kind not in ("profile", "static"):
             raise ValueError(f"measurements {kind!r}")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"{path}: malformed baseline ({exc})") from None
-    return Baseline(kind, environment, str(data.get("source", "")), str(data.get("created_at", "")), kernels, values,
-                    lines)  # fmt: skip
+    return Baseline(
+        kind, environment, str(data.get("source", "")), str(data.get("created_at", "")), kernels, values, lines
+    )
 
 
 def gpu_slug(gpu_name: str) -> str:
@@ -163,8 +183,9 @@ def compatibility(baseline: Baseline, measurements: Measurements, allow_mismatch
         if old is None or new is None or old != new:
             what = f"baseline {name} {old or 'unknown'}, run {new or 'unknown'}"
             if not allow_mismatch:
-                raise ConfigError(f"{what}: counters do not compare across them"
-                                  " (pass --allow-mismatch to compare anyway)")  # fmt: skip
+                raise ConfigError(
+                    f"{what}: counters do not compare across them (pass --allow-mismatch to compare anyway)"
+                )
             notes.append(f"{what}: compared anyway (--allow-mismatch)")
     for name in ("driver_version", "ncu_version", "clock_control", "compiler"):
         old, new = getattr(before, name), getattr(now, name)

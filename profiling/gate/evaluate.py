@@ -135,14 +135,24 @@ def _subjects(items: Iterable[Measured]) -> tuple[Subject, ...]:
 def from_run(run: RunResults) -> Measurements:
     info = run.info
     problems = [("", "the run stopped before every variant ran (incomplete)")] if not run.complete else []
-    problems += [(f"{o.family}/{o.variant}", f"{o.status}: {o.message}".rstrip(": "))
-                 for o in run.outcomes if o.status in ("wrong", "failed")]  # fmt: skip
+    problems += [
+        (f"{o.family}/{o.variant}", f"{o.status}: {o.message}".rstrip(": "))
+        for o in run.outcomes
+        if o.status in ("wrong", "failed")
+    ]
     clock_control = None if info.ncu_settings is None else info.ncu_settings.clock_control
     environment = Environment(
         info.gpu_name, info.compute_capability, info.driver_version, info.ncu_version, clock_control
     )
-    return Measurements("profile", info.source or "", environment, _subjects(run.kernels), tuple(problems),
-                        checks(run), declares=bool(run.outcomes))  # fmt: skip
+    return Measurements(
+        "profile",
+        info.source or "",
+        environment,
+        _subjects(run.kernels),
+        tuple(problems),
+        checks(run),
+        declares=bool(run.outcomes),
+    )
 
 
 def from_static(results: StaticResults) -> Measurements:
@@ -220,8 +230,9 @@ def _check(rule: Rule, subject: Subject, kind: Kind, baseline: BaselineValues | 
     if before is None and not baseline.has_kernel(subject.key):
         return verdict("fail", _not_in_baseline(subject), measured.value)
     if before is None:
-        return verdict("fail", f"{subject.key} has no {metric.key} in the baseline (save a new baseline)",
-                       measured.value)  # fmt: skip
+        return verdict(
+            "fail", f"{subject.key} has no {metric.key} in the baseline (save a new baseline)", measured.value
+        )
     assert isinstance(rule.bound, RegressionBound)  # a paper rule is checked by _check_paper
     band = band_of(metric, baseline.value(subject.key, "duration"))  # the rule's threshold decides; this is said
     return _check_regression(rule.bound, metric, measured.value, before, verdict, band)
@@ -240,8 +251,11 @@ def _check_paper(rule: Rule, subject: Subject, measurements: Measurements) -> Ve
             "or CSV keeps no Expect(...)): gate the run directory or its results.json instead",
         )
     if found is None:
-        return verdict("fail", f"{subject.label} declares no exact excess wavefronts on paper "
-                               "(Expect(excess_wavefronts=...) in its suite)")  # fmt: skip
+        return verdict(
+            "fail",
+            f"{subject.label} declares no exact excess wavefronts on paper "
+            "(Expect(excess_wavefronts=...) in its suite)",
+        )
     words = f"== paper {found.paper:,}"
     if found.measured is None:
         reason = subject.measured.metric(rule.metric.key).missing_reason or "no value"
@@ -255,8 +269,9 @@ VerdictMaker = Callable[..., Verdict]
 
 
 def _verdict_maker(rule: Rule, subject: Subject) -> VerdictMaker:
-    def make(status: Status, message: str, value: float | None = None, bound: str = "",
-             baseline: float | None = None) -> Verdict:  # fmt: skip
+    def make(
+        status: Status, message: str, value: float | None = None, bound: str = "", baseline: float | None = None
+    ) -> Verdict:
         return Verdict(rule.name, subject.key, status, message, rule.metric.key, value, bound, baseline, rule.line)
 
     return make
@@ -272,8 +287,9 @@ def _check_absolute(bound: AbsoluteBound, metric: Metric, value: float, verdict:
         return verdict("fail", f"{metric.key} = {shown}, expected {words}", value, words)
     if bound.warn is not None and not _within(bound.kind, value, bound.warn):
         warn = f"{_SYMBOL[bound.kind]} {figure_text(bound.warn, metric.unit)}"
-        return verdict("warn", f"{metric.key} = {shown}: within {words} but past the warning level {warn}",
-                       value, words)  # fmt: skip
+        return verdict(
+            "warn", f"{metric.key} = {shown}: within {words} but past the warning level {warn}", value, words
+        )
     return verdict("pass", f"{metric.key} = {shown} ({words})", value, words)
 
 
@@ -286,18 +302,21 @@ def _within(kind: str, value: float, limit: float) -> bool:
     return value == limit
 
 
-def _check_regression(bound: RegressionBound, metric: Metric, value: float, before: float, verdict: VerdictMaker,
-                      band: Band | None = None) -> Verdict:  # fmt: skip
+def _check_regression(
+    bound: RegressionBound, metric: Metric, value: float, before: float, verdict: VerdictMaker, band: Band | None = None
+) -> Verdict:
     lower = metric.better == "lower"
     words = f"{'<=' if lower else '>='} baseline {'+' if lower else '-'}{bound.limit.describe()}"
     change = _change(value, before) + _noise_words(value, before, band)
     detail = f"{metric.key} = {figure_text(value, metric.unit)}, baseline {figure_text(before, metric.unit)} ({change})"
     if not _no_worse(value, before, bound.limit.allowance(before), lower, metric.deterministic):
         return verdict("fail", f"{detail}: regressed by more than {bound.limit.describe()}", value, words, before)
-    if bound.warn is not None and not _no_worse(value, before, bound.warn.allowance(before), lower,
-                                                metric.deterministic):  # fmt: skip
-        return verdict("warn", f"{detail}: regressed by more than the warning level {bound.warn.describe()}",
-                       value, words, before)  # fmt: skip
+    if bound.warn is not None and not _no_worse(
+        value, before, bound.warn.allowance(before), lower, metric.deterministic
+    ):
+        return verdict(
+            "warn", f"{detail}: regressed by more than the warning level {bound.warn.describe()}", value, words, before
+        )
     return verdict("pass", detail, value, words, before)
 
 
@@ -316,8 +335,9 @@ NO_LINES = (
 )
 
 
-def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,
-                 baseline: BaselineValues | None) -> list[Verdict]:  # fmt: skip
+def _check_lines(
+    rule: Rule, subject: Subject, measurements: Measurements, baseline: BaselineValues | None
+) -> list[Verdict]:
     """One verdict per line that fails (or warns), naming it; one passing verdict where none does."""
     metric, bound, verdict = rule.metric, rule.bound, _verdict_maker(rule, subject)
     head = (measurements.lines or {}).get(subject.key)
@@ -340,8 +360,12 @@ def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,
         if before_lines is None and not baseline.has_kernel(subject.key):
             return [verdict("fail", _not_in_baseline(subject))]
         if before_lines is None:
-            return [verdict("fail", f"{subject.key} has no per-line figures in the baseline"
-                                    " (save a new baseline with this memlens)")]  # fmt: skip
+            return [
+                verdict(
+                    "fail",
+                    f"{subject.key} has no per-line figures in the baseline (save a new baseline with this memlens)",
+                )
+            ]
         changes = compare_lines(subject.key, LineSet(before_lines, texts_own=True), head).lines
         by_head = {(c.file, c.head_line, c.source): c for c in changes if c.head is not None}
         checked = [(line, by_head.get((line.file, line.line, line.source))) for line in head.lines]
@@ -357,8 +381,11 @@ def _check_lines(rule: Rule, subject: Subject, measurements: Measurements,
     bad = sorted((j for j in judged if j[0] != "pass"), key=lambda j: j[0] != "fail")
     if not bad:
         worst = max(head.lines, key=lambda line: line.figures.value(metric.key), default=None)
-        top = "" if worst is None else (f", the most {figure_text(worst.figures.value(metric.key), metric.unit)}"
-                                        f" at {worst.location}")  # fmt: skip
+        top = (
+            ""
+            if worst is None
+            else (f", the most {figure_text(worst.figures.value(metric.key), metric.unit)} at {worst.location}")
+        )
         return [verdict("pass", f"{metric.key}: {len(checked)} lines {words}{top}", None, words)]
     return [_line_verdict(rule, subject, state, line, change, words) for state, line, change in bad]
 
@@ -368,8 +395,9 @@ def _line_no_worse(tolerance: Tolerance, key: str, line: SourceLine, change: Lin
     return line.figures.value(key) <= before + tolerance.allowance(before)
 
 
-def _line_verdict(rule: Rule, subject: Subject, status: Status, line: SourceLine, change: LineChange | None,
-                  words: str) -> Verdict:  # fmt: skip
+def _line_verdict(
+    rule: Rule, subject: Subject, status: Status, line: SourceLine, change: LineChange | None, words: str
+) -> Verdict:
     metric = rule.metric
     value = line.figures.value(metric.key)
     where = line.location
@@ -384,8 +412,20 @@ def _line_verdict(rule: Rule, subject: Subject, status: Status, line: SourceLine
         detail = f"{shown}, baseline {baseline} ({kind}), expected {words}"
     level = "" if status == "fail" else " (past the warning level)"
     code = f": {line.source}" if line.file and line.source else ""
-    return Verdict(rule.name, subject.key, status, f"{metric.key} at {where}{level}: {detail}{code}", metric.key,
-                   value, words, before, rule.line, line.file, line.line, line.source)  # fmt: skip
+    return Verdict(
+        rule.name,
+        subject.key,
+        status,
+        f"{metric.key} at {where}{level}: {detail}{code}",
+        metric.key,
+        value,
+        words,
+        before,
+        rule.line,
+        line.file,
+        line.line,
+        line.source,
+    )
 
 
 def _noise_words(value: float, before: float, band: Band | None) -> str:

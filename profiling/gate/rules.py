@@ -82,8 +82,20 @@ else:  # pragma: no cover - Python 3.10
 
 FORMAT_VERSION = 1
 MAX_RULES_BYTES = 2**20
-RULE_KEYS = ("name", "select", "select_regex", "exclude", "metric", "equals", "max", "min",
-             "max_regression", "equals_paper", "warn", "description")  # fmt: skip
+RULE_KEYS = (
+    "name",
+    "select",
+    "select_regex",
+    "exclude",
+    "metric",
+    "equals",
+    "max",
+    "min",
+    "max_regression",
+    "equals_paper",
+    "warn",
+    "description",
+)
 BOUND_KEYS = ("equals", "max", "min", "max_regression", "equals_paper")
 PAPER_METRIC = "exact_excess_wavefronts"  # the one figure a suite declares on paper
 TOP_LEVEL_KEYS = ("version", "rule")

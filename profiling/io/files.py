@@ -111,8 +111,10 @@ def resolve_output(path: str | Path, default_name: str | None = None) -> Output:
             raise OutputError(f"{named}: symbolic link loop") from None
         target = Path(os.path.realpath(path))
         if os.path.islink(path) and not target.parent.is_dir():
-            raise OutputError(f"{named}: cannot write (a symbolic link to {os.readlink(path)}, which points nowhere: "
-                              f"no such folder {target.parent})") from None  # fmt: skip
+            raise OutputError(
+                f"{named}: cannot write (a symbolic link to {os.readlink(path)}, which points nowhere: "
+                f"no such folder {target.parent})"
+            ) from None
         _check_folder(named, path, target.parent)
         return Output(named, target, "file")  # new, a link to nothing, or unreachable
     if stat.S_ISDIR(mode):
@@ -163,8 +165,14 @@ def resolve_outputs(outputs: Iterable[tuple[str, str | Path | None, str | None]]
     return found
 
 
-def write_output(path: str | Path | Output, text: str, inputs: Iterable[str | Path | None] = (),
-                 default_name: str | None = None, *, record: bool = False) -> Output:  # fmt: skip
+def write_output(
+    path: str | Path | Output,
+    text: str,
+    inputs: Iterable[str | Path | None] = (),
+    default_name: str | None = None,
+    *,
+    record: bool = False,
+) -> Output:
     """Write `text` where `path` says (see `resolve_output`): a regular file atomically (temp file +
     rename, so a reader sees the old file or the whole new one), never over one of the command's
     `inputs` nor any file it has read (`note_input`; same path after symlinks, or same file by inode),
@@ -197,8 +205,14 @@ def write_output(path: str | Path | Output, text: str, inputs: Iterable[str | Pa
     return output
 
 
-def write_json_output(path: str | Path | Output, data: Any, inputs: Iterable[str | Path | None] = (),
-                      default_name: str | None = None, *, record: bool = False) -> Output:  # fmt: skip
+def write_json_output(
+    path: str | Path | Output,
+    data: Any,
+    inputs: Iterable[str | Path | None] = (),
+    default_name: str | None = None,
+    *,
+    record: bool = False,
+) -> Output:
     return write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n", inputs, default_name, record=record)
 
 

@@ -85,10 +85,15 @@ def run_command(
     log.info("running %s", command_line(argv))
     try:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, errors="replace", env=None if env is None else dict(env),
+            argv,
+            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            env=None if env is None else dict(env),
             start_new_session=True,
-        )  # fmt: skip
+        )
     except OSError as exc:
         raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
     try:
@@ -109,16 +114,27 @@ def start_command(argv: Sequence[str], *, env: Mapping[str, str], output: Path) 
     log.info("starting %s", command_line(argv))
     try:
         with output.open("wb") as sink:
-            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                    env=dict(env), start_new_session=True)  # fmt: skip
+            return subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=dict(env),
+                start_new_session=True,
+            )
     except OSError as exc:
         raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
 
 
 def run_watched(
-    argv: Sequence[str], *, timeout: float | None, poll: Callable[[], None] | None = None,
-    env: Mapping[str, str] | None = None, stderr: int | None = None, stdout: int | None = None,
-) -> int:  # fmt: skip
+    argv: Sequence[str],
+    *,
+    timeout: float | None,
+    poll: Callable[[], None] | None = None,
+    env: Mapping[str, str] | None = None,
+    stderr: int | None = None,
+    stdout: int | None = None,
+) -> int:
     """Run `argv` in a session of its own, calling `poll` every 0.2 s while it runs, and return its exit
     code. A Ctrl-C at the terminal reaches memlens alone, which then ends the whole group (end_group:
     SIGINT first, so ncu writes what it has); so do the timeout (CommandTimeout), SIGTERM (a CI job
@@ -129,8 +145,15 @@ def run_watched(
     log.info("running %s", command_line(argv))
     started = time.monotonic()
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
-                                   preexec_fn=_default_sigint(), env=None if env is None else dict(env))  # fmt: skip
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=_default_sigint(),
+            env=None if env is None else dict(env),
+        )
     except OSError as exc:
         raise CommandFailed(f"cannot start {argv[0]}: {exc.strerror or exc}", argv) from None
     try:
@@ -171,8 +194,9 @@ def start_pipe(argv: Sequence[str], *, env: Mapping[str, str]) -> subprocess.Pop
     reads and waits. CommandFailed where it cannot start."""
     argv = tuple(str(a) for a in argv)
     try:
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=dict(env))  # fmt: skip
+        return subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(env)
+        )
     except OSError as exc:
         raise CommandFailed(f"cannot start {command_line(argv)}: {exc.strerror or exc}", argv) from None
 
@@ -260,8 +284,9 @@ def hold_interrupts() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda number, frame: caught.append(number))
-                for sig in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+    previous = {
+        sig: signal.signal(sig, lambda number, frame: caught.append(number)) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:

@@ -72,8 +72,13 @@ def label_width(cells: Sequence[str]) -> int:
     return min(max((cell_len(line) for cell in cells for line in cell.split("\n")), default=0), LABEL_MIN_WIDTH)
 
 
-def rich_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], title: str | None = None,
-               caption: str | None = None, expand: bool = False) -> Table:  # fmt: skip
+def rich_table(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str | Text]],
+    title: str | None = None,
+    caption: str | None = None,
+    expand: bool = False,
+) -> Table:
     """A rich Table of `rows`, each column laid out as its `Column` says; a str cell prints as it is
     (no markup, no emoji codes), a Text with its style."""
     from rich.table import Table
@@ -81,9 +86,15 @@ def rich_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], 
 
     table = Table(box=table_box(), title=title, caption=caption, expand=expand)
     for column in columns:
-        table.add_column(column.header, justify="right" if column.numeric else "left", overflow=column.overflow,
-                         no_wrap=not column.wrap, min_width=column.min_width, width=column.width,
-                         ratio=column.ratio)  # fmt: skip
+        table.add_column(
+            column.header,
+            justify="right" if column.numeric else "left",
+            overflow=column.overflow,
+            no_wrap=not column.wrap,
+            min_width=column.min_width,
+            width=column.width,
+            ratio=column.ratio,
+        )
     for row in rows:
         table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in row))
     return table
@@ -121,9 +132,10 @@ def fast_table(out: Console, columns: Sequence[Column], rows: list[list[str]]) -
     body = [edges.get_row(widths, "head", edge=True)]
     for number, row in enumerate(rows, 1):
         left, divider, right = (
-            (edges.foot_left, edges.foot_vertical, edges.foot_right) if number == len(rows)
+            (edges.foot_left, edges.foot_vertical, edges.foot_right)
+            if number == len(rows)
             else (edges.mid_left, edges.mid_vertical, edges.mid_right)
-        )  # fmt: skip
+        )
         cells = [_cell_lines(out, cell, width, column) for cell, (column, width) in zip(row, layout, strict=True)]
         height = max(len(lines) for lines in cells)
         if height == 1:
@@ -161,14 +173,19 @@ def _column_widths(out: Console, columns: Sequence[Column], rows: list[list[str]
             (plain if _plain(cell) else lines if _plain_lines(cell) else picked).append(cell)
         # the longest cell, the longest of one word, and the one of several with the longest word;
         # of the cells of lines (measured by their longest line and longest word), the two that hold those
-        for candidates, key in ((plain, cell_len), ([cell for cell in plain if " " not in cell], cell_len),
-                                ([cell for cell in plain if " " in cell], _longest_word),
-                                (lines, _longest_line), (lines, _longest_word)):  # fmt: skip
+        for candidates, key in (
+            (plain, cell_len),
+            ([cell for cell in plain if " " not in cell], cell_len),
+            ([cell for cell in plain if " " in cell], _longest_word),
+            (lines, _longest_line),
+            (lines, _longest_word),
+        ):
             if candidates:
                 picked.append(max(candidates, key=key))
         deciding.append(picked)
-    proxy = rich_table(columns, [[cells[r] if r < len(cells) else "" for cells in deciding]
-                         for r in range(max(map(len, deciding)))])  # fmt: skip
+    proxy = rich_table(
+        columns, [[cells[r] if r < len(cells) else "" for cells in deciding] for r in range(max(map(len, deciding)))]
+    )
     rendered = out.render_lines(proxy, out.options, pad=False)
     top = "".join(segment.text for segment in rendered[0]) if rendered else ""
     edges = table_box().substitute(out.options, safe=out.safe_box)
@@ -215,8 +232,14 @@ def _cell_lines(out: Console, cell: str, width: int, column: Column, header: boo
     from rich.text import Text
 
     renderable = cell if header else Text(cell)
-    options = out.options.update(width=width, justify="right" if numeric else "left", no_wrap=not column.wrap,
-                                 overflow=column.overflow, height=None, highlight=False)  # fmt: skip
+    options = out.options.update(
+        width=width,
+        justify="right" if numeric else "left",
+        no_wrap=not column.wrap,
+        overflow=column.overflow,
+        height=None,
+        highlight=False,
+    )
     rendered = out.render_lines(Padding(renderable, (0, 1)), options, pad=True)
     return ["".join(segment.text for segment in line) for line in rendered] or [" " * width]  # a row is 1 line or more
 

@@ -57,8 +57,9 @@ def fit_lines(lines: list[str], wide: bool = False) -> list[str]:
     fitted = []
     for line in lines:
         indent = " " * (len(line) - len(line.lstrip(" ")))
-        wrapped = textwrap.wrap(line, width, subsequent_indent=indent + "    ", break_long_words=False,
-                                break_on_hyphens=False)  # fmt: skip
+        wrapped = textwrap.wrap(
+            line, width, subsequent_indent=indent + "    ", break_long_words=False, break_on_hyphens=False
+        )
         fitted += wrapped or [line]
     return fitted
 
@@ -69,8 +70,9 @@ class ProgressBar:
     is nothing, and `enabled` is False so a command can print plain lines instead. `transient`: the
     bar goes away when done."""
 
-    def __init__(self, description: str = "", total: int | None = None, transient: bool = True,
-                 enabled: bool | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, description: str = "", total: int | None = None, transient: bool = True, enabled: bool | None = None
+    ) -> None:
         self.enabled = interactive() if enabled is None else enabled
         self._first = (description, total)
         self._transient = transient
@@ -82,8 +84,14 @@ class ProgressBar:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as Bar
 
-            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=console(stderr=True), transient=self._transient)  # fmt: skip
+            self._bar = Bar(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console(stderr=True),
+                transient=self._transient,
+            )
             self._bar.__enter__()
             description, total = self._first
             self._task = self._bar.add_task(description, total=total)
@@ -93,8 +101,9 @@ class ProgressBar:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
 
-    def update(self, description: str | None = None, total: int | None = None, completed: int | None = None,
-               advance: int = 0) -> None:  # fmt: skip
+    def update(
+        self, description: str | None = None, total: int | None = None, completed: int | None = None, advance: int = 0
+    ) -> None:
         """Describe what runs now, set the total or the steps done, or advance by `advance` steps."""
         if self._bar is None:
             return

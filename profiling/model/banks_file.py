@@ -112,8 +112,14 @@ class RecordedInstruction:
         return where or f"pc +0x{self.pc_offset:x}"
 
     def to_json(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"kernel": self.kernel, "pc_offset": self.pc_offset, "width": self.width,
-                                 "access": str(self.access), "file": self.file, "line": self.line}  # fmt: skip
+        entry: dict[str, Any] = {
+            "kernel": self.kernel,
+            "pc_offset": self.pc_offset,
+            "width": self.width,
+            "access": str(self.access),
+            "file": self.file,
+            "line": self.line,
+        }
         if self.matrices is not None:
             entry["matrices"] = self.matrices
         entry["warps"] = [list(warp) for warp in self.warps]
@@ -131,8 +137,13 @@ class BanksFile:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.extra, "kind": KIND, "version": VERSION, "gpu": self.gpu,
-                "instructions": [i.to_json() for i in self.instructions]}  # fmt: skip
+        return {
+            **self.extra,
+            "kind": KIND,
+            "version": VERSION,
+            "gpu": self.gpu,
+            "instructions": [i.to_json() for i in self.instructions],
+        }
 
 
 def read_banks_file(path: str | Path) -> BanksFile:
@@ -245,8 +256,10 @@ def _warps(value: object, width: int, what: str) -> tuple[Warp, ...]:
             if type(offset) is not int or offset < 0:
                 raise InputError(f"{what}[{n}] lane {lane}: {offset!r} is not a byte offset")
             if offset % width:
-                raise InputError(f"{what}[{n}] lane {lane}: offset {offset} is not {width}-byte aligned "
-                                 "(a misaligned shared access faults on the GPU)")  # fmt: skip
+                raise InputError(
+                    f"{what}[{n}] lane {lane}: offset {offset} is not {width}-byte aligned "
+                    "(a misaligned shared access faults on the GPU)"
+                )
         if all(offset is None for offset in warp):
             raise InputError(f"{what}[{n}] has no active lane")
         warps.append(tuple(warp))

@@ -63,10 +63,14 @@ class SharedKind(str, Enum):
 
 
 SHARED_KIND_WORDS = {
-    SharedKind.LOADS: "shared loads", SharedKind.LDMATRIX: "ldmatrix loads", SharedKind.STORES: "shared stores",
-    SharedKind.STMATRIX: "stmatrix stores", SharedKind.CP_ASYNC: "cp.async stores",
-    SharedKind.ATOMICS: "shared atomics", SharedKind.TENSOR_CORE: "tensor-core operand reads",
-}  # fmt: skip
+    SharedKind.LOADS: "shared loads",
+    SharedKind.LDMATRIX: "ldmatrix loads",
+    SharedKind.STORES: "shared stores",
+    SharedKind.STMATRIX: "stmatrix stores",
+    SharedKind.CP_ASYNC: "cp.async stores",
+    SharedKind.ATOMICS: "shared atomics",
+    SharedKind.TENSOR_CORE: "tensor-core operand reads",
+}
 
 
 @dataclass(frozen=True)
@@ -97,9 +101,11 @@ KINDS = {
     "BGMMA": Kind("tensor-core operand reads", Space.SHARED, Side.MMA),
     "LDL": Kind("local loads", Space.LOCAL, Side.LD),
     "STL": Kind("local stores", Space.LOCAL, Side.ST),
-    **{op: Kind("TMA transfers", Space.TMA, Side.OTHER)
-       for op in ("UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UBLKCP", "UBLKRED", "UBLKPF")},
-}  # fmt: skip
+    **{
+        op: Kind("TMA transfers", Space.TMA, Side.OTHER)
+        for op in ("UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UBLKCP", "UBLKRED", "UBLKPF")
+    },
+}
 # Generic loads and stores reach shared memory through a generic address: known only where ncu
 # counts shared wavefronts for them.
 GENERIC = {
@@ -112,13 +118,25 @@ MATRIX_OPCODES = ("LDSM", "STSM")  # one 8x8 matrix of 16-byte rows a phase
 
 
 SHARED_KIND_SIDES = {
-    SharedKind.LOADS: Side.LD, SharedKind.LDMATRIX: Side.LD, SharedKind.STORES: Side.ST, SharedKind.STMATRIX: Side.ST,
-    SharedKind.CP_ASYNC: Side.ST, SharedKind.ATOMICS: Side.ATOM, SharedKind.TENSOR_CORE: Side.MMA,
-}  # fmt: skip
-_NAMED_SHARED = {"LDSM": (SharedKind.LDMATRIX, Side.LD), "STSM": (SharedKind.STMATRIX, Side.ST),
-                 "LDGSTS": (SharedKind.CP_ASYNC, Side.ST)}  # fmt: skip
-_SIDE_SHARED = {Side.LD: SharedKind.LOADS, Side.ST: SharedKind.STORES, Side.ATOM: SharedKind.ATOMICS,
-                Side.MMA: SharedKind.TENSOR_CORE}  # fmt: skip
+    SharedKind.LOADS: Side.LD,
+    SharedKind.LDMATRIX: Side.LD,
+    SharedKind.STORES: Side.ST,
+    SharedKind.STMATRIX: Side.ST,
+    SharedKind.CP_ASYNC: Side.ST,
+    SharedKind.ATOMICS: Side.ATOM,
+    SharedKind.TENSOR_CORE: Side.MMA,
+}
+_NAMED_SHARED = {
+    "LDSM": (SharedKind.LDMATRIX, Side.LD),
+    "STSM": (SharedKind.STMATRIX, Side.ST),
+    "LDGSTS": (SharedKind.CP_ASYNC, Side.ST),
+}
+_SIDE_SHARED = {
+    Side.LD: SharedKind.LOADS,
+    Side.ST: SharedKind.STORES,
+    Side.ATOM: SharedKind.ATOMICS,
+    Side.MMA: SharedKind.TENSOR_CORE,
+}
 
 
 def shared_kind(opcode: str, side: Side) -> SharedKind | None:

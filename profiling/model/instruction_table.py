@@ -172,8 +172,9 @@ class SideFigures:
 
 
 def _add(totals: SideFigures, executions: float | None, amount: float, ideal: float) -> SideFigures:
-    return SideFigures((totals.executions or 0.0) + (executions or 0.0), totals.wavefronts + amount,
-                       totals.ideal + ideal)  # fmt: skip
+    return SideFigures(
+        (totals.executions or 0.0) + (executions or 0.0), totals.wavefronts + amount, totals.ideal + ideal
+    )
 
 
 def kernel_totals(records: Iterable[InstructionRecord], with_executions: bool) -> dict[str, float | None]:
@@ -255,13 +256,23 @@ class KindTotals:
     phase: str | None = None  # how such an access is served, where that decides what conflicts (phase_rule)
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind.name, "space": self.kind.space, "side": self.kind.side,
-                "opcodes": list(self.opcodes), "executions": self.executions, "wavefronts": self.wavefronts,
-                "ideal": self.ideal, "excess_wavefronts": self.excess if self.wavefronts is not None else None,
-                "n_way": self.ways, "excess_per_access": self.excess_per_access, "phase": self.phase,
-                "global_sectors": self.sectors, "global_sectors_ideal": self.sectors_ideal,
-                "sectors_per_access": self.sectors_per_access,
-                "ideal_sectors_per_access": self.ideal_sectors_per_access}  # fmt: skip
+        return {
+            "kind": self.kind.name,
+            "space": self.kind.space,
+            "side": self.kind.side,
+            "opcodes": list(self.opcodes),
+            "executions": self.executions,
+            "wavefronts": self.wavefronts,
+            "ideal": self.ideal,
+            "excess_wavefronts": self.excess if self.wavefronts is not None else None,
+            "n_way": self.ways,
+            "excess_per_access": self.excess_per_access,
+            "phase": self.phase,
+            "global_sectors": self.sectors,
+            "global_sectors_ideal": self.sectors_ideal,
+            "sectors_per_access": self.sectors_per_access,
+            "ideal_sectors_per_access": self.ideal_sectors_per_access,
+        }
 
     @property
     def excess(self) -> float:
@@ -329,15 +340,17 @@ def _kind(name: str, records: list[InstructionRecord]) -> KindTotals:
     on_global = kind.space == Space.GLOBAL or global_part
     executions = [r.executions for r in records]
     return KindTotals(
-        kind=kind, opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
+        kind=kind,
+        opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
         executions=None if None in executions else float(sum(e for e in executions if e is not None)),
         wavefronts=float(sum(r.wavefronts or 0.0 for r in records)) if shared else None,
         ideal=float(sum(r.ideal or 0.0 for r in records)) if shared else None,
         sectors=float(sum(r.global_sectors or 0.0 for r in with_sectors)) if on_global and with_sectors else None,
-        sectors_ideal=(float(sum(r.global_sectors_ideal or 0.0 for r in with_sectors))
-                       if on_global and with_sectors else None),
+        sectors_ideal=(
+            float(sum(r.global_sectors_ideal or 0.0 for r in with_sectors)) if on_global and with_sectors else None
+        ),
         phase=next((rule for r in records if (rule := phase_rule(r.opcode, r.width_bits))), None) if shared else None,
-    )  # fmt: skip
+    )
 
 
 # --- coalescing -----------------------------------------------------------------------------------

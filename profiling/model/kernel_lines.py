@@ -27,8 +27,9 @@ def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | 
     declared = {(o.family, o.variant): o.sources for o in results.outcomes}
     found = []
     for kernel in kernels:
-        sources = SourceMap(root, results.embedded_sources, declared.get((kernel.family, kernel.variant), ()),
-                            results.written_at)  # fmt: skip
+        sources = SourceMap(
+            root, results.embedded_sources, declared.get((kernel.family, kernel.variant), ()), results.written_at
+        )
         lines = roll_up(kernel.instructions, sources, kernel.kernel)
         found.append(KernelLines(kernel, tuple(lines), has_line_info(kernel.instructions)))
     return found

@@ -28,8 +28,10 @@ Change = Literal["new", "gone", "better", "worse", "same"]
 MatchedBy = Literal["text", "line"]
 CHANGES: tuple[Change, ...] = ("worse", "new", "better", "gone", "same")  # the terminal's order: changes first
 # A run none of whose kernels has per-instruction values has no lines to compare: never every line "gone"
-NO_LINE_DATA = ("no per-line data (no per-instruction values: a CSV, a --fast run, or ncu without the SourceCounters "
-                "metrics): source lines not compared")  # fmt: skip
+NO_LINE_DATA = (
+    "no per-line data (no per-instruction values: a CSV, a --fast run, or ncu without the SourceCounters "
+    "metrics): source lines not compared"
+)
 
 
 def has_line_data(results: RunResults) -> bool:
@@ -37,19 +39,40 @@ def has_line_data(results: RunResults) -> bool:
     return any(kernel.instructions for kernel in results.kernels)
 
 
-FIGURES = ("excess_wavefronts_ld", "excess_wavefronts_st", "excess_wavefronts_atom", "excess_wavefronts_mma",
-           "local_ld", "local_st")  # fmt: skip
+FIGURES = (
+    "excess_wavefronts_ld",
+    "excess_wavefronts_st",
+    "excess_wavefronts_atom",
+    "excess_wavefronts_mma",
+    "local_ld",
+    "local_st",
+)
 SIMILAR = 0.6  # an edited line is the same line where difflib's ratio of the two texts is at least this
 
 # Figures a gate rule checks on every source line of the kernels it selects (rules.py, gate.py).
-LINE_METRICS: dict[str, Metric] = {m.key: m for m in (
-    Metric("line_excess_wavefronts", "wavefront",
-           "exact excess shared-memory wavefronts of one source line (its loads, stores, atomics and tensor-core"
-           " operand reads)",
-           better="lower", instrumented=True, deterministic=True, problem_above_zero=True),
-    Metric("line_local_accesses", "inst", "warp-level local-memory loads and stores executed by one source line",
-           better="lower", deterministic=True, problem_above_zero=True),
-)}  # fmt: skip
+LINE_METRICS: dict[str, Metric] = {
+    m.key: m
+    for m in (
+        Metric(
+            "line_excess_wavefronts",
+            "wavefront",
+            "exact excess shared-memory wavefronts of one source line (its loads, stores, atomics and tensor-core"
+            " operand reads)",
+            better="lower",
+            instrumented=True,
+            deterministic=True,
+            problem_above_zero=True,
+        ),
+        Metric(
+            "line_local_accesses",
+            "inst",
+            "warp-level local-memory loads and stores executed by one source line",
+            better="lower",
+            deterministic=True,
+            problem_above_zero=True,
+        ),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -68,14 +91,24 @@ class LineFigures:
         def shared(side: SideFigures) -> float | None:  # None: the line has no access of this side
             return side.excess if side.wavefronts or side.ideal else None
 
-        return cls(shared(record.shared_ld), shared(record.shared_st), record.local_ld_executions,
-                   record.local_st_executions, shared(record.shared_atom), shared(record.shared_mma))  # fmt: skip
+        return cls(
+            shared(record.shared_ld),
+            shared(record.shared_st),
+            record.local_ld_executions,
+            record.local_st_executions,
+            shared(record.shared_atom),
+            shared(record.shared_mma),
+        )
 
     @property
     def excess(self) -> float:
         """The line's excess wavefronts, as LineRecord.excess counts them: every shared side."""
-        sides = (self.excess_wavefronts_ld, self.excess_wavefronts_st, self.excess_wavefronts_atom,
-                 self.excess_wavefronts_mma)  # fmt: skip
+        sides = (
+            self.excess_wavefronts_ld,
+            self.excess_wavefronts_st,
+            self.excess_wavefronts_atom,
+            self.excess_wavefronts_mma,
+        )
         return sum(value or 0.0 for value in sides)
 
     @property
@@ -156,12 +189,17 @@ class LineChange:
 
     def to_json(self, label: str) -> dict[str, object]:
         return {
-            "label": label, "file": self.file, "base_line": self.base_line, "head_line": self.head_line,
-            "source": self.source, "base_source": self.base_source, "change": self.change,
+            "label": label,
+            "file": self.file,
+            "base_line": self.base_line,
+            "head_line": self.head_line,
+            "source": self.source,
+            "base_source": self.base_source,
+            "change": self.change,
             "matched_by": self.matched_by,
             "base": None if self.base is None else self.base.to_json(),
             "head": None if self.head is None else self.head.to_json(),
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -199,8 +237,9 @@ class LineSet:
 # --- reading one side ----------------------------------------------------------------------------
 
 
-def lines_by_label(results: RunResults, kernels: Iterable[KernelResult] | None = None,
-                   root: Path | None = None) -> dict[str, LineSet]:  # fmt: skip
+def lines_by_label(
+    results: RunResults, kernels: Iterable[KernelResult] | None = None, root: Path | None = None
+) -> dict[str, LineSet]:
     """Each label's lines (all its launches summed, as the report sums them), file names shown
     relative to `root` (default: the working directory)."""
     root = (root or Path.cwd()).resolve()
@@ -222,8 +261,9 @@ def kernel_line_set(results: RunResults, kernel: KernelResult, root: Path | None
     """The lines of one kernel launch (a gate's subject)."""
     declared: dict[tuple[str | None, str | None], tuple[str, ...]]  # a kernel's family may be None
     declared = {(o.family, o.variant): o.sources for o in results.outcomes}
-    sources = SourceMap((root or Path.cwd()).resolve(), results.embedded_sources,
-                        declared.get((kernel.family, kernel.variant), ()))  # fmt: skip
+    sources = SourceMap(
+        (root or Path.cwd()).resolve(), results.embedded_sources, declared.get((kernel.family, kernel.variant), ())
+    )
     return line_set(roll_up(kernel.instructions, sources, kernel.kernel), sources, kernel.kernel)
 
 
@@ -259,8 +299,9 @@ def compare_lines(label: str, base: LineSet | None, head: LineSet | None) -> Ker
     return KernelLineChanges(label, tuple(changes), tuple(dict.fromkeys(notes)), base is not None, head is not None)
 
 
-def compare_runs(base: RunResults, head: RunResults, labels: Sequence[str] | None = None,
-                 root: Path | None = None) -> list[KernelLineChanges]:  # fmt: skip
+def compare_runs(
+    base: RunResults, head: RunResults, labels: Sequence[str] | None = None, root: Path | None = None
+) -> list[KernelLineChanges]:
     """The lines of every kernel label of either run (or of `labels`), BASE's order first."""
     old, new = lines_by_label(base, root=root), lines_by_label(head, root=root)
     wanted = labels if labels is not None else list(dict.fromkeys([*old, *new]))
@@ -276,13 +317,16 @@ def _file_key(file: str | None) -> str | None:
 Pair = tuple["SourceLine | None", "SourceLine | None"]
 
 
-def _match_file(file: str | None, old: list[SourceLine], new: list[SourceLine], base: LineSet | None,
-                head: LineSet | None) -> tuple[list[Pair], MatchedBy]:  # fmt: skip
+def _match_file(
+    file: str | None, old: list[SourceLine], new: list[SourceLine], base: LineSet | None, head: LineSet | None
+) -> tuple[list[Pair], MatchedBy]:
     if file is not None and base and head and file in base.files and file in head.files:
         mapping = dict(_align(base.files[file].splitlines(), head.files[file].splitlines()))
         new_by_line = {s.line: s for s in new}
-        pairs: list[Pair] = [(s, new_by_line.pop(mapping[s.line - 1] + 1, None)) if s.line and s.line - 1 in mapping
-                 else (s, None) for s in old]  # fmt: skip
+        pairs: list[Pair] = [
+            (s, new_by_line.pop(mapping[s.line - 1] + 1, None)) if s.line and s.line - 1 in mapping else (s, None)
+            for s in old
+        ]
         return _with_rest(pairs, list(new_by_line.values())), "text"
     texts_known = all(s.source is not None for s in (*old, *new))
     from_disk = file is not None and not any(side.owns_text(file) for side in (base, head) if side)
@@ -323,11 +367,15 @@ def _align(old: Sequence[str], new: Sequence[str]) -> list[tuple[int, int]]:
 def _line_number_note(file: str, base: LineSet | None, head: LineSet | None) -> str:
     sides = [side for side in (base, head) if side]
     if not any(side.owns_text(file) for side in sides) and all(
-            s.source is not None for side in sides for s in side.lines if s.file == file):  # fmt: skip
+        s.source is not None for side in sides for s in side.lines if s.file == file
+    ):
         why = "its code was read from the file on disk for both runs, not from the reports"
     else:
-        missing = [name for name, side in (("BASE", base), ("HEAD", head))
-                   if side and any(s.source is None for s in side.lines if s.file == file)]  # fmt: skip
+        missing = [
+            name
+            for name, side in (("BASE", base), ("HEAD", head))
+            if side and any(s.source is None for s in side.lines if s.file == file)
+        ]
         why = f"no code text in {' and '.join(missing) or 'either run'}"
     return (
         f"{file}: lines matched by number ({why}); a line that moved reads as gone and new"
@@ -345,8 +393,17 @@ def _judge(old: SourceLine | None, new: SourceLine | None, how: MatchedBy) -> Li
         change = "gone" if change_of(old.figures, LineFigures()) == "better" else "same"
         return LineChange(old.file, old.line, None, old.source, change, old.figures, None)
     base_source = old.source if old.source != new.source else None
-    return LineChange(new.file, old.line, new.line, new.source, change_of(old.figures, new.figures),
-                      old.figures, new.figures, how, base_source)  # fmt: skip
+    return LineChange(
+        new.file,
+        old.line,
+        new.line,
+        new.source,
+        change_of(old.figures, new.figures),
+        old.figures,
+        new.figures,
+        how,
+        base_source,
+    )
 
 
 def change_of(base: LineFigures, head: LineFigures) -> Change:

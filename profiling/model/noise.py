@@ -81,8 +81,9 @@ def bench_band(spreads: Sequence[Spread | None]) -> Band | None:
     return Band(sum(s.fraction for s in spreads if s is not None) / 2, "bench")
 
 
-def band_of(metric: Metric, duration_ns: float | None = None,
-            spreads: Sequence[Spread | None] = (), bench_figure: bool = False) -> Band | None:  # fmt: skip
+def band_of(
+    metric: Metric, duration_ns: float | None = None, spreads: Sequence[Spread | None] = (), bench_figure: bool = False
+) -> Band | None:
     """The noise band of `metric` between two runs: None for a deterministic figure (compared exactly).
     `duration_ns` is the base run's duration of the kernel, `spreads` each run's bench timing of it;
     `bench_figure` marks a figure the bench measured itself (its median), whose band is the bench's alone."""

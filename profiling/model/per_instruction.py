@@ -13,9 +13,12 @@ from memlens.model.metric import Better, Metric, _ratio
 # instruction_table.py): the readers fill them in, one record per SASS instruction; a CSV cannot carry them.
 # Each is a sum over launches; each ratio (n-way, excess per access, sectors per access) is derived from
 # the sums, never summed itself.
-_SHARED_SIDES = {Side.LD: "shared-memory loads (LDS, ldmatrix LDSM ...)", Side.ATOM: "shared-memory atomics (ATOMS)",
-                 Side.ST: "shared-memory stores (STS, stmatrix STSM, cp.async LDGSTS ...)",
-                 Side.MMA: "tensor-core operand reads from shared memory (wgmma: HGMMA ...)"}  # fmt: skip
+_SHARED_SIDES = {
+    Side.LD: "shared-memory loads (LDS, ldmatrix LDSM ...)",
+    Side.ATOM: "shared-memory atomics (ATOMS)",
+    Side.ST: "shared-memory stores (STS, stmatrix STSM, cp.async LDGSTS ...)",
+    Side.MMA: "tensor-core operand reads from shared memory (wgmma: HGMMA ...)",
+}
 _GLOBAL_SIDES = {Side.LD: "global loads (LDG, cp.async's reads)", Side.ST: "global stores", Side.ATOM: "global atomics"}
 
 
@@ -48,18 +51,32 @@ class GlobalKeys:
 
 
 _HW_NAMES = {Side.LD: "load", Side.ST: "store"}
-SHARED_KEYS = {side: SharedKeys(
-    f"exact_excess_wavefronts_{side}", f"exact_shared_{side}_wavefronts", f"exact_shared_{side}_ideal",
-    f"shared_{side}_executions", f"exact_shared_{side}_ways", f"excess_wavefronts_per_shared_{side}",
-    f"shared_{side}_instructions" if side in _HW_NAMES else None, f"shared_{side}_ways" if side in _HW_NAMES else None,
-) for side in _SHARED_SIDES}  # fmt: skip
-GLOBAL_KEYS = {side: GlobalKeys(
-    f"exact_global_{side}_sectors", f"exact_global_{side}_sectors_ideal", f"global_{side}_executions",
-    f"exact_global_{side}_sectors_per_access", f"exact_global_{side}_ideal_sectors_per_access",
-    f"exact_global_{side}_coalescing",
-    f"global_{_HW_NAMES[side]}_sectors_per_request" if side in _HW_NAMES else None,
-    f"global_{_HW_NAMES[side]}_requests" if side in _HW_NAMES else None,
-) for side in _GLOBAL_SIDES}  # fmt: skip
+SHARED_KEYS = {
+    side: SharedKeys(
+        f"exact_excess_wavefronts_{side}",
+        f"exact_shared_{side}_wavefronts",
+        f"exact_shared_{side}_ideal",
+        f"shared_{side}_executions",
+        f"exact_shared_{side}_ways",
+        f"excess_wavefronts_per_shared_{side}",
+        f"shared_{side}_instructions" if side in _HW_NAMES else None,
+        f"shared_{side}_ways" if side in _HW_NAMES else None,
+    )
+    for side in _SHARED_SIDES
+}
+GLOBAL_KEYS = {
+    side: GlobalKeys(
+        f"exact_global_{side}_sectors",
+        f"exact_global_{side}_sectors_ideal",
+        f"global_{side}_executions",
+        f"exact_global_{side}_sectors_per_access",
+        f"exact_global_{side}_ideal_sectors_per_access",
+        f"exact_global_{side}_coalescing",
+        f"global_{_HW_NAMES[side]}_sectors_per_request" if side in _HW_NAMES else None,
+        f"global_{_HW_NAMES[side]}_requests" if side in _HW_NAMES else None,
+    )
+    for side in _GLOBAL_SIDES
+}
 
 
 @dataclass(frozen=True)
@@ -72,8 +89,9 @@ class KindKeys:
     ways: str
 
 
-KIND_KEYS = {kind: KindKeys(f"exact_{kind}_wavefronts", f"exact_{kind}_ideal", f"exact_{kind}_ways")
-             for kind in SharedKind}  # fmt: skip
+KIND_KEYS = {
+    kind: KindKeys(f"exact_{kind}_wavefronts", f"exact_{kind}_ideal", f"exact_{kind}_ways") for kind in SharedKind
+}
 
 REMOTE_SHARED_EXECUTIONS = "remote_shared_executions"
 LOCAL_EXECUTIONS = {Side.LD: "local_ld_executions", Side.ST: "local_st_executions"}
@@ -88,8 +106,16 @@ def _summed(key: str, unit: str, meaning: str, value: str, better: Better = None
 def _ratio_of(key: str, unit: str, meaning: str, over: tuple[str, str], better: Better = None) -> Metric:
     """A ratio of two sums, derived (never summed over launches itself): as exact as they are."""
     num, den = over
-    return Metric(key, unit, meaning, better=better, instrumented=True, deterministic=True, formula=f"{num} / {den}",
-                  derive=lambda v: _ratio(v.get(num), v.get(den)))  # fmt: skip
+    return Metric(
+        key,
+        unit,
+        meaning,
+        better=better,
+        instrumented=True,
+        deterministic=True,
+        formula=f"{num} / {den}",
+        derive=lambda v: _ratio(v.get(num), v.get(den)),
+    )
 
 
 def _shared_side_metrics(side: Side, what: str) -> list[Metric]:
@@ -196,5 +222,12 @@ PER_PC_EXECUTIONS = "inst_executed"  # the source-level metric of per-instructio
 MEMORY_TYPE, MEMORY_ACCESS_TYPE, MEMORY_ACCESS_SIZE = "memory_type", "memory_access_type", "memory_access_size_type"
 GLOBAL_SECTORS, GLOBAL_REQUESTS = "memory_l2_theoretical_sectors_global", "memory_l1_tag_requests_global"
 GLOBAL_SECTORS_IDEAL = "memory_l2_theoretical_sectors_global_ideal"
-PER_PC_METRICS = (PER_PC_EXECUTIONS, MEMORY_TYPE, MEMORY_ACCESS_TYPE, MEMORY_ACCESS_SIZE,
-                  GLOBAL_SECTORS, GLOBAL_SECTORS_IDEAL, GLOBAL_REQUESTS)  # fmt: skip
+PER_PC_METRICS = (
+    PER_PC_EXECUTIONS,
+    MEMORY_TYPE,
+    MEMORY_ACCESS_TYPE,
+    MEMORY_ACCESS_SIZE,
+    GLOBAL_SECTORS,
+    GLOBAL_SECTORS_IDEAL,
+    GLOBAL_REQUESTS,
+)

@@ -103,8 +103,14 @@ class KernelResult:
 
     def identity(self) -> dict[str, Any]:
         """Which launch this is, the fields IDENTITY names: what every table, CSV and JSON of kernels starts with."""
-        return {"label": self.label, "kernel": self.kernel, "family": self.family, "variant": self.variant,
-                "nvtx": self.nvtx, "launch_id": self.launch_id}  # fmt: skip
+        return {
+            "label": self.label,
+            "kernel": self.kernel,
+            "family": self.family,
+            "variant": self.variant,
+            "nvtx": self.nvtx,
+            "launch_id": self.launch_id,
+        }
 
     @cached_property
     def library(self) -> Library | None:
@@ -333,8 +339,7 @@ class RunResults:
         try:
             info = _info_from_json(data.get("info"))
             kernels = tuple(_kernel_from_json(k, f"kernels[{i}]") for i, k in enumerate(_list(data, "kernels")))
-            outcomes = tuple(_outcome_from_json(o, f"outcomes[{i}]")
-                             for i, o in enumerate(_list(data, "outcomes", [])))  # fmt: skip
+            outcomes = tuple(_outcome_from_json(o, f"outcomes[{i}]") for i, o in enumerate(_list(data, "outcomes", [])))
             complete = data.get("complete", True)
             if not isinstance(complete, bool):
                 raise ValueError(f"complete must be true or false, not {_short(complete)}")
@@ -484,8 +489,9 @@ def _kernel_from_json(data: Any, where: str = "kernel") -> KernelResult:
     unknown = set(raw) - set(CATALOGUE)
     if unknown:
         raise ValueError(f"{where}: unknown metric keys {sorted(unknown)}")
-    fields["raw"] = with_kind_totals({k: (None if v is None else float(v)) for k, v in raw.items()},
-                                       fields["instructions"])  # fmt: skip
+    fields["raw"] = with_kind_totals(
+        {k: (None if v is None else float(v)) for k, v in raw.items()}, fields["instructions"]
+    )
     fields["missing"] = {k: printable(v) for k, v in fields.get("missing", {}).items()}
     return KernelResult(**fields)
 

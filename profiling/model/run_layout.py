@@ -40,8 +40,9 @@ from memlens.io.files import RAW_REPORT_SUFFIXES
 DEFAULT_OUT = Path("runs")
 LATEST = "latest"
 LATEST_RUN = DEFAULT_OUT / LATEST
-NO_RUN_YET = (f"{LATEST_RUN}: no run yet; run `memlens profile` or name a run directory, results.json, .ncu-rep "
-              "or ncu CSV")  # fmt: skip
+NO_RUN_YET = (
+    f"{LATEST_RUN}: no run yet; run `memlens profile` or name a run directory, results.json, .ncu-rep or ncu CSV"
+)
 REPORT_STEM = "profile"  # ncu is given the stem and adds .ncu-rep
 NCU_REPORT = f"{REPORT_STEM}.ncu-rep"
 NCU_LOG = "ncu.log"
@@ -88,8 +89,9 @@ class ProfileFiles:
         return self.report_stem.name.partition(".")[2] or "run"
 
 
-def profile_files(run_dir: Path, gpu: int | None = None, job: int | None = None,
-                  ranges: int | None = None) -> ProfileFiles:  # fmt: skip
+def profile_files(
+    run_dir: Path, gpu: int | None = None, job: int | None = None, ranges: int | None = None
+) -> ProfileFiles:
     """The files of the one ncu run of a run directory, or (`gpu` given) of the ncu run on GPU `gpu`
     of several: `profile.gpu1.ncu-rep` beside `profile.gpu0.ncu-rep`, never one over the other; or
     (`job` given) of job `job` of a cluster run, wherever it ran: `profile.job3.ncu-rep`; or (`ranges` n) of
@@ -167,18 +169,25 @@ def _split(name: str) -> tuple[str, str, str]:
 
 
 _TAGGED = (NCU_REPORT, NCU_LOG, NCU_COMMAND, EVENTS, BENCH, "bench.log")
-_RECORD = re.compile("|".join([
-    *(rf"{re.escape(stem)}(?:\.[^.]+)?\.{re.escape(suffix)}" for stem, _, suffix in map(_split, _TAGGED)),
-    *(re.escape(name) for name in (RESULTS, CHECK, STDERR_FILE, RANGE_COUNTS_FILE)),
-    r"job\d+\.failed\.txt",  # a --cluster job's history, where it failed
-]))  # fmt: skip
+_RECORD = re.compile(
+    "|".join(
+        [
+            *(rf"{re.escape(stem)}(?:\.[^.]+)?\.{re.escape(suffix)}" for stem, _, suffix in map(_split, _TAGGED)),
+            *(re.escape(name) for name in (RESULTS, CHECK, STDERR_FILE, RANGE_COUNTS_FILE)),
+            r"job\d+\.failed\.txt",  # a --cluster job's history, where it failed
+        ]
+    )
+)
 
 
 def is_run_folder(folder: Path) -> bool:
     """Whether `folder` holds a run: its results.json, a raw report of ncu's or the ncu command that made one."""
     try:
-        return (folder / RESULTS).is_file() or any(folder.glob(f"{REPORT_STEM}*.ncu-rep*")) or any(
-            folder.glob(f"{NCU_COMMAND.removesuffix('.txt')}*.txt"))  # fmt: skip
+        return (
+            (folder / RESULTS).is_file()
+            or any(folder.glob(f"{REPORT_STEM}*.ncu-rep*"))
+            or any(folder.glob(f"{NCU_COMMAND.removesuffix('.txt')}*.txt"))
+        )
     except OSError:
         return False
 

@@ -93,17 +93,25 @@ class LineRecord:
             }
 
         return {
-            "file": self.file, "line": self.line, "source": self.source, "temporary_file": self.temporary,
+            "file": self.file,
+            "line": self.line,
+            "source": self.source,
+            "temporary_file": self.temporary,
             "source_changed_since_report": self.stale,
-            "sass": self.sass, "opcodes": list(self.opcodes),
+            "sass": self.sass,
+            "opcodes": list(self.opcodes),
             "excess_wavefronts": self.excess,
-            "shared_ld": side(self.shared_ld), "shared_st": side(self.shared_st),
-            "shared_mma": side(self.shared_mma), "shared_atom": side(self.shared_atom),
-            "remote_shared_executions": self.remote_executions, "inlined_from": list(self.inlined_from),
-            "local_ld_executions": self.local_ld_executions, "local_st_executions": self.local_st_executions,
+            "shared_ld": side(self.shared_ld),
+            "shared_st": side(self.shared_st),
+            "shared_mma": side(self.shared_mma),
+            "shared_atom": side(self.shared_atom),
+            "remote_shared_executions": self.remote_executions,
+            "inlined_from": list(self.inlined_from),
+            "local_ld_executions": self.local_ld_executions,
+            "local_st_executions": self.local_st_executions,
             "tma_executions": self.tma_executions,
             "kinds": [kind.to_json() for kind in self.kinds],
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -262,17 +270,24 @@ def _line(records: list[InstructionRecord], sources: SourceMap, kernel: str) -> 
             source = sources.line_text(first.file, path, first.line)
             stale = source is None and sources.file_text(first.file, path)[1]
     return LineRecord(
-        file=shown, line=first.line if first.file else None, source=source, temporary=temporary,
-        shared_ld=_side(records, Side.LD), shared_st=_side(records, Side.ST),
-        local_ld_executions=_local(records, Side.LD), local_st_executions=_local(records, Side.ST),
+        file=shown,
+        line=first.line if first.file else None,
+        source=source,
+        temporary=temporary,
+        shared_ld=_side(records, Side.LD),
+        shared_st=_side(records, Side.ST),
+        local_ld_executions=_local(records, Side.LD),
+        local_st_executions=_local(records, Side.ST),
         opcodes=tuple(dict.fromkeys(r.opcode for r in records)),
-        sass=None if first.file else _kind_group(records), stale=stale,
+        sass=None if first.file else _kind_group(records),
+        stale=stale,
         shared_mma=_side(records, Side.MMA),
         tma_executions=_counted(r.executions for r in records if r.space == Space.TMA),
-        kinds=kind_totals(records), shared_atom=_side(records, Side.ATOM),
+        kinds=kind_totals(records),
+        shared_atom=_side(records, Side.ATOM),
         remote_executions=_counted(r.executions for r in records if r.space == Space.REMOTE_SHARED),
         inlined_from=tuple(dict.fromkeys(r.inlined_from for r in records if r.inlined_from)),
-    )  # fmt: skip
+    )
 
 
 def _side(records: list[InstructionRecord], side: Side) -> SideFigures:
@@ -362,8 +377,10 @@ def placement_note(instructions: Iterable[InstructionRecord]) -> str | None:
         return None
     inlined = ", ".join(dict.fromkeys(Path(r.inlined_from or "").name for r in nearest))
     reasons = "; ".join(dict.fromkeys(_NEAREST_BECAUSE[r.placed_by] for r in nearest))
-    return (f"inlined library code ({inlined}) is counted on the nearest line of the kernel's own code in address "
-            f"order, which may be another statement's: {reasons}")  # fmt: skip
+    return (
+        f"inlined library code ({inlined}) is counted on the nearest line of the kernel's own code in address "
+        f"order, which may be another statement's: {reasons}"
+    )
 
 
 def _problem(figures: KindTotals) -> bool:

@@ -90,13 +90,22 @@ def _raw(path: TensorPath, sparse: bool) -> tuple[Metric, Metric]:
     unit = "FLOP" if path.floating else "op"
     kind = ("2:4-sparse" if sparse else "dense") if path.sparse else "dense (no sparse form)"
     ops = Metric(
-        path.ops_key(sparse), unit, f"{path.name} tensor-core operations, {kind} (one op is one FLOP)",
-        f"{counter}.sum", deterministic=True, roofline=True,
-    )  # fmt: skip
+        path.ops_key(sparse),
+        unit,
+        f"{path.name} tensor-core operations, {kind} (one op is one FLOP)",
+        f"{counter}.sum",
+        deterministic=True,
+        roofline=True,
+    )
     peak = Metric(
-        path.peak_key(sparse), f"{unit}/cycle", f"the GPU's peak {path.name} {kind} tensor-core operations a cycle",
-        f"{counter}.sum.peak_sustained", over_launches="duration_weighted", deterministic=True, roofline=True,
-    )  # fmt: skip
+        path.peak_key(sparse),
+        f"{unit}/cycle",
+        f"the GPU's peak {path.name} {kind} tensor-core operations a cycle",
+        f"{counter}.sum.peak_sustained",
+        over_launches="duration_weighted",
+        deterministic=True,
+        roofline=True,
+    )
     return ops, peak
 
 
@@ -121,23 +130,41 @@ def path_ops(values: Values, path: TensorPath) -> float | None:
     return _sum(*(values.get(path.ops_key(s)) for s in _variants(path)))
 
 
-# fmt: off
 TENSOR_DERIVED: tuple[Metric, ...] = (
     *(
         Metric(
-            f"tensor_flops_{precision}", "FLOP", f"{precision} tensor-core operations, every path (one op is one FLOP)",
-            deterministic=True, formula=" + ".join(_OPS_KEYS[precision]),
+            f"tensor_flops_{precision}",
+            "FLOP",
+            f"{precision} tensor-core operations, every path (one op is one FLOP)",
+            deterministic=True,
+            formula=" + ".join(_OPS_KEYS[precision]),
             derive=functools.partial(_precision_ops, precision=precision),
         )
         for precision in TENSOR_PRECISIONS
     ),
-    Metric("tensor_int8_ops", "op", "int8 tensor-core operations (integer: not FLOPs)", deterministic=True,
-           formula=" + ".join(_OPS_KEYS["int8"]), derive=functools.partial(_precision_ops, precision="int8")),
-    Metric("tensor_flops", "FLOP", "floating-point operations on tensor cores, every precision",
-           deterministic=True, formula=" + ".join(f"tensor_flops_{p}" for p in TENSOR_PRECISIONS),
-           derive=tensor_flops),
-    Metric("tensor_flop_rate", "FLOP/second", "achieved tensor-core floating-point operations per second",
-           better="higher", timed=True, formula="tensor_flops / (duration * 1e-9)",
-           derive=lambda v: _ratio(tensor_flops(v), _scale(v.get("duration"), 1e-9))),
+    Metric(
+        "tensor_int8_ops",
+        "op",
+        "int8 tensor-core operations (integer: not FLOPs)",
+        deterministic=True,
+        formula=" + ".join(_OPS_KEYS["int8"]),
+        derive=functools.partial(_precision_ops, precision="int8"),
+    ),
+    Metric(
+        "tensor_flops",
+        "FLOP",
+        "floating-point operations on tensor cores, every precision",
+        deterministic=True,
+        formula=" + ".join(f"tensor_flops_{p}" for p in TENSOR_PRECISIONS),
+        derive=tensor_flops,
+    ),
+    Metric(
+        "tensor_flop_rate",
+        "FLOP/second",
+        "achieved tensor-core floating-point operations per second",
+        better="higher",
+        timed=True,
+        formula="tensor_flops / (duration * 1e-9)",
+        derive=lambda v: _ratio(tensor_flops(v), _scale(v.get("duration"), 1e-9)),
+    ),
 )
-# fmt: on

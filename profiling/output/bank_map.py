@@ -22,8 +22,10 @@ from memlens.theory.bank_model import BANKS, Phase
 LANE_DIGITS = "0123456789abcdefghijklmnopqrstuv"
 SHARED, IDLE = "+", "."
 LABEL_WIDTH = 10
-LEGEND = (f"a cell: the lane (0-9, a-v: lanes 0-31) whose word the bank delivers in that wavefront; "
-          f"{SHARED} several lanes on one word; {IDLE} the bank idle")  # fmt: skip
+LEGEND = (
+    f"a cell: the lane (0-9, a-v: lanes 0-31) whose word the bank delivers in that wavefront; "
+    f"{SHARED} several lanes on one word; {IDLE} the bank idle"
+)
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,14 @@ def _lane_span(lanes: Sequence[int]) -> str:
 
 
 def phase_panel(phase: Phase, titled: bool) -> list[str]:
-    lines = [f"  phase {_lane_span(phase.lanes)}: {phase.wavefronts} wavefront{'s' * (phase.wavefronts != 1)}"
-             f" (ideal {phase.ideal})"] if titled else []  # fmt: skip
+    lines = (
+        [
+            f"  phase {_lane_span(phase.lanes)}: {phase.wavefronts} wavefront{'s' * (phase.wavefronts != 1)}"
+            f" (ideal {phase.ideal})"
+        ]
+        if titled
+        else []
+    )
     for n, row in enumerate(phase.rows, 1):
         lines.append(f"  wf {n:>2}".ljust(LABEL_WIDTH) + "".join(cell(lanes) for lanes in row))
     return lines
@@ -118,8 +126,10 @@ def banks_text(findings: BanksFindings) -> list[str]:
     conflicting = [e for e in entries if e.conflicting]
     fixed = [e for e in conflicting if e.fix is not None and e.fix.kind != "none"]
     gpu = f" ({neutral(analysis.gpu)})" if analysis.gpu else ""
-    lines = [f"memlens banks {neutral(analysis.source)}{gpu}: {len(entries)} instruction{'s' * (len(entries) != 1)}, "
-             f"{len(conflicting)} conflicting, a fix proved for {len(fixed)}"]  # fmt: skip
+    lines = [
+        f"memlens banks {neutral(analysis.source)}{gpu}: {len(entries)} instruction{'s' * (len(entries) != 1)}, "
+        f"{len(conflicting)} conflicting, a fix proved for {len(fixed)}"
+    ]
     for entry in entries:
         if not (entry.conflicting or findings.draw_all):
             continue

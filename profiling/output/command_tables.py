@@ -93,8 +93,10 @@ def print_bench(table: BenchTable, out: TextIO | None = None) -> None:
             " its FLOPs (the run's profile) over the median time, as a % of its roofline bound on this GPU"
         )
     elif any(timing.family == "matmul" for timing in results.variants):
-        where.print("% of copy judges memory-bound kernels; a compute-bound one is judged by its roofline: "
-                    "`memlens profile --roofline`, then `memlens bench --into` that run")  # fmt: skip
+        where.print(
+            "% of copy judges memory-bound kernels; a compute-bound one is judged by its roofline: "
+            "`memlens profile --roofline`, then `memlens bench --into` that run"
+        )
     where.print(f"written: {table.run_dir / BENCH_FILE}")
 
 
@@ -131,8 +133,10 @@ def bench_notes(results: BenchResults, skipped: Sequence[str] = ()) -> list[str]
     lines = []
     l2 = results.info.l2_bytes
     if any(cache_may_flatter(t, l2) for t in results.variants):
-        lines.append(f"* the input sets together hold less than {L2_MULTIPLE}x the L2 cache "
-                     f"({format_bytes(l2)}): the cache may flatter these times")  # fmt: skip
+        lines.append(
+            f"* the input sets together hold less than {L2_MULTIPLE}x the L2 cache "
+            f"({format_bytes(l2)}): the cache may flatter these times"
+        )
     if any(t.copy is not None for t in results.variants):
         lines.append(
             f"% of copy: of {COPY_HEADER!r}, a device-to-device copy of the variant's min_bytes "
@@ -169,8 +173,10 @@ def print_suite(listing: SuiteListing, out: TextIO | None = None) -> None:
     widest = [longest_word([header, *(row[index] for row in body)]) for index, header in enumerate(SUITE_HEADERS)]
     if listing.wide or sum(widest) + 3 * len(SUITE_HEADERS) + 1 <= where.width:
         if listing.wide:  # every cell on one line
-            longest = [max(cell_len(cell) for cell in (header, *(row[i] for row in body))) for i, header in
-                       enumerate(SUITE_HEADERS)]  # fmt: skip
+            longest = [
+                max(cell_len(cell) for cell in (header, *(row[i] for row in body)))
+                for i, header in enumerate(SUITE_HEADERS)
+            ]
             where.width = max(where.width, sum(longest) + 3 * len(SUITE_HEADERS) + 1)
         columns = [Column(header, min_width=width) for header, width in zip(SUITE_HEADERS, widest, strict=True)]
         where.print(rich_table(columns, body, title=f"suite {listing.path}"))
@@ -186,8 +192,17 @@ def _suite_blocks(where: Console, listing: SuiteListing) -> None:
     for family, name, *fields in listing.rows:
         where.print(f"\n{family} / {name}")
         for header, text in zip(SUITE_HEADERS[2:], fields, strict=True):
-            where.print(textwrap.fill(f"{header}: {text}", where.width, initial_indent="  ", subsequent_indent="  ",
-                                      break_long_words=False, break_on_hyphens=False), soft_wrap=True)  # fmt: skip
+            where.print(
+                textwrap.fill(
+                    f"{header}: {text}",
+                    where.width,
+                    initial_indent="  ",
+                    subsequent_indent="  ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                ),
+                soft_wrap=True,
+            )
 
 
 # --- memlens doctor ---------------------------------------------------------------------------------
@@ -203,8 +218,10 @@ def print_doctor(checks: Sequence[Check], out: TextIO | None = None) -> None:
         # column's `width` is its minimum)
         Column("fix", ratio=2, width=longest_word([check.fix for check in checks])),
     )
-    body = [(check.name, "ok" if check.ok else ("MISSING" if check.required else "warning"), check.detail, check.fix)
-            for check in checks]  # fmt: skip
+    body = [
+        (check.name, "ok" if check.ok else ("MISSING" if check.required else "warning"), check.detail, check.fix)
+        for check in checks
+    ]
     console(file=out).print(rich_table(columns, body, title="memlens doctor", expand=True))
 
 
@@ -224,8 +241,10 @@ def print_baseline(view: BaselineView, out: TextIO | None = None) -> None:
     baseline = view.baseline
     environment = ", ".join(f"{k} {v}" for k, v in vars(baseline.environment).items() if v)
     title = f"baseline {view.file}: {baseline.measurements}, {environment or 'no environment'}"
-    body = [(elide_middle(key, NAME_WIDTH), ", ".join(f"{m}={_figure(m, v)}" for m, v in values.items()))
-            for key, values in baseline.values.items()]  # fmt: skip
+    body = [
+        (elide_middle(key, NAME_WIDTH), ", ".join(f"{m}={_figure(m, v)}" for m, v in values.items()))
+        for key, values in baseline.values.items()
+    ]
     table_console(file=out).print(rich_table((Column("kernel"), Column("figures")), body, title=title))
 
 

@@ -46,22 +46,49 @@ class RuleDescriptor:
     full: str
 
 
-RULES: dict[str, RuleDescriptor] = {r.id: r for r in (
-    RuleDescriptor("ML001", "SharedMemoryBankConflict", "shared-memory bank conflict",
-         "Threads of a warp access different addresses in one shared-memory bank, so the access is served in "
-         "more wavefronts than its conflict-free ideal (excess wavefronts)."),
-    RuleDescriptor("ML002", "LocalMemorySpill", "local memory from a register spill",
-         "The compiler ran out of registers and keeps values in local memory (device memory behind L1): "
-         "loads and stores at fixed stack offsets."),
-    RuleDescriptor("ML003", "LocalMemoryRuntimeArray", "local memory from an array indexed at run time",
-         "A per-thread array indexed with values known only at run time lives in local memory."),
-    RuleDescriptor("ML004", "UncoalescedGlobalAccess", "uncoalesced global access",
-         "A warp's global accesses touch more 32-byte sectors than the same accesses would, coalesced."),
-    RuleDescriptor("ML005", "LineGotWorse", "a line that got worse",
-         "Between the two builds compared, this source line's excess wavefronts or local accesses grew."),
-    RuleDescriptor("ML006", "GateRuleFailed", "a failed gate rule",
-         "A rule of the gate's rules file failed (or passed its warning level) on this kernel or line."),
-)}  # fmt: skip
+RULES: dict[str, RuleDescriptor] = {
+    r.id: r
+    for r in (
+        RuleDescriptor(
+            "ML001",
+            "SharedMemoryBankConflict",
+            "shared-memory bank conflict",
+            "Threads of a warp access different addresses in one shared-memory bank, so the access is served in "
+            "more wavefronts than its conflict-free ideal (excess wavefronts).",
+        ),
+        RuleDescriptor(
+            "ML002",
+            "LocalMemorySpill",
+            "local memory from a register spill",
+            "The compiler ran out of registers and keeps values in local memory (device memory behind L1): "
+            "loads and stores at fixed stack offsets.",
+        ),
+        RuleDescriptor(
+            "ML003",
+            "LocalMemoryRuntimeArray",
+            "local memory from an array indexed at run time",
+            "A per-thread array indexed with values known only at run time lives in local memory.",
+        ),
+        RuleDescriptor(
+            "ML004",
+            "UncoalescedGlobalAccess",
+            "uncoalesced global access",
+            "A warp's global accesses touch more 32-byte sectors than the same accesses would, coalesced.",
+        ),
+        RuleDescriptor(
+            "ML005",
+            "LineGotWorse",
+            "a line that got worse",
+            "Between the two builds compared, this source line's excess wavefronts or local accesses grew.",
+        ),
+        RuleDescriptor(
+            "ML006",
+            "GateRuleFailed",
+            "a failed gate rule",
+            "A rule of the gate's rules file failed (or passed its warning level) on this kernel or line.",
+        ),
+    )
+}
 SPILL_RULE, ARRAY_RULE = "ML002", "ML003"
 
 
@@ -227,7 +254,7 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
                         },
                     )
                 )
-    return out  # fmt: skip
+    return out
 
 
 def _maker(
@@ -239,8 +266,18 @@ def _maker(
         sass = (line.sass,) if line.sass else line.opcodes
         if library is not None:
             words, properties = f"{words}; {library.advice}", {**properties, "library": library.name}
-        return Finding(rule, level, f"{label}: {words}", label, kernel, line.file if not line.temporary else None,
-                       line.line, line.source, sass, properties)  # fmt: skip
+        return Finding(
+            rule,
+            level,
+            f"{label}: {words}",
+            label,
+            kernel,
+            line.file if not line.temporary else None,
+            line.line,
+            line.source,
+            sass,
+            properties,
+        )
 
     return make
 
@@ -279,8 +316,7 @@ def compare_findings(kernel: KernelLineChanges) -> list[Finding]:
             old, new = (getattr(before, key) if before else 0.0), getattr(change.head, key)
             if new > old:
                 words.append(f"{what} {format_count(old)} -> {format_count(new)}")
-        moved = (f" (line {change.base_line} in BASE)"
-                 if change.base_line not in (None, change.head_line) else "")  # fmt: skip
+        moved = f" (line {change.base_line} in BASE)" if change.base_line not in (None, change.head_line) else ""
         state = "new line" if before is None else "worse"
         out.append(
             Finding(
@@ -302,7 +338,7 @@ def compare_findings(kernel: KernelLineChanges) -> list[Finding]:
                 },
             )
         )
-    return out  # fmt: skip
+    return out
 
 
 def _got_worse(change: LineChange) -> bool:
@@ -341,7 +377,7 @@ def gate_findings(result: object) -> list[Finding]:
                 verdict.line,
             )
         )
-    return out  # fmt: skip
+    return out
 
 
 # --- where: the source root ------------------------------------------------------------------------

@@ -144,8 +144,10 @@ def _local(kernel: KernelResult) -> str:
 
 
 EXECUTIONS_UNIT = " inst"
-EXECUTIONS_NOTE = ("warp-level local load / store instructions executed, from the report's per-instruction table (it "
-                   "has no local sector counters, so no bytes)")  # fmt: skip
+EXECUTIONS_NOTE = (
+    "warp-level local load / store instructions executed, from the report's per-instruction table (it "
+    "has no local sector counters, so no bytes)"
+)
 
 
 def _local_executions(kernel: KernelResult) -> tuple[float, float] | None:
@@ -178,9 +180,14 @@ def _library_mark(kernel: KernelResult) -> str:
 
 
 # The kinds of shared access other than plain loads, each its own n-way column where a run has it
-KIND_HEADERS = {SharedKind.LDMATRIX: "ldmatrix", SharedKind.STORES: "shared st", SharedKind.STMATRIX: "stmatrix",
-                SharedKind.CP_ASYNC: "cp.async", SharedKind.ATOMICS: "shared atom",
-                SharedKind.TENSOR_CORE: "tensor-core"}  # fmt: skip
+KIND_HEADERS = {
+    SharedKind.LDMATRIX: "ldmatrix",
+    SharedKind.STORES: "shared st",
+    SharedKind.STMATRIX: "stmatrix",
+    SharedKind.CP_ASYNC: "cp.async",
+    SharedKind.ATOMICS: "shared atom",
+    SharedKind.TENSOR_CORE: "tensor-core",
+}
 KIND_COLUMNS = {f"{header} n-way": kind for kind, header in KIND_HEADERS.items()}
 # Each column's `key` names it in notes ("exact excess wavefronts: n/a — ..."); `keys`: the catalogue
 # keys its cell shows (a missing one prints n/a); CELLS: each column's cell of a kernel, by its key.
@@ -215,9 +222,13 @@ CELLS: dict[str, Callable[[KernelResult], str]] = {
 
 
 def print_table(
-    results: RunResults, kernels: list[KernelResult], fast: bool | None = None, title: str | None = None,
-    wide: bool = False, file: TextIO | None = None,
-) -> None:  # fmt: skip
+    results: RunResults,
+    kernels: list[KernelResult],
+    fast: bool | None = None,
+    title: str | None = None,
+    wide: bool = False,
+    file: TextIO | None = None,
+) -> None:
     """The title, one row a kernel and the notes. `fast` picks the printer (default: by the output
     and the number of kernels); both print the same text. On a terminal (or where COLUMNS sets the
     width) the table fits it: the most telling columns that fit (FIT_ORDER), kernel names shortened,
@@ -230,8 +241,9 @@ def print_table(
     chosen = list(present)
     if fit:
         label = max(LABEL_MIN_WIDTH, min(NAME_WIDTH, out.width // 2))
-        rows = [[_fitted_label(kernel, label), *(CELLS[column.key](kernel) for column in present[1:])]
-                for kernel in kernels]  # fmt: skip
+        rows = [
+            [_fitted_label(kernel, label), *(CELLS[column.key](kernel) for column in present[1:])] for kernel in kernels
+        ]
         chosen = _columns_that_fit(rows, out.width, present)
         keep = [present.index(column) for column in chosen]
         rows = [[row[index] for index in keep] for row in rows]
@@ -241,8 +253,12 @@ def print_table(
     out.width = max(out.width, _narrowest_table(rows, chosen))
     out.print(_title(results, title))
     labels = [row[0] for row in rows]  # the kernel column, always kept, first
-    columns = [Column(column.header, min_width=label_width(labels)) if column.key == "kernel"
-               else Column(column.header, numeric=True, wrap=False) for column in chosen]  # fmt: skip
+    columns = [
+        Column(column.header, min_width=label_width(labels))
+        if column.key == "kernel"
+        else Column(column.header, numeric=True, wrap=False)
+        for column in chosen
+    ]
     text = fast_table(out, columns, rows) if fast else None
     if text is None:
         out.print(rich_table(columns, rows))
@@ -263,10 +279,11 @@ def shown_columns(kernels: list[KernelResult]) -> list[Column]:
     exact = any(kernel.value(KIND_KEYS[SharedKind.LOADS].wavefronts) is not None for kernel in kernels)
     has = {kind for kind in SharedKind if any(_has_kind(kernel, kind) for kernel in kernels)}
     return [
-        column for column in COLUMNS
+        column
+        for column in COLUMNS
         if (column.key not in KIND_COLUMNS or KIND_COLUMNS[column.key] in has)
         and (column.key != "shared ld n-way" or not exact or SharedKind.LOADS in has)
-    ]  # fmt: skip
+    ]
 
 
 # The columns a narrow terminal keeps, most telling first; the table shows them in COLUMNS' order.

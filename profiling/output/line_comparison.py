@@ -25,8 +25,14 @@ def summary(compared: Sequence[Compared], no_lines: Sequence[str]) -> str:
     return f"{changed} line{'s' if changed != 1 else ''} changed" + (f" ({parts})" if parts else "")
 
 
-def compare_text(base: str, head: str, compared: Sequence[Compared], no_lines: Sequence[str], show_all: bool,
-                 notes: Sequence[str] = ()) -> list[str]:  # fmt: skip
+def compare_text(
+    base: str,
+    head: str,
+    compared: Sequence[Compared],
+    no_lines: Sequence[str],
+    show_all: bool,
+    notes: Sequence[str] = (),
+) -> list[str]:
     kernels = f"{len(compared)} kernel{'s' if len(compared) != 1 else ''}"
     title = f"{kernels}, {summary(compared, no_lines)}" if no_lines else f"{summary(compared, no_lines)} in {kernels}"
     out = [f"memlens compare: {shown_path(base)} -> {shown_path(head)}: {title}"]
@@ -34,8 +40,11 @@ def compare_text(base: str, head: str, compared: Sequence[Compared], no_lines: S
     out += [f"note: {shown_path(name)}: {NO_LINE_DATA}" for name in no_lines]
     for kernel in compared:
         out.append("")
-        presence = "" if kernel.lines.in_base and kernel.lines.in_head else (
-            "  (only in HEAD)" if kernel.lines.in_head else "  (only in BASE)")  # fmt: skip
+        presence = (
+            ""
+            if kernel.lines.in_base and kernel.lines.in_head
+            else ("  (only in HEAD)" if kernel.lines.in_head else "  (only in BASE)")
+        )
         out.append(f"{kernel.label}  [{' -> '.join(kernel.statuses)}]{presence}")
         moved = [f for f in kernel.figures if show_all or f["direction"] in ("better", "worse")]
         for figure in moved:
@@ -75,23 +84,41 @@ def _text_line(line: LineChange) -> list[str]:
     return out
 
 
-def compare_json(base: str, head: str, compared: Sequence[Compared], no_lines: Sequence[str],
-                 notes: Sequence[str] = ()) -> dict[str, object]:  # fmt: skip
+def compare_json(
+    base: str, head: str, compared: Sequence[Compared], no_lines: Sequence[str], notes: Sequence[str] = ()
+) -> dict[str, object]:
     return {
-        "kind": "memlens-compare", "schema_version": 1, "base": base, "head": head,
+        "kind": "memlens-compare",
+        "schema_version": 1,
+        "base": base,
+        "head": head,
         "summary": summary(compared, no_lines),
         "notes": [*notes, *(f"{name}: {NO_LINE_DATA}" for name in no_lines)],
-        "kernels": [{"label": k.label, "statuses": list(k.statuses), "in_base": k.lines.in_base,
-                     "in_head": k.lines.in_head, "figures": list(k.figures), "notes": list(k.lines.notes),
-                     "changed_lines": len(k.lines.changed)} for k in compared],
+        "kernels": [
+            {
+                "label": k.label,
+                "statuses": list(k.statuses),
+                "in_base": k.lines.in_base,
+                "in_head": k.lines.in_head,
+                "figures": list(k.figures),
+                "notes": list(k.lines.notes),
+                "changed_lines": len(k.lines.changed),
+            }
+            for k in compared
+        ],
         "lines": [line.to_json(k.label) for k in compared for line in k.lines.lines],
-    }  # fmt: skip
+    }
 
 
-def compare_markdown(base: str, head: str, compared: Sequence[Compared], no_lines: Sequence[str],
-                     gpus: Sequence[str] = ()) -> str:  # fmt: skip
-    head_lines = [f"## memlens compare: {md_escape(summary(compared, no_lines))}", "",
-                  f"{md_code(Path(base).name or base)} → {md_code(Path(head).name or head)}", ""]  # fmt: skip
+def compare_markdown(
+    base: str, head: str, compared: Sequence[Compared], no_lines: Sequence[str], gpus: Sequence[str] = ()
+) -> str:
+    head_lines = [
+        f"## memlens compare: {md_escape(summary(compared, no_lines))}",
+        "",
+        f"{md_code(Path(base).name or base)} → {md_code(Path(head).name or head)}",
+        "",
+    ]
     notes = [f"> {md_escape(note)}" for note in gpus]
     notes += [f"> {md_escape(name)}: {md_escape(NO_LINE_DATA)}" for name in no_lines]
     notes += [f"> {md_code(k.label)}: {md_escape(note)}" for k in compared for note in k.lines.notes]

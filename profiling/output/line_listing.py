@@ -124,7 +124,7 @@ def lines_json(found: Sequence[KernelLines], top: int) -> dict[str, object]:
                 "hint": line_info_hint(entry),
                 "lines": [line.to_json() for line in (entry.lines if top == 0 else entry.lines[:top])],
                 "notes": kernel_notes(entry, entry.lines if top == 0 else entry.lines[:top]),
-            }  # fmt: skip
+            }
             for entry in found
         ]
     }

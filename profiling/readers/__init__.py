@@ -115,8 +115,7 @@ def _nothing_here(directory: Path) -> str:
     if runs:
         link = directory / LATEST
         broken = f"its {LATEST} link points at no run" if link.is_symlink() or link.exists() else f"no {LATEST} link"
-        return (f"a folder of {len(runs)} runs with {broken}: name one, e.g. {runs[-1]} "
-                f"(or its {RESULTS})")  # fmt: skip
+        return f"a folder of {len(runs)} runs with {broken}: name one, e.g. {runs[-1]} (or its {RESULTS})"
     return (
         f"no {RESULTS}, .ncu-rep or ncu CSV in this directory: give a run directory "
         f"(runs/<time>-<pid>, or runs for its {LATEST} run), a results.json, a .ncu-rep or an ncu CSV"

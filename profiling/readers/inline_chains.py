@@ -134,8 +134,9 @@ _DISASSEMBLED: dict[tuple[str, str], Functions | None] = {}
 class InlineCallers:
     """The caller's line of inlined instructions of one report's kernels (see the module's words)."""
 
-    def __init__(self, report: Path | None, disassemble: Disassembler | None = None,
-                 cubins: tuple[Cubin, ...] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, report: Path | None, disassemble: Disassembler | None = None, cubins: tuple[Cubin, ...] | None = None
+    ) -> None:
         """`report`'s cubins (or `cubins` where given), disassembled by nvdisasm (or `disassemble`)."""
         self.report = report
         self.disassemble = disassemble

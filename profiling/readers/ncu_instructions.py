@@ -86,9 +86,16 @@ class InstructionReader:
         pcs = set(wavefronts or ()) | set(memory_types or ())
         if lines:
             pcs |= set(self._memory_pcs(action, binary))
-        values = {name: self._values(action, binary, name, pcs) for name in (
-            PER_PC_EXECUTIONS, catalogue.MEMORY_ACCESS_TYPE, catalogue.MEMORY_ACCESS_SIZE,
-            catalogue.GLOBAL_SECTORS, catalogue.GLOBAL_SECTORS_IDEAL)}  # fmt: skip
+        values = {
+            name: self._values(action, binary, name, pcs)
+            for name in (
+                PER_PC_EXECUTIONS,
+                catalogue.MEMORY_ACCESS_TYPE,
+                catalogue.MEMORY_ACCESS_SIZE,
+                catalogue.GLOBAL_SECTORS,
+                catalogue.GLOBAL_SECTORS_IDEAL,
+            )
+        }
         executed = values[PER_PC_EXECUTIONS]
         records = []
         for pc in sorted(pcs):
@@ -97,9 +104,17 @@ class InstructionReader:
                 records.append(record)
         return self._totals(action, wavefronts, ideal, records, executed is not None), tuple(records) if lines else ()
 
-    def _record(self, action: Action, binary: Binary, pc: int, wavefronts: dict[int, float] | None,
-                ideal: dict[int, float] | None, memory_types: dict[int, float] | None,
-                values: dict[str, dict[int, float] | None], lines: bool) -> InstructionRecord | None:  # fmt: skip
+    def _record(
+        self,
+        action: Action,
+        binary: Binary,
+        pc: int,
+        wavefronts: dict[int, float] | None,
+        ideal: dict[int, float] | None,
+        memory_types: dict[int, float] | None,
+        values: dict[str, dict[int, float] | None],
+        lines: bool,
+    ) -> InstructionRecord | None:
         opcode, by_opcode, opcode_side, opcode_width, sass = self.decode(action, binary, pc)
         if opcode_side == "never":
             return None
@@ -117,15 +132,24 @@ class InstructionReader:
         touches_global = memory_type is not None and bool(memory_type & GLOBAL) and sectors is not None
         file, line, inlined, placed_by = self.location(action, binary, pc) if lines else (None, None, None, None)
         return InstructionRecord(
-            pc, sass, opcode, space, side, access_width_bits(size, opcode_width), file, line,
+            pc,
+            sass,
+            opcode,
+            space,
+            side,
+            access_width_bits(size, opcode_width),
+            file,
+            line,
             executions=None if executed is None else executed.get(pc, 0.0),
             wavefronts=waves if space == Space.SHARED else None,
             ideal=(ideal or {}).get(pc, 0.0) if space == Space.SHARED else None,
-            memory_type=memory_type, access_type=access,
+            memory_type=memory_type,
+            access_type=access,
             global_sectors=sectors if touches_global else None,
             global_sectors_ideal=(values[catalogue.GLOBAL_SECTORS_IDEAL] or {}).get(pc) if touches_global else None,
-            inlined_from=inlined, placed_by=placed_by,
-        )  # fmt: skip
+            inlined_from=inlined,
+            placed_by=placed_by,
+        )
 
     def location(self, action: Action, binary: Binary, pc: int) -> Location:
         """(file, line, inlined-from, placement) of an instruction: where ncu's location lies in an inlined
@@ -147,8 +171,13 @@ class InstructionReader:
         return found
 
     @staticmethod
-    def _totals(action: Action, wavefronts: dict[int, float] | None, ideal: dict[int, float] | None,
-                records: list[InstructionRecord], with_executions: bool) -> Totals | None:  # fmt: skip
+    def _totals(
+        action: Action,
+        wavefronts: dict[int, float] | None,
+        ideal: dict[int, float] | None,
+        records: list[InstructionRecord],
+        with_executions: bool,
+    ) -> Totals | None:
         if wavefronts is None or ideal is None:
             return None
         if not wavefronts and _total(action, WAVEFRONTS) not in (0.0, None):

@@ -38,23 +38,62 @@ CHECK_FILE = CHECK  # `memlens check --into RUN` writes it into a run directory,
 # an array that no register allocation could have kept.
 REGISTER_FILE_BYTES = 255 * 4
 
-STATIC_METRICS: dict[str, Metric] = {m.key: m for m in (
-    Metric("static.registers", "register", "registers per thread, as ptxas allocated them",
-           better="lower", deterministic=True),
-    Metric("static.stack_frame_bytes", "byte", "per-thread stack frame (local arrays and spills live there)",
-           better="lower", deterministic=True),
-    Metric("static.spill_store_bytes", "byte", "bytes of register spill stores to local memory, per thread",
-           better="lower", deterministic=True),
-    Metric("static.spill_load_bytes", "byte", "bytes of register spill loads from local memory, per thread",
-           better="lower", deterministic=True),
-    Metric("static.spill_bytes", "byte", "spill stores plus spill loads, per thread", better="lower",
-           deterministic=True, formula="static.spill_store_bytes + static.spill_load_bytes"),
-    Metric("static.shared_bytes", "byte", "static shared memory per block", deterministic=True),
-    Metric("static.ptx_local", "flag", "1 when the kernel's PTX declares .local memory, else 0",
-           better="lower", deterministic=True),
-    Metric("static.ptx_local_bytes", "byte", "bytes of .local memory the kernel's PTX declares, per thread",
-           better="lower", deterministic=True),
-)}  # fmt: skip
+STATIC_METRICS: dict[str, Metric] = {
+    m.key: m
+    for m in (
+        Metric(
+            "static.registers",
+            "register",
+            "registers per thread, as ptxas allocated them",
+            better="lower",
+            deterministic=True,
+        ),
+        Metric(
+            "static.stack_frame_bytes",
+            "byte",
+            "per-thread stack frame (local arrays and spills live there)",
+            better="lower",
+            deterministic=True,
+        ),
+        Metric(
+            "static.spill_store_bytes",
+            "byte",
+            "bytes of register spill stores to local memory, per thread",
+            better="lower",
+            deterministic=True,
+        ),
+        Metric(
+            "static.spill_load_bytes",
+            "byte",
+            "bytes of register spill loads from local memory, per thread",
+            better="lower",
+            deterministic=True,
+        ),
+        Metric(
+            "static.spill_bytes",
+            "byte",
+            "spill stores plus spill loads, per thread",
+            better="lower",
+            deterministic=True,
+            formula="static.spill_store_bytes + static.spill_load_bytes",
+        ),
+        Metric("static.shared_bytes", "byte", "static shared memory per block", deterministic=True),
+        Metric(
+            "static.ptx_local",
+            "flag",
+            "1 when the kernel's PTX declares .local memory, else 0",
+            better="lower",
+            deterministic=True,
+        ),
+        Metric(
+            "static.ptx_local_bytes",
+            "byte",
+            "bytes of .local memory the kernel's PTX declares, per thread",
+            better="lower",
+            deterministic=True,
+        ),
+    )
+}
 
 _ARCH = re.compile(r"^sm_(\d+)(\d)([af]?)$")
 
@@ -122,11 +161,15 @@ class StaticResults:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": KIND, "schema_version": SCHEMA_VERSION, "arch": self.arch, "compiler": self.compiler,
-            "suite": self.source, "complete": not self.failures,
+            "kind": KIND,
+            "schema_version": SCHEMA_VERSION,
+            "arch": self.arch,
+            "compiler": self.compiler,
+            "suite": self.source,
+            "complete": not self.failures,
             "kernels": [{**asdict(k), "values": k.values()} for k in self.kernels],
             "failures": [asdict(f) for f in self.failures],
-        }  # fmt: skip
+        }
 
     @classmethod
     def from_json(cls, data: Any, source: str) -> StaticResults:
@@ -228,8 +271,9 @@ def ptx_local_bytes(body: str) -> tuple[bool, int]:
 Progress = Callable[[str], None]
 
 
-def check_suite(suite: Any, pattern: str | None = None, arch: str = "sm_90", prefer: str = "nvcc",
-                progress: Progress | None = None) -> StaticResults:  # fmt: skip
+def check_suite(
+    suite: Any, pattern: str | None = None, arch: str = "sm_90", prefer: str = "nvcc", progress: Progress | None = None
+) -> StaticResults:
     """Compile the kernels of every variant of `suite` whose label matches `pattern`.
     A kernel that does not compile becomes a CompileFailure; a missing compiler raises."""
     from memlens.static import toolchain
@@ -266,8 +310,9 @@ def check_suite(suite: Any, pattern: str | None = None, arch: str = "sm_90", pre
 # How each compiler rejects an architecture it does not know: nvcc ("Unsupported gpu architecture
 # 'sm_1000'"), ptxas ("Value 'sm_1000' is not defined for option 'gpu-name'"), NVRTC ("invalid value
 # for --gpu-architecture (-arch)"), NVVM through Numba ("-arch=compute_1000").
-_ARCH_REJECTED = re.compile(r"unsupported gpu architecture|for option 'gpu-name'|--gpu-architecture|-arch=compute",
-                            re.IGNORECASE)  # fmt: skip
+_ARCH_REJECTED = re.compile(
+    r"unsupported gpu architecture|for option 'gpu-name'|--gpu-architecture|-arch=compute", re.IGNORECASE
+)
 _COMPILER = re.compile(r"nvcc|nvrtc|nvvm|ptxas|numba-cuda|cuda compiler", re.IGNORECASE)
 _MISSING = re.compile(r"not found|cannot be found|not installed|not available|could not be loaded", re.IGNORECASE)
 
@@ -301,10 +346,19 @@ def _kernel_name(kernel: Any) -> str:
 def _static_kernel(variant: Any, kernel: Any, symbol: str, language: str, resources: Any, ptx: str) -> StaticKernel:
     declared, local_bytes = ptx_local_bytes(entry_body(ptx, symbol))
     return StaticKernel(
-        variant.family.name, variant.name, _kernel_name(kernel), symbol, language, resources.registers,
-        resources.stack_bytes, resources.spill_store_bytes, resources.spill_load_bytes, resources.shared_bytes,
-        local_bytes, declared,
-    )  # fmt: skip
+        variant.family.name,
+        variant.name,
+        _kernel_name(kernel),
+        symbol,
+        language,
+        resources.registers,
+        resources.stack_bytes,
+        resources.spill_store_bytes,
+        resources.spill_load_bytes,
+        resources.shared_bytes,
+        local_bytes,
+        declared,
+    )
 
 
 def _cuda_kernel(variant: Any, kernel: Any, build: Any) -> tuple[StaticKernel, str]:
@@ -324,14 +378,17 @@ def _numba_kernel(variant: Any, kernel: Any, arch: str, toolchain: Any) -> tuple
     return _static_kernel(variant, kernel, entries[0], "numba", resources[entries[0]], ptx), compiler
 
 
-def _compile_cuda(source: Path, arch: str, options: tuple[str, ...], names: list[str], prefer: str,
-                  toolchain: Any) -> Any:  # fmt: skip
+def _compile_cuda(
+    source: Path, arch: str, options: tuple[str, ...], names: list[str], prefer: str, toolchain: Any
+) -> Any:
     if not source.is_file():
         raise ProfilerError(f"CUDA source {source} not found")
     if prefer == "nvrtc" or toolchain.find_nvcc() is None:
         if toolchain.nvrtc_version() is None:
-            raise ProfilerError("no CUDA compiler: neither nvcc nor NVRTC found"
-                                " (pip install nvidia-cuda-nvrtc-cu12, or install a CUDA toolkit)")  # fmt: skip
+            raise ProfilerError(
+                "no CUDA compiler: neither nvcc nor NVRTC found"
+                " (pip install nvidia-cuda-nvrtc-cu12, or install a CUDA toolkit)"
+            )
         return toolchain.compile_nvrtc(source, arch, options, names)
     return toolchain.compile_nvcc(source, arch, options, names)
 
@@ -390,5 +447,13 @@ def rows(results: StaticResults) -> Iterable[tuple[str, ...]]:
     """Per kernel: label, kernel, registers, stack, spill st/ld, shared, PTX .local; for tables."""
     for k in results.kernels:
         local = f"yes ({k.ptx_local_bytes} B)" if k.ptx_local else "no"
-        yield (k.label, k.kernel, str(k.registers), str(k.stack_frame_bytes), str(k.spill_store_bytes),
-               str(k.spill_load_bytes), str(k.shared_bytes), local)  # fmt: skip
+        yield (
+            k.label,
+            k.kernel,
+            str(k.registers),
+            str(k.stack_frame_bytes),
+            str(k.spill_store_bytes),
+            str(k.spill_load_bytes),
+            str(k.shared_bytes),
+            local,
+        )

@@ -54,11 +54,16 @@ class InstructionBanks:
         entry = self.instruction.to_json()
         entry.pop("warps")
         entry.pop("sources", None)
-        entry.update({
-            "warps_recorded": len(self.warps), "n_way": round(self.n_way, 4), "wavefronts": self.wavefronts,
-            "ideal": self.ideal, "worst_warp": self.worst.index,
-            "fix": None if self.fix is None else self.fix.to_json(),
-        })  # fmt: skip
+        entry.update(
+            {
+                "warps_recorded": len(self.warps),
+                "n_way": round(self.n_way, 4),
+                "wavefronts": self.wavefronts,
+                "ideal": self.ideal,
+                "worst_warp": self.worst.index,
+                "fix": None if self.fix is None else self.fix.to_json(),
+            }
+        )
         if self.instruction.every is not None and self.every_n_way is not None:
             entry["every_execution"] = {**self.instruction.every.to_json(), "n_way": round(self.every_n_way, 4)}
         if self.note:
@@ -73,8 +78,13 @@ class BanksAnalysis:
     instructions: tuple[InstructionBanks, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "memlens.banks.analysis", "version": 1, "source": self.source, "gpu": self.gpu,
-                "instructions": [i.to_json() for i in self.instructions]}  # fmt: skip
+        return {
+            "kind": "memlens.banks.analysis",
+            "version": 1,
+            "source": self.source,
+            "gpu": self.gpu,
+            "instructions": [i.to_json() for i in self.instructions],
+        }
 
 
 def analyse(instruction: RecordedInstruction) -> InstructionBanks:

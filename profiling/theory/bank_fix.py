@@ -146,8 +146,11 @@ def find_swizzle(instruction: RecordedInstruction, rows: Sequence[int]) -> Fix |
             if row_bytes % chunk:
                 continue
             lines = [row_bytes] if row_bytes in _powers(1, MAX_SWIZZLE_BYTES) else []
-            lines += [s for s in _powers(max(MIN_SWIZZLE_BYTES, 2 * chunk), MAX_SWIZZLE_BYTES)
-                      if s != row_bytes and (row_bytes % s == 0 or s % row_bytes == 0)]  # fmt: skip
+            lines += [
+                s
+                for s in _powers(max(MIN_SWIZZLE_BYTES, 2 * chunk), MAX_SWIZZLE_BYTES)
+                if s != row_bytes and (row_bytes % s == 0 or s % row_bytes == 0)
+            ]
             for line in lines:
                 if line < max(MIN_SWIZZLE_BYTES, 2 * chunk):
                     continue
@@ -167,8 +170,10 @@ def find_fix(instruction: RecordedInstruction) -> Fix:
     if fix is not None:
         return fix
     tried = ", ".join(str(r) for r in rows) or "none shown"
-    why = f"no padding of up to {MAX_PAD_BYTES} bytes nor XOR swizzle of rows of {tried} bytes makes every " \
-          "recorded warp conflict-free"  # fmt: skip
+    why = (
+        f"no padding of up to {MAX_PAD_BYTES} bytes nor XOR swizzle of rows of {tried} bytes makes every "
+        "recorded warp conflict-free"
+    )
     if instruction.access is BankAccess.CP_ASYNC and instruction.sources is not None:
         why += " (cp.async's wavefronts follow the global lines it reads, whatever the banks)"
     elif not rows:

@@ -300,8 +300,9 @@ FP16_INSTRUCTIONS = ("cp.async", "ldmatrix", "stmatrix", "lds128")
 
 def _xor_layout(swizzle_bytes: int) -> Layout:
     def offset(row: int, chunk: int) -> int:
-        return swizzled_offset(row, chunk * CHUNK_BYTES // FP16_BYTES, FP16_ROW_ELEMS, FP16_BYTES, CHUNK_BYTES,
-                               swizzle_bytes)  # fmt: skip
+        return swizzled_offset(
+            row, chunk * CHUNK_BYTES // FP16_BYTES, FP16_ROW_ELEMS, FP16_BYTES, CHUNK_BYTES, swizzle_bytes
+        )
 
     return offset
 

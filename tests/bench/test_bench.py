@@ -140,9 +140,13 @@ def test_input_set_count_rejects_empty_sets():
 
 @pytest.mark.parametrize(
     ("l2_bytes", "free_bytes", "expected"),
-    [(50 * MIB, 80 * GIB, GIB), (128 * MIB, 80 * GIB, 2 * GIB), (50 * MIB, 2 * GIB, 512 * MIB),
-     (50 * MIB, 2 * GIB + 3, 512 * MIB)],
-)  # fmt: skip
+    [
+        (50 * MIB, 80 * GIB, GIB),
+        (128 * MIB, 80 * GIB, 2 * GIB),
+        (50 * MIB, 2 * GIB, 512 * MIB),
+        (50 * MIB, 2 * GIB + 3, 512 * MIB),
+    ],
+)
 def test_copy_buffer_is_far_larger_than_l2_and_fits(l2_bytes, free_bytes, expected):
     assert copy_buffer_bytes(l2_bytes, free_bytes) == expected
 
@@ -218,8 +222,13 @@ def test_bench_writes_bench_json_and_prints_table(device, tmp_path, capsys):
     assert data["copy"]["gb_per_s"] == pytest.approx(copy_gb_per_s(GIB))
     assert device.copies == [(GIB, 20, 1)]  # no family of the CPU suite declares min_bytes: no same-bytes copy
     labels = [f"{v['family']}/{v['variant']}" for v in data["variants"]]
-    assert labels == ["transpose/conflict", "transpose/padded", "transpose/swizzled",
-                      "running_mean/register", "running_mean/local"]  # fmt: skip
+    assert labels == [
+        "transpose/conflict",
+        "transpose/padded",
+        "transpose/swizzled",
+        "running_mean/register",
+        "running_mean/local",
+    ]
     transpose = data["variants"][0]
     assert transpose["size"] == {"m": 64, "n": 48}
     assert transpose["set_bytes"] == 64 * 48 * 4 * 2
@@ -426,7 +435,10 @@ def test_an_error_stops_the_bench_and_keeps_what_was_timed(device, tmp_path, mon
     results = load_bench(only_run(tmp_path))
     assert [t.variant for t in results.variants] == ["conflict", "padded"]
     assert [(f.variant, f.status) for f in results.failures] == [
-        ("swizzled", "failed"), ("register", "not_run"), ("local", "not_run")]  # fmt: skip
+        ("swizzled", "failed"),
+        ("register", "not_run"),
+        ("local", "not_run"),
+    ]
     assert "RuntimeError: launch of transpose/swizzled failed (test)" in results.failures[0].message
     assert "3 of 5 variants were not timed" in capsys.readouterr().err
 
@@ -523,12 +535,24 @@ def test_round_trip_keeps_each_variants_copy(device, tmp_path, same_bytes_suite)
 def _valid(tmp_path: Path, version: int = 2) -> dict:
     """The least a bench.json holds: schema 2 records each variant's copy, schema 1 one copy for all."""
     copy = {"buffer_bytes": GIB, "times": {"samples_ms": [0.5] * 20}}
-    variant = {"family": "f", "variant": "v", "size": {"n": 4}, "min_bytes": 32, "input_sets": 2, "set_bytes": 32,
-               "times": {"samples_ms": [1.0] * 20}}  # fmt: skip
+    variant = {
+        "family": "f",
+        "variant": "v",
+        "size": {"n": 4},
+        "min_bytes": 32,
+        "input_sets": 2,
+        "set_bytes": 32,
+        "times": {"samples_ms": [1.0] * 20},
+    }
     if version >= 2:
         variant["copy"] = {"buffer_bytes": 16, "input_sets": 2, "times": {"samples_ms": [0.25] * 20}}
-    return {"format": "memlens-bench", "schema_version": version,
-            "info": {"gpu_name": "G", "l2_bytes": MIB, "repeats": 20}, "copy": copy, "variants": [variant]}  # fmt: skip
+    return {
+        "format": "memlens-bench",
+        "schema_version": version,
+        "info": {"gpu_name": "G", "l2_bytes": MIB, "repeats": 20},
+        "copy": copy,
+        "variants": [variant],
+    }
 
 
 def test_minimal_file_loads_with_derived_figures(tmp_path):
@@ -614,9 +638,13 @@ def test_bad_bench_files_raise_input_error(tmp_path, change, message):
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(None, "no such file"), (b"{not json", "invalid JSON at line 1 column 2"), (b"[1, 2]", "not a memlens bench"),
-     (b"\xff\xfe", "not UTF-8 text")],
-)  # fmt: skip
+    [
+        (None, "no such file"),
+        (b"{not json", "invalid JSON at line 1 column 2"),
+        (b"[1, 2]", "not a memlens bench"),
+        (b"\xff\xfe", "not UTF-8 text"),
+    ],
+)
 def test_unreadable_bench_files_raise_input_error(tmp_path, content, message):
     path = tmp_path / BENCH_FILE
     if content is not None:

@@ -27,8 +27,7 @@ from tests.support.fake_bench import fake_bench_env
 
 pytest.importorskip("distributed")
 
-LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register",
-          "running_mean/local"]  # fmt: skip
+LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register", "running_mean/local"]
 
 
 def use_gpus(tmp_path: Path, monkeypatch, gpus: tuple[Gpu, ...], benched: tuple[Gpu, ...]) -> None:
@@ -58,8 +57,13 @@ def test_bench_cluster_merges_each_share_as_bench_gpus_does(tmp_path, monkeypatc
     assert bench_cli(tmp_path / "gpus", "--gpus", "all") == 0
     assert bench_cli(tmp_path / "cluster", "--cluster", "local") == 0
     gpus, cluster = only_run(tmp_path / "gpus"), only_run(tmp_path / "cluster")
-    assert sorted(p.name for p in cluster.iterdir()) == ["bench.job0.json", "bench.job0.log", "bench.job1.json",
-                                                         "bench.job1.log", "bench.json"]  # fmt: skip
+    assert sorted(p.name for p in cluster.iterdir()) == [
+        "bench.job0.json",
+        "bench.job0.log",
+        "bench.job1.json",
+        "bench.job1.log",
+        "bench.json",
+    ]
     merged, local = load(cluster / "bench.json"), load(gpus / "bench.json")
     assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == LABELS and merged["failures"] == []
     assert merged["variants"] == local["variants"]  # the same timings, each with its own copy
@@ -97,8 +101,10 @@ def test_a_share_whose_child_fails_names_its_gpu_and_log(tmp_path, monkeypatch, 
 def test_cluster_and_gpus_are_one_or_the_other(tmp_path, capsys):
     assert bench_cli(tmp_path / "runs", "--cluster", "local", "--gpus", "all") == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["memlens: error: --gpus and --cluster both share the variants out: give one (--cluster local "
-                   "uses this host's GPUs)"]  # fmt: skip
+    assert err == [
+        "memlens: error: --gpus and --cluster both share the variants out: give one (--cluster local "
+        "uses this host's GPUs)"
+    ]
     assert not (tmp_path / "runs").exists()
 
 
@@ -117,8 +123,10 @@ def test_bad_options_are_refused_before_a_cluster_starts(tmp_path, capsys, monke
 
 
 def test_bench_imports_no_dask_until_cluster_is_given():
-    code = ("import sys; import memlens.commands.bench, memlens.bench.cluster, memlens.bench.cluster_worker; "
-            "print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")  # fmt: skip
+    code = (
+        "import sys; import memlens.commands.bench, memlens.bench.cluster, memlens.bench.cluster_worker; "
+        "print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert done.stdout.strip() == "False"
 
@@ -139,8 +147,12 @@ def test_a_worker_killed_mid_share_has_its_share_retried_and_nothing_is_lost(tmp
     run = only_run(tmp_path / "runs")
     merged = load(run / "bench.json")
     assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == LABELS and merged["failures"] == []
-    assert sorted(p.name for p in run.glob("bench.job*")) == ["bench.job0.json", "bench.job0.log",
-                                                              "bench.job1.json", "bench.job1.log"]  # fmt: skip
+    assert sorted(p.name for p in run.glob("bench.job*")) == [
+        "bench.job0.json",
+        "bench.job0.log",
+        "bench.job1.json",
+        "bench.job1.log",
+    ]
 
 
 def test_a_share_whose_workers_die_twice_fails_saying_so_and_the_other_is_kept(tmp_path, monkeypatch, capsys):
@@ -149,8 +161,9 @@ def test_a_share_whose_workers_die_twice_fails_saying_so_and_the_other_is_kept(t
     monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
     monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
     killed: list[dict] = []  # the retry: a later child with the killed one's -k
-    killer = threading.Thread(target=kill_worker_twice, args=(lambda: recorded(record), lambda c: c["k"], killed),
-                              daemon=True)  # fmt: skip
+    killer = threading.Thread(
+        target=kill_worker_twice, args=(lambda: recorded(record), lambda c: c["k"], killed), daemon=True
+    )
     killer.start()
     assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
     killer.join()
@@ -175,9 +188,15 @@ def test_ctrl_c_ends_every_child_and_writes_no_bench_json(tmp_path):
     fake_smi(tmp_path / "bin", H200)
     scratch = tmp_path / "scratch"  # the workers' share folders
     scratch.mkdir()
-    env = {**os.environ, **fake_bench_env(tmp_path / "site", {g.uuid: g.name for g in H200}), MARKER: tag,
-           "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "FAKE_BENCH_RECORD": str(record),
-           "FAKE_BENCH_SLEEP": "60", "TMPDIR": str(scratch)}  # fmt: skip
+    env = {
+        **os.environ,
+        **fake_bench_env(tmp_path / "site", {g.uuid: g.name for g in H200}),
+        MARKER: tag,
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+        "FAKE_BENCH_RECORD": str(record),
+        "FAKE_BENCH_SLEEP": "60",
+        "TMPDIR": str(scratch),
+    }
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "memlens", "bench", str(CPU_SUITE), "--out", str(runs), "--cluster", "local"]
     done = interrupt_when(argv, tmp_path, env, lambda: len(recorded(record)) >= 2)
@@ -185,8 +204,9 @@ def test_ctrl_c_ends_every_child_and_writes_no_bench_json(tmp_path):
     assert done.returncode == 3 and "Traceback" not in err, err
     assert took < STOP_GRACE_S  # the stop event ended the children: no share was waited for to the end
     run = only_run(runs)
-    assert err.splitlines()[-1] == (f"memlens: interrupted 0 of 2 shares had finished (their bench.job files are in "
-                                    f"{run}); no bench.json written")  # fmt: skip
+    assert err.splitlines()[-1] == (
+        f"memlens: interrupted 0 of 2 shares had finished (their bench.job files are in {run}); no bench.json written"
+    )
     assert list(run.iterdir()) == []
     assert done.left == [] and not list(scratch.glob("memlens-bench-share-*"))  # no child, no scratch
 
@@ -198,8 +218,9 @@ def test_an_earlier_bench_clusters_files_are_never_written_over(tmp_path, capsys
     (run / "bench.job0.json").write_text("earlier")
     assert main(["bench", str(CPU_SUITE), "--cluster", "local", "--into", str(run)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"memlens: error: {run / 'bench.job0.json'}: exists (from an earlier bench --cluster); "
-                   "bench into another run"]  # fmt: skip
+    assert err == [
+        f"memlens: error: {run / 'bench.job0.json'}: exists (from an earlier bench --cluster); bench into another run"
+    ]
     assert sorted(p.name for p in run.iterdir()) == ["bench.job0.json"]
     assert (run / "bench.job0.json").read_text() == "earlier"
 
@@ -209,8 +230,10 @@ def test_the_scheduler_gone_keeps_what_finished(tmp_path, monkeypatch, capsys):
     tag = uuid.uuid4().hex
     env = {**os.environ, MARKER: tag}
     out = tmp_path / "runs"
-    workers = [{"CUDA_VISIBLE_DEVICES": gpu.uuid, "FAKE_BENCH_SLEEP": sleep}
-               for gpu, sleep in zip(H200, ("0", "60"), strict=True)]  # GPU 1's share hangs  # fmt: skip
+    workers = [
+        {"CUDA_VISIBLE_DEVICES": gpu.uuid, "FAKE_BENCH_SLEEP": sleep}
+        for gpu, sleep in zip(H200, ("0", "60"), strict=True)
+    ]  # GPU 1's share hangs
     try:
         with (
             external_cluster(tmp_path, env, workers) as (address, processes),  # both workers in: 2 shares

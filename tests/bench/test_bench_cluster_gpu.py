@@ -41,8 +41,10 @@ def test_bench_cluster_local_times_what_gpus_all_times(tmp_path):
         pytest.skip("nvidia-smi lists no GPU")
     local, seconds_local = memlens_bench(tmp_path / "gpus", "--gpus", "all")
     cluster, seconds_cluster = memlens_bench(tmp_path / "cluster", "--cluster", "local")
-    print(f"\nbench --small --gpus all {seconds_local:.1f} s, --cluster local {seconds_cluster:.1f} s "
-          f"on {len(available)} GPUs")  # fmt: skip
+    print(
+        f"\nbench --small --gpus all {seconds_local:.1f} s, --cluster local {seconds_cluster:.1f} s "
+        f"on {len(available)} GPUs"
+    )
     labels = [v.label for v in load_suite(SUITE).variants()]
     for data in (local, cluster):
         assert [f"{v['family']}/{v['variant']}" for v in data["variants"]] == labels

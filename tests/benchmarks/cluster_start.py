@@ -25,8 +25,13 @@ def spec_cluster(worker_class, method: str, gpus: int):  # noqa: ANN001, ANN201
     import distributed
 
     def options(index: int) -> dict:
-        found = {"nthreads": 1, "resources": {"GPU": 1}, "dashboard_address": None,
-                 "silence_logs": logging.CRITICAL, "preload": ["memlens.collect.cluster_worker"]}  # fmt: skip
+        found = {
+            "nthreads": 1,
+            "resources": {"GPU": 1},
+            "dashboard_address": None,
+            "silence_logs": logging.CRITICAL,
+            "preload": ["memlens.collect.cluster_worker"],
+        }
         if worker_class is distributed.Nanny:
             found["env"] = {"CUDA_VISIBLE_DEVICES": str(index)}
         return found
@@ -35,8 +40,9 @@ def spec_cluster(worker_class, method: str, gpus: int):  # noqa: ANN001, ANN201
     scheduler = {"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
     settings = {"distributed.diagnostics.nvml": False, "distributed.worker.multiprocessing-method": method}
     with dask.config.set(settings):
-        return contextlib.closing(distributed.SpecCluster(workers=workers, scheduler=scheduler,
-                                                          silence_logs=logging.CRITICAL))  # fmt: skip
+        return contextlib.closing(
+            distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
+        )
 
 
 def memlens_cluster(gpus: int):  # noqa: ANN201
@@ -61,8 +67,11 @@ def timed(label: str, started, gpus: int) -> None:  # noqa: ANN001
         client.close()
         closing = time.monotonic()
     closed = time.monotonic()
-    print(f"{label:44} cluster {up - began:.2f} s, all workers {joined - began:.2f} s, a task {done - joined:.2f} s, "
-          f"close {closed - closing:.2f} s", flush=True)  # fmt: skip
+    print(
+        f"{label:44} cluster {up - began:.2f} s, all workers {joined - began:.2f} s, a task {done - joined:.2f} s, "
+        f"close {closed - closing:.2f} s",
+        flush=True,
+    )
 
 
 VARIANTS = {

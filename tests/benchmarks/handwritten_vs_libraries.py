@@ -59,9 +59,11 @@ def refuses(call) -> bool:
 def results_json() -> None:
     kernels = VALID_RESULTS["kernels"]
     adapter = pydantic.TypeAdapter(list[KernelResult])
-    checkers = {"memlens": lambda data: [_kernel_from_json(k) for k in data],
-                "msgspec": lambda data: msgspec.convert(data, list[KernelResult], strict=True),
-                "pydantic": adapter.validate_python}  # fmt: skip
+    checkers = {
+        "memlens": lambda data: [_kernel_from_json(k) for k in data],
+        "msgspec": lambda data: msgspec.convert(data, list[KernelResult], strict=True),
+        "pydantic": adapter.validate_python,
+    }
     nan, unknown = copy.deepcopy(kernels), copy.deepcopy(kernels)
     nan[3]["raw"]["duration"] = float("nan")
     unknown[3]["colour"] = 1
@@ -107,8 +109,9 @@ def processes() -> None:
     )
     for module in ("psutil", "msgspec", "pydantic", "tomlkit"):
         code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-        best = min(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
-                   for _ in range(5))  # fmt: skip
+        best = min(
+            float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout) for _ in range(5)
+        )
         print(f"import       {module}: {best * 1e3:.1f} ms")
 
 

@@ -45,9 +45,24 @@ cupy.cuda.runtime.deviceSynchronize()
 
 def passes(ncu: Path, metrics: list[str], work: Path) -> str:
     log = work / "ncu.log"
-    argv = [str(ncu), "--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel", "--nvtx",
-            "--nvtx-include", "regex:memlens@.*/", "--metrics", ",".join(metrics), "--log-file", str(log),
-            sys.executable, str(work / "app.py")]  # fmt: skip
+    argv = [
+        str(ncu),
+        "--clock-control",
+        "none",
+        "--cache-control",
+        "all",
+        "--replay-mode",
+        "kernel",
+        "--nvtx",
+        "--nvtx-include",
+        "regex:memlens@.*/",
+        "--metrics",
+        ",".join(metrics),
+        "--log-file",
+        str(log),
+        sys.executable,
+        str(work / "app.py"),
+    ]
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
     found = re.findall(r"(\d+) pass", log.read_text(errors="replace") if log.exists() else "")
     if done.returncode != 0 or not found:

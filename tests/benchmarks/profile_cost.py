@@ -97,14 +97,28 @@ def step_argv(step: str, ncu: Ncu, suite, options: ProfileOptions, stem: Path) -
     if step == "app":
         return app_argv(suite.path, options, stem.with_suffix(".events"))
     if step in ("memlens", "fast", "roofline"):
-        argv = [sys.executable, "-m", "memlens", "profile", str(suite.path), "--out", str(stem),
-                "--clock-control", CLOCK_CONTROL, "--ncu", str(ncu.path)]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "memlens",
+            "profile",
+            str(suite.path),
+            "--out",
+            str(stem),
+            "--clock-control",
+            CLOCK_CONTROL,
+            "--ncu",
+            str(ncu.path),
+        ]
         argv += (["-k", options.pattern] if options.pattern else []) + (["--small"] if options.small else [])
         return argv + {"fast": ["--fast"], "roofline": ["--roofline"]}.get(step, [])
     request = ProfileRequest(
-        metrics=ncu_metric_names(), report=stem, log=stem.with_suffix(".log"),
-        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/", settings=NcuSettings(CLOCK_CONTROL),
-    )  # fmt: skip
+        metrics=ncu_metric_names(),
+        report=stem,
+        log=stem.with_suffix(".log"),
+        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/",
+        settings=NcuSettings(CLOCK_CONTROL),
+    )
     argv = profile_argv(ncu, request, app_argv(suite.path, options, stem.with_suffix(".events")))
     if step == "full":
         at = argv.index("--metrics")
@@ -170,8 +184,9 @@ def _optional_figures(median: dict[str, float]) -> dict[str, float]:
 
 def gpu_name() -> str | None:
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else None

@@ -133,8 +133,15 @@ def phases(path: Path) -> dict:
 def measure(path: Path, rounds: int, report_dir: Path) -> dict:
     memlens = [sys.executable, "-m", "memlens", "metrics", str(path)]
     commands = {name: memlens + list(flags) for name, flags in OUTPUTS.items()}
-    commands["report"] = [sys.executable, "-m", "memlens", "report", str(path), "-o",
-                          str(report_dir / f"{path.name}.html")]  # fmt: skip
+    commands["report"] = [
+        sys.executable,
+        "-m",
+        "memlens",
+        "report",
+        str(path),
+        "-o",
+        str(report_dir / f"{path.name}.html"),
+    ]
     measured = {name: end_to_end(argv, rounds) for name, argv in commands.items()}
     runs = []
     for _ in range(rounds + 1):
@@ -178,10 +185,12 @@ def report(results: list[dict], python: float, rounds: int) -> None:
             limit = f"{figures['target_seconds']:g} s" + (
                 f", {figures['target_bytes'] / 2**30:g} GiB" if figures["target_bytes"] else ""
             )
-            print(f"    {name:8} {figures['first']:7.3f} / {figures['median']:7.3f}   "
-                  f"{figures['ratio_to_target']:5.2f} x target  {figures['tree_peak_bytes'] / 2**20:6.0f} MiB "
-                  f"({figures['peak_bytes'] / 2**20:5.0f} MiB)  "
-                  f"target {limit}: {'met' if met else 'NOT met'}")  # fmt: skip
+            print(
+                f"    {name:8} {figures['first']:7.3f} / {figures['median']:7.3f}   "
+                f"{figures['ratio_to_target']:5.2f} x target  {figures['tree_peak_bytes'] / 2**20:6.0f} MiB "
+                f"({figures['peak_bytes'] / 2**20:5.0f} MiB)  "
+                f"target {limit}: {'met' if met else 'NOT met'}"
+            )
         print("  phases (one process a round; imports = memlens's before the command runs):")
         for name, figures in result["phases"].items():
             print(f"    {name:8} {figures['first']:7.3f} / {figures['median']:7.3f}")
@@ -192,13 +201,22 @@ def chunking(path: Path, settings: list[tuple[int, int]], rounds: int) -> list[d
     IN_FLIGHT_ACTIONS and MAX_HELPERS) in place of its defaults: seconds and memory of each round."""
     figures = []
     for in_flight, most in settings:
-        code = (f"from memlens.readers import ncu_rep; ncu_rep.IN_FLIGHT_ACTIONS = {in_flight}; "
-                f"ncu_rep.MAX_HELPERS = {most}; "
-                f"from memlens.cli import main; main(['metrics', {str(path)!r}])")  # fmt: skip
+        code = (
+            f"from memlens.readers import ncu_rep; ncu_rep.IN_FLIGHT_ACTIONS = {in_flight}; "
+            f"ncu_rep.MAX_HELPERS = {most}; "
+            f"from memlens.cli import main; main(['metrics', {str(path)!r}])"
+        )
         for _ in range(rounds):
             seconds, peak, tree = run_measured([sys.executable, "-c", code])
-            figures.append({"in_flight": in_flight, "max_helpers": most, "seconds": seconds, "peak_bytes": peak,
-                            "tree_peak_bytes": tree})  # fmt: skip
+            figures.append(
+                {
+                    "in_flight": in_flight,
+                    "max_helpers": most,
+                    "seconds": seconds,
+                    "peak_bytes": peak,
+                    "tree_peak_bytes": tree,
+                }
+            )
             print(
                 f"  in flight {in_flight:5}, helpers at most {most:2}: {seconds:6.2f} s  "
                 f"all processes {tree / 2**20:5.0f} MiB (largest {peak / 2**20:5.0f} MiB)",
@@ -213,10 +231,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds after the first (default 3)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of each output per path")
-    parser.add_argument("--chunking", metavar="IN_FLIGHTxHELPERS,...",
-                        help="instead: time `memlens metrics` on each .ncu-rep with these settings of the "
-                             "chunked reader, e.g. 800x16,1000x8 (in-flight actions x helpers at most), "
-                             "--rounds each")  # fmt: skip
+    parser.add_argument(
+        "--chunking",
+        metavar="IN_FLIGHTxHELPERS,...",
+        help="instead: time `memlens metrics` on each .ncu-rep with these settings of the "
+        "chunked reader, e.g. 800x16,1000x8 (in-flight actions x helpers at most), "
+        "--rounds each",
+    )
     parser.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)  # the child of measure()
     args = parser.parse_args()
     if args.phases:
@@ -249,9 +270,18 @@ def main() -> int:
         sys.path.insert(0, str(REPO))
         from tests.support.json_file import write_json
 
-        write_json(args.json, {"benchmark": "read_many", "target_seconds": TARGET_SECONDS,
-                                      "target_seconds_10k": TARGET_SECONDS_10K, "target_bytes_10k": TARGET_BYTES_10K,
-                                      "python_seconds": python, "rounds": args.rounds, "results": results})  # fmt: skip
+        write_json(
+            args.json,
+            {
+                "benchmark": "read_many",
+                "target_seconds": TARGET_SECONDS,
+                "target_seconds_10k": TARGET_SECONDS_10K,
+                "target_bytes_10k": TARGET_BYTES_10K,
+                "python_seconds": python,
+                "rounds": args.rounds,
+                "results": results,
+            },
+        )
         print(f"written: {args.json}")
     if args.profile:
         for path in paths:

@@ -104,18 +104,27 @@ def app(launches: int, kernels: int = 0) -> int:
     return 0
 
 
-def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kernels: int = 0,
-           replay: str = "application", lines: bool = False) -> int:  # fmt: skip
+def record(
+    out: Path,
+    launches: int,
+    ncu_path: str | None,
+    timeout: float,
+    kernels: int = 0,
+    replay: str = "application",
+    lines: bool = False,
+) -> int:
     ncu = find_ncu(ncu_path)
     out.mkdir(parents=True, exist_ok=True)
     if any(out.iterdir()):
         sys.exit(f"record_many: {out} is not empty (ncu never overwrites a report here)")
     request = ProfileRequest(
-        metrics=ncu_metric_names(fast=not lines), report=out / STEM, log=out / f"{STEM}.log",
+        metrics=ncu_metric_names(fast=not lines),
+        report=out / STEM,
+        log=out / f"{STEM}.log",
         nvtx_include=DEFAULT_FILTERS if kernels else f"regex:{NVTX_DOMAIN}@.*/",
         settings=NcuSettings("none"),
         replay_mode=replay,
-    )  # fmt: skip
+    )
     app_argv = [sys.executable, str(Path(__file__).resolve()), "--app", str(launches), "--kernels", str(kernels)]
     argv = profile_argv(ncu, request, app_argv)
     run = run_ncu(argv, timeout, log=request.log)
@@ -132,12 +141,14 @@ def record(out: Path, launches: int, ncu_path: str | None, timeout: float, kerne
     ranges = sum(1 for k in recorded.kernels if k.family == FAMILY)
     notes = [
         f"recorded: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} by tests/benchmarks/record_many.py",
-        f"gpu: {recorded.info.gpu_name} (cc {recorded.info.compute_capability})", f"driver: {driver_version()}",
-        f"ncu: {ncu.version_text}", f"launches: {launches}; kernels in the report: {len(recorded.kernels)}, "
-        f"in the {FAMILY} family: {ranges}", f"replay: {replay}; per-instruction metrics: {'yes' if lines else 'no'}",
+        f"gpu: {recorded.info.gpu_name} (cc {recorded.info.compute_capability})",
+        f"driver: {driver_version()}",
+        f"ncu: {ncu.version_text}",
+        f"launches: {launches}; kernels in the report: {len(recorded.kernels)}, in the {FAMILY} family: {ranges}",
+        f"replay: {replay}; per-instruction metrics: {'yes' if lines else 'no'}",
         f"ncu seconds: {run.seconds:.1f}",
         f"command: {command_line(argv)}",
-    ]  # fmt: skip
+    ]
     (out / f"{STEM}.txt").write_text("\n".join(notes) + "\n", encoding="utf-8")
     print("\n".join(notes[1:8]))
     print(f"written: {report}, {out / f'{STEM}.csv'}")
@@ -152,8 +163,12 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=540.0, help="seconds before ncu is stopped (default 540)")
     parser.add_argument("--program", action="store_true", help="record the program layout (see above)")
     parser.add_argument("--kernels", type=int, default=8, help="distinct kernels with --program (default 8)")
-    parser.add_argument("--replay", choices=REPLAY_MODES, default="application",
-                        help="ncu's replay mode (default application: see above)")  # fmt: skip
+    parser.add_argument(
+        "--replay",
+        choices=REPLAY_MODES,
+        default="application",
+        help="ncu's replay mode (default application: see above)",
+    )
     parser.add_argument(
         "--lines",
         action="store_true",
@@ -168,8 +183,15 @@ def main() -> int:
     if args.program and args.kernels < 1:
         parser.error("--kernels must be at least 1")
     try:
-        return record(args.out, args.launches, args.ncu, args.timeout, args.kernels if args.program else 0,
-                      args.replay, args.lines)  # fmt: skip
+        return record(
+            args.out,
+            args.launches,
+            args.ncu,
+            args.timeout,
+            args.kernels if args.program else 0,
+            args.replay,
+            args.lines,
+        )
     except MemlensError as exc:
         sys.exit(f"record_many: {exc}")
 

@@ -34,10 +34,15 @@ def render(fixture: Path, count: int, output: str) -> None:
     base = read_report(fixture, instructions=output == "report")
     recorded = base.kernels
     kernels = tuple(
-        replace(recorded[i % len(recorded)], launch_id=i, family="many", variant=f"k{i % 8}",
-                nvtx=f"step{i // 8} > many/k{i % 8}")
+        replace(
+            recorded[i % len(recorded)],
+            launch_id=i,
+            family="many",
+            variant=f"k{i % 8}",
+            nvtx=f"step{i // 8} > many/k{i % 8}",
+        )
         for i in range(count)
-    )  # fmt: skip
+    )
     results = replace(base, kernels=kernels)
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         if output == "report":
@@ -54,8 +59,16 @@ def render(fixture: Path, count: int, output: str) -> None:
 
 
 def measure(fixture: Path, count: int, output: str) -> tuple[float, int]:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--child", output, "--kernels", str(count),
-            "--fixture", str(fixture)]  # fmt: skip
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        output,
+        "--kernels",
+        str(count),
+        "--fixture",
+        str(fixture),
+    ]
     started = time.perf_counter()
     process = subprocess.Popen(argv, cwd=REPO)
     _, status, usage = os.wait4(process.pid, 0)

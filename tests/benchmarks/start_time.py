@@ -52,12 +52,26 @@ def main() -> int:
             os.chmod(real, 0o755)
         stamps = work / "stamps"
         wrapper = work / "ncu"
-        wrapper.write_text(f'#!/bin/sh\n[ "$1" = "--version" ] || python3 -c "import time; print(time.time())" '
-                           f'>> {stamps}\nexec {real} "$@"\n')  # fmt: skip
+        wrapper.write_text(
+            f'#!/bin/sh\n[ "$1" = "--version" ] || python3 -c "import time; print(time.time())" '
+            f'>> {stamps}\nexec {real} "$@"\n'
+        )
         os.chmod(wrapper, 0o755)
         help_argv = [python, "-m", "memlens", "profile", "--help"]
-        run_argv = [python, "-m", "memlens", "profile", "--out", str(work / "runs"), "--ncu", str(wrapper),
-                    "--clock-control", "none", "--", "true"]  # fmt: skip
+        run_argv = [
+            python,
+            "-m",
+            "memlens",
+            "profile",
+            "--out",
+            str(work / "runs"),
+            "--ncu",
+            str(wrapper),
+            "--clock-control",
+            "none",
+            "--",
+            "true",
+        ]
         subprocess.run(help_argv, env=env, capture_output=True, check=False)  # untimed: the file cache
         figures: dict[str, list[float]] = {"help": [], "to_ncu": [], "version": []}
         for _ in range(args.rounds):
@@ -105,8 +119,9 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
 
 def imports(argv: list[str], env: dict[str, str]) -> list[tuple[str, float]]:
     """The 12 top-level imports with the most cumulative time, from -X importtime."""
-    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], env=env, capture_output=True, text=True,
-                          check=False)  # fmt: skip
+    done = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]], env=env, capture_output=True, text=True, check=False
+    )
     found = []
     for line in done.stderr.splitlines():
         parts = line.removeprefix("import time:").split("|")

@@ -40,16 +40,28 @@ KEYS = ("exact_excess_wavefronts_ld", "exact_excess_wavefronts_st", "local_ld_in
 
 def run(step: str, out: Path, sweep: list[str]) -> tuple[float, dict]:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    argv = [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), *sweep, "--out", str(out),
-            "--clock-control", "none", *STEPS[step]]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "memlens",
+        "profile",
+        str(REPO / "kernels"),
+        *sweep,
+        "--out",
+        str(out),
+        "--clock-control",
+        "none",
+        *STEPS[step],
+    ]
     started, wall = time.monotonic(), time.time()
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1200)
     seconds = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"{step}: exit {done.returncode}: {done.stderr.strip()[-2000:]}")
     data = json.loads((out / "latest" / "results.json").read_text())
-    figures = {f"{k['family']}/{k['variant']}/{k['kernel']}": [k["raw"].get(key) for key in KEYS]
-               for k in data["kernels"]}  # fmt: skip
+    figures = {
+        f"{k['family']}/{k['variant']}/{k['kernel']}": [k["raw"].get(key) for key in KEYS] for k in data["kernels"]
+    }
     return seconds, figures, phases((out / "latest").resolve(), wall)
 
 
@@ -63,12 +75,19 @@ def phases(run: Path, wall: float) -> dict:
         plan = next(e["time"] for e in events if e["event"] == "plan")
         last = max(e["time"] for e in events if e["event"] == "done")
         written = report.stat().st_mtime if report else last
-        runs[tag] = {"cases": sum(e["event"] == "done" for e in events), "start": round(plan - wall, 2),
-                     "cases_s": round(last - plan, 2), "end_s": round(written - last, 2),
-                     "report_at": round(written - wall, 2)}  # fmt: skip
+        runs[tag] = {
+            "cases": sum(e["event"] == "done" for e in events),
+            "start": round(plan - wall, 2),
+            "cases_s": round(last - plan, 2),
+            "end_s": round(written - last, 2),
+            "report_at": round(written - wall, 2),
+        }
     saved = (run / "results.json").stat().st_mtime - wall
-    return {"runs": runs, "read_s": round(saved - max(r["report_at"] for r in runs.values()), 2),
-            "saved_at": round(saved, 2)}  # fmt: skip
+    return {
+        "runs": runs,
+        "read_s": round(saved - max(r["report_at"] for r in runs.values()), 2),
+        "saved_at": round(saved, 2),
+    }
 
 
 def main() -> int:
@@ -76,11 +95,16 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--steps", default="one,gpus,cluster")
-    parser.add_argument("--keep-events", type=Path, metavar="DIR",
-                        help="keep each step's events files (its cases' times) in DIR/<step><round>")  # fmt: skip
+    parser.add_argument(
+        "--keep-events",
+        type=Path,
+        metavar="DIR",
+        help="keep each step's events files (its cases' times) in DIR/<step><round>",
+    )
     parser.add_argument("--again", action="store_true", help="a last round into each step's previous folder")
-    parser.add_argument("--sweep", action="append", metavar="ITEM",
-                        help=f"memlens profile's --sweep items instead of {SWEEP[1]}")  # fmt: skip
+    parser.add_argument(
+        "--sweep", action="append", metavar="ITEM", help=f"memlens profile's --sweep items instead of {SWEEP[1]}"
+    )
     args = parser.parse_args()
     steps = args.steps.split(",")
     sweep = [arg for item in args.sweep for arg in ("--sweep", item)] if args.sweep else SWEEP
@@ -104,19 +128,34 @@ def main() -> int:
                 breakdown[step].append(where)
                 print(f"round {round_index + 1} {step}: {took:.1f} s, {len(figures[step])} kernels", file=sys.stderr)
                 for tag, phase in where["runs"].items():
-                    print(f"  {tag:6} {phase['cases']:3} cases: start {phase['start']:5.1f} s, "
-                          f"cases {phase['cases_s']:5.1f} s, end {phase['end_s']:4.1f} s", file=sys.stderr)  # fmt: skip
+                    print(
+                        f"  {tag:6} {phase['cases']:3} cases: start {phase['start']:5.1f} s, "
+                        f"cases {phase['cases_s']:5.1f} s, end {phase['end_s']:4.1f} s",
+                        file=sys.stderr,
+                    )
                 print(f"  read {where['read_s']:.1f} s, saved at {where['saved_at']:.1f} s", file=sys.stderr)
     kept = {step: statistics.median(times[1:] or times) for step, times in seconds.items()}  # warm rounds
     same = all(figures[step] == figures[steps[0]] for step in steps)
-    rows = {step: {"seconds": kept[step], "rounds": seconds[step], "phases": breakdown[step],
-                   "of_one_gpu": kept[step] / kept["one"] if "one" in kept else None} for step in steps}  # fmt: skip
+    rows = {
+        step: {
+            "seconds": kept[step],
+            "rounds": seconds[step],
+            "phases": breakdown[step],
+            "of_one_gpu": kept[step] / kept["one"] if "one" in kept else None,
+        }
+        for step in steps
+    }
     for step, row in rows.items():
         ratio = f"{row['of_one_gpu']:.2f}x one GPU" if row["of_one_gpu"] else ""
         print(f"{step:8} {row['seconds']:7.1f} s  {ratio}")
     print(f"deterministic counters identical in every step: {same}")
-    args.out.write_text(json.dumps({"steps": rows, "same_counters": same, "cases": len(figures[steps[0]]),
-                                    "command": " ".join(sys.argv)}, indent=1) + "\n")  # fmt: skip
+    args.out.write_text(
+        json.dumps(
+            {"steps": rows, "same_counters": same, "cases": len(figures[steps[0]]), "command": " ".join(sys.argv)},
+            indent=1,
+        )
+        + "\n"
+    )
     return 0
 
 

@@ -154,11 +154,20 @@ def count_launches(args: argparse.Namespace) -> dict[str, object]:
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         train(args)
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-               and "memcpy" not in e.name.lower() and "memset" not in e.name.lower()]  # fmt: skip
+    kernels = [
+        e
+        for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA
+        and "memcpy" not in e.name.lower()
+        and "memset" not in e.name.lower()
+    ]
     per_step = round(len(kernels) / max(args.steps, 1), 1)
-    return {"steps": args.steps, "launches": len(kernels), "launches_per_step": per_step,
-            "distinct_kernel_names": len({e.name for e in kernels})}  # fmt: skip
+    return {
+        "steps": args.steps,
+        "launches": len(kernels),
+        "launches_per_step": per_step,
+        "distinct_kernel_names": len({e.name for e in kernels}),
+    }
 
 
 def main() -> int:
@@ -169,9 +178,13 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--last-batch", type=int, default=0, help="rows of the last step (default: --batch)")
     parser.add_argument("--count-launches", action="store_true", help="print the launches (torch.profiler)")
-    parser.add_argument("--ranges", choices=("memlens", "push-pop"), default="memlens",
-                        help="the range around each step: memlens.range (push/pop and start/end, counted) or a "
-                        "plain push/pop range (torch.cuda.nvtx.range_push)")  # fmt: skip
+    parser.add_argument(
+        "--ranges",
+        choices=("memlens", "push-pop"),
+        default="memlens",
+        help="the range around each step: memlens.range (push/pop and start/end, counted) or a "
+        "plain push/pop range (torch.cuda.nvtx.range_push)",
+    )
     args = parser.parse_args()
     if args.count_launches:
         print(json.dumps(count_launches(args)))

@@ -76,8 +76,14 @@ def main() -> int:
     launches = {}
     if "count" in steps:
         for name, which in (("full", full), ("subset", subset)):
-            done = subprocess.run([*loop, *which, "--count-launches"], env=env, capture_output=True, text=True,
-                                  check=False, timeout=args.timeout)  # fmt: skip
+            done = subprocess.run(
+                [*loop, *which, "--count-launches"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=args.timeout,
+            )
             launches[name] = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
         facts["launches"] = launches
     runs: dict[str, Path] = {}
@@ -85,15 +91,21 @@ def main() -> int:
         seconds["default"] = timed([*memlens, "--out", str(out / "default"), "--", *loop, *full], env, args.timeout)
         runs["default"] = (out / "default" / "latest").resolve()
     if "all" in steps:
-        seconds["all_subset"] = timed([*memlens, "--launches", "all", "--out", str(out / "all"), "--", *loop, *subset],
-                                      env, args.timeout)  # fmt: skip
+        seconds["all_subset"] = timed(
+            [*memlens, "--launches", "all", "--out", str(out / "all"), "--", *loop, *subset], env, args.timeout
+        )
         runs["all"] = (out / "all" / "latest").resolve()
     if "bare" in steps:
         ncu = find_ncu(None)
         bare_dir = out / "bare"
         bare_dir.mkdir(exist_ok=True)
-        request = ProfileRequest(metrics=ncu_metric_names(), report=bare_dir / "profile", log=bare_dir / "ncu.log",
-                                 nvtx_include=DEFAULT_FILTERS, settings=NcuSettings("none"))  # fmt: skip
+        request = ProfileRequest(
+            metrics=ncu_metric_names(),
+            report=bare_dir / "profile",
+            log=bare_dir / "ncu.log",
+            nvtx_include=DEFAULT_FILTERS,
+            settings=NcuSettings("none"),
+        )
         argv = profile_argv(ncu, request, [*loop, *subset])
         argv.insert(1, "--force-overwrite")
         seconds["bare_subset"] = timed(argv, env, args.timeout)
@@ -103,8 +115,9 @@ def main() -> int:
         seconds["pushpop"] = timed([*memlens, "--out", str(out / "pushpop"), "--", *push_pop], env, args.timeout)
         facts["pushpop"] = _push_pop_facts((out / "pushpop" / "latest").resolve(), seconds)
     if "cupy" in steps:
-        seconds["cupy"] = timed([*memlens, "--out", str(out / "cupy"), "--", sys.executable, str(CUPY_APP)], env,
-                                args.timeout)  # fmt: skip
+        seconds["cupy"] = timed(
+            [*memlens, "--out", str(out / "cupy"), "--", sys.executable, str(CUPY_APP)], env, args.timeout
+        )
         facts["cupy"] = _cupy_facts((out / "cupy" / "latest").resolve())
     scale = _scale(launches)
     for name in ("all", "bare"):
@@ -153,11 +166,14 @@ def _kernels(runs: dict[str, Path]) -> dict[str, object]:
             continue
         keys = [_key(k) for k in results.kernels]
         counted = sorted({k.range_runs for k in results.kernels if k.range_runs is not None})
-        found[name] = {"profiled": len(keys), "distinct": len(set(keys)),
-                       "backward_triton": sum("act_backward" in k[0] for k in keys),
-                       "forward_triton": sum("act_forward" in k[0] for k in keys),
-                       "gemm": sum("gemm" in k[0].lower() or "cutlass" in k[0].lower() for k in keys),
-                       "range_runs": counted}  # fmt: skip
+        found[name] = {
+            "profiled": len(keys),
+            "distinct": len(set(keys)),
+            "backward_triton": sum("act_backward" in k[0] for k in keys),
+            "forward_triton": sum("act_forward" in k[0] for k in keys),
+            "gemm": sum("gemm" in k[0].lower() or "cutlass" in k[0].lower() for k in keys),
+            "range_runs": counted,
+        }
     return found
 
 
@@ -168,15 +184,26 @@ def _push_pop_facts(run: Path, seconds: dict[str, float]) -> dict[str, object]:
     except Exception as exc:  # a benchmark: say what is missing, go on
         return {"unreadable": str(exc)}
     names = [k.kernel for k in results.kernels]
-    gemms = sorted({(k.kernel[:80], k.value("grid_size")) for k in results.kernels
-                    if any(word in k.kernel.lower() for word in GEMM_WORDS)})  # fmt: skip
+    gemms = sorted(
+        {
+            (k.kernel[:80], k.value("grid_size"))
+            for k in results.kernels
+            if any(word in k.kernel.lower() for word in GEMM_WORDS)
+        }
+    )
     ratio = seconds["pushpop"] / seconds["pushpop_app"] if seconds.get("pushpop_app") else None
-    return {"profiled": len(names), "backward_triton": sum("act_backward" in n for n in names),
-            "gemm_kernels_and_grids": [list(g) for g in gemms], "gemms": len(gemms),
-            "elementwise": sum(any(w in n.lower() for w in ELEMENTWISE_WORDS) for n in names),
-            "labels": sorted({k.nvtx or "(no range)" for k in results.kernels}),
-            "push_pop_scope": results.info.push_pop_scope, "ranges_selected": results.info.ranges_selected,
-            "over_app": round(ratio, 2) if ratio else None, "met_3x": ratio is not None and ratio <= 3.0}  # fmt: skip
+    return {
+        "profiled": len(names),
+        "backward_triton": sum("act_backward" in n for n in names),
+        "gemm_kernels_and_grids": [list(g) for g in gemms],
+        "gemms": len(gemms),
+        "elementwise": sum(any(w in n.lower() for w in ELEMENTWISE_WORDS) for n in names),
+        "labels": sorted({k.nvtx or "(no range)" for k in results.kernels}),
+        "push_pop_scope": results.info.push_pop_scope,
+        "ranges_selected": results.info.ranges_selected,
+        "over_app": round(ratio, 2) if ratio else None,
+        "met_3x": ratio is not None and ratio <= 3.0,
+    }
 
 
 def _cupy_facts(run: Path) -> dict[str, object]:
@@ -185,8 +212,11 @@ def _cupy_facts(run: Path) -> dict[str, object]:
     except Exception as exc:  # a benchmark: say what is missing, go on
         return {"unreadable": str(exc)}
     labels = [k.nvtx or k.label for k in results.kernels]
-    return {"labels": labels, "in_range": bool(labels) and all(k.family == "cupy" for k in results.kernels),
-            "ranges_not_profiled": results.info.ranges_not_profiled}  # fmt: skip
+    return {
+        "labels": labels,
+        "in_range": bool(labels) and all(k.family == "cupy" for k in results.kernels),
+        "ranges_not_profiled": results.info.ranges_not_profiled,
+    }
 
 
 def _compare(runs: dict[str, Path]) -> dict[str, object]:
@@ -207,27 +237,37 @@ def _compare(runs: dict[str, Path]) -> dict[str, object]:
         mine, theirs = kernel.value("duration"), other.value("duration")  # type: ignore[attr-defined]
         if mine and theirs and abs(mine - theirs) / theirs > DURATION_TOLERANCE:
             slow.append(f"{kernel.kernel[:60]}: {mine:.4g} vs {theirs:.4g} ns")
-    return {"matched": matched, "default_kernels": len(default), "counters_differ": counters_differ[:20],
-            "durations_off_by_10pct": slow[:20]}  # fmt: skip
+    return {
+        "matched": matched,
+        "default_kernels": len(default),
+        "counters_differ": counters_differ[:20],
+        "durations_off_by_10pct": slow[:20],
+    }
 
 
 def _targets(seconds: dict[str, float]) -> dict[str, object]:
     if "default" not in seconds or "app" not in seconds:
         return {}
     ratio = seconds["default"] / seconds["app"]
-    return {"default_s": round(seconds["default"], 1), "default_over_app": round(ratio, 2),
-            "met": seconds["default"] <= TARGET_S and ratio <= TARGET_RATIO}  # fmt: skip
+    return {
+        "default_s": round(seconds["default"], 1),
+        "default_over_app": round(ratio, 2),
+        "met": seconds["default"] <= TARGET_S and ratio <= TARGET_RATIO,
+    }
 
 
 def _print(facts: dict[str, object], scale: float | None) -> None:
     seconds = facts["seconds"]
     assert isinstance(seconds, dict)
     print(f"train loop: {facts['steps']} steps, {facts['layers']} layers; launches {facts.get('launches')}")
-    rows = [("program alone", "app"), ("memlens, default (--launches first)", "default"),
-            (f"memlens --launches all, {facts['subset_steps']} steps (measured)", "all_subset"),
-            ("memlens --launches all, extrapolated", "all_extrapolated"),
-            (f"bare ncu, memlens's metrics, {facts['subset_steps']} steps (measured)", "bare_subset"),
-            ("bare ncu, every launch, extrapolated", "bare_extrapolated")]  # fmt: skip
+    rows = [
+        ("program alone", "app"),
+        ("memlens, default (--launches first)", "default"),
+        (f"memlens --launches all, {facts['subset_steps']} steps (measured)", "all_subset"),
+        ("memlens --launches all, extrapolated", "all_extrapolated"),
+        (f"bare ncu, memlens's metrics, {facts['subset_steps']} steps (measured)", "bare_subset"),
+        ("bare ncu, every launch, extrapolated", "bare_extrapolated"),
+    ]
     for title, key in rows:
         if key in seconds:
             print(f"  {title:58s} {seconds[key]:8.1f} s")
@@ -236,8 +276,10 @@ def _print(facts: dict[str, object], scale: float | None) -> None:
     print(f"kernels: {json.dumps(facts['kernels'])}")
     print(f"default vs all, first launch of each: {json.dumps(facts['comparison'])}")
     print(f"targets (default <= {TARGET_S:g} s and <= {TARGET_RATIO:g}x the program): {json.dumps(facts['targets'])}")
-    for key, title in (("pushpop_app", "push/pop-ranged loop alone"), ("pushpop", "push/pop-ranged loop, memlens "
-                       "default")):  # fmt: skip
+    for key, title in (
+        ("pushpop_app", "push/pop-ranged loop alone"),
+        ("pushpop", "push/pop-ranged loop, memlens default"),
+    ):
         if key in seconds:
             print(f"  {title:58s} {seconds[key]:8.1f} s")
     if "pushpop" in facts:
@@ -252,8 +294,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--subset-steps", type=int, default=3)
     parser.add_argument("--layers", type=int, default=6)
-    parser.add_argument("--skip", type=lambda text: set(text.split(",")), default=set(),
-                        help=f"leave out some of {','.join(STEPS)}")  # fmt: skip
+    parser.add_argument(
+        "--skip", type=lambda text: set(text.split(",")), default=set(), help=f"leave out some of {','.join(STEPS)}"
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a step may take")
     return parser.parse_args()
 

@@ -121,8 +121,9 @@ def main() -> int:
     for c in sweep:
         if rows % c.tr or cols % c.tc:
             raise SystemExit(f"{c.name}: {rows} x {cols} is not a whole number of tiles")
-    module = cupy.RawModule(code=SWEEP_SOURCE.read_text(), options=("-std=c++17",),
-                            name_expressions=[c.expression for c in sweep])  # fmt: skip
+    module = cupy.RawModule(
+        code=SWEEP_SOURCE.read_text(), options=("-std=c++17",), name_expressions=[c.expression for c in sweep]
+    )
     suite_module = cupy.RawModule(code=SUITE_SOURCE.read_text(), options=("-std=c++17",))
 
     set_bytes = 2 * 4 * rows * cols
@@ -165,15 +166,30 @@ def main() -> int:
     rows_out = []
     for name, times in medians.items():
         ms = statistics.median(times)
-        rows_out.append({"candidate": name, "median_ms": ms, "rounds_ms": times,
-                         "gb_per_s": set_bytes / ms / 1e6, "pct_of_copy": 100 * copy_ms / ms})  # fmt: skip
+        rows_out.append(
+            {
+                "candidate": name,
+                "median_ms": ms,
+                "rounds_ms": times,
+                "gb_per_s": set_bytes / ms / 1e6,
+                "pct_of_copy": 100 * copy_ms / ms,
+            }
+        )
     rows_out.sort(key=lambda r: -r["pct_of_copy"])
     print(f"{'candidate':52} {'median ms':>10} {'GB/s':>8} {'% of copy':>9}  rounds")
     for r in rows_out:
         spread = " ".join(f"{t:.4f}" for t in r["rounds_ms"])
         print(f"{r['candidate']:52} {r['median_ms']:10.4f} {r['gb_per_s']:8.0f} {r['pct_of_copy']:8.1f}%  {spread}")
-    meta = {"gpu": device.name, "rows": rows, "cols": cols, "sets": sets, "repeats": args.repeats,
-            "rounds": args.rounds, "copy_bytes_moved": set_bytes, "command": " ".join(sys.argv)}  # fmt: skip
+    meta = {
+        "gpu": device.name,
+        "rows": rows,
+        "cols": cols,
+        "sets": sets,
+        "repeats": args.repeats,
+        "rounds": args.rounds,
+        "copy_bytes_moved": set_bytes,
+        "command": " ".join(sys.argv),
+    }
     args.out.write_text(json.dumps({"meta": meta, "results": rows_out}, indent=1) + "\n")
     return 0
 

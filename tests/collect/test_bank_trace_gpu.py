@@ -28,13 +28,20 @@ CLOCK = os.environ.get("MEMLENS_CLOCK_CONTROL", "none")
 
 # (kernel, access, width) -> the largest n-way among its instructions, on paper
 EXPECTED = {
-    ("column_read_32x32", "load", 4): 32, ("column_read_32x32", "store", 4): 1,
-    ("column_read_padded", "load", 4): 1, ("column_read_swizzled", "load", 4): 1,
-    ("column_read_double", "load", 8): 16, ("column_read_16x16", "load", 4): 8,
-    ("half_warp_broadcast", "load", 4): 2, ("atomics_4_way", "atomic", 4): 4,
-    ("store_32_way", "store", 4): 32, ("sub_word", "store", 2): 16, ("sub_word", "store", 1): 1,
-    ("ldmatrix_64_byte_rows", "ldmatrix", 16): 4, ("cp_async_rows", "cp.async", 16): 2,
-}  # fmt: skip
+    ("column_read_32x32", "load", 4): 32,
+    ("column_read_32x32", "store", 4): 1,
+    ("column_read_padded", "load", 4): 1,
+    ("column_read_swizzled", "load", 4): 1,
+    ("column_read_double", "load", 8): 16,
+    ("column_read_16x16", "load", 4): 8,
+    ("half_warp_broadcast", "load", 4): 2,
+    ("atomics_4_way", "atomic", 4): 4,
+    ("store_32_way", "store", 4): 32,
+    ("sub_word", "store", 2): 16,
+    ("sub_word", "store", 1): 1,
+    ("ldmatrix_64_byte_rows", "ldmatrix", 16): 4,
+    ("cp_async_rows", "cp.async", 16): 2,
+}
 
 
 def function(name: str) -> str:
@@ -43,16 +50,18 @@ def function(name: str) -> str:
 
 
 def memlens(*argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "memlens", *argv], capture_output=True, text=True, env=ENV,
-                          timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "memlens", *argv], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     work = tmp_path_factory.mktemp("probe")
-    subprocess.run([nvcc, "-lineinfo", "-arch=sm_90", "-o", str(work / "bank_probe"), str(PROGRAMS / "bank_probe.cu")],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        [nvcc, "-lineinfo", "-arch=sm_90", "-o", str(work / "bank_probe"), str(PROGRAMS / "bank_probe.cu")], check=True
+    )
     return work / "bank_probe"
 
 
@@ -106,8 +115,9 @@ KNOWN_DISAGREEMENTS = {"cp_async_rows": "issue 50: the model's cp.async rows 4-w
 
 def test_the_bank_models_n_way_is_ncus_per_instruction(probe, tmp_path):
     # memlens profile --banks: ncu's run, then the trace's, into one run directory
-    done = memlens("profile", "--banks", "--all-kernels", "--out", str(tmp_path), "--clock-control", CLOCK, "--",
-                   str(probe))  # fmt: skip
+    done = memlens(
+        "profile", "--banks", "--all-kernels", "--out", str(tmp_path), "--clock-control", CLOCK, "--", str(probe)
+    )
     assert done.returncode == 0, done.stderr
     run = (tmp_path / "latest").resolve()
     measured: dict[str, dict[int, float]] = {}
@@ -178,8 +188,17 @@ def test_every_conflicting_instruction_of_the_built_in_suite_has_its_picture_and
 
 def test_the_suites_bank_model_n_way_is_ncus_per_instruction(tmp_path):
     events = tmp_path / "events.jsonl"
-    done = memlens("banks", "--json", "--out", str(tmp_path / "banks"), "--", sys.executable, *SUITE_PROGRAM,
-                   "--events", str(events))  # fmt: skip
+    done = memlens(
+        "banks",
+        "--json",
+        "--out",
+        str(tmp_path / "banks"),
+        "--",
+        sys.executable,
+        *SUITE_PROGRAM,
+        "--events",
+        str(events),
+    )
     assert done.returncode == 0, done.stderr
     profiled = memlens(
         "profile", str(REPO / "kernels"), "--small", "--out", str(tmp_path / "runs"), "--clock-control", CLOCK

@@ -12,15 +12,21 @@ from tests.collect.test_gpus_gpu import gpus, memlens_profile
 
 pytestmark = pytest.mark.gpu
 pytest.importorskip("distributed")
-DETERMINISTIC = ("exact_excess_wavefronts_ld", "exact_excess_wavefronts_st", "local_ld_instructions",
-                 "local_st_instructions")  # fmt: skip
+DETERMINISTIC = (
+    "exact_excess_wavefronts_ld",
+    "exact_excess_wavefronts_st",
+    "local_ld_instructions",
+    "local_st_instructions",
+)
 
 
 def figures(run) -> dict[str, dict]:
     data = json.loads((run / "results.json").read_text())
     assert {o["status"] for o in data["outcomes"]} == {"ok"} and data["complete"] is True
-    return {f"{k['family']}/{k['variant']}/{k['kernel']}": {key: k["raw"].get(key) for key in DETERMINISTIC}
-            for k in data["kernels"]}  # fmt: skip
+    return {
+        f"{k['family']}/{k['variant']}/{k['kernel']}": {key: k["raw"].get(key) for key in DETERMINISTIC}
+        for k in data["kernels"]
+    }
 
 
 def test_cluster_local_equals_gpus_all(tmp_path):

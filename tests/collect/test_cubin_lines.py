@@ -65,10 +65,19 @@ def test_a_binary_nvdisasm_cannot_read_gives_no_lines(tmp_path, probe_cubin):
 
 def test_banks_json_names_each_instructions_line_from_its_launchs_cubin():
     offsets = [1024 + 128 * lane for lane in range(32)]
-    record = {"pc_offset": 0x290, "kind": bt.SHARED, "size": 4, "flags": 3, "block": [0, 0, 0], "warp": 0,
-              "offsets": offsets}  # fmt: skip
-    events = [{"event": "launch", "kernel": "_Z1kv", "cubin": "module.7.0.cubin", "records": [record]},
-              {"event": "launch", "kernel": "_Z1jv", "cubin": "module.7.1.cubin", "records": [record]}]  # fmt: skip
+    record = {
+        "pc_offset": 0x290,
+        "kind": bt.SHARED,
+        "size": 4,
+        "flags": 3,
+        "block": [0, 0, 0],
+        "warp": 0,
+        "offsets": offsets,
+    }
+    events = [
+        {"event": "launch", "kernel": "_Z1kv", "cubin": "module.7.0.cubin", "records": [record]},
+        {"event": "launch", "kernel": "_Z1jv", "cubin": "module.7.1.cubin", "records": [record]},
+    ]
     lines = {("module.7.0.cubin", "_Z1kv", 0x290): ("/src/probe.cu", 65)}
     first, second = bt.banks_from_traces(events, 4, lines=lines).instructions
     assert (first.file, first.line, first.location) == ("/src/probe.cu", 65, "/src/probe.cu:65")

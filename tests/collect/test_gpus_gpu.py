@@ -33,10 +33,26 @@ def memlens_profile(out, *extra: str) -> tuple[subprocess.CompletedProcess, floa
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), *SIZES, "--out", str(out),
-         "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "900", *extra],
-        capture_output=True, text=True, env=env, timeout=1000,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "memlens",
+            "profile",
+            str(REPO / "kernels"),
+            *SIZES,
+            "--out",
+            str(out),
+            "--clock-control",
+            os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
+            "--timeout",
+            "900",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1000,
+    )
     return done, time.monotonic() - started
 
 

@@ -26,9 +26,22 @@ def loop_run(tmp_path_factory):
     for module in ("torch", "triton"):
         pytest.importorskip(module)
     out = tmp_path_factory.mktemp("train-loop")
-    done = memlens_profile(out, "--", sys.executable, str(LOOP), "--steps", str(STEPS),
-                           "--layers", str(LAYERS), "--batch", "256", "--width", "512",
-                           "--last-batch", "64")  # fmt: skip
+    done = memlens_profile(
+        out,
+        "--",
+        sys.executable,
+        str(LOOP),
+        "--steps",
+        str(STEPS),
+        "--layers",
+        str(LAYERS),
+        "--batch",
+        "256",
+        "--width",
+        "512",
+        "--last-batch",
+        "64",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     run = (out / "latest").resolve()
     return json.loads((run / "results.json").read_text()), done.stdout

@@ -22,20 +22,49 @@ NCU = Ncu(Path("/opt/nsight/ncu"), (2025, 3, 1, 0))
 @pytest.fixture
 def fake_ncu(tmp_path, monkeypatch):
     probe = FIXTURES / "probe"
-    return install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(probe / "probe.ncu-rep"),
-                            FAKE_NCU_LOG=str(probe / "probe.log"))  # fmt: skip
+    return install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(probe / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(probe / "probe.log"),
+    )
 
 
 def test_argv_puts_launch_filters_and_count_before_the_metrics_and_the_app_last(tmp_path) -> None:
-    request = ProfileRequest(metrics=["gpu__time_duration.sum", "dram__bytes_read.sum"], report=tmp_path / "r",
-                             log=tmp_path / "l", nvtx_include=(), settings=NcuSettings(cache_control="none"),
-                             launch_count=5,
-                             launch_filter=("--kernel-name-base", "function", "--launch-skip", "2"))  # fmt: skip
+    request = ProfileRequest(
+        metrics=["gpu__time_duration.sum", "dram__bytes_read.sum"],
+        report=tmp_path / "r",
+        log=tmp_path / "l",
+        nvtx_include=(),
+        settings=NcuSettings(cache_control="none"),
+        launch_count=5,
+        launch_filter=("--kernel-name-base", "function", "--launch-skip", "2"),
+    )
     assert profile_argv(NCU, request, ["./app", "--metrics", "x"]) == [
-        "/opt/nsight/ncu", "--clock-control", "base", "--cache-control", "none", "--replay-mode", "kernel", "--nvtx",
-        "--kernel-name-base", "function", "--launch-skip", "2", "--launch-count", "5",
-        "--metrics", "gpu__time_duration.sum,dram__bytes_read.sum", "--export", str(tmp_path / "r"),
-        "--log-file", str(tmp_path / "l"), "./app", "--metrics", "x"]  # fmt: skip
+        "/opt/nsight/ncu",
+        "--clock-control",
+        "base",
+        "--cache-control",
+        "none",
+        "--replay-mode",
+        "kernel",
+        "--nvtx",
+        "--kernel-name-base",
+        "function",
+        "--launch-skip",
+        "2",
+        "--launch-count",
+        "5",
+        "--metrics",
+        "gpu__time_duration.sum,dram__bytes_read.sum",
+        "--export",
+        str(tmp_path / "r"),
+        "--log-file",
+        str(tmp_path / "l"),
+        "./app",
+        "--metrics",
+        "x",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -126,22 +155,55 @@ def test_old_ncu_is_refused(tmp_path, monkeypatch):
 
 
 def test_argv_filters_memlens_ranges_and_exports_report(fake_ncu, tmp_path):
-    request = ProfileRequest(metrics=["gpu__time_duration.sum"], report=tmp_path / "r", log=tmp_path / "l",
-                             nvtx_include="regex:memlens@.*/", settings=NcuSettings("none"))  # fmt: skip
+    request = ProfileRequest(
+        metrics=["gpu__time_duration.sum"],
+        report=tmp_path / "r",
+        log=tmp_path / "l",
+        nvtx_include="regex:memlens@.*/",
+        settings=NcuSettings("none"),
+    )
     argv = profile_argv(find_ncu(), request, ["python", "app.py"])
-    assert argv[1:] == ["--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel", "--nvtx",
-                        "--nvtx-include", "regex:memlens@.*/", "--metrics", "gpu__time_duration.sum",
-                        "--export", str(tmp_path / "r"), "--log-file", str(tmp_path / "l"),
-                        "python", "app.py"]  # fmt: skip
+    assert argv[1:] == [
+        "--clock-control",
+        "none",
+        "--cache-control",
+        "all",
+        "--replay-mode",
+        "kernel",
+        "--nvtx",
+        "--nvtx-include",
+        "regex:memlens@.*/",
+        "--metrics",
+        "gpu__time_duration.sum",
+        "--export",
+        str(tmp_path / "r"),
+        "--log-file",
+        str(tmp_path / "l"),
+        "python",
+        "app.py",
+    ]
 
 
 def test_argv_application_replay_and_excludes(fake_ncu, tmp_path):
-    request = ProfileRequest(metrics=["gpu__time_duration.sum"], report=tmp_path / "r", log=tmp_path / "l",
-                             nvtx_include=("regex:.*/", "regex:.*@.*/"), nvtx_exclude=("regex:NCCL@.*/",),
-                             replay_mode="application")  # fmt: skip
+    request = ProfileRequest(
+        metrics=["gpu__time_duration.sum"],
+        report=tmp_path / "r",
+        log=tmp_path / "l",
+        nvtx_include=("regex:.*/", "regex:.*@.*/"),
+        nvtx_exclude=("regex:NCCL@.*/",),
+        replay_mode="application",
+    )
     argv = profile_argv(find_ncu(), request, ["app"])
     assert argv[argv.index("--replay-mode") : argv.index("--metrics")] == [
-        "--replay-mode", "application", "--nvtx", "--nvtx-include", "regex:.*/", "--nvtx-include", "regex:.*@.*/",
-        "--nvtx-exclude", "regex:NCCL@.*/"]  # fmt: skip
+        "--replay-mode",
+        "application",
+        "--nvtx",
+        "--nvtx-include",
+        "regex:.*/",
+        "--nvtx-include",
+        "regex:.*@.*/",
+        "--nvtx-exclude",
+        "regex:NCCL@.*/",
+    ]
     with pytest.raises(ConfigError, match="replay mode 'range' is not one of kernel, application"):
         ProfileRequest(metrics=[], report=tmp_path / "r", log=tmp_path / "l", nvtx_include=(), replay_mode="range")

@@ -21,11 +21,23 @@ REPORT = APP / "cuda_app.ncu-rep"
 def test_run_info_takes_provenance_and_how_ncu_ran():
     started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=3)
     settings = NcuSettings("none", "all", fast=True)
-    info = run_info(settings, "2025.3.1.0", Machine("580.1", "abc"), Path("suite.py"), "memlens profile", started,
-                    launches="first", warm_up=2)  # fmt: skip
+    info = run_info(
+        settings,
+        "2025.3.1.0",
+        Machine("580.1", "abc"),
+        Path("suite.py"),
+        "memlens profile",
+        started,
+        launches="first",
+        warm_up=2,
+    )
     assert (info.ncu_version, info.ncu_settings) == ("2025.3.1.0", settings)
     assert (info.driver_version, info.suite_commit, info.suite, info.memlens_command) == (
-        "580.1", "abc", "suite.py", "memlens profile")  # fmt: skip
+        "580.1",
+        "abc",
+        "suite.py",
+        "memlens profile",
+    )
     assert (info.launches, info.warm_up) == ("first", 2)
     assert info.host and info.wall_seconds >= 3  # provenance taken now, as a suite run's is
 

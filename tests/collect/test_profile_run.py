@@ -17,8 +17,12 @@ PROBE = FIXTURES / "probe"
 
 @pytest.fixture
 def fake_ncu(tmp_path, monkeypatch):
-    return install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
-                            FAKE_NCU_LOG=str(PROBE / "probe.log"))  # fmt: skip
+    return install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(PROBE / "probe.log"),
+    )
 
 
 def profile_cli(tmp_path: Path, *extra: str) -> int:
@@ -66,8 +70,13 @@ def test_failure_mid_suite_keeps_earlier_variants(fake_ncu, tmp_path, monkeypatc
     assert profile_cli(tmp_path) == 3
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
     status = [(o["variant"], o["status"]) for o in data["outcomes"]]
-    assert status == [("conflict", "ok"), ("padded", "ok"), ("swizzled", "failed"),
-                      ("register", "not_run"), ("local", "not_run")]  # fmt: skip
+    assert status == [
+        ("conflict", "ok"),
+        ("padded", "ok"),
+        ("swizzled", "failed"),
+        ("register", "not_run"),
+        ("local", "not_run"),
+    ]
     assert data["complete"] is True
     assert sorted(k["variant"] for k in data["kernels"]) == ["conflict", "padded"]
     assert "RuntimeError: launch of transpose/swizzled failed (test)" in capsys.readouterr().err
@@ -139,8 +148,12 @@ def test_exit_0_without_a_report_is_an_error(tmp_path, monkeypatch, capsys):
 
 
 def test_a_report_without_the_suites_kernels_is_an_error(tmp_path, monkeypatch, capsys):
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_LOG=str(PROBE / "probe.log"),
-                     FAKE_NCU_REPORT=str(FIXTURES / "nvidia_h200" / "plain_ncu.ncu-rep"))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_LOG=str(PROBE / "probe.log"),
+        FAKE_NCU_REPORT=str(FIXTURES / "nvidia_h200" / "plain_ncu.ncu-rep"),
+    )
     assert profile_cli(tmp_path) == 3
     assert "ncu's report holds no kernel of the 5 variants that ran" in capsys.readouterr().err
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
@@ -175,8 +188,10 @@ def test_timeout_before_the_suite_starts_says_so(tmp_path, monkeypatch, capsys):
 
 def test_events_file_with_junk_lines_is_read_around_them(tmp_path):
     events = Events(tmp_path / "events.jsonl")
-    (tmp_path / "events.jsonl").write_bytes(b'{"event": "plan", "variants": ["a/b"], "pid": 7}\nnot json\n\xff\xfe\n'
-                                            b'[1, 2]\n{"event": "start", "variant": "a/b"}\n{"event": "do')  # fmt: skip
+    (tmp_path / "events.jsonl").write_bytes(
+        b'{"event": "plan", "variants": ["a/b"], "pid": 7}\nnot json\n\xff\xfe\n'
+        b'[1, 2]\n{"event": "start", "variant": "a/b"}\n{"event": "do'
+    )
     assert [e["event"] for e in events.poll()] == ["plan", "start"]
     assert events.app_pid == 7 and events.running == "a/b"
     with (tmp_path / "events.jsonl").open("ab") as handle:
@@ -188,8 +203,13 @@ def test_events_file_with_junk_lines_is_read_around_them(tmp_path):
 def test_ncu_failing_after_every_variant_verified_is_an_error(tmp_path, monkeypatch, capsys):
     log = tmp_path / "ncu.log"
     log.write_text((PROBE / "probe.log").read_text() + "==ERROR== An error was reported by the driver\n")
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
-                     FAKE_NCU_LOG=str(log), FAKE_NCU_EXIT="9")  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(log),
+        FAKE_NCU_EXIT="9",
+    )
     assert profile_cli(tmp_path) == 3
     assert "ncu exited with code 9 (An error was reported by the driver); see" in capsys.readouterr().err
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())

@@ -44,8 +44,20 @@ def install(tmp_path, monkeypatch, launches: list[dict] | None = None) -> Path:
 
 
 def profile(tmp_path: Path, *options: str) -> int:
-    return main(["profile", "--out", str(tmp_path / "runs"), "--clock-control", "none", *options, "--",
-                 sys.executable, "-c", "print('app ran')"])  # fmt: skip
+    return main(
+        [
+            "profile",
+            "--out",
+            str(tmp_path / "runs"),
+            "--clock-control",
+            "none",
+            *options,
+            "--",
+            sys.executable,
+            "-c",
+            "print('app ran')",
+        ]
+    )
 
 
 def ncu_argv(tmp_path: Path) -> list[str]:
@@ -60,8 +72,14 @@ def profiled(record: Path) -> list[list[int]]:
     return [json.loads(line) for line in record.read_text().splitlines()]
 
 
-@pytest.mark.parametrize(("options", "scope"), [((), "process"), (("--nvtx-push-pop-scope", "process"), "process"),
-                                                 (("--nvtx-push-pop-scope", "thread"), "thread")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("options", "scope"),
+    [
+        ((), "process"),
+        (("--nvtx-push-pop-scope", "process"), "process"),
+        (("--nvtx-push-pop-scope", "thread"), "thread"),
+    ],
+)
 def test_the_ncu_command_of_each_scope_option(tmp_path, monkeypatch, capsys, options, scope):
     install(tmp_path, monkeypatch)
     assert profile(tmp_path, *options) == 0
@@ -112,14 +130,20 @@ def test_a_warm_up_in_a_library_range_never_stands_for_the_launch_in_the_program
 
 
 def test_without_a_library_domain_the_program_ranges_are_selected_once(tmp_path, monkeypatch, capsys):
-    launches = [{"kernel": "k", "push_pop": {DEFAULT: ["step"]}}, {"kernel": "k", "push_pop": {DEFAULT: ["step"]}},
-                {"kernel": "g", "push_pop": {"mine": ["step", "gemm"]}}, {"kernel": "outside"}]  # fmt: skip
+    launches = [
+        {"kernel": "k", "push_pop": {DEFAULT: ["step"]}},
+        {"kernel": "k", "push_pop": {DEFAULT: ["step"]}},
+        {"kernel": "g", "push_pop": {"mine": ["step", "gemm"]}},
+        {"kernel": "outside"},
+    ]
     record = install(tmp_path, monkeypatch, launches)
     assert profile(tmp_path) == 0
     assert profiled(record) == [[0, 2]]
     info = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())["info"]
-    assert info["ranges_selected"] == ("the program's own ranges; those of CCCL, NCCL (libraries' domains) only add "
-                                       "to the label of a launch inside them")  # fmt: skip
+    assert info["ranges_selected"] == (
+        "the program's own ranges; those of CCCL, NCCL (libraries' domains) only add "
+        "to the label of a launch inside them"
+    )
     assert f"ranges: {info['ranges_selected']}" in capsys.readouterr().out
 
 
@@ -135,8 +159,9 @@ def test_a_program_with_only_library_ranges_is_run_again_selecting_them(tmp_path
     assert len(commands) == 2 and option(shlex.split(commands[1]), "--nvtx-include") == list(ANY_RANGE_FILTERS)
     assert "No kernels were profiled" in (run / "ncu.own-ranges.log").read_text()
     info = json.loads((run / "results.json").read_text())["info"]
-    assert info["ranges_selected"].startswith("every range of every domain, the libraries' included: the program "
-                                              "opened no NVTX range of its own")  # fmt: skip
+    assert info["ranges_selected"].startswith(
+        "every range of every domain, the libraries' included: the program opened no NVTX range of its own"
+    )
     assert main(["report", str(run), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
     assert "ranges: every range of every domain" in (tmp_path / "r.md").read_text()
 
@@ -162,9 +187,11 @@ def test_a_library_range_inside_a_program_range_only_adds_to_the_label():
     assert program_label([("mine", "outer"), (DEFAULT, "a/b")]).nvtx == "mine@outer > a/b"
 
 
-TWO_PROCESSES_LOG = ("==PROF== Connected to process 615 (/usr/bin/python3.12)\n"
-                     "==PROF== Connected to process 640 (/usr/bin/python3.12)\n"
-                     "==PROF== Disconnected from process 640\n==PROF== Disconnected from process 615\n")  # fmt: skip
+TWO_PROCESSES_LOG = (
+    "==PROF== Connected to process 615 (/usr/bin/python3.12)\n"
+    "==PROF== Connected to process 640 (/usr/bin/python3.12)\n"
+    "==PROF== Disconnected from process 640\n==PROF== Disconnected from process 615\n"
+)
 
 
 def test_launches_of_child_processes_are_labelled_with_their_process(tmp_path, monkeypatch, capsys):
@@ -175,8 +202,13 @@ def test_launches_of_child_processes_are_labelled_with_their_process(tmp_path, m
     export = tmp_path / "export.csv"
     rows = "".join(f'"{i}","{615 if i < 2 else 640}","python3.12","host","(1, 1, 1)"\n' for i in range(6))
     export.write_text('"ID","Process ID","Process Name","Host Name","launch__grid_size"\n"","","","",""\n' + rows)
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
-                     FAKE_NCU_LOG=str(log), FAKE_NCU_IMPORT_CSV=str(export))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
+        FAKE_NCU_LOG=str(log),
+        FAKE_NCU_IMPORT_CSV=str(export),
+    )
     assert profile(tmp_path) == 0
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
     assert data["info"]["processes"] == {"615 (/usr/bin/python3.12)": 1, "640 (/usr/bin/python3.12)": 2}
@@ -184,11 +216,15 @@ def test_launches_of_child_processes_are_labelled_with_their_process(tmp_path, m
     capsys.readouterr()
     assert main(["metrics", str(tmp_path / "runs"), "--json"]) == 0
     labels = [k["label"] for k in json.loads(capsys.readouterr().out)["kernels"]]
-    assert labels[:3] == ["transpose/conflict (process 1)", "transpose/padded (process 1)",
-                          "transpose/store_conflict (process 2)"]  # fmt: skip
+    assert labels[:3] == [
+        "transpose/conflict (process 1)",
+        "transpose/padded (process 1)",
+        "transpose/store_conflict (process 2)",
+    ]
     assert main(["metrics", str(tmp_path / "runs")]) == 0
-    assert ("processes (each launch's label names its own): 1: 615 (/usr/bin/python3.12), "
-            "2: 640 (/usr/bin/python3.12)") in capsys.readouterr().out  # fmt: skip
+    assert (
+        "processes (each launch's label names its own): 1: 615 (/usr/bin/python3.12), 2: 640 (/usr/bin/python3.12)"
+    ) in capsys.readouterr().out
 
 
 def test_one_process_needs_no_export_and_an_export_ncu_refuses_leaves_labels_alone(tmp_path, monkeypatch):
@@ -199,8 +235,13 @@ def test_one_process_needs_no_export_and_an_export_ncu_refuses_leaves_labels_alo
     assert parse_launch_pids('"ID","Process ID"\n"","",\n"0","12"\n"x","13"\n') == {0: "12"}
     log = tmp_path / "two.log"
     log.write_text(TWO_PROCESSES_LOG)
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
-                     FAKE_NCU_LOG=str(log), FAKE_NCU_IMPORT_CSV=str(tmp_path / "missing.csv"))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
+        FAKE_NCU_LOG=str(log),
+        FAKE_NCU_IMPORT_CSV=str(tmp_path / "missing.csv"),
+    )
     assert profile(tmp_path) == 0  # the export failed: the run stands, its kernels without their process
     kernels = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())["kernels"]
     assert all("process" not in k for k in kernels)
@@ -208,9 +249,11 @@ def test_one_process_needs_no_export_and_an_export_ncu_refuses_leaves_labels_alo
 
 # tests/fixtures/programs/two_ranges.cu: `copy` (one grid and block) in ranges copy/aligned and copy/misaligned,
 # then `scale` in range step, three times
-TWO_RANGES = [{"kernel": "copy", "push_pop": {DEFAULT: ["copy/aligned"]}},
-              {"kernel": "copy", "push_pop": {DEFAULT: ["copy/misaligned"]}},
-              *[{"kernel": "scale", "push_pop": {DEFAULT: ["step"]}}] * 3]  # fmt: skip
+TWO_RANGES = [
+    {"kernel": "copy", "push_pop": {DEFAULT: ["copy/aligned"]}},
+    {"kernel": "copy", "push_pop": {DEFAULT: ["copy/misaligned"]}},
+    *[{"kernel": "scale", "push_pop": {DEFAULT: ["step"]}}] * 3,
+]
 
 
 def test_a_range_whose_kernel_ran_in_an_earlier_range_is_profiled_by_its_own_filter(tmp_path, monkeypatch):

@@ -27,8 +27,13 @@ OK_LOG = "==PROF== Connected to process 615 (cuda_app)\n==PROF== Disconnected fr
 def fake_ncu(tmp_path, monkeypatch):
     log = tmp_path / "ncu.log"
     log.write_text(OK_LOG)
-    return install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
-                            FAKE_NCU_LOG=str(log), FAKE_NCU_APP_EXIT="1")  # fmt: skip
+    return install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
+        FAKE_NCU_LOG=str(log),
+        FAKE_NCU_APP_EXIT="1",
+    )
 
 
 def program(code: str) -> list[str]:
@@ -36,8 +41,18 @@ def program(code: str) -> list[str]:
 
 
 def profile(tmp_path: Path, *options: str, command: list[str] | None = None) -> int:
-    return main(["profile", "--out", str(tmp_path / "runs"), "--clock-control", "none", *options, "--",
-                 *(command or program("print('app ran')"))])  # fmt: skip
+    return main(
+        [
+            "profile",
+            "--out",
+            str(tmp_path / "runs"),
+            "--clock-control",
+            "none",
+            *options,
+            "--",
+            *(command or program("print('app ran')")),
+        ]
+    )
 
 
 def ncu_argv(tmp_path: Path) -> list[str]:
@@ -206,13 +221,11 @@ FILTER = ["--filter-mode", "per-launch-config", "--kernel-name-base", "mangled",
     [
         ((), [*FILTER, "::regex:.*:1"]),  # first by default
         (("--launches", "first"), [*FILTER, "::regex:.*:1"]),
-        (("--launches", "first", "--warm-up", "1"),
-         [*FILTER, "::regex:.*:2"]),
-        (("--launches", "3", "--warm-up", "2"),
-         [*FILTER, "::regex:.*:^(3|4|5)$"]),
+        (("--launches", "first", "--warm-up", "1"), [*FILTER, "::regex:.*:2"]),
+        (("--launches", "3", "--warm-up", "2"), [*FILTER, "::regex:.*:^(3|4|5)$"]),
         (("--launches", "all"), []),
     ],
-)  # fmt: skip
+)
 def test_each_launches_mode_is_its_ncu_filter(fake_ncu, tmp_path, capsys, options, ncu_filter):
     assert profile(tmp_path, *options) == 0
     argv = ncu_argv(tmp_path)
@@ -278,8 +291,11 @@ def test_results_say_how_often_the_range_of_each_profiled_kernel_ran(fake_ncu, t
     runs = {k["nvtx"]: k.get("range_runs") for k in kernels}
     assert runs["iteration > transpose/conflict"] == 50
     assert runs["iteration > transpose/padded"] == 1
-    assert all("range_runs" not in k for k in kernels if k["nvtx"].split(" > ")[-1] not in (
-        "transpose/conflict", "transpose/padded"))  # fmt: skip
+    assert all(
+        "range_runs" not in k
+        for k in kernels
+        if k["nvtx"].split(" > ")[-1] not in ("transpose/conflict", "transpose/padded")
+    )
 
 
 def test_metrics_and_report_say_one_profiled_of_how_many(fake_ncu, tmp_path, capsys):
@@ -288,9 +304,11 @@ def test_metrics_and_report_say_one_profiled_of_how_many(fake_ncu, tmp_path, cap
     capsys.readouterr()
     assert main(["metrics", str(run)]) == 0
     out = capsys.readouterr().out
-    assert ("launches: one launch of each distinct kernel (function, grid, block, shared memory) after 1 warm-up "
-            "launch profiled, in the first range it ran in (--launches first; --each-range profiles it in each "
-            "named range; --launches all profiles every launch)") in " ".join(out.split())  # fmt: skip
+    assert (
+        "launches: one launch of each distinct kernel (function, grid, block, shared memory) after 1 warm-up "
+        "launch profiled, in the first range it ran in (--launches first; --each-range profiles it in each "
+        "named range; --launches all profiles every launch)"
+    ) in " ".join(out.split())
     assert "  1 profiled of the 50 runs of its range: transpose/conflict\n" in out  # labels, as in the table
     assert "  1 profiled of the 1 run of its range: transpose/padded\n" in out
     assert "how many launches each profiled one stands for: unknown" in out  # the kernels of other ranges
@@ -319,8 +337,10 @@ def test_a_range_that_ran_with_no_profiled_launch_is_named(fake_ncu, tmp_path, c
     assert profile(tmp_path, command=command) == 0
     captured = capsys.readouterr()
     assert "ranges ran with no launch profiled in them (eval): running the program once more" in captured.err
-    assert ("ranges that ran with no launch profiled in them, even by a second pass selecting them by name "
-            "(--nvtx-include 'regex:^eval$/'): eval (3 runs). They launched no kernel") in captured.out  # fmt: skip
+    assert (
+        "ranges that ran with no launch profiled in them, even by a second pass selecting them by name "
+        "(--nvtx-include 'regex:^eval$/'): eval (3 runs). They launched no kernel"
+    ) in captured.out
     assert (tmp_path / "profiled.jsonl").read_text().splitlines() == ["[0]", "[]"]
     run = (tmp_path / "runs" / "latest").resolve()
     info = json.loads((run / "results.json").read_text())["info"]
@@ -335,7 +355,8 @@ def test_a_range_that_ran_with_no_profiled_launch_is_named(fake_ncu, tmp_path, c
 
     assert not_profiled_line({"eval": 3}).endswith(
         "--launches all profiles every launch in every range, and --nvtx-include 'regex:^eval$/' each distinct "
-        "kernel of that range once")  # fmt: skip
+        "kernel of that range once"
+    )
     assert main(["report", str(run), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
     assert "by name (--nvtx-include 'regex:^eval$/'): eval (3 runs)" in (tmp_path / "r.md").read_text()
     # every launch profiled: a range with none launched none, nothing to say
@@ -357,17 +378,27 @@ def test_a_range_whose_kernels_ran_in_an_earlier_range_is_profiled_by_a_second_p
     memlens.range transpose/padded launched the same kernel as compare/swizzle, so the first pass profiled none
     in it; the second pass, selecting it by name, replays cuda_app's recording (its ranges transpose/...). Its
     launches join the first pass's, their IDs after them; transpose/padded is no longer named."""
-    code = ("import memlens\nwith memlens.range('compare/swizzle'):\n    pass\n"
-            "with memlens.range('transpose/padded'):\n    pass\n")  # fmt: skip
-    launches = [{"kernel": "swizzle_read", "push_pop": {"<default domain>": ["compare/swizzle"]}},
-                {"kernel": "swizzle_read", "push_pop": {"<default domain>": ["transpose/padded"]}}]  # fmt: skip
+    code = (
+        "import memlens\nwith memlens.range('compare/swizzle'):\n    pass\n"
+        "with memlens.range('transpose/padded'):\n    pass\n"
+    )
+    launches = [
+        {"kernel": "swizzle_read", "push_pop": {"<default domain>": ["compare/swizzle"]}},
+        {"kernel": "swizzle_read", "push_pop": {"<default domain>": ["transpose/padded"]}},
+    ]
     log = tmp_path / "ncu.log"
     log.write_text(OK_LOG)
     first = FIXTURES / "nvidia_h100_80gb_hbm3" / "compare" / "compare_v1.ncu-rep"
     second = {"regex:^transpose.padded$/": str(PROGRAMS / "cuda_app.ncu-rep")}
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(first), FAKE_NCU_LOG=str(log),
-                     FAKE_NCU_LAUNCHES=json.dumps(launches), FAKE_NCU_PROFILED=str(tmp_path / "profiled.jsonl"),
-                     FAKE_NCU_REPORT_WHEN=json.dumps(second))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(first),
+        FAKE_NCU_LOG=str(log),
+        FAKE_NCU_LAUNCHES=json.dumps(launches),
+        FAKE_NCU_PROFILED=str(tmp_path / "profiled.jsonl"),
+        FAKE_NCU_REPORT_WHEN=json.dumps(second),
+    )
     app = tmp_path / "app.py"
     app.write_text(code)
     assert profile(tmp_path, command=[sys.executable, str(app)]) == 0
@@ -397,17 +428,28 @@ def test_each_range_runs_passes_leaving_out_the_ranges_profiled_until_one_profil
     log.write_text(OK_LOG)
     first = FIXTURES / "nvidia_h100_80gb_hbm3" / "compare" / "compare_v1.ncu-rep"
     second = {"regex:^compare.swizzle$/": str(PROGRAMS / "cuda_app.ncu-rep")}  # an exclude of pass 2 (and 3)
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(first), FAKE_NCU_LOG=str(log),
-                     FAKE_NCU_LAUNCHES=json.dumps(launches), FAKE_NCU_PROFILED=str(tmp_path / "profiled.jsonl"),
-                     FAKE_NCU_REPORT_WHEN=json.dumps(second))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(first),
+        FAKE_NCU_LOG=str(log),
+        FAKE_NCU_LAUNCHES=json.dumps(launches),
+        FAKE_NCU_PROFILED=str(tmp_path / "profiled.jsonl"),
+        FAKE_NCU_REPORT_WHEN=json.dumps(second),
+    )
     assert profile(tmp_path, "--each-range") == 0
     assert (tmp_path / "profiled.jsonl").read_text().splitlines() == ["[0]", "[1]", "[]"]
     run = (tmp_path / "runs" / "latest").resolve()
     commands = [shlex.split(line) for line in (run / "ncu-command.txt").read_text().splitlines()]
     assert len(commands) == 3 and filter_args(commands[0], "--nvtx-exclude") == []
     assert filter_args(commands[1], "--nvtx-exclude") == [
-        "regex:^compare.four_way$/", "regex:^compare.four_way$", "regex:^compare.swizzle$/", "regex:^compare.swizzle$",
-        "regex:^compare.vector$/", "regex:^compare.vector$"]  # fmt: skip
+        "regex:^compare.four_way$/",
+        "regex:^compare.four_way$",
+        "regex:^compare.swizzle$/",
+        "regex:^compare.swizzle$",
+        "regex:^compare.vector$/",
+        "regex:^compare.vector$",
+    ]
     assert "regex:^transpose.padded$/" in filter_args(commands[2], "--nvtx-exclude")
     assert "regex:^cudaapp$@^spill.capped$/" in filter_args(commands[2], "--nvtx-exclude")  # its domain, by name
     assert all(filter_args(c, "--nvtx-include") == DEFAULTS for c in commands)

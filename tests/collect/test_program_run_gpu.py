@@ -17,17 +17,37 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.gpu
 PROGRAMS = REPO / "tests" / "fixtures" / "programs"
-CUDA_APP_LABELS = {"transpose/conflict", "transpose/padded", "transpose/store_conflict", "copy/float2_shared",
-                   "local/running_sum", "cudaapp@spill/capped"}  # fmt: skip
+CUDA_APP_LABELS = {
+    "transpose/conflict",
+    "transpose/padded",
+    "transpose/store_conflict",
+    "copy/float2_shared",
+    "local/running_sum",
+    "cudaapp@spill/capped",
+}
 
 
 def memlens_profile(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return subprocess.run(
-        [sys.executable, "-m", "memlens", "profile", "--out", str(out),
-         "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "600", *args],
-        capture_output=True, text=True, env=env, timeout=700,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "memlens",
+            "profile",
+            "--out",
+            str(out),
+            "--clock-control",
+            os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
+            "--timeout",
+            "600",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=700,
+    )
 
 
 def kernels(run_dir: Path) -> dict[str, dict]:
@@ -41,14 +61,16 @@ def cuda_app(tmp_path_factory):
         pytest.skip("nvcc not found")
     work = tmp_path_factory.mktemp("cuda_app")
     binary = work / "cuda_app"
-    subprocess.run(["nvcc", "-lineinfo", "-arch=sm_90", "-o", str(binary), str(PROGRAMS / "cuda_app.cu")],
-                   check=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        ["nvcc", "-lineinfo", "-arch=sm_90", "-o", str(binary), str(PROGRAMS / "cuda_app.cu")], check=True, timeout=300
+    )
     return binary
 
 
 def test_cuda_binary_kernels_are_labelled_and_measured(cuda_app, tmp_path):
-    done = memlens_profile(tmp_path, "--nvtx-include", "regex:.*/", "--nvtx-include", "regex:cudaapp@.*/",
-                           "--", str(cuda_app))  # fmt: skip
+    done = memlens_profile(
+        tmp_path, "--nvtx-include", "regex:.*/", "--nvtx-include", "regex:cudaapp@.*/", "--", str(cuda_app)
+    )
     assert done.returncode == 0, done.stderr
     found = kernels((tmp_path / "latest").resolve())
     assert set(found) == CUDA_APP_LABELS
@@ -60,8 +82,14 @@ def test_cuda_binary_kernels_are_labelled_and_measured(cuda_app, tmp_path):
     assert raw["local/running_sum"]["local_ld_sectors"] > 0
     assert raw["cudaapp@spill/capped"]["local_st_sectors"] > 0
     report = tmp_path / "report.md"
-    assert subprocess.run([sys.executable, "-m", "memlens", "report", str(tmp_path / "latest"), "--format", "md",
-                           "-o", str(report)], cwd=REPO, timeout=120).returncode == 0  # fmt: skip
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "memlens", "report", str(tmp_path / "latest"), "--format", "md", "-o", str(report)],
+            cwd=REPO,
+            timeout=120,
+        ).returncode
+        == 0
+    )
     assert "### family `transpose`" in report.read_text()
 
 
@@ -148,8 +176,11 @@ def test_push_pop_step_ranges_get_the_backward_kernels(tmp_path):
     assert data["info"]["push_pop_scope"] == "process"
     names = [k["kernel"] for k in data["kernels"]]
     assert any("act_backward" in name for name in names), names
-    gemms = {(k["kernel"], k["raw"].get("grid_size")) for k in data["kernels"]
-             if any(word in k["kernel"].lower() for word in GEMM_WORDS)}  # fmt: skip
+    gemms = {
+        (k["kernel"], k["raw"].get("grid_size"))
+        for k in data["kernels"]
+        if any(word in k["kernel"].lower() for word in GEMM_WORDS)
+    }
     # forward: one GEMM shape a layer; backward adds the weight gradient's (width x width) and the input's
     assert len(gemms) >= 2, gemms
     backward = next(k for k in data["kernels"] if "act_backward" in k["kernel"])
@@ -203,8 +234,11 @@ def test_each_range_profiles_a_kernel_in_two_plain_nvtx_ranges(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc not found")
     binary = tmp_path / "two_ranges"
-    subprocess.run(["nvcc", "-lineinfo", "-arch=sm_90", "-o", str(binary), str(PROGRAMS / "two_ranges.cu"), "-ldl"],
-                   check=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        ["nvcc", "-lineinfo", "-arch=sm_90", "-o", str(binary), str(PROGRAMS / "two_ranges.cu"), "-ldl"],
+        check=True,
+        timeout=300,
+    )
     done = memlens_profile(tmp_path / "default", "--", str(binary))
     assert done.returncode == 0, done.stderr
     data = json.loads(((tmp_path / "default" / "latest").resolve() / "results.json").read_text())

@@ -20,8 +20,9 @@ DOUBLES = [B + 256 * (lane % 16) + 16 for lane in LANES]  # 8-byte column read: 
 
 def write(tmp_path, *instructions):
     path = tmp_path / "banks.json"
-    path.write_text(json.dumps({"kind": KIND, "version": 1, "gpu": "NVIDIA H100 80GB HBM3",
-                                "instructions": list(instructions)}))  # fmt: skip
+    path.write_text(
+        json.dumps({"kind": KIND, "version": 1, "gpu": "NVIDIA H100 80GB HBM3", "instructions": list(instructions)})
+    )
     return path
 
 
@@ -134,8 +135,9 @@ def test_bad_arguments_are_one_line_and_exit_2(capsys, argv, message):
 def test_a_bad_file_is_one_line_and_exit_2(tmp_path, capsys):
     path = write(tmp_path, instruction("k", 0, [COLUMN[:31]]))
     assert main(["banks", str(path)]) == 2
-    assert capsys.readouterr().err == (f"memlens: error: {path}: instruction 0: \"warps\"[0] must be a list of 32 "
-                                       "offsets (null for an inactive lane)\n")  # fmt: skip
+    assert capsys.readouterr().err == (
+        f'memlens: error: {path}: instruction 0: "warps"[0] must be a list of 32 offsets (null for an inactive lane)\n'
+    )
 
 
 def test_a_run_directory_is_read_through_its_banks_json(banks_file, capsys):

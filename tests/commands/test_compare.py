@@ -36,8 +36,10 @@ WARPS = BLOCKS * THREADS // 32
 
 def recorded(name: str) -> Path:
     if not RECORDED:
-        pytest.fail("no recording of the compare fixtures: run `bash tests/fixtures/record_compare.sh` on a GPU "
-                    "machine and commit tests/fixtures/<gpu>/compare/")  # fmt: skip
+        pytest.fail(
+            "no recording of the compare fixtures: run `bash tests/fixtures/record_compare.sh` on a GPU "
+            "machine and commit tests/fixtures/<gpu>/compare/"
+        )
     return RECORDED[0].parent / name
 
 
@@ -61,11 +63,15 @@ def _excess(address, width: int, rounds: int) -> int:
 
 EXPECTED = {  # kernel -> (v1 excess, v2 excess) of its read
     "four_way": (_excess(lambda t, lane, r: (t * 4 + r) % 1024 * 4, 4, 32),) * 2,
-    "swizzle": (_excess(lambda t, lane, r: (lane * 32 + (((t // 32 + r) % 32) ^ (lane // 2))) * 4, 4, 32),
-                _excess(lambda t, lane, r: (lane * 32 + (((t // 32 + r) % 32) ^ lane)) * 4, 4, 32)),
-    "vector": (_excess(lambda t, lane, r: (t + 32 * r) % 1024 * 16, 16, 8),
-               _excess(lambda t, lane, r: (2 * t + 32 * r) % 1024 * 16, 16, 8)),
-}  # fmt: skip
+    "swizzle": (
+        _excess(lambda t, lane, r: (lane * 32 + (((t // 32 + r) % 32) ^ (lane // 2))) * 4, 4, 32),
+        _excess(lambda t, lane, r: (lane * 32 + (((t // 32 + r) % 32) ^ lane)) * 4, 4, 32),
+    ),
+    "vector": (
+        _excess(lambda t, lane, r: (t + 32 * r) % 1024 * 16, 16, 8),
+        _excess(lambda t, lane, r: (2 * t + 32 * r) % 1024 * 16, 16, 8),
+    ),
+}
 
 
 def test_the_two_builds_figures_worked_out_with_the_bank_model():
@@ -87,8 +93,14 @@ def test_the_two_builds_differ_by_one_inserted_line_and_two_edited_reads():
 # --- matching, on lines made here --------------------------------------------------------------
 
 
-def _line(line: int | None, source: str | None, ld: float | None = None, st: float | None = None,
-          local_ld: float | None = None, file: str | None = "app.cu") -> SourceLine:  # fmt: skip
+def _line(
+    line: int | None,
+    source: str | None,
+    ld: float | None = None,
+    st: float | None = None,
+    local_ld: float | None = None,
+    file: str | None = "app.cu",
+) -> SourceLine:
     return SourceLine(file, line, source, LineFigures(ld, st, local_ld, None))
 
 
@@ -114,10 +126,22 @@ def test_a_moved_line_is_matched_by_its_code_and_an_edited_one_between_matched_o
 
 
 def test_new_gone_worse_better_and_same():
-    base = LineSet((_line(1, "a = s[i];", ld=0.0), _line(2, "b = s[2 * i];", ld=8.0), _line(3, "c = s[j];", ld=4.0),
-                    _line(9, "gone = s[k];", ld=1.0)))  # fmt: skip
-    head = LineSet((_line(1, "a = s[i];", ld=4.0), _line(2, "b = s[2 * i];", ld=0.0), _line(3, "c = s[j];", ld=4.0),
-                    _line(5, "t[x] = l[y];", local_ld=32.0)))  # fmt: skip
+    base = LineSet(
+        (
+            _line(1, "a = s[i];", ld=0.0),
+            _line(2, "b = s[2 * i];", ld=8.0),
+            _line(3, "c = s[j];", ld=4.0),
+            _line(9, "gone = s[k];", ld=1.0),
+        )
+    )
+    head = LineSet(
+        (
+            _line(1, "a = s[i];", ld=4.0),
+            _line(2, "b = s[2 * i];", ld=0.0),
+            _line(3, "c = s[j];", ld=4.0),
+            _line(5, "t[x] = l[y];", local_ld=32.0),
+        )
+    )
     changes = compare_lines("k", base, head)
     assert [(c.base_line, c.head_line, c.change) for c in changes.lines] == [
         (1, 1, "worse"),
@@ -304,9 +328,14 @@ def test_compare_names_the_fixed_and_the_newly_conflicting_line_across_a_shift(c
         assert set(line) >= {"label", "file", "base_line", "head_line", "source", "change", "base", "head"}
         assert (line["base_line"], line["head_line"], line["change"]) == (old, new, change[label])
         before, after = EXPECTED[label.split("/")[1]]
-        assert line["base"] == {"excess_wavefronts_ld": before, "excess_wavefronts_st": None,
-                                "excess_wavefronts_atom": None, "excess_wavefronts_mma": None, "local_ld": None,
-                                "local_st": None}  # fmt: skip
+        assert line["base"] == {
+            "excess_wavefronts_ld": before,
+            "excess_wavefronts_st": None,
+            "excess_wavefronts_atom": None,
+            "excess_wavefronts_mma": None,
+            "local_ld": None,
+            "local_st": None,
+        }
         assert line["head"]["excess_wavefronts_ld"] == after
         assert line["source"] == (PROGRAMS / "compare_v2.cu").read_text().splitlines()[new - 1].strip()
         assert line["file"].endswith("app.cu") and line["matched_by"] == "text"
@@ -374,11 +403,25 @@ def test_a_line_gate_with_a_baseline_fails_on_the_new_conflict(tmp_path, capsys)
     baseline = tmp_path / "v1.json"
     assert main(["baseline", "save", str(recorded("compare_v1.ncu-rep")), "-o", str(baseline)]) == 0
     rules = tmp_path / "rules.toml"
-    rules.write_text('[[rule]]\nname = "no line gains conflicts"\nselect = "compare/*"\n'
-                     'metric = "line_excess_wavefronts"\nmax_regression = "0%"\n')  # fmt: skip
+    rules.write_text(
+        '[[rule]]\nname = "no line gains conflicts"\nselect = "compare/*"\n'
+        'metric = "line_excess_wavefronts"\nmax_regression = "0%"\n'
+    )
     summary, verdicts = tmp_path / "gate.md", tmp_path / "gate.json"
-    code = main(["gate", str(recorded("compare_v2.ncu-rep")), "--rules", str(rules), "--baseline", str(baseline),
-                 "--summary", str(summary), "--json", str(verdicts)])  # fmt: skip
+    code = main(
+        [
+            "gate",
+            str(recorded("compare_v2.ncu-rep")),
+            "--rules",
+            str(rules),
+            "--baseline",
+            str(baseline),
+            "--summary",
+            str(summary),
+            "--json",
+            str(verdicts),
+        ]
+    )
     assert code == 1
     failed = [v for v in json.loads(verdicts.read_text())["verdicts"] if v["status"] == "fail"]
     assert len(failed) == 1
@@ -415,8 +458,9 @@ def test_compare_of_runs_without_per_instruction_values_says_lines_were_not_comp
     assert main(["compare", str(csv), str(csv), "-k", "^transpose/conflict$"]) == 0
     out = capsys.readouterr().out
     shown = "nvidia_h200/suite.csv"
-    assert out.count("no per-line data") == 2 and out.startswith(f"memlens compare: {shown} -> {shown}: 1 kernel, "
-                                                                   "source lines not compared\n")  # fmt: skip
+    assert out.count("no per-line data") == 2 and out.startswith(
+        f"memlens compare: {shown} -> {shown}: 1 kernel, source lines not compared\n"
+    )
     assert f"note: {shown}: no per-line data" in out
     monkeypatch.chdir(FIXTURES / "nvidia_h100_80gb_hbm3")  # elsewhere: as given
     assert main(["compare", str(csv), str(csv), "-k", "^transpose/conflict$"]) == 0
@@ -439,8 +483,10 @@ def test_a_baseline_with_malformed_lines_is_one_line_and_exit_2(tmp_path, capsys
 
 FULL = FIXTURES / "nvidia_h200" / "suite.results.json"
 FAST = FIXTURES / "nvidia_h200" / "suite_fast.results.json"  # a --fast run: no per-instruction values
-NO_LINE_DATA = ("no per-line data (no per-instruction values: a CSV, a --fast run, or ncu without the SourceCounters "
-                "metrics): source lines not compared")  # fmt: skip
+NO_LINE_DATA = (
+    "no per-line data (no per-instruction values: a CSV, a --fast run, or ncu without the SourceCounters "
+    "metrics): source lines not compared"
+)
 
 
 def test_compare_with_one_side_without_line_data_lists_no_gone_lines(capsys, monkeypatch):
@@ -449,8 +495,10 @@ def test_compare_with_one_side_without_line_data_lists_no_gone_lines(capsys, mon
     assert main(["compare", str(FULL), str(FAST), "-k", "^transpose/conflict$"]) == 0
     out = capsys.readouterr().out
     assert "gone" not in out and out.count("no per-line data") == 1
-    assert out.splitlines()[:2] == [f"memlens compare: {FULL} -> {FAST}: 1 kernel, source lines not compared",
-                                    f"note: {FAST}: {NO_LINE_DATA}"]  # fmt: skip
+    assert out.splitlines()[:2] == [
+        f"memlens compare: {FULL} -> {FAST}: 1 kernel, source lines not compared",
+        f"note: {FAST}: {NO_LINE_DATA}",
+    ]
     assert main(["compare", str(FULL), str(FAST), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["lines"] == [] and data["notes"] == [f"{FAST}: {NO_LINE_DATA}"]
@@ -484,9 +532,11 @@ def test_two_runs_with_no_kernel_in_common_are_refused_naming_each_runs_kernels(
     base = recorded("compare_v1.ncu-rep")
     assert main(["compare", str(base), str(CUDA_APP)]) == 2
     err = capsys.readouterr().err
-    assert err == (f"memlens: error: {base} and {CUDA_APP} have no kernel in common: BASE has 3 (compare/four_way, "
-                   "compare/swizzle, compare/vector), HEAD has 6 (transpose/conflict, transpose/padded, "
-                   "transpose/store_conflict, and 3 more); compare two builds of one program\n")  # fmt: skip
+    assert err == (
+        f"memlens: error: {base} and {CUDA_APP} have no kernel in common: BASE has 3 (compare/four_way, "
+        "compare/swizzle, compare/vector), HEAD has 6 (transpose/conflict, transpose/padded, "
+        "transpose/store_conflict, and 3 more); compare two builds of one program\n"
+    )
     assert main(["compare", str(base), str(CUDA_APP), "-k", "four_way|store"]) == 2
     assert "BASE has 1 (compare/four_way), HEAD has 1 (transpose/store_conflict)" in capsys.readouterr().err
 
@@ -494,8 +544,10 @@ def test_two_runs_with_no_kernel_in_common_are_refused_naming_each_runs_kernels(
 def test_runs_on_two_gpu_models_get_a_note(capsys):
     assert main(["compare", str(SUITE_H100), str(SUITE_H200)]) == 0
     out = capsys.readouterr().out
-    note = ("note: BASE ran on NVIDIA H100 80GB HBM3, HEAD on NVIDIA H200: two GPU models, so a figure may differ "
-            "by the GPU as well as by the code")  # fmt: skip
+    note = (
+        "note: BASE ran on NVIDIA H100 80GB HBM3, HEAD on NVIDIA H200: two GPU models, so a figure may differ "
+        "by the GPU as well as by the code"
+    )
     assert note in out
     assert main(["compare", str(SUITE_H100), str(SUITE_H200), "--json"]) == 0
     assert any("two GPU models" in n for n in json.loads(capsys.readouterr().out)["notes"])
@@ -518,11 +570,16 @@ def test_a_kernel_missing_from_the_baseline_is_named_so(tmp_path):
     """issue 46 (6): a baseline without the kernel said it "has no per-line figures (save a new baseline with this
     memlens)", as though the baseline were old."""
     other = from_measurements(read_measurements(recorded("compare_v1.ncu-rep"), lines=True))
-    rules = parse_rules(LINE_RULES + '\n[[rule]]\nname = "no slower"\nselect = "transpose/*"\nmetric = "duration"\n'
-                        'max_regression = "10%"\n')  # fmt: skip
+    rules = parse_rules(
+        LINE_RULES + '\n[[rule]]\nname = "no slower"\nselect = "transpose/*"\nmetric = "duration"\n'
+        'max_regression = "10%"\n'
+    )
     result = evaluate(rules, read_measurements(CUDA_APP, lines=True), other)
-    messages = {(v.rule, v.message) for v in result.verdicts
-                if v.subject == "transpose/conflict" and v.rule != "no conflicting line"}  # fmt: skip
+    messages = {
+        (v.rule, v.message)
+        for v in result.verdicts
+        if v.subject == "transpose/conflict" and v.rule != "no conflicting line"
+    }
     missing = "transpose/conflict is not in the baseline (a kernel new since, or a baseline of another program)"
     assert messages == {("no line gains conflicts", missing), ("no slower", missing)}, messages
 

@@ -66,8 +66,9 @@ def test_the_users_kernel_without_line_info_keeps_the_hint(capsys):
 
 
 def _conflicting(name: str) -> KernelLines:
-    record = InstructionRecord(0x40, "LDS R4, [R2]", "LDS", "shared", "ld", 32, executions=8.0, wavefronts=256.0,
-                               ideal=8.0)  # fmt: skip
+    record = InstructionRecord(
+        0x40, "LDS R4, [R2]", "LDS", "shared", "ld", 32, executions=8.0, wavefronts=256.0, ideal=8.0
+    )
     kernel = KernelResult(name, instructions=(record,))
     return KernelLines(kernel, tuple(roll_up(kernel.instructions, SourceMap(FIXTURES), name)), False)
 

@@ -267,8 +267,15 @@ def test_a_narrow_terminal_never_cuts_a_figure_or_a_label(columns, monkeypatch, 
     argv = ["metrics", str(SUITE / "suite.results.json"), "-k", "transpose/(conflict|tile64_swizzled)$", "--wide"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    for text in ("transpose/conflict", "transpose/tile64_swizzled", "65,011,712", "66,028,141",
-                 "0.307 ms", "1,687.4", "16,384 x 512 │"):  # fmt: skip
+    for text in (
+        "transpose/conflict",
+        "transpose/tile64_swizzled",
+        "65,011,712",
+        "66,028,141",
+        "0.307 ms",
+        "1,687.4",
+        "16,384 x 512 │",
+    ):
         assert text in out, text
     table = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
     assert len({cell_len(line) for line in table}) == 1 and all(line[-1] in "┓┃┩│┘" for line in table)  # edge whole
@@ -381,15 +388,19 @@ def test_each_kind_of_shared_access_a_run_has_gets_its_own_n_way(monkeypatch, ca
     assert main(["metrics", str(H200_RUNS / "suite.results.json")]) == 0
     out = capsys.readouterr().out
     header = [line for line in out.splitlines() if line.startswith("┃")]
-    assert [word in header[0] + header[1] for word in ("ldmatrix", "stmatrix", "cp.async", "shared st", "shared atom",
-                                                       "tensor-core")] == [True] * 4 + [False] * 2  # fmt: skip
+    assert [
+        word in header[0] + header[1]
+        for word in ("ldmatrix", "stmatrix", "cp.async", "shared st", "shared atom", "tensor-core")
+    ] == [True] * 4 + [False] * 2
     dense = next(line for line in out.splitlines() if line.startswith("│ fp16_transpose/dense "))
     # shared ld (LDS.128), ldmatrix, shared st (none), stmatrix, cp.async
     assert [cell.strip() for cell in dense.split("│")[5:10]] == ["1.00", "4.00", "-", "4.00", "2.00"]
     conflict = next(line for line in out.splitlines() if line.startswith("│ transpose/conflict "))
     assert [cell.strip() for cell in conflict.split("│")[5:10]] == ["32.00", "-", "1.00", "-", "-"]
-    assert ("shared ld n-way, ldmatrix n-way, shared st n-way, stmatrix n-way, cp.async n-way: - — the kernel has no"
-            " access of that kind") in _notes(out)  # fmt: skip
+    assert (
+        "shared ld n-way, ldmatrix n-way, shared st n-way, stmatrix n-way, cp.async n-way: - — the kernel has no"
+        " access of that kind"
+    ) in _notes(out)
 
 
 def test_a_kernels_32_way_atomics_beside_its_conflict_free_loads(monkeypatch, capsys):

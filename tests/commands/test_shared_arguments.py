@@ -43,8 +43,9 @@ def test_format_sarif_prints_what_sarif_dash_prints(capsys):
     assert printed(capsys, ["lines", SUITE, "--format", "sarif"]) == printed(capsys, ["lines", SUITE, "--sarif", "-"])
 
 
-@pytest.mark.parametrize(("name", "option"), [("json", "--json"), ("md", "--summary"), ("junit", "--junit"),
-                                              ("sarif", "--sarif")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "option"), [("json", "--json"), ("md", "--summary"), ("junit", "--junit"), ("sarif", "--sarif")]
+)
 def test_gate_format_name_prints_what_its_file_option_prints_on_dash(capsys, name, option):
     gate = ["gate", SUITE, "--rules", str(FIXTURES.parents[1] / "kernels" / "gates.toml")]
     document = printed(capsys, [*gate, "--format", name])
@@ -93,5 +94,7 @@ def test_help_names_each_format_and_each_older_spelling(capsys, monkeypatch, com
     assert [name for name in formats if f" {name}: " in option or f"({name}: " in option] == formats
     for flag in older:
         name = flag.removeprefix("--")
-        assert any(line.split()[:1] == [flag] and f"the older spelling of --format {name}:" in line
-                   for line in text.splitlines()), flag  # fmt: skip
+        assert any(
+            line.split()[:1] == [flag] and f"the older spelling of --format {name}:" in line
+            for line in text.splitlines()
+        ), flag

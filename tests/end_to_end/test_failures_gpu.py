@@ -35,8 +35,22 @@ def ncu_present() -> None:
 
 
 def argv(out: Path, pattern: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "memlens", "profile", str(GPU_FAILURES), "-k", pattern, "--out", str(out),
-            "--clock-control", "none", "--small", "--fast", *extra]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "memlens",
+        "profile",
+        str(GPU_FAILURES),
+        "-k",
+        pattern,
+        "--out",
+        str(out),
+        "--clock-control",
+        "none",
+        "--small",
+        "--fast",
+        *extra,
+    ]
 
 
 def environment(tag: str) -> dict[str, str]:
@@ -63,8 +77,9 @@ def assert_nothing_left(tag: str, out: Path) -> None:
 
 def profile(tmp_path: Path, pattern: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path, str]:
     tag, out = uuid.uuid4().hex, tmp_path / "runs"
-    done = subprocess.run(argv(out, pattern, *extra), cwd=REPO, env=environment(tag), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    done = subprocess.run(
+        argv(out, pattern, *extra), cwd=REPO, env=environment(tag), capture_output=True, text=True, timeout=300
+    )
     return done, out, tag
 
 
@@ -74,7 +89,11 @@ def test_mid_suite_raise_keeps_the_variants_before_it(tmp_path):
     assert "first failures/raises: failed: RuntimeError: injected failure; results in" in done.stderr.splitlines()[-1]
     data = results(out)
     assert [(o["variant"], o["status"]) for o in data["outcomes"]] == [
-        ("first", "ok"), ("second", "ok"), ("raises", "failed"), ("after", "not_run")]  # fmt: skip
+        ("first", "ok"),
+        ("second", "ok"),
+        ("raises", "failed"),
+        ("after", "not_run"),
+    ]
     assert [k["variant"] for k in data["kernels"]] == ["first", "second"]
     assert data["complete"] is True  # ncu ran to its end: the report holds every kernel that ran
     assert_nothing_left(tag, out)
@@ -93,8 +112,13 @@ def test_wrong_result_is_reported_and_not_measured(tmp_path):
     assert [k["variant"] for k in data["kernels"]] == ["first", "second"]
     rules = tmp_path / "rules.toml"
     rules.write_text('[[rule]]\nname = "ran"\nselect = "failures/*"\nmetric = "duration"\nmin = 0\n')
-    gate = subprocess.run([sys.executable, "-m", "memlens", "gate", str(out / "latest"), "--rules", str(rules)],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    gate = subprocess.run(
+        [sys.executable, "-m", "memlens", "gate", str(out / "latest"), "--rules", str(rules)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert gate.returncode == 1 and "failures/wrong" in gate.stdout
     assert_nothing_left(tag, out)
 
@@ -116,9 +140,15 @@ def test_timeout_ends_ncu_and_the_app_and_keeps_partial_results(tmp_path):
 
 def test_ctrl_c_saves_partial_results_and_leaves_nothing(tmp_path):
     tag, out = uuid.uuid4().hex, tmp_path / "runs"
-    process = subprocess.Popen(argv(out, "^failures/(first|hangs|after)$"), cwd=REPO, env=environment(tag),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    process = subprocess.Popen(
+        argv(out, "^failures/(first|hangs|after)$"),
+        cwd=REPO,
+        env=environment(tag),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and process.poll() is None:
@@ -136,6 +166,8 @@ def test_ctrl_c_saves_partial_results_and_leaves_nothing(tmp_path):
     data = results(out)
     assert data["complete"] is False
     assert [(o["variant"], o["status"], o["message"]) for o in data["outcomes"]] == [
-        ("first", "ok", ""), ("hangs", "failed", "interrupted while running"),
-        ("after", "not_run", "not run: the suite stopped earlier")]  # fmt: skip
+        ("first", "ok", ""),
+        ("hangs", "failed", "interrupted while running"),
+        ("after", "not_run", "not run: the suite stopped earlier"),
+    ]
     assert_nothing_left(tag, out)

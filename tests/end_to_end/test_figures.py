@@ -82,8 +82,10 @@ def test_bytes_are_si_in_the_cli_the_report_and_the_gate(capsys, tmp_path: Path)
 
 def test_the_gate_summary_gives_every_value_its_unit(capsys, tmp_path: Path) -> None:
     rules = tmp_path / "r.toml"
-    rules.write_text('version = 1\n[[rule]]\nname = "t"\nselect = "*"\nmetric = "duration"\nmax = 1\n'
-                     '[[rule]]\nname = "b"\nselect = "*"\nmetric = "local_bytes"\nmax = 0\n')  # fmt: skip
+    rules.write_text(
+        'version = 1\n[[rule]]\nname = "t"\nselect = "*"\nmetric = "duration"\nmax = 1\n'
+        '[[rule]]\nname = "b"\nselect = "*"\nmetric = "local_bytes"\nmax = 0\n'
+    )
     summary = tmp_path / "s.md"
     assert main(["gate", str(PROBE / "probe.csv"), "--rules", str(rules), "--summary", str(summary)]) == 1
     lines = summary.read_text(encoding="utf-8").splitlines()
@@ -158,6 +160,9 @@ def test_without_the_exact_count_a_conflict_and_a_padded_transpose_read_differen
     assert conflict.text.startswith("shared loads: about 32.2 wavefronts per load: likely a 32-way bank conflict")
     assert padded.text.startswith("shared loads: about 1.0 wavefronts per load: likely no bank conflict")
     assert (conflict.severity, padded.severity) == ("bad", "ok")
-    how = ("run without --fast for the exact count" if fast else
-           "profile with ncu --metrics memory_l1_wavefronts_shared,memory_l1_wavefronts_shared_ideal")  # fmt: skip
+    how = (
+        "run without --fast for the exact count"
+        if fast
+        else "profile with ncu --metrics memory_l1_wavefronts_shared,memory_l1_wavefronts_shared_ideal"
+    )
     assert how in conflict.text and "shared_wavefronts:" not in conflict.text

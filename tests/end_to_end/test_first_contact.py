@@ -39,8 +39,10 @@ def test_metrics_lines_and_report_read_the_latest_run_of_a_runs_folder(runs_root
     assert "NVIDIA H200" in out and "65,011,712" in out  # the newer run (H200), not the older (H100)
     assert main(["lines", str(runs_root), "-k", "transpose/conflict$", "--top", "1"]) == 0
     out = capsys.readouterr().out
-    assert ("kernels/transpose.cu:40  shared loads 32-way, 65,011,712 excess wavefronts; global stores coalesced (4"
-            " sectors per access, the ideal)  [LDS STG.E]") in out  # fmt: skip
+    assert (
+        "kernels/transpose.cu:40  shared loads 32-way, 65,011,712 excess wavefronts; global stores coalesced (4"
+        " sectors per access, the ideal)  [LDS STG.E]"
+    ) in out
     assert main(["report", str(runs_root), "--format", "md"]) == 0
     target = Path(capsys.readouterr().out.strip())
     assert target == runs_root / "latest" / "report.md"  # into the latest run, as for its directory

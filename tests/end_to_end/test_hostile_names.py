@@ -75,8 +75,19 @@ def run_cli(capsys, *argv: str, code: int = 0) -> str:
 def test_metrics_table_prints_names_as_text(hostile, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")
     out = run_cli(capsys, "metrics", str(hostile))
-    for name in (SCRIPT, MARKUP, PIPE, TICKS, QUOTES, TEMPLATE, "line1", "line2", shown(ESCAPE),
-                 f"{FAMILY}/{VARIANT}", f"results.json (<img src=x onerror=alert(1)> {MARKUP})"):  # fmt: skip
+    for name in (
+        SCRIPT,
+        MARKUP,
+        PIPE,
+        TICKS,
+        QUOTES,
+        TEMPLATE,
+        "line1",
+        "line2",
+        shown(ESCAPE),
+        f"{FAMILY}/{VARIANT}",
+        f"results.json (<img src=x onerror=alert(1)> {MARKUP})",
+    ):
         assert name in out, name
     assert "loud" in out and "[bold red]loud" in out  # markup printed, not applied
 
@@ -84,8 +95,11 @@ def test_metrics_table_prints_names_as_text(hostile, capsys, monkeypatch):
 def test_metrics_json_and_csv_keep_names_exact(hostile, capsys):
     kernels = json.loads(run_cli(capsys, "metrics", str(hostile), "--json"))["kernels"]
     assert [k["kernel"] for k in kernels] == [shown(n) for n in NAMES] + [SCRIPT]
-    assert (kernels[-1]["family"], kernels[-1]["variant"], kernels[-1]["label"]) == (FAMILY, VARIANT,
-                                                                                     f"{FAMILY}/{VARIANT}")  # fmt: skip
+    assert (kernels[-1]["family"], kernels[-1]["variant"], kernels[-1]["label"]) == (
+        FAMILY,
+        VARIANT,
+        f"{FAMILY}/{VARIANT}",
+    )
     rows = list(csv.reader(io.StringIO(run_cli(capsys, "metrics", str(hostile), "--csv"))))
     assert [row[1] for row in rows[1:]] == [shown(n) for n in NAMES] + [SCRIPT]
 
@@ -104,8 +118,9 @@ def gate_outputs(hostile, tmp_path, capsys, monkeypatch) -> dict[str, str]:
     given.parent.mkdir()
     given.write_bytes(hostile.read_bytes())
     outputs = {kind: tmp_path / f"gate.{kind}" for kind in ("junit", "summary", "json")}
-    out = run_cli(capsys, "gate", str(given), "--rules", str(rules), *(f"--{k}={p}" for k, p in outputs.items()),
-                  code=1)  # every kernel has local memory: the rule fails for each  # fmt: skip
+    out = run_cli(
+        capsys, "gate", str(given), "--rules", str(rules), *(f"--{k}={p}" for k, p in outputs.items()), code=1
+    )  # every kernel has local memory: the rule fails for each
     written = {kind: path.read_text(encoding="utf-8") for kind, path in outputs.items()}
     return {"table": out, "given": str(given), **written}
 
@@ -196,8 +211,30 @@ def test_report_markdown_escapes_names(hostile, capsys):
     html = MarkdownIt("commonmark").enable("table").render(markdown)
     page = Page()
     page.feed(html)
-    assert page.tags <= {"h1", "h2", "h3", "h4", "p", "table", "thead", "tbody", "tr", "th", "td", "code", "strong",
-                         "em", "ul", "li", "details", "summary", "br", "blockquote", "hr", "a"}  # fmt: skip
+    assert page.tags <= {
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "p",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "code",
+        "strong",
+        "em",
+        "ul",
+        "li",
+        "details",
+        "summary",
+        "br",
+        "blockquote",
+        "hr",
+        "a",
+    }
     assert page.handlers == []
     text = "".join(page.text)
     for name in (SCRIPT, TICKS, QUOTES, TEMPLATE, shown(ESCAPE)):

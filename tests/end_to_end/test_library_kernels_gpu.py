@@ -36,8 +36,9 @@ EXPECTED = {
 
 
 def _memlens(*argv: str, env: dict[str, str]) -> str:
-    done = subprocess.run([sys.executable, "-m", "memlens", *argv], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=900)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "memlens", *argv], capture_output=True, text=True, env=env, cwd=REPO, timeout=900
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -46,10 +47,25 @@ def _memlens(*argv: str, env: dict[str, str]) -> str:
 def run(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     pytest.importorskip("torch")
     work = tmp_path_factory.mktemp("libraries")
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor")}  # fmt: skip
-    _memlens("profile", "--out", str(work / "runs"), "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
-             "--roofline", "--timeout", "900", "--", sys.executable, str(APP), env=env)  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor"),
+    }
+    _memlens(
+        "profile",
+        "--out",
+        str(work / "runs"),
+        "--clock-control",
+        os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
+        "--roofline",
+        "--timeout",
+        "900",
+        "--",
+        sys.executable,
+        str(APP),
+        env=env,
+    )
     return (work / "runs" / "latest").resolve(), env
 
 

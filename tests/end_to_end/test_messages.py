@@ -44,8 +44,13 @@ def wrong_kinds(tmp_path: Path) -> dict[str, Path]:
     assert main(["gate", str(RUN), "--rules", str(rules), "--json", str(gate)]) == 0
     (tmp_path / "empty.json").write_text("{}", encoding="utf-8")
     (tmp_path / "list.json").write_text("[1, 2]", encoding="utf-8")
-    return {"check": check, "baseline": baseline, "gate": gate, "empty": tmp_path / "empty.json",
-            "list": tmp_path / "list.json"}  # fmt: skip
+    return {
+        "check": check,
+        "baseline": baseline,
+        "gate": gate,
+        "empty": tmp_path / "empty.json",
+        "list": tmp_path / "list.json",
+    }
 
 
 WHAT = {
@@ -59,14 +64,16 @@ WHAT = {
 
 @pytest.mark.parametrize("kind", list(WHAT))
 @pytest.mark.parametrize("command", ["metrics", "lines", "report", "compare"])
-def test_a_wrong_kind_of_json_is_named_with_what_the_command_wanted(capsys, wrong_kinds, kind: str,
-                                                                    command: str) -> None:  # fmt: skip
+def test_a_wrong_kind_of_json_is_named_with_what_the_command_wanted(
+    capsys, wrong_kinds, kind: str, command: str
+) -> None:
     """issue 33 (5): `metrics check.json` said "malformed results (info must be an object, not None)"."""
     path = wrong_kinds[kind]
     argv = [command, str(RUN), str(path)] if command == "compare" else [command, str(path)]
     capsys.readouterr()
-    assert one_line(capsys, argv) == (f"{path}: {WHAT[kind]}, not a run's results: a run directory, "
-                                      "results.json, .ncu-rep or ncu CSV")  # fmt: skip
+    assert one_line(capsys, argv) == (
+        f"{path}: {WHAT[kind]}, not a run's results: a run directory, results.json, .ncu-rep or ncu CSV"
+    )
 
 
 def test_a_wrong_kind_of_json_through_the_api_and_as_a_baseline(capsys, wrong_kinds) -> None:
@@ -110,11 +117,20 @@ def test_a_gated_static_check_is_named_by_its_file(capsys, tmp_path: Path) -> No
 # --- no run yet, said one way -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [
-    ["metrics"], ["metrics", "runs/latest"], ["report", "runs/latest"], ["gate", "runs/latest", "--rules", "{rules}"],
-    ["lines", "runs/latest"], ["baseline", "save", "runs/latest", "-o", "b.json"],
-    ["check", "--into", "runs/latest"], ["bench", "--into", "runs/latest"], ["report", "./runs/latest"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["metrics"],
+        ["metrics", "runs/latest"],
+        ["report", "runs/latest"],
+        ["gate", "runs/latest", "--rules", "{rules}"],
+        ["lines", "runs/latest"],
+        ["baseline", "save", "runs/latest", "-o", "b.json"],
+        ["check", "--into", "runs/latest"],
+        ["bench", "--into", "runs/latest"],
+        ["report", "./runs/latest"],
+    ],
+)
 def test_no_run_yet_is_said_the_same_way_by_every_command(capsys, tmp_path: Path, monkeypatch, argv) -> None:
     monkeypatch.chdir(tmp_path)
     Path("r.toml").write_text(RULES.format(name="all", select="*"), encoding="utf-8")
@@ -126,15 +142,23 @@ def test_a_latest_link_to_a_deleted_run_says_so(capsys, tmp_path: Path, monkeypa
     monkeypatch.chdir(tmp_path)
     Path("runs").mkdir()
     Path("runs/latest").symlink_to("20260101-000000-1")
-    assert one_line(capsys, ["report", "runs/latest"]) == "runs/latest: symbolic link to a missing file " \
-                                                          "(20260101-000000-1)"  # fmt: skip
+    assert (
+        one_line(capsys, ["report", "runs/latest"]) == "runs/latest: symbolic link to a missing file "
+        "(20260101-000000-1)"
+    )
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_report_without_a_run_says_no_run_yet(tmp_path: Path) -> None:
     environment = {**os.environ, "PYTHONPATH": str(REPO)}  # `python -m memlens` from a folder with no run
-    done = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "report", f"PYTHON={sys.executable}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=environment)  # fmt: skip
+    done = subprocess.run(
+        ["make", "-s", "-f", str(REPO / "Makefile"), "report", f"PYTHON={sys.executable}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+    )
     assert done.returncode != 0
     assert f"memlens: error: {NO_RUN_YET}\n" in done.stderr and "no such file or directory" not in done.stderr
 
@@ -171,8 +195,10 @@ def test_an_architecture_some_kernels_compile_for_quotes_the_rejection(capsys, m
     failing(monkeypatch, REJECTIONS["ptxas"], compiled=1)
     assert main(["check", "kernels", "-k", "^transpose/(padded|conflict)$", "--arch", "sm_1000"]) == EXIT_PROFILER
     last = capsys.readouterr().err.splitlines()[-1]
-    assert last == f"memlens: error: 1 of 2 kernels did not compile (--arch sm_1000: the compiler rejects it: " \
-                   f"{REJECTIONS['ptxas']})"  # fmt: skip
+    assert (
+        last == f"memlens: error: 1 of 2 kernels did not compile (--arch sm_1000: the compiler rejects it: "
+        f"{REJECTIONS['ptxas']})"
+    )
 
 
 def test_a_missing_compiler_is_named_only_when_one_is_missing() -> None:
@@ -201,8 +227,10 @@ def test_a_real_compiler_rejecting_an_architecture_is_quoted(capsys) -> None:
 # --- a suite that exits while being imported -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("code, shown", [("sys.exit(3)", "sys.exit(3)"), ("sys.exit()", "sys.exit(None)"),
-                                         ("raise SystemExit('bye')", "sys.exit('bye')")])  # fmt: skip
+@pytest.mark.parametrize(
+    "code, shown",
+    [("sys.exit(3)", "sys.exit(3)"), ("sys.exit()", "sys.exit(None)"), ("raise SystemExit('bye')", "sys.exit('bye')")],
+)
 def test_a_suite_that_exits_on_import_is_a_one_line_suite_error(capsys, tmp_path: Path, code: str, shown: str) -> None:
     suite = tmp_path / "exits.py"
     suite.write_text(f"import sys\n{code}\n", encoding="utf-8")

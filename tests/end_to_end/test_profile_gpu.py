@@ -21,10 +21,24 @@ def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     done = subprocess.run(
-        [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), "--out", str(out),
-         "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "900"],
-        capture_output=True, text=True, env=env, timeout=1000,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "memlens",
+            "profile",
+            str(REPO / "kernels"),
+            "--out",
+            str(out),
+            "--clock-control",
+            os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
+            "--timeout",
+            "900",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1000,
+    )
     assert done.returncode == 0, done.stderr
     return (out / "latest").resolve()
 
@@ -54,10 +68,14 @@ def test_counters_show_the_physics(run_dir):
 
 
 def test_metrics_prints_every_kernel(run_dir):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))),
-           "COLUMNS": "250"}  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "memlens", "metrics", str(run_dir)],
-                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))),
+        "COLUMNS": "250",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "memlens", "metrics", str(run_dir)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     for variant in load_suite(REPO / "kernels").variants():
         assert variant.label in done.stdout

@@ -65,8 +65,15 @@ def start_profile(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[st
     """`python -m memlens profile` in a subprocess, with the fake ncu first on its PATH."""
     environment = fake_ncu_env(tmp_path / "bin", **env)
     argv = [sys.executable, "-m", "memlens", "profile", *args, "--clock-control", "none"]
-    return subprocess.Popen(argv, cwd=REPO, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    return subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def wait_for_start(runs: Path, label: str, process: subprocess.Popen[str]) -> None:
@@ -92,8 +99,10 @@ def test_timeout_ends_ncu_and_the_app(tmp_path, monkeypatch, marker, capsys):
     data = json.loads((runs / "latest" / "results.json").read_text())
     assert data["complete"] is False
     assert [(o["variant"], o["status"], o["message"]) for o in data["outcomes"]] == [
-        ("first", "ok", ""), ("hangs", "failed", "stopped by the 3 s timeout while running"),
-        ("after", "not_run", "not run: the suite stopped earlier")]  # fmt: skip
+        ("first", "ok", ""),
+        ("hangs", "failed", "stopped by the 3 s timeout while running"),
+        ("after", "not_run", "not run: the suite stopped earlier"),
+    ]
 
 
 def test_timeout_kills_an_ncu_that_ignores_sigint(tmp_path, monkeypatch, marker):
@@ -101,16 +110,36 @@ def test_timeout_kills_an_ncu_that_ignores_sigint(tmp_path, monkeypatch, marker)
     monkeypatch.setattr(memlens.io.processes, "STOP_GRACE_S", 1.0)
     runs = tmp_path / "runs"
     started = time.monotonic()
-    assert main(["profile", str(CPU_FAILURES), "-k", "first|hangs", "--out", str(runs), "--timeout", "2",
-                 "--clock-control", "none"]) == 3  # fmt: skip
+    assert (
+        main(
+            [
+                "profile",
+                str(CPU_FAILURES),
+                "-k",
+                "first|hangs",
+                "--out",
+                str(runs),
+                "--timeout",
+                "2",
+                "--clock-control",
+                "none",
+            ]
+        )
+        == 3
+    )
     assert time.monotonic() - started < STOP_S
     assert_nothing_left(marker, app_pid(runs))
     assert json.loads((runs / "latest" / "results.json").read_text())["complete"] is False
 
 
 def test_a_process_the_suite_leaves_behind_is_ended_with_the_run(tmp_path, monkeypatch, marker):
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
-                     FAKE_NCU_LOG=str(PROBE / "probe.log"), MEMLENS_TEST_SPAWN="transpose/padded")  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(PROBE / "probe.log"),
+        MEMLENS_TEST_SPAWN="transpose/padded",
+    )
     runs = tmp_path / "runs"
     assert main(["profile", str(CPU_SUITE), "-k", "padded", "--out", str(runs), "--clock-control", "none"]) == 0
     assert_nothing_left(marker, app_pid(runs))
@@ -119,14 +148,26 @@ def test_a_process_the_suite_leaves_behind_is_ended_with_the_run(tmp_path, monke
 # --- Ctrl-C and SIGTERM: partial results saved, nothing left running, exit code 3 -----------------------
 
 
-@pytest.mark.parametrize(("signum", "times"), [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGINT, 2)],
-                         ids=["SIGINT-1", "SIGTERM-1", "SIGINT-2"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("signum", "times"),
+    [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGINT, 2)],
+    ids=["SIGINT-1", "SIGTERM-1", "SIGINT-2"],
+)
 def test_interrupt_saves_partial_results_and_leaves_nothing(tmp_path, signum, times):
     tag = uuid.uuid4().hex
     runs = tmp_path / "runs"
     mode = {"FAKE_NCU_MODE": "stubborn"} if times == 2 else {}  # a second Ctrl-C while ncu is slow to stop
-    process = start_profile(tmp_path, str(CPU_FAILURES), "-k", "first|hangs|after", "--out", str(runs),
-                            MEMLENS_TEST_HANG_S="60", **{MARKER: tag}, **mode)  # fmt: skip
+    process = start_profile(
+        tmp_path,
+        str(CPU_FAILURES),
+        "-k",
+        "first|hangs|after",
+        "--out",
+        str(runs),
+        MEMLENS_TEST_HANG_S="60",
+        **{MARKER: tag},
+        **mode,
+    )
     try:
         wait_for_start(runs, "failures/hangs", process)
         for _ in range(times):
@@ -141,8 +182,10 @@ def test_interrupt_saves_partial_results_and_leaves_nothing(tmp_path, signum, ti
     data = json.loads((runs / "latest" / "results.json").read_text())
     assert data["complete"] is False
     assert [(o["variant"], o["status"], o["message"]) for o in data["outcomes"]] == [
-        ("first", "ok", ""), ("hangs", "failed", "interrupted while running"),
-        ("after", "not_run", "not run: the suite stopped earlier")]  # fmt: skip
+        ("first", "ok", ""),
+        ("hangs", "failed", "interrupted while running"),
+        ("after", "not_run", "not run: the suite stopped earlier"),
+    ]
     assert_nothing_left(tag, app_pid(runs))
 
 
@@ -152,8 +195,10 @@ def test_interrupt_saves_partial_results_and_leaves_nothing(tmp_path, signum, ti
 def test_two_concurrent_runs_never_share_a_run_directory(tmp_path):
     runs = tmp_path / "runs"
     common = dict(FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"), FAKE_NCU_LOG=str(PROBE / "probe.log"))
-    processes = [start_profile(tmp_path / f"p{i}", str(CPU_SUITE), "-k", "transpose", "--out", str(runs), **common)
-                 for i in range(2)]  # fmt: skip
+    processes = [
+        start_profile(tmp_path / f"p{i}", str(CPU_SUITE), "-k", "transpose", "--out", str(runs), **common)
+        for i in range(2)
+    ]
     outputs = [p.communicate(timeout=120) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs
     directories = sorted(p for p in runs.iterdir() if not p.is_symlink())
@@ -178,13 +223,19 @@ def test_a_taken_run_directory_name_is_never_reused(tmp_path, monkeypatch):
 
 
 def snapshot(run: Path) -> dict[str, tuple[bytes, int, int]]:
-    return {name: ((run / name).read_bytes(), (run / name).stat().st_mtime_ns, (run / name).stat().st_ino)
-            for name in ("profile.ncu-rep", "ncu.log", "events.jsonl")}  # fmt: skip
+    return {
+        name: ((run / name).read_bytes(), (run / name).stat().st_mtime_ns, (run / name).stat().st_ino)
+        for name in ("profile.ncu-rep", "ncu.log", "events.jsonl")
+    }
 
 
 def test_nothing_rewrites_a_runs_raw_report_or_log(tmp_path, monkeypatch, device, capsys):  # noqa: F811
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
-                     FAKE_NCU_LOG=str(PROBE / "probe.log"))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(PROBE / "probe.log"),
+    )
     runs = tmp_path / "runs"
     assert main(["profile", str(CPU_SUITE), "--out", str(runs), "--clock-control", "none"]) == 0
     run = (runs / "latest").resolve()
@@ -196,8 +247,15 @@ def test_nothing_rewrites_a_runs_raw_report_or_log(tmp_path, monkeypatch, device
     assert main(["report", str(run / "profile.ncu-rep"), "-o", str(run / "profile.ncu-rep")]) == 2
     assert main(["baseline", "save", str(run), "-o", str(run / "profile.ncu-rep")]) == 2
     assert snapshot(run) == before
-    assert sorted(p.name for p in run.iterdir()) == ["bench.json", "events.jsonl", "ncu-command.txt", "ncu.log",
-                                                     "profile.ncu-rep", "report.html", "results.json"]  # fmt: skip
+    assert sorted(p.name for p in run.iterdir()) == [
+        "bench.json",
+        "events.jsonl",
+        "ncu-command.txt",
+        "ncu.log",
+        "profile.ncu-rep",
+        "report.html",
+        "results.json",
+    ]
 
 
 # --- bad input files: exit code 2 and one line naming the file and the fault --------------------------
@@ -340,8 +398,11 @@ SOURCES = sorted(p for folder in ("profiling", "reports") for p in (REPO / folde
 # Writers allowed outside profiling/io/files.py: the app's event log (appended one line at a time,
 # read back line by line), compilers' scratch files and the copy of a report ncu is still writing
 # (readers/early_disassembly.py), each in a private temporary directory.
-UNATOMIC_ALLOWED = {("profiling/collect/profiled_program.py", "open"), ("profiling/static/check.py", "write_text"),
-                    ("profiling/readers/early_disassembly.py", "copyfile")}  # fmt: skip
+UNATOMIC_ALLOWED = {
+    ("profiling/collect/profiled_program.py", "open"),
+    ("profiling/static/check.py", "write_text"),
+    ("profiling/readers/early_disassembly.py", "copyfile"),
+}
 
 
 def _calls(path: Path):
@@ -361,10 +422,15 @@ def test_no_shell_anywhere_and_subprocesses_get_argv_lists():
     for path in SOURCES + tests:
         for call in _calls(path):
             where = f"{path.relative_to(REPO)}:{call.lineno}"
-            assert not any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
-                           for k in call.keywords), f"shell= in {where}"  # fmt: skip
-            assert _name(call) not in ("system", "popen") or not isinstance(call.func, ast.Attribute) or \
-                getattr(call.func.value, "id", "") != "os", f"os.{_name(call)} in {where}"  # fmt: skip
+            assert not any(
+                k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+                for k in call.keywords
+            ), f"shell= in {where}"
+            assert (
+                _name(call) not in ("system", "popen")
+                or not isinstance(call.func, ast.Attribute)
+                or getattr(call.func.value, "id", "") != "os"
+            ), f"os.{_name(call)} in {where}"
             if _name(call) in ("run", "Popen", "check_output", "check_call") and call.args:
                 assert not isinstance(call.args[0], (ast.Constant, ast.JoinedStr, ast.BinOp)), f"a string argv: {where}"
 
@@ -394,8 +460,10 @@ def test_every_file_memlens_writes_goes_through_the_atomic_writer():
 def recorded(name: str) -> Path:
     folder = RECORDED / name
     if not folder.is_dir():
-        pytest.skip(f"no GPU recording {folder} yet: run tests/fixtures/record_failures.sh "
-                    "on the GPU machine and copy its output to tests/fixtures/failures/")  # fmt: skip
+        pytest.skip(
+            f"no GPU recording {folder} yet: run tests/fixtures/record_failures.sh "
+            "on the GPU machine and copy its output to tests/fixtures/failures/"
+        )
     return folder
 
 
@@ -413,8 +481,9 @@ def test_recorded_nvtx_filter_matching_nothing(tmp_path, monkeypatch, capsys):
     assert "ncu profiled no kernel (the NVTX filter matched no range)" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("name", "pattern"), [("raise_midway", "first|second|raises|after"),
-                                               ("wrong", "first|second|wrong")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "pattern"), [("raise_midway", "first|second|raises|after"), ("wrong", "first|second|wrong")]
+)
 def test_recorded_failed_variants_replay_as_on_the_gpu(tmp_path, monkeypatch, capsys, name, pattern):
     folder = recorded(name)
     gpu = json.loads((folder / "results.json").read_text())
@@ -425,13 +494,22 @@ def test_recorded_failed_variants_replay_as_on_the_gpu(tmp_path, monkeypatch, ca
     assert statuses[0] == statuses[1]
     assert [k["variant"] for k in cpu["kernels"]] == [k["variant"] for k in gpu["kernels"]]
     assert cpu["complete"] == gpu["complete"]
-    assert capsys.readouterr().err.splitlines()[-1].split("; results in")[0] == \
-        (folder / "memlens.stderr").read_text().splitlines()[-1].split("; results in")[0]  # fmt: skip
+    assert (
+        capsys.readouterr().err.splitlines()[-1].split("; results in")[0]
+        == (folder / "memlens.stderr").read_text().splitlines()[-1].split("; results in")[0]
+    )
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("timeout", "memlens: error: ncu ran past the 45 s timeout while failures/hangs was running; partial results in"),
-    ("sigint", "memlens: interrupted")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "timeout",
+            "memlens: error: ncu ran past the 45 s timeout while failures/hangs was running; partial results in",
+        ),
+        ("sigint", "memlens: interrupted"),
+    ],
+)
 def test_recorded_stops_on_the_gpu_kept_results_and_left_nothing(name, message):
     folder = recorded(name)
     assert (folder / "memlens.exit_code").read_text().strip() == "3"

@@ -21,10 +21,26 @@ VARIANTS = ("conflict", "padded")
 def test_a_sweep_profiles_each_variant_at_each_size(tmp_path):
     out = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    command = [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), "--out", str(out),
-               "-k", "^transpose/(conflict|padded)$", "--size", "transpose.cols=512",
-               "--sweep", f"transpose.rows={','.join(map(str, SIZES))}", "--roofline",
-               "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "600"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "memlens",
+        "profile",
+        str(REPO / "kernels"),
+        "--out",
+        str(out),
+        "-k",
+        "^transpose/(conflict|padded)$",
+        "--size",
+        "transpose.cols=512",
+        "--sweep",
+        f"transpose.rows={','.join(map(str, SIZES))}",
+        "--roofline",
+        "--clock-control",
+        os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
+        "--timeout",
+        "600",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=700)
     assert done.returncode == 0, done.stderr
     run = (out / "latest").resolve()
@@ -38,8 +54,13 @@ def test_a_sweep_profiles_each_variant_at_each_size(tmp_path):
     read = {k["variant"]: k["raw"]["dram_read_bytes"] for k in data["kernels"]}
     assert read["padded@rows=1024"] / read["padded@rows=256"] == pytest.approx(4, rel=0.25)
     report = tmp_path / "report.html"
-    shown = subprocess.run([sys.executable, "-m", "memlens", "report", str(run), "-o", str(report)],
-                           capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    shown = subprocess.run(
+        [sys.executable, "-m", "memlens", "report", str(run), "-o", str(report)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert shown.returncode == 0, shown.stderr
     html = report.read_text()
     assert 'class="chart sweep-chart"' in html and "transpose against rows (256, 1024)" in html

@@ -34,8 +34,14 @@ def reference(inputs: Inputs, size: Size) -> np.ndarray:
     return 2 * inputs["x"]
 
 
-failures = Family("failures", "out = 2 x, with variants that fail on purpose", make_inputs, reference,
-                  default_size={"n": N}, small_size={"n": 1000})  # fmt: skip
+failures = Family(
+    "failures",
+    "out = 2 x, with variants that fail on purpose",
+    make_inputs,
+    reference,
+    default_size={"n": N},
+    small_size={"n": 1000},
+)
 
 
 def _launch(inputs: Inputs, wrong_at: np.uint32 = NOWHERE, after_launch=None) -> Launch:

@@ -46,8 +46,10 @@ def main() -> int:
     argument = ctypes.c_uint64(out.value)
     params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(argument), ctypes.c_void_p))
     one = ctypes.c_uint(1)
-    check(cuda.cuLaunchKernel(function, one, one, one, one, one, one, ctypes.c_uint(0), None, params, None),
-          "cuLaunchKernel")  # fmt: skip
+    check(
+        cuda.cuLaunchKernel(function, one, one, one, one, one, one, ctypes.c_uint(0), None, params, None),
+        "cuLaunchKernel",
+    )
     check(cuda.cuCtxSynchronize(), "cuCtxSynchronize")
     value = ctypes.c_uint32()
     check(cuda.cuMemcpyDtoH_v2(ctypes.byref(value), out, ctypes.c_size_t(4)), "cuMemcpyDtoH")

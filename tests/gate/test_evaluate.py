@@ -21,7 +21,7 @@ from memlens.gate.evaluate import (
     evaluate,
     from_run,
     read_measurements,
-)  # fmt: skip
+)
 from memlens.gate.rules import parse_rules
 from memlens.io.markdown import md_code
 from memlens.io.markdown import md_escape as markdown_escape
@@ -35,8 +35,13 @@ from tests.schemas.xsd_lite import validate_file
 HERE = Path(__file__).resolve().parents[1]
 PROBE = HERE / "fixtures" / "probe"
 JUNIT_XSD = HERE / "schemas" / "junit.xsd"
-H200 = RunInfo(gpu_name="NVIDIA H200", compute_capability="9.0", driver_version="580.159.04",
-               ncu_version="2025.3.1.0", source="made-up run")  # fmt: skip
+H200 = RunInfo(
+    gpu_name="NVIDIA H200",
+    compute_capability="9.0",
+    driver_version="580.159.04",
+    ncu_version="2025.3.1.0",
+    source="made-up run",
+)
 HOSTILE = "void k<float, 1>(T&, char const*) | `x` <script>&amp; *a* [b](c) \x01"
 
 
@@ -71,15 +76,25 @@ CONFLICTING = dict(shared_wavefronts=32000.0, shared_wavefronts_ideal=1000.0)
 
 
 def test_pass_warn_fail_one_check_per_selected_kernel() -> None:
-    ruleset = rules(rule("excess", "transpose/*", "exact_excess_wavefronts", "equals = 0")
-                    + rule("time", "*", "duration", "max = 1000\nwarn = 500"))  # fmt: skip
-    result = evaluate(ruleset, run_of(kernel("transpose/padded", duration=400.0, **CONFLICT_FREE),
-                                      kernel("transpose/conflict", duration=900.0, **CONFLICTING),
-                                      kernel("copy/plain", duration=1500.0)))  # fmt: skip
+    ruleset = rules(
+        rule("excess", "transpose/*", "exact_excess_wavefronts", "equals = 0")
+        + rule("time", "*", "duration", "max = 1000\nwarn = 500")
+    )
+    result = evaluate(
+        ruleset,
+        run_of(
+            kernel("transpose/padded", duration=400.0, **CONFLICT_FREE),
+            kernel("transpose/conflict", duration=900.0, **CONFLICTING),
+            kernel("copy/plain", duration=1500.0),
+        ),
+    )
     assert statuses(result) == [
-        ("excess", "transpose/padded", "pass"), ("excess", "transpose/conflict", "fail"),
-        ("time", "transpose/padded", "pass"), ("time", "transpose/conflict", "warn"), ("time", "copy/plain", "fail"),
-    ]  # fmt: skip
+        ("excess", "transpose/padded", "pass"),
+        ("excess", "transpose/conflict", "fail"),
+        ("time", "transpose/padded", "pass"),
+        ("time", "transpose/conflict", "warn"),
+        ("time", "copy/plain", "fail"),
+    ]
     messages = [v.message for v in result.verdicts]
     assert messages[1] == "exact_excess_wavefronts = 31,000, expected == 0"
     assert messages[3] == "duration = 0.900 µs: within <= 1.00 µs but past the warning level <= 0.500 µs"
@@ -94,10 +109,19 @@ def test_warnings_alone_pass() -> None:
 
 
 def test_min_bound_and_deterministic_counts_compare_exactly() -> None:
-    ruleset = rules(rule("still conflicts", "t/c", "exact_excess_wavefronts", "min = 1")
-                    + rule("no local", "*", "local_bytes", "equals = 0"))  # fmt: skip
-    measured = run_of(kernel("t/c", shared_wavefronts=2.0**40 + 1, shared_wavefronts_ideal=2.0**40,
-                             local_ld_sectors=0.0, local_st_sectors=1.0))  # fmt: skip
+    ruleset = rules(
+        rule("still conflicts", "t/c", "exact_excess_wavefronts", "min = 1")
+        + rule("no local", "*", "local_bytes", "equals = 0")
+    )
+    measured = run_of(
+        kernel(
+            "t/c",
+            shared_wavefronts=2.0**40 + 1,
+            shared_wavefronts_ideal=2.0**40,
+            local_ld_sectors=0.0,
+            local_st_sectors=1.0,
+        )
+    )
     result = evaluate(ruleset, measured)
     assert statuses(result) == [("still conflicts", "t/c", "pass"), ("no local", "t/c", "fail")]
     assert result.verdicts[1].message == "local_bytes = 32 B, expected == 0 B"  # one 32-byte sector
@@ -111,8 +135,13 @@ def test_rule_matching_no_kernel_fails_and_lists_labels() -> None:
 
 
 def test_missing_metric_fails_with_the_reason() -> None:
-    fast = KernelResult("k", "t", "padded", raw={"shared_wavefronts": None},
-                        missing={"shared_wavefronts": "not collected: run without --fast"})  # fmt: skip
+    fast = KernelResult(
+        "k",
+        "t",
+        "padded",
+        raw={"shared_wavefronts": None},
+        missing={"shared_wavefronts": "not collected: run without --fast"},
+    )
     ruleset = rules(rule("x", "*", "exact_excess_wavefronts", "equals = 0"))
     result = evaluate(ruleset, from_run(RunResults(H200, (fast,))))
     assert statuses(result) == [("x", "t/padded", "fail")]
@@ -150,14 +179,24 @@ def test_repeated_labels_get_numbered_keys() -> None:
 
 
 def regression_rules() -> str:
-    return (rule("time", "*", "duration", 'max_regression = "10%"\nwarn = "5%"')
-            + rule("bandwidth", "*", "dram_bandwidth", 'max_regression = "10%"')
-            + rule("local", "*", "local_bytes", "max_regression = 0"))  # fmt: skip
+    return (
+        rule("time", "*", "duration", 'max_regression = "10%"\nwarn = "5%"')
+        + rule("bandwidth", "*", "dram_bandwidth", 'max_regression = "10%"')
+        + rule("local", "*", "local_bytes", "max_regression = 0")
+    )
 
 
 def measured_run(duration: float, dram: float, local_sectors: float) -> Measurements:
-    return run_of(kernel("t/a", duration=duration, dram_read_bytes=dram, dram_write_bytes=0.0,
-                         local_ld_sectors=local_sectors, local_st_sectors=0.0))  # fmt: skip
+    return run_of(
+        kernel(
+            "t/a",
+            duration=duration,
+            dram_read_bytes=dram,
+            dram_write_bytes=0.0,
+            local_ld_sectors=local_sectors,
+            local_st_sectors=0.0,
+        )
+    )
 
 
 def test_regressions_against_a_baseline(tmp_path: Path) -> None:
@@ -222,8 +261,12 @@ def test_without_a_baseline_regression_rules_skip_and_new_kernels_fail() -> None
 
 def test_baseline_of_another_gpu_is_refused_unless_allowed() -> None:
     baseline = from_measurements(measured_run(1000.0, 1e6, 0.0))
-    a100 = RunInfo(gpu_name="NVIDIA A100-SXM4-80GB", compute_capability="8.0", driver_version="580.159.04",
-                   ncu_version="2025.3.1.0")  # fmt: skip
+    a100 = RunInfo(
+        gpu_name="NVIDIA A100-SXM4-80GB",
+        compute_capability="8.0",
+        driver_version="580.159.04",
+        ncu_version="2025.3.1.0",
+    )
     other = run_of(kernel("t/a", duration=1.0), info=a100)
     with pytest.raises(ConfigError, match=r"baseline gpu_name NVIDIA H200, run NVIDIA A100-SXM4-80GB: counters do"):
         compatibility(baseline, other)
@@ -260,9 +303,11 @@ def test_baseline_kind_must_match_and_files_are_checked(tmp_path: Path) -> None:
 
 
 def hostile_result() -> GateResult:
-    ruleset = rules(rule("pipes | and `ticks`", "*", "duration", "max = 10\nwarn = 5")
-                    + rule("local", "*", "local_bytes", "equals = 0")
-                    + rule("time", "*", "duration", 'max_regression = "10%"'))  # fmt: skip
+    ruleset = rules(
+        rule("pipes | and `ticks`", "*", "duration", "max = 10\nwarn = 5")
+        + rule("local", "*", "local_bytes", "equals = 0")
+        + rule("time", "*", "duration", 'max_regression = "10%"')
+    )
     hostile = KernelResult(HOSTILE, raw={"duration": 20.0, "local_ld_sectors": 0.0, "local_st_sectors": 0.0})
     measured = run_of(hostile, KernelResult("plain", raw={"duration": 7.0}))
     return evaluate(ruleset, measured, notes=["baseline <driver> | changed"])
@@ -363,10 +408,12 @@ def gate(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, captured.out, captured.err
 
 
-PROBE_RULES = (rule("padded conflict-free", "transpose/padded", "exact_excess_wavefronts", "equals = 0")
-               + rule("conflict shows", "transpose/conflict", "exact_excess_wavefronts", "min = 1")
-               + rule("local", "running_mean/local", "local_bytes", "min = 1")
-               + rule("time", "*", "duration", 'max_regression = "25%"\nwarn = "10%"'))  # fmt: skip
+PROBE_RULES = (
+    rule("padded conflict-free", "transpose/padded", "exact_excess_wavefronts", "equals = 0")
+    + rule("conflict shows", "transpose/conflict", "exact_excess_wavefronts", "min = 1")
+    + rule("local", "running_mean/local", "local_bytes", "min = 1")
+    + rule("time", "*", "duration", 'max_regression = "25%"\nwarn = "10%"')
+)
 
 needs_probe = pytest.mark.skipif(not (PROBE / "probe.csv").exists(), reason="probe fixtures not recorded")
 
@@ -376,8 +423,18 @@ def test_probe_recording_passes_and_writes_every_output(capsys: pytest.CaptureFi
     rules_file = tmp_path / "probe.toml"
     rules_file.write_text(PROBE_RULES)
     outputs = [tmp_path / name for name in ("junit.xml", "summary.md", "gate.json")]  # a folder that exists
-    code, out, err = gate(capsys, str(PROBE / "probe.csv"), "--rules", str(rules_file), "--junit", str(outputs[0]),
-                          "--summary", str(outputs[1]), "--json", str(outputs[2]))  # fmt: skip
+    code, out, err = gate(
+        capsys,
+        str(PROBE / "probe.csv"),
+        "--rules",
+        str(rules_file),
+        "--junit",
+        str(outputs[0]),
+        "--summary",
+        str(outputs[1]),
+        "--json",
+        str(outputs[2]),
+    )
     assert (code, err) == (0, "")
     assert "PASSED: 6 checks (3 pass, 3 skip)" in out and "16,252,928" in out
     assert validate_file(outputs[0].read_text(), JUNIT_XSD) == []
@@ -400,8 +457,16 @@ def test_probe_baseline_round_trip_and_exit_codes(capsys: pytest.CaptureFixture[
     assert code == 0 and "PASSED: 6 checks (6 pass)" in out
     # the --fast recording lacks the exact excess: exit 1, written outputs say why
     junit = tmp_path / "fast.xml"
-    code, out, err = gate(capsys, str(PROBE / "probe_fast.csv"), "--rules", str(rules_file), "--baseline", str(base),
-                          "--junit", str(junit))  # fmt: skip
+    code, out, err = gate(
+        capsys,
+        str(PROBE / "probe_fast.csv"),
+        "--rules",
+        str(rules_file),
+        "--baseline",
+        str(base),
+        "--junit",
+        str(junit),
+    )
     assert code == 1 and err == "memlens: error: gate FAILED: 6 checks (4 pass, 2 fail)\n"
     assert junit.read_text().count("run without --fast") == 4  # message attribute and text, two kernels
     # a baseline from another GPU: exit 2, unless allowed
@@ -409,8 +474,9 @@ def test_probe_baseline_round_trip_and_exit_codes(capsys: pytest.CaptureFixture[
     base.write_text(json.dumps(saved))
     code, _, err = gate(capsys, str(PROBE / "probe.csv"), "--rules", str(rules_file), "--baseline", str(base))
     assert code == 2 and err.startswith("memlens: error: baseline gpu_name NVIDIA A100-SXM4-80GB, run NVIDIA H200")
-    code, out, _ = gate(capsys, str(PROBE / "probe.csv"), "--rules", str(rules_file), "--baseline", str(base),
-                        "--allow-mismatch")  # fmt: skip
+    code, out, _ = gate(
+        capsys, str(PROBE / "probe.csv"), "--rules", str(rules_file), "--baseline", str(base), "--allow-mismatch"
+    )
     assert code == 0 and "note: baseline gpu_name NVIDIA A100-SXM4-80GB, run NVIDIA H200: compared anyway" in out
 
 
@@ -435,8 +501,9 @@ def test_usage_errors_are_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: P
     run = tmp_path / "results.json"
     run.write_text(json.dumps(RunResults(H200, (kernel("t/a", duration=1.0),)).to_json()))
     code, _, err = gate(capsys, str(run), "--rules", str(bad))
-    assert code == 2 and err == (f"memlens: error: {bad}:4: rule 1: unknown metric 'durration'"
-                                 " (did you mean duration?)\n")  # fmt: skip
+    assert code == 2 and err == (
+        f"memlens: error: {bad}:4: rule 1: unknown metric 'durration' (did you mean duration?)\n"
+    )
     code, _, err = gate(capsys, str(tmp_path / "missing"), "--rules", str(good))
     assert code == 2 and "no such file or directory" in err
     code, _, err = gate(capsys, str(run), "--rules", str(good), "--baseline", str(tmp_path / "none.json"))
@@ -447,8 +514,18 @@ def test_usage_errors_are_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: P
 
 def test_read_measurements_tells_static_json_from_runs(tmp_path: Path) -> None:
     static = tmp_path / "check.json"
-    static.write_text(json.dumps({"kind": "memlens-static-check", "schema_version": 1, "arch": "sm_90",
-                                  "compiler": "nvrtc 12.9", "kernels": [], "failures": []}))  # fmt: skip
+    static.write_text(
+        json.dumps(
+            {
+                "kind": "memlens-static-check",
+                "schema_version": 1,
+                "arch": "sm_90",
+                "compiler": "nvrtc 12.9",
+                "kernels": [],
+                "failures": [],
+            }
+        )
+    )
     measured = read_measurements(static)
     assert (measured.kind, measured.environment.arch, measured.subjects) == ("static", "sm_90", ())
     run = tmp_path / "results.json"

@@ -240,10 +240,13 @@ def test_gate_help_prints_the_rules_format(capsys) -> None:
 FIXTURES = REPO / "tests" / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"
 
 
-@pytest.mark.parametrize(("report", "label"), [
-    ("cuda_app.ncu-rep", "transpose/conflict"),  # a family/variant-shaped range inside `iteration`
-    ("pmpp_plain.ncu-rep", "step > 4-way loads"),  # the range path
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("report", "label"),
+    [
+        ("cuda_app.ncu-rep", "transpose/conflict"),  # a family/variant-shaped range inside `iteration`
+        ("pmpp_plain.ncu-rep", "step > 4-way loads"),  # the range path
+    ],
+)
 def test_the_label_of_a_plain_report_is_its_nvtx_label_as_gate_help_says(capsys, tmp_path, report, label):
     """issue 46 (10): `gate --help` said a plain report's label is the demangled kernel name; it is the NVTX label
     where a range was open at the launch."""

@@ -33,26 +33,45 @@ running_mean = _load("running_mean").running_mean
 
 
 def _family(base: Family) -> Family:
-    return Family("transpose", base.description + " (padded swapped for conflict)", base.make_inputs,
-                  base.reference, dict(base.default_size), dict(base.small_size))  # fmt: skip
+    return Family(
+        "transpose",
+        base.description + " (padded swapped for conflict)",
+        base.make_inputs,
+        base.reference,
+        dict(base.default_size),
+        dict(base.small_size),
+    )
 
 
 transpose = _family(_transpose.transpose)  # only Family objects at module level are collected
 
 
-@transpose.variant("conflict", demonstrates="tile[32][32]: 32-way conflicts", baseline=True,
-                   expect=Expect(bank_conflicts=True, local_memory=False), kernels=(_transpose.CONFLICT,))  # fmt: skip
+@transpose.variant(
+    "conflict",
+    demonstrates="tile[32][32]: 32-way conflicts",
+    baseline=True,
+    expect=Expect(bank_conflicts=True, local_memory=False),
+    kernels=(_transpose.CONFLICT,),
+)
 def conflict(inputs: Inputs, size: Size) -> Launch:
     return _transpose._launch(_transpose.CONFLICT, inputs)
 
 
-@transpose.variant("padded", demonstrates="SABOTAGED: the conflicting kernel under the padded label",
-                   expect=Expect(bank_conflicts=True, local_memory=False), kernels=(_transpose.CONFLICT,))  # fmt: skip
+@transpose.variant(
+    "padded",
+    demonstrates="SABOTAGED: the conflicting kernel under the padded label",
+    expect=Expect(bank_conflicts=True, local_memory=False),
+    kernels=(_transpose.CONFLICT,),
+)
 def padded(inputs: Inputs, size: Size) -> Launch:
     return _transpose._launch(_transpose.CONFLICT, inputs)
 
 
-@transpose.variant("swizzled", demonstrates="tile[y][x ^ y]: no bank conflicts",
-                   expect=Expect(bank_conflicts=False, local_memory=False), kernels=(_transpose.SWIZZLED,))  # fmt: skip
+@transpose.variant(
+    "swizzled",
+    demonstrates="tile[y][x ^ y]: no bank conflicts",
+    expect=Expect(bank_conflicts=False, local_memory=False),
+    kernels=(_transpose.SWIZZLED,),
+)
 def swizzled(inputs: Inputs, size: Size) -> Launch:
     return _transpose._launch(_transpose.SWIZZLED, inputs)

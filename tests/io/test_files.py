@@ -158,8 +158,11 @@ def test_a_report_never_replaces_the_check_json_it_read(capsys, run_with_check: 
     """issue 33 (1): the report reads check.json for its local-memory causes; -o onto it is refused."""
     before = digest(run_with_check / "check.json")
     source = str(run_with_check.parent / given)
-    one_line_exit_2(capsys, ["report", source, "--format", fmt, "-o", str(run_with_check / "check.json")],
-                    "check.json: is an input of this command")  # fmt: skip
+    one_line_exit_2(
+        capsys,
+        ["report", source, "--format", fmt, "-o", str(run_with_check / "check.json")],
+        "check.json: is an input of this command",
+    )
     assert digest(run_with_check / "check.json") == before
     assert main(["metrics", str(run_with_check)]) == 0  # the run still reads
 
@@ -182,8 +185,9 @@ def test_a_report_never_replaces_a_source_it_quotes(capsys, quoted_source: tuple
     assert main(["report", str(report), "--format", "md", "-o", "-"]) == 0
     assert "the file as it is on disk now" in capsys.readouterr().out  # it quotes the file on disk
     before = digest(source)
-    one_line_exit_2(capsys, ["report", str(report), "--format", "md", "-o", str(source)],
-                    "pmpp_app.cu: is an input of this command")  # fmt: skip
+    one_line_exit_2(
+        capsys, ["report", str(report), "--format", "md", "-o", str(source)], "pmpp_app.cu: is an input of this command"
+    )
     assert digest(source) == before
 
 
@@ -195,8 +199,11 @@ def test_a_report_never_replaces_a_source_it_names_though_it_quotes_the_runs_cop
     source.parent.mkdir()
     shutil.copy(REPO / "kernels" / "matmul.py", source)
     before = digest(source)
-    one_line_exit_2(capsys, ["report", str(H200 / "suite.results.json"), "--format", "md", "-o", str(source)],
-                    "matmul.py: is an input of this command")  # fmt: skip
+    one_line_exit_2(
+        capsys,
+        ["report", str(H200 / "suite.results.json"), "--format", "md", "-o", str(source)],
+        "matmul.py: is an input of this command",
+    )
     assert digest(source) == before
 
 
@@ -205,8 +212,11 @@ def test_a_gate_summary_never_replaces_a_source_its_line_rule_read(capsys, quote
     rules = report.with_name("lines.toml")
     rules.write_text(LINE_RULES, encoding="utf-8")
     before = digest(source)
-    one_line_exit_2(capsys, ["gate", str(report), "--rules", str(rules), "--summary", str(source)],
-                    "pmpp_app.cu: is an input of this command")  # fmt: skip
+    one_line_exit_2(
+        capsys,
+        ["gate", str(report), "--rules", str(rules), "--summary", str(source)],
+        "pmpp_app.cu: is an input of this command",
+    )
     assert digest(source) == before
 
 
@@ -227,8 +237,11 @@ def test_an_output_through_a_symlink_or_hard_link_to_an_input_is_refused(capsys,
     os.link(data / "x.csv", data / "hard.xml")
     before = digest(data / "x.csv")
     for name in ("alias.xml", "hard.xml"):
-        one_line_exit_2(capsys, ["gate", str(data / "x.csv"), "--rules", str(data / "r.toml"), "--junit",
-                                 str(data / name)], "is an input of this command")  # fmt: skip
+        one_line_exit_2(
+            capsys,
+            ["gate", str(data / "x.csv"), "--rules", str(data / "r.toml"), "--junit", str(data / name)],
+            "is an input of this command",
+        )
     assert digest(data / "x.csv") == before
 
 
@@ -262,8 +275,9 @@ def test_gate_write_errors_exit_2_not_1(capsys, data: Path, tmp_path: Path, opti
 
 def test_baseline_save_into_a_directory_is_exit_2(capsys, data: Path, tmp_path: Path) -> None:
     one_line_exit_2(capsys, ["baseline", "save", str(data / "x.csv"), "-o", str(tmp_path)], "is a directory")
-    one_line_exit_2(capsys, ["baseline", "save", str(data / "x.csv"), "-o", str(data / "x.csv" / "b.json")],
-                    "cannot write")  # fmt: skip
+    one_line_exit_2(
+        capsys, ["baseline", "save", str(data / "x.csv"), "-o", str(data / "x.csv" / "b.json")], "cannot write"
+    )
 
 
 def test_check_json_into_a_directory_is_exit_2(capsys, tmp_path: Path, monkeypatch) -> None:
@@ -271,16 +285,16 @@ def test_check_json_into_a_directory_is_exit_2(capsys, tmp_path: Path, monkeypat
     from memlens.static.check import StaticResults
 
     monkeypatch.setattr(check, "check_suite", lambda *a: StaticResults("sm_90", "", "kernels", ()))
-    one_line_exit_2(capsys, ["check", "kernels", "-k", "^transpose/padded$", "--json", str(tmp_path)],
-                    "is a directory")  # fmt: skip
+    one_line_exit_2(capsys, ["check", "kernels", "-k", "^transpose/padded$", "--json", str(tmp_path)], "is a directory")
 
 
 # --- character devices, FIFOs, sockets, descriptors: in place -------------------------------------------
 
 
 @pytest.mark.parametrize("command", WRITERS)
-def test_a_character_device_is_written_in_place_never_replaced(capsys, data: Path, tmp_path: Path,
-                                                               command: str) -> None:  # fmt: skip
+def test_a_character_device_is_written_in_place_never_replaced(
+    capsys, data: Path, tmp_path: Path, command: str
+) -> None:
     node = tmp_path / "null"
     if not _mknod(node, stat.S_IFCHR, (1, 3)):  # the null device's numbers: writing to it is harmless
         pytest.skip("no device node can be made here (not root); the stand-in test covers this")
@@ -292,8 +306,7 @@ def test_a_character_device_is_written_in_place_never_replaced(capsys, data: Pat
 
 
 @pytest.mark.parametrize("command", WRITERS)
-def test_a_stand_in_character_device_is_written_in_place(monkeypatch, data: Path, tmp_path: Path,
-                                                         command: str) -> None:  # fmt: skip
+def test_a_stand_in_character_device_is_written_in_place(monkeypatch, data: Path, tmp_path: Path, command: str) -> None:
     device = tmp_path / "device"
     device.write_text("", encoding="utf-8")
     inode = device.stat().st_ino
@@ -389,10 +402,17 @@ def test_a_link_loop_as_output_is_one_line(capsys, data: Path, tmp_path: Path) -
 # --- `-` and FOLDER/ ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command, first", [
-    ("report", "# memlens report"), ("baseline save", "{"), ("gate --junit", "<?xml"),
-    ("gate --summary", "## memlens gate: PASSED"), ("gate --json", "{"), ("check --json", "{"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "command, first",
+    [
+        ("report", "# memlens report"),
+        ("baseline save", "{"),
+        ("gate --junit", "<?xml"),
+        ("gate --summary", "## memlens gate: PASSED"),
+        ("gate --json", "{"),
+        ("check --json", "{"),
+    ],
+)
 def test_dash_is_standard_output_and_only_the_document(capsys, data: Path, command: str, first: str) -> None:
     assert main(commands(data, "-")[command]) == 0
     out = capsys.readouterr().out
@@ -403,12 +423,20 @@ def test_dash_is_standard_output_and_only_the_document(capsys, data: Path, comma
     assert not Path("-").exists()
 
 
-@pytest.mark.parametrize("command, name", [
-    ("report", "x.report.md"), ("baseline save", "nvidia_h200.json"), ("gate --junit", "gate.xml"),
-    ("gate --summary", "gate.md"), ("gate --json", "gate.json"), ("check --json", "check.json"),
-])  # fmt: skip
-def test_a_folder_with_a_trailing_slash_gets_the_default_name(capsys, data: Path, tmp_path: Path, command: str,
-                                                              name: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "command, name",
+    [
+        ("report", "x.report.md"),
+        ("baseline save", "nvidia_h200.json"),
+        ("gate --junit", "gate.xml"),
+        ("gate --summary", "gate.md"),
+        ("gate --json", "gate.json"),
+        ("check --json", "check.json"),
+    ],
+)
+def test_a_folder_with_a_trailing_slash_gets_the_default_name(
+    capsys, data: Path, tmp_path: Path, command: str, name: str
+) -> None:
     folder = tmp_path / "out"
     folder.mkdir()
     assert main(commands(data, f"{folder}/")[command]) == 0
@@ -420,10 +448,12 @@ def test_a_folder_with_a_trailing_slash_gets_the_default_name(capsys, data: Path
     one_line_exit_2(capsys, commands(data, f"{tmp_path / 'plain'}/")[command], "plain/: not a folder")
 
 
-@pytest.mark.parametrize("command", ["report", "baseline save", "gate --junit", "gate --summary", "gate --json",
-                                     "check --json"])  # fmt: skip
-def test_a_missing_folder_on_the_way_to_an_output_is_refused_never_made(capsys, data: Path, tmp_path: Path,
-                                                                        command: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "command", ["report", "baseline save", "gate --junit", "gate --summary", "gate --json", "check --json"]
+)
+def test_a_missing_folder_on_the_way_to_an_output_is_refused_never_made(
+    capsys, data: Path, tmp_path: Path, command: str
+) -> None:
     """issue 33 (3): `-o a/b/c/x.md` made a, b and c, though `-o newdir/` is refused."""
     target = tmp_path / "a" / "b" / "c" / "x.out"
     message = f"{target}: cannot write (no such folder {tmp_path / 'a'};"
@@ -442,8 +472,9 @@ def test_a_baseline_into_a_folder_is_named_for_its_gpu(capsys, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("first, second", [("--json", "--junit"), ("--summary", "--junit"), ("--json", "--summary")])
-def test_two_gate_outputs_on_one_file_are_refused_before_either_is_written(capsys, data: Path, tmp_path: Path,
-                                                                          first: str, second: str) -> None:  # fmt: skip
+def test_two_gate_outputs_on_one_file_are_refused_before_either_is_written(
+    capsys, data: Path, tmp_path: Path, first: str, second: str
+) -> None:
     base = ["gate", str(data / "x.csv"), "--rules", str(data / "r.toml")]
     same = str(tmp_path / "g.out")
     one_line_exit_2(capsys, [*base, first, same, second, same], "are one file: give each output its own")
@@ -461,8 +492,11 @@ def test_two_gate_outputs_on_one_file_are_refused_before_either_is_written(capsy
 def test_check_json_onto_the_file_into_writes_is_refused(capsys, tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    one_line_exit_2(capsys, ["check", "kernels", "-k", "^transpose/padded$", "--json", str(run / "check.json"),
-                             "--into", str(run)], "are one file")  # fmt: skip
+    one_line_exit_2(
+        capsys,
+        ["check", "kernels", "-k", "^transpose/padded$", "--json", str(run / "check.json"), "--into", str(run)],
+        "are one file",
+    )
     assert list(run.iterdir()) == []
 
 
@@ -519,8 +553,28 @@ def test_write_output_refuses_a_raw_profiler_report(tmp_path: Path) -> None:
 
 # --- fuzzing the output path -----------------------------------------------------------------------------
 
-PARTS = st.sampled_from(["", ".", "..", "dir", "file", "in.csv", "link", "loop", "dangling", "new", "x.ncu-rep",
-                         "fifo", " ", "-", "ü", "a:b", "\\", "*"])  # fmt: skip
+PARTS = st.sampled_from(
+    [
+        "",
+        ".",
+        "..",
+        "dir",
+        "file",
+        "in.csv",
+        "link",
+        "loop",
+        "dangling",
+        "new",
+        "x.ncu-rep",
+        "fifo",
+        " ",
+        "-",
+        "ü",
+        "a:b",
+        "\\",
+        "*",
+    ]
+)
 TEXT = "the document\n"
 
 

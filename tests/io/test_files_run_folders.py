@@ -69,8 +69,11 @@ def test_an_output_never_takes_a_name_memlens_reads_from_a_run_folder(capsys, ru
     """issue 46 (1): `report RUN -o RUN/latest/check.json` in a run without one wrote HTML named check.json, after
     which `metrics RUN` failed with "invalid JSON"."""
     (runs / "latest" / "results.json").unlink() if name == "results.json" else None
-    one_line_exit_2(capsys, ["report", str(H200 / "suite.results.json"), "-o", str(runs / "latest" / name)],
-                    f"{name}: is a name memlens reads or writes in a run folder")  # fmt: skip
+    one_line_exit_2(
+        capsys,
+        ["report", str(H200 / "suite.results.json"), "-o", str(runs / "latest" / name)],
+        f"{name}: is a name memlens reads or writes in a run folder",
+    )
     assert not (runs / "latest" / name).exists()
     if name != "results.json":
         assert main(["metrics", str(runs)]) == 0
@@ -122,8 +125,11 @@ def test_a_read_only_output_is_refused_and_left_as_it_was(capsys, tmp_path: Path
     target = tmp_path / "gate.xml"
     target.write_text("old\n", encoding="utf-8")
     target.chmod(mode)
-    one_line_exit_2(capsys, ["report", str(H200 / "suite.results.json"), "--format", "md", "-o", str(target)],
-                    f"{target}: cannot write (permission denied: the file is read-only)")  # fmt: skip
+    one_line_exit_2(
+        capsys,
+        ["report", str(H200 / "suite.results.json"), "--format", "md", "-o", str(target)],
+        f"{target}: cannot write (permission denied: the file is read-only)",
+    )
     assert target.read_text(encoding="utf-8") == "old\n"
     assert stat.S_IMODE(target.stat().st_mode) == mode
 
@@ -144,7 +150,10 @@ def test_a_link_to_nowhere_says_so(capsys, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "link.sarif").symlink_to(tmp_path / "gone" / "x.sarif")
-    one_line_exit_2(capsys, ["lines", str(H200 / "suite.results.json"), "--sarif", str(out / "link.sarif")],
-                    f"{out / 'link.sarif'}: cannot write (a symbolic link to {tmp_path / 'gone' / 'x.sarif'}, which "
-                    "points nowhere: no such folder")  # fmt: skip
+    one_line_exit_2(
+        capsys,
+        ["lines", str(H200 / "suite.results.json"), "--sarif", str(out / "link.sarif")],
+        f"{out / 'link.sarif'}: cannot write (a symbolic link to {tmp_path / 'gone' / 'x.sarif'}, which "
+        "points nowhere: no such folder",
+    )
     assert (out / "link.sarif").is_symlink() and not (tmp_path / "gone").exists()

@@ -52,8 +52,7 @@ def test_a_command_that_cannot_start_is_named():
 
 
 def test_a_failing_command_keeps_its_output_and_names_itself():
-    done = run_command([sys.executable, "-c", "import sys; print('partial'); sys.exit('broke: bad input')"],
-                       timeout=30)  # fmt: skip
+    done = run_command([sys.executable, "-c", "import sys; print('partial'); sys.exit('broke: bad input')"], timeout=30)
     assert (done.returncode, done.ok, done.stdout) == (1, False, "partial\n")
     assert done.stderr == "broke: bad input\n"
     assert done.failure().endswith("exited with code 1: broke: bad input")
@@ -61,8 +60,9 @@ def test_a_failing_command_keeps_its_output_and_names_itself():
 
 
 def test_input_reaches_the_command_and_nothing_goes_through_a_shell():
-    done = run_command([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], input="a;b $(x)",
-                       timeout=30)  # fmt: skip
+    done = run_command(
+        [sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], input="a;b $(x)", timeout=30
+    )
     assert done.ok and done.stdout == "A;B $(X)\n"
 
 
@@ -70,8 +70,10 @@ def test_run_watched_returns_the_exit_code_and_ends_what_the_command_left_in_its
     from memlens.io.processes import run_watched
 
     pid_file = tmp_path / "pid"
-    leaves = f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
-             f"open({str(pid_file)!r}, 'w').write(str(p.pid)); sys.exit(3)"  # fmt: skip
+    leaves = (
+        f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid)); sys.exit(3)"
+    )
     assert run_watched([sys.executable, "-c", leaves], timeout=30) == 3
     assert not _alive(int(pid_file.read_text()))  # the grandchild it left went with its group
 

@@ -22,8 +22,10 @@ ROWS = [
 ]
 
 # `memlens metrics`' columns: a label kept LABEL_MIN_WIDTH wide, figures right-justified and never wrapped
-COLUMNS = [Column("name", min_width=label_width([row[0] for row in ROWS])),
-           *(Column(header, numeric=True, wrap=False) for header in ("count", "two-line\nheader"))]  # fmt: skip
+COLUMNS = [
+    Column("name", min_width=label_width([row[0] for row in ROWS])),
+    *(Column(header, numeric=True, wrap=False) for header in ("count", "two-line\nheader")),
+]
 
 
 def _text(width: int, fast: bool) -> str:
@@ -86,10 +88,17 @@ def test_write_indented_writes_valid_json_for_what_json_dumps_would_not():
 
 
 def test_write_indented_writes_it_a_piece_at_a_time():
-    kernels = [{"label": f"k{i}", "metrics": {"d": {"value": 1.5 * i, "unit": "ns"}, "x": {"value": None}}}
-               for i in range(3)]  # fmt: skip
-    data = {"info": {"gpu": "H200", "n": 3}, "kernels": kernels, "empty": [], "odd": {1: [None, {2: "x"}]},
-            "deep": [[{"a": [1, {"b": ()}]}]], "none": {}}  # fmt: skip
+    kernels = [
+        {"label": f"k{i}", "metrics": {"d": {"value": 1.5 * i, "unit": "ns"}, "x": {"value": None}}} for i in range(3)
+    ]
+    data = {
+        "info": {"gpu": "H200", "n": 3},
+        "kernels": kernels,
+        "empty": [],
+        "odd": {1: [None, {2: "x"}]},
+        "deep": [[{"a": [1, {"b": ()}]}]],
+        "none": {},
+    }
     for levels in (0, 1, 2, 5):
         pieces: list[str] = []
         stream = io.StringIO()

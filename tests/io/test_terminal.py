@@ -52,8 +52,9 @@ def printing(rules: Path, tmp_path: Path, monkeypatch) -> dict[str, list[str]]:
     from memlens.commands import check
     from memlens.static.check import StaticKernel, StaticResults
 
-    kernel = StaticKernel("transpose", "padded", "transpose_padded", "transpose_padded", "cuda", 28, 0, 0, 0, 4224,
-                          0, False)  # fmt: skip
+    kernel = StaticKernel(
+        "transpose", "padded", "transpose_padded", "transpose_padded", "cuda", 28, 0, 0, 0, 4224, 0, False
+    )
     monkeypatch.setattr(check, "check_suite", lambda *a: StaticResults("sm_90", "nvcc", "kernels", (kernel,)))
     baseline = tmp_path / "baseline.json"
     assert main(["baseline", "save", str(RUN), "-o", str(baseline)]) == 0
@@ -77,9 +78,24 @@ def printing(rules: Path, tmp_path: Path, monkeypatch) -> dict[str, list[str]]:
     }
 
 
-PRINTING = ["list", "metrics", "metrics --json", "metrics --csv", "lines", "lines --json", "gate", "gate --json -",
-            "check", "check --json -", "baseline save", "baseline save -o -", "baseline show", "report",
-            "report -o -", "doctor"]  # fmt: skip
+PRINTING = [
+    "list",
+    "metrics",
+    "metrics --json",
+    "metrics --csv",
+    "lines",
+    "lines --json",
+    "gate",
+    "gate --json -",
+    "check",
+    "check --json -",
+    "baseline save",
+    "baseline save -o -",
+    "baseline show",
+    "report",
+    "report -o -",
+    "doctor",
+]
 
 
 def run_with_stdout(monkeypatch, argv: list[str], error: int) -> int:
@@ -128,8 +144,9 @@ def memlens(*argv: str, **streams) -> subprocess.CompletedProcess:  # type: igno
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
-@pytest.mark.parametrize("argv", [["gate", str(RUN), "--rules", "{rules}"], ["metrics", str(RUN)],
-                                  ["report", str(RUN), "-o", "-"], ["list"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv", [["gate", str(RUN), "--rules", "{rules}"], ["metrics", str(RUN)], ["report", str(RUN), "-o", "-"], ["list"]]
+)
 def test_dev_full_as_stdout_is_one_line_and_exit_2(rules: Path, argv: list[str]) -> None:
     with open("/dev/full", "w") as full:
         done = memlens(*(a.format(rules=rules) for a in argv), stdout=full)
@@ -143,8 +160,10 @@ def test_help_and_version_into_dev_full_are_one_line_and_exit_2(argv: list[str])
     """issue 33 (4): argparse prints them while the arguments are parsed, before the command's guard."""
     with open("/dev/full", "w") as full:
         done = memlens(*argv, stdout=full)
-    assert (done.returncode, done.stderr) == (EXIT_INPUT, "memlens: error: standard output: cannot write "
-                                                          "(No space left on device)\n")  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        EXIT_INPUT,
+        "memlens: error: standard output: cannot write (No space left on device)\n",
+    )
 
 
 def test_help_and_version_print_and_exit_0() -> None:
@@ -154,11 +173,14 @@ def test_help_and_version_print_and_exit_0() -> None:
     assert done.returncode == 0 and done.stdout.startswith("usage: memlens") and done.stderr == ""
 
 
-@pytest.mark.parametrize("argv", [["metrics", str(RUN)], ["report", str(RUN), "-o", "-"],
-                                  ["report", str(RUN), "-o", "/dev/stdout"], ["list"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [["metrics", str(RUN)], ["report", str(RUN), "-o", "-"], ["report", str(RUN), "-o", "/dev/stdout"], ["list"]],
+)
 def test_a_pipe_closed_by_its_reader_is_quiet_and_141(argv: list[str]) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "memlens", *argv], cwd=REPO, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memlens", *argv], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     process.stdout.close()  # type: ignore[union-attr]  # the reader had enough before the first line
     assert process.wait(timeout=120) == EXIT_PIPE_CLOSED
     assert process.stderr.read() == b""  # type: ignore[union-attr]  # nor "Exception ignored ... BrokenPipeError"
@@ -190,9 +212,17 @@ def test_a_large_write_is_written_whole_where_the_pipe_stays_open() -> None:
 
 
 def test_a_closed_stdout_is_one_line_and_exit_2() -> None:
-    done = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); from memlens.cli import main; "
-                           f"sys.exit(main(['metrics', {str(RUN)!r}]))"], cwd=REPO, stderr=subprocess.PIPE,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import os, sys; os.close(1); from memlens.cli import main; sys.exit(main(['metrics', {str(RUN)!r}]))",
+        ],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == EXIT_INPUT
     assert done.stderr == "memlens: error: standard output: cannot write (Bad file descriptor)\n"
 

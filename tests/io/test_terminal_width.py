@@ -145,8 +145,11 @@ EVERY_COMMAND = {  # each command on a fixture, as a user runs it at 80 columns
     "profile --help": ["profile", "--help"],
     "bench --help": ["bench", "--help"],
 }
-WHOLE_WORDS = {"list": ["fp16_transpose", "conflict-free;"], "compare": ["tile[threadIdx.x"],
-               "doctor": ["'memlens[cuda13]'"]}  # fmt: skip
+WHOLE_WORDS = {
+    "list": ["fp16_transpose", "conflict-free;"],
+    "compare": ["tile[threadIdx.x"],
+    "doctor": ["'memlens[cuda13]'"],
+}
 
 
 @pytest.mark.parametrize("command", list(EVERY_COMMAND))

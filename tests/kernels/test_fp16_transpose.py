@@ -77,8 +77,9 @@ def _ldmatrix_x4_trans(buffer: np.ndarray, addresses: list[int]) -> np.ndarray:
     """Registers (thread, matrix, 2 halves) of ldmatrix.m8n8.x4.trans.b16: lane i gives row i % 8 of
     matrix i // 8; without .trans thread t holds row t // 4, columns 2 (t % 4) .. +1 of each matrix,
     with .trans the same of the transposed matrix."""
-    matrices = np.stack([np.stack([buffer[a // 2 : a // 2 + 8] for a in addresses[8 * m : 8 * m + 8]])
-                         for m in range(4)])  # fmt: skip
+    matrices = np.stack(
+        [np.stack([buffer[a // 2 : a // 2 + 8] for a in addresses[8 * m : 8 * m + 8]]) for m in range(4)]
+    )
     regs = np.empty((32, 4, 2), dtype=buffer.dtype)
     for t in range(32):
         for m in range(4):
@@ -172,8 +173,13 @@ def test_declared_paper_figures(layout: str, n: int) -> None:
 
 def test_default_figures() -> None:
     at = {v.name: v.expect.at_size(FAMILY.size()).excess_wavefronts for v in FAMILY.variants}
-    assert at == {"dense": 7_340_032, "pitch128": 16_777_216, "padded": 3_932_160, "xor_row": 3_145_728,
-                  "xor_128b": 1_048_576}  # fmt: skip
+    assert at == {
+        "dense": 7_340_032,
+        "pitch128": 16_777_216,
+        "padded": 3_932_160,
+        "xor_row": 3_145_728,
+        "xor_128b": 1_048_576,
+    }
 
 
 # --- the family's contract ----------------------------------------------------------------------
@@ -206,9 +212,16 @@ RECORDED_GPUS = ("nvidia_h100_80gb_hbm3", "nvidia_h200")
 
 
 def _sides(kernel) -> tuple:
-    keys = ("exact_excess_wavefronts_ld", "exact_excess_wavefronts_st", "shared_ld_executions", "shared_st_executions",
-            "exact_shared_ld_ways", "exact_shared_st_ways", "excess_wavefronts_per_shared_ld",
-            "excess_wavefronts_per_shared_st")  # fmt: skip
+    keys = (
+        "exact_excess_wavefronts_ld",
+        "exact_excess_wavefronts_st",
+        "shared_ld_executions",
+        "shared_st_executions",
+        "exact_shared_ld_ways",
+        "exact_shared_st_ways",
+        "excess_wavefronts_per_shared_ld",
+        "excess_wavefronts_per_shared_st",
+    )
     return tuple(kernel.value(key) for key in keys)
 
 

@@ -194,8 +194,9 @@ def test_device_outputs_are_copied_to_the_host_without_cupy(tmp_path: Path, monk
     family.verify(family.variants[0], right, expected)
     assert right.copies == 1
     wrong = FakeDeviceArray(family.variants[0].prepare(inputs, size).output())
-    launch = Launch(run=lambda: None, output=lambda: pytest.fail("the host output was used"),
-                    device_output=lambda: wrong)  # fmt: skip
+    launch = Launch(
+        run=lambda: None, output=lambda: pytest.fail("the host output was used"), device_output=lambda: wrong
+    )
     with pytest.raises(VerificationError, match=r"double/off_by_one: wrong result at index \(2, 3\): got np.float32"):
         family.verify(family.variants[0], launch.checked_output(), expected)
 

@@ -148,12 +148,18 @@ def _vec4_lane_map() -> Callable[[int, int], tuple[int, int]]:
     mr = re.search(r"const int mr = ([^;]+);", TEXT)
     assert mc and mr, "transpose.cu no longer defines mc and mr"
     mc_code, mr_code = compile(mc[1], "mc", "eval"), compile(mr[1], "mr", "eval")
-    return lambda lane, warp: (eval(mc_code, {}, {"lane": lane, "warp": warp}),
-                               eval(mr_code, {}, {"lane": lane, "warp": warp}))  # fmt: skip
+    return lambda lane, warp: (
+        eval(mc_code, {}, {"lane": lane, "warp": warp}),
+        eval(mr_code, {}, {"lane": lane, "warp": warp}),
+    )
 
 
-def vec4_accesses(kernel: str, stride: int | None = None, swizzled: bool | None = None,
-                  lane_map: Callable[[int, int], tuple[int, int]] | None = None) -> list[list[int]]:  # fmt: skip
+def vec4_accesses(
+    kernel: str,
+    stride: int | None = None,
+    swizzled: bool | None = None,
+    lane_map: Callable[[int, int], tuple[int, int]] | None = None,
+) -> list[list[int]]:
     """Byte addresses of every warp-wide 16-byte shared access of transpose_vec4_*: the four
     stores of chunk mr into rows 4mc + j of the transposed tile, then the four loads of
     chunk tid % 16 of row 16p + tid / 16."""
@@ -312,8 +318,16 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Path:
         EMULATION_HEADER + "#include <string>\n" + f'#include "{SOURCE}"\n' + main, encoding="utf-8"
     )
     binary = folder / "emulate"
-    argv = [compiler, "-std=c++20", "-O1", "-pthread", "-Wno-unknown-pragmas", str(folder / "emulate.cpp"), "-o",
-            str(binary)]  # fmt: skip
+    argv = [
+        compiler,
+        "-std=c++20",
+        "-O1",
+        "-pthread",
+        "-Wno-unknown-pragmas",
+        str(folder / "emulate.cpp"),
+        "-o",
+        str(binary),
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if done.returncode != 0 and "barrier" in done.stderr:
         pytest.skip("g++ lacks C++20 <barrier>")
@@ -341,8 +355,9 @@ GPU_SIZES = [(4100, 2052), (256, 8192), (8192, 68), (4099, 2053)]  # rows x cols
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("size", GPU_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-@pytest.mark.parametrize("name", ["padded", "swizzled", "tile64_padded", "tile64_swizzled", "vec4_padded",
-                                  "vec4_swizzled"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["padded", "swizzled", "tile64_padded", "tile64_swizzled", "vec4_padded", "vec4_swizzled"]
+)
 def test_gpu_mixed_tiles(name: str, size: tuple[int, int]) -> None:
     family = load_suite(REPO / "kernels").family("transpose")
     variant = next(v for v in family.variants if v.name == name)

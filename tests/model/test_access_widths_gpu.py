@@ -18,7 +18,12 @@ pytestmark = pytest.mark.gpu
 
 def test_a_fresh_recording_of_every_width_decodes_to_its_opcodes(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = subprocess.run(["bash", str(REPO / "tests" / "fixtures" / "record_widths.sh"), str(tmp_path)],
-                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(REPO / "tests" / "fixtures" / "record_widths.sh"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert_sizes_decode_to_opcode_widths(tmp_path / "access_widths.ncu-rep")

@@ -23,8 +23,16 @@ def load(**fields):
 
 
 def test_a_file_reads_into_typed_records_and_writes_back_the_same(tmp_path):
-    ldm = load(access="ldmatrix", width=16, matrices=2, warps=[[B + 16 * lane for lane in range(32)]], file="a.cu",
-               line=7, pc="0x7f00", blocks=[[0, 0, 0]])  # fmt: skip
+    ldm = load(
+        access="ldmatrix",
+        width=16,
+        matrices=2,
+        warps=[[B + 16 * lane for lane in range(32)]],
+        file="a.cu",
+        line=7,
+        pc="0x7f00",
+        blocks=[[0, 0, 0]],
+    )
     sources = [[4096 + 16 * lane for lane in range(32)]]
     cp = load(access="cp.async", width=16, warps=[[B + 16 * lane for lane in range(32)]], sources=sources)
     inactive = load(

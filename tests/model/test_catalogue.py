@@ -44,14 +44,21 @@ def test_every_figure_comes_back_under_its_key_with_the_catalogues_unit() -> Non
         measured = kernel.metric(key)
         assert (measured.key, measured.unit) == (key, metric.unit)
     units = {key: CATALOGUE[key].unit for key in ("duration", "dram_bandwidth", "local_bytes", "exact_shared_ld_ways")}
-    assert units == {"duration": "ns", "dram_bandwidth": "byte/second", "local_bytes": "byte",
-                     "exact_shared_ld_ways": "wavefront/ideal"}  # fmt: skip
+    assert units == {
+        "duration": "ns",
+        "dram_bandwidth": "byte/second",
+        "local_bytes": "byte",
+        "exact_shared_ld_ways": "wavefront/ideal",
+    }
 
 
 def test_an_ncu_name_is_the_one_asked_for_then_its_aliases() -> None:
     loads = CATALOGUE["shared_ld_instructions"]
-    assert loads.ncu_names == ("smsp__inst_executed_op_shared_ld.sum", "smsp__sass_inst_executed_op_shared_ld.sum",
-                               "sass__inst_executed_shared_loads")  # fmt: skip
+    assert loads.ncu_names == (
+        "smsp__inst_executed_op_shared_ld.sum",
+        "smsp__sass_inst_executed_op_shared_ld.sum",
+        "sass__inst_executed_shared_loads",
+    )
     assert len(NCU_ALIASES) == 4 and all(alias in NCU_ALIASES[alias].ncu_names[1:] for alias in NCU_ALIASES)
     assert all(BY_NCU_NAME[m.ncu] is m and m.ncu_names[0] == m.ncu for m in RAW_METRICS)
     assert all(m.ncu is None and m.ncu_names == () for m in (*DERIVED_METRICS, *PER_INSTRUCTION_METRICS))
@@ -66,8 +73,15 @@ def test_lookup_suggests_the_closest_keys() -> None:
 
 
 def test_derived_figures_follow_their_formulas() -> None:
-    raw = {"duration": 2000.0, "dram_read_bytes": 1e6, "dram_write_bytes": 1e6, "local_ld_sectors": 3.0,
-           "local_st_sectors": 1.0, "shared_wavefronts": 3300.0, "shared_wavefronts_ideal": 100.0}  # fmt: skip
+    raw = {
+        "duration": 2000.0,
+        "dram_read_bytes": 1e6,
+        "dram_write_bytes": 1e6,
+        "local_ld_sectors": 3.0,
+        "local_st_sectors": 1.0,
+        "shared_wavefronts": 3300.0,
+        "shared_wavefronts_ideal": 100.0,
+    }
     derived = derive_all(raw)
     assert len(derived) == 58 and set(derived) == {m.key for m in DERIVED_METRICS}
     assert derived["dram_bandwidth"] == pytest.approx(2e6 / 2e-6)  # (read + write) / (duration * 1e-9)
@@ -83,8 +97,12 @@ def test_derived_figures_follow_their_formulas() -> None:
 def test_catalogue_asks_ncu_for_the_costly_counters_with_roofline_only() -> None:
     roofline = ncu_metric_names(fast=True, roofline=True)
     default = ncu_metric_names()
-    for free in ("dram__bytes.sum.peak_sustained", "sm__cycles_elapsed.avg.per_second",
-                 "smsp__inst_executed_op_global_ld.sum", "lts__t_sector_hit_rate.pct"):  # fmt: skip
+    for free in (
+        "dram__bytes.sum.peak_sustained",
+        "sm__cycles_elapsed.avg.per_second",
+        "smsp__inst_executed_op_global_ld.sum",
+        "lts__t_sector_hit_rate.pct",
+    ):
         assert free in default and free in roofline
     costly_ones = (
         "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
@@ -101,8 +119,9 @@ def test_memlens_asks_ncu_for_per_instruction_executions_unless_fast():
 
 
 def test_the_metrics_list_by_fast_and_roofline() -> None:
-    counts = {(fast, roofline): len(ncu_metric_names(fast, roofline)) for fast in (False, True)
-              for roofline in (False, True)}  # fmt: skip
+    counts = {
+        (fast, roofline): len(ncu_metric_names(fast, roofline)) for fast in (False, True) for roofline in (False, True)
+    }
     # not --fast: inst_executed and the 6 per-instruction memory metrics (PER_PC_METRICS)
     # --roofline: the FLOP and L1 global-sector counters, and 21 tensor-core paths' operations and peaks (issue 45)
     assert counts == {(False, False): 42, (True, False): 33, (False, True): 53 + 42, (True, True): 44 + 42}
@@ -122,16 +141,39 @@ def test_each_figure_says_how_it_varies_between_runs():
     from memlens.model.catalogue import CATALOGUE
 
     timed = {k for k, m in CATALOGUE.items() if m.variation == "timed"}
-    assert timed == {"duration", "dram_pct_of_peak", "dram_bandwidth", "flop_rate", "sm_clock", "dram_clock",
-                     "peak_flops_fp32", "peak_flops_fp64", "peak_flops_fp16", "peak_dram_bandwidth",
-                     "tensor_flop_rate", "dram_throughput"}  # fmt: skip
+    assert timed == {
+        "duration",
+        "dram_pct_of_peak",
+        "dram_bandwidth",
+        "flop_rate",
+        "sm_clock",
+        "dram_clock",
+        "peak_flops_fp32",
+        "peak_flops_fp64",
+        "peak_flops_fp16",
+        "peak_dram_bandwidth",
+        "tensor_flop_rate",
+        "dram_throughput",
+    }
     counters = {k: m.noise for k, m in CATALOGUE.items() if m.variation == "counter"}
-    assert counters == {"dram_read_bytes": 0.05, "dram_write_bytes": 0.05, "dram_bytes": 0.05,
-                        "shared_ld_wavefronts": 0.05, "shared_st_wavefronts": 0.05, "shared_ld_ways": 0.05,
-                        "shared_st_ways": 0.05, "l2_sectors_from_l1": 0.05, "l2_bytes": 0.05,
-                        "arithmetic_intensity": 0.05, "arithmetic_intensity_l2": 0.05,
-                        "hw_ld_bank_conflicts": 0.25, "hw_st_bank_conflicts": 0.25, "hw_bank_conflicts": 0.25,
-                        "l1_hit_rate": 0.15, "l2_hit_rate": 0.15}  # fmt: skip
+    assert counters == {
+        "dram_read_bytes": 0.05,
+        "dram_write_bytes": 0.05,
+        "dram_bytes": 0.05,
+        "shared_ld_wavefronts": 0.05,
+        "shared_st_wavefronts": 0.05,
+        "shared_ld_ways": 0.05,
+        "shared_st_ways": 0.05,
+        "l2_sectors_from_l1": 0.05,
+        "l2_bytes": 0.05,
+        "arithmetic_intensity": 0.05,
+        "arithmetic_intensity_l2": 0.05,
+        "hw_ld_bank_conflicts": 0.25,
+        "hw_st_bank_conflicts": 0.25,
+        "hw_bank_conflicts": 0.25,
+        "l1_hit_rate": 0.15,
+        "l2_hit_rate": 0.15,
+    }
     exact = {k for k, m in CATALOGUE.items() if m.variation == "exact"}
     for key in (
         "exact_excess_wavefronts",

@@ -38,14 +38,17 @@ def kinds(request):
     return {k.kernel.split("(")[0]: k for k in read_report(path, instructions=True).kernels}
 
 
-@pytest.mark.parametrize(("kernel", "side", "ways", "per_access"), [
-    ("atomics_one_bank", "atom", 32.0, 31.0),  # 32 lanes on 32 words of one bank
-    ("atomics_spread", "atom", 1.0, 0.0),  # 32 lanes on 32 banks
-    ("atomics_same_address", "atom", 1.0, 0.0),  # one word: no conflict
-    ("shared_8byte_2way", "ld", 2.0, 2.0),  # half-warp phases, lanes k and k + 8 on one bank pair: 4 over 2
-    ("shared_1byte_16way", "ld", 16.0, 15.0),  # 64-byte stride: banks 0 and 16, 16 words each
-    ("shared_3way", "ld", 3.0, 2.0),  # word (lane % 3) * 32 + lane / 3: three lanes a bank
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kernel", "side", "ways", "per_access"),
+    [
+        ("atomics_one_bank", "atom", 32.0, 31.0),  # 32 lanes on 32 words of one bank
+        ("atomics_spread", "atom", 1.0, 0.0),  # 32 lanes on 32 banks
+        ("atomics_same_address", "atom", 1.0, 0.0),  # one word: no conflict
+        ("shared_8byte_2way", "ld", 2.0, 2.0),  # half-warp phases, lanes k and k + 8 on one bank pair: 4 over 2
+        ("shared_1byte_16way", "ld", 16.0, 15.0),  # 64-byte stride: banks 0 and 16, 16 words each
+        ("shared_3way", "ld", 3.0, 2.0),  # word (lane % 3) * 32 + lane / 3: three lanes a bank
+    ],
+)
 def test_shared_kinds_have_their_paper_n_way_and_excess_per_access(kinds, kernel, side, ways, per_access):
     figures = kinds[kernel]
     assert figures.value(f"exact_shared_{side}_ways") == ways
@@ -67,8 +70,10 @@ def test_remote_shared_memory_is_named_with_its_executions(kinds, capsys):
     assert dsmem.value("exact_excess_wavefronts") == 0
     assert main(["lines", str(MEMORY_KINDS), "-k", "dsmem", "--top", "0"]) == 0
     out = capsys.readouterr().out
-    assert ("memory_kinds.cu:108  distributed shared memory accesses 65,536 executions (ncu records no bank figures"
-            " for remote shared memory)  [LD.E]") in out  # fmt: skip
+    assert (
+        "memory_kinds.cu:108  distributed shared memory accesses 65,536 executions (ncu records no bank figures"
+        " for remote shared memory)  [LD.E]"
+    ) in out
     assert "not executed" not in out
 
 
@@ -91,9 +96,13 @@ def test_the_report_names_both_local_memory_causes_and_the_remote_traffic(tmp_pa
     assert "global loads uncoalesced: 32.0 sectors per access, 8.00x the ideal 4.00 of the same accesses" in text
 
 
-@pytest.mark.parametrize(("kernel", "ratio", "per_access"), [
-    ("global_coalesced", 1.0, 4.0), ("global_strided", 8.0, 32.0),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kernel", "ratio", "per_access"),
+    [
+        ("global_coalesced", 1.0, 4.0),
+        ("global_strided", 8.0, 32.0),
+    ],
+)
 def test_global_loads_sectors_per_access_against_their_ideal(kinds, kernel, ratio, per_access):
     figures = kinds[kernel]
     assert figures.value("exact_global_ld_coalescing") == ratio
@@ -130,8 +139,13 @@ def test_the_attention_kernel_loading_through_cp_async_is_coalesced(tmp_path, gp
 def test_a_plain_sourcecounters_report_gives_the_same_figures():
     ours = read_report(MEMORY_KINDS).kernels
     plain = read_report(KINDS / "memory_kinds_sourcecounters.ncu-rep").kernels
-    keys = ("exact_excess_wavefronts_atom", "exact_shared_ld_ways", "remote_shared_executions",
-            "exact_global_ld_coalescing", "local_ld_executions")  # fmt: skip
+    keys = (
+        "exact_excess_wavefronts_atom",
+        "exact_shared_ld_ways",
+        "remote_shared_executions",
+        "exact_global_ld_coalescing",
+        "local_ld_executions",
+    )
     assert len(ours) == len(plain) == 12
     for mine, theirs in zip(ours, plain, strict=True):
         assert {key: mine.value(key) for key in keys} == {key: theirs.value(key) for key in keys}
@@ -215,8 +229,12 @@ def test_five_conflict_free_launches_aggregate_to_one_way():
     from memlens.model.over_launches import aggregate
     from memlens.model.results import KernelResult
 
-    raw = {"exact_shared_ld_wavefronts": 4096.0, "exact_shared_ld_ideal": 4096.0, "exact_excess_wavefronts_ld": 0.0,
-           "shared_ld_executions": 1024.0}  # fmt: skip
+    raw = {
+        "exact_shared_ld_wavefronts": 4096.0,
+        "exact_shared_ld_ideal": 4096.0,
+        "exact_excess_wavefronts_ld": 0.0,
+        "shared_ld_executions": 1024.0,
+    }
     launches = [KernelResult("k", launch_id=i, raw=dict(raw)) for i in range(5)]
     combined = aggregate(launches)
     assert combined.value("exact_shared_ld_ways") == 1.0
@@ -258,17 +276,24 @@ def test_compare_and_the_line_gate_give_the_figures_metrics_gives(capsys, tmp_pa
     checked = 0
     for kernel in compared["kernels"]:
         figures = {f["key"]: f for f in kernel["figures"]}
-        exact = sum(metrics[kernel["label"]]["metrics"][f"exact_excess_wavefronts_{s}"]["value"]
-                    for s in ("ld", "st", "atom", "mma"))  # fmt: skip
+        exact = sum(
+            metrics[kernel["label"]]["metrics"][f"exact_excess_wavefronts_{s}"]["value"]
+            for s in ("ld", "st", "atom", "mma")
+        )
         assert figures["exact_excess_wavefronts"]["head"] == exact
-        by_lines = sum(line["head"][f"excess_wavefronts_{s}"] or 0.0 for line in compared["lines"]
-                       if line["label"] == kernel["label"] for s in ("ld", "st", "atom", "mma"))  # fmt: skip
+        by_lines = sum(
+            line["head"][f"excess_wavefronts_{s}"] or 0.0
+            for line in compared["lines"]
+            if line["label"] == kernel["label"]
+            for s in ("ld", "st", "atom", "mma")
+        )
         assert by_lines == exact, kernel["label"]
         checked += 1
     assert checked == 12
     rules = tmp_path / "rules.toml"
-    rules.write_text('[[rule]]\nname = "no conflicting line"\nselect = "atomics_*"\n'
-                     'metric = "line_excess_wavefronts"\nmax = 0\n')  # fmt: skip
+    rules.write_text(
+        '[[rule]]\nname = "no conflicting line"\nselect = "atomics_*"\nmetric = "line_excess_wavefronts"\nmax = 0\n'
+    )
     report = tmp_path / "gate.json"
     assert main(["gate", str(MEMORY_KINDS), "--rules", str(rules), "--json", str(report)]) == 1
     out = capsys.readouterr().out
@@ -283,8 +308,10 @@ def test_access_widths_are_decoded_from_what_ncu_records(gpu):
     wrong = [k for k in fp16 if k.kernel.startswith("memlens_count_wrong")]
     halves = [r for k in wrong for r in k.instructions if r.opcode == "LDG.E.U16"]
     assert halves and {r.width_bits for r in halves} == {16}
-    kinds = {k.kernel.split("(")[0]: k for k in read_report(FIXTURES / gpu / "kinds" / "memory_kinds.ncu-rep",
-                                                              instructions=True).kernels}  # fmt: skip
+    kinds = {
+        k.kernel.split("(")[0]: k
+        for k in read_report(FIXTURES / gpu / "kinds" / "memory_kinds.ncu-rep", instructions=True).kernels
+    }
     bytes_ = kinds["shared_1byte_16way"].instructions
     assert {r.kind.name for r in bytes_ if r.opcode.endswith(".U8")} == {"1-byte shared loads", "1-byte shared stores"}
     assert {r.width_bits for r in kinds["shared_8byte_2way"].instructions if r.opcode == "LDS.64"} == {64}
@@ -297,13 +324,16 @@ def test_an_access_size_not_seen_leaves_the_opcodes_width():
 
 
 @pytest.mark.parametrize("gpu", GPUS)
-@pytest.mark.parametrize(("variant", "ways"), [
-    # ldmatrix.x4 rows 64 bytes apart: 4 wavefronts a phase over an ideal of 1 (the side blended it with the
-    # conflict-free LDS.128 into 2.5); the cp.async stores 2-way, the stmatrix stores as the ldmatrix loads
-    ("dense", {"ldmatrix": 4.0, "shared_loads": 1.0, "stmatrix": 4.0, "cp_async": 2.0}),
-    ("pitch128", {"ldmatrix": 8.0, "shared_loads": 2.0, "stmatrix": 8.0, "cp_async": 2.0}),
-    ("padded", {"ldmatrix": 1.0, "shared_loads": 2.0, "stmatrix": 1.0, "cp_async": 3.75}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("variant", "ways"),
+    [
+        # ldmatrix.x4 rows 64 bytes apart: 4 wavefronts a phase over an ideal of 1 (the side blended it with the
+        # conflict-free LDS.128 into 2.5); the cp.async stores 2-way, the stmatrix stores as the ldmatrix loads
+        ("dense", {"ldmatrix": 4.0, "shared_loads": 1.0, "stmatrix": 4.0, "cp_async": 2.0}),
+        ("pitch128", {"ldmatrix": 8.0, "shared_loads": 2.0, "stmatrix": 8.0, "cp_async": 2.0}),
+        ("padded", {"ldmatrix": 1.0, "shared_loads": 2.0, "stmatrix": 1.0, "cp_async": 3.75}),
+    ],
+)
 def test_each_kind_of_shared_access_has_its_own_n_way(gpu, variant, ways):
     kernels = read_report(FIXTURES / gpu / "fp16_sourcecounters.ncu-rep").kernels
     kernel = next(k for k in kernels if k.kernel == f"fp16_transpose_{variant}")
@@ -357,8 +387,10 @@ def recorded_sizes(path: Path) -> dict[tuple[str, int], int]:
 
 # every recording with the widths of a test of its own: the widths probe (its signed 8- and 16-bit loads
 # included) once recorded, memory_kinds' 1-, 4- and 8-byte accesses, the fp16 suite's 2- and 16-byte ones
-SIZED = [*WIDTHS, *(FIXTURES / gpu / name for gpu in GPUS
-                    for name in ("kinds/memory_kinds.ncu-rep", "fp16_sourcecounters.ncu-rep"))]  # fmt: skip
+SIZED = [
+    *WIDTHS,
+    *(FIXTURES / gpu / name for gpu in GPUS for name in ("kinds/memory_kinds.ncu-rep", "fp16_sourcecounters.ncu-rep")),
+]
 
 
 @pytest.mark.parametrize("path", SIZED, ids=["/".join(p.parts[-3:]) for p in SIZED])

@@ -8,8 +8,10 @@ import pytest
 
 from tests.support.outputs import outputs, results_file
 
-LONG_CPP = ("void transpose_kernel<float, 32, 32, cub::detail::very_long_policy_name<int, 4>, 0>"
-            "(float *__restrict__, const float *__restrict__, int, int, int)")  # fmt: skip
+LONG_CPP = (
+    "void transpose_kernel<float, 32, 32, cub::detail::very_long_policy_name<int, 4>, 0>"
+    "(float *__restrict__, const float *__restrict__, int, int, int)"
+)
 HUGE = "void huge_kernel<" + ", ".join(f"T{i}" for i in range(1000)) + ">(int)"  # about 5,000 characters
 
 

@@ -205,8 +205,13 @@ def test_results_json_writes_the_library_and_reads_older_files_without_it(tmp_pa
         kernel.pop("library", None)
     older = RunResults.from_json(data)
     assert [k.library.name if k.library else None for k in older.kernels] == [
-        None, "cuBLAS", "PyTorch", "PyTorch", "PyTorch", None,
-    ]  # fmt: skip
+        None,
+        "cuBLAS",
+        "PyTorch",
+        "PyTorch",
+        "PyTorch",
+        None,
+    ]
 
 
 def test_results_json_refuses_a_library_that_is_not_text(tmp_path):

@@ -30,8 +30,9 @@ def test_the_command_line_makes_one_record_that_ncus_argv_takes(monkeypatch, tmp
     monkeypatch.setenv(CLOCK_CONTROL_ENV, "none")
     args = build_parser("profile").parse_args(["profile"])
     assert _ncu_options(args)["ncu_settings"] == NcuSettings(clock_control="none")
-    request = ProfileRequest(metrics=["m"], report=tmp_path / "r", log=tmp_path / "l", nvtx_include=(),
-                             settings=settings)  # fmt: skip
+    request = ProfileRequest(
+        metrics=["m"], report=tmp_path / "r", log=tmp_path / "l", nvtx_include=(), settings=settings
+    )
     argv = profile_argv(Ncu(tmp_path / "ncu", (2025, 3)), request, ["app"])
     assert argv[1:5] == ["--clock-control", "base", "--cache-control", "none"]
 
@@ -41,8 +42,13 @@ def test_results_json_holds_the_record_and_the_gate_reads_its_clock_control() ->
     assert results.info.ncu_settings == NcuSettings("none", "all", fast=False)
     data = json.loads(json.dumps(results.to_json()))
     assert data["schema_version"] == 3 and "clock_control" not in data["info"]
-    assert data["info"]["ncu_settings"] == {"clock_control": "none", "cache_control": "all", "fast": False,
-                                            "roofline": False, "path": None}  # fmt: skip
+    assert data["info"]["ncu_settings"] == {
+        "clock_control": "none",
+        "cache_control": "all",
+        "fast": False,
+        "roofline": False,
+        "path": None,
+    }
     assert RunResults.from_json(data).info == results.info
     assert from_run(results).environment.clock_control == "none"
 
@@ -66,8 +72,9 @@ def test_a_schema_2_file_without_settings_has_none() -> None:
     ],
 )
 def test_bad_settings_in_results_json_name_the_field(settings: object, message: str) -> None:
-    data = with_field(with_field(VALID_RESULTS, ("schema_version",), 3, False), ("info", "ncu_settings"), settings,
-                      False)  # fmt: skip
+    data = with_field(
+        with_field(VALID_RESULTS, ("schema_version",), 3, False), ("info", "ncu_settings"), settings, False
+    )
     with pytest.raises(InputError) as info:
         RunResults.from_json(data, "r.json")
     assert str(info.value) == f"r.json: malformed results ({message})"

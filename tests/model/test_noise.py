@@ -15,8 +15,11 @@ from tests.conftest import FIXTURES
 
 DURATION = CATALOGUE["duration"]
 GPUS = ("nvidia_h200", "nvidia_h100_80gb_hbm3")
-RECORDED_TWICE = (("memory_kinds", "memory_kinds_no_source"), ("memory_kinds", "memory_kinds_sourcecounters"),
-                  ("triton_attention", "triton_attention_no_source"))  # fmt: skip
+RECORDED_TWICE = (
+    ("memory_kinds", "memory_kinds_no_source"),
+    ("memory_kinds", "memory_kinds_sourcecounters"),
+    ("triton_attention", "triton_attention_no_source"),
+)
 
 
 def _suite_pairs(gpu: str) -> list[tuple[float, float]]:

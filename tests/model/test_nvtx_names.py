@@ -9,9 +9,11 @@ import pytest
 from memlens.errors import ConfigError
 from memlens.model.nvtx_names import kernels_matching, labels_pattern, parse_swept, swept_name
 
-KERNELS = [SimpleNamespace(label="transpose/conflict", kernel="transpose_conflict"),
-           SimpleNamespace(label="matmul/tiled", kernel="matmul_tiled_kernel"),
-           SimpleNamespace(label="ampere_sgemm_128x64_nn", kernel="ampere_sgemm_128x64_nn")]  # fmt: skip
+KERNELS = [
+    SimpleNamespace(label="transpose/conflict", kernel="transpose_conflict"),
+    SimpleNamespace(label="matmul/tiled", kernel="matmul_tiled_kernel"),
+    SimpleNamespace(label="ampere_sgemm_128x64_nn", kernel="ampere_sgemm_128x64_nn"),
+]
 
 
 def test_k_matches_label_or_function_name_by_search():
@@ -20,7 +22,9 @@ def test_k_matches_label_or_function_name_by_search():
     assert [k.label for k in kernels_matching(KERNELS, "^matmul/")] == ["matmul/tiled"]
     assert [k.label for k in kernels_matching(KERNELS, "tiled_kernel$")] == ["matmul/tiled"]  # the function's name
     assert [k.label for k in kernels_matching(KERNELS, "sgemm|transpose")] == [
-        "transpose/conflict", "ampere_sgemm_128x64_nn"]  # fmt: skip
+        "transpose/conflict",
+        "ampere_sgemm_128x64_nn",
+    ]
     assert kernels_matching(KERNELS, "nothing") == []
 
 

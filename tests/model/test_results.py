@@ -56,12 +56,21 @@ def test_value_is_the_metrics_value_without_making_it() -> None:
 
 def test_a_label_is_family_and_variant_else_the_range_else_the_kernels_name() -> None:
     numba = "memlens_suite_1_x::matmul[abi:v1,cw51cXTLSUwv1sDUaKthoaNgqamjgOR3ggACy6QqFRb0bYFL8AAAA](Array<float>)"
-    kernels = [KernelResult("void tr<0>(float *)", "transpose", "conflict", nvtx="step > transpose/conflict"),
-               KernelResult("void tr<0>(float *)", nvtx="step > fwd"), KernelResult("void tr<0>(float *)"),
-               KernelResult(numba)]  # fmt: skip
+    kernels = [
+        KernelResult("void tr<0>(float *)", "transpose", "conflict", nvtx="step > transpose/conflict"),
+        KernelResult("void tr<0>(float *)", nvtx="step > fwd"),
+        KernelResult("void tr<0>(float *)"),
+        KernelResult(numba),
+    ]
     assert [k.label for k in kernels] == ["transpose/conflict", "step > fwd", "void tr<0>(float *)", "matmul"]
-    assert kernels[1].identity() == {"label": "step > fwd", "kernel": "void tr<0>(float *)", "family": None,
-                                     "variant": None, "nvtx": "step > fwd", "launch_id": 0}  # fmt: skip
+    assert kernels[1].identity() == {
+        "label": "step > fwd",
+        "kernel": "void tr<0>(float *)",
+        "family": None,
+        "variant": None,
+        "nvtx": "step > fwd",
+        "launch_id": 0,
+    }
 
 
 def test_a_missing_figure_names_the_input_it_lacks() -> None:
@@ -135,18 +144,44 @@ def test_bad_fields_name_where_they_are(path: tuple, value: Any, message: str) -
 
 
 def test_every_field_of_a_run_comes_back_from_results_json() -> None:
-    record = InstructionRecord(0x1A0, "LDS R19, [R17]", "LDS", "shared", "ld", 32, "kernels/transpose.cu", 40,
-                               32768.0, 1_048_576.0, 32768.0)  # fmt: skip
-    kernel = KernelResult("void tr<0>(float *)", "transpose", "conflict@rows=64", 7,
-                          {"duration": 1500.0, "dram_read_bytes": None}, {"dram_read_bytes": "n/a in the report"},
-                          instructions=(record,), gpu_index=1, gpu_name="NVIDIA H200", nvtx="step > transpose",
-                          sweep_size="rows", sweep_value=64, range_runs=10)  # fmt: skip
-    outcome = VariantOutcome("transpose", "conflict@rows=64", "wrong", "index 3", "column reads",
-                             Expect(bank_conflicts=True, note="32-way", excess_wavefronts=31), True,
-                             ("kernels/transpose.cu",), 1)  # fmt: skip
-    info = RunInfo(gpu_name="NVIDIA H200", ncu_version="2025.3.1", ncu_settings=NcuSettings(fast=True),
-                   launches="first", warm_up=2, ranges_not_profiled={"loop/": 3},
-                   peak_dram_bandwidth=4.8e12)  # fmt: skip
+    record = InstructionRecord(
+        0x1A0, "LDS R19, [R17]", "LDS", "shared", "ld", 32, "kernels/transpose.cu", 40, 32768.0, 1_048_576.0, 32768.0
+    )
+    kernel = KernelResult(
+        "void tr<0>(float *)",
+        "transpose",
+        "conflict@rows=64",
+        7,
+        {"duration": 1500.0, "dram_read_bytes": None},
+        {"dram_read_bytes": "n/a in the report"},
+        instructions=(record,),
+        gpu_index=1,
+        gpu_name="NVIDIA H200",
+        nvtx="step > transpose",
+        sweep_size="rows",
+        sweep_value=64,
+        range_runs=10,
+    )
+    outcome = VariantOutcome(
+        "transpose",
+        "conflict@rows=64",
+        "wrong",
+        "index 3",
+        "column reads",
+        Expect(bank_conflicts=True, note="32-way", excess_wavefronts=31),
+        True,
+        ("kernels/transpose.cu",),
+        1,
+    )
+    info = RunInfo(
+        gpu_name="NVIDIA H200",
+        ncu_version="2025.3.1",
+        ncu_settings=NcuSettings(fast=True),
+        launches="first",
+        warm_up=2,
+        ranges_not_profiled={"loop/": 3},
+        peak_dram_bandwidth=4.8e12,
+    )
     results = RunResults(info, (kernel,), (outcome,), complete=False, embedded_sources={"kernels/transpose.cu": "x"})
     data = json.loads(json.dumps(results.to_json()))
     assert sorted(data) == ["complete", "info", "kernels", "outcomes", "schema_version", "sources"]

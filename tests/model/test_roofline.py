@@ -30,9 +30,12 @@ SMALL_MATMUL = {"m": 70, "k": 45, "n": 33}
 DEFAULT_MATMUL = {"m": 2048, "k": 2048, "n": 2048}
 INTENSITIES = ("arithmetic_intensity", "arithmetic_intensity_l2", "arithmetic_intensity_l1")
 ROOFLINE_RULES = {
-    "transposes do no floating-point work", "fp32 transposes load coalesced", "float4 transposes load coalesced",
-    "matmul tiles raise global-load intensity", "the naive matmul still shows PMPP's low intensity",
-}  # fmt: skip
+    "transposes do no floating-point work",
+    "fp32 transposes load coalesced",
+    "float4 transposes load coalesced",
+    "matmul tiles raise global-load intensity",
+    "the naive matmul still shows PMPP's low intensity",
+}
 
 
 def by_label(results: RunResults) -> dict[str, KernelResult]:
@@ -181,9 +184,11 @@ def test_ceilings_come_from_ncus_device_metrics(full: RunResults) -> None:
     assert info.peak_flops_fp16 == pytest.approx(info.peak_flops_fp32 * 2)
     assert info.peak_dram_bandwidth == pytest.approx(3.323e12, rel=1e-3)  # 1,280 B a cycle x 2.60 GHz
     assert run_ceilings(full.kernels) == {
-        "peak_flops_fp32": info.peak_flops_fp32, "peak_flops_fp64": info.peak_flops_fp64,
-        "peak_flops_fp16": info.peak_flops_fp16, "peak_dram_bandwidth": info.peak_dram_bandwidth,
-    }  # fmt: skip
+        "peak_flops_fp32": info.peak_flops_fp32,
+        "peak_flops_fp64": info.peak_flops_fp64,
+        "peak_flops_fp16": info.peak_flops_fp16,
+        "peak_dram_bandwidth": info.peak_dram_bandwidth,
+    }
     naive = by_label(full)["matmul/naive"]
     assert value(naive, "peak_flops_fp32") == value(naive, "peak_ffma_per_cycle") * 2 * value(naive, "sm_clock")
     assert json.loads(json.dumps(full.to_json()))["info"]["peak_flops_fp32"] == info.peak_flops_fp32
@@ -236,11 +241,21 @@ def test_compute_bound_family_is_judged_by_its_roofline_bound(full: RunResults) 
 def test_html_report_draws_a_roofline_per_family_with_flops(full: RunResults) -> None:
     html = render(build_report([("h100", full)]), "html")
     assert html.count('class="chart roofline-chart"') == 3  # matmul, running_mean and transpose (no points)
-    for text in ("roofline of transpose", "no floating-point work: intensity n/a, memory-bound by definition",
-                 "conflict: DRAM 5.31 GB/s achieved"):  # fmt: skip
+    for text in (
+        "roofline of transpose",
+        "no floating-point work: intensity n/a, memory-bound by definition",
+        "conflict: DRAM 5.31 GB/s achieved",
+    ):
         assert text in html, text
-    for text in ("roofline of matmul", "fp32 peak 70.2 TFLOP/s", "DRAM peak 3.32 TB/s", "DRAM intensity",
-                 "L2 intensity", "L1 intensity", "naive (baseline): 0.0985% of its bound"):  # fmt: skip
+    for text in (
+        "roofline of matmul",
+        "fp32 peak 70.2 TFLOP/s",
+        "DRAM peak 3.32 TB/s",
+        "DRAM intensity",
+        "L2 intensity",
+        "L1 intensity",
+        "naive (baseline): 0.0985% of its bound",
+    ):
         assert text in html, text
     markdown = render(build_report([("h100", full)]), "md")
     assert "tiled 3,246 (17.8x fewer)" in markdown
@@ -314,9 +329,18 @@ def test_memory_bound_verdict_gives_the_copy_roof_too(full: RunResults) -> None:
 def test_verdict_says_why_a_variant_is_not_placed() -> None:
     from memlens.reports.roofline import verdict
 
-    kernel = KernelResult("k", raw={"fp32_ffma_inst": 10.0, "fp32_fadd_inst": 0.0, "fp32_fmul_inst": 0.0,
-                                    "fp64_dfma_inst": 0.0, "fp64_dadd_inst": 0.0, "fp64_dmul_inst": 0.0,
-                                    "duration": 1000.0})  # fmt: skip
+    kernel = KernelResult(
+        "k",
+        raw={
+            "fp32_ffma_inst": 10.0,
+            "fp32_fadd_inst": 0.0,
+            "fp32_fmul_inst": 0.0,
+            "fp64_dfma_inst": 0.0,
+            "fp64_dadd_inst": 0.0,
+            "fp64_dmul_inst": 0.0,
+            "duration": 1000.0,
+        },
+    )
     assert bound(kernel, {"peak_flops_fp32": 1e12, "peak_dram_bandwidth": 1e12}) is None
     why = "needs dram_bytes: needs dram__bytes_read.sum: not in the report"
     assert verdict(kernel, None).text == f"roofline: not placed ({why})"

@@ -19,8 +19,17 @@ from memlens.readers import find_report
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures"
-SHARED = {"gpu_name", "host", "driver_version", "memlens_command", "started_at", "wall_seconds", "suite",
-          "suite_commit", "memlens_version"}  # fmt: skip
+SHARED = {
+    "gpu_name",
+    "host",
+    "driver_version",
+    "memlens_command",
+    "started_at",
+    "wall_seconds",
+    "suite",
+    "suite_commit",
+    "memlens_version",
+}
 
 
 def test_the_layout_names(tmp_path):
@@ -40,8 +49,13 @@ def test_profile_and_bench_share_one_provenance_record():
 
 def test_provenance_is_taken_in_one_place():
     started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=3)
-    taken = take_provenance(Machine("580.159.04", "abc123 (modified)"), REPO / "kernels",
-                            shell_command(["bench", "-k", "a b"]), started, gpu_name="NVIDIA H200")  # fmt: skip
+    taken = take_provenance(
+        Machine("580.159.04", "abc123 (modified)"),
+        REPO / "kernels",
+        shell_command(["bench", "-k", "a b"]),
+        started,
+        gpu_name="NVIDIA H200",
+    )
     assert set(taken) == SHARED
     assert taken["memlens_command"] == "memlens bench -k 'a b'"
     assert taken["started_at"] == started.isoformat(timespec="seconds")
@@ -62,11 +76,13 @@ def test_results_written_by_earlier_versions_still_load_and_write_back_flat(path
     again = results.to_json()["info"]
     renamed = {"clock_control", "cache_control", "fast"}  # schema 2's, in ncu_settings since schema 3
     assert {k: v for k, v in again.items() if k in written["info"]} == {
-        k: v for k, v in written["info"].items() if k not in renamed | {"command"}}  # fmt: skip
+        k: v for k, v in written["info"].items() if k not in renamed | {"command"}
+    }
     assert again["memlens_command"] == written["info"].get("command", written["info"].get("memlens_command"))
     settings = again.get("ncu_settings") or {}
     assert {k: settings.get(k) for k in renamed & set(written["info"])} == {
-        k: v for k, v in written["info"].items() if k in renamed}  # fmt: skip
+        k: v for k, v in written["info"].items() if k in renamed
+    }
 
 
 def test_new_run_directories_and_the_latest_pointer(tmp_path):

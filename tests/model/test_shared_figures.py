@@ -22,23 +22,52 @@ def ldmatrix_only(exact: bool = True) -> KernelResult:
     """A kernel whose shared loads are all ldmatrix.x4 at a 64-byte pitch (4-way: 16 wavefronts a
     warp against an ideal of 4) and whose stores are conflict-free STS.128 (4 against 4)."""
     raw: dict[str, float | None] = {
-        "shared_ld_instructions": 0.0, "shared_st_instructions": EXECUTIONS,  # the hardware counts no LDSM
-        "shared_ld_wavefronts": 0.0, "shared_st_wavefronts": 4 * EXECUTIONS,
-        "shared_wavefronts": 20 * EXECUTIONS, "shared_wavefronts_ideal": 8 * EXECUTIONS,
-        "local_ld_sectors": 0.0, "local_st_sectors": 0.0,
-    }  # fmt: skip
+        "shared_ld_instructions": 0.0,
+        "shared_st_instructions": EXECUTIONS,  # the hardware counts no LDSM
+        "shared_ld_wavefronts": 0.0,
+        "shared_st_wavefronts": 4 * EXECUTIONS,
+        "shared_wavefronts": 20 * EXECUTIONS,
+        "shared_wavefronts_ideal": 8 * EXECUTIONS,
+        "local_ld_sectors": 0.0,
+        "local_st_sectors": 0.0,
+    }
     records: tuple[InstructionRecord, ...] = ()
     if exact:
-        raw |= {"exact_excess_wavefronts_ld": 12 * EXECUTIONS, "exact_excess_wavefronts_st": 0.0,
-                "exact_excess_wavefronts_mma": 0.0, "exact_shared_ld_ways": 4.0, "exact_shared_st_ways": 1.0,
-                "exact_shared_mma_ways": None, "shared_ld_executions": EXECUTIONS,
-                "shared_st_executions": EXECUTIONS, "shared_mma_executions": 0.0}  # fmt: skip
+        raw |= {
+            "exact_excess_wavefronts_ld": 12 * EXECUTIONS,
+            "exact_excess_wavefronts_st": 0.0,
+            "exact_excess_wavefronts_mma": 0.0,
+            "exact_shared_ld_ways": 4.0,
+            "exact_shared_st_ways": 1.0,
+            "exact_shared_mma_ways": None,
+            "shared_ld_executions": EXECUTIONS,
+            "shared_st_executions": EXECUTIONS,
+            "shared_mma_executions": 0.0,
+        }
         records = (
-            InstructionRecord(0x100, "LDSM.16.MT88.4 R4, [R2]", "LDSM.16.MT88.4", "shared", "ld", 128,
-                              executions=EXECUTIONS, wavefronts=16 * EXECUTIONS, ideal=4 * EXECUTIONS),
-            InstructionRecord(0x200, "STS.128 [R3], R8", "STS.128", "shared", "st", 128,
-                              executions=EXECUTIONS, wavefronts=4 * EXECUTIONS, ideal=4 * EXECUTIONS),
-        )  # fmt: skip
+            InstructionRecord(
+                0x100,
+                "LDSM.16.MT88.4 R4, [R2]",
+                "LDSM.16.MT88.4",
+                "shared",
+                "ld",
+                128,
+                executions=EXECUTIONS,
+                wavefronts=16 * EXECUTIONS,
+                ideal=4 * EXECUTIONS,
+            ),
+            InstructionRecord(
+                0x200,
+                "STS.128 [R3], R8",
+                "STS.128",
+                "shared",
+                "st",
+                128,
+                executions=EXECUTIONS,
+                wavefronts=4 * EXECUTIONS,
+                ideal=4 * EXECUTIONS,
+            ),
+        )
     return KernelResult("ldsm_only", "tile", "dense", raw=raw, instructions=records)
 
 
@@ -57,8 +86,10 @@ def test_the_n_way_and_the_per_load_figure_of_ldmatrix_loads_are_exact() -> None
 def test_a_kernel_of_ldmatrix_loads_gets_its_verdict_not_a_division_by_zero() -> None:
     shared = next(f for f in judge(ldmatrix_only()).findings if f.topic == "shared")
     assert shared.severity == "bad"
-    assert shared.text.startswith("ldmatrix loads: 4-way bank conflicts, 3.15 M excess wavefronts (12 per ldmatrix "
-                                  "load); ldmatrix is served one 8x8 matrix at a time")  # fmt: skip
+    assert shared.text.startswith(
+        "ldmatrix loads: 4-way bank conflicts, 3.15 M excess wavefronts (12 per ldmatrix "
+        "load); ldmatrix is served one 8x8 matrix at a time"
+    )
 
 
 def test_without_the_exact_pass_the_hardware_figure_is_a_marked_fallback() -> None:
@@ -73,8 +104,9 @@ def test_without_the_exact_pass_the_hardware_figure_is_a_marked_fallback() -> No
 
 
 def test_a_report_without_per_instruction_local_counts_says_so() -> None:
-    kernel = KernelResult("running_mean_local", raw={"local_ld_instructions": 16_252_928.0,
-                                                     "local_st_instructions": 16_777_216.0})  # fmt: skip
+    kernel = KernelResult(
+        "running_mean_local", raw={"local_ld_instructions": 16_252_928.0, "local_st_instructions": 16_777_216.0}
+    )
     said = unrecorded_local(kernel)
     assert said is not None and said.startswith(
         "this report holds no per-instruction local-memory counts, though "
@@ -105,8 +137,10 @@ def test_triton_matmuls_name_cp_async_tensor_core_reads_and_tma() -> None:
     texts = [f.text for f in judge(cp_async).findings]
     # the cp.async kind's own figures, not the store side's blend with its conflict-free STS.128 (1.46-way,
     # 1.83 per store): 24 LDGSTS, 413,696 wavefronts over an ideal of 278,528 in 69,632 executions
-    assert texts[0].startswith("cp.async stores: 1.49-way bank conflicts, 135 K excess wavefronts (1.94 per cp.async "
-                               "store); 16-byte accesses are served a quarter-warp")  # fmt: skip
+    assert texts[0].startswith(
+        "cp.async stores: 1.49-way bank conflicts, 135 K excess wavefronts (1.94 per cp.async "
+        "store); 16-byte accesses are served a quarter-warp"
+    )
     assert "tensor-core operand reads: conflict-free (1-way), over 32.8 K executions" in texts
     assert tma.value("exact_shared_mma_ways") == 1.0 and tma.value("shared_mma_executions") == 32_768
     (said,) = tma_findings([tma])
@@ -132,8 +166,9 @@ def test_a_tensor_core_matmul_is_not_called_free_of_floating_point_work() -> Non
 
 def test_each_kind_has_its_n_way_and_shared_loads_and_stores_fall_back_on_the_hardware() -> None:
     exact = ldmatrix_only()  # a results.json written before the kinds' figures: summed from its instructions
-    exact = KernelResult("k", raw={**exact.raw, **shared_kind_totals(exact.instructions)},
-                         instructions=exact.instructions)  # fmt: skip
+    exact = KernelResult(
+        "k", raw={**exact.raw, **shared_kind_totals(exact.instructions)}, instructions=exact.instructions
+    )
     assert shared_figures.kind_n_way(exact, SharedKind.LDMATRIX) == shared_figures.Figure(4.0, True)
     assert shared_figures.kind_n_way(exact, SharedKind.STORES) == shared_figures.Figure(1.0, True)
     assert shared_figures.kind_n_way(exact, SharedKind.LOADS) == shared_figures.Figure(None, True, "no shared loads")

@@ -41,8 +41,10 @@ def suite() -> RunResults:
     """The H100 suite report with its instructions, and the sources its variants declare (as a run
     recorded now writes them into results.json's outcomes)."""
     results = read_report(H100 / "suite.ncu-rep", instructions=True)
-    declared = {("transpose", "conflict"): (str(transpose.CONFLICT.source),),
-                ("matmul", "tiled_pmpp"): (str(matmul.PMPP.source),)}  # fmt: skip
+    declared = {
+        ("transpose", "conflict"): (str(transpose.CONFLICT.source),),
+        ("matmul", "tiled_pmpp"): (str(matmul.PMPP.source),),
+    }
     outcomes = tuple(VariantOutcome(f, v, "ok", sources=s) for (f, v), s in declared.items())
     return replace(results, outcomes=outcomes)
 
@@ -60,29 +62,33 @@ def lines_of(results: RunResults, label: str):
 # --- classifying SASS ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("sass", "expected"), [
-    ("LDS R19, [R17]", ("LDS", "shared", "ld", 32)),
-    ("@!P2  STS [R3], R14", ("STS", "shared", "st", 32)),
-    ("LDS.128 R12, [R2+0x10]", ("LDS.128", "shared", "ld", 128)),
-    ("STS.64 [R0], R2", ("STS.64", "shared", "st", 64)),
-    ("LDSM.16.M88.4 R4, [R2]", ("LDSM.16.M88.4", "shared", "ld", 128)),  # 16-byte matrix rows
-    ("STSM.16.MT88.4 [R2], R4", ("STSM.16.MT88.4", "shared", "st", 128)),
-    ("LDGSTS.E.BYPASS.128 [R5], desc[UR8][R2.64]", ("LDGSTS.E.BYPASS.128", "shared", "st", 128)),
-    ("HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", ("HGMMA.64x128x16.F32", "shared", "mma", 32)),
-    ("UTMALDG.2D [UR8], [UR4]", ("UTMALDG.2D", "tma", "other", 32)),
-    ("ATOMS.ADD RZ, [R2], R3", ("ATOMS.ADD", "shared", "atom", 32)),
-    ("LDL.LU.64 R4, [R1+0x8]", ("LDL.LU.64", "local", "ld", 64)),
-    ("STL.128 [R1], R4", ("STL.128", "local", "st", 128)),
-    ("LDG.E R7, desc[UR6][R8.64]", ("LDG.E", None, "other", 32)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sass", "expected"),
+    [
+        ("LDS R19, [R17]", ("LDS", "shared", "ld", 32)),
+        ("@!P2  STS [R3], R14", ("STS", "shared", "st", 32)),
+        ("LDS.128 R12, [R2+0x10]", ("LDS.128", "shared", "ld", 128)),
+        ("STS.64 [R0], R2", ("STS.64", "shared", "st", 64)),
+        ("LDSM.16.M88.4 R4, [R2]", ("LDSM.16.M88.4", "shared", "ld", 128)),  # 16-byte matrix rows
+        ("STSM.16.MT88.4 [R2], R4", ("STSM.16.MT88.4", "shared", "st", 128)),
+        ("LDGSTS.E.BYPASS.128 [R5], desc[UR8][R2.64]", ("LDGSTS.E.BYPASS.128", "shared", "st", 128)),
+        ("HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", ("HGMMA.64x128x16.F32", "shared", "mma", 32)),
+        ("UTMALDG.2D [UR8], [UR4]", ("UTMALDG.2D", "tma", "other", 32)),
+        ("ATOMS.ADD RZ, [R2], R3", ("ATOMS.ADD", "shared", "atom", 32)),
+        ("LDL.LU.64 R4, [R1+0x8]", ("LDL.LU.64", "local", "ld", 64)),
+        ("STL.128 [R1], R4", ("STL.128", "local", "st", 128)),
+        ("LDG.E R7, desc[UR6][R8.64]", ("LDG.E", None, "other", 32)),
+    ],
+)
 def test_classify_names_opcode_space_side_and_width(sass, expected):
     assert classify(sass) == expected
 
 
 def test_a_wide_access_is_judged_against_its_own_ideal():
     # a 16-byte load takes 4 wavefronts a warp at best: 4 a warp is conflict-free, not "4-way"
-    wide = InstructionRecord(0x10, "LDS.128 R4, [R2]", "LDS.128", "shared", "ld", 128,
-                             executions=1000, wavefronts=4000, ideal=4000)  # fmt: skip
+    wide = InstructionRecord(
+        0x10, "LDS.128 R4, [R2]", "LDS.128", "shared", "ld", 128, executions=1000, wavefronts=4000, ideal=4000
+    )
     assert wide.ways == 1.0 and wide.excess == 0
     line = roll_up([wide], SourceMap(REPO))[0]
     assert describe(line) == "16-byte shared loads conflict-free (1-way)"  # its width named: served in quarter-warps
@@ -104,8 +110,9 @@ def test_transpose_conflict_names_the_column_read_line(suite):
     assert hottest.shared_st.ways is None and hottest.opcodes == ("LDS", "STG.E")  # the load and its global store
     store = found.lines[1]
     assert store.line == 31 and store.shared_st.excess == 0 and store.shared_st.ways == 1
-    assert describe(hottest) == ("shared loads 32-way, 65,011,712 excess wavefronts; global stores coalesced (4 sectors"
-                                 " per access, the ideal)")  # fmt: skip
+    assert describe(hottest) == (
+        "shared loads 32-way, 65,011,712 excess wavefronts; global stores coalesced (4 sectors per access, the ideal)"
+    )
 
 
 def test_matmul_article_store_line_and_load_line_each_with_its_own_excess(suite):
@@ -238,14 +245,19 @@ def test_lines_of_an_old_results_json_reads_the_runs_report(tmp_path, capsys):
     assert sum(len(k.instructions) for k in results.kernels) > 0
     assert main(["lines", str(run), "-k", "tiled_article", "--top", "1"]) == 0
     # the line's two loads apart: sb[j, ty]'s 16-byte loads conflict, sa[tx, j]'s 4-byte ones do not
-    assert ("kernels/matmul.py:62  16-byte shared loads 4-way, 805,306,368 excess wavefronts; shared loads"
-            " conflict-free (1-way)") in capsys.readouterr().out  # fmt: skip
+    assert (
+        "kernels/matmul.py:62  16-byte shared loads 4-way, 805,306,368 excess wavefronts; shared loads"
+        " conflict-free (1-way)"
+    ) in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["-k", "nomatch"], "no kernel in"),
-    (["--top", "-1"], "--top must be 0 or more"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-k", "nomatch"], "no kernel in"),
+        (["--top", "-1"], "--top must be 0 or more"),
+    ],
+)
 def test_lines_usage_errors_are_exit_2(argv, message, capsys):
     assert main(["lines", str(CUDA_APP), *argv]) == 2
     assert message in capsys.readouterr().err
@@ -259,8 +271,9 @@ def test_report_verdict_and_html_name_the_hot_line(suite):
     from memlens.reports.build import build_report
 
     declared = {(o.family, o.variant): o for o in suite.outcomes}
-    outcomes = tuple(declared.get((k.family, k.variant), VariantOutcome(k.family, k.variant, "ok"))
-                     for k in suite.kernels)  # fmt: skip
+    outcomes = tuple(
+        declared.get((k.family, k.variant), VariantOutcome(k.family, k.variant, "ok")) for k in suite.kernels
+    )
     report = build_report([("h100", replace(suite, outcomes=outcomes))])
     rows = {row.label: row for family in report.runs[0].families for row in family.rows}
     conflict = rows["transpose/conflict"]
@@ -298,9 +311,16 @@ def test_verdict_takes_the_side_from_the_exact_split_not_the_hardware_counter():
     from memlens.reports.verdicts import judge
 
     # the hardware counter blames the loads (as it over-counts); the exact split says stores
-    raw = {"shared_ld_instructions": 1000.0, "shared_st_instructions": 1000.0, "shared_wavefronts": 33000.0,
-           "shared_wavefronts_ideal": 2000.0, "hw_ld_bank_conflicts": 5000.0, "hw_st_bank_conflicts": 0.0,
-           "exact_excess_wavefronts_ld": 0.0, "exact_excess_wavefronts_st": 31000.0}  # fmt: skip
+    raw = {
+        "shared_ld_instructions": 1000.0,
+        "shared_st_instructions": 1000.0,
+        "shared_wavefronts": 33000.0,
+        "shared_wavefronts_ideal": 2000.0,
+        "hw_ld_bank_conflicts": 5000.0,
+        "hw_st_bank_conflicts": 0.0,
+        "exact_excess_wavefronts_ld": 0.0,
+        "exact_excess_wavefronts_st": 31000.0,
+    }
     shared = next(f for f in judge(KernelResult("k", raw=raw)).findings if f.topic == "shared")
     assert shared.text.startswith("shared stores:"), shared.text
 
@@ -323,8 +343,10 @@ def test_metrics_table_puts_a_store_conflict_per_store(capsys):
 
 def test_a_gate_rule_on_the_store_side(tmp_path, capsys):
     rules = tmp_path / "rules.toml"
-    rules.write_text('version = 1\n[[rule]]\nname = "no store conflicts"\nselect = "*"\n'
-                     'metric = "exact_excess_wavefronts_st"\nequals = 0\n')  # fmt: skip
+    rules.write_text(
+        'version = 1\n[[rule]]\nname = "no store conflicts"\nselect = "*"\n'
+        'metric = "exact_excess_wavefronts_st"\nequals = 0\n'
+    )
     assert main(["gate", str(CUDA_APP), "--rules", str(rules), "--json", str(tmp_path / "gate.json")]) == 1
     verdicts = json.loads((tmp_path / "gate.json").read_text())["verdicts"]
     failed = [v for v in verdicts if v["status"] == "fail"]
@@ -362,10 +384,18 @@ def test_verdict_n_way_of_wide_loads_is_against_their_own_ideal():
     from memlens.reports.verdicts import judge
 
     # 1,000 16-byte loads at 8 wavefronts a warp (ideal 4) and 1,000 conflict-free 4-byte stores
-    raw = {"shared_ld_instructions": 1000.0, "shared_st_instructions": 1000.0, "shared_wavefronts": 9000.0,
-           "shared_wavefronts_ideal": 5000.0, "hw_ld_bank_conflicts": 4000.0, "hw_st_bank_conflicts": 0.0,
-           "exact_excess_wavefronts_ld": 4000.0, "exact_excess_wavefronts_st": 0.0,
-           "exact_shared_ld_ways": 2.0, "exact_shared_st_ways": 1.0}  # fmt: skip
+    raw = {
+        "shared_ld_instructions": 1000.0,
+        "shared_st_instructions": 1000.0,
+        "shared_wavefronts": 9000.0,
+        "shared_wavefronts_ideal": 5000.0,
+        "hw_ld_bank_conflicts": 4000.0,
+        "hw_st_bank_conflicts": 0.0,
+        "exact_excess_wavefronts_ld": 4000.0,
+        "exact_excess_wavefronts_st": 0.0,
+        "exact_shared_ld_ways": 2.0,
+        "exact_shared_st_ways": 1.0,
+    }
     shared = next(f for f in judge(KernelResult("k", raw=raw)).findings if f.topic == "shared")
     assert shared.text.startswith("shared loads: 2-way bank conflicts, 4.00 K excess wavefronts"), shared.text
 
@@ -382,8 +412,11 @@ def test_report_table_and_verdict_give_the_exact_n_way_as_metrics_and_lines_do(s
     assert ld.exact.startswith("exact; the hardware counts 4.0 wavefronts per instruction") and ld.flag == "bad"
     assert rows["transpose/padded"].cells["shared_ld_ways"].text == "1.0"
     assert rows["transpose/padded"].cells["shared_ld_ways"].flag is None
-    shared = next(f for f in judge(next(k for k in suite.kernels if k.label == "matmul/tiled_article")).findings
-                  if f.topic == "shared")  # fmt: skip
+    shared = next(
+        f
+        for f in judge(next(k for k in suite.kernels if k.label == "matmul/tiled_article")).findings
+        if f.topic == "shared"
+    )
     # each side in the words of its instructions, divided by the executions of that side's instructions
     # the 16-byte loads with their own figures (the side's blend with the conflict-free 4-byte loads was 2.5-way)
     assert shared.text.startswith(
@@ -418,7 +451,7 @@ def _inlined_atomics(placed_by: Placement | None) -> list[InstructionRecord]:
             access_type=8,
             inlined_from=header,
             placed_by=placed_by,
-        )  # fmt: skip
+        )
         for pc in (0x10, 0x20)
     ]
 

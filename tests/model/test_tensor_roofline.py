@@ -39,8 +39,11 @@ ON_PAPER = {
     "gemm/triton_fp16": ("hgmma_fp16", TRITON, 64.424892072319),
 }
 # the same from the `--set roofline` report (other launches of the same program)
-SECTION_ROOFLINE = {"sdpa/cudnn": 47.871124841389886, "sdpa/flash": 45.40291216813231,
-                    "gemm/triton_fp16": 65.24557563147043}  # fmt: skip
+SECTION_ROOFLINE = {
+    "sdpa/cudnn": 47.871124841389886,
+    "sdpa/flash": 45.40291216813231,
+    "gemm/triton_fp16": 65.24557563147043,
+}
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +85,18 @@ def test_peaks_a_cycle_as_recorded(full: RunResults) -> None:
     gemm = by_label(full)["gemm/cublas_bf16"]
     peaks = {path.key: gemm.value(path.peak_key(False)) for path in TENSOR_PATHS}
     assert peaks == {
-        "hgmma_bf16": 540672, "hgmma_fp16": 540672, "hgmma_tf32": 270336, "hmma_bf16": 360448, "hmma_fp16": 360448,
-        "hmma_fp16_acc16": 360448, "hmma_tf32": 180224, "fp8": 1081344, "fp64": 33792, "igmma_int8": 1081344,
+        "hgmma_bf16": 540672,
+        "hgmma_fp16": 540672,
+        "hgmma_tf32": 270336,
+        "hmma_bf16": 360448,
+        "hmma_fp16": 360448,
+        "hmma_fp16_acc16": 360448,
+        "hmma_tf32": 180224,
+        "fp8": 1081344,
+        "fp64": 33792,
+        "igmma_int8": 1081344,
         "imma_int8": 720896,
-    }  # fmt: skip
+    }
     assert gemm.value("peak_tensor_hgmma_bf16_sparse_per_cycle") == 1081344
     assert gemm.value("peak_tensor_hmma_fp16_sparse_per_cycle") == 540672
     assert "peak_tensor_fp64_sparse_per_cycle" not in CATALOGUE  # DMMA has no sparse form
@@ -143,8 +154,11 @@ def test_plain_reports_read_dram_bytes_and_flops_from_ncus_section_metrics(full:
 
 def test_run_ceilings_hold_the_tensor_roofs_used(full: RunResults) -> None:
     ceilings = tensor_ceilings(full.kernels)
-    assert ceilings is not None and set(ceilings) == {"peak_tensor_hgmma_bf16", "peak_tensor_hgmma_fp16",
-                                                      "peak_tensor_hmma_fp16"}  # fmt: skip
+    assert ceilings is not None and set(ceilings) == {
+        "peak_tensor_hgmma_bf16",
+        "peak_tensor_hgmma_fp16",
+        "peak_tensor_hmma_fp16",
+    }
     assert ceilings["peak_tensor_hgmma_bf16"] == pytest.approx(540672 * 1587259397.2736018)
 
 
@@ -185,8 +199,11 @@ def test_tensor_counters_are_asked_only_with_roofline_and_never_both_totals() ->
     assert len(tensor) == 42 and not tensor & default
     # per-op counters, and per-source ones only where sm_90 has no per-op form (fp8, fp64): no op counted twice
     sources = {name.split(".")[0] for name in tensor if "_src_" in name and "_op_" not in name}
-    assert sources == {"sm__ops_path_tensor_src_fp8_sparsity_off", "sm__ops_path_tensor_src_fp8_sparsity_on",
-                       "sm__ops_path_tensor_src_fp64"}  # fmt: skip
+    assert sources == {
+        "sm__ops_path_tensor_src_fp8_sparsity_off",
+        "sm__ops_path_tensor_src_fp8_sparsity_on",
+        "sm__ops_path_tensor_src_fp64",
+    }
     assert "dram__bytes.sum.per_second" not in roofline  # read from plain reports, never asked
 
 
@@ -215,8 +232,11 @@ def test_memlens_roofline_run_counts_the_same_tensor_flops_and_roofs() -> None:
         assert where is not None and where.roof is not None and where.roof.path.key == path, label
         assert where.work == flops == kernels[label].value("tensor_flops"), label
     assert results.info.peak_tensor_flops is not None
-    assert set(results.info.peak_tensor_flops) == {"peak_tensor_hgmma_bf16", "peak_tensor_hgmma_fp16",
-                                                   "peak_tensor_hmma_fp16"}  # fmt: skip
+    assert set(results.info.peak_tensor_flops) == {
+        "peak_tensor_hgmma_bf16",
+        "peak_tensor_hgmma_fp16",
+        "peak_tensor_hmma_fp16",
+    }
 
 
 def test_older_recordings_without_tensor_counters_place_as_before() -> None:
@@ -250,11 +270,15 @@ def test_each_tensor_kernel_is_at_the_share_ncus_own_section_records(gpu: str, n
         where = bound(kernel, ceilings)
         if where is None or where.roof is None:
             continue
-        (action,) = [a for a in actions if a.name() in kernel.kernel and a["gpu__time_duration.sum"].as_double()
-                     == kernel.value("duration")]  # fmt: skip
+        (action,) = [
+            a
+            for a in actions
+            if a.name() in kernel.kernel and a["gpu__time_duration.sum"].as_double() == kernel.value("duration")
+        ]
         counter = where.roof.path.sparse if where.roof.sparse else where.roof.path.dense
-        assert where.pct_of_limit == pytest.approx(action[f"{counter}.sum.pct_of_peak_sustained_elapsed"].as_double(),
-                                                   abs=0.01), kernel.label  # fmt: skip
+        assert where.pct_of_limit == pytest.approx(
+            action[f"{counter}.sum.pct_of_peak_sustained_elapsed"].as_double(), abs=0.01
+        ), kernel.label
         assert where.work == ON_PAPER[kernel.label][1], kernel.label
         checked += 1
     assert checked == len(ON_PAPER)

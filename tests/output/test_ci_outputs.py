@@ -56,8 +56,9 @@ def assert_sarif(log: dict) -> None:
             for location in result["locations"]:
                 physical = location["physicalLocation"]  # 3.29.2: an artifactLocation; region.startLine >= 1
                 artifact = physical["artifactLocation"]
-                assert artifact["uri"] and (artifact.get("uriBaseId") in run["originalUriBaseIds"]
-                                            or artifact["uri"].startswith("file:///"))  # fmt: skip
+                assert artifact["uri"] and (
+                    artifact.get("uriBaseId") in run["originalUriBaseIds"] or artifact["uri"].startswith("file:///")
+                )
                 assert physical.get("region", {"startLine": 1})["startLine"] >= 1
                 kinds = [logical["kind"] for logical in location["logicalLocations"]]
                 assert kinds in (["function"], ["function", "instruction"])  # the kernel, the SASS on the line
@@ -79,14 +80,25 @@ def located(log: dict) -> list[tuple[str, str, str, int, str]]:
         location = result["locations"][0]
         physical = location["physicalLocation"]
         kernel = location["logicalLocations"][0]["fullyQualifiedName"]
-        out.append((result["ruleId"], result["level"], physical["artifactLocation"]["uri"],
-                    physical["region"]["startLine"], kernel))  # fmt: skip
+        out.append(
+            (
+                result["ruleId"],
+                result["level"],
+                physical["artifactLocation"]["uri"],
+                physical["region"]["startLine"],
+                kernel,
+            )
+        )
     return out
 
 
 def fingerprints(log: dict) -> dict[str, str]:
-    return {result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"]:
-            result["partialFingerprints"]["memlensLineHash/v1"] for result in log["runs"][0]["results"]}  # fmt: skip
+    return {
+        result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"]: result["partialFingerprints"][
+            "memlensLineHash/v1"
+        ]
+        for result in log["runs"][0]["results"]
+    }
 
 
 def test_sarif_and_github_are_formats_of_the_one_output_seam():
@@ -103,8 +115,10 @@ def test_sarif_and_github_are_formats_of_the_one_output_seam():
 def test_lines_lists_every_conflicting_line_relative_to_the_source_root(capsys):
     root = build_folder()
     log = sarif(capsys, ["lines", str(V1), "--source-root", str(root)])
-    assert sorted(located(log)) == [("ML001", "warning", "app.cu", 17, "compare/four_way"),
-                                    ("ML001", "warning", "app.cu", 25, "compare/swizzle")]  # fmt: skip
+    assert sorted(located(log)) == [
+        ("ML001", "warning", "app.cu", 17, "compare/four_way"),
+        ("ML001", "warning", "app.cu", 25, "compare/swizzle"),
+    ]
     run = log["runs"][0]
     assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == root.as_uri() + "/"
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == list(RULES)
@@ -113,8 +127,11 @@ def test_lines_lists_every_conflicting_line_relative_to_the_source_root(capsys):
     assert first["message"]["text"] == f"compare/four_way: {words}"
     assert first["properties"]["excess_wavefronts"] == 393_216 and first["properties"]["n_way"] == 4
     assert first["properties"]["sass"] == ["LDS"]
-    assert first["locations"][0]["logicalLocations"][1] == {"kind": "instruction", "name": "LDS",
-                                                            "fullyQualifiedName": "compare/four_way/LDS"}  # fmt: skip
+    assert first["locations"][0]["logicalLocations"][1] == {
+        "kind": "instruction",
+        "name": "LDS",
+        "fullyQualifiedName": "compare/four_way/LDS",
+    }
     region = first["locations"][0]["physicalLocation"]["region"]
     assert region["snippet"]["text"] == "for (int r = 0; r < 32; ++r) sum += tile[(threadIdx.x * 4 + r) % 1024];"
     logical = first["locations"][0]["logicalLocations"][0]
@@ -124,8 +141,10 @@ def test_lines_lists_every_conflicting_line_relative_to_the_source_root(capsys):
 def test_a_line_that_only_moved_keeps_its_fingerprint(capsys):
     root = str(build_folder())
     before, after = (sarif(capsys, ["lines", str(v), "--source-root", root]) for v in (V1, V2))
-    assert located(after) == [("ML001", "warning", "app.cu", 18, "compare/four_way"),
-                              ("ML001", "warning", "app.cu", 34, "compare/vector")]  # fmt: skip
+    assert located(after) == [
+        ("ML001", "warning", "app.cu", 18, "compare/four_way"),
+        ("ML001", "warning", "app.cu", 34, "compare/vector"),
+    ]
     # four_way's read moved from line 17 to 18, its code the same: one fingerprint
     assert fingerprints(before)["compare/four_way"] == fingerprints(after)["compare/four_way"]
     assert len({*fingerprints(before).values(), *fingerprints(after).values()}) == 3  # swizzle and vector differ
@@ -158,8 +177,10 @@ def test_lines_annotations_name_the_line_and_its_figures(capsys):
 def test_local_memory_is_named_by_its_cause_and_levelled_by_its_share(capsys, monkeypatch):
     monkeypatch.chdir(REPO / "tests")  # the default root is the git top level, not the working directory
     log = sarif(capsys, ["lines", str(CUDA_APP), "-k", "running_sum"])
-    found = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]): r
-             for r in log["runs"][0]["results"]}  # fmt: skip
+    found = {
+        (r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]): r
+        for r in log["runs"][0]["results"]
+    }
     # line 60 fills the window with STL.128 at fixed stack offsets: the array's stores, not a spill (it was ML002
     # "register spill" while the kernel's cause, in the report and memlens metrics, was the array)
     assert set(found) == {("ML003", 62), ("ML003", 60)}
@@ -210,8 +231,10 @@ def test_compare_text_is_unchanged_beside_a_sarif_file(capsys, tmp_path):
 
 # --- gate --------------------------------------------------------------------------------------------
 
-LINE_RULE = ('[[rule]]\nname = "no line gains conflicts"\nselect = "compare/*"\n'
-             'metric = "line_excess_wavefronts"\nmax_regression = "0%"\n')  # fmt: skip
+LINE_RULE = (
+    '[[rule]]\nname = "no line gains conflicts"\nselect = "compare/*"\n'
+    'metric = "line_excess_wavefronts"\nmax_regression = "0%"\n'
+)
 
 
 @pytest.fixture
@@ -228,16 +251,22 @@ def test_a_failed_line_gate_is_a_sarif_error_and_an_annotation_at_the_line(capsy
     log = sarif(capsys, [*gated, "--source-root", root], code=1)
     assert located(log) == [("ML006", "error", "app.cu", 34, "compare/vector")]
     result = log["runs"][0]["results"][0]
-    assert result["properties"] == {"rule": "no line gains conflicts", "metric": "line_excess_wavefronts",
-                                    "value": 131_072, "bound": "<= baseline +0%", "baseline": 0,
-                                    "rules_file_line": 1}  # fmt: skip
+    assert result["properties"] == {
+        "rule": "no line gains conflicts",
+        "metric": "line_excess_wavefronts",
+        "value": 131_072,
+        "bound": "<= baseline +0%",
+        "baseline": 0,
+        "rules_file_line": 1,
+    }
     assert main([*gated, "--format", "github", "--source-root", root]) == 1
     captured = capsys.readouterr()
     assert captured.out == (
         "::error file=app.cu,line=34,title=memlens%3A a failed gate rule::no line gains conflicts: compare/vector: "
         f"line_excess_wavefronts at {root}/app.cu:34 (line 33 in the baseline): 131,072, baseline 0 (worse), "
         "expected <= baseline +0%25: for (int r = 0; r < 8; ++r) sum += total(tile[(2 * threadIdx.x + 32 * r) %25 "
-        "1024]);\n")  # fmt: skip
+        "1024]);\n"
+    )
     assert captured.err == "memlens: error: gate FAILED: 3 checks (2 pass, 1 fail)\n"
 
 
@@ -261,8 +290,9 @@ def test_a_failed_rule_without_a_line_is_an_error_without_a_file(capsys, tmp_pat
     """issue 46 (7): a failed rule with no file in the repository was one blue ::notice, while SARIF called it an
     error. A failed check is an ::error (GitHub shows one without a file in the run's summary)."""
     rules = tmp_path / "rules.toml"
-    rules.write_text('[[rule]]\nname = "no conflicts"\nselect = "compare/vector"\nmetric = "exact_excess_wavefronts"\n'
-                     'max = 0\n')  # fmt: skip
+    rules.write_text(
+        '[[rule]]\nname = "no conflicts"\nselect = "compare/vector"\nmetric = "exact_excess_wavefronts"\nmax = 0\n'
+    )
     assert main(["gate", str(V2), "--rules", str(rules), "--format", "github"]) == 1
     assert capsys.readouterr().out == (
         "::error title=memlens%3A a failed gate rule::no source line: "
@@ -274,10 +304,12 @@ def test_a_failed_rule_without_a_line_is_an_error_without_a_file(capsys, tmp_pat
     assert main(["gate", str(V2), "--rules", str(line_rules), "--format", "github"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert [line.split("::")[1] for line in out] == ["error title=memlens%3A a failed gate rule"] * 2, out
-    assert out[0].endswith(f"::{build_folder()}/app.cu:18 (outside {REPO}): no line gains conflicts: "
-                           "compare/four_way: line_excess_wavefronts at "
-                           f"{build_folder()}/app.cu:18: 393,216, expected <= 0: for (int r = 0; r < 32; ++r) sum += "
-                           "tile[(threadIdx.x * 4 + r) %25 1024];")  # fmt: skip
+    assert out[0].endswith(
+        f"::{build_folder()}/app.cu:18 (outside {REPO}): no line gains conflicts: "
+        "compare/four_way: line_excess_wavefronts at "
+        f"{build_folder()}/app.cu:18: 393,216, expected <= 0: for (int r = 0; r < 32; ++r) sum += "
+        "tile[(threadIdx.x * 4 + r) %25 1024];"
+    )
     log = sarif(capsys, ["gate", str(V2), "--rules", str(rules)], code=1)
     (result,) = log["runs"][0]["results"]
     assert result["level"] == "error" and result["properties"]["no_source_line"] is True
@@ -332,8 +364,9 @@ def test_a_folder_gets_memlens_sarif_and_a_special_file_is_written_in_place(caps
 
 def test_place_is_relative_to_the_root_from_any_working_directory(monkeypatch, tmp_path):
     monkeypatch.chdir(REPO / "tests")
-    assert place("fixtures/programs/cuda_app.cu", REPO) == place(str(REPO / "tests/fixtures/programs/cuda_app.cu"),
-                                                                  REPO)  # fmt: skip
+    assert place("fixtures/programs/cuda_app.cu", REPO) == place(
+        str(REPO / "tests/fixtures/programs/cuda_app.cu"), REPO
+    )
     assert place("fixtures/programs/cuda_app.cu", REPO).path == "tests/fixtures/programs/cuda_app.cu"
     assert place("/elsewhere/a.cu", REPO).inside is False
     assert place("CuPy transpose (0123abcd.cubin.cu)", REPO) is None and place(None, REPO) is None
@@ -347,8 +380,11 @@ def workflow_commands(doc: str, job: str) -> list[str]:
     block = doc.split("```yaml", 1)[1].split("```", 1)[0]
     part = re.split(rf"\n  {job}:[^\n]*\n", block, maxsplit=1)[1]
     part = re.split(r"\n  [a-z-]+:[^\n]*\n", part, maxsplit=1)[0]
-    return [line.strip().removeprefix("- run: ").removeprefix("run: ") for line in part.splitlines()
-            if re.match(r"\s*(- run: |run: )?memlens ", line)]  # fmt: skip
+    return [
+        line.strip().removeprefix("- run: ").removeprefix("run: ")
+        for line in part.splitlines()
+        if re.match(r"\s*(- run: |run: )?memlens ", line)
+    ]
 
 
 def test_the_ci_workflows_commands_run_against_the_recorded_builds(capsys, tmp_path, monkeypatch):
@@ -385,18 +421,24 @@ def test_the_ci_workflows_commands_run_against_the_recorded_builds(capsys, tmp_p
 
 
 @pytest.mark.parametrize("command", ["lines", "compare", "gate"])
-@pytest.mark.parametrize(("root", "message"), [
-    ("/nonexistent", "--source-root /nonexistent: no such folder, and no finding's file lies under it"),
-    (str(V1), f"--source-root {V1}: not a folder"),
-    ("", "--source-root '': empty; name the folder the findings' paths are relative to"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("root", "message"),
+    [
+        ("/nonexistent", "--source-root /nonexistent: no such folder, and no finding's file lies under it"),
+        (str(V1), f"--source-root {V1}: not a folder"),
+        ("", "--source-root '': empty; name the folder the findings' paths are relative to"),
+    ],
+)
 def test_a_source_root_that_is_no_folder_is_refused(capsys, tmp_path, command: str, root: str, message: str):
     """issue 46 (3): a missing folder, a file, an empty string all exited 0, every finding in one notice
     "(outside /nonexistent)"."""
     rules = tmp_path / "rules.toml"
     rules.write_text(LINE_RULE.replace('max_regression = "0%"', "max = 0"))
-    argv = {"lines": ["lines", str(V1)], "compare": ["compare", str(V1), str(V2)],
-            "gate": ["gate", str(V2), "--rules", str(rules)]}[command]  # fmt: skip
+    argv = {
+        "lines": ["lines", str(V1)],
+        "compare": ["compare", str(V1), str(V2)],
+        "gate": ["gate", str(V2), "--rules", str(rules)],
+    }[command]
     one_line_exit_2(capsys, [*argv, "--source-root", root, "--format", "github"], message)
 
 

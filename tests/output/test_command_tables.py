@@ -44,20 +44,30 @@ def test_the_suite_listing_is_a_table_or_one_block_a_variant(monkeypatch):
     assert [cell.strip() for cell in table[4].split("│")[1:-1]] == list(row)
     monkeypatch.setenv("COLUMNS", "40")  # too narrow for its longest words: one block a variant
     assert _lines(render_text("table", "suite", listing)) == [
-        "suite kernels", "", "transpose / padded (baseline)", "  demonstrates: a column of padding",
-        "  expect: conflict-free", "  on paper: 0 excess wavefronts", "matmul: needs cc 8.0",
-    ]  # fmt: skip
+        "suite kernels",
+        "",
+        "transpose / padded (baseline)",
+        "  demonstrates: a column of padding",
+        "  expect: conflict-free",
+        "  on paper: 0 excess wavefronts",
+        "matmul: needs cc 8.0",
+    ]
 
 
 def test_doctor_says_missing_only_of_a_required_check(monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    checks = [Check("ncu", False, "not found", "install Nsight Compute", True),
-              Check("GPU", False, "nvidia-smi: not found", "", False),
-              Check("numpy", True, "2.4", "", False)]  # fmt: skip
+    checks = [
+        Check("ncu", False, "not found", "install Nsight Compute", True),
+        Check("GPU", False, "nvidia-smi: not found", "", False),
+        Check("numpy", True, "2.4", "", False),
+    ]
     out = io.StringIO()
     renderer("table", "doctor")(checks, out)
-    status = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.getvalue().splitlines()
-              if line.startswith("│") and line.split("│")[1].strip()}  # fmt: skip
+    status = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in out.getvalue().splitlines()
+        if line.startswith("│") and line.split("│")[1].strip()
+    }
     assert status == {"ncu": "MISSING", "GPU": "warning", "numpy": "ok"}
 
 
@@ -69,8 +79,13 @@ def test_the_reports_columns_are_five_fields_in_json_whatever_the_column_type_ho
     data = json.loads(json.dumps(report.to_json()))
     assert len(data["columns"]) == 17  # 12, and the n-ways of ldmatrix, stmatrix, cp.async, atomics, tensor-core reads
     assert all(list(column) == ["key", "header", "group", "kind", "title"] for column in data["columns"])
-    assert data["columns"][0] == {"key": "duration", "header": "duration", "group": "time", "kind": "duration",
-                                  "title": "kernel duration on the GPU (all launches of the variant)"}  # fmt: skip
+    assert data["columns"][0] == {
+        "key": "duration",
+        "header": "duration",
+        "group": "time",
+        "kind": "duration",
+        "title": "kernel duration on the GPU (all launches of the variant)",
+    }
 
 
 def test_the_doctors_table_imports_no_numpy():

@@ -41,11 +41,17 @@ def test_one_progress_bar_one_table_renderer_and_one_column_type():
     sources = {path: path.read_text() for folder in (PROFILING, REPORTS) for path in folder.rglob("*.py")}
     bars = sorted(str(path.relative_to(PROFILING)) for path, text in sources.items() if "rich.progress" in text)
     assert bars == ["io/terminal.py"]
-    renderers = sorted(str(path.relative_to(PROFILING.parent)) for path, text in sources.items()
-                       if "rich.table" in text and re.search(r"(?<![\w.])Table\(", text))  # fmt: skip
+    renderers = sorted(
+        str(path.relative_to(PROFILING.parent))
+        for path, text in sources.items()
+        if "rich.table" in text and re.search(r"(?<![\w.])Table\(", text)
+    )
     assert renderers == ["profiling/io/tables.py"]
-    columns = sorted(str(path.relative_to(PROFILING.parent)) for path, text in sources.items()
-                     if re.search(r"^class \w*Column\b", text, re.MULTILINE))  # fmt: skip
+    columns = sorted(
+        str(path.relative_to(PROFILING.parent))
+        for path, text in sources.items()
+        if re.search(r"^class \w*Column\b", text, re.MULTILINE)
+    )
     assert columns == ["profiling/io/tables.py"]
     drawing = [
         name

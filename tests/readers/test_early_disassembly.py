@@ -106,8 +106,13 @@ def test_each_binary_is_disassembled_once_with_its_local_and_tma_instructions(mo
 
 @pytest.mark.parametrize("fast", [False, True])
 def test_profile_starts_the_disassembler_while_ncu_still_runs_unless_fast(tmp_path, monkeypatch, fast):
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
-                     FAKE_NCU_LOG=str(PROBE / "probe.log"), FAKE_NCU_LINGER="1.5")  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(PROBE / "probe.log"),
+        FAKE_NCU_LINGER="1.5",
+    )
     argv = ["profile", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--clock-control", "none"]
     assert main(argv + (["--fast"] if fast else [])) == 0
     assert early_disassembly.is_done() is not fast
@@ -116,7 +121,8 @@ def test_profile_starts_the_disassembler_while_ncu_still_runs_unless_fast(tmp_pa
 def test_a_program_run_starts_the_disassembler_while_ncu_still_runs(tmp_path, monkeypatch):
     log = tmp_path / "ncu.log"
     log.write_text("==PROF== Connected to process 615 (app)\n==PROF== Disconnected from process 615\n")
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAM), FAKE_NCU_LOG=str(log),
-                     FAKE_NCU_LINGER="1.5")  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAM), FAKE_NCU_LOG=str(log), FAKE_NCU_LINGER="1.5"
+    )
     assert main(["profile", "--out", str(tmp_path / "runs"), "--clock-control", "none", "--", "true"]) == 0
     assert early_disassembly.is_done()

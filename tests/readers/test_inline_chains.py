@@ -67,8 +67,11 @@ def test_a_three_header_chain_leads_to_the_users_line():
     dsmem = parse_nvdisasm(text)["_Z18dsmem_partner_readPf"]
     frames = dsmem[0x40].frames
     assert [(Path(file).name, line) for file, line in frames] == [
-        ("sm_90_rt.hpp", 128), ("helpers.h", 489), ("cooperative_groups.h", 331), ("memory_kinds.cu", 105),
-    ]  # fmt: skip
+        ("sm_90_rt.hpp", 128),
+        ("helpers.h", 489),
+        ("cooperative_groups.h", 331),
+        ("memory_kinds.cu", 105),
+    ]
     user = user_frame(frames)
     assert user is not None and (Path(user[0]).name, user[1]) == ("memory_kinds.cu", 105)
     ((file, line),) = dsmem[0x50].frames  # not inlined
@@ -256,8 +259,9 @@ def test_triton_records_no_inline_chain(gpu):
 def test_without_nvdisasm_lines_falls_back_and_says_what_to_install(monkeypatch, capsys):
     monkeypatch.setattr(inline_chains, "find_nvdisasm", lambda: None)
     path = FIXTURES / "nvidia_h200" / "kinds" / "memory_kinds.ncu-rep"
-    assert _inlined(path) == {("global_atomics", "ATOMG.E.ADD.STRONG.GPU"): ("memory_kinds.cu", 166,
-                                                                             Placement.NO_NVDISASM)}  # fmt: skip
+    assert _inlined(path) == {
+        ("global_atomics", "ATOMG.E.ADD.STRONG.GPU"): ("memory_kinds.cu", 166, Placement.NO_NVDISASM)
+    }
     assert main(["lines", str(path), "-k", "global_atomics"]) == 0
     out = capsys.readouterr().out
     assert "with inlined device_atomic_functions.hpp:112  [ATOMG" in out
@@ -280,8 +284,9 @@ def test_a_results_json_written_before_the_chains_were_read_is_placed_again(tmp_
             stripped += record.pop("placed_by") is not None
     assert stripped == 1
     (tmp_path / "results.json").write_text(json.dumps(older))
-    assert [r.placed_by for k in read_report(tmp_path / "results.json").kernels for r in k.instructions
-            if r.inlined_from] == [None]  # fmt: skip
+    assert [
+        r.placed_by for k in read_report(tmp_path / "results.json").kernels for r in k.instructions if r.inlined_from
+    ] == [None]
     shutil.copy(raw, tmp_path / "profile.ncu-rep")
     placed = [r for k in read_with_instructions(tmp_path).kernels for r in k.instructions if r.inlined_from]
     assert [(r.line, r.placed_by) for r in placed] == [(166, Placement.CALLER)]

@@ -12,11 +12,15 @@ PROBE = FIXTURES / "probe"
 # --- item 6: ncu's other names of the shared-memory instruction counts -------------------------------
 
 OTHER_NAMES = {
-    "smsp__inst_executed_op_shared_ld.sum":
-        ("smsp__sass_inst_executed_op_shared_ld.sum", "sass__inst_executed_shared_loads"),
-    "smsp__inst_executed_op_shared_st.sum":
-        ("smsp__sass_inst_executed_op_shared_st.sum", "sass__inst_executed_shared_stores"),
-}  # fmt: skip
+    "smsp__inst_executed_op_shared_ld.sum": (
+        "smsp__sass_inst_executed_op_shared_ld.sum",
+        "sass__inst_executed_shared_loads",
+    ),
+    "smsp__inst_executed_op_shared_st.sum": (
+        "smsp__sass_inst_executed_op_shared_st.sum",
+        "sass__inst_executed_shared_stores",
+    ),
+}
 
 
 @pytest.mark.parametrize("which", [0, 1])

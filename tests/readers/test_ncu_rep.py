@@ -26,10 +26,12 @@ def test_an_ncu_rep_with_ncus_other_name_for_shared_loads_is_measured(monkeypatc
             return metric.value
 
     monkeypatch.setattr(ncu_rep, "_binding", lambda: Binding())
-    action = {"gpu__time_duration.sum": Metric(5.0, "nsecond"),
-              "smsp__sass_inst_executed_op_shared_ld.sum": Metric(2_097_152.0, "inst"),
-              "sass__inst_executed_shared_stores": Metric(2_097_152.0, "inst"),
-              "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": Metric(67_633_152.0, "")}  # fmt: skip
+    action = {
+        "gpu__time_duration.sum": Metric(5.0, "nsecond"),
+        "smsp__sass_inst_executed_op_shared_ld.sum": Metric(2_097_152.0, "inst"),
+        "sass__inst_executed_shared_stores": Metric(2_097_152.0, "inst"),
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": Metric(67_633_152.0, ""),
+    }
     reader = ncu_rep._MetricReader()
     values = reader.values(action)
     kernel = ncu_rep._kernel("k", 0, values, (None, None), reader.units, False)

@@ -63,8 +63,7 @@ print(json.dumps({"results": data, "helpers": [h is not None for h in handed], "
 
 def read_chunked(path, chunk: int = 3, mode: str = "ok", threads: bool = False) -> dict:
     argv = [sys.executable, "-c", CHILD, str(path), str(chunk), mode, "threads" if threads else "one"]
-    done = subprocess.run(argv, cwd=REPO,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 

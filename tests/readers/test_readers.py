@@ -138,9 +138,16 @@ def test_thousands_separators_units_row_and_base_units() -> None:
     # a CSV holds every catalogue metric but the per-instruction split of the exact excess
     csv_reason = "a CSV cannot carry per-instruction values: read the .ncu-rep"
     assert kernel.missing == {key: csv_reason for key in PER_INSTRUCTION}
-    shared = {figure for side in ("ld", "st", "atom", "mma") for figure in (
-        f"exact_excess_wavefronts_{side}", f"exact_shared_{side}_wavefronts", f"exact_shared_{side}_ideal",
-        f"shared_{side}_executions")}  # fmt: skip
+    shared = {
+        figure
+        for side in ("ld", "st", "atom", "mma")
+        for figure in (
+            f"exact_excess_wavefronts_{side}",
+            f"exact_shared_{side}_wavefronts",
+            f"exact_shared_{side}_ideal",
+            f"shared_{side}_executions",
+        )
+    }
     global_ = {
         figure
         for side in ("ld", "st", "atom")
@@ -151,8 +158,19 @@ def test_thousands_separators_units_row_and_base_units() -> None:
         )
     }
     local = {"remote_shared_executions", "local_ld_executions", "local_st_executions"}
-    kinds = {f"exact_{kind}_{sum_}" for kind in ("shared_loads", "ldmatrix", "shared_stores", "stmatrix", "cp_async",
-             "shared_atomics", "tensor_core_reads") for sum_ in ("wavefronts", "ideal")}  # fmt: skip
+    kinds = {
+        f"exact_{kind}_{sum_}"
+        for kind in (
+            "shared_loads",
+            "ldmatrix",
+            "shared_stores",
+            "stmatrix",
+            "cp_async",
+            "shared_atomics",
+            "tensor_core_reads",
+        )
+        for sum_ in ("wavefronts", "ideal")
+    }
     assert PER_INSTRUCTION == shared | global_ | local | kinds
 
 

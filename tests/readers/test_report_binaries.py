@@ -14,11 +14,19 @@ from tests.support.packed import unpacked
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KINDS = FIXTURES / "nvidia_h200" / "kinds"
 MEMORY_KINDS_FUNCTIONS = {
-    "_Z14global_atomicsPfPj", "_Z14global_stridedPfPKf", "_Z16global_coalescedPfPKf",
-    "_Z26struct_array_runtime_indexPfPKii", "_Z19spill_launch_boundsPfPKfi", "_Z18dsmem_partner_readPf",
-    "_Z11shared_3wayPf", "_Z18shared_1byte_16wayPj", "_Z17shared_8byte_2wayPd", "_Z20atomics_same_addressPj",
-    "_Z14atomics_spreadPj", "_Z16atomics_one_bankPj",
-}  # fmt: skip
+    "_Z14global_atomicsPfPj",
+    "_Z14global_stridedPfPKf",
+    "_Z16global_coalescedPfPKf",
+    "_Z26struct_array_runtime_indexPfPKii",
+    "_Z19spill_launch_boundsPfPKfi",
+    "_Z18dsmem_partner_readPf",
+    "_Z11shared_3wayPf",
+    "_Z18shared_1byte_16wayPj",
+    "_Z17shared_8byte_2wayPd",
+    "_Z20atomics_same_addressPj",
+    "_Z14atomics_spreadPj",
+    "_Z16atomics_one_bankPj",
+}
 
 
 @pytest.mark.parametrize("name", ["memory_kinds", "memory_kinds_no_source", "memory_kinds_sourcecounters"])

@@ -44,8 +44,10 @@ def test_the_same_variant_of_both_gpus_is_one_row_with_shares_of_each_gpus_peak(
     for label, comparison in by_label.items():
         metrics = metrics_of(comparison)
         peaks = [c.value for c in metrics["dram_pct_of_peak"].cells]
-        assert peaks == [h100_kernels[label].metric("dram_pct_of_peak").value,
-                         h200_kernels[label].metric("dram_pct_of_peak").value]  # fmt: skip
+        assert peaks == [
+            h100_kernels[label].metric("dram_pct_of_peak").value,
+            h200_kernels[label].metric("dram_pct_of_peak").value,
+        ]
         bound = [c.text for c in metrics["memory_bound"].cells]
         assert bound == ["memory-bound" if p >= MEMORY_BOUND_PCT else "not memory-bound" for p in peaks]
         assert "dram_pct_of_copy" not in metrics  # neither run has bench.json

@@ -78,8 +78,9 @@ def test_pmpp_verdicts_on_the_recorded_suite():
     rows = {row.label: row for row in report.runs[0].variants}
     spill = [f.text for f in rows["running_mean/spill"].verdict if f.topic == "global"]
     # from the per-instruction table: 32 sectors a warp load over an ideal of 4; the line in CuPy's temporary copy
-    assert spill[0].startswith("global loads uncoalesced: 32.0 sectors per access, 8.00x the ideal 4.00 of the same"
-                               " accesses; worst at line ")  # fmt: skip
+    assert spill[0].startswith(
+        "global loads uncoalesced: 32.0 sectors per access, 8.00x the ideal 4.00 of the same accesses; worst at line "
+    )
     assert [f.severity for f in rows["running_mean/spill"].verdict if f.topic == "global"][0] == "bad"
     tile = [f.text for f in rows["transpose/tile64_padded"].verdict if f.topic == "memory"]
     # 83.70% of peak; L1-L2 536,870,912 B over DRAM 512,324,608 B
@@ -95,14 +96,20 @@ def test_pmpp_verdicts_on_the_recorded_suite():
 def test_only_a_kernel_that_reads_global_memory_rereads_it_through_l2(gpu):
     """A shared-atomic kernel (atomics_one_bank: L1-L2 2,097,152 B over DRAM 3,328 B, its global traffic the
     stores of its result, no global load sector) was said to reread its data through L2."""
-    kinds = {k.kernel.split("(")[0]: k for k in read_report(FIXTURES / gpu / "kinds" / "memory_kinds.ncu-rep",
-                                                              instructions=True).kernels}  # fmt: skip
+    kinds = {
+        k.kernel.split("(")[0]: k
+        for k in read_report(FIXTURES / gpu / "kinds" / "memory_kinds.ncu-rep", instructions=True).kernels
+    }
     for name in ("atomics_one_bank", "shared_8byte_2way", "dsmem_partner_read"):  # no global load, no TMA
         assert memory_level(kinds[name]) is None, name
     spill = memory_level(kinds["spill_launch_bounds"])  # its global loads: 1,277,952 sectors
     assert spill is not None and spill.text.endswith("(the kernel rereads its data through L2)")
-    tma = {k.label: k for k in read_report(FIXTURES / "nvidia_h100_80gb_hbm3" / "programs" / "triton_matmul.ncu-rep",
-                                           instructions=True).kernels}["matmul/tma"]  # fmt: skip
+    tma = {
+        k.label: k
+        for k in read_report(
+            FIXTURES / "nvidia_h100_80gb_hbm3" / "programs" / "triton_matmul.ncu-rep", instructions=True
+        ).kernels
+    }["matmul/tma"]
     assert tma.value("global_load_sectors") == 0  # its loads are TMA transfers, which no load sector counts
     assert memory_level(tma).text.startswith("memory traffic served from L2, not DRAM")
 
@@ -161,8 +168,14 @@ def test_the_source_view_in_chromium(program_html, tmp_path, width):
     page.write_text(program_html, encoding="utf-8")
     frame = tmp_path / "frame.html"
     frame.write_text(FRAME.replace("REPORT", page.name).replace("WIDTH", str(width)), encoding="utf-8")
-    dom = chromium(tmp_path, "--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom",
-                   f"--window-size={max(width, 500)},1000", frame.as_uri()).stdout  # fmt: skip
+    dom = chromium(
+        tmp_path,
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        f"--window-size={max(width, 500)},1000",
+        frame.as_uri(),
+    ).stdout
     found = re.search(r'data-measured="([^"]*)"', dom)
     assert found, "the measuring script did not run"
     figures = json.loads(found.group(1).replace("&quot;", '"'))

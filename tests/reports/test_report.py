@@ -138,9 +138,11 @@ def test_fast_run_says_so_and_falls_back_to_the_labelled_hardware_counter():
     assert rows["running_mean/local"].expectation.state == "match"  # no shared accesses: nothing to count
     assert not run.exact_available
     # what the counter counts, not "over-counts": it misses atomics (0 beside a 32-way atomic kernel's 2,031,616)
-    assert any("HW counter (shared ld + st): the L1 pipeline's bank-conflict count of shared loads plus stores: it"
-               " includes cycles that are not address conflicts, and counts no atomics" in note
-               for note in run.notes)  # fmt: skip
+    assert any(
+        "HW counter (shared ld + st): the L1 pipeline's bank-conflict count of shared loads plus stores: it"
+        " includes cycles that are not address conflicts, and counts no atomics" in note
+        for note in run.notes
+    )
     html = render(report, "html")
     assert f'title="needs memory_l1_wavefronts_shared: {FAST_REASON}"' in html
     assert "HW conflicts (shared ld + st)" in html  # the chart's panel, labelled
@@ -344,8 +346,9 @@ def test_launches_combine_as_the_catalogue_declares():
         "local_st_bytes",
     }
     first = kernel("k", "f", "v", {**PADDED, "duration": 1000.0, "dram_pct_of_peak": 40.0, "registers_per_thread": 16})
-    second = replace(first, launch_id=1, raw={**first.raw, "duration": 3000.0, "dram_pct_of_peak": 80.0,
-                                              "registers_per_thread": 32})  # fmt: skip
+    second = replace(
+        first, launch_id=1, raw={**first.raw, "duration": 3000.0, "dram_pct_of_peak": 80.0, "registers_per_thread": 32}
+    )
     both = aggregate([first, second])
     assert both.raw["duration"] == 4000.0  # sum
     assert both.raw["registers_per_thread"] == 32  # max

@@ -58,8 +58,13 @@ def samples(median_ms: float) -> list[float]:
 SAME_BYTES_MS = {"transpose": 0.142, "running_mean": 0.036, "matmul": 0.0145}
 
 
-def bench_results(gpu: str = "NVIDIA H200", timed: dict = TIMED, failures=(WRONG,), min_bytes: bool = True,
-                  same_bytes: dict | None = None):  # fmt: skip
+def bench_results(
+    gpu: str = "NVIDIA H200",
+    timed: dict = TIMED,
+    failures=(WRONG,),
+    min_bytes: bool = True,
+    same_bytes: dict | None = None,
+):
     """Every variant compared with the one 1 GiB copy (as a schema 1 bench.json reads), or with
     `same_bytes`: a copy of its family's min_bytes, as `memlens bench` now times it."""
     copy = CopyBandwidth(GIB, TimeSummary.of(samples(COPY_MS)))
@@ -70,11 +75,19 @@ def bench_results(gpu: str = "NVIDIA H200", timed: dict = TIMED, failures=(WRONG
         return CopyBandwidth(nbytes // 2, TimeSummary.of(samples(same_bytes[family])), input_sets=2)
 
     variants = tuple(
-        VariantTiming.build(family, variant, size, nbytes if min_bytes else None, 4, 1 << 28,
-                            TimeSummary.of(samples(ms)), reference(family, nbytes))
+        VariantTiming.build(
+            family,
+            variant,
+            size,
+            nbytes if min_bytes else None,
+            4,
+            1 << 28,
+            TimeSummary.of(samples(ms)),
+            reference(family, nbytes),
+        )
         for family, (size, nbytes, medians) in timed.items()
         for variant, ms in medians.items()
-    )  # fmt: skip
+    )
     info = BenchInfo(gpu_name=gpu, l2_bytes=60 * (1 << 20), repeats=21, started_at="2026-11-22T10:00:00+00:00")
     return BenchResults(info, copy, variants, tuple(failures))
 

@@ -152,8 +152,9 @@ def test_a_phone_screen_stacks_the_cards_and_keeps_chart_text_readable(page, tmp
 
     phone = page.parent / "phone.html"
     phone.write_text(PHONE.replace("REPORT", page.name), encoding="utf-8")
-    dom = chromium(tmp_path, "--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom",
-                   phone.as_uri()).stdout  # fmt: skip
+    dom = chromium(
+        tmp_path, "--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom", phone.as_uri()
+    ).stdout
     found = re.search(r'data-measured="([^"]*)"', dom)
     assert found, "the measuring script did not run"
     figures = json.loads(found.group(1).replace("&quot;", '"'))

@@ -94,16 +94,29 @@ def test_each_kind_of_shared_access_has_its_own_n_way_column_and_verdict(recorde
     report = build_report([("suite", read_report(recorded / "suite.results.json"))])
     run = report.runs[0]
     headers = [column.header for column in report.run_columns(run)]
-    assert [h for h in headers if h.endswith("n-way")] == ["ld n-way", "ldmatrix n-way", "st n-way",
-                                                           "stmatrix n-way", "cp.async n-way"]  # fmt: skip
+    assert [h for h in headers if h.endswith("n-way")] == [
+        "ld n-way",
+        "ldmatrix n-way",
+        "st n-way",
+        "stmatrix n-way",
+        "cp.async n-way",
+    ]
     dense = next(row for row in run.variants if row.label == "fp16_transpose/dense")
     texts = {key: cell.text for key, cell in dense.cells.items() if key.endswith("_ways")}
-    assert texts == {"shared_ld_ways": "1.0", "exact_ldmatrix_ways": "4.0", "shared_st_ways": "—",
-                     "exact_stmatrix_ways": "4.0", "exact_cp_async_ways": "2.0", "exact_shared_atomics_ways": "—",
-                     "exact_tensor_core_reads_ways": "—"}  # fmt: skip
+    assert texts == {
+        "shared_ld_ways": "1.0",
+        "exact_ldmatrix_ways": "4.0",
+        "shared_st_ways": "—",
+        "exact_stmatrix_ways": "4.0",
+        "exact_cp_async_ways": "2.0",
+        "exact_shared_atomics_ways": "—",
+        "exact_tensor_core_reads_ways": "—",
+    }
     kernel = next(k for k in read_report(recorded / "suite.results.json").kernels if k.label == "fp16_transpose/dense")
     shared = next(f for f in judge(replace(kernel, instructions=())).findings if f.topic == "shared")
     # without its instructions, each kind's sums: ldmatrix and stmatrix 4-way, cp.async 2-way, each its own
-    assert shared.text == ("ldmatrix loads: 4-way bank conflicts, 3.15 M excess wavefronts; stmatrix stores: 4-way"
-                           " bank conflicts, 3.15 M excess wavefronts; cp.async stores: 2-way bank conflicts, 1.05 M"
-                           " excess wavefronts")  # fmt: skip
+    assert shared.text == (
+        "ldmatrix loads: 4-way bank conflicts, 3.15 M excess wavefronts; stmatrix stores: 4-way"
+        " bank conflicts, 3.15 M excess wavefronts; cp.async stores: 2-way bank conflicts, 1.05 M"
+        " excess wavefronts"
+    )

@@ -17,7 +17,7 @@ from memlens.static.check import (
     load_static,
     numba_cc,
     ptx_local_bytes,
-)  # fmt: skip
+)
 from memlens.suite import load_suite
 from tests.support.fake import CPU_SUITE
 
@@ -44,14 +44,29 @@ def test_whole_suite_compiles(suite_results: StaticResults) -> None:
     assert suite_results.failures == ()
     assert suite_results.arch == "sm_90"
     assert sorted(by_label(suite_results)) == [
-        "fp16_transpose/dense", "fp16_transpose/padded", "fp16_transpose/pitch128", "fp16_transpose/xor_128b",
+        "fp16_transpose/dense",
+        "fp16_transpose/padded",
+        "fp16_transpose/pitch128",
+        "fp16_transpose/xor_128b",
         "fp16_transpose/xor_row",
-        "matmul/naive", "matmul/tiled", "matmul/tiled_article", "matmul/tiled_pmpp",
-        "running_mean/local", "running_mean/register", "running_mean/spill",
-        "tensor_matmul/conflict", "tensor_matmul/padded", "tensor_matmul/swizzled",
-        "transpose/conflict", "transpose/padded", "transpose/swizzled",
-        "transpose/tile64_padded", "transpose/tile64_swizzled", "transpose/vec4_padded", "transpose/vec4_swizzled",
-    ]  # fmt: skip
+        "matmul/naive",
+        "matmul/tiled",
+        "matmul/tiled_article",
+        "matmul/tiled_pmpp",
+        "running_mean/local",
+        "running_mean/register",
+        "running_mean/spill",
+        "tensor_matmul/conflict",
+        "tensor_matmul/padded",
+        "tensor_matmul/swizzled",
+        "transpose/conflict",
+        "transpose/padded",
+        "transpose/swizzled",
+        "transpose/tile64_padded",
+        "transpose/tile64_swizzled",
+        "transpose/vec4_padded",
+        "transpose/vec4_swizzled",
+    ]
     for item in suite_results.kernels:
         assert 0 < item.registers <= 255, item
         spills = item.spill_store_bytes > 0 and item.spill_load_bytes > 0
@@ -95,13 +110,17 @@ def test_nvrtc_route_matches(suite_results: StaticResults) -> None:
     assert "nvrtc" in nvrtc.compiler and nvrtc.failures == ()
     figures = {k.label: (k.shared_bytes, k.stack_frame_bytes, k.ptx_local) for k in nvrtc.kernels}
     assert figures == {
-        "running_mean/register": (0, 0, False), "running_mean/local": (0, 128, True),
+        "running_mean/register": (0, 0, False),
+        "running_mean/local": (0, 128, True),
         "running_mean/spill": (0, 112, False),
-        "transpose/conflict": (4096, 0, False), "transpose/padded": (4224, 0, False),
-        "transpose/swizzled": (4096, 0, False), "transpose/tile64_padded": (16640, 0, False),
-        "transpose/tile64_swizzled": (16384, 0, False), "transpose/vec4_padded": (17408, 0, False),
+        "transpose/conflict": (4096, 0, False),
+        "transpose/padded": (4224, 0, False),
+        "transpose/swizzled": (4096, 0, False),
+        "transpose/tile64_padded": (16640, 0, False),
+        "transpose/tile64_swizzled": (16384, 0, False),
+        "transpose/vec4_padded": (17408, 0, False),
         "transpose/vec4_swizzled": (16384, 0, False),
-    }  # fmt: skip
+    }
 
 
 @needs_compiler
@@ -233,8 +252,9 @@ def test_static_figures_regress_against_a_static_baseline(tmp_path: Path) -> Non
     from memlens.static.check import StaticKernel
 
     def results(registers: int, arch: str = "sm_90") -> StaticResults:
-        item = StaticKernel("t", "padded", "transpose_padded", "transpose_padded", "cuda", registers, 0, 0, 0,
-                            4224, 0, False)  # fmt: skip
+        item = StaticKernel(
+            "t", "padded", "transpose_padded", "transpose_padded", "cuda", registers, 0, 0, 0, 4224, 0, False
+        )
         return StaticResults(arch, "nvrtc 12.9", "kernels", (item,))
 
     path = tmp_path / "static-baseline.json"

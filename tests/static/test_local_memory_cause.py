@@ -24,7 +24,7 @@ from memlens.static.check import (
     check_suite,
     find_static,
     local_memory_cause,
-)  # fmt: skip
+)
 from memlens.suite import load_suite
 from tests.reports.test_report_samples import INFO, LOCAL, REGISTERS, kernel, outcome
 from tests.static.test_check import needs_compiler
@@ -107,11 +107,13 @@ def test_a_variant_the_static_check_lacks_is_cause_unknown() -> None:
     )
 
 
-def static_kernel(variant: str, stack: int = 0, spill_st: int = 0, spill_ld: int = 0, ptx_local: int = 0,
-                  registers: int = 40) -> StaticKernel:  # fmt: skip
+def static_kernel(
+    variant: str, stack: int = 0, spill_st: int = 0, spill_ld: int = 0, ptx_local: int = 0, registers: int = 40
+) -> StaticKernel:
     name = f"running_mean_{variant}"
-    return StaticKernel("running_mean", variant, name, name, "cuda", registers, stack, spill_st, spill_ld, 0,
-                        ptx_local, ptx_local > 0)  # fmt: skip
+    return StaticKernel(
+        "running_mean", variant, name, name, "cuda", registers, stack, spill_st, spill_ld, 0, ptx_local, ptx_local > 0
+    )
 
 
 def test_an_array_larger_than_the_registers_is_named_so() -> None:
@@ -148,8 +150,20 @@ def test_a_compiled_binarys_ptxas_report_tells_spill_from_array() -> None:
     assert (capped.registers, capped.spill_store_bytes, capped.spill_load_bytes) == (32, 588, 760)
 
     def as_static(name: str, item: toolchain.KernelResources) -> StaticKernel:
-        return StaticKernel("cuda_app", name, name, item.symbol, "cuda", item.registers, item.stack_bytes,
-                            item.spill_store_bytes, item.spill_load_bytes, item.shared_bytes, 0, False)  # fmt: skip
+        return StaticKernel(
+            "cuda_app",
+            name,
+            name,
+            item.symbol,
+            "cuda",
+            item.registers,
+            item.stack_bytes,
+            item.spill_store_bytes,
+            item.spill_load_bytes,
+            item.shared_bytes,
+            0,
+            False,
+        )
 
     assert local_memory_cause([as_static("spill_capped", capped)]) == "spill"
     assert local_memory_cause([as_static("running_sum_local", local)]) == "indexed_array"
@@ -179,8 +193,11 @@ def test_check_into_a_run_names_the_spill_in_report_and_metrics(
     assert main(["check", str(REPO / "kernels"), "-k", "running_mean/", "--into", str(run_dir)]) == 0
     static = find_static(run_dir)
     assert static is not None and static.arch == "sm_90"
-    assert sorted(k.label for k in static.kernels) == ["running_mean/local", "running_mean/register",
-                                                        "running_mean/spill"]  # fmt: skip
+    assert sorted(k.label for k in static.kernels) == [
+        "running_mean/local",
+        "running_mean/register",
+        "running_mean/spill",
+    ]
     capsys.readouterr()
     assert main(["report", str(run_dir), "--format", "md", "-o", "-"]) == 0
     markdown = capsys.readouterr().out
@@ -211,10 +228,14 @@ def test_the_recorded_run_without_a_static_check_names_the_cause_from_the_sass(t
     # no check.json: the SASS tells, running_mean_local's STL [R19] at computed addresses and
     # running_mean_spill's STL [R1+0x48] at fixed stack offsets (issue 32)
     local, spill = found["running_mean/local"], found["running_mean/spill"]
-    assert ("local memory: 2.08 GB of local loads and 2.15 GB of local stores: array indexed at run time (from the"
-            " SASS: local addresses computed at run time") in local  # fmt: skip
-    assert ("local memory: 755 MB of local loads and 503 MB of local stores: register spill (from the SASS: loads and"
-            " stores at fixed stack offsets") in spill  # fmt: skip
+    assert (
+        "local memory: 2.08 GB of local loads and 2.15 GB of local stores: array indexed at run time (from the"
+        " SASS: local addresses computed at run time"
+    ) in local
+    assert (
+        "local memory: 755 MB of local loads and 503 MB of local stores: register spill (from the SASS: loads and"
+        " stores at fixed stack offsets"
+    ) in spill
     assert UNKNOWN not in local + spill
 
 

@@ -29,17 +29,46 @@ def external_cluster(
 
     address_file = folder / "scheduler.json"
     python = [sys.executable, "-m"]
-    processes = [_start([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                         "--no-dashboard", "--scheduler-file", str(address_file)], env)]  # fmt: skip
+    processes = [
+        _start(
+            [
+                *python,
+                "distributed.cli.dask_scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(address_file),
+            ],
+            env,
+        )
+    ]
     try:
         deadline = time.monotonic() + 30
         while not address_file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         address = json.loads(address_file.read_text())["address"]
         for own in worker_envs:
-            processes.append(_start([*python, "distributed.cli.dask_worker", address, "--nthreads", "1",
-                                     "--resources", "GPU=1", "--no-dashboard", "--no-nanny",
-                                     "--death-timeout", "10"], {**env, **own}))  # fmt: skip
+            processes.append(
+                _start(
+                    [
+                        *python,
+                        "distributed.cli.dask_worker",
+                        address,
+                        "--nthreads",
+                        "1",
+                        "--resources",
+                        "GPU=1",
+                        "--no-dashboard",
+                        "--no-nanny",
+                        "--death-timeout",
+                        "10",
+                    ],
+                    {**env, **own},
+                )
+            )
         with Client(address, timeout=30) as client:
             client.wait_for_workers(len(worker_envs), timeout=60)
         yield address, processes

@@ -38,8 +38,10 @@ def write_fake_ncu(folder: Path) -> Path:
     """An executable `ncu` in folder that runs tests/support/fake_ncu.py."""
     folder.mkdir(parents=True, exist_ok=True)
     ncu = folder / "ncu"
-    ncu.write_text(f"#!{sys.executable}\nimport runpy, sys\nsys.path.insert(0, {str(REPO)!r})\n"
-                   f"runpy.run_path({str(SUPPORT / 'fake_ncu.py')!r}, run_name='__main__')\n")  # fmt: skip
+    ncu.write_text(
+        f"#!{sys.executable}\nimport runpy, sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        f"runpy.run_path({str(SUPPORT / 'fake_ncu.py')!r}, run_name='__main__')\n"
+    )
     ncu.chmod(ncu.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return ncu
 
@@ -100,13 +102,26 @@ class Interrupted:
     left: list[int]
 
 
-def interrupt_when(argv: list[str], cwd: Path, env: dict[str, str], ready: Callable[[], bool],
-                   signum: int = signal.SIGINT, wait: float = 30.0) -> Interrupted:  # fmt: skip
+def interrupt_when(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    ready: Callable[[], bool],
+    signum: int = signal.SIGINT,
+    wait: float = 30.0,
+) -> Interrupted:
     """Run `argv` as from a terminal (SIGINT at its default action), send it `signum` once `ready()` (or
     after 60 s, or once it exited), and wait up to `wait` s for it to end. It is killed whatever happens,
     and so is anything of its run left behind, once counted."""
-    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     left: list[int] = []
     try:
         deadline = time.monotonic() + 60

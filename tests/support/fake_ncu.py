@@ -41,9 +41,25 @@ VERSION_TEXT = (
     "Version 2025.3.1.0 (build 36398880) (public-release)\n"
 )
 # ncu options that take a value, as memlens passes them
-WITH_VALUE = {"--clock-control", "--cache-control", "--replay-mode", "--nvtx-include", "--nvtx-exclude", "--metrics",
-              "--export", "--log-file", "-o", "-k", "-c", "--launch-count", "--filter-mode", "--kernel-id",
-              "--kernel-name-base", "--nvtx-push-pop-scope", "--target-processes"}  # fmt: skip
+WITH_VALUE = {
+    "--clock-control",
+    "--cache-control",
+    "--replay-mode",
+    "--nvtx-include",
+    "--nvtx-exclude",
+    "--metrics",
+    "--export",
+    "--log-file",
+    "-o",
+    "-k",
+    "-c",
+    "--launch-count",
+    "--filter-mode",
+    "--kernel-id",
+    "--kernel-name-base",
+    "--nvtx-push-pop-scope",
+    "--target-processes",
+}
 
 
 def parse(argv: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -147,8 +163,12 @@ def nvtx_select(argv: list[str], launches: list[dict]) -> list[int]:
     a kernel's invocations among the launches its other filters pass; for an exclude filter that is ncu's
     documentation's reading, to be confirmed by tests/fixtures/record_ranges.sh)."""
     includes, excludes = filters_of(argv, "--nvtx-include"), filters_of(argv, "--nvtx-exclude")
-    passed = [i for i, launch in enumerate(launches) if (not includes or any(nvtx_matches(f, launch) for f in includes))
-              and not any(nvtx_matches(f, launch) for f in excludes)]  # fmt: skip
+    passed = [
+        i
+        for i, launch in enumerate(launches)
+        if (not includes or any(nvtx_matches(f, launch) for f in includes))
+        and not any(nvtx_matches(f, launch) for f in excludes)
+    ]
     kernel_id = filters_of(argv, "--kernel-id")
     if not kernel_id:
         return passed

@@ -16,9 +16,26 @@ from tests.conftest import REPO
 def profile_family_small(out: Path, family: str) -> dict[str, KernelResult]:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     done = subprocess.run(
-        [sys.executable, "-m", "memlens", "profile", str(REPO / "kernels"), "-k", f"^{family}/", "--small",
-         "--out", str(out), "--clock-control", os.environ.get("MEMLENS_CLOCK_CONTROL", "none"), "--timeout", "600"],
-        capture_output=True, text=True, env=env, timeout=700,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "memlens",
+            "profile",
+            str(REPO / "kernels"),
+            "-k",
+            f"^{family}/",
+            "--small",
+            "--out",
+            str(out),
+            "--clock-control",
+            os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
+            "--timeout",
+            "600",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=700,
+    )
     assert done.returncode == 0, done.stderr
     return {k.label: k for k in read_report((out / "latest").resolve() / "results.json").kernels}

@@ -28,8 +28,9 @@ def test_the_transpose_column_read_is_fixed_by_one_float_of_padding():
     # rows of 128 bytes (the lanes' stride); 4 bytes after each: word 33 l + c, bank (l + c) % 32: 1.
     fix = find_fix(record(column_reads()))
     assert (fix.kind, fix.row_bytes, fix.pad_bytes, fix.base, fix.n_way_after) == ("pad", 128, 4, B, 1)
-    assert fix.words == ("add 4 bytes after every 128-byte row: declare the tile [..][33] instead of [..][32] "
-                         "(4-byte elements)")  # fmt: skip
+    assert fix.words == (
+        "add 4 bytes after every 128-byte row: declare the tile [..][33] instead of [..][32] (4-byte elements)"
+    )
 
 
 def test_the_transpose_swizzle_is_col_xor_row():
@@ -65,13 +66,47 @@ def test_a_conflict_free_instruction_has_no_fix_and_a_scatter_has_none_said_so()
     # words 0, 32 (bank 0), 65, 97 (bank 1), then 28 lanes alternating banks 2 and 3 on words 32 apart at
     # uneven steps: 14 distinct words in bank 3 (and 14 in bank 2): 14 wavefronts over 1. The row lengths the
     # lanes show (256, 132, 124, 128, 384) break no such scatter apart: none found, and it says so.
-    words = (0, 32, 65, 97, 130, 163, 194, 227, 258, 291, 322, 355, 386, 419, 450, 483,
-             515, 546, 579, 610, 643, 674, 707, 738, 771, 802, 835, 866, 899, 930, 963, 994)  # fmt: skip
+    words = (
+        0,
+        32,
+        65,
+        97,
+        130,
+        163,
+        194,
+        227,
+        258,
+        291,
+        322,
+        355,
+        386,
+        419,
+        450,
+        483,
+        515,
+        546,
+        579,
+        610,
+        643,
+        674,
+        707,
+        738,
+        771,
+        802,
+        835,
+        866,
+        899,
+        930,
+        963,
+        994,
+    )
     scatter = [B + 4 * w for w in words]
     found = analyse(record([scatter]))
     assert (found.wavefronts, found.ideal, found.fix.kind, found.fix.n_way_after) == (14, 1, "none", None)
-    assert found.fix.words == ("no padding of up to 128 bytes nor XOR swizzle of rows of 256, 132, 124, 128, 384 "
-                               "bytes makes every recorded warp conflict-free")  # fmt: skip
+    assert found.fix.words == (
+        "no padding of up to 128 bytes nor XOR swizzle of rows of 256, 132, 124, 128, 384 "
+        "bytes makes every recorded warp conflict-free"
+    )
 
 
 def test_cp_async_reading_one_global_line_a_row_cannot_be_fixed_by_the_banks():
@@ -122,8 +157,12 @@ def test_a_found_fix_is_conflict_free_on_every_recorded_warp(instruction):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from([4, 8, 16]), st.sampled_from([32, 64, 128, 256, 512]), st.sampled_from([32, 64, 128, 256, 512]),
-       st.integers(1, 8))  # fmt: skip
+@given(
+    st.sampled_from([4, 8, 16]),
+    st.sampled_from([32, 64, 128, 256, 512]),
+    st.sampled_from([32, 64, 128, 256, 512]),
+    st.integers(1, 8),
+)
 def test_the_swizzle_is_one_to_one_over_the_array(chunk, row_bytes, line, rows):
     if line < 2 * chunk or (row_bytes % line and line % row_bytes):
         return

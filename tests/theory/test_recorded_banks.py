@@ -171,8 +171,10 @@ def test_the_quick_conflict_free_test_is_the_models(width, access, data):
     if access == "atomic" and width < 4:
         width = 4
     span = data.draw(st.sampled_from([64, 256, 4096]))
-    warp = [None if data.draw(st.booleans()) and lane % 3 == 0 else B + width * data.draw(st.integers(0, span // width))
-            for lane in LANES]  # fmt: skip
+    warp = [
+        None if data.draw(st.booleans()) and lane % 3 == 0 else B + width * data.draw(st.integers(0, span // width))
+        for lane in LANES
+    ]
     instruction = record([warp], width, access, **({"matrices": 4} if access == "ldmatrix" else {}))
     served = serve_warp(instruction, warp)
     assert conflict_free(instruction, [warp]) == (served.wavefronts == served.ideal)

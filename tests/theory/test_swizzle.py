@@ -133,8 +133,11 @@ def lines_of_rows(draw: st.DrawFn) -> tuple[int, int, int, int, int]:
 @given(lines_of_rows())
 def test_lines_of_rows_one_to_one_and_chunks_whole(layout: tuple[int, int, int, int, int]) -> None:
     rows, nx, elem_bytes, chunk_bytes, swizzle_bytes = layout
-    offsets = {(y, x): swizzled_offset(y, x, nx, elem_bytes, chunk_bytes, swizzle_bytes)
-               for y in range(rows) for x in range(nx)}  # fmt: skip
+    offsets = {
+        (y, x): swizzled_offset(y, x, nx, elem_bytes, chunk_bytes, swizzle_bytes)
+        for y in range(rows)
+        for x in range(nx)
+    }
     assert sorted(offsets.values()) == [elem_bytes * i for i in range(rows * nx)]
     for (y, x), offset in offsets.items():
         logical = (y * nx + x) * elem_bytes

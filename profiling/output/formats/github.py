@@ -34,13 +34,18 @@ def workflow_commands(items: list[Finding], root: Path) -> list[str]:
             continue
         command = "error" if finding.level == "error" else "warning"
         title = f"memlens: {RULES[finding.rule].short}"
-        lines.append(f"::{command} file={_property(where.path)},line={finding.line},title={_property(title)}::"
-                     f"{_data(finding.message)}")  # fmt: skip
+        lines.append(
+            f"::{command} file={_property(where.path)},line={finding.line},title={_property(title)}::"
+            f"{_data(finding.message)}"
+        )
     if elsewhere:
         named = [f"{_away(f, root)}: {f.message}" for f in elsewhere[:NOTICE_SHOWN]]
         more = len(elsewhere) - len(named)
-        text = (f"memlens: {plural(len(elsewhere), 'finding')} without a source file in the repository: "
-                + "; ".join(named) + (f"; and {more} more" if more else ""))  # fmt: skip
+        text = (
+            f"memlens: {plural(len(elsewhere), 'finding')} without a source file in the repository: "
+            + "; ".join(named)
+            + (f"; and {more} more" if more else "")
+        )
         lines.append(f"::notice title=memlens::{_data(text)}")
     return lines
 

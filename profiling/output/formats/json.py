@@ -54,7 +54,13 @@ FORMAT = Json()
 def gate_json(result: GateResult) -> dict[str, object]:
     counts = {s: result.count(s) for s in ("pass", "warn", "fail", "skip")}
     return {
-        "kind": "memlens-gate", "schema_version": 1, "passed": result.passed, "counts": counts,
-        "rules": result.rules, "source": result.source, "measurements": result.kind,
-        "notes": list(result.notes), "verdicts": [asdict(v) for v in result.verdicts],
-    }  # fmt: skip
+        "kind": "memlens-gate",
+        "schema_version": 1,
+        "passed": result.passed,
+        "counts": counts,
+        "rules": result.rules,
+        "source": result.source,
+        "measurements": result.kind,
+        "notes": list(result.notes),
+        "verdicts": [asdict(v) for v in result.verdicts],
+    }

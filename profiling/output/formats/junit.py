@@ -31,17 +31,31 @@ def to_junit(result: GateResult) -> str:
     characters XML 1.0 forbids are replaced first."""
     counts = {"tests": str(len(result.verdicts)), "failures": str(result.count("fail")), "errors": "0"}
     root = ElementTree.Element("testsuites", {"name": "memlens gate", **counts})  # no "skipped" there
-    suite = ElementTree.SubElement(root, "testsuite", {"name": _xml_text(f"memlens gate {result.rules}"), **counts,
-                                                       "skipped": str(result.count("skip")), "time": "0"})  # fmt: skip
+    suite = ElementTree.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": _xml_text(f"memlens gate {result.rules}"),
+            **counts,
+            "skipped": str(result.count("skip")),
+            "time": "0",
+        },
+    )
     properties = ElementTree.SubElement(suite, "properties")
     for name, value in [("rules", result.rules), ("source", result.source), ("measurements", result.kind)] + [
         (f"note{i + 1}", note) for i, note in enumerate(result.notes)
     ]:
         ElementTree.SubElement(properties, "property", {"name": name, "value": _xml_text(value)})
     for verdict in result.verdicts:
-        case = ElementTree.SubElement(suite, "testcase", {
-            "classname": _xml_text(f"memlens.gate.evaluate.{verdict.rule}"), "name": _xml_text(_case_name(verdict)),
-            "time": "0"})  # fmt: skip
+        case = ElementTree.SubElement(
+            suite,
+            "testcase",
+            {
+                "classname": _xml_text(f"memlens.gate.evaluate.{verdict.rule}"),
+                "name": _xml_text(_case_name(verdict)),
+                "time": "0",
+            },
+        )
         message = _xml_text(verdict.message)
         if verdict.status == "fail":
             failure = ElementTree.SubElement(case, "failure", {"message": message, "type": "GateFailed"})
@@ -57,5 +71,7 @@ def to_junit(result: GateResult) -> str:
 def _xml_text(text: str) -> str:
     """`text` without the characters XML 1.0 cannot hold (control characters other than tab/newline),
     bidirectional controls shown as their codes."""
-    return "".join(c if c in "\t\n\r" or (" " <= c <= "\ud7ff") or ("\ue000" <= c <= "\ufffd")
-                   or c > "\uffff" else "\ufffd" for c in neutral(text))  # fmt: skip
+    return "".join(
+        c if c in "\t\n\r" or (" " <= c <= "\ud7ff") or ("\ue000" <= c <= "\ufffd") or c > "\uffff" else "\ufffd"
+        for c in neutral(text)
+    )

@@ -39,8 +39,12 @@ _ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "skip": 
 
 def gate_summary(result: GateResult) -> str:
     """A GitHub step summary: failures, warnings and skips in a table, passing checks folded away."""
-    lines = [f"## memlens gate: {result.summary()}", "",
-             f"Rules `{_code(result.rules)}` on {result.kind} results `{_code(result.source)}`.", ""]  # fmt: skip
+    lines = [
+        f"## memlens gate: {result.summary()}",
+        "",
+        f"Rules `{_code(result.rules)}` on {result.kind} results `{_code(result.source)}`.",
+        "",
+    ]
     lines += [f"> {md_escape(note)}" for note in result.notes] + ([""] if result.notes else [])
     order = {"fail": 0, "warn": 1, "skip": 2}
     shown = sorted((v for v in result.verdicts if v.status != "pass"), key=lambda v: order[v.status])
@@ -57,13 +61,22 @@ def _markdown_table(verdicts: Sequence[Verdict]) -> list[str]:
     from memlens.gate.evaluate import figure_text
     from memlens.gate.rules import ALL_METRICS
 
-    lines = ["| status | rule | kernel | metric | value | bound | baseline | detail |",
-             "|---|---|---|---|---:|---|---:|---|"]  # fmt: skip
+    lines = [
+        "| status | rule | kernel | metric | value | bound | baseline | detail |",
+        "|---|---|---|---|---:|---|---:|---|",
+    ]
     for v in verdicts:
         unit = ALL_METRICS[v.metric].unit if v.metric in ALL_METRICS else ""
-        cells = [_ICON[v.status], md_escape(v.rule), md_code(elide_middle(v.subject, NAME_WIDTH)) if v.subject else "—",
-                 md_escape(v.metric or "—"), figure_text(v.value, unit), md_escape(v.bound or "—"),
-                 figure_text(v.baseline, unit), md_escape(v.message)]  # fmt: skip
+        cells = [
+            _ICON[v.status],
+            md_escape(v.rule),
+            md_code(elide_middle(v.subject, NAME_WIDTH)) if v.subject else "—",
+            md_escape(v.metric or "—"),
+            figure_text(v.value, unit),
+            md_escape(v.bound or "—"),
+            figure_text(v.baseline, unit),
+            md_escape(v.message),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -38,21 +38,43 @@ def sarif_log(subject: str, found: Any) -> dict[str, object]:
     root = resolve_root(getattr(found, "source_root", None))
     items = findings(subject, found)
     rule_ids = list(RULES)
-    rules = [{"id": r.id, "name": r.name, "shortDescription": {"text": r.short}, "fullDescription": {"text": r.full},
-              "defaultConfiguration": {"level": "error" if r.id == "ML006" else "warning"},
-              "properties": {"tags": ["performance", "cuda"]}} for r in RULES.values()]  # fmt: skip
+    rules = [
+        {
+            "id": r.id,
+            "name": r.name,
+            "shortDescription": {"text": r.short},
+            "fullDescription": {"text": r.full},
+            "defaultConfiguration": {"level": "error" if r.id == "ML006" else "warning"},
+            "properties": {"tags": ["performance", "cuda"]},
+        }
+        for r in RULES.values()
+    ]
     results = [_result(f, fp, rule_ids.index(f.rule), root) for f, fp in zip(items, fingerprints(items), strict=True)]
     return {
-        "$schema": SCHEMA, "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "memlens", "version": __version__, "semanticVersion": __version__,
-                                "informationUri": INFORMATION_URI, "rules": rules}},
-            "originalUriBaseIds": {ROOT_ID: {"uri": Path(root).as_uri() + "/",
-                                             "description": {"text": "the source root (--source-root)"}}},
-            "results": results,
-            "properties": {"command": subject},
-        }],
-    }  # fmt: skip
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "memlens",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {
+                    ROOT_ID: {
+                        "uri": Path(root).as_uri() + "/",
+                        "description": {"text": "the source root (--source-root)"},
+                    }
+                },
+                "results": results,
+                "properties": {"command": subject},
+            }
+        ],
+    }
 
 
 def _artifact(where: Place) -> dict[str, object]:
@@ -77,8 +99,11 @@ def _result(finding: Finding, fingerprint: str, index: int, root: Path) -> dict[
         if finding.artifact_line:
             location["physicalLocation"]["region"] = {"startLine": finding.artifact_line}
         properties["no_source_line"] = True
-    logical: dict[str, object] = {"kind": "function", "fullyQualifiedName": finding.label,
-                                  "name": short_name(finding.kernel) or finding.label}  # fmt: skip
+    logical: dict[str, object] = {
+        "kind": "function",
+        "fullyQualifiedName": finding.label,
+        "name": short_name(finding.kernel) or finding.label,
+    }
     if finding.kernel:
         logical["decoratedName"] = finding.kernel
     location["logicalLocations"] = [logical]
@@ -92,6 +117,11 @@ def _result(finding: Finding, fingerprint: str, index: int, root: Path) -> dict[
             }
         )
     return {
-        "ruleId": finding.rule, "ruleIndex": index, "level": finding.level, "message": {"text": message},
-        "locations": [location], "partialFingerprints": {FINGERPRINT: fingerprint}, "properties": properties,
-    }  # fmt: skip
+        "ruleId": finding.rule,
+        "ruleIndex": index,
+        "level": finding.level,
+        "message": {"text": message},
+        "locations": [location],
+        "partialFingerprints": {FINGERPRINT: fingerprint},
+        "properties": properties,
+    }

@@ -95,7 +95,13 @@ def gate_table(result: GateResult) -> Table:
     from memlens.io.tables import Column, rich_table
 
     columns = [Column(header) for header in ("status", "rule", "kernel", "detail")]
-    body = [(Text(v.status.upper(), style=_STYLE[v.status]), Text(neutral(v.rule)),
-             Text(elide_middle(neutral(v.subject), NAME_WIDTH) or "-"), Text(neutral(v.message)))
-            for v in result.verdicts]  # fmt: skip
+    body = [
+        (
+            Text(v.status.upper(), style=_STYLE[v.status]),
+            Text(neutral(v.rule)),
+            Text(elide_middle(neutral(v.subject), NAME_WIDTH) or "-"),
+            Text(neutral(v.message)),
+        )
+        for v in result.verdicts
+    ]
     return rich_table(columns, body, title=f"memlens gate: {result.rules} on {result.source}", caption=result.summary())
