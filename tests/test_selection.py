@@ -1,4 +1,4 @@
-"""One selection path (suite.select_variants) for profile, the profiled program, bench, check and
+"""One selection path (selection.select_variants) for profile, the profiled program, bench, check and
 list: every argument checked before a GPU or a compiler is touched."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import memlens.commands.check as check_command
 from memlens.cli import main
 from memlens.errors import ConfigError
-from memlens.suite import parse_sizes, select_variants
+from memlens.selection import parse_sizes, select_variants
 from tests.support.fake import CPU_SUITE
 
 

@@ -28,7 +28,8 @@ from memlens.collect.job_runner import Attempt, ClusterJobs
 from memlens.collect.run_dir import new_run_dir, now
 from memlens.errors import OutputError
 from memlens.io.files import write_new_bytes
-from memlens.suite import Variant, select_variants
+from memlens.selection import select_variants
+from memlens.suite import Variant
 
 STOP_GRACE_S = 15.0  # after Ctrl-C, for the running children to be ended
 
@@ -92,8 +93,10 @@ class BenchJobs(ClusterJobs[Share, ShareResults]):
 
     def interrupted(self) -> BaseException:
         self.stop()
-        return KeyboardInterrupt(f"{len(self.outcomes)} of {self.count} shares had finished (their bench.job files "
-                                 f"are in {self.run_dir}); no bench.json written")  # fmt: skip
+        return KeyboardInterrupt(
+            f"{len(self.outcomes)} of {self.count} shares had finished (their bench.job files "
+            f"are in {self.run_dir}); no bench.json written"
+        )
 
 
 def _part(shipped: ShareShipped, share: Share, run_dir: Path) -> ShareResults:

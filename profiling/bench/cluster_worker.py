@@ -26,7 +26,7 @@ from memlens.collect.scheduler import host_name
 from memlens.errors import MemlensError
 from memlens.io.processes import start_command
 from memlens.model.run_layout import BENCH
-from memlens.suite import select_variants
+from memlens.selection import select_variants
 
 PREFIX = "memlens-bench"  # the names of a bench run's tasks and stop event (collect/job_runner.py)
 

@@ -30,7 +30,8 @@ from memlens.io.files import write_json_output, write_output
 from memlens.io.processes import start_command
 from memlens.model.nvtx_names import labels_pattern
 from memlens.model.run_layout import BENCH
-from memlens.suite import Selection, Variant, select_variants
+from memlens.selection import Selection, select_variants
+from memlens.suite import Variant
 
 
 def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, BenchResults]:
@@ -45,8 +46,10 @@ def bench_on_gpus(options: BenchOptions, gpus: Sequence[Gpu]) -> tuple[Path, Ben
     scratch = Path(tempfile.mkdtemp(prefix="memlens-bench-"))
     try:
         returncodes = _run_children(options, selection.suite.path, plan, run_dir, scratch)
-        parts = [_part(gpu, share, scratch / f"gpu{gpu.index}", run_dir, code)
-                 for (gpu, share), code in zip(plan, returncodes, strict=True)]  # fmt: skip
+        parts = [
+            _part(gpu, share, scratch / f"gpu{gpu.index}", run_dir, code)
+            for (gpu, share), code in zip(plan, returncodes, strict=True)
+        ]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return run_dir, merge_parts(options, selection, parts, run_dir, started)
@@ -70,8 +73,10 @@ def merge_parts(
     timed = [p for p in parts if isinstance(p, BenchResults)]
     failures = [f for p in parts for f in (p.failures if isinstance(p, BenchResults) else p)]
     if not timed:
-        raise ProfilerError(f"no GPU timed anything, first {failures[0].family}/{failures[0].variant}: "
-                            f"{failures[0].message}; logs in {run_dir}")  # fmt: skip
+        raise ProfilerError(
+            f"no GPU timed anything, first {failures[0].family}/{failures[0].variant}: "
+            f"{failures[0].message}; logs in {run_dir}"
+        )
     suite = selection.suite.path
     provenance = take_provenance(machine_of(suite), suite, options.memlens_command, started)
     provenance["gpu_name"] = " + ".join(dict.fromkeys(p.info.gpu_name for p in timed if p.info.gpu_name))
@@ -110,8 +115,15 @@ def _run_children(
     return returncodes
 
 
-def _run_child(options: BenchOptions, suite: Path, gpu: Gpu, share: list[Variant], run_dir: Path, scratch: Path,
-               stop: threading.Event) -> int | None:  # fmt: skip
+def _run_child(
+    options: BenchOptions,
+    suite: Path,
+    gpu: Gpu,
+    share: list[Variant],
+    run_dir: Path,
+    scratch: Path,
+    stop: threading.Event,
+) -> int | None:
     argv = child_argv(options, suite, share, scratch / f"gpu{gpu.index}")
     process = start_command(argv, env=gpu.environment(), output=run_dir / f"bench.gpu{gpu.index}.log")
     return wait_child(process, stop, POLL_S)

@@ -31,7 +31,8 @@ from memlens.collect.run_dir import machine_of, new_run_dir, now, take_provenanc
 from memlens.errors import ConfigError, ProfilerError, SetupError, VerificationError
 from memlens.io.files import write_json_output
 from memlens.model.run_layout import BENCH, DEFAULT_OUT, NO_RUN_YET, no_run_yet
-from memlens.suite import SKIPPED, Case, Family, Launch, Variant, select_variants
+from memlens.selection import Case, select_variants
+from memlens.suite import SKIPPED, Family, Launch, Variant
 
 MIN_REPEATS = 20
 DEFAULT_REPEATS = 50
@@ -247,9 +248,13 @@ def bench(
     suite = selection.suite.path
     info = BenchInfo(
         **take_provenance(machine_of(suite), suite, options.memlens_command, started, gpu_name=device.name),
-        l2_bytes=device.l2_bytes, repeats=options.repeats, cuda_driver_version=device.cuda_driver_version,
-        seed=options.seed, small=options.small, sizes=options.sizes,
-    )  # fmt: skip
+        l2_bytes=device.l2_bytes,
+        repeats=options.repeats,
+        cuda_driver_version=device.cuda_driver_version,
+        seed=options.seed,
+        small=options.small,
+        sizes=options.sizes,
+    )
     results = BenchResults(info, copy, tuple(timings), tuple(failures))
     run_dir = options.into if options.into is not None else new_run_dir(options.out_dir)
     write_json_output(run_dir / BENCH, results.to_json(), record=True)
@@ -306,9 +311,13 @@ class SameBytesCopies:
 
 
 def time_variants(
-    variants: list[Case], device: Device, copies: SameBytesCopies, sizes: dict[str, int],
-    options: BenchOptions, progress: Progress,
-) -> tuple[list[VariantTiming], list[BenchFailure]]:  # fmt: skip
+    variants: list[Case],
+    device: Device,
+    copies: SameBytesCopies,
+    sizes: dict[str, int],
+    options: BenchOptions,
+    progress: Progress,
+) -> tuple[list[VariantTiming], list[BenchFailure]]:
     """Time each variant; a wrong result or a bad declaration is recorded and the bench goes on,
     any other error stops it (the CUDA context may be unusable) and the rest are not run."""
     timings: list[VariantTiming] = []
@@ -330,8 +339,10 @@ def time_variants(
         except Exception as exc:  # noqa: BLE001 - any error in user code is reported, then the bench stops
             message = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
             failures.append(BenchFailure(family, case.name, "failed", message))
-            failures.extend(BenchFailure(c.variant.family.name, c.name, "not_run", "the bench stopped earlier")
-                            for c in variants[index:])  # fmt: skip
+            failures.extend(
+                BenchFailure(c.variant.family.name, c.name, "not_run", "the bench stopped earlier")
+                for c in variants[index:]
+            )
             break
         finally:
             progress("done", case.label, index, len(variants))
@@ -378,8 +389,9 @@ def declared_min_bytes(family: Family, size: Mapping[str, int]) -> int | None:
     return int(value)
 
 
-def prepare_verified(variant: Variant, size: Mapping[str, int], inputs: dict[str, np.ndarray],
-                     expected: np.ndarray) -> Launch:  # fmt: skip
+def prepare_verified(
+    variant: Variant, size: Mapping[str, int], inputs: dict[str, np.ndarray], expected: np.ndarray
+) -> Launch:
     """Prepare one input set, poison its output, launch once and check every element."""
     launch = variant.prepare(inputs, size)
     if launch.reset:

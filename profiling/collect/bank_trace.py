@@ -1,46 +1,32 @@
 """`memlens banks -- COMMAND`: run a program under memlens's CUDA Sanitizer API library (banktrace/) and
 write banks.json (model/banks_file.py) into a new run directory.
 
-The library is built at first use with the system C++ compiler into the user's cache, keyed by the
-Sanitizer's version and the sources (as Triton builds its launcher); the device patch is built with nvcc
-for the GPU's architecture where there is one, else taken from banktrace/patches/ (tools/build_bank_patches.sh).
-The program runs with the library in LD_PRELOAD (a static initializer subscribes before its first CUDA call,
-as NVIDIA's samples load their tools; CUDA_INJECTION64_PATH would do as well, and the library subscribes
-once). It writes one JSON line a launch into the run directory's banktrace/ folder, flushed, so a program
-that crashes keeps what was recorded; those lines become banks.json here (`banks_from_traces`).
+The library and the device patch are built at first use (bank_trace_build.py). The program runs with the
+library in LD_PRELOAD (a static initializer subscribes before its first CUDA call, as NVIDIA's samples load
+their tools; CUDA_INJECTION64_PATH would do as well, and the library subscribes once). It writes one JSON line
+a launch into the run directory's banktrace/ folder, flushed, so a program that crashes keeps what was
+recorded; those lines become banks.json here (`banks_from_traces`).
 
 A missing compiler, Sanitizer, cuda.h or patch is one line naming what to install (SetupError, exit 3).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlens.errors import ProfilerError, SetupError
+from memlens.collect.bank_trace_build import build_host_library, device_patch, find_sanitizer
+from memlens.errors import ProfilerError
 from memlens.model.banks_file import WIDTHS, BankAccess, BanksFile, ExecutionTotals, RecordedInstruction
 from memlens.model.nvtx_names import compile_filter
 from memlens.model.run_layout import BANK_TRACE, BANKS_FILE
 
-SOURCES = Path(__file__).parent / "banktrace"
-PATCHES = SOURCES / "patches"
-HOST_SOURCE, PATCH_SOURCE, LAYOUT, MODEL = "banktrace.cpp", "banktrace_patch.cu", "banktrace.h", "banktrace_model.h"
-SANITIZER_LIBRARY = "libsanitizer-public.so"
-SANITIZER_ENV = "MEMLENS_SANITIZER"  # a compute-sanitizer folder (include/ and libsanitizer-public.so)
-CACHE_ENV = "MEMLENS_CACHE_DIR"
-DEFAULT_CUDA = "/usr/local/cuda"  # the toolkit where CUDA_HOME names none
-INSTALL_SANITIZER = (
-    'install the CUDA toolkit\'s compute-sanitizer, or pip install "memlens[sanitizer]" (CUDA 13) or '
-    f'"memlens[sanitizer-cu12]" (CUDA 12), or set {SANITIZER_ENV} to a compute-sanitizer folder'
-)
 NOT_LANE_ACCESSES = (
     "TMA (cp.async.bulk) and wgmma operand reads move whole tiles, not one address a lane: they have no lane "
     "map and are not recorded"
@@ -58,165 +44,6 @@ TOTALS = ("executions", "wavefronts", "ideal")
 # the record kinds of banktrace.h and the Sanitizer's access flags
 SHARED, MATRIX, MEMCPY_ASYNC = 1, 2, 3
 READ, WRITE = 1, 2
-
-
-@dataclass(frozen=True)
-class Sanitizer:
-    root: Path  # the folder holding libsanitizer-public.so and include/
-    version: str
-
-    @property
-    def include(self) -> Path:
-        return self.root / "include"
-
-    @property
-    def library(self) -> Path:
-        return self.root / SANITIZER_LIBRARY
-
-
-def _candidates(env: Mapping[str, str]) -> list[Path]:
-    found = [Path(env[SANITIZER_ENV])] if env.get(SANITIZER_ENV) else []
-    from importlib.util import find_spec
-
-    wheels = find_spec("nvidia")  # the namespace of NVIDIA's wheels: nvidia/cu13/compute-sanitizer, ...
-    for base in (wheels.submodule_search_locations or []) if wheels else []:
-        found += sorted(Path(base).glob("*/compute-sanitizer")) + sorted(Path(base).glob("*/*/compute-sanitizer"))
-    for home in (env.get("CUDA_HOME"), env.get("CUDA_PATH"), DEFAULT_CUDA):
-        if home:
-            found.append(Path(home) / "compute-sanitizer")
-    tool = shutil.which("compute-sanitizer", path=env.get("PATH"))
-    if tool:
-        found.append(Path(tool).resolve().parent)
-    return found
-
-
-def find_sanitizer(env: Mapping[str, str] | None = None) -> Sanitizer:
-    """The first compute-sanitizer folder with the API's headers and library; SetupError naming what to
-    install where there is none."""
-    env = os.environ if env is None else env
-    for root in _candidates(env):
-        if (root / SANITIZER_LIBRARY).is_file() and (root / "include" / "sanitizer.h").is_file():
-            return Sanitizer(root, _version(root))
-    raise SetupError(
-        f"memlens banks needs the CUDA Sanitizer API ({SANITIZER_LIBRARY} and sanitizer.h): {INSTALL_SANITIZER}"
-    )
-
-
-def _version(root: Path) -> str:
-    """The Sanitizer's version: its wheel's, else the toolkit's version.json, else the library's size and time."""
-    from importlib import metadata
-
-    for name in ("nvidia-cuda-sanitizer-api", "nvidia-cuda-sanitizer-api-cu12"):
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        if root.resolve().is_relative_to(Path(str(dist.locate_file(""))).resolve()):
-            return f"{name} {dist.version}"
-    try:
-        entry = json.loads((root.parent / "version.json").read_text(encoding="utf-8"))["cuda_sanitizer_api"]
-        return f"toolkit {entry['version']}"
-    except (OSError, ValueError, KeyError, TypeError):
-        stat = (root / SANITIZER_LIBRARY).stat()
-        return f"{stat.st_size}-{int(stat.st_mtime)}"
-
-
-def find_cuda_header(sanitizer: Sanitizer, env: Mapping[str, str] | None = None) -> Path:
-    """A folder holding cuda.h (the Sanitizer's headers include it)."""
-    env = os.environ if env is None else env
-    folders = [sanitizer.root.parent / "include"]
-    folders += [Path(h) / "include" for h in (env.get("CUDA_HOME"), env.get("CUDA_PATH")) if h]
-    folders += sorted(sanitizer.root.parent.parent.glob("*/include")) + [Path(DEFAULT_CUDA) / "include"]
-    for folder in folders:
-        if (folder / "cuda.h").is_file():
-            return folder
-    raise SetupError("memlens banks needs cuda.h to build its Sanitizer library: install the CUDA toolkit's headers "
-                     "(or pip install nvidia-cuda-runtime) or set CUDA_HOME")  # fmt: skip
-
-
-def find_compiler(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    for name in (env.get("CXX"), "c++", "g++", "clang++"):
-        found = shutil.which(name, path=env.get("PATH")) if name else None
-        if found:
-            return found
-    raise SetupError("memlens banks builds its Sanitizer library with a C++ compiler and found none: install g++ "
-                     "(apt install g++) or set CXX")  # fmt: skip
-
-
-def cache_root(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    if env.get(CACHE_ENV):
-        return Path(env[CACHE_ENV])
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "memlens"
-
-
-def _key(*parts: str | bytes) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part if isinstance(part, bytes) else part.encode())
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
-
-
-def host_library_command(sanitizer: Sanitizer, cuda_include: Path, compiler: str, output: Path) -> list[str]:
-    return [compiler, "-std=c++17", "-O2", "-Wall", "-Wextra", "-fPIC", "-shared", f"-I{sanitizer.include}",
-            f"-I{cuda_include}", f"-I{SOURCES}", "-o", str(output), str(SOURCES / HOST_SOURCE),
-            f"-L{sanitizer.root}", "-lsanitizer-public", f"-Wl,-rpath,{sanitizer.root}", "-lpthread"]  # fmt: skip
-
-
-def build_host_library(sanitizer: Sanitizer, env: Mapping[str, str] | None = None) -> Path:
-    """The injection library, built once per Sanitizer version and source into the cache."""
-    compiler = find_compiler(env)
-    cuda_include = find_cuda_header(sanitizer, env)
-    sources = b"".join((SOURCES / name).read_bytes() for name in (HOST_SOURCE, LAYOUT))
-    key = _key(sanitizer.version, str(sanitizer.root), compiler, sources)
-    target = cache_root(env) / "banktrace" / key / "libmemlens_banks.so"
-    if target.is_file():
-        return target
-    _compile(host_library_command(sanitizer, cuda_include, compiler, target.with_suffix(".tmp")), target, "C++")
-    return target
-
-
-def patch_command(nvcc: str, sanitizer: Sanitizer, arch: str, output: Path) -> list[str]:
-    return [nvcc, f"-arch={arch}", "--compile-as-tools-patch", "-fatbin", f"-I{sanitizer.include}", f"-I{SOURCES}",
-            "-o", str(output), str(SOURCES / PATCH_SOURCE)]  # fmt: skip
-
-
-def device_patch(sanitizer: Sanitizer, arch: str, env: Mapping[str, str] | None = None) -> Path:
-    """The patch fatbin for `arch` (e.g. sm_90): built with nvcc into the cache where there is one, else
-    the one shipped in banktrace/patches/."""
-    env = os.environ if env is None else env
-    homes = [env.get("CUDA_HOME"), env.get("CUDA_PATH"), str(sanitizer.root.parent), DEFAULT_CUDA]
-    nvcc = shutil.which("nvcc", path=env.get("PATH")) or next(
-        (str(Path(h) / "bin" / "nvcc") for h in homes if h and (Path(h) / "bin" / "nvcc").is_file()), None)  # fmt: skip
-    if nvcc:
-        sources = b"".join((SOURCES / name).read_bytes() for name in (PATCH_SOURCE, LAYOUT, MODEL))
-        target = cache_root(env) / "banktrace" / _key(nvcc, arch, sanitizer.version, sources) / f"patch.{arch}.fatbin"
-        if not target.is_file():
-            _compile(patch_command(nvcc, sanitizer, arch, target.with_suffix(".tmp")), target, "nvcc")
-        return target
-    shipped = PATCHES / f"banktrace_patch.{arch}.fatbin"
-    if shipped.is_file():
-        return shipped
-    raise SetupError(f"memlens banks needs nvcc to build its device patch for {arch} (none is shipped for it): install "
-                     "the CUDA toolkit or pip install nvidia-cuda-nvcc, or set CUDA_HOME")  # fmt: skip
-
-
-def _compile(argv: list[str], target: Path, what: str) -> None:
-    from memlens.io.processes import CommandFailed, command_line, run_command
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    built = Path(argv[argv.index("-o") + 1])
-    try:
-        done = run_command(argv, timeout=300)
-    except CommandFailed as exc:
-        raise SetupError(f"memlens banks could not run {what} ({exc})") from None
-    if done.returncode != 0 or not built.is_file():
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise ProfilerError(f"building memlens's bank trace failed ({command_line(argv)}): {last}")
-    os.replace(built, target)  # whole or not at all: another memlens may be building the same
 
 
 # --- the program's trace lines -> banks.json ------------------------------------------------------------
@@ -252,9 +79,14 @@ def read_trace_lines(folder: Path) -> list[dict[str, Any]]:
 SourceLines = Mapping[tuple[str, str, int], tuple[str, int]]  # (cubin file, function, offset) -> (file, line)
 
 
-def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str | None = None,
-                      pattern: str | None = None, names: Mapping[str, str] | None = None,
-                      lines: SourceLines | None = None) -> BanksFile:  # fmt: skip
+def banks_from_traces(
+    events: Iterable[Mapping[str, Any]],
+    warps: int,
+    gpu: str | None = None,
+    pattern: str | None = None,
+    names: Mapping[str, str] | None = None,
+    lines: SourceLines | None = None,
+) -> BanksFile:
     """banks.json from the library's events: the first `warps` recorded executions of each instruction
     (kernel, function-relative PC), launch by launch; `names` demangles the kernels' names and `lines` gives
     each instruction's source line (cubin_lines)."""
@@ -299,20 +131,36 @@ def banks_from_traces(events: Iterable[Mapping[str, Any]], warps: int, gpu: str 
     return BanksFile(gpu, instructions, extra)
 
 
-def _instruction(key: tuple[str, int, str, int, int], entry: Mapping[str, Any], lines: SourceLines,
-                 every: Mapping[str, int] | None) -> RecordedInstruction:  # fmt: skip
+def _instruction(
+    key: tuple[str, int, str, int, int], entry: Mapping[str, Any], lines: SourceLines, every: Mapping[str, int] | None
+) -> RecordedInstruction:
     kernel, pc, access, width, matrices = key
     extra = {k: entry[k] for k in ("function", "blocks", "warp_ids")}
     file, line = lines.get((entry["cubin"], entry["function"], pc), (None, None))
     return RecordedInstruction(
-        kernel, pc, width, BankAccess(access), tuple(entry["warps"]), file, line, matrices=matrices or None,
+        kernel,
+        pc,
+        width,
+        BankAccess(access),
+        tuple(entry["warps"]),
+        file,
+        line,
+        matrices=matrices or None,
         sources=tuple(entry["sources"]) if access == "cp.async" else None,
-        every=ExecutionTotals(**every) if every else None, extra=extra,
-    )  # fmt: skip
+        every=ExecutionTotals(**every) if every else None,
+        extra=extra,
+    )
 
 
-def _add(grouped: dict[tuple[str, int, str, int, int], dict[str, Any]], unsupported: dict[str, int], kernel: str,
-         mangled: str, record: Mapping[str, Any], warps: int, cubin: str = "") -> None:  # fmt: skip
+def _add(
+    grouped: dict[tuple[str, int, str, int, int], dict[str, Any]],
+    unsupported: dict[str, int],
+    kernel: str,
+    mangled: str,
+    record: Mapping[str, Any],
+    warps: int,
+    cubin: str = "",
+) -> None:
     access = access_of(record)
     size = int(record.get("size", 0))
     if access is None or size not in WIDTHS[access]:
@@ -324,8 +172,9 @@ def _add(grouped: dict[tuple[str, int, str, int, int], dict[str, Any]], unsuppor
         return
     matrices = int(record.get("matrices", 0)) if access.matrix else 0
     key = (kernel, int(record.get("pc_offset", 0)), str(access), size, matrices)
-    entry = grouped.setdefault(key, {"function": mangled, "cubin": cubin, "warps": [], "sources": [], "blocks": [],
-                                     "warp_ids": []})  # fmt: skip
+    entry = grouped.setdefault(
+        key, {"function": mangled, "cubin": cubin, "warps": [], "sources": [], "blocks": [], "warp_ids": []}
+    )
     if len(entry["warps"]) >= warps:
         return
     entry["warps"].append(tuple(offsets))
@@ -389,16 +238,29 @@ def gpu_of_program() -> tuple[str | None, str | None]:
     return name, "sm_" + cap.replace(".", "")
 
 
-def trace_environment(library: Path, patch: Path, folder: Path, warps: int, base: Mapping[str, str] | None = None,
-                      sanitizer: Path | None = None, every: bool = True) -> dict[str, str]:  # fmt: skip
+def trace_environment(
+    library: Path,
+    patch: Path,
+    folder: Path,
+    warps: int,
+    base: Mapping[str, str] | None = None,
+    sanitizer: Path | None = None,
+    every: bool = True,
+) -> dict[str, str]:
     """The program's environment: the library preloaded before any of its own, the Sanitizer's folder first on
     LD_LIBRARY_PATH (its library loads others from there), and what the library reads."""
     env = dict(os.environ if base is None else base)
     for name, first in (("LD_PRELOAD", library), ("LD_LIBRARY_PATH", sanitizer)):
         if first is not None:
             env[name] = f"{first}:{env[name]}" if env.get(name) else str(first)
-    env.update({"MEMLENS_BANKS_PATCH": str(patch), "MEMLENS_BANKS_OUT": str(folder), "MEMLENS_BANKS_WARPS": str(warps),
-                "MEMLENS_BANKS_EVERY": "1" if every else "0"})  # fmt: skip
+    env.update(
+        {
+            "MEMLENS_BANKS_PATCH": str(patch),
+            "MEMLENS_BANKS_OUT": str(folder),
+            "MEMLENS_BANKS_WARPS": str(warps),
+            "MEMLENS_BANKS_EVERY": "1" if every else "0",
+        }
+    )
     return env
 
 
@@ -410,8 +272,14 @@ def _stderr_fd() -> int:
         return 2
 
 
-def trace_program(program: Sequence[str], out: Path, warps: int, pattern: str | None = None,
-                  run_dir: Path | None = None, every: bool = True) -> Path:  # fmt: skip
+def trace_program(
+    program: Sequence[str],
+    out: Path,
+    warps: int,
+    pattern: str | None = None,
+    run_dir: Path | None = None,
+    every: bool = True,
+) -> Path:
     """Run `program` under the trace; the path of the banks.json written into `run_dir` (`memlens profile
     --banks`: the profile's, after ncu, since ncu and the Sanitizer cannot share a process) or a new run
     directory in `out`."""

@@ -39,7 +39,8 @@ from memlens.model.ncu_settings import NcuSettings
 from memlens.model.nvtx_names import labels_pattern, parse_swept
 from memlens.model.results import RunInfo, RunResults, VariantOutcome
 from memlens.model.run_layout import DEFAULT_OUT, NCU_COMMAND, ProfileFiles, profile_files
-from memlens.suite import NVTX_DOMAIN, SKIPPED, Selection, Variant, select_variants, suite_root
+from memlens.selection import Selection, select_variants
+from memlens.suite import NVTX_DOMAIN, SKIPPED, Variant, suite_root
 
 PROFILED_PROGRAM = f"{__package__}.profiled_program"  # the module ncu runs: each variant once in its NVTX range
 
@@ -156,9 +157,16 @@ def _outcome(
         except Exception as exc:  # noqa: BLE001 - the suite's function: its error is the variant's, not the run's
             expect = replace(expect, excess_wavefronts=None)
             message = (message + "; " if message else "") + f"paper figure not computed: {type(exc).__name__}: {exc}"
-    return VariantOutcome(family, name, status, message, demonstrates=variant.demonstrates,
-                          expect=expect.described(), baseline=variant is variant.family.baseline,
-                          sources=sources)  # fmt: skip
+    return VariantOutcome(
+        family,
+        name,
+        status,
+        message,
+        demonstrates=variant.demonstrates,
+        expect=expect.described(),
+        baseline=variant is variant.family.baseline,
+        sources=sources,
+    )
 
 
 def _selection(options: ProfileOptions) -> Selection:
@@ -196,9 +204,14 @@ def profile(
 
 
 def _profile(
-    options: ProfileOptions, on_event: Callable[[dict], None] | None, ncu: Ncu, run_dir: Path,
-    selection: Future[Selection], machine: Future[Machine], gpu: Gpu | None = None,
-) -> tuple[Path, RunResults]:  # fmt: skip
+    options: ProfileOptions,
+    on_event: Callable[[dict], None] | None,
+    ncu: Ncu,
+    run_dir: Path,
+    selection: Future[Selection],
+    machine: Future[Machine],
+    gpu: Gpu | None = None,
+) -> tuple[Path, RunResults]:
     files = profile_files(run_dir)
     started = now()
     shard = Shard(files, env=None if gpu is None else gpu.environment())
@@ -224,9 +237,13 @@ class Shard:
 
 
 def run_shard(
-    options: ProfileOptions, ncu: Ncu, shard: Shard, selection: Future[Selection],
-    on_event: Callable[[dict], None] | None = None, stop: threading.Event | None = None,
-) -> tuple[Events, BaseException | None]:  # fmt: skip
+    options: ProfileOptions,
+    ncu: Ncu,
+    shard: Shard,
+    selection: Future[Selection],
+    on_event: Callable[[dict], None] | None = None,
+    stop: threading.Event | None = None,
+) -> tuple[Events, BaseException | None]:
     """Run ncu over the profiled program: what the program reported, and what cut the run short
     (None when it ran to its end). `stop`, once set, ends ncu as a Ctrl-C would."""
     events = Events(shard.files.events)
@@ -261,9 +278,15 @@ def _request(options: ProfileOptions, files: ProfileFiles) -> ProfileRequest:
 
 
 def conclude(
-    options: ProfileOptions, ncu: Ncu, shard: Shard, selected: Selection, machine: Machine, started: dt.datetime,
-    events: Events, cause: BaseException | None,
-) -> tuple[RunResults, BaseException | None]:  # fmt: skip
+    options: ProfileOptions,
+    ncu: Ncu,
+    shard: Shard,
+    selected: Selection,
+    machine: Machine,
+    started: dt.datetime,
+    events: Events,
+    cause: BaseException | None,
+) -> tuple[RunResults, BaseException | None]:
     """The results of a run of ncu, and the error to raise once they are saved (None: none)."""
     events.poll()
     error, stopped = _explain(cause, events, shard.files.log.parent)
@@ -298,9 +321,14 @@ def save(
 
 
 def _run_profiler(
-    argv: list[str], timeout: float | None, request: ProfileRequest, events: Events, poll: Callable[[], None],
-    env: dict[str, str] | None = None, command_file: Path | None = None,
-) -> BaseException | None:  # fmt: skip
+    argv: list[str],
+    timeout: float | None,
+    request: ProfileRequest,
+    events: Events,
+    poll: Callable[[], None],
+    env: dict[str, str] | None = None,
+    command_file: Path | None = None,
+) -> BaseException | None:
     """Run ncu over the profiled program; what cut the run short (None when it ran to its end). Never raises a
     MemlensError or KeyboardInterrupt: the caller saves what was done first."""
     try:
@@ -357,9 +385,13 @@ def _nothing_measured(results: RunResults, request: ProfileRequest) -> ProfilerE
 
 
 def app_argv(
-    suite: Path, options: ProfileOptions, events: Path, labels: Sequence[str] | None = None,
-    sizes: Sequence[str] | None = None, sweeps: Sequence[str] | None = None,
-) -> list[str]:  # fmt: skip
+    suite: Path,
+    options: ProfileOptions,
+    events: Path,
+    labels: Sequence[str] | None = None,
+    sizes: Sequence[str] | None = None,
+    sweeps: Sequence[str] | None = None,
+) -> list[str]:
     """The profiled program's command line; `labels`: only these variants (one GPU's share), `sizes`
     and `sweeps`: only these --size and --sweep items (those that apply to its families)."""
     argv = [sys.executable, "-m", PROFILED_PROGRAM, "--suite", str(suite.resolve()), "--events", str(events)]

@@ -6,7 +6,7 @@
 Per family: make inputs and the NumPy reference once. Per variant: prepare (compile) and warm up
 outside any range, poison the output, launch once inside the `memlens` NVTX range "family.variant",
 verify that launch's output (profile_run keeps only verified variants' kernels). A swept family
-runs once per value, each variant in its own range "family.variant@NAME=VALUE" (suite.Case). Outputs on the GPU
+runs once per value, each variant in its own range "family.variant@NAME=VALUE" (selection.Case). Outputs on the GPU
 are checked there, in one kernel launch, against one device copy of the reference per family: under
 ncu every extra launch and host copy costs time. Progress and
 outcomes go to the events file (JSON lines) that the parent memlens process reads.
@@ -32,7 +32,8 @@ import numpy as np
 
 from memlens.collect.claims import claimed_cases
 from memlens.errors import MemlensError, VerificationError
-from memlens.suite import NVTX_DOMAIN, SKIPPED, Case, Family, Inputs, gpu_compute_capability, on_gpu, select_variants
+from memlens.selection import Case, select_variants
+from memlens.suite import NVTX_DOMAIN, SKIPPED, Family, Inputs, gpu_compute_capability, on_gpu
 
 EVENTS_VERSION = 1
 
@@ -108,8 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true")
     parser.add_argument("--sweep", action="append", default=[])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--claims", type=Path, help="take units from this folder, shared with the run's other "
-                        "programs (collect/claims.py), instead of running every case")  # fmt: skip
+    parser.add_argument(
+        "--claims",
+        type=Path,
+        help="take units from this folder, shared with the run's other "
+        "programs (collect/claims.py), instead of running every case",
+    )
     parser.add_argument("--tag", default="", help="what this program's claims hold (its job)")
     args = parser.parse_args(argv)
     events = EventLog(args.events)
@@ -120,8 +125,13 @@ def main(argv: list[str] | None = None) -> int:
             events.emit(event="error", message=str(exc))
             return 2
         cases = selection.cases()
-        events.emit(event="plan", version=EVENTS_VERSION, variants=[c.label for c in cases], pid=os.getpid(),
-                    claims=args.claims is not None)  # fmt: skip
+        events.emit(
+            event="plan",
+            version=EVENTS_VERSION,
+            variants=[c.label for c in cases],
+            pid=os.getpid(),
+            claims=args.claims is not None,
+        )
         return run_all(cases, selection.sizes, args, events)
     except KeyboardInterrupt:  # memlens stops the whole process group with SIGINT: leave quietly
         events.emit(event="interrupted")
@@ -149,8 +159,9 @@ def run_all(cases: list[Case], sizes: dict[str, int], args: argparse.Namespace, 
             continue
         except Exception as exc:  # noqa: BLE001 - any error in user code is reported, then the run stops
             message = (f"{type(exc).__name__}: {exc}".strip().splitlines() or [type(exc).__name__])[0]
-            events.emit(event="done", variant=case.label, status="failed", message=message,
-                        traceback=traceback.format_exc())  # fmt: skip
+            events.emit(
+                event="done", variant=case.label, status="failed", message=message, traceback=traceback.format_exc()
+            )
             return 1
         events.emit(event="done", variant=case.label, status="ok", size=size)
     return 1 if failed else 0

@@ -39,7 +39,8 @@ from memlens.collect.several_gpus import Part, case_costs, merge, share_argument
 from memlens.io.processes import hold_interrupts
 from memlens.model.results import RunResults
 from memlens.model.run_layout import ProfileFiles, profile_files
-from memlens.suite import Selection, select_variants, suite_root
+from memlens.selection import Selection, select_variants
+from memlens.suite import suite_root
 
 Result = TypeVar("Result")
 
@@ -73,8 +74,10 @@ class Where:
         """`results` with every kernel and case marked as run here."""
         if self.gpu is not None:
             results = self.gpu.tag(results)
-        outcomes = tuple(replace(o, host=self.host, driver_version=self.driver_version, ncu_version=self.ncu_version)
-                         for o in results.outcomes)  # fmt: skip
+        outcomes = tuple(
+            replace(o, host=self.host, driver_version=self.driver_version, ncu_version=self.ncu_version)
+            for o in results.outcomes
+        )
         return replace(results, outcomes=outcomes)
 
 
@@ -135,8 +138,12 @@ def plan_jobs(options: ProfileOptions, selection: Selection, count: int, claims:
         cases = tuple(case.label for case in selection.cases())
         jobs = [Job(n, labels, sizes, sweeps, cases, str(claims)) for n in range(len(shares))]
         owner = {unit.label: job.tag for job, share in zip(jobs, shares, strict=True) for unit in share}
-        write_units(claims, [[case.label for case in unit.cases()] for unit in found],
-                    [owner[unit.label] for unit in found], [expected[unit.label] for unit in found])  # fmt: skip
+        write_units(
+            claims,
+            [[case.label for case in unit.cases()] for unit in found],
+            [owner[unit.label] for unit in found],
+            [expected[unit.label] for unit in found],
+        )
         return jobs
     jobs = []
     for share in shares:
@@ -160,9 +167,12 @@ def plan_run(options: ProfileOptions, selection: Selection, count: int, claims: 
 
 
 def profile_jobs(
-    options: ProfileOptions, backend: Backend, on_event: Callable[[dict], None] | None = None,
-    selection: Selection | None = None, plan: Plan | None = None,
-) -> tuple[Path, RunResults]:  # fmt: skip
+    options: ProfileOptions,
+    backend: Backend,
+    on_event: Callable[[dict], None] | None = None,
+    selection: Selection | None = None,
+    plan: Plan | None = None,
+) -> tuple[Path, RunResults]:
     """Profile the selection's jobs on `backend`, merged into one run directory; its error raised
     once what finished is saved. With `plan` (made in another process: cluster.plan_aside), the jobs
     start at once, and the suite is imported here meanwhile, for the merge."""
@@ -214,8 +224,9 @@ def run_job(context: RunContext, ncu: Ncu, job: Job, files: ProfileFiles, gpu: G
         claims = (job.claims, job.tag) if job.claims is not None else None
         shard = Shard(files, {**gpu.environment(), "TMPDIR": scratch}, job.labels, job.sizes, job.sweeps, claims)
         events, cause = run_shard(options, ncu, shard, selection, context.on_event, context.stop)
-        results, error = conclude(options, ncu, shard, selection.result(), machine.result(), context.started, events,
-                                  cause)  # fmt: skip
+        results, error = conclude(
+            options, ncu, shard, selection.result(), machine.result(), context.started, events, cause
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     where = Where(host_name(), gpu, machine.result().driver_version, ncu.version_text)

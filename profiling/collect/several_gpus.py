@@ -46,7 +46,8 @@ from memlens.collect.run_dir import Machine, take_provenance
 from memlens.errors import MemlensError
 from memlens.model.results import RunResults
 from memlens.model.run_layout import LATEST
-from memlens.suite import Case, Family, Selection, Variant
+from memlens.selection import Case, Selection
+from memlens.suite import Family, Variant
 
 COST_PREVIOUS, COST_DECLARED, COST_EQUAL = "previous run", "min_bytes and min_flops", "equal"
 COST_PART_PREVIOUS = "previous run, the rest estimated"

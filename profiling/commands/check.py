@@ -26,6 +26,7 @@ from memlens.io.files import resolve_outputs, write_json_output
 from memlens.io.terminal import ProgressBar
 from memlens.model.run_layout import NO_RUN_YET, input_files, no_run_yet
 from memlens.output import renderer
+from memlens.selection import select_variants
 from memlens.static.check import (
     CHECK_FILE,
     Progress,
@@ -34,27 +35,42 @@ from memlens.static.check import (
     compiler_missing,
     without_kernels,
 )
-from memlens.suite import select_variants
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_arguments(parser)
     parser.add_argument("--arch", default="sm_90", help="target architecture (default: sm_90)")
-    parser.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
-                        help="for CUDA C++: nvcc where found, else NVRTC (auto, the default), or one")  # fmt: skip
-    parser.add_argument("--json", metavar="FILE", help=f"write the figures as JSON, for `memlens gate` ({CHECK_FILE} "
-                        "in a FOLDER/; - prints it instead of the table)")  # fmt: skip
+    parser.add_argument(
+        "--compiler",
+        choices=("auto", "nvcc", "nvrtc"),
+        default="auto",
+        help="for CUDA C++: nvcc where found, else NVRTC (auto, the default), or one",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help=f"write the figures as JSON, for `memlens gate` ({CHECK_FILE} "
+        "in a FOLDER/; - prints it instead of the table)",
+    )
     add_format_argument(parser, ("table", "json"), FORMAT_WORDS)
-    parser.add_argument("--into", type=Path, metavar="RUN",
-                        help=f"write the figures as {CHECK_FILE} into this run directory, for its report")  # fmt: skip
+    parser.add_argument(
+        "--into",
+        type=Path,
+        metavar="RUN",
+        help=f"write the figures as {CHECK_FILE} into this run directory, for its report",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.into is not None and not args.into.is_dir():
         raise InputError(NO_RUN_YET if no_run_yet(args.into) else f"--into {args.into}: not a run directory")
-    outputs = resolve_outputs([("--json", args.json, CHECK_FILE),
-                               ("--into", args.into and args.into / CHECK_FILE, None),
-                               ("--format json", "-" if args.format == "json" else None, None)])  # fmt: skip
+    outputs = resolve_outputs(
+        [
+            ("--json", args.json, CHECK_FILE),
+            ("--into", args.into and args.into / CHECK_FILE, None),
+            ("--format json", "-" if args.format == "json" else None, None),
+        ]
+    )
     selection = select_variants(args.suite, args.pattern)
     suite = selection.suite
     prefer = "nvrtc" if args.compiler == "nvrtc" else "nvcc"
@@ -66,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
     total = sum(len(v.kernels) for v in selection.variants)
     if total == 0 and selection.variants:
         which = f" matching -k {args.pattern!r}" if args.pattern else ""
-        raise ConfigError(f"suite {suite.path}: no variant{which} declares its kernels (CudaKernel or NumbaKernel "
-                          "in Launch(kernels=...)): nothing to compile")  # fmt: skip
+        raise ConfigError(
+            f"suite {suite.path}: no variant{which} declares its kernels (CudaKernel or NumbaKernel "
+            "in Launch(kernels=...)): nothing to compile"
+        )
     with _progress(total) as progress:
         results = check_suite(suite, args.pattern, args.arch, prefer, progress)
     rejected = arch_rejection(results.failures)

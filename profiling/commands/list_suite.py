@@ -9,14 +9,17 @@ import sys
 from memlens.commands.shared_arguments import add_suite_arguments
 from memlens.output import renderer
 from memlens.output.command_tables import SuiteListing
-from memlens.suite import Variant, select_variants
+from memlens.selection import select_variants
+from memlens.suite import Variant
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_arguments(parser)
-    parser.add_argument("--wide", action="store_true",
-                        help="the table however wide the terminal (default: one block a variant where the "
-                             "table would break words)")  # fmt: skip
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="the table however wide the terminal (default: one block a variant where the table would break words)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,8 +30,11 @@ def run(args: argparse.Namespace) -> int:
         name = variant.name + (" (baseline)" if variant is variant.family.baseline else "")
         rows.append((variant.family.name, name, variant.demonstrates, variant.expect.describe(), _paper(variant)))
     needing = {v.family.name: v.family for v in selection.variants}
-    requirements = tuple(f"{needs.name}: {needs.requirement()}; profile and bench skip it on an older GPU"
-                         for needs in needing.values() if needs.min_compute_capability)  # fmt: skip
+    requirements = tuple(
+        f"{needs.name}: {needs.requirement()}; profile and bench skip it on an older GPU"
+        for needs in needing.values()
+        if needs.min_compute_capability
+    )
     listing = SuiteListing(str(suite.path), tuple(rows), requirements, wide=args.wide)
     renderer("table", "suite")(listing, sys.stdout)
     return 0

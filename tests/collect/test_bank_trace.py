@@ -14,6 +14,7 @@ import pytest
 
 from memlens.cli import main
 from memlens.collect import bank_trace as bt
+from memlens.collect import bank_trace_build as btb
 from memlens.errors import SetupError
 from memlens.model.banks_file import BankAccess, ExecutionTotals, parse_banks
 from memlens.theory.bank_model import serve
@@ -23,16 +24,31 @@ LANES = range(32)
 
 
 def record(pc, offsets, kind=bt.SHARED, size=4, flags=1, matrices=0, block=(0, 0, 0), warp=0, sources=None):
-    entry = {"pc_offset": pc, "kind": kind, "size": size, "flags": flags, "matrices": matrices, "active": -1,
-             "block": list(block), "warp": warp, "offsets": list(offsets)}  # fmt: skip
+    entry = {
+        "pc_offset": pc,
+        "kind": kind,
+        "size": size,
+        "flags": flags,
+        "matrices": matrices,
+        "active": -1,
+        "block": list(block),
+        "warp": warp,
+        "offsets": list(offsets),
+    }
     if sources is not None:
         entry["sources"] = list(sources)
     return entry
 
 
 def launch(kernel, *records):
-    return {"event": "launch", "kernel": kernel, "grid": [4, 1, 1], "block": [32, 32, 1], "full": 0,
-            "records": list(records)}  # fmt: skip
+    return {
+        "event": "launch",
+        "kernel": kernel,
+        "grid": [4, 1, 1],
+        "block": [32, 32, 1],
+        "full": 0,
+        "records": list(records),
+    }
 
 
 COLUMN = [B + 128 * lane for lane in LANES]
@@ -47,7 +63,7 @@ def test_the_first_n_warps_of_each_instruction_are_kept_across_launches_in_order
             "_Z9transposePfPKf",
             record(0x170, [o + 4 for o in COLUMN], block=(1, 0, 0), warp=3),
             record(0x170, [o + 8 for o in COLUMN], block=(2, 0, 0)),
-        ),  # fmt: skip
+        ),
     ]
     banks = bt.banks_from_traces(
         events, 2, "NVIDIA H100 80GB HBM3", names={"_Z9transposePfPKf": "transpose(float *, const float *)"}
@@ -67,19 +83,31 @@ def test_the_first_n_warps_of_each_instruction_are_kept_across_launches_in_order
 
 
 def test_kinds_and_flags_name_the_access():
-    events = [launch(
-        "k",
-        record(0, ROW, flags=3),  # read and write: an atomic
-        record(16, [B + 16 * lane for lane in LANES], kind=bt.MATRIX, size=16, flags=1, matrices=4),
-        record(32, [B + 16 * lane for lane in LANES], kind=bt.MATRIX, size=16, flags=2, matrices=2),
-        record(48, [B + 16 * lane for lane in LANES], kind=bt.MEMCPY_ASYNC, size=16, flags=2,
-               sources=[4096 + 16 * lane for lane in LANES]),
-        record(64, [B + lane for lane in LANES], size=1),
-    )]  # fmt: skip
+    events = [
+        launch(
+            "k",
+            record(0, ROW, flags=3),  # read and write: an atomic
+            record(16, [B + 16 * lane for lane in LANES], kind=bt.MATRIX, size=16, flags=1, matrices=4),
+            record(32, [B + 16 * lane for lane in LANES], kind=bt.MATRIX, size=16, flags=2, matrices=2),
+            record(
+                48,
+                [B + 16 * lane for lane in LANES],
+                kind=bt.MEMCPY_ASYNC,
+                size=16,
+                flags=2,
+                sources=[4096 + 16 * lane for lane in LANES],
+            ),
+            record(64, [B + lane for lane in LANES], size=1),
+        )
+    ]
     found = bt.banks_from_traces(events, 4).instructions
     assert [(i.access, i.width, i.matrices) for i in found] == [
-        (BankAccess.ATOMIC, 4, None), (BankAccess.LDMATRIX, 16, 4), (BankAccess.STMATRIX, 16, 2),
-        (BankAccess.CP_ASYNC, 16, None), (BankAccess.LOAD, 1, None)]  # fmt: skip
+        (BankAccess.ATOMIC, 4, None),
+        (BankAccess.LDMATRIX, 16, 4),
+        (BankAccess.STMATRIX, 16, 2),
+        (BankAccess.CP_ASYNC, 16, None),
+        (BankAccess.LOAD, 1, None),
+    ]
     assert found[3].sources == (tuple(4096 + 16 * lane for lane in LANES),)
 
 
@@ -91,7 +119,7 @@ def test_inactive_lanes_are_null_and_unknown_kinds_are_named_not_dropped_silentl
             "event": "module",
             "cubin_bytes": 100,
             "patched": {"shared": "SANITIZER_SUCCESS", "matrix": "SANITIZER_ERROR_NOT_SUPPORTED"},
-        },  # fmt: skip
+        },
         {"event": "error", "what": "sanitizerAlloc", "result": "SANITIZER_ERROR_OUT_OF_MEMORY"},
     ]
     banks = bt.banks_from_traces(events, 4)
@@ -118,30 +146,30 @@ def test_a_line_cut_short_by_a_crash_is_left_out(tmp_path):
 def fake_sanitizer(folder: Path) -> Path:
     (folder / "include").mkdir(parents=True)
     (folder / "include" / "sanitizer.h").write_text("")
-    (folder / bt.SANITIZER_LIBRARY).write_bytes(b"")
+    (folder / btb.SANITIZER_LIBRARY).write_bytes(b"")
     return folder
 
 
 def test_the_sanitizer_named_by_the_environment_comes_first(tmp_path):
     root = fake_sanitizer(tmp_path / "compute-sanitizer")
-    found = bt.find_sanitizer({bt.SANITIZER_ENV: str(root), "PATH": ""})
+    found = btb.find_sanitizer({btb.SANITIZER_ENV: str(root), "PATH": ""})
     assert found.root == root and found.include == root / "include"
 
 
 def test_no_sanitizer_no_compiler_no_cuda_h_are_one_line_setup_errors(tmp_path, monkeypatch):
-    monkeypatch.setattr(bt, "_candidates", lambda env: [tmp_path / "none"])
+    monkeypatch.setattr(btb, "_candidates", lambda env: [tmp_path / "none"])
     with pytest.raises(SetupError, match=r"needs the CUDA Sanitizer API .*pip install \"memlens\[sanitizer\]\""):
-        bt.find_sanitizer({})
+        btb.find_sanitizer({})
     with pytest.raises(SetupError, match="found none: install g\\+\\+"):
-        bt.find_compiler({"PATH": str(tmp_path)})
-    sanitizer = bt.Sanitizer(fake_sanitizer(tmp_path / "a" / "b" / "compute-sanitizer"), "test")
-    monkeypatch.setattr(bt, "DEFAULT_CUDA", str(tmp_path / "no-toolkit"))
+        btb.find_compiler({"PATH": str(tmp_path)})
+    sanitizer = btb.Sanitizer(fake_sanitizer(tmp_path / "a" / "b" / "compute-sanitizer"), "test")
+    monkeypatch.setattr(btb, "DEFAULT_CUDA", str(tmp_path / "no-toolkit"))
     with pytest.raises(SetupError, match="needs cuda.h"):
-        bt.find_cuda_header(sanitizer, {})
+        btb.find_cuda_header(sanitizer, {})
 
 
 def test_memlens_banks_without_a_sanitizer_exits_3_in_one_line(monkeypatch, capsys):
-    monkeypatch.setattr(bt, "_candidates", lambda env: [])
+    monkeypatch.setattr(btb, "_candidates", lambda env: [])
     assert main(["banks", "--", "true"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("memlens: error: memlens banks needs the CUDA Sanitizer API") and err.count("\n") == 1
@@ -152,7 +180,10 @@ def test_the_trace_environment_preloads_the_library_before_the_programs_own():
     env = bt.trace_environment(Path("/c/lib.so"), Path("/c/p.fatbin"), Path("/run/banktrace"), 8, base, Path("/s"))
     assert (env["LD_PRELOAD"], env["LD_LIBRARY_PATH"]) == ("/c/lib.so:x.so", "/s:/opt/lib")
     assert (env["MEMLENS_BANKS_PATCH"], env["MEMLENS_BANKS_OUT"], env["MEMLENS_BANKS_WARPS"]) == (
-        "/c/p.fatbin", "/run/banktrace", "8")  # fmt: skip
+        "/c/p.fatbin",
+        "/run/banktrace",
+        "8",
+    )
     assert env["MEMLENS_BANKS_EVERY"] == "1"
     quick = bt.trace_environment(Path("/l.so"), Path("/p"), Path("/o"), 1, {}, every=False)
     assert quick["MEMLENS_BANKS_EVERY"] == "0"
@@ -162,11 +193,11 @@ def test_the_trace_environment_preloads_the_library_before_the_programs_own():
 # --- the library, built and loaded here -------------------------------------------------------------
 
 
-def _sanitizer_or_skip() -> bt.Sanitizer:
+def _sanitizer_or_skip() -> btb.Sanitizer:
     try:
-        sanitizer = bt.find_sanitizer()
-        bt.find_cuda_header(sanitizer)
-        bt.find_compiler()
+        sanitizer = btb.find_sanitizer()
+        btb.find_cuda_header(sanitizer)
+        btb.find_compiler()
     except SetupError as exc:
         pytest.skip(f"cannot build the Sanitizer library here: {exc}")
     return sanitizer
@@ -175,10 +206,10 @@ def _sanitizer_or_skip() -> bt.Sanitizer:
 def test_the_host_library_builds_once_into_the_cache_and_subscribes_when_preloaded(tmp_path):
     sanitizer = _sanitizer_or_skip()
     env = {"MEMLENS_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    library = bt.build_host_library(sanitizer, env)
+    library = btb.build_host_library(sanitizer, env)
     assert library.is_file() and library.parent.parent == tmp_path / "cache" / "banktrace"
     made = library.stat().st_mtime_ns
-    assert bt.build_host_library(sanitizer, env) == library and library.stat().st_mtime_ns == made  # cached
+    assert btb.build_host_library(sanitizer, env) == library and library.stat().st_mtime_ns == made  # cached
     symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
     assert " T InitializeInjection" in symbols
     # preloaded outside memlens (no MEMLENS_BANKS_* variables): nothing happens, the program runs
@@ -211,7 +242,7 @@ def test_the_device_patch_compiles_for_sm_90_where_nvcc_is(tmp_path):
     sanitizer = _sanitizer_or_skip()
     env = {"MEMLENS_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin:/usr/local/cuda/bin"}
     try:
-        patch = bt.device_patch(sanitizer, "sm_90", env)
+        patch = btb.device_patch(sanitizer, "sm_90", env)
     except SetupError as exc:
         pytest.skip(str(exc))
     assert patch.is_file() and patch.read_bytes()[:4] == bytes.fromhex("50ed55ba")  # a fatbin's magic
@@ -220,17 +251,17 @@ def test_the_device_patch_compiles_for_sm_90_where_nvcc_is(tmp_path):
 def test_without_nvcc_the_shipped_patch_of_the_arch_is_used_and_an_unshipped_arch_is_a_setup_error(
     tmp_path, monkeypatch
 ):
-    sanitizer = bt.Sanitizer(fake_sanitizer(tmp_path / "compute-sanitizer"), "test")
+    sanitizer = btb.Sanitizer(fake_sanitizer(tmp_path / "compute-sanitizer"), "test")
     no_nvcc = {"PATH": str(tmp_path), "CUDA_HOME": str(tmp_path)}
-    monkeypatch.setattr(bt, "DEFAULT_CUDA", str(tmp_path / "no-toolkit"))
-    assert bt.device_patch(sanitizer, "sm_90", no_nvcc) == bt.PATCHES / "banktrace_patch.sm_90.fatbin"
+    monkeypatch.setattr(btb, "DEFAULT_CUDA", str(tmp_path / "no-toolkit"))
+    assert btb.device_patch(sanitizer, "sm_90", no_nvcc) == btb.PATCHES / "banktrace_patch.sm_90.fatbin"
     with pytest.raises(SetupError, match="needs nvcc to build its device patch for sm_61"):
-        bt.device_patch(sanitizer, "sm_61", no_nvcc)
+        btb.device_patch(sanitizer, "sm_61", no_nvcc)
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100"])
 def test_a_patch_is_shipped_for_each_arch_from_turing_to_blackwell(arch):
-    patch = bt.PATCHES / f"banktrace_patch.{arch}.fatbin"
+    patch = btb.PATCHES / f"banktrace_patch.{arch}.fatbin"
     assert patch.read_bytes()[:4] == bytes.fromhex("50ed55ba")  # made by tools/build_bank_patches.sh
 
 
@@ -260,12 +291,14 @@ int main() {
 def test_the_c_model_the_gpu_runs_on_every_execution_is_the_python_bank_model(tmp_path):
     # banktrace_model.h, compiled for the host, against theory/bank_model.serve on 400 warps of every width
     try:
-        compiler = bt.find_compiler()
+        compiler = btb.find_compiler()
     except SetupError as exc:
         pytest.skip(str(exc))
     (tmp_path / "driver.c").write_text(MODEL_DRIVER)
-    subprocess.run([compiler, "-x", "c++", "-O2", f"-I{bt.SOURCES}", "-o", str(tmp_path / "driver"),
-                    str(tmp_path / "driver.c")], check=True)  # fmt: skip
+    subprocess.run(
+        [compiler, "-x", "c++", "-O2", f"-I{btb.SOURCES}", "-o", str(tmp_path / "driver"), str(tmp_path / "driver.c")],
+        check=True,
+    )
     rng = random.Random(50)
     cases, expected = [], []
     for n in range(400):
@@ -291,8 +324,13 @@ def test_profile_banks_records_into_the_profiles_run_directory_after_ncu(tmp_pat
     _sanitizer_or_skip()
     log = tmp_path / "ncu.log"
     log.write_text(OK_LOG)
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
-                     FAKE_NCU_LOG=str(log), FAKE_NCU_APP_EXIT="1")  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROGRAMS / "cuda_app.ncu-rep"),
+        FAKE_NCU_LOG=str(log),
+        FAKE_NCU_APP_EXIT="1",
+    )
     monkeypatch.setenv("MEMLENS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(bt, "gpu_of_program", lambda: ("NVIDIA H100 80GB HBM3", "sm_90"))
     monkeypatch.setattr(bt, "device_patch", lambda s, arch, env=None: tmp_path / "patch.fatbin")

@@ -12,11 +12,13 @@ from memlens.collect.claims import UNITS, claimed_cases, release, taken_by, writ
 from memlens.collect.profile_run import Events, ProfileOptions
 from memlens.collect.scheduler import plan_jobs
 from memlens.collect.several_gpus import units
-from memlens.suite import select_variants
+from memlens.selection import select_variants
 from tests.support.fake import CPU_SUITE
 
-UNITS_OF_CPU_SUITE = [["transpose/conflict", "transpose/padded", "transpose/swizzled"],
-                      ["running_mean/register", "running_mean/local"]]  # fmt: skip
+UNITS_OF_CPU_SUITE = [
+    ["transpose/conflict", "transpose/padded", "transpose/swizzled"],
+    ["running_mean/register", "running_mean/local"],
+]
 
 
 def test_each_case_goes_to_one_claimant_whoever_asks_first(tmp_path):
@@ -92,7 +94,9 @@ def test_a_program_runs_only_the_cases_it_takes(tmp_path):
     outcomes = record.outcomes(select_variants(CPU_SUITE, None).variants)
     # its outcomes are the cases it took, not every case of its plan as "not_run"
     assert [(f"{o.family}/{o.variant}", o.status) for o in outcomes] == [
-        ("running_mean/register", "ok"), ("running_mean/local", "ok")]  # fmt: skip
+        ("running_mean/register", "ok"),
+        ("running_mean/local", "ok"),
+    ]
     assert (claims / "1.0.claim").read_text() == (claims / "1.1.claim").read_text() == "job0"
     later = run_program(tmp_path, claims, "job2")  # nothing left but job1's last case: it runs nothing, and says so
     assert later.claimed == [] and later.outcomes(select_variants(CPU_SUITE, None).variants) == ()
@@ -126,8 +130,9 @@ def test_the_jobs_shares_are_the_split_of_a_run_without_a_shared_folder(tmp_path
     jobs = plan_jobs(options, selection, 2, tmp_path)
     assert [job.tag for job in jobs] == [job.tag for job in static] == ["job0", "job1"]
     listed = json.loads((tmp_path / UNITS).read_text())
-    listed_shares = {job.tag: sorted(c for unit in listed if unit["owner"] == job.tag for c in unit["cases"])
-                     for job in jobs}  # fmt: skip
+    listed_shares = {
+        job.tag: sorted(c for unit in listed if unit["owner"] == job.tag for c in unit["cases"]) for job in jobs
+    }
     assert listed_shares == {job.tag: sorted(job.cases) for job in static}  # the shares the split gives
     assert [unit["cases"] for unit in listed] == [[c.label for c in unit.cases()] for unit in units(selection)]
     assert [unit["cost"] for unit in listed] == [3.0, 3.0, 3.0, 2.0]  # one a case: no run before, no min_bytes

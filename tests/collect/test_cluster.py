@@ -26,7 +26,7 @@ from memlens.collect.gpus import Gpu
 from memlens.collect.profile_run import ProfileOptions
 from memlens.collect.scheduler import Plan, Where, plan_jobs
 from memlens.errors import ConfigError, ProfilerError
-from memlens.suite import select_variants
+from memlens.selection import select_variants
 from tests.conftest import FIXTURES
 from tests.support.dask_cluster import external_cluster, kill_worker_of, kill_worker_twice, scheduler_killed_once
 from tests.support.fake import (
@@ -45,14 +45,19 @@ from tests.support.fake import (
 pytest.importorskip("distributed")
 
 PROBE = FIXTURES / "probe"
-H200 = (Gpu(0, "NVIDIA H200", "GPU-aaaaaaaa-0000-0000-0000-000000000000", "00000000:19:00.0"),
-        Gpu(1, "NVIDIA H200", "GPU-bbbbbbbb-1111-1111-1111-111111111111", "00000000:3B:00.0"))  # fmt: skip
-MIXED = (Gpu(0, "NVIDIA H100 80GB HBM3", "GPU-cccccccc-0000-0000-0000-000000000000", "00000000:19:00.0"),
-         Gpu(1, "NVIDIA H200", "GPU-dddddddd-1111-1111-1111-111111111111", "00000000:3B:00.0"))  # fmt: skip
-LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register",
-          "running_mean/local"]  # fmt: skip
-SHARE = {0: ["transpose/swizzled", "running_mean/register", "running_mean/local"],
-         1: ["transpose/conflict", "transpose/padded"]}  # fmt: skip
+H200 = (
+    Gpu(0, "NVIDIA H200", "GPU-aaaaaaaa-0000-0000-0000-000000000000", "00000000:19:00.0"),
+    Gpu(1, "NVIDIA H200", "GPU-bbbbbbbb-1111-1111-1111-111111111111", "00000000:3B:00.0"),
+)
+MIXED = (
+    Gpu(0, "NVIDIA H100 80GB HBM3", "GPU-cccccccc-0000-0000-0000-000000000000", "00000000:19:00.0"),
+    Gpu(1, "NVIDIA H200", "GPU-dddddddd-1111-1111-1111-111111111111", "00000000:3B:00.0"),
+)
+LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register", "running_mean/local"]
+SHARE = {
+    0: ["transpose/swizzled", "running_mean/register", "running_mean/local"],
+    1: ["transpose/conflict", "transpose/padded"],
+}
 
 
 def fake_smi(folder: Path, gpus: tuple[Gpu, ...]) -> None:
@@ -69,8 +74,13 @@ def fake_smi(folder: Path, gpus: tuple[Gpu, ...]) -> None:
 def fakes(tmp_path, monkeypatch):
     """The fake ncu (recording each run) and a fake nvidia-smi of two H200s, on PATH for the workers too."""
     record = tmp_path / "ncu-runs.jsonl"
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
-                     FAKE_NCU_LOG=str(PROBE / "probe.log"), FAKE_NCU_RECORD=str(record))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(PROBE / "probe.log"),
+        FAKE_NCU_RECORD=str(record),
+    )
     fake_smi(tmp_path / "bin", H200)
     return record
 
@@ -104,8 +114,16 @@ def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(f
     assert [r["OMP_NUM_THREADS"] for r in recorded(fakes)] == [None] * 4
     run = (tmp_path / "cluster" / "latest").resolve()
     assert sorted(p.name for p in run.iterdir()) == [
-        "events.job0.jsonl", "events.job1.jsonl", "ncu-command.job0.txt", "ncu-command.job1.txt",
-        "ncu.job0.log", "ncu.job1.log", "profile.job0.ncu-rep", "profile.job1.ncu-rep", "results.json"]  # fmt: skip
+        "events.job0.jsonl",
+        "events.job1.jsonl",
+        "ncu-command.job0.txt",
+        "ncu-command.job1.txt",
+        "ncu.job0.log",
+        "ncu.job1.log",
+        "profile.job0.ncu-rep",
+        "profile.job1.ncu-rep",
+        "results.json",
+    ]
     assert (run / "profile.job0.ncu-rep").read_bytes() == (PROBE / "probe.ncu-rep").read_bytes()
 
 
@@ -187,8 +205,9 @@ def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, 
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")  # every launch: a job takes a few seconds
     scratch = _workers_scratch(tmp_path, monkeypatch)
     ready = took_a_unit(scratch)  # its units are then given back, and the job retried
-    killer = threading.Thread(target=kill_worker_of, args=(lambda: recorded(fakes), 0), kwargs={"ready": ready},
-                              daemon=True)  # fmt: skip
+    killer = threading.Thread(
+        target=kill_worker_of, args=(lambda: recorded(fakes), 0), kwargs={"ready": ready}, daemon=True
+    )
     killer.start()
     assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 0
     killer.join()
@@ -205,8 +224,9 @@ def test_a_job_whose_workers_die_twice_is_failed_with_its_log(fakes, tmp_path, m
     killed: list[dict] = []  # the retry: a later ncu run with the killed one's --tag
     scratch = _workers_scratch(tmp_path, monkeypatch)
     ready = took_a_unit(scratch)  # the retry's units are then failed, with the log
-    killer = threading.Thread(target=kill_worker_twice, args=(lambda: recorded(fakes), program_tag, killed, ready),
-                              daemon=True)  # fmt: skip
+    killer = threading.Thread(
+        target=kill_worker_twice, args=(lambda: recorded(fakes), program_tag, killed, ready), daemon=True
+    )
     killer.start()
     assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 3
     killer.join()
@@ -227,15 +247,25 @@ def test_a_job_whose_workers_die_twice_is_failed_with_its_log(fakes, tmp_path, m
 
 
 def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatch, capsys):
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
-                     FAKE_NCU_LOG=str(PROBE / "probe.log"))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(PROBE / "probe.log"),
+    )
     fake_smi(tmp_path / "bin", H200)
     tag = uuid.uuid4().hex
-    env = {**fake_ncu_env(tmp_path / "bin"), MARKER: tag, "FAKE_NCU_REPORT": str(PROBE / "probe.ncu-rep"),
-           "FAKE_NCU_LOG": str(PROBE / "probe.log")}  # fmt: skip
+    env = {
+        **fake_ncu_env(tmp_path / "bin"),
+        MARKER: tag,
+        "FAKE_NCU_REPORT": str(PROBE / "probe.ncu-rep"),
+        "FAKE_NCU_LOG": str(PROBE / "probe.log"),
+    }
     out = tmp_path / "runs"
-    workers = [{"CUDA_VISIBLE_DEVICES": gpu.uuid, "MEMLENS_TEST_SLEEP": sleep}
-               for gpu, sleep in zip(H200, ("0", "60"), strict=True)]  # GPU 1's job hangs  # fmt: skip
+    workers = [
+        {"CUDA_VISIBLE_DEVICES": gpu.uuid, "MEMLENS_TEST_SLEEP": sleep}
+        for gpu, sleep in zip(H200, ("0", "60"), strict=True)
+    ]  # GPU 1's job hangs
     with (
         external_cluster(tmp_path, env, workers) as (address, processes),  # both workers in: 2 jobs
         scheduler_killed_once(processes[0], out, "*/profile.job*.ncu-rep"),
@@ -263,15 +293,32 @@ def test_the_scheduler_gone_ends_the_run_with_what_finished(tmp_path, monkeypatc
 def test_ctrl_c_stops_the_jobs_and_keeps_what_they_did(tmp_path):
     tag = uuid.uuid4().hex
     record = tmp_path / "ncu-runs.jsonl"
-    env = fake_ncu_env(tmp_path / "bin", MEMLENS_TEST_SLEEP="60", FAKE_NCU_RECORD=str(record), **{MARKER: tag},
-                       FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"), FAKE_NCU_LOG=str(PROBE / "probe.log"))  # fmt: skip
+    env = fake_ncu_env(
+        tmp_path / "bin",
+        MEMLENS_TEST_SLEEP="60",
+        FAKE_NCU_RECORD=str(record),
+        **{MARKER: tag},
+        FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(PROBE / "probe.log"),
+    )
     fake_smi(tmp_path / "bin", H200)
     scratch = tmp_path / "scratch"  # the workers' job folders
     scratch.mkdir()
     env["TMPDIR"] = str(scratch)
     runs = tmp_path / "runs"
-    argv = [sys.executable, "-m", "memlens", "profile", str(CPU_SUITE), "--out", str(runs), "--cluster", "local",
-            "--clock-control", "none"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "memlens",
+        "profile",
+        str(CPU_SUITE),
+        "--out",
+        str(runs),
+        "--cluster",
+        "local",
+        "--clock-control",
+        "none",
+    ]
 
     def both_started() -> bool:
         started = [p for p in scratch.glob("memlens-job*/events.job*.jsonl") if '"start"' in _text(p)]
@@ -280,15 +327,21 @@ def test_ctrl_c_stops_the_jobs_and_keeps_what_they_did(tmp_path):
     done = interrupt_when(argv, tmp_path, env, both_started, wait=20)
     err = done.err
     assert done.returncode == 3 and "Traceback" not in err, err
-    assert err.splitlines()[-1] == ("memlens: interrupted 0 of 2 jobs finished, 2 stopped with what they had profiled; "
-                                    f"partial results in {(runs / 'latest').resolve()}")  # fmt: skip
+    assert err.splitlines()[-1] == (
+        "memlens: interrupted 0 of 2 jobs finished, 2 stopped with what they had profiled; "
+        f"partial results in {(runs / 'latest').resolve()}"
+    )
     data = json.loads((runs / "latest" / "results.json").read_text())
     assert data["complete"] is False
     # each job stopped in the first case of its share (transpose goes out variant by variant: conflict and
     # padded, swizzled and running_mean); nobody took the others
     assert [(o["variant"], o["status"]) for o in data["outcomes"]] == [
-        ("conflict", "failed"), ("padded", "not_run"), ("swizzled", "failed"), ("register", "not_run"),
-        ("local", "not_run")]  # fmt: skip
+        ("conflict", "failed"),
+        ("padded", "not_run"),
+        ("swizzled", "failed"),
+        ("register", "not_run"),
+        ("local", "not_run"),
+    ]
     assert all("interrupted" in o["message"] for o in data["outcomes"] if o["status"] == "failed")
     run = (runs / "latest").resolve()
     assert {p.name for p in run.glob("ncu.job*.log")} == {"ncu.job0.log", "ncu.job1.log"}  # each job's, shipped
@@ -383,8 +436,10 @@ def test_the_local_workers_are_forked_only_where_that_is_safe(tmp_path):
     wait = "import threading; threading.Thread(target=threading.Event().wait, daemon=True).start()"
     assert _start_method_after(wait, tmp_path) == "spawn"  # a lock it holds would stay held in the worker
     # a library named as the CUDA driver is (any will do: loading is what start_method sees)
-    cuda = ("import ctypes, shutil, _json; driver = folder + '/libcuda.so.1'; shutil.copy(_json.__file__, driver); "
-            "ctypes.CDLL(driver)")  # fmt: skip
+    cuda = (
+        "import ctypes, shutil, _json; driver = folder + '/libcuda.so.1'; shutil.copy(_json.__file__, driver); "
+        "ctypes.CDLL(driver)"
+    )
     assert _start_method_after(cuda, tmp_path) == "spawn"
 
 
@@ -414,8 +469,13 @@ def test_the_plan_is_made_in_a_forked_process_while_dask_starts(tmp_path):
     and forks its workers (a suite that loads the CUDA driver would make them spawn); the plan is the one
     memlens would make itself, and a wrong selection is its error."""
     (tmp_path / "aside").mkdir()
-    done = subprocess.run([sys.executable, "-c", PLAN_ASIDE, str(CPU_SUITE), str(tmp_path / "aside")],
-                          capture_output=True, text=True, timeout=60, cwd=REPO)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", PLAN_ASIDE, str(CPU_SUITE), str(tmp_path / "aside")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert done.returncode == 0 and done.stderr == "", done.stderr
     where, plan, error = done.stdout.splitlines()
     assert where == "fork False"  # forked, and the suite not imported in memlens
@@ -429,9 +489,11 @@ def test_the_plan_is_made_in_a_forked_process_while_dask_starts(tmp_path):
 
 
 def test_memlens_imports_no_dask_without_cluster():
-    code = ("import sys; from memlens.cli import main; from memlens.commands import profile; "
-            "import memlens.collect.scheduler; print(any(m.split('.')[0] in ('dask', 'distributed') "
-            "for m in sys.modules))")  # fmt: skip
+    code = (
+        "import sys; from memlens.cli import main; from memlens.commands import profile; "
+        "import memlens.collect.scheduler; print(any(m.split('.')[0] in ('dask', 'distributed') "
+        "for m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert done.stdout.strip() == "False"
 
@@ -441,8 +503,10 @@ def test_the_report_header_names_each_host_of_a_cluster_run():
     from memlens.reports.build import gpus_header
 
     h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
-    outcomes = (VariantOutcome("transpose", "conflict", "ok", gpu_index=0, gpu_name=h100, host="a"),
-                VariantOutcome("transpose", "padded", "ok", gpu_index=0, gpu_name=h200, host="b"),
-                VariantOutcome("transpose", "swizzled", "ok", gpu_index=0, gpu_name=h200, host="b"))  # fmt: skip
+    outcomes = (
+        VariantOutcome("transpose", "conflict", "ok", gpu_index=0, gpu_name=h100, host="a"),
+        VariantOutcome("transpose", "padded", "ok", gpu_index=0, gpu_name=h200, host="b"),
+        VariantOutcome("transpose", "swizzled", "ok", gpu_index=0, gpu_name=h200, host="b"),
+    )
     (item,) = gpus_header(RunResults(RunInfo(host="a"), (), outcomes))
     assert item.text == "a GPU 0 (NVIDIA H100 80GB HBM3): 1 variant; b GPU 0 (NVIDIA H200): 2 variants"

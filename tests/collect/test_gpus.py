@@ -40,7 +40,7 @@ from memlens.collect.several_gpus import (
 )
 from memlens.errors import ConfigError
 from memlens.model.results import RunInfo, RunResults, VariantOutcome
-from memlens.suite import select_variants
+from memlens.selection import select_variants
 from tests.conftest import FIXTURES
 from tests.support.fake import CPU_SUITE, IN_THE_PROBE, PROBE_SELECTION, REPO, install_fake_ncu, recorded
 
@@ -53,21 +53,29 @@ GPUS = (
     Gpu(1, "NVIDIA H200", "GPU-bbbbbbbb-1111-1111-1111-111111111111", "00000000:3B:00.0"),
 )
 # the CPU suite's variants, in suite order; with equal costs GPU 0 gets 1st, 3rd, 5th, GPU 1 2nd, 4th
-LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register",
-          "running_mean/local"]  # fmt: skip
-SHARE = {0: ["transpose/conflict", "transpose/swizzled", "running_mean/local"],
-         1: ["transpose/padded", "running_mean/register"]}  # variants one each: round robin  # fmt: skip
+LABELS = ["transpose/conflict", "transpose/padded", "transpose/swizzled", "running_mean/register", "running_mean/local"]
+SHARE = {
+    0: ["transpose/conflict", "transpose/swizzled", "running_mean/local"],
+    1: ["transpose/padded", "running_mean/register"],
+}  # variants one each: round robin
 # profile's units, one a case: running_mean whole (2, within a GPU's share of 2.5), transpose (3) apart
-UNIT_SHARE = {0: ["transpose/swizzled", "running_mean/register", "running_mean/local"],
-              1: ["transpose/conflict", "transpose/padded"]}  # fmt: skip
+UNIT_SHARE = {
+    0: ["transpose/swizzled", "running_mean/register", "running_mean/local"],
+    1: ["transpose/conflict", "transpose/padded"],
+}
 
 
 @pytest.fixture
 def two_gpus(tmp_path, monkeypatch):
     """The fake ncu on PATH (recording each run's argv and environment) and two GPUs to choose from."""
     record = tmp_path / "ncu-runs.jsonl"
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
-                     FAKE_NCU_LOG=str(PROBE / "probe.log"), FAKE_NCU_RECORD=str(record))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_REPORT=str(PROBE / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(PROBE / "probe.log"),
+        FAKE_NCU_RECORD=str(record),
+    )
     monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
     return record
 
@@ -107,9 +115,17 @@ def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tm
     assert profile_cli(tmp_path, "--gpus", "0,1", *PROBE_SELECTION) == 0
     run = (tmp_path / "runs" / "latest").resolve()
     names = sorted(p.name for p in run.iterdir())
-    assert names == ["events.gpu0.jsonl", "events.gpu1.jsonl", "ncu-command.gpu0.txt", "ncu-command.gpu1.txt",
-                     "ncu.gpu0.log", "ncu.gpu1.log", "profile.gpu0.ncu-rep", "profile.gpu1.ncu-rep",
-                     "results.json"]  # fmt: skip
+    assert names == [
+        "events.gpu0.jsonl",
+        "events.gpu1.jsonl",
+        "ncu-command.gpu0.txt",
+        "ncu-command.gpu1.txt",
+        "ncu.gpu0.log",
+        "ncu.gpu1.log",
+        "profile.gpu0.ncu-rep",
+        "profile.gpu1.ncu-rep",
+        "results.json",
+    ]
     data = json.loads((run / "results.json").read_text())
     assert [f"{o['family']}/{o['variant']}" for o in data["outcomes"]] == list(IN_THE_PROBE)  # suite order, once
     where = placed(data)
@@ -221,8 +237,15 @@ def test_the_split_evens_out_what_largest_first_leaves_apart():
         ["transpose/swizzled", "running_mean/register", "running_mean/local"],  # 3 + 3 + 3
     ]
     # the 40-case sweep's units as a run on two H200s measured them: largest first alone gave 14.8 s against 13.5 s
-    found = {"matmul": 6.7, "rows=16384": 6.7, "rows=8192": 4.3, "fp16": 3.7, "rows=4096": 3.0, "rows=2048": 2.5,
-             "running_mean": 1.4}  # fmt: skip
+    found = {
+        "matmul": 6.7,
+        "rows=16384": 6.7,
+        "rows=8192": 4.3,
+        "fp16": 3.7,
+        "rows=4096": 3.0,
+        "rows=2048": 2.5,
+        "running_mean": 1.4,
+    }
     items = [SimpleNamespace(label=label) for label in found]  # all split reads of a unit
     loads = sorted(round(sum(found[i.label] for i in share), 1) for share in split(items, found, 2))
     assert loads == [14.0, 14.3]
@@ -238,8 +261,10 @@ def previous_run(runs: Path, seconds: dict[str, float] | None = None) -> Path:
     if seconds is not None:
         lines = []
         for index, (label, took) in enumerate(seconds.items()):
-            lines += [{"event": "start", "variant": label, "time": 10.0 * index},
-                      {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took}]  # fmt: skip
+            lines += [
+                {"event": "start", "variant": label, "time": 10.0 * index},
+                {"event": "done", "variant": label, "status": "ok", "time": 10.0 * index + took},
+            ]
         (previous / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
     return previous
 
@@ -308,8 +333,15 @@ def test_the_split_of_the_transpose_sweep_is_even_in_the_seconds_it_took():
     (tests/benchmarks/results/sweep_one_gpu_events_h200.jsonl; fp16_transpose's first case, which held the
     program's start, at the median of the others). By bytes alone the shares took 18.1 s and 11.7 s: the
     four 2048^3 matmuls took 5.9 s, where their bytes say 1.4 s."""
-    took = {"fp16_transpose": 1.60, "matmul": 5.87, "running_mean": 1.35, "transpose@rows=2048": 2.94,
-            "transpose@rows=4096": 3.13, "transpose@rows=8192": 5.62, "transpose@rows=16384": 9.25}  # fmt: skip
+    took = {
+        "fp16_transpose": 1.60,
+        "matmul": 5.87,
+        "running_mean": 1.35,
+        "transpose@rows=2048": 2.94,
+        "transpose@rows=4096": 3.13,
+        "transpose@rows=8192": 5.62,
+        "transpose@rows=16384": 9.25,
+    }
     selection = select_variants(KERNELS, ISSUE_37_SUITE, (), SWEEP_40, False)
     costs, _ = case_costs(selection, False, Path("/nonexistent"))
     found = units(selection, costs, 2)
@@ -328,9 +360,11 @@ def test_each_share_gets_only_the_sizes_of_its_families():
 
 
 def test_nvidia_smi_lines_become_gpus():
-    text = ("0, NVIDIA H100 80GB HBM3, GPU-aaaaaaaa-0000-0000-0000-000000000000, 00000000:19:00.0\n"
-            "1, NVIDIA H200, GPU-bbbbbbbb-1111-1111-1111-111111111111, 00000000:3B:00.0\n"
-            "No devices were found\n")  # fmt: skip
+    text = (
+        "0, NVIDIA H100 80GB HBM3, GPU-aaaaaaaa-0000-0000-0000-000000000000, 00000000:19:00.0\n"
+        "1, NVIDIA H200, GPU-bbbbbbbb-1111-1111-1111-111111111111, 00000000:3B:00.0\n"
+        "No devices were found\n"
+    )
     assert parse_gpu_list(text) == (
         Gpu(0, "NVIDIA H100 80GB HBM3", "GPU-aaaaaaaa-0000-0000-0000-000000000000", "00000000:19:00.0"),
         Gpu(1, "NVIDIA H200", "GPU-bbbbbbbb-1111-1111-1111-111111111111", "00000000:3B:00.0"),
@@ -355,10 +389,23 @@ def test_bench_child_argv_selects_its_share_and_sizes(tmp_path):
     share = [v for v in select_variants(CPU_SUITE, None).variants if v.label in SHARE[1]]
     options = BenchOptions(repeats=30, sizes=("running_mean.n=64", "transpose.m=8"), small=True)
     argv = child_argv(options, CPU_SUITE, share, tmp_path)
-    assert argv[1:] == ["-m", "memlens", "bench", str(CPU_SUITE),
-                        "-k", r"^(?:transpose/padded|running_mean/register)$",
-                        "--repeats", "30", "--out", str(tmp_path), "--size", "running_mean.n=64",
-                        "--size", "transpose.m=8", "--small"]  # fmt: skip
+    assert argv[1:] == [
+        "-m",
+        "memlens",
+        "bench",
+        str(CPU_SUITE),
+        "-k",
+        r"^(?:transpose/padded|running_mean/register)$",
+        "--repeats",
+        "30",
+        "--out",
+        str(tmp_path),
+        "--size",
+        "running_mean.n=64",
+        "--size",
+        "transpose.m=8",
+        "--small",
+    ]
 
 
 def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path, monkeypatch, capsys):
@@ -369,8 +416,10 @@ def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path
     def children(options, suite, plan, run_dir, scratch):
         """GPU 0's bench writes its bench.json; GPU 1's stops before it writes one."""
         assert [(gpu.index, [v.label for v in share]) for gpu, share in plan] == [(0, SHARE[0]), (1, SHARE[1])]
-        timed = {"transpose": (TRANSPOSE, 8, {"conflict": 0.3, "swizzled": 0.16}),
-                 "running_mean": (RUNNING_MEAN, 8, {"local": 0.48})}  # fmt: skip
+        timed = {
+            "transpose": (TRANSPOSE, 8, {"conflict": 0.3, "swizzled": 0.16}),
+            "running_mean": (RUNNING_MEAN, 8, {"local": 0.48}),
+        }
         (scratch / "gpu0" / "run").mkdir(parents=True)
         write_json(scratch / "gpu0" / "run" / "bench.json", bench_results(timed=timed, failures=()).to_json())
         (run_dir / "bench.gpu1.log").write_text("memlens: error: no usable CUDA GPU: test\n")
@@ -384,8 +433,9 @@ def test_bench_on_two_gpus_merges_one_bench_json_and_names_a_failed_gpu(tmp_path
     merged = json.loads((run / "bench.json").read_text())
     assert [f"{v['family']}/{v['variant']}" for v in merged["variants"]] == SHARE[0]
     assert [(f["variant"], f["status"]) for f in merged["failures"]] == [("padded", "failed"), ("register", "failed")]
-    assert merged["failures"][0]["message"] == ("GPU 1 (NVIDIA H200): memlens: error: no usable CUDA GPU: test; "
-                                                "see bench.gpu1.log")  # fmt: skip
+    assert merged["failures"][0]["message"] == (
+        "GPU 1 (NVIDIA H200): memlens: error: no usable CUDA GPU: test; see bench.gpu1.log"
+    )
     assert (run / "bench.gpu0.json").is_file() and not (run / "bench.gpu1.json").exists()
     err = capsys.readouterr().err
     assert "2 of 5 variants were not timed, first transpose/padded: failed: GPU 1 (NVIDIA H200)" in err
@@ -436,8 +486,19 @@ def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
     (tmp_path / "bin" / "nvidia-smi").write_text(FAKE_SMI)
     (tmp_path / "bin" / "nvidia-smi").chmod(0o755)
     runs = tmp_path / "runs"
-    argv = [sys.executable, "-m", "memlens", "profile", str(CPU_SUITE), "--out", str(runs), "--gpus", "all",
-            "--clock-control", "none"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "memlens",
+        "profile",
+        str(CPU_SUITE),
+        "--out",
+        str(runs),
+        "--gpus",
+        "all",
+        "--clock-control",
+        "none",
+    ]
 
     def both_started() -> bool:
         return len([p for p in runs.glob("*/events.gpu*.jsonl") if '"start"' in p.read_text()]) == 2
@@ -446,8 +507,9 @@ def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
     assert done.returncode == 3 and "Traceback" not in done.err
     # each program hangs in the first launch of its share (transpose goes out variant by variant: GPU 0 has
     # swizzled and running_mean, GPU 1 conflict and padded); nobody took the others
-    assert re.match(r"memlens: interrupted GPU 0 \(NVIDIA H200\): while transpose/swizzled was",
-                    done.err.splitlines()[-1])  # fmt: skip
+    assert re.match(
+        r"memlens: interrupted GPU 0 \(NVIDIA H200\): while transpose/swizzled was", done.err.splitlines()[-1]
+    )
     data = json.loads((runs / "latest" / "results.json").read_text())
     assert data["complete"] is False
     outcomes = {o["variant"]: (o["status"], o["gpu_index"]) for o in data["outcomes"]}
@@ -462,8 +524,13 @@ def test_interrupt_stops_every_gpu_and_saves_what_each_did(tmp_path, signum):
     assert done.left == []  # no ncu and no program left running on any GPU
 
 
-@pytest.mark.parametrize(("extra", "message"), [(["--repeats", "5"], "--repeats 5: at least 20 launches make a median"),
-                                                (["-k", "nothing"], "matches -k 'nothing'")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--repeats", "5"], "--repeats 5: at least 20 launches make a median"),
+        (["-k", "nothing"], "matches -k 'nothing'"),
+    ],
+)
 def test_bench_on_gpus_refuses_bad_options_before_any_child(tmp_path, monkeypatch, capsys, extra, message):
     monkeypatch.setattr("memlens.collect.gpus.list_gpus", lambda: GPUS)
     assert main(["bench", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--gpus", "all", *extra]) == 2
@@ -532,8 +599,11 @@ def test_a_value_added_to_a_sweep_is_estimated_in_the_previous_runs_scale(tmp_pa
     selection = select_variants(KERNELS, "transpose/conflict|running_mean/local", (), ("transpose.rows=2048,4096",))
     estimated, source = case_costs(selection, False, tmp_path / "runs")
     assert source == COST_DECLARED
-    seconds = {"transpose/padded@rows=2048": 0.4,  # first: its program's start in it (not selected here)
-               "transpose/conflict@rows=2048": 0.54, "running_mean/local": 0.36}  # rows=4096 is new  # fmt: skip
+    seconds = {
+        "transpose/padded@rows=2048": 0.4,  # first: its program's start in it (not selected here)
+        "transpose/conflict@rows=2048": 0.54,
+        "running_mean/local": 0.36,
+    }  # rows=4096 is new
     previous_run(tmp_path / "runs", seconds)
     costs, source = case_costs(selection, False, tmp_path / "runs")
     assert source == COST_PART_PREVIOUS
@@ -550,8 +620,12 @@ def test_a_swept_variant_costs_the_seconds_of_all_its_values_in_the_previous_run
         {"transpose/conflict": 2.0, "running_mean/local": 1.0},
         COST_EQUAL,
     )  # one a value
-    seconds = {"transpose/padded@m=8": 1.0,  # first: its program's start in it (not selected here)
-               "transpose/conflict@m=8": 1.5, "transpose/conflict@m=16": 2.5, "running_mean/local": 0.5}  # fmt: skip
+    seconds = {
+        "transpose/padded@m=8": 1.0,  # first: its program's start in it (not selected here)
+        "transpose/conflict@m=8": 1.5,
+        "transpose/conflict@m=16": 2.5,
+        "running_mean/local": 0.5,
+    }
     previous_run(tmp_path / "runs", seconds)
     assert expected_costs(selection, False, tmp_path / "runs") == (
         {"transpose/conflict": 4.0, "running_mean/local": 0.5},

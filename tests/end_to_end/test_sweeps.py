@@ -20,7 +20,7 @@ from memlens.output import render_report as render
 from memlens.readers.metric_values import suite_range, with_label
 from memlens.readers.ncu_csv import _nvtx_ranges
 from memlens.reports.build import build_report, build_run
-from memlens.suite import parse_sweeps, select_variants
+from memlens.selection import parse_sweeps, select_variants
 from tests.conftest import FIXTURES, REPO
 from tests.support.fake import CPU_SUITE, install_fake_ncu
 
@@ -65,10 +65,13 @@ def test_one_sweep_per_family():
     [
         (CPU_SUITE, "matmul.n=16,32", "--sweep matmul.n=16,32: no selected family 'matmul' (families: transpose, "),
         (CPU_SUITE, "transpose.rows=16", "--sweep transpose.rows=16: family transpose has no size 'rows' (sizes: m,"),
-        (REPO / "kernels", "transpose.rows=1024,3000000",
-         "--sweep transpose.rows=1024,3000000: transpose refuses rows=3000000: transpose: sizes (24576000000,)"),
+        (
+            REPO / "kernels",
+            "transpose.rows=1024,3000000",
+            "--sweep transpose.rows=1024,3000000: transpose refuses rows=3000000: transpose: sizes (24576000000,)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_sweeps_the_selection_cannot_run_are_refused(suite, item, message):
     with pytest.raises(ConfigError) as caught:
         select_variants(suite, None, (), [item])
@@ -76,13 +79,17 @@ def test_sweeps_the_selection_cannot_run_are_refused(suite, item, message):
 
 
 def test_a_swept_family_runs_value_by_value_each_variant_its_own_case():
-    selection = select_variants(CPU_SUITE, "transpose/(conflict|padded)|running_mean/local", ["n=40"],
-                                ["transpose.m=16,32"])  # fmt: skip
+    selection = select_variants(
+        CPU_SUITE, "transpose/(conflict|padded)|running_mean/local", ["n=40"], ["transpose.m=16,32"]
+    )
     cases = selection.cases()
     assert [c.label for c in cases] == [
-        "transpose/conflict@m=16", "transpose/padded@m=16", "transpose/conflict@m=32", "transpose/padded@m=32",
+        "transpose/conflict@m=16",
+        "transpose/padded@m=16",
+        "transpose/conflict@m=32",
+        "transpose/padded@m=32",
         "running_mean/local",
-    ]  # fmt: skip
+    ]
     assert [c.range_name for c in cases[:2]] == ["transpose.conflict@m=16", "transpose.padded@m=16"]
     assert cases[2].size(selection.sizes) == {"m": 32, "n": 40}  # the sweep's value, the --size override
     assert cases[4].size(selection.sizes) == {"n": 40}
@@ -137,14 +144,30 @@ def test_the_profiled_program_runs_each_value_in_its_own_range(tmp_path, monkeyp
 
     monkeypatch.setattr(nvtx, "annotate", annotate)
     events = tmp_path / "events.jsonl"
-    argv = ["--suite", str(CPU_SUITE), "--events", str(events), "-k", "^transpose/(conflict|padded)$",
-            "--sweep", "transpose.m=16,32"]  # fmt: skip
+    argv = [
+        "--suite",
+        str(CPU_SUITE),
+        "--events",
+        str(events),
+        "-k",
+        "^transpose/(conflict|padded)$",
+        "--sweep",
+        "transpose.m=16,32",
+    ]
     assert app_main(argv) == 0
-    assert opened == [("memlens", "transpose.conflict@m=16"), ("memlens", "transpose.padded@m=16"),
-                      ("memlens", "transpose.conflict@m=32"), ("memlens", "transpose.padded@m=32")]  # fmt: skip
+    assert opened == [
+        ("memlens", "transpose.conflict@m=16"),
+        ("memlens", "transpose.padded@m=16"),
+        ("memlens", "transpose.conflict@m=32"),
+        ("memlens", "transpose.padded@m=32"),
+    ]
     lines = [json.loads(line) for line in events.read_text().splitlines()]
-    assert lines[0]["variants"] == ["transpose/conflict@m=16", "transpose/padded@m=16",
-                                    "transpose/conflict@m=32", "transpose/padded@m=32"]  # fmt: skip
+    assert lines[0]["variants"] == [
+        "transpose/conflict@m=16",
+        "transpose/padded@m=16",
+        "transpose/conflict@m=32",
+        "transpose/padded@m=32",
+    ]
     done = [(e["variant"], e["status"], e["size"]) for e in lines if e["event"] == "done"]
     assert done == [(f"transpose/{v}@m={m}", "ok", {"m": m, "n": 48}) for m in (16, 32) for v in ("conflict", "padded")]
     # the outcomes carry each size as its own variant, with what the suite declares for the variant
@@ -152,20 +175,41 @@ def test_the_profiled_program_runs_each_value_in_its_own_range(tmp_path, monkeyp
     record.poll()
     outcomes = record.outcomes(select_variants(CPU_SUITE, "^transpose/").variants)
     assert [(o.variant, o.status, o.baseline) for o in outcomes] == [
-        ("conflict@m=16", "ok", True), ("padded@m=16", "ok", False),
-        ("conflict@m=32", "ok", True), ("padded@m=32", "ok", False),
-    ]  # fmt: skip
+        ("conflict@m=16", "ok", True),
+        ("padded@m=16", "ok", False),
+        ("conflict@m=32", "ok", True),
+        ("padded@m=32", "ok", False),
+    ]
     assert outcomes[1].demonstrates == "padded (CPU)"
 
 
 def test_profile_runs_the_app_with_the_sweep_under_ncu(tmp_path, monkeypatch):
     record = tmp_path / "ncu-calls.jsonl"
-    install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_RECORD=str(record),
-                     FAKE_NCU_REPORT=str(FIXTURES / "probe" / "probe.ncu-rep"),
-                     FAKE_NCU_LOG=str(FIXTURES / "probe" / "probe.log"))  # fmt: skip
+    install_fake_ncu(
+        tmp_path / "bin",
+        monkeypatch,
+        FAKE_NCU_RECORD=str(record),
+        FAKE_NCU_REPORT=str(FIXTURES / "probe" / "probe.ncu-rep"),
+        FAKE_NCU_LOG=str(FIXTURES / "probe" / "probe.log"),
+    )
     # the recorded report holds unswept ranges: no kernel of the swept variants, so exit 3 (nothing measured)
-    assert main(["profile", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--clock-control", "none",
-                 "-k", "^transpose/conflict$", "--sweep", "transpose.m=16,32"]) == 3  # fmt: skip
+    assert (
+        main(
+            [
+                "profile",
+                str(CPU_SUITE),
+                "--out",
+                str(tmp_path / "runs"),
+                "--clock-control",
+                "none",
+                "-k",
+                "^transpose/conflict$",
+                "--sweep",
+                "transpose.m=16,32",
+            ]
+        )
+        == 3
+    )
     (call,) = [json.loads(line) for line in record.read_text().splitlines()]
     assert call["argv"][call["argv"].index("--sweep") + 1] == "transpose.m=16,32"
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
@@ -196,17 +240,19 @@ def swept_results(full: RunResults, family: str, size: str, values: tuple[int, .
         for outcome in (o for o in full.outcomes if o.family == family):
             outcomes.append(replace(outcome, variant=swept_name(outcome.variant, size, value)))
         for kernel in (k for k in full.kernels if k.family == family):
-            kernels.append(replace(kernel, variant=swept_name(kernel.variant, size, value), sweep_size=size,
-                                   sweep_value=value))  # fmt: skip
+            kernels.append(
+                replace(kernel, variant=swept_name(kernel.variant, size, value), sweep_size=size, sweep_value=value)
+            )
     return replace(full, kernels=tuple(kernels), outcomes=tuple(outcomes))
 
 
 def test_results_json_records_the_size_and_a_run_without_sweeps_is_unchanged(tmp_path):
     full = load_results(FULL)
     assert "sweep_size" not in json.dumps(full.to_json())
-    before_sweeps = [{k: v for k, v in asdict(kernel).items()
-                      if not k.startswith("sweep_") and k not in ("range_runs", "process")}
-                     for kernel in full.kernels]  # a program run's fields, left out where unknown  # fmt: skip
+    before_sweeps = [
+        {k: v for k, v in asdict(kernel).items() if not k.startswith("sweep_") and k not in ("range_runs", "process")}
+        for kernel in full.kernels
+    ]  # a program run's fields, left out where unknown
     assert full.to_json()["kernels"] == before_sweeps  # every field as before, in the same order
     swept = swept_results(full, "transpose", "rows", (64, 128))
     data = swept.to_json()
@@ -241,9 +287,15 @@ def test_report_groups_a_sweep_by_size_with_speedups_at_the_same_size():
     duration = {k.variant: k.metric("duration").value for k in swept.kernels}
     (family,) = build_run(swept, "x").families
     assert [r.name for r in family.rows][:8] == [
-        "conflict@rows=64", "padded@rows=64", "swizzled@rows=64", "tile64_padded@rows=64",
-        "tile64_swizzled@rows=64", "vec4_padded@rows=64", "vec4_swizzled@rows=64", "conflict@rows=1024",
-    ]  # fmt: skip
+        "conflict@rows=64",
+        "padded@rows=64",
+        "swizzled@rows=64",
+        "tile64_padded@rows=64",
+        "tile64_swizzled@rows=64",
+        "vec4_padded@rows=64",
+        "vec4_swizzled@rows=64",
+        "conflict@rows=1024",
+    ]
     padded = next(r for r in family.rows if r.name == "padded@rows=1024")
     assert padded.cells["speedup"].value == pytest.approx(duration["conflict@rows=1024"] / duration["padded@rows=1024"])
     assert [r.name for r in family.rows if r.baseline] == ["conflict@rows=64"]
@@ -254,8 +306,13 @@ def test_html_report_plots_a_swept_family_against_size_and_each_size_on_the_roof
     swept = swept_results(full, "matmul", "n", (33, 1024))
     html = render(build_report([("x", swept)]), "html")
     assert html.count('class="chart sweep-chart"') == 1
-    for text in ("matmul against n (33, 1024)", "naive (baseline)", "excess wavefronts (exact)",
-                 "local-memory bytes (ld + st)", "DRAM bandwidth"):  # fmt: skip
+    for text in (
+        "matmul against n (33, 1024)",
+        "naive (baseline)",
+        "excess wavefronts (exact)",
+        "local-memory bytes (ld + st)",
+        "DRAM bandwidth",
+    ):
         assert f">{text}<" in html or text in html, text
     # the roofline places each size of each variant
     assert html.count('class="chart roofline-chart"') == 1
@@ -286,14 +343,34 @@ def test_bench_times_each_value_as_its_own_variant(tmp_path, monkeypatch, capsys
     from tests.bench.test_bench import FakeDevice
 
     monkeypatch.setattr(bench_module, "open_device", FakeDevice)
-    assert main(["bench", str(CPU_SUITE), "--out", str(tmp_path / "runs"), "--repeats", "20", "-k", "^transpose/",
-                 "--sweep", "transpose.n=8,16"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "bench",
+                str(CPU_SUITE),
+                "--out",
+                str(tmp_path / "runs"),
+                "--repeats",
+                "20",
+                "-k",
+                "^transpose/",
+                "--sweep",
+                "transpose.n=8,16",
+            ]
+        )
+        == 0
+    )
     (run,) = (tmp_path / "runs").iterdir()
     data = json.loads((run / "bench.json").read_text())
     timed = [(v["variant"], v["size"]) for v in data["variants"]]
-    assert timed == [("conflict@n=8", {"m": 64, "n": 8}), ("padded@n=8", {"m": 64, "n": 8}),
-                     ("swizzled@n=8", {"m": 64, "n": 8}), ("conflict@n=16", {"m": 64, "n": 16}),
-                     ("padded@n=16", {"m": 64, "n": 16}), ("swizzled@n=16", {"m": 64, "n": 16})]  # fmt: skip
+    assert timed == [
+        ("conflict@n=8", {"m": 64, "n": 8}),
+        ("padded@n=8", {"m": 64, "n": 8}),
+        ("swizzled@n=8", {"m": 64, "n": 8}),
+        ("conflict@n=16", {"m": 64, "n": 16}),
+        ("padded@n=16", {"m": 64, "n": 16}),
+        ("swizzled@n=16", {"m": 64, "n": 16}),
+    ]
     assert "transpose/padded@n=16" in capsys.readouterr().out
 
 

@@ -21,7 +21,8 @@ from memlens.gate.rules import parse_rules
 from memlens.model.results import Expect, RunResults
 from memlens.readers import read_report
 from memlens.reports.build import build_run
-from memlens.suite import load_suite, select_variants
+from memlens.selection import select_variants
+from memlens.suite import load_suite
 from memlens.theory import paper_figures
 from tests.conftest import FIXTURES, REPO
 
@@ -109,7 +110,9 @@ def test_metrics_json_says_as_on_paper_or_not(mismatched: RunResults, capsys) ->
     metrics.render(mismatched, kernels, "json")
     data = {k["label"]: k for k in json.loads(capsys.readouterr().out)["kernels"]}
     assert (data["transpose/conflict"]["paper_excess_wavefronts"], data["transpose/conflict"]["as_on_paper"]) == (
-        65_011_712, True)  # fmt: skip
+        65_011_712,
+        True,
+    )
     assert (data["transpose/padded"]["paper_excess_wavefronts"], data["transpose/padded"]["as_on_paper"]) == (5, False)
 
 
@@ -125,7 +128,8 @@ def test_a_run_without_paper_figures_prints_no_paper_line(capsys) -> None:
     recorded = _recorded("nvidia_h200")  # recorded with the figures: every variant as on paper
     metrics.render(recorded, list(recorded.kernels), "table")
     assert f"exact excess wavefronts as on paper: {', '.join(k.label for k in recorded.kernels)}\n" in (
-        capsys.readouterr().out)  # fmt: skip
+        capsys.readouterr().out
+    )
     results = _without_paper(recorded)
     metrics.render(results, list(results.kernels), "table")
     out = capsys.readouterr().out
@@ -164,8 +168,9 @@ def test_gate_equals_paper_fails_a_variant_without_a_figure() -> None:
     result = evaluate(parse_rules(RULE, "g.toml"), from_run(_without_paper(_recorded("nvidia_h200"))))
     verdict = next(v for v in result.verdicts if v.subject == "transpose/conflict")
     assert verdict.status == "fail"
-    assert verdict.message == ("transpose/conflict declares no exact excess wavefronts on paper "
-                               "(Expect(excess_wavefronts=...) in its suite)")  # fmt: skip
+    assert verdict.message == (
+        "transpose/conflict declares no exact excess wavefronts on paper (Expect(excess_wavefronts=...) in its suite)"
+    )
 
 
 @pytest.mark.parametrize("name", ["suite.ncu-rep", "suite.csv"])
@@ -178,7 +183,8 @@ def test_gate_equals_paper_on_a_raw_report_says_it_holds_no_figures_and_what_to_
     assert len(verdicts) == 19 and {v["status"] for v in verdicts} == {"fail"}
     assert {v["message"] for v in verdicts} == {
         f"{report} holds no suite's figures on paper (a raw ncu report or CSV keeps no Expect(...)): "
-        "gate the run directory or its results.json instead"}  # fmt: skip
+        "gate the run directory or its results.json instead"
+    }
     assert main(["gate", str(report.with_name("suite.results.json")), "--rules", str(rules)]) == 0  # as said
 
 
@@ -186,12 +192,16 @@ def test_gate_equals_paper_on_a_raw_report_says_it_holds_no_figures_and_what_to_
     ("body", "message"),
     [
         ('metric = "exact_excess_wavefronts"\nequals_paper = 1\n', r"g\.toml:5: rule 1: 'equals_paper' must be true"),
-        ('metric = "duration"\nequals_paper = true\n',
-         r"g\.toml:4: rule 1: 'equals_paper' compares exact_excess_wavefronts, .* not duration"),
-        ('metric = "exact_excess_wavefronts"\nequals_paper = true\nwarn = 1\n',
-         r"g\.toml:6: rule 1: 'equals_paper' takes no 'warn' level"),
+        (
+            'metric = "duration"\nequals_paper = true\n',
+            r"g\.toml:4: rule 1: 'equals_paper' compares exact_excess_wavefronts, .* not duration",
+        ),
+        (
+            'metric = "exact_excess_wavefronts"\nequals_paper = true\nwarn = 1\n',
+            r"g\.toml:6: rule 1: 'equals_paper' takes no 'warn' level",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_equals_paper_rules(body: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_rules(f'[[rule]]\nname = "p"\nselect = "*"\n{body}', "g.toml")
