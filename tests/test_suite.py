@@ -11,9 +11,9 @@ from tests.conftest import REPO
 
 
 def readme_suite(tmp_path: Path) -> Path:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "own-kernels.md").read_text(encoding="utf-8")
     code = re.search(r"```python\n(# my_suite\.py.*?)```", readme, re.S)
-    assert code, "the README's own-suite example"
+    assert code, "the own-suite example of docs/own-kernels.md"
     path = tmp_path / "my_suite.py"
     path.write_text(code.group(1), encoding="utf-8")
     return path

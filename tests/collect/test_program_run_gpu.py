@@ -146,7 +146,7 @@ def test_torch_triton_exclude_drops_one_range(tmp_path):
 
 def test_torch_triton_default_launches_profile_a_kernel_and_shape_once(tmp_path):
     """ncu keys a launch by function and shape, not range: with the default `--launches first`, the
-    Triton add launched with one grid in two ranges is profiled in the first only (README)."""
+    Triton add launched with one grid in two ranges is profiled in the first only (docs/which-launches.md)."""
     found = torch_app(tmp_path)
     assert [k["nvtx"] for k in found if k["kernel"] == "add_kernel"] == ["torchapp@triton_add"]
     for name in TORCH_APP_RANGES:

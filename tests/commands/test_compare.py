@@ -587,10 +587,10 @@ def test_a_kernel_missing_from_the_baseline_is_named_so(tmp_path):
 def test_the_readme_compare_example_prints_what_it_shows(capsys, tmp_path, monkeypatch):
     """issue 46 (10): README's `compare` example showed `app.cu:25 -> 26` where the command prints the path the
     build named. Each line it shows (its `...` aside) is printed, in its order."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
     command = "$ memlens compare v1.ncu-rep v2.ncu-rep --wide\n"
     shown = readme.partition(command)[2].partition("```")[0].splitlines()
-    assert shown, "the README's compare example is gone"
+    assert shown, "the compare example of docs/compare.md is gone"
     monkeypatch.chdir(tmp_path)
     for name in ("v1", "v2"):
         (tmp_path / f"{name}.ncu-rep").write_bytes(recorded(f"compare_{name}.ncu-rep").read_bytes())

@@ -234,7 +234,7 @@ def test_gate_help_prints_the_rules_format(capsys) -> None:
     assert "rules file format:" in out
     for key in ("[[rule]]", "select_regex", "max_regression", "equals = 0", "warn"):
         assert key in out, key
-    assert "`memlens gate --help`" in (REPO / "README.md").read_text(encoding="utf-8")
+    assert "`memlens gate --help`" in (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
 
 
 FIXTURES = REPO / "tests" / "fixtures" / "programs" / "nvidia_h100_80gb_hbm3"

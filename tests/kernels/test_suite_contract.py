@@ -31,8 +31,8 @@ TILES = {"transpose": 32, "running_mean": 256, "matmul": 16}  # block or tile ed
 WHOLE_TILES = {"fp16_transpose": 32, "tensor_matmul": 64}  # families whose sizes must be whole tiles (check_size)
 DTYPES = {"fp16_transpose": np.float16, "tensor_matmul": np.float16}  # the input type where not float32
 
-# The README's example of a user's own suite file: two variants of one family.
-USER_SUITE = re.search(r"```python\n(# my_suite.py.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
+# docs/own-kernels.md's example of a user's own suite file: two variants of one family.
+USER_SUITE = re.search(r"```python\n(# my_suite.py.*?)```", (REPO / "docs/own-kernels.md").read_text(), re.S).group(1)
 
 WRONG_SUITE = """
 import numpy as np
@@ -202,7 +202,7 @@ def test_device_outputs_are_copied_to_the_host_without_cupy(tmp_path: Path, monk
 
 
 def test_the_readme_user_suite_loads(tmp_path: Path) -> None:
-    pytest.importorskip("cupy", reason="the README's example imports CuPy: pip install 'memlens[cuda13]'")
+    pytest.importorskip("cupy", reason="docs/own-kernels.md's example imports CuPy: pip install 'memlens[cuda13]'")
     path = tmp_path / "my_suite.py"
     path.write_text(textwrap.dedent(USER_SUITE))
     (family,) = load_suite(path).families
