@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import orjson
@@ -98,6 +98,60 @@ def rich_table(
     for row in rows:
         table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in row))
     return table
+
+
+def fit_columns(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], width: int) -> list[Column] | None:
+    """`columns` with the width each gets in a table of `rows` at most `width` cells wide where no word
+    breaks: a column that wraps is at least as wide as its longest word (its header's too), one that does
+    not as its longest line; what is left goes to the columns whose lines are longer, in proportion to
+    what each lacks. The columns as they are where the whole table fits; None where even the words do not."""
+    texts = [[column.header, *(str(row[index]) for row in rows)] for index, column in enumerate(columns)]
+    longest = [max(cell_len(line) for text in cells for line in text.split("\n")) for cells in texts]
+    room = width - 3 * len(columns) - 1  # one space of padding a side, and the borders
+    if sum(longest) <= room:
+        return list(columns)
+    least = [
+        length if not column.wrap else max(_narrowest(line) for text in cells for line in text.split("\n"))
+        for column, cells, length in zip(columns, texts, longest, strict=True)
+    ]
+    if sum(least) > room:
+        return None
+    lacking = [length - floor for length, floor in zip(longest, least, strict=True)]
+    spare, total = room - sum(least), sum(lacking)
+    widths = [floor + lack * spare // total for floor, lack in zip(least, lacking, strict=True)]
+    for index in sorted(range(len(widths)), key=lambda i: lacking[i], reverse=True)[: room - sum(widths)]:
+        widths[index] += 1  # what the rounding down left, to the columns that lack most
+    return [replace(column, width=min(w, length)) for column, w, length in zip(columns, widths, longest, strict=True)]
+
+
+def _narrowest(line: str) -> int:
+    """The narrowest a line can wrap to with no word broken: its longest word, its indent with its first."""
+    words = line.split()
+    indent = cell_len(line) - cell_len(line.lstrip(" "))
+    return max([indent + cell_len(words[0]), *map(cell_len, words)]) if words else 0
+
+
+def shorten_to_fit(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    index: int,
+    width: int,
+    shorten: Callable[[str, int], str],
+) -> tuple[list[Column], list[list[str]]] | None:
+    """`columns` fitted to `width` (fit_columns) with the cells of column `index` shortened by
+    `shorten(cell, room)` to the room the other columns' longest words leave it; None where that room
+    is under 8 cells or the table still does not fit."""
+    others = [
+        max(_narrowest(line) for cell in [column.header, *(str(row[i]) for row in rows)] for line in cell.split("\n"))
+        for i, column in enumerate(columns)
+        if i != index
+    ]
+    room = width - 3 * len(columns) - 1 - sum(others)
+    if room < 8:
+        return None
+    body = [[shorten(str(cell), room) if i == index else str(cell) for i, cell in enumerate(row)] for row in rows]
+    fitted = fit_columns(columns, body, width)
+    return None if fitted is None else (fitted, body)
 
 
 def longest_word(cells: Sequence[str]) -> int:
