@@ -52,6 +52,23 @@ def test_the_columns_kept_at_80_and_what_is_said_of_the_rest(monkeypatch, capsys
     assert "(--wide shows all; --json every figure)" in note
 
 
+def test_a_programs_kernels_with_local_memory_show_it_at_80_columns(monkeypatch, capsys):
+    """A program's kernel that spills: the local column is kept at 80 columns, kernel names shortened to make
+    room; a run with no local traffic (the torch CSV) and the suite (whose names would have to be cut to
+    14 characters) keep the columns they had."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["metrics", str(H200 / "kinds" / "memory_kinds.ncu-rep")]) == 0
+    out = capsys.readouterr().out
+    header = [line for line in out.splitlines() if line.startswith("┃")]
+    assert "local" in header[0] and "wavefronts" in header[-1] and _widest(out) <= 80
+    spill = next(line for line in out.splitlines() if line.startswith("│ spill_launch_bounds(…)"))
+    assert spill.split("│")[-2].strip() == "126 MB / 125 MB" and "2,031,616 (31/atom)" in out
+    for plain in (INPUTS["torch CSV"], INPUTS["suite"]):
+        assert main(["metrics", str(plain)]) == 0
+        out = capsys.readouterr().out
+        assert "local ld / st" in out[out.index("left out to fit 80 columns") :], out
+
+
 def test_wide_shows_every_column_whatever_the_width(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["metrics", str(INPUTS["suite"]), "-k", "transpose/conflict$", "--wide"]) == 0
