@@ -12,8 +12,11 @@ encoded by orjson, many times faster for large reports.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -103,8 +106,9 @@ def rich_table(
 def fit_columns(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], width: int) -> list[Column] | None:
     """`columns` with the width each gets in a table of `rows` at most `width` cells wide where no word
     breaks: a column that wraps is at least as wide as its longest word (its header's too), one that does
-    not as its longest line; what is left goes to the columns whose lines are longer, in proportion to
-    what each lacks. The columns as they are where the whole table fits; None where even the words do not."""
+    not as its longest line; where the table is too wide, the widest column narrows a cell at a time (as
+    rich collapses a table), none under that. The columns as they are where the whole table fits; None
+    where even the words do not."""
     texts = [[column.header, *(str(row[index]) for row in rows)] for index, column in enumerate(columns)]
     longest = [max(cell_len(line) for text in cells for line in text.split("\n")) for cells in texts]
     room = width - 3 * len(columns) - 1  # one space of padding a side, and the borders
@@ -116,12 +120,49 @@ def fit_columns(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]],
     ]
     if sum(least) > room:
         return None
-    lacking = [length - floor for length, floor in zip(longest, least, strict=True)]
-    spare, total = room - sum(least), sum(lacking)
-    widths = [floor + lack * spare // total for floor, lack in zip(least, lacking, strict=True)]
-    for index in sorted(range(len(widths)), key=lambda i: lacking[i], reverse=True)[: room - sum(widths)]:
-        widths[index] += 1  # what the rounding down left, to the columns that lack most
-    return [replace(column, width=min(w, length)) for column, w, length in zip(columns, widths, longest, strict=True)]
+    widths = list(longest)
+    for _ in range(sum(longest) - room):  # the widest column that can give a cell gives it, as rich collapses
+        index = max((i for i in range(len(widths)) if widths[i] > least[i]), key=lambda i: widths[i])
+        widths[index] -= 1
+    step = -(-len(rows) // SEARCH_ROWS)  # a larger table is judged by a sample of its rows
+    widths = _fewest_lines([cells[1::step] for cells in texts], widths, least, [c.wrap for c in columns])
+    return [replace(column, width=width) for column, width in zip(columns, widths, strict=True)]
+
+
+SEARCH_ROWS = 100  # rows (evenly spaced) whose lines the widths are chosen to make fewest: 0.1 s at most
+
+
+def _fewest_lines(texts: list[list[str]], widths: list[int], least: list[int], wraps: list[bool]) -> list[int]:
+    """`widths` with cells moved from one wrapping column to another while that makes the table's body
+    fewer lines (each cell's lines counted as wrapped between words), the best such move each time."""
+
+    @functools.cache
+    def heights(index: int, width: int) -> tuple[int, ...]:
+        return tuple(
+            sum(
+                max(1, len(textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)))
+                for line in cell.split("\n")
+            )
+            for cell in texts[index]
+        )
+
+    def total(candidate: list[int]) -> int:
+        return sum(map(max, zip(*(heights(i, w) for i, w in enumerate(candidate)), strict=True)))
+
+    flexible = [i for i, wrap in enumerate(wraps) if wrap]
+    best = total(widths)
+    while True:
+        candidates = []
+        for giver, taker in itertools.permutations(flexible, 2):
+            for cells in range(1, widths[giver] - least[giver] + 1):
+                candidate = list(widths)
+                candidate[giver] -= cells
+                candidate[taker] += cells
+                candidates.append(candidate)
+        found = min(candidates, key=total, default=None)
+        if found is None or (lines := total(found)) >= best:
+            return widths
+        widths, best = found, lines
 
 
 def _narrowest(line: str) -> int:

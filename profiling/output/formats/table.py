@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from rich.cells import cell_len
+
 from memlens.io.safe_text import neutral
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 
@@ -113,9 +115,29 @@ def gate_table(result: GateResult, width: int | None = None) -> Table:
         shortened = shorten_to_fit(columns, body, 2, width, _shorten_kernel)
         if shortened is not None:
             columns, body = shortened
+            room = columns[2].width
+            body = [(s, r, _indent_detail(cell, room)) for s, r, cell in body] if room else body
     cells = [(Text(row[0], style=_STYLE[row[0].lower()]), *(Text(cell) for cell in row[1:])) for row in body]
     title = f"memlens gate: {result.rules} on {result.source}"
     return rich_table(columns, cells, title=title, caption=result.summary())
+
+
+def _indent_detail(cell: str, width: int) -> str:
+    """The kernel's line, then its detail wrapped between words to `width`, its lines indented (where its
+    longest word leaves room for that)."""
+    import textwrap
+
+    kernel, _, detail = cell.partition("\n")
+    indent = "  " if max(map(cell_len, detail.split()), default=0) + 2 <= width else ""  # else a word would break
+    lines = textwrap.wrap(
+        detail.strip(),
+        width,
+        initial_indent="  ",
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join([kernel, *lines])
 
 
 def _shorten_kernel(cell: str, width: int) -> str:
