@@ -12,10 +12,13 @@ encoded by orjson, many times faster for large reports.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import re
+import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import orjson
@@ -98,6 +101,98 @@ def rich_table(
     for row in rows:
         table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in row))
     return table
+
+
+def fit_columns(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], width: int) -> list[Column] | None:
+    """`columns` with the width each gets in a table of `rows` at most `width` cells wide where no word
+    breaks: a column that wraps is at least as wide as its longest word (its header's too), one that does
+    not as its longest line; where the table is too wide, the widest column narrows a cell at a time (as
+    rich collapses a table), none under that. The columns as they are where the whole table fits; None
+    where even the words do not."""
+    texts = [[column.header, *(str(row[index]) for row in rows)] for index, column in enumerate(columns)]
+    longest = [max(cell_len(line) for text in cells for line in text.split("\n")) for cells in texts]
+    room = width - 3 * len(columns) - 1  # one space of padding a side, and the borders
+    if sum(longest) <= room:
+        return list(columns)
+    least = [
+        length if not column.wrap else max(_narrowest(line) for text in cells for line in text.split("\n"))
+        for column, cells, length in zip(columns, texts, longest, strict=True)
+    ]
+    if sum(least) > room:
+        return None
+    widths = list(longest)
+    for _ in range(sum(longest) - room):  # the widest column that can give a cell gives it, as rich collapses
+        index = max((i for i in range(len(widths)) if widths[i] > least[i]), key=lambda i: widths[i])
+        widths[index] -= 1
+    step = -(-len(rows) // SEARCH_ROWS)  # a larger table is judged by a sample of its rows
+    widths = _fewest_lines([cells[1::step] for cells in texts], widths, least, [c.wrap for c in columns])
+    return [replace(column, width=width) for column, width in zip(columns, widths, strict=True)]
+
+
+SEARCH_ROWS = 100  # rows (evenly spaced) whose lines the widths are chosen to make fewest: 0.1 s at most
+
+
+def _fewest_lines(texts: list[list[str]], widths: list[int], least: list[int], wraps: list[bool]) -> list[int]:
+    """`widths` with cells moved from one wrapping column to another while that makes the table's body
+    fewer lines (each cell's lines counted as wrapped between words), the best such move each time."""
+
+    @functools.cache
+    def heights(index: int, width: int) -> tuple[int, ...]:
+        return tuple(
+            sum(
+                max(1, len(textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)))
+                for line in cell.split("\n")
+            )
+            for cell in texts[index]
+        )
+
+    def total(candidate: list[int]) -> int:
+        return sum(map(max, zip(*(heights(i, w) for i, w in enumerate(candidate)), strict=True)))
+
+    flexible = [i for i, wrap in enumerate(wraps) if wrap]
+    best = total(widths)
+    while True:
+        candidates = []
+        for giver, taker in itertools.permutations(flexible, 2):
+            for cells in range(1, widths[giver] - least[giver] + 1):
+                candidate = list(widths)
+                candidate[giver] -= cells
+                candidate[taker] += cells
+                candidates.append(candidate)
+        found = min(candidates, key=total, default=None)
+        if found is None or (lines := total(found)) >= best:
+            return widths
+        widths, best = found, lines
+
+
+def _narrowest(line: str) -> int:
+    """The narrowest a line can wrap to with no word broken: its longest word, its indent with its first."""
+    words = line.split()
+    indent = cell_len(line) - cell_len(line.lstrip(" "))
+    return max([indent + cell_len(words[0]), *map(cell_len, words)]) if words else 0
+
+
+def shorten_to_fit(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    index: int,
+    width: int,
+    shorten: Callable[[str, int], str],
+) -> tuple[list[Column], list[list[str]]] | None:
+    """`columns` fitted to `width` (fit_columns) with the cells of column `index` shortened by
+    `shorten(cell, room)` to the room the other columns' longest words leave it; None where that room
+    is under 8 cells or the table still does not fit."""
+    others = [
+        max(_narrowest(line) for cell in [column.header, *(str(row[i]) for row in rows)] for line in cell.split("\n"))
+        for i, column in enumerate(columns)
+        if i != index
+    ]
+    room = width - 3 * len(columns) - 1 - sum(others)
+    if room < 8:
+        return None
+    body = [[shorten(str(cell), room) if i == index else str(cell) for i, cell in enumerate(row)] for row in rows]
+    fitted = fit_columns(columns, body, width)
+    return None if fitted is None else (fitted, body)
 
 
 def longest_word(cells: Sequence[str]) -> int:

@@ -83,6 +83,16 @@ def elide_middle(text: str, width: int) -> str:
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
+def elide_lines(text: str, width: int) -> str:
+    """Each line of `text` in at most `width` characters, a longer one shortened by `elide_middle`, its
+    indent kept: a cell of a label and, indented below it, its kernel's name."""
+    lines = []
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        lines.append(line if len(line) <= width else line[:indent] + elide_middle(line[indent:], width - indent))
+    return "\n".join(lines)
+
+
 _INNERMOST = re.compile(r"<([^<>()]*[^<>()…][^<>()]*)>|\(([^<>()]*[^<>()…][^<>()]*)\)")
 
 

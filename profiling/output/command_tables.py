@@ -6,6 +6,7 @@ missing."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,10 +15,10 @@ from typing import TYPE_CHECKING, TextIO
 
 from rich.cells import cell_len
 
-from memlens.io.tables import Column, longest_word, rich_table
+from memlens.io.tables import Column, fit_columns, longest_word, rich_table, shorten_to_fit
 from memlens.io.terminal import console, table_console
 from memlens.io.units import format_bytes, format_duration, format_percent, format_value
-from memlens.model.kernel_names import NAME_WIDTH, elide_middle
+from memlens.model.kernel_names import NAME_WIDTH, elide_lines, elide_middle
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,17 +33,31 @@ NA = "n/a"
 # --- memlens check ----------------------------------------------------------------------------------
 
 CHECK_COLUMNS = tuple(
-    Column(header, numeric=header.endswith("B") or header == "registers")
-    for header in ("variant", "kernel", "registers", "stack B", "spill st B", "spill ld B", "shared B", "PTX .local")
+    Column(header, numeric=header.endswith("B") or header == "regs")
+    for header in ("variant", "kernel", "regs", "stack B", "spill st B", "spill ld B", "shared B", "PTX .local")
 )
 
 
 def print_check(results: StaticResults, out: TextIO | None = None) -> None:
-    """What the compiler decided per kernel, one row a kernel."""
+    """What the compiler decided per kernel, one row a kernel. No word breaks (io/tables.fit_columns):
+    where the columns cannot fit their longest words, each kernel goes on a line of its own under its
+    variant, and names too long for what is left are shortened in the middle."""
     from memlens.static.check import rows
 
     title = f"memlens check {results.source}: {results.arch}, {results.compiler or 'no compiler used'}"
-    table_console(file=out).print(rich_table(CHECK_COLUMNS, list(rows(results)), title=title))
+    where = table_console(file=out)
+    columns: Sequence[Column] = CHECK_COLUMNS
+    body: Sequence[Sequence[str]] = list(rows(results))
+    fitted = fit_columns(columns, body, where.width)
+    if fitted is not None:
+        columns = fitted
+    else:
+        columns = (Column("variant\n  kernel"), *CHECK_COLUMNS[2:])
+        body = [(f"{variant}\n  {kernel}", *figures) for variant, kernel, *figures in body]
+        shortened = shorten_to_fit(columns, body, 0, where.width, elide_lines)
+        if shortened is not None:
+            columns, body = shortened
+    where.print(rich_table(columns, body, title=title))
 
 
 # --- memlens bench ----------------------------------------------------------------------------------
@@ -237,15 +252,64 @@ class BaselineView:
 
 
 def print_baseline(view: BaselineView, out: TextIO | None = None) -> None:
-    """Its measurements and environment, then one row a kernel with every figure and its unit."""
+    """Its measurements and environment on a line, then its figures: one row a kernel, one column a
+    figure (headed by its key, broken after an underscore where the figure's values are narrower), as
+    many tables as it takes to fit the width, each with the kernels' column."""
     baseline = view.baseline
     environment = ", ".join(f"{k} {v}" for k, v in vars(baseline.environment).items() if v)
-    title = f"baseline {view.file}: {baseline.measurements}, {environment or 'no environment'}"
-    body = [
-        (elide_middle(key, NAME_WIDTH), ", ".join(f"{m}={_figure(m, v)}" for m, v in values.items()))
-        for key, values in baseline.values.items()
-    ]
-    table_console(file=out).print(rich_table((Column("kernel"), Column("figures")), body, title=title))
+    where = table_console(file=out)
+    where.print(f"baseline {view.file}: {baseline.measurements}, {environment or 'no environment'}")
+    values = baseline.values
+    if not values:
+        return
+    figures = list(dict.fromkeys(key for figures in values.values() for key in figures))
+    shown = {
+        key: [_figure(key, kernel[key]) if key in kernel else "-" for kernel in values.values()] for key in figures
+    }
+    names = [elide_middle(key, NAME_WIDTH) for key in values]
+    label = min(max(cell_len(name) for name in [*names, "kernel"]), max(LABEL_WIDTH, where.width // 3))
+    kernel = Column("kernel", width=label, wrap=False)
+    names = [elide_middle(name, label) for name in names]
+    for group in _figure_groups(shown, where.width - label - 4):
+        columns = [
+            kernel,
+            *(Column(_key_lines(key, width), numeric=True, wrap=False, width=width) for key, width in group),
+        ]
+        body = [[name, *(shown[key][row] for key, _ in group)] for row, name in enumerate(names)]
+        where.print(rich_table(columns, body))
+
+
+LABEL_WIDTH = 20  # characters of a kernel's name in `baseline show` kept however narrow the terminal
+
+
+def _figure_groups(shown: dict[str, list[str]], room: int) -> list[list[tuple[str, int]]]:
+    """The figures in their order, each with its column's width, in runs that fit `room` cells (each
+    column with its padding and border); a figure's column is as wide as its widest value or the
+    longest part of its key up to an underscore."""
+    groups: list[list[tuple[str, int]]] = [[]]
+    used = 0
+    for key, cells in shown.items():
+        width = max(max(map(cell_len, cells)), max(map(cell_len, _KEY_PARTS.findall(key))))
+        if groups[-1] and used + width + 3 > room:
+            groups.append([])
+            used = 0
+        groups[-1].append((key, width))
+        used += width + 3
+    return groups
+
+
+_KEY_PARTS = re.compile(r"[^_]*_|[^_]+")  # a key's parts, each with the underscore after it
+
+
+def _key_lines(key: str, width: int) -> str:
+    """`key` on lines of at most `width` characters, broken only after an underscore
+    (`shared_ld_` / `instructions`); a part wider than `width` on a line of its own."""
+    lines = [""]
+    for part in _KEY_PARTS.findall(key):
+        if lines[-1] and cell_len(lines[-1] + part) > width:
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(lines)
 
 
 def _figure(key: str, value: float) -> str:

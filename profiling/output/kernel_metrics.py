@@ -245,6 +245,10 @@ def print_table(
             [_fitted_label(kernel, label), *(CELLS[column.key](kernel) for column in present[1:])] for kernel in kernels
         ]
         chosen = _columns_that_fit(rows, out.width, present)
+        narrower = _label_for_local(kernels, rows, out.width, present, chosen)
+        if narrower is not None:  # kernels with local memory: names shortened so that its column fits
+            rows = [[_fitted_label(kernel, narrower), *row[1:]] for kernel, row in zip(kernels, rows, strict=True)]
+            chosen = _columns_that_fit(rows, out.width, present)
         keep = [present.index(column) for column in chosen]
         rows = [[row[index] for index in keep] for row in rows]
     else:
@@ -309,6 +313,34 @@ def _fitted_label(kernel: KernelResult, width: int) -> str:
     if kernel.nvtx is not None and kernel.kernel != kernel.label:
         return f"{label}\n  {elide_middle(_library_mark(kernel) + short_kernel(kernel.kernel), width - 2)}"
     return label + (f"\n  {_library_mark(kernel)}".rstrip() if kernel.library else "")
+
+
+LOCAL_LABEL_MIN = 20  # characters of a kernel's name kept where names are shortened to show local memory
+MUST_SHOW_LOCAL = ("duration", "exact excess wavefronts", "local ld / st")  # where a kernel has local traffic
+
+
+def _label_for_local(
+    kernels: list[KernelResult], rows: list[list[str]], width: int, present: list[Column], chosen: list[Column]
+) -> int | None:
+    """Where a kernel has local traffic and its column was left out to fit `width`, the width of the kernel
+    column (at least LOCAL_LABEL_MIN) at which it fits beside duration and exact excess wavefronts; None
+    where it was kept, no kernel has local traffic, or names would have to be shorter."""
+    keys = [column.key for column in present]
+    if (
+        "local ld / st" not in keys
+        or any(c.key == "local ld / st" for c in chosen)
+        or not any(map(_has_local, kernels))
+    ):
+        return None
+    widths = _widths(rows, present)
+    room = width - 4 - sum(widths[keys.index(key)] + 3 for key in MUST_SHOW_LOCAL if key in keys)
+    return room if LOCAL_LABEL_MIN <= room < widths[0] else None
+
+
+def _has_local(kernel: KernelResult) -> bool:
+    """Whether the kernel loads or stores local memory (bytes, or instructions where it has no bytes)."""
+    executions = _local_executions(kernel)
+    return any(executions or ()) or any(kernel.value(key) for key in ("local_ld_bytes", "local_st_bytes"))
 
 
 def _columns_that_fit(rows: list[list[str]], width: int, columns: list[Column]) -> list[Column]:

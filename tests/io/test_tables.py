@@ -10,7 +10,8 @@ import math
 import pytest
 from rich.console import Console
 
-from memlens.io.tables import Column, fast_table, label_width, rich_table, write_indented
+from memlens.io.tables import Column, fast_table, fit_columns, label_width, rich_table, shorten_to_fit, write_indented
+from memlens.model.kernel_names import elide_lines
 
 ROWS = [
     ["transpose<float, 32, 32, 0>(T1 *, const T1 *, int) with a long tail of words", "1,024", "3.5 ms"],
@@ -109,3 +110,41 @@ def test_write_indented_writes_it_a_piece_at_a_time():
         if levels == 2:  # one piece a kernel, none holding two
             labelled = [piece.count('"label"') for piece in pieces]
             assert sum(labelled) == 3 and max(labelled) == 1
+
+
+# --- fit_columns, shorten_to_fit: tables that break no word ---------------------------------------------
+
+
+def _drawn(columns, rows, width: int) -> list[str]:
+    out = Console(width=width, record=True, markup=False, highlight=False, file=io.StringIO())
+    out.print(rich_table(columns, rows))
+    return out.export_text().splitlines()
+
+
+FIT_ROWS = [
+    ("PASS", "padded and swizzled transposes stay conflict-free", "global_load_sectors_per_request = 4 (<= 4)"),
+    ("FAIL", "the naive matmul still shows low intensity", "arithmetic_intensity_l1 = 0.1176 (<= 0.2500)"),
+]
+
+
+def test_fit_columns_keeps_every_word_whole_and_makes_the_fewest_lines():
+    columns = [Column("status"), Column("rule"), Column("detail")]
+    assert fit_columns(columns, FIT_ROWS, 200) == columns  # the whole table fits: as it is
+    fitted = fit_columns(columns, FIT_ROWS, 60)
+    assert fitted is not None and sum(c.width for c in fitted) + 10 <= 60
+    assert fitted[2].width >= len("global_load_sectors_per_request")  # no column under its longest word
+    lines = _drawn(fitted, FIT_ROWS, 60)
+    words = " ".join(line.replace("│", " ") for line in lines).split()
+    assert "global_load_sectors_per_request" in words and "conflict-free" in words and max(map(len, lines)) <= 60
+    assert fit_columns(columns, FIT_ROWS, 45) is None  # its longest words need 6 + 13 + 31 + 10 cells
+
+
+def test_shorten_to_fit_elides_one_column_to_the_room_the_others_leave():
+    name = "void transpose_kernel<float, 32, 8, true>(float *, const float *, int)"
+    columns = [Column("kernel", wrap=False), Column("detail")]
+    rows = [(name, "global_load_sectors_per_request = 4")]
+    fitted = shorten_to_fit(columns, rows, 0, 70, elide_lines)  # 70 - 7 - 31: 32 cells for the name
+    assert fitted is not None
+    assert fitted[1] == [["void transpose_kernel<…>(…)", rows[0][1]]]
+    assert max(map(len, _drawn(*fitted, 70))) <= 70
+    assert shorten_to_fit(columns, [(name, "x" * 60)], 0, 70, elide_lines) is None  # under 8 cells left

@@ -12,6 +12,7 @@ from rich.cells import cell_len
 
 from memlens.cli import main
 from tests.conftest import FIXTURES, REPO
+from tests.support.table_words import assert_words_whole, parse_tables
 
 H200 = FIXTURES / "nvidia_h200"
 INPUTS = {
@@ -49,6 +50,23 @@ def test_the_columns_kept_at_80_and_what_is_said_of_the_rest(monkeypatch, capsys
     note = " ".join(out[out.index("left out to fit 80 columns: ") :].split())
     assert note.startswith("left out to fit 80 columns: DRAM GB/s, DRAM % of peak")
     assert "(--wide shows all; --json every figure)" in note
+
+
+def test_a_programs_kernels_with_local_memory_show_it_at_80_columns(monkeypatch, capsys):
+    """A program's kernel that spills: the local column is kept at 80 columns, kernel names shortened to make
+    room; a run with no local traffic (the torch CSV) and the suite (whose names would have to be cut to
+    14 characters) keep the columns they had."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["metrics", str(H200 / "kinds" / "memory_kinds.ncu-rep")]) == 0
+    out = capsys.readouterr().out
+    header = [line for line in out.splitlines() if line.startswith("┃")]
+    assert "local" in header[0] and "wavefronts" in header[-1] and _widest(out) <= 80
+    spill = next(line for line in out.splitlines() if line.startswith("│ spill_launch_bounds(…)"))
+    assert spill.split("│")[-2].strip() == "126 MB / 125 MB" and "2,031,616 (31/atom)" in out
+    for plain in (INPUTS["torch CSV"], INPUTS["suite"]):
+        assert main(["metrics", str(plain)]) == 0
+        out = capsys.readouterr().out
+        assert "local ld / st" in out[out.index("left out to fit 80 columns") :], out
 
 
 def test_wide_shows_every_column_whatever_the_width(monkeypatch, capsys):
@@ -166,6 +184,55 @@ def test_every_command_fits_80_columns_and_breaks_between_words(command, monkeyp
     for word in WHOLE_WORDS.get(command, []):
         if command != "doctor" or "memlens[" in out:  # doctor gives the CuPy install hint only where CuPy is missing
             assert re.search(rf"(^|\s){re.escape(word)}", out, re.M), out
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_gate_breaks_no_rule_kernel_or_metric_key_mid_word(columns, monkeypatch, capsys):
+    """Every word of every verdict (its rule, kernel and detail, `global_load_sectors_per_request` too)
+    whole: at 80 columns each detail goes on a line of its own under its kernel."""
+    monkeypatch.chdir(REPO)
+    assert main([*EVERY_COMMAND["gate"], "--format", "json"]) == 0
+    verdicts = json.loads(capsys.readouterr().out)["verdicts"]
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(EVERY_COMMAND["gate"]) == 0
+    out = capsys.readouterr().out
+    words = [word for v in verdicts for field in ("rule", "subject", "message") for word in v[field].split()]
+    assert_words_whole(out, columns, [*words, "status", "rule", "kernel", "detail"])
+    (table,) = parse_tables(out)
+    first = verdicts[0]
+    assert table.rows[0][1:] == (
+        [first["rule"], f"{first['subject']} {first['message']}"]
+        if columns == 80
+        else [first["rule"], first["subject"], first["message"]]
+    )
+
+
+def test_gate_shortens_a_long_kernel_name_in_the_middle_at_80_columns(monkeypatch):
+    from memlens.gate.evaluate import GateResult, Verdict
+    from memlens.output import render_text
+
+    name = "void transpose_kernel_with_a_long_name<float, 32, 8, true>(float *, const float *, int, int, int, int)"
+    message = "global_load_sectors_per_request = 16 (<= 4)"
+    result = GateResult("r.toml", "run", "profile", (Verdict("fp32 transposes load coalesced", name, "fail", message),))
+    monkeypatch.setenv("COLUMNS", "80")
+    out = render_text("table", "gate", result)
+    assert_words_whole(out, 80, ["fp32", "transposes", "load", "coalesced", *message.split()])
+    (table,) = parse_tables(out)
+    kernel = table.rows[0][2].removesuffix(f" {message}")
+    assert kernel.startswith("void transpose_kernel_with_a_long_name<") and "…" in kernel, kernel
+
+
+BASELINE = REPO / "kernels" / "baselines" / "nvidia_h200.json"
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_baseline_show_is_tables_that_fit(columns, monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["baseline", "show", str(BASELINE)]) == 0
+    out = capsys.readouterr().out
+    kernels = [entry["key"] for entry in json.loads(BASELINE.read_text(encoding="utf-8"))["kernels"]]
+    assert_words_whole(out, columns, kernels)
+    assert len(out.splitlines()) < {80: 600, 120: 330}[columns]  # the key=value list: 1,027 and 495 lines
 
 
 @pytest.mark.parametrize("command", ["list", "compare"])

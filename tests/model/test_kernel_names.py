@@ -53,3 +53,11 @@ def test_short_kernel_keeps_a_name_inside_an_anonymous_namespace() -> None:
     name = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(T3 *, const T1 *, int)"
     # was "at::native::": the namespace's parenthesis read as the argument list
     assert short_kernel(name) == "at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>"
+
+
+def test_elide_lines_shortens_each_line_keeping_its_indent() -> None:
+    from memlens.model.kernel_names import elide_lines
+
+    cell = "transpose/tile64_swizzled\n  void transpose<float, 64, 64, 1>(float *, const float *)"
+    assert elide_lines(cell, 40) == "transpose/tile64_swizzled\n  void transpose<float, 64, 64, 1>(…)"
+    assert elide_lines(cell, 200) == cell

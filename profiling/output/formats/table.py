@@ -3,7 +3,10 @@ on standard output when no other format is asked for."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
+
+from rich.cells import cell_len
 
 from memlens.io.safe_text import neutral
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle
@@ -30,7 +33,7 @@ class Terminal:
         console = table_console(file=out)
         for note in result.notes:
             console.print(f"note: {note}")
-        console.print(gate_table(result))
+        console.print(gate_table(result, console.width))
 
     def metrics(self, table: KernelMetrics, out: TextIO) -> None:
         from memlens.output.kernel_metrics import print_metrics
@@ -88,20 +91,56 @@ FORMAT = Terminal()
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
-def gate_table(result: GateResult) -> Table:
-    """The verdicts as a rich table (io/tables.rich_table); every cell is a Text, so names print as they are."""
+def gate_table(result: GateResult, width: int | None = None) -> Table:
+    """The verdicts as a rich table (io/tables.rich_table); every cell is a Text, so names print as they are.
+    Within `width` cells no word breaks (io/tables.fit_columns): where the four columns cannot fit their
+    longest words, each detail goes on a line of its own under its kernel, and kernel names too long for
+    what is left are shortened in the middle; where even that cannot fit, rich folds the cells."""
     from rich.text import Text
 
-    from memlens.io.tables import Column, rich_table
+    from memlens.io.tables import Column, fit_columns, rich_table, shorten_to_fit
 
-    columns = [Column(header) for header in ("status", "rule", "kernel", "detail")]
-    body = [
-        (
-            Text(v.status.upper(), style=_STYLE[v.status]),
-            Text(neutral(v.rule)),
-            Text(elide_middle(neutral(v.subject), NAME_WIDTH) or "-"),
-            Text(neutral(v.message)),
-        )
+    rows = [
+        (v.status.upper(), neutral(v.rule), elide_middle(neutral(v.subject), NAME_WIDTH) or "-", neutral(v.message))
         for v in result.verdicts
     ]
-    return rich_table(columns, body, title=f"memlens gate: {result.rules} on {result.source}", caption=result.summary())
+    columns = [Column(header) for header in ("status", "rule", "kernel", "detail")]
+    body: Sequence[Sequence[str]] = rows
+    fitted = None if width is None else fit_columns(columns, body, width)
+    if fitted is not None:
+        columns = fitted
+    elif width is not None:  # the detail under its kernel, the name shortened to the room left
+        columns = [Column("status"), Column("rule"), Column("kernel\n  detail")]
+        body = [(s, r, f"{k}\n  {d}") for s, r, k, d in rows]
+        shortened = shorten_to_fit(columns, body, 2, width, _shorten_kernel)
+        if shortened is not None:
+            columns, body = shortened
+            room = columns[2].width
+            body = [(s, r, _indent_detail(cell, room)) for s, r, cell in body] if room else body
+    cells = [(Text(row[0], style=_STYLE[row[0].lower()]), *(Text(cell) for cell in row[1:])) for row in body]
+    title = f"memlens gate: {result.rules} on {result.source}"
+    return rich_table(columns, cells, title=title, caption=result.summary())
+
+
+def _indent_detail(cell: str, width: int) -> str:
+    """The kernel's line, then its detail wrapped between words to `width`, its lines indented (where its
+    longest word leaves room for that)."""
+    import textwrap
+
+    kernel, _, detail = cell.partition("\n")
+    indent = "  " if max(map(cell_len, detail.split()), default=0) + 2 <= width else ""  # else a word would break
+    lines = textwrap.wrap(
+        detail.strip(),
+        width,
+        initial_indent="  ",
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join([kernel, *lines])
+
+
+def _shorten_kernel(cell: str, width: int) -> str:
+    """A kernel's name (the cell's first line) in at most `width` characters; its detail as it is."""
+    kernel, _, detail = cell.partition("\n")
+    return f"{elide_middle(kernel, width)}\n{detail}"
