@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from memlens.model.banks_file import read_banks_file
+from memlens.model.banks_file import BankAccess, read_banks_file
 from memlens.readers import read_with_instructions
 from memlens.theory.bank_analysis import analyse_file
 from memlens.theory.bank_matching import conflicting_at, function_key, match_instructions
@@ -119,3 +119,16 @@ def test_conflicting_at_takes_the_kernels_own_conflicting_instructions(probe):
 )
 def test_function_key(name, key):
     assert function_key(name) == key
+
+
+def test_the_n_way_over_every_execution_is_ncus_but_cp_asyncs(probe):
+    # the trace's bank model run over every warp-level execution on the GPU (`every_execution`) gives ncu's figure
+    # too, but for cp.async: served there as a store of its width (1-way), where ncu counts the global lines it
+    # reads (2-way); the recorded warps, with their global addresses, give ncu's 2-way (above)
+    results, analysis = probe
+    matched = match_instructions(results.kernels, analysis)
+    others = [m for m in matched if m.banks.instruction.access is not BankAccess.CP_ASYNC]
+    assert len(others) == 154
+    assert [m for m in others if round(m.banks.every_n_way, 3) != round(m.measured_n_way, 3)] == []
+    (cp_async,) = [m for m in matched if m.banks.instruction.access is BankAccess.CP_ASYNC]
+    assert (cp_async.banks.every_n_way, cp_async.measured_n_way, cp_async.banks.n_way) == (1.0, 2.0, 2.0)
