@@ -132,6 +132,62 @@ class SourceView:
 
 
 @dataclass(frozen=True)
+class LaneMark:
+    """One cell of a bank map: the lanes whose word a bank delivers in one wavefront, where it is drawn."""
+
+    x: float
+    y: float
+    bank: int
+    lanes: tuple[int, ...]  # several where the lanes share one word (a broadcast, or sub-word lanes)
+    conflict: bool  # the bank delivers another word of the same phase in another wavefront
+
+    @property
+    def label(self) -> str:
+        return str(self.lanes[0]) + ("+" if len(self.lanes) > 1 else "")
+
+    @property
+    def title(self) -> str:
+        lanes = ", ".join(str(lane) for lane in self.lanes)
+        return f"bank {self.bank}: lane{'s' * (len(self.lanes) > 1)} {lanes}"
+
+
+@dataclass(frozen=True)
+class BankMapRow:
+    label: str  # the wavefront's number in its phase, from 1
+    y: float
+    marks: tuple[LaneMark, ...]
+
+
+@dataclass(frozen=True)
+class BankMapPanel:
+    """One phase: the lanes served together, a row a wavefront."""
+
+    title: str  # "lanes 0-15: 16 wavefronts (ideal 1)"; "" where the warp is one phase of 4-byte lanes
+    title_y: float
+    rows: tuple[BankMapRow, ...]
+
+
+@dataclass(frozen=True)
+class BankMapFigure:
+    """The recorded warp of a conflicting instruction, bank by bank, laid out for an SVG (reports/bank_maps.py):
+    32 bank columns, a row a wavefront, a panel a phase; the fix proved on the recorded addresses below it."""
+
+    location: str  # the hot line's, as LineRecord.location names it
+    heading: str  # "load at pc +0x6c0, 4 bytes a lane"
+    summary: str  # the n-way from the recorded addresses, and ncu's
+    fix: str  # in one sentence; "" where none is needed
+    width: float
+    height: float
+    cell: float
+    columns: tuple[float, ...]  # x of each bank's column
+    panels: tuple[BankMapPanel, ...]
+
+    @property
+    def marks(self) -> int:
+        return sum(len(row.marks) for panel in self.panels for row in panel.rows)
+
+
+@dataclass(frozen=True)
 class RooflinePoint:
     """One variant under the roofline: its achieved FLOP/s and its intensity at each memory level."""
 
@@ -181,6 +237,7 @@ class Row:
     hot_lines: tuple[LineRecord, ...] = ()  # lines with excess wavefronts or local accesses (hot_lines.py)
     source_views: tuple[SourceView, ...] = ()  # its code with per-line figures, a view a file (source_view.py)
     library: str | None = None  # the library whose kernel it is (cuBLAS, ...: model/libraries.py); None: the user's
+    bank_maps: tuple[BankMapFigure, ...] = ()  # its hot lines' recorded warps, where the run holds banks.json
 
     @property
     def verdict_text(self) -> str:
@@ -379,6 +436,9 @@ def _run_json(run: RunSection) -> dict[str, Any]:
 
 def _row_json(row: Row) -> dict[str, Any]:
     data = asdict(row)
+    del data["bank_maps"]  # a drawing: `memlens lines --json` gives each line's bank map
+    for line in data["hot_lines"]:
+        del line["pcs"]
     data["verdict_text"] = row.verdict_text
     data["cells"] = {k: _cell_json(c) for k, c in row.cells.items()}
     return data

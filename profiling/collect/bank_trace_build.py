@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memlens.errors import ProfilerError, SetupError
+from memlens.io.cuda_tools import find_cxx, find_tool, toolkit_roots, wheel_roots
 
 SOURCES = Path(__file__).parent / "banktrace"
 PATCHES = SOURCES / "patches"
@@ -23,7 +24,6 @@ HOST_SOURCE, PATCH_SOURCE, LAYOUT, MODEL = "banktrace.cpp", "banktrace_patch.cu"
 SANITIZER_LIBRARY = "libsanitizer-public.so"
 SANITIZER_ENV = "MEMLENS_SANITIZER"  # a compute-sanitizer folder (include/ and libsanitizer-public.so)
 CACHE_ENV = "MEMLENS_CACHE_DIR"
-DEFAULT_CUDA = "/usr/local/cuda"  # the toolkit where CUDA_HOME names none
 INSTALL_SANITIZER = (
     'install the CUDA toolkit\'s compute-sanitizer, or pip install "memlens[sanitizer]" (CUDA 13) or '
     f'"memlens[sanitizer-cu12]" (CUDA 12), or set {SANITIZER_ENV} to a compute-sanitizer folder'
@@ -46,14 +46,9 @@ class Sanitizer:
 
 def _candidates(env: Mapping[str, str]) -> list[Path]:
     found = [Path(env[SANITIZER_ENV])] if env.get(SANITIZER_ENV) else []
-    from importlib.util import find_spec
-
-    wheels = find_spec("nvidia")  # the namespace of NVIDIA's wheels: nvidia/cu13/compute-sanitizer, ...
-    for base in (wheels.submodule_search_locations or []) if wheels else []:
-        found += sorted(Path(base).glob("*/compute-sanitizer")) + sorted(Path(base).glob("*/*/compute-sanitizer"))
-    for home in (env.get("CUDA_HOME"), env.get("CUDA_PATH"), DEFAULT_CUDA):
-        if home:
-            found.append(Path(home) / "compute-sanitizer")
+    for base in wheel_roots():  # the namespace of NVIDIA's wheels: nvidia/cu13/compute-sanitizer, ...
+        found += sorted(base.glob("*/compute-sanitizer")) + sorted(base.glob("*/*/compute-sanitizer"))
+    found += [root / "compute-sanitizer" for root in toolkit_roots(env)]
     tool = shutil.which("compute-sanitizer", path=env.get("PATH"))
     if tool:
         found.append(Path(tool).resolve().parent)
@@ -94,9 +89,8 @@ def _version(root: Path) -> str:
 def find_cuda_header(sanitizer: Sanitizer, env: Mapping[str, str] | None = None) -> Path:
     """A folder holding cuda.h (the Sanitizer's headers include it)."""
     env = os.environ if env is None else env
-    folders = [sanitizer.root.parent / "include"]
-    folders += [Path(h) / "include" for h in (env.get("CUDA_HOME"), env.get("CUDA_PATH")) if h]
-    folders += sorted(sanitizer.root.parent.parent.glob("*/include")) + [Path(DEFAULT_CUDA) / "include"]
+    beside = [folder.parent for folder in sorted(sanitizer.root.parent.parent.glob("*/include"))]
+    folders = [sanitizer.root.parent / "include"] + [root / "include" for root in toolkit_roots(env, beside)]
     for folder in folders:
         if (folder / "cuda.h").is_file():
             return folder
@@ -107,11 +101,9 @@ def find_cuda_header(sanitizer: Sanitizer, env: Mapping[str, str] | None = None)
 
 
 def find_compiler(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    for name in (env.get("CXX"), "c++", "g++", "clang++"):
-        found = shutil.which(name, path=env.get("PATH")) if name else None
-        if found:
-            return found
+    found = find_cxx(env)
+    if found:
+        return found
     raise SetupError(
         "memlens banks builds its Sanitizer library with a C++ compiler and found none: install g++ "
         "(apt install g++) or set CXX"
@@ -187,11 +179,10 @@ def device_patch(sanitizer: Sanitizer, arch: str, env: Mapping[str, str] | None 
     """The patch fatbin for `arch` (e.g. sm_90): built with nvcc into the cache where there is one, else
     the one shipped in banktrace/patches/."""
     env = os.environ if env is None else env
-    homes = [env.get("CUDA_HOME"), env.get("CUDA_PATH"), str(sanitizer.root.parent), DEFAULT_CUDA]
-    nvcc = shutil.which("nvcc", path=env.get("PATH")) or next(
-        (str(Path(h) / "bin" / "nvcc") for h in homes if h and (Path(h) / "bin" / "nvcc").is_file()), None
-    )
-    if nvcc:
+    # on PATH, in the toolkits named, the one holding the Sanitizer or /usr/local/cuda; not in a wheel
+    found = find_tool("nvcc", env, also=[sanitizer.root.parent], wheels=False)
+    if found is not None:
+        nvcc = str(found)
         sources = b"".join((SOURCES / name).read_bytes() for name in (PATCH_SOURCE, LAYOUT, MODEL))
         target = cache_root(env) / "banktrace" / _key(nvcc, arch, sanitizer.version, sources) / f"patch.{arch}.fatbin"
         if not target.is_file():

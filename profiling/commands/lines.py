@@ -5,7 +5,10 @@ per-instruction metrics (see the README). Each line shows file:line and its code
 instruction on it in words (shared loads and stores, ldmatrix, stmatrix, cp.async, shared atomics,
 tensor-core operand reads, local loads and stores, TMA transfers) with its exact excess wavefronts and
 n-way (wavefronts over the ideal of the very accesses, so a conflict-free 16-byte access reads 1-way)
-or its warp-level executions. Without line info, each SASS instruction stands for its line. A library's
+or its warp-level executions. In a run directory that holds a banks.json (`memlens profile --banks`), a
+conflicting line shows the bank map of its instruction's recorded warp and the fix proved on the recorded
+addresses (`bank_map` of the line in --json), the instruction matched to ncu's by kernel and function-relative
+PC (theory/bank_matching.py). Without line info, each SASS instruction stands for its line. A library's
 kernel (cuBLAS, cuDNN, CUTLASS, PyTorch's ATen, CUB, ...) keeps its figures, is named beside it and
 told what the user controls, never to compile with line info. --sarif FILE
 writes every conflicting, local-memory and uncoalesced line (not only the --top shown) as SARIF 2.1.0,
@@ -25,10 +28,13 @@ from memlens.commands.shared_arguments import chosen_format, older_spelling
 from memlens.errors import ConfigError
 from memlens.model.kernel_lines import kernel_lines
 from memlens.model.nvtx_names import kernels_matching
+from memlens.model.results import KernelResult
 from memlens.model.run_layout import input_files, resolve_run
 from memlens.output import renderer
 from memlens.output.findings import LinesFindings
 from memlens.readers import read_lines
+from memlens.theory.bank_analysis import analyse_run
+from memlens.theory.bank_matching import MatchedInstruction, match_instructions
 
 DEFAULT_TOP = 5
 
@@ -55,7 +61,13 @@ def run(args: argparse.Namespace) -> int:
     kernels = kernels_matching(results.kernels, args.pattern)
     if not kernels:
         raise ConfigError(f"no kernel in {args.path} matches -k {args.pattern!r}")
-    found = LinesFindings(tuple(kernel_lines(results, kernels)), source=args.path, top=args.top, width=terminal_width())
+    found = LinesFindings(
+        tuple(kernel_lines(results, kernels)),
+        source=args.path,
+        top=args.top,
+        width=terminal_width(),
+        bank_maps=bank_maps(Path(args.path), kernels),
+    )
     found = with_root("lines", found, args)
     if write_ci("lines", found, args, input_files(resolve_run(Path(args.path)))):
         return 0
@@ -68,3 +80,11 @@ def terminal_width() -> int | None:
     if "COLUMNS" in os.environ or sys.stdout.isatty():
         return shutil.get_terminal_size().columns
     return None
+
+
+def bank_maps(path: Path, kernels: list[KernelResult]) -> tuple[MatchedInstruction, ...]:
+    """The instructions of the run directory's banks.json (`memlens profile --banks`) matched to the
+    profile's; none where it holds none. A damaged banks.json is an InputError naming it."""
+    run = resolve_run(path)
+    analysis = analyse_run(run if run.is_dir() else run.parent)
+    return () if analysis is None else match_instructions(kernels, analysis)

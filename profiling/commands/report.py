@@ -9,7 +9,9 @@ RUN is a run directory, a results.json, a .ncu-rep or an ncu CSV. Where a memlen
 bandwidth, with a chart per family, and the header the copy bandwidth; a damaged bench.json is an
 error. Where it holds a check.json from `memlens check --into RUN`, verdicts name the cause of
 local-memory traffic (register spill, an array indexed at run time, an array too large for
-registers). The report is written atomically, never over an input: to RUN/report.<ext> for one
+registers). Where it holds a banks.json (`memlens profile --banks`), each hot line's conflicting
+instructions that the trace recorded are drawn bank by bank beside the line, with the fix proved on
+their addresses. The report is written atomically, never over an input: to RUN/report.<ext> for one
 memlens run directory you may write (given as the directory or its results.json); for any other
 single input to ./STEM.report.<ext> in the current directory, named after the input
 (a/seed.ncu-rep -> ./seed.report.html), never into the data's folder; to ./memlens-report.<ext>
@@ -25,10 +27,12 @@ from pathlib import Path
 
 from memlens.bench.results import BENCH_FILE, BenchResults, find_bench
 from memlens.io.files import write_output
+from memlens.model.results import RunResults
 from memlens.model.run_layout import RESULTS, input_files, report_file, resolve_run
 from memlens.output import format_names, render_text
 from memlens.readers import read_with_instructions
 from memlens.static.check import find_static
+from memlens.theory.bank_analysis import BanksAnalysis, analyse_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,11 +56,13 @@ def run(args: argparse.Namespace) -> int:
     runs = [(path, read_with_instructions(path)) for path in args.runs]
     # the report's modules only for this command, and after reading (jinja2 and matplotlib come with the
     # format that draws them): NumPy's threads would stop the reader forking its helpers (readers/reader_processes.py)
+    from memlens.reports.bank_maps import with_bank_maps
     from memlens.reports.build import build_report
 
     benches = [bench_of(path) for path in args.runs]
     statics = [find_static(run_directory(path)) for path in args.runs]
-    text = render_text(args.format, "report", build_report(runs, benches, statics))
+    report = with_bank_maps(build_report(runs, benches, statics), [banks_of(path, results) for path, results in runs])
+    text = render_text(args.format, "report", report)
     default = default_output(args.runs, args.format)
     # what it read is noted as read (io.files.note_input); a run directory's records besides
     inputs = [file for path in args.runs for file in input_files(run_directory(path))]
@@ -86,6 +92,14 @@ def bench_of(path: str | Path) -> tuple[str, BenchResults] | None:
         return None
     bench = find_bench(directory)
     return None if bench is None else (str(directory / BENCH_FILE), bench)
+
+
+def banks_of(path: str | Path, results: RunResults) -> tuple[RunResults, BanksAnalysis] | None:
+    """RUN's results and its memlens run directory's banks.json analysed (`memlens profile --banks`), for the
+    report's bank maps; None where it holds none. InputError naming the file where it is damaged."""
+    directory = run_directory(path)
+    analysis = analyse_run(directory) if is_memlens_run(directory) else None
+    return None if analysis is None else (results, analysis)
 
 
 def default_output(runs: list[str], fmt: str) -> Path:

@@ -89,6 +89,9 @@ class InstructionRecord:
     # how `file` and `line` were found for an inlined instruction; None where not inlined, or in a
     # results.json written before the binary's inline chains were read (each on the nearest line then)
     placed_by: Placement | None = None
+    # its offset in bytes from its function's first instruction (the PC less ncu's `launch__function_pcs`), as
+    # banks.json names instructions; None in a results.json written before memlens read it
+    pc_offset: int | None = None
 
     def __post_init__(self) -> None:  # results.json and older code give the values
         object.__setattr__(self, "space", Space(self.space))

@@ -67,6 +67,7 @@ class LineRecord:
     shared_atom: SideFigures = SideFigures()  # shared atomics (ATOMS ...)
     remote_executions: float | None = None  # loads and stores of a cluster partner's shared memory
     inlined_from: tuple[str, ...] = ()  # the library functions inlined here whose instructions count on the line
+    pcs: tuple[int, ...] = ()  # its instructions' PCs as the report correlates them, in address order
 
     @property
     def excess(self) -> float:
@@ -287,6 +288,7 @@ def _line(records: list[InstructionRecord], sources: SourceMap, kernel: str) -> 
         shared_atom=_side(records, Side.ATOM),
         remote_executions=_counted(r.executions for r in records if r.space == Space.REMOTE_SHARED),
         inlined_from=tuple(dict.fromkeys(r.inlined_from for r in records if r.inlined_from)),
+        pcs=tuple(r.pc for r in records),
     )
 
 

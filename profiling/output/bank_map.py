@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from memlens.io.safe_text import neutral
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 from memlens.theory.bank_analysis import BanksAnalysis, InstructionBanks
+from memlens.theory.bank_matching import MatchedInstruction
 from memlens.theory.bank_model import BANKS, Phase
 
 LANE_DIGITS = "0123456789abcdefghijklmnopqrstuv"
@@ -157,3 +158,46 @@ def print_banks(findings: BanksFindings, out: TextIO) -> None:
     from memlens.io.terminal import fit_lines
 
     out.write("\n".join(fit_lines(banks_text(findings))) + "\n")
+
+
+# --- a matched instruction's picture under its line (`memlens lines` of a run with banks.json) ---
+
+
+def line_bank_map(match: MatchedInstruction) -> list[str]:
+    """What `memlens lines` prints under a conflicting line: the instruction the trace recorded there, its
+    n-way from the addresses (beside ncu's, where they differ), its worst warp's banks and the proved fix."""
+    entry = match.banks
+    i = entry.instruction
+    matrices = f".x{i.matrices}" if i.matrices else ""
+    measured = match.measured_n_way
+    differs = "" if match.agrees or measured is None else f" (ncu measured {_ways(measured)})"
+    lines = [f"bank map, {i.access}{matrices} at pc +0x{i.pc_offset:x}: {summary(entry)}{differs}"]
+    if entry.note:
+        lines.append(f"note: {entry.note}")
+    lines += picture(entry)
+    found = fix_line(entry)
+    if found:
+        lines.append(found.strip())
+    return lines
+
+
+def bank_map_json(match: MatchedInstruction) -> dict[str, Any]:
+    """A line's `bank_map` in `memlens lines --json`: the drawn warp's recorded offsets, the n-way from the
+    recorded addresses, ncu's, and the fix proved on them."""
+    entry = match.banks
+    i = entry.instruction
+    worst = entry.worst
+    return {
+        "kernel": i.kernel,
+        "pc_offset": i.pc_offset,
+        "access": str(i.access),
+        "width": i.width,
+        "warps_recorded": len(entry.warps),
+        "warp": worst.index,
+        "offsets": list(i.warps[worst.index]),
+        "n_way": round(entry.n_way, 4),
+        "wavefronts": entry.wavefronts,
+        "ideal": entry.ideal,
+        "measured_n_way": None if match.measured_n_way is None else round(match.measured_n_way, 4),
+        "fix": None if entry.fix is None else entry.fix.to_json(),
+    }

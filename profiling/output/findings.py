@@ -31,6 +31,7 @@ from memlens.model.libraries import Library
 from memlens.model.line_compare import KernelLineChanges, LineChange
 from memlens.model.source_lines import LineRecord
 from memlens.model.time_at_stake import Stake, stake_words
+from memlens.theory.bank_matching import MatchedInstruction
 
 if TYPE_CHECKING:
     from memlens.gate.evaluate import GateResult
@@ -102,6 +103,8 @@ class LinesFindings:
     source: str = ""  # the run as the user named it
     top: int = 0  # the lines of a kernel that text and JSON show (0: all); SARIF and GitHub's take all
     width: int | None = None  # the terminal's, that text fits (None: lines printed whole)
+    # the instructions of the run's banks.json matched to its profile's (theory/bank_matching.py); () without one
+    bank_maps: tuple[MatchedInstruction, ...] = ()
 
 
 @dataclass(frozen=True)

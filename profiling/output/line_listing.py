@@ -17,6 +17,8 @@ from memlens.model.kernel_names import ELLIPSIS, elide_middle, short_kernel
 from memlens.model.results import KernelResult
 from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, line_words, placement_note
 from memlens.model.time_at_stake import Stake, stake_words
+from memlens.output.bank_map import LEGEND, bank_map_json, line_bank_map
+from memlens.theory.bank_matching import MatchedInstruction, conflicting_at
 
 
 def describe(line: LineRecord) -> str:
@@ -80,10 +82,23 @@ def _fit(text: str, width: int | None) -> str:
     return set_cell_size(text, width - 1) + ELLIPSIS
 
 
-def lines_text(found: Sequence[KernelLines], top: int, width: int | None = None) -> list[str]:
+def drawn(matches: Sequence[MatchedInstruction], entry: KernelLines, line: LineRecord) -> MatchedInstruction | None:
+    """The recorded instruction whose bank map a conflicting line shows: of those ncu measured conflicting on
+    it, the one with the most excess wavefronts (None where the run holds no banks.json or it recorded none)."""
+    if not matches or line.excess <= 0:
+        return None
+    chosen = conflicting_at(matches, entry.kernel, line.pcs)
+    return chosen[0] if chosen else None
+
+
+def lines_text(
+    found: Sequence[KernelLines], top: int, width: int | None = None, matches: Sequence[MatchedInstruction] = ()
+) -> list[str]:
     """The lines of each kernel in words; with `width` (a terminal's), no line longer than it: kernel
-    names shortened to what a person wrote (the full name is in --json), long code cut with "…"."""
+    names shortened to what a person wrote (the full name is in --json), long code cut with "…". Under a
+    conflicting line, the bank map of its instruction recorded by the trace, where `matches` has it."""
     out: list[str] = []
+    mapped = False
     for entry in found:
         kernel = entry.kernel
         name = short_kernel(kernel.kernel)  # the full name is in --json
@@ -106,6 +121,11 @@ def lines_text(found: Sequence[KernelLines], top: int, width: int | None = None)
                 out.append(_fit(f"      {line.source}", width))
             elif line.stale:
                 out.extend(_wrapped(f"({stale_words(line)})", width, "      "))
+            match = drawn(matches, entry, line)
+            if match is not None:
+                mapped = True
+                for text in line_bank_map(match):
+                    out.extend(_wrapped(text, width, "      "))
         if len(entry.lines) > len(shown):
             out.append(f"  ... {plural(len(entry.lines) - len(shown), 'more line')} (--top 0 shows all)")
         for note in kernel_notes(entry, shown):
@@ -114,10 +134,21 @@ def lines_text(found: Sequence[KernelLines], top: int, width: int | None = None)
         if hint and entry.lines:
             out.extend(_wrapped(f"hint: {hint}", width, "  "))
         out.append("")
+    if mapped:
+        out.extend(_wrapped(f"bank maps: {LEGEND}", width, ""))
+        out.append("")
     return out[:-1] if out else out
 
 
-def lines_json(found: Sequence[KernelLines], top: int) -> dict[str, object]:
+def _line_json(matches: Sequence[MatchedInstruction], entry: KernelLines, line: LineRecord) -> dict[str, object]:
+    data = line.to_json()
+    match = drawn(matches, entry, line)
+    if match is not None:
+        data["bank_map"] = bank_map_json(match)
+    return data
+
+
+def lines_json(found: Sequence[KernelLines], top: int, matches: Sequence[MatchedInstruction] = ()) -> dict[str, object]:
     return {
         "kernels": [
             {
@@ -126,7 +157,7 @@ def lines_json(found: Sequence[KernelLines], top: int) -> dict[str, object]:
                 "line_info": entry.line_info,
                 "hint": line_info_hint(entry),
                 "lines": [
-                    {**line.to_json(), **_stake_json(entry.stake(index))}
+                    {**_line_json(matches, entry, line), **_stake_json(entry.stake(index))}
                     for index, line in enumerate(entry.lines if top == 0 else entry.lines[:top])
                 ],
                 "headroom": _stake_json(entry.headroom),

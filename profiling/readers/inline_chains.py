@@ -151,7 +151,7 @@ class InlineCallers:
         if not self._nvdisasm:
             return None, Placement.NO_NVDISASM
         name = str(action.name(type(action).NameBase_MANGLED) or "")
-        base = self._base(action, binary)
+        base = self.start(action, binary)
         candidates = [c for c in self._report_cubins() if name in c.functions and c.line_info]
         if base is None or not candidates:
             return None, Placement.NO_BINARY
@@ -168,7 +168,7 @@ class InlineCallers:
             self._cubins = report_cubins(self.report) if self.report is not None else ()
         return self._cubins
 
-    def _base(self, action: Action, binary: Binary) -> int | None:
+    def start(self, action: Action, binary: Binary) -> int | None:
         """The first PC of the launch's function, once per binary (its name and executed PC range)."""
         key = binary[:3]
         if key not in self._bases:
@@ -189,6 +189,7 @@ class InlineCallers:
 
 
 def _function_start(action: Action) -> int | None:
+    """The first PC of the launch's function: ncu's `launch__function_pcs`, else its lowest executed PC."""
     for name in (FUNCTION_PCS, EXECUTED):
         metric = action.metric_by_name(name)
         if metric is None or not metric.num_instances() or not metric.has_correlation_ids():

@@ -131,6 +131,7 @@ class InstructionReader:
         sectors = (values[catalogue.GLOBAL_SECTORS] or {}).get(pc)
         touches_global = memory_type is not None and bool(memory_type & GLOBAL) and sectors is not None
         file, line, inlined, placed_by = self.location(action, binary, pc) if lines else (None, None, None, None)
+        start = self.callers.start(action, binary)
         return InstructionRecord(
             pc,
             sass,
@@ -149,6 +150,7 @@ class InstructionReader:
             global_sectors_ideal=(values[catalogue.GLOBAL_SECTORS_IDEAL] or {}).get(pc) if touches_global else None,
             inlined_from=inlined,
             placed_by=placed_by,
+            pc_offset=None if start is None else pc - start,
         )
 
     def location(self, action: Action, binary: Binary, pc: int) -> Location:

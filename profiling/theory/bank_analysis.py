@@ -7,10 +7,12 @@ every recorded warp (theory/bank_fix.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from memlens.model.banks_file import BanksFile, RecordedInstruction
+from memlens.model.banks_file import BanksFile, RecordedInstruction, read_banks_file
 from memlens.model.nvtx_names import compile_filter
+from memlens.model.run_layout import BANKS_FILE
 from memlens.theory.bank_fix import Fix, find_fix
 from memlens.theory.recorded_banks import ServedWarp, serve_instruction, serving_note
 
@@ -99,3 +101,12 @@ def analyse_file(banks: BanksFile, source: str, pattern: str | None = None) -> B
     regex = compile_filter(pattern)
     chosen = [i for i in banks.instructions if regex is None or regex.search(i.kernel)]
     return BanksAnalysis(source, banks.gpu, tuple(analyse(i) for i in chosen))
+
+
+def analyse_run(directory: Path) -> BanksAnalysis | None:
+    """The banks.json of a run directory (`memlens profile --banks`) analysed; None where it holds none.
+    InputError naming the file where it is damaged."""
+    path = directory / BANKS_FILE
+    if not path.is_file():
+        return None
+    return analyse_file(read_banks_file(path), str(path))

@@ -16,6 +16,7 @@ from memlens.cli import main
 from memlens.collect import bank_trace as bt
 from memlens.collect import bank_trace_build as btb
 from memlens.errors import SetupError
+from memlens.io import cuda_tools
 from memlens.model.banks_file import BankAccess, ExecutionTotals, parse_banks
 from memlens.theory.bank_model import serve
 
@@ -163,7 +164,7 @@ def test_no_sanitizer_no_compiler_no_cuda_h_are_one_line_setup_errors(tmp_path, 
     with pytest.raises(SetupError, match="found none: install g\\+\\+"):
         btb.find_compiler({"PATH": str(tmp_path)})
     sanitizer = btb.Sanitizer(fake_sanitizer(tmp_path / "a" / "b" / "compute-sanitizer"), "test")
-    monkeypatch.setattr(btb, "DEFAULT_CUDA", str(tmp_path / "no-toolkit"))
+    monkeypatch.setattr(cuda_tools, "DEFAULT_CUDA", tmp_path / "no-toolkit")
     with pytest.raises(SetupError, match="needs cuda.h"):
         btb.find_cuda_header(sanitizer, {})
 
@@ -253,10 +254,32 @@ def test_without_nvcc_the_shipped_patch_of_the_arch_is_used_and_an_unshipped_arc
 ):
     sanitizer = btb.Sanitizer(fake_sanitizer(tmp_path / "compute-sanitizer"), "test")
     no_nvcc = {"PATH": str(tmp_path), "CUDA_HOME": str(tmp_path)}
-    monkeypatch.setattr(btb, "DEFAULT_CUDA", str(tmp_path / "no-toolkit"))
+    monkeypatch.setattr(cuda_tools, "DEFAULT_CUDA", tmp_path / "no-toolkit")
     assert btb.device_patch(sanitizer, "sm_90", no_nvcc) == btb.PATCHES / "banktrace_patch.sm_90.fatbin"
     with pytest.raises(SetupError, match="needs nvcc to build its device patch for sm_61"):
         btb.device_patch(sanitizer, "sm_61", no_nvcc)
+
+
+def test_the_device_patch_takes_the_nvcc_of_the_toolkit_holding_the_sanitizer_and_never_a_wheels(tmp_path, monkeypatch):
+    # a toolkit folder: bin/nvcc beside compute-sanitizer/; a wheel's nvcc is not looked for (io/cuda_tools.py)
+    sanitizer = btb.Sanitizer(fake_sanitizer(tmp_path / "toolkit" / "compute-sanitizer"), "test")
+    nvcc = tmp_path / "toolkit" / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text("#!/bin/sh\n")
+    nvcc.chmod(0o755)
+    wheel = tmp_path / "wheels" / "cuda_nvcc" / "bin" / "nvcc"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(nvcc.read_bytes())
+    wheel.chmod(0o755)
+    monkeypatch.setattr(cuda_tools, "DEFAULT_CUDA", tmp_path / "no-toolkit")
+    monkeypatch.setattr(cuda_tools, "wheel_roots", lambda: [tmp_path / "wheels"])
+    built: list[str] = []
+    monkeypatch.setattr(btb, "_compile", lambda argv, target, what: built.append(argv[0]))
+    env = {"PATH": "", btb.CACHE_ENV: str(tmp_path / "cache")}
+    assert btb.device_patch(sanitizer, "sm_90", env).name == "patch.sm_90.fatbin"
+    assert built == [str(nvcc)]
+    nvcc.unlink()
+    assert btb.device_patch(sanitizer, "sm_90", env) == btb.PATCHES / "banktrace_patch.sm_90.fatbin"
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100"])

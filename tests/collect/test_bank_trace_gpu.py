@@ -18,7 +18,11 @@ import sys
 
 import pytest
 
+from memlens.model.banks_file import BankAccess
+from memlens.model.results import RunResults
 from memlens.readers import read_report
+from memlens.theory.bank_analysis import BanksAnalysis, analyse_run
+from memlens.theory.bank_matching import match_instructions
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.gpu
@@ -88,24 +92,20 @@ def test_every_conflicting_bank_instruction_has_a_proved_fix(analysed):
             assert entry["fix"]["kind"] in ("pad", "swizzle") and entry["fix"]["n_way_after"] == 1, entry
 
 
-def every_n_way(entries: list[dict]) -> dict[str, dict[int, float]]:
-    """kernel -> pc offset -> the bank model's n-way over every warp-level execution (counted on the GPU), as
-    ncu's per-instruction figure is over every one; cp.async's are its store phases', not ncu's (left out)."""
-    found: dict[str, dict[int, float]] = {}
-    for entry in entries:
-        if entry["access"] != "cp.async":
-            found.setdefault(function(entry["kernel"]), {})[entry["pc_offset"]] = entry["every_execution"]["n_way"]
+def every_n_way(results: RunResults, analysis: BanksAnalysis) -> dict[str, dict[int, tuple[float, float | None]]]:
+    """kernel -> pc offset -> (the bank model's n-way over every warp-level execution, counted on the GPU, as
+    ncu's per-instruction figure is over every one; ncu's), each recorded instruction matched to ncu's by
+    theory/bank_matching.py (kernel and function-relative PC); ncu's None where it is not matched. cp.async's
+    are its store phases', not ncu's (left out)."""
+    matched = {id(m.banks): m for m in match_instructions(results.kernels, analysis)}
+    found: dict[str, dict[int, tuple[float, float | None]]] = {}
+    for entry in analysis.instructions:
+        if entry.instruction.access is BankAccess.CP_ASYNC or entry.every_n_way is None:
+            continue
+        match = matched.get(id(entry))
+        ncu = None if match is None else match.measured_n_way
+        found.setdefault(function(entry.instruction.kernel), {})[entry.instruction.pc_offset] = (entry.every_n_way, ncu)
     return found
-
-
-def aligned(offsets: set[int], pcs: set[int]) -> int:
-    """The function's first PC in ncu's report: ncu correlates absolute PCs, the Sanitizer's are taken from the
-    function's start. The base under which most of the recorded offsets land on a measured PC."""
-    bases: dict[int, int] = {}
-    for pc in pcs:
-        for offset in offsets:
-            bases[pc - offset] = bases.get(pc - offset, 0) + 1
-    return max(bases, key=lambda base: (bases[base], -base)) if bases else 0
 
 
 # Found by the test below on the H100 (2026-11-27) and still open (issue 50): the bank model's figure for
@@ -120,20 +120,13 @@ def test_the_bank_models_n_way_is_ncus_per_instruction(probe, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     run = (tmp_path / "latest").resolve()
-    measured: dict[str, dict[int, float]] = {}
-    for kernel in read_report(run / "results.json").kernels:
-        for record in kernel.instructions:
-            if record.wavefronts and record.ideal:
-                measured.setdefault(function(kernel.kernel), {})[record.pc] = record.wavefronts / record.ideal
-    analysed = memlens("banks", str(run), "--json")
-    assert analysed.returncode == 0, analysed.stderr
-    ours = every_n_way(json.loads(analysed.stdout)["instructions"])
-    assert set(ours) <= set(measured)
+    analysis = analyse_run(run)
+    assert analysis is not None
+    ours = every_n_way(read_report(run / "results.json"), analysis)
     disagree = []
     for name, by_offset in ours.items():
-        base = aligned(set(by_offset), set(measured[name]))
-        model = {offset: round(n_way, 3) for offset, n_way in by_offset.items()}
-        ncu = {offset: round(measured[name].get(base + offset, -1), 3) for offset in by_offset}
+        model = {offset: round(n_way, 3) for offset, (n_way, _) in by_offset.items()}
+        ncu = {offset: -1 if n_way is None else round(n_way, 3) for offset, (_, n_way) in by_offset.items()}
         if name in KNOWN_DISAGREEMENTS and model != ncu:
             disagree.append(f"{name}: model {model}, ncu {ncu}")
             continue
@@ -204,17 +197,13 @@ def test_the_suites_bank_model_n_way_is_ncus_per_instruction(tmp_path):
         "profile", str(REPO / "kernels"), "--small", "--out", str(tmp_path / "runs"), "--clock-control", CLOCK
     )
     assert profiled.returncode == 0, profiled.stderr
-    measured: dict[str, dict[int, float]] = {}
-    for kernel in read_report((tmp_path / "runs" / "latest").resolve() / "results.json").kernels:
-        for record in kernel.instructions:
-            if record.wavefronts and record.ideal:
-                measured.setdefault(function(kernel.kernel), {})[record.pc] = record.wavefronts / record.ideal
-    ours = every_n_way(json.loads(done.stdout)["instructions"])
-    both = sorted(set(ours) & set(measured))
-    assert len(both) >= len(measured) // 2, (
-        f"kernels named alike: {both}; ncu's {sorted(measured)}; ours {sorted(ours)}"
-    )
+    results = read_report((tmp_path / "runs" / "latest").resolve() / "results.json")
+    analysis = analyse_run(next((tmp_path / "banks").glob("*/banks.json")).parent)
+    assert analysis is not None
+    ours = every_n_way(results, analysis)
+    measured = {function(k.kernel) for k in results.kernels if any(r.wavefronts for r in k.instructions)}
+    both = sorted(name for name, by_offset in ours.items() if any(ncu is not None for _, ncu in by_offset.values()))
+    assert len(both) >= len(measured) // 2, f"kernels matched: {both}; ncu's {sorted(measured)}; ours {sorted(ours)}"
     for name in both:
-        base = aligned(set(ours[name]), set(measured[name]))
-        model = {offset: round(n_way, 3) for offset, n_way in ours[name].items() if base + offset in measured[name]}
-        assert model == {offset: round(measured[name][base + offset], 3) for offset in model}, name
+        pairs = {offset: pair for offset, pair in ours[name].items() if pair[1] is not None}
+        assert {o: round(m, 3) for o, (m, _) in pairs.items()} == {o: round(n, 3) for o, (_, n) in pairs.items()}, name

@@ -79,3 +79,70 @@ def test_the_sarif_and_github_findings_of_a_library_kernel_say_whose_it_is():
     assert [f.properties.get("library") for f in found] == ["cuBLAS", None]
     assert found[0].message.endswith(f"248 excess wavefronts (100% of the kernel's); {CUBLAS_ADVICE}")
     assert "not yours" not in found[1].message
+
+
+# --- a run directory with banks.json (`memlens profile --banks`): each conflicting line's recorded warp ---
+
+
+def test_a_conflicting_line_shows_its_recorded_warps_bank_map_and_fix(tmp_path, capsys, monkeypatch):
+    from tests.support.bank_runs import bank_probe_run
+
+    run = bank_probe_run("nvidia_h100_80gb_hbm3", tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    text = _lines(capsys, str(run), "-k", "column_read_32x32", "--top", "1")
+    lines = text.splitlines()
+    start = next(n for n, line in enumerate(lines) if "bank map" in line)
+    assert lines[start - 1].strip() == "out[blockIdx.x * 32 + LANE] = tile[LANE][3];"
+    assert lines[start : start + 5] == [
+        "      bank map, load at pc +0x6c0: 32-way: 128 wavefronts over an ideal of 4 (4",
+        "        warps recorded; warp 0 drawn)",
+        "           bank 0         1         2         3",
+        "                01234567890123456789012345678901",
+        "        wf  1   ...0............................",
+    ]
+    assert lines[start + 35] == "        wf 32   ...v............................"
+    assert lines[start + 36].startswith(
+        "      fix (pad, proved on the 4 recorded warps: 1-way): add 4 bytes after every"
+    )
+    assert all(len(line) <= 80 for line in lines)
+    assert text.count("bank map,") == 1 and "bank maps: a cell: the lane" in text
+
+
+def test_lines_json_carries_a_bank_map_on_the_conflicting_lines_only(tmp_path, capsys):
+    from tests.support.bank_runs import bank_probe_run
+
+    run = bank_probe_run("nvidia_h200", tmp_path)
+    kernels = json.loads(_lines(capsys, str(run), "--json", "--top", "0"))["kernels"]
+    mapped = [(k["kernel"], line) for k in kernels for line in k["lines"] if "bank_map" in line]
+    assert len(mapped) == 12
+    assert all(line["excess_wavefronts"] > 0 for _, line in mapped)
+    assert all("bank_map" not in line for k in kernels for line in k["lines"] if not line["excess_wavefronts"])
+    assert all(m["bank_map"]["n_way"] == m["bank_map"]["measured_n_way"] for _, m in mapped)
+    first = mapped[0][1]["bank_map"]
+    assert {key: first[key] for key in ("pc_offset", "access", "width", "n_way", "wavefronts", "ideal")} == {
+        "pc_offset": 1728,
+        "access": "load",
+        "width": 4,
+        "n_way": 32.0,
+        "wavefronts": 128,
+        "ideal": 4,
+    }
+    assert first["offsets"] == [1036 + 128 * lane for lane in range(32)]
+    assert first["fix"]["kind"] == "pad" and first["fix"]["pad_bytes"] == 4 and first["fix"]["n_way_after"] == 1
+
+
+def test_without_banks_json_lines_are_as_before(tmp_path, capsys):
+    from tests.support.bank_runs import bank_probe_run
+
+    run = bank_probe_run("nvidia_h200", tmp_path)
+    with_maps = _lines(capsys, str(run), "--top", "0")
+    (run / "banks.json").unlink()
+    without = _lines(capsys, str(run), "--top", "0")
+    assert "bank map" not in without and "bank_map" not in _lines(capsys, str(run), "--json")
+    # the lines are the same, the maps and their legend apart
+    kept = [
+        line
+        for line in with_maps.splitlines()
+        if not line.startswith(("      bank map", "        ", "      fix", "      note: cp.async", "bank maps:"))
+    ]
+    assert "\n".join(kept).replace("\n\n\n", "\n\n").rstrip() == without.rstrip()

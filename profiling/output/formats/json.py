@@ -38,7 +38,7 @@ class Json:
     def lines(self, found: LinesFindings, out: TextIO) -> None:
         from memlens.output.line_listing import lines_json
 
-        out.write(json.dumps(lines_json(found.kernels, found.top), indent=2) + "\n")
+        out.write(json.dumps(lines_json(found.kernels, found.top, found.bank_maps), indent=2) + "\n")
 
     # `memlens compare` (memlens/output/line_comparison.py)
     def compare(self, found: CompareFindings, out: TextIO) -> None:

@@ -75,7 +75,7 @@ class Terminal:
     def lines(self, found: LinesFindings, out: TextIO) -> None:
         from memlens.output.line_listing import lines_text
 
-        out.write("\n".join(lines_text(found.kernels, found.top, found.width)) + "\n")
+        out.write("\n".join(lines_text(found.kernels, found.top, found.width, found.bank_maps)) + "\n")
 
     # `memlens compare` (memlens/output/line_comparison.py)
     def compare(self, found: CompareFindings, out: TextIO) -> None:
