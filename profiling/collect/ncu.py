@@ -140,14 +140,16 @@ def run_ncu(
     log: Path | None = None,
     env: dict[str, str] | None = None,
     stderr: int | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> NcuRun:
     """Run ncu through `processes.run_watched`: on the timeout (NcuTimeout), Ctrl-C or SIGTERM, ncu and
     the profiled app end together and what they wrote is kept; its log is read once it is done.
     `env`: ncu's environment (None: memlens's); `stderr`: a file descriptor for the stderr of ncu and
-    the profiled app (default: this process's). ProfilerError where ncu cannot start."""
+    the profiled app (default: this process's); `on_start`: called once ncu has started. ProfilerError
+    where ncu cannot start."""
     started = time.monotonic()
     try:
-        returncode = run_watched(argv, timeout=timeout, poll=poll, env=env, stderr=stderr)
+        returncode = run_watched(argv, timeout=timeout, poll=poll, env=env, stderr=stderr, on_start=on_start)
     except CommandTimeout:
         raise NcuTimeout(timeout or 0.0) from None
     except CommandFailed as exc:
