@@ -15,6 +15,7 @@ their own machine); set MEMLENS_CLOCK_CONTROL=none on machines whose clocks must
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -148,19 +149,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if (
-        getattr(args, "program", None)
-        or args.nvtx_include
-        or args.nvtx_exclude
-        or args.all_kernels
-        or args.nvtx_push_pop_scope != "process"
-        or args.launch_count is not None
-        or args.launches is not None
-        or args.warm_up is not None
-        or args.each_range
-    ):
-        return _run_program(args)
-    return _run_suite(args)
+    from memlens.collect.ncu import looked_up_soon
+
+    # ncu --version runs while the run's modules are imported; a cluster's workers look up their own ncu
+    with contextlib.nullcontext() if args.cluster else looked_up_soon(args.ncu):
+        if (
+            getattr(args, "program", None)
+            or args.nvtx_include
+            or args.nvtx_exclude
+            or args.all_kernels
+            or args.nvtx_push_pop_scope != "process"
+            or args.launch_count is not None
+            or args.launches is not None
+            or args.warm_up is not None
+            or args.each_range
+        ):
+            return _run_program(args)
+        return _run_suite(args)
 
 
 def _run_suite(args: argparse.Namespace) -> int:
