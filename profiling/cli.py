@@ -7,7 +7,6 @@ import importlib
 import re
 import signal
 import sys
-import textwrap
 import threading
 from collections.abc import Callable, Sequence
 
@@ -40,6 +39,8 @@ class HelpFormatter(argparse.HelpFormatter):
     indented lines (examples) as written; the other lines are filled to the terminal's width."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap  # here, not above: only --help fills text
+
         paragraphs = re.split(r"\n[ \t]*\n", textwrap.dedent(text).strip("\n"))
         return "\n\n".join(
             "\n".join(indent + line for line in paragraph.splitlines())

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from memlens.errors import ConfigError, SetupError, VerificationError
-from memlens.io.files import missing_reason
 from memlens.model.nvtx_names import NAME_PATTERN, compile_filter
 from memlens.model.nvtx_names import NVTX_DOMAIN as NVTX_DOMAIN  # re-exported: suites name ranges with it
 from memlens.model.results import Expect as Expect  # re-exported: what a variant declares
+from memlens.suite_path import suite_root
 
 Inputs = dict[str, np.ndarray]
 Size = Mapping[str, int]
@@ -296,27 +296,6 @@ class Suite:
             if family.name == name:
                 return family
         raise ConfigError(f"suite {self.path} has no family {name!r}")
-
-
-def default_suite_path() -> Path:
-    """./kernels if it exists, else the built-in suite: inside the installed package
-    (memlens/kernels), or beside this folder in a source checkout."""
-    here = Path("kernels")
-    if here.is_dir():
-        return here
-    package = Path(__file__).resolve().parent
-    installed = package / "kernels"
-    return installed if installed.is_dir() else package.parent / "kernels"
-
-
-def suite_root(path: str | Path | None = None) -> Path:
-    """The suite's directory or .py file, checked without importing anything."""
-    root = Path(path) if path is not None else default_suite_path()
-    if not root.exists():
-        raise ConfigError(f"suite {root}: {missing_reason(root)}")
-    if not (root.is_dir() or (root.is_file() and root.suffix == ".py")):
-        raise ConfigError(f"suite {root} is neither a directory nor a .py file")
-    return root
 
 
 def load_suite(path: str | Path | None = None) -> Suite:

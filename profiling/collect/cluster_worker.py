@@ -33,7 +33,7 @@ from memlens.collect.run_dir import machine_of
 from memlens.collect.scheduler import Job, RunContext, Where, host_name, run_job, select
 from memlens.errors import ConfigError, InputError, MemlensError, OutputError, ProfilerError, SetupError
 from memlens.model.run_layout import ProfileFiles, profile_files
-from memlens.suite import suite_root
+from memlens.suite_path import suite_root
 
 ERRORS = {kind.__name__: kind for kind in (ConfigError, InputError, OutputError, ProfilerError, SetupError)}
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from memlens.errors import ConfigError, ProfilerError
 from memlens.io.processes import CommandFailed, run_command
-from memlens.model.results import RunResults
+
+if TYPE_CHECKING:  # a suite run checks --gpus before ncu starts, and imports the results after
+    from memlens.model.results import RunResults
 
 SMI_QUERY = ["nvidia-smi", "--query-gpu=index,name,uuid,pci.bus_id", "--format=csv,noheader"]
 SMI_TIMEOUT_S = 30.0

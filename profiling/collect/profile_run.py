@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
-from memlens.collect.gpus import Gpu
 from memlens.collect.ncu import (
     Ncu,
     NcuRun,
@@ -36,12 +36,19 @@ from memlens.io.files import write_output
 from memlens.io.processes import command_line, hold_interrupts
 from memlens.model.catalogue import ncu_metric_names
 from memlens.model.ncu_settings import NcuSettings
-from memlens.model.nvtx_names import labels_pattern, parse_swept
-from memlens.model.results import RunInfo, RunResults, VariantOutcome
+from memlens.model.nvtx_names import NVTX_DOMAIN, labels_pattern, parse_swept
 from memlens.model.run_layout import DEFAULT_OUT, NCU_COMMAND, ProfileFiles, profile_files
-from memlens.selection import Selection, select_variants
-from memlens.suite import NVTX_DOMAIN, SKIPPED, Variant, suite_root
+from memlens.suite_path import suite_root
 
+# The suite (NumPy, the suite contract, the selection) and the results are imported once ncu has started:
+# a suite run imports before then only what builds ncu's command (tests/benchmarks/start_time.py).
+if TYPE_CHECKING:
+    from memlens.collect.gpus import Gpu
+    from memlens.model.results import RunInfo, RunResults, VariantOutcome
+    from memlens.selection import Selection
+    from memlens.suite import Variant
+
+T = TypeVar("T")
 PROFILED_PROGRAM = f"{__package__}.profiled_program"  # the module ncu runs: each variant once in its NVTX range
 
 
@@ -146,6 +153,8 @@ def _outcome(
 ) -> VariantOutcome:
     """The outcome of one case; its paper figure, where a function of the size, evaluated at the size
     it ran (none where it did not run)."""
+    from memlens.model.results import VariantOutcome
+
     family, _, name = label.partition("/")
     if variant is None:
         return VariantOutcome(family, name, status, message)
@@ -170,6 +179,8 @@ def _outcome(
 
 
 def _selection(options: ProfileOptions) -> Selection:
+    from memlens.selection import select_variants
+
     return select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
 
 
@@ -180,27 +191,52 @@ def profile(
     happens once the run directory exists (a variant failing, ncu failing, the timeout, Ctrl-C),
     results.json is written there with what was done.
 
-    Importing the suite here (a second or so with Numba) overlaps the run: ncu starts first, and
-    the profiled program checks the same selection before it launches anything. Should the selection be wrong,
-    ncu is stopped and the run directory, which then holds no profile, is removed."""
+    Importing the suite here (a second or so with Numba) overlaps the run: it starts once ncu has started,
+    as does the machine's provenance (nvidia-smi, git), each in a thread of its own, and the profiled
+    program checks the same selection before it launches anything. Should the selection be wrong, ncu is
+    stopped and the run directory, which then holds no profile, is removed."""
     root = suite_root(options.suite)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens") as background:
-        selection = background.submit(_selection, options)
+        selection, check_selection = _started_later(background, lambda: _selection(options))
+        machine, take_machine = _started_later(background, lambda: machine_of(root))
+
+        def beside_ncu() -> None:  # once ncu has started, or where it never did: neither delays its start
+            check_selection()
+            take_machine()
+
         if options.sweeps:
+            check_selection()
             selection.result()  # a sweep is checked in full before ncu starts
         try:
             ncu = find_ncu(options.ncu_settings.path)
         except MemlensError:
+            check_selection()
             selection.result()  # a wrong selection is the first thing to say
             raise
         run_dir = new_run_dir(options.out_dir)
-        machine = background.submit(machine_of, root)
         try:
-            return _profile(options, on_event, ncu, run_dir, selection, machine, gpu)
+            return _profile(options, on_event, ncu, run_dir, selection, machine, gpu, beside_ncu)
         except ConfigError:
             if selection.done() and selection.exception() is not None:
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
+
+
+def _started_later(pool: ThreadPoolExecutor, work: Callable[[], T]) -> tuple[Future[T], Callable[[], None]]:
+    """The future of `work`, and what starts it in `pool` (the first call; the others do nothing)."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # noqa: BLE001 - the future's, raised where its result is asked for
+            future.set_exception(exc)
+
+    def start() -> None:
+        if not future.running() and not future.done() and future.set_running_or_notify_cancel():
+            pool.submit(run)
+
+    return future, start
 
 
 def _profile(
@@ -210,12 +246,14 @@ def _profile(
     run_dir: Path,
     selection: Future[Selection],
     machine: Future[Machine],
-    gpu: Gpu | None = None,
+    gpu: Gpu | None,
+    beside_ncu: Callable[[], None],
 ) -> tuple[Path, RunResults]:
     files = profile_files(run_dir)
     started = now()
     shard = Shard(files, env=None if gpu is None else gpu.environment())
-    events, cause = run_shard(options, ncu, shard, selection, on_event)
+    events, cause = run_shard(options, ncu, shard, selection, on_event, ncu_started=beside_ncu)
+    beside_ncu()  # where ncu never started
     with hold_interrupts():  # a second Ctrl-C waits until the partial results are saved
         results, error = conclude(options, ncu, shard, selection.result(), machine.result(), started, events, cause)
         if gpu is not None:
@@ -243,9 +281,11 @@ def run_shard(
     selection: Future[Selection],
     on_event: Callable[[dict], None] | None = None,
     stop: threading.Event | None = None,
+    ncu_started: Callable[[], None] | None = None,
 ) -> tuple[Events, BaseException | None]:
     """Run ncu over the profiled program: what the program reported, and what cut the run short
-    (None when it ran to its end). `stop`, once set, ends ncu as a Ctrl-C would."""
+    (None when it ran to its end). `stop`, once set, ends ncu as a Ctrl-C would; `ncu_started` is called
+    once ncu has started."""
     events = Events(shard.files.events)
     app = app_argv(suite_root(options.suite), options, events.path, shard.labels, shard.sizes, shard.sweeps)
     if shard.claims is not None:
@@ -264,7 +304,9 @@ def run_shard(
                 on_event(event)
 
     request = _request(options, shard.files)
-    return events, _run_profiler(argv, options.timeout, request, events, poll, shard.env, shard.files.command)
+    return events, _run_profiler(
+        argv, options.timeout, request, events, poll, shard.env, shard.files.command, ncu_started
+    )
 
 
 def _request(options: ProfileOptions, files: ProfileFiles) -> ProfileRequest:
@@ -307,6 +349,8 @@ def save(
     options: ProfileOptions, run_dir: Path, results: RunResults, error: BaseException | None
 ) -> tuple[Path, RunResults]:
     """Save the run (pipeline.save_run), then raise the run's error, or else name the variants that failed."""
+    from memlens.suite import SKIPPED
+
     save_run(options.out_dir, run_dir, results, error)
     bad = [o for o in results.outcomes if o.status not in ("ok", SKIPPED)]
     if bad:
@@ -328,12 +372,13 @@ def _run_profiler(
     poll: Callable[[], None],
     env: dict[str, str] | None = None,
     command_file: Path | None = None,
+    ncu_started: Callable[[], None] | None = None,
 ) -> BaseException | None:
     """Run ncu over the profiled program; what cut the run short (None when it ran to its end). Never raises a
     MemlensError or KeyboardInterrupt: the caller saves what was done first."""
     try:
         write_output(command_file or request.log.with_name(NCU_COMMAND), command_line(argv) + "\n", record=True)
-        run = run_ncu(argv, timeout, poll=poll, log=request.log, env=env)
+        run = run_ncu(argv, timeout, poll=poll, log=request.log, env=env, on_start=ncu_started)
         poll()
         _check_run(run, events, request)
     except (MemlensError, KeyboardInterrupt) as exc:
@@ -343,6 +388,8 @@ def _run_profiler(
 
 def _check_run(run: NcuRun, events: Events, request: ProfileRequest) -> None:
     """Failures of a run of ncu that exited by itself, in the order that names the real cause."""
+    from memlens.suite import SKIPPED
+
     check_permission(run.log_text)
     if events.error:
         raise ConfigError(events.error)
@@ -410,6 +457,8 @@ def app_argv(
 
 def collect(report: Path, info: RunInfo, outcomes: tuple[VariantOutcome, ...], complete: bool) -> RunResults:
     """Kernels from the raw report, kept only for variants whose output verified."""
+    from memlens.model.results import VariantOutcome
+
     ok = {(o.family, o.variant) for o in outcomes if o.status == "ok"}
     results, error = read_results(report, info, outcomes, complete, keep=lambda k: (k.family, k.variant) in ok)
     if error is not None:  # the run's results.json is still written, with the reason as an outcome

@@ -52,7 +52,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from memlens.collect import range_passes
 from memlens.collect.launch_sampling import (
     COUNTS_ALL,
     COUNTS_UNKNOWN,
@@ -75,12 +74,12 @@ from memlens.collect.ncu import (
     run_ncu,
 )
 from memlens.collect.pipeline import read_results, run_info, save_run, start_disassembler
-from memlens.collect.program_processes import connected_processes, with_processes
 from memlens.collect.run_dir import Machine, driver_version, new_run_dir, now
 from memlens.errors import ConfigError, ProfilerError
 from memlens.io.files import write_output
 from memlens.io.processes import command_line
 from memlens.model.catalogue import ncu_metric_names
+from memlens.model.cupy_cache import CUPY_SAVE_SOURCE
 from memlens.model.ncu_settings import NcuSettings
 from memlens.model.nvtx_names import LIBRARY_DOMAINS, domains_other_than
 from memlens.model.run_layout import (
@@ -93,7 +92,6 @@ from memlens.model.run_layout import (
     ProfileFiles,
     profile_files,
 )
-from memlens.model.source_lines import CUPY_SAVE_SOURCE
 
 if TYPE_CHECKING:  # imported where used, after ncu has started (tests/benchmarks/start_time.py)
     from memlens.model.results import RunResults
@@ -214,6 +212,9 @@ def profile_program(options: ProgramOptions) -> tuple[Path, RunResults]:
         (run_dir / NCU_LOG).replace(run_dir / OWN_RANGES_LOG)
         filters = ANY_RANGE_FILTERS
         run, error = _run_pass(ncu, options, filters, run_dir, commands)
+    from memlens.collect import range_passes  # here, not above: what follows ncu's run is imported after it
+    from memlens.collect.program_processes import connected_processes, with_processes
+
     info = run_info(
         options.ncu_settings,
         ncu.version_text,

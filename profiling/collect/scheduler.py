@@ -40,7 +40,7 @@ from memlens.io.processes import hold_interrupts
 from memlens.model.results import RunResults
 from memlens.model.run_layout import ProfileFiles, profile_files
 from memlens.selection import Selection, select_variants
-from memlens.suite import suite_root
+from memlens.suite_path import suite_root
 
 Result = TypeVar("Result")
 

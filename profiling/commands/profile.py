@@ -15,6 +15,7 @@ their own machine); set MEMLENS_CLOCK_CONTROL=none on machines whose clocks must
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -42,6 +43,7 @@ DEFAULT_BANK_WARPS = 4  # --banks: warp-level executions recorded per instructio
 
 
 if TYPE_CHECKING:
+    from memlens.collect.gpus import Gpu
     from memlens.io.terminal import ProgressBar
     from memlens.model.results import RunResults
 
@@ -147,24 +149,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if (
-        getattr(args, "program", None)
-        or args.nvtx_include
-        or args.nvtx_exclude
-        or args.all_kernels
-        or args.nvtx_push_pop_scope != "process"
-        or args.launch_count is not None
-        or args.launches is not None
-        or args.warm_up is not None
-        or args.each_range
-    ):
-        return _run_program(args)
-    return _run_suite(args)
+    from memlens.collect.ncu import looked_up_soon
+
+    # ncu --version runs while the run's modules are imported; a cluster's workers look up their own ncu
+    with contextlib.nullcontext() if args.cluster else looked_up_soon(args.ncu):
+        if (
+            getattr(args, "program", None)
+            or args.nvtx_include
+            or args.nvtx_exclude
+            or args.all_kernels
+            or args.nvtx_push_pop_scope != "process"
+            or args.launch_count is not None
+            or args.launches is not None
+            or args.warm_up is not None
+            or args.each_range
+        ):
+            return _run_program(args)
+        return _run_suite(args)
 
 
 def _run_suite(args: argparse.Namespace) -> int:
     from memlens.collect.profile_run import ProfileOptions, profile
-    from memlens.collect.scheduler import profile_on_gpus
     from memlens.commands.shared_arguments import chosen_place, run_in_place, skipped_lines
     from memlens.io.terminal import ProgressBar
 
@@ -183,6 +188,11 @@ def _run_suite(args: argparse.Namespace) -> int:
         alone="--banks records on this host's one GPU: leave out --gpus and --cluster" if args.banks else None,
     )
 
+    def on_gpus(chosen: tuple[Gpu, ...]) -> tuple[Path, RunResults]:
+        from memlens.collect.scheduler import profile_on_gpus  # here, not above: one GPU's run does without it
+
+        return profile_on_gpus(options, chosen, on_event=progress.update)
+
     def on_cluster(address: str) -> tuple[Path, RunResults]:
         from memlens.collect.cluster import profile_on_cluster
 
@@ -193,7 +203,7 @@ def _run_suite(args: argparse.Namespace) -> int:
             args.cluster,
             gpus,
             lambda: profile(options, on_event=progress.update),
-            lambda gpus: profile_on_gpus(options, gpus, on_event=progress.update),
+            on_gpus,
             on_cluster,
         )
     kernels, variants = plural(len(results.kernels), "kernel"), plural(len(results.outcomes), "variant")
@@ -202,7 +212,7 @@ def _run_suite(args: argparse.Namespace) -> int:
         print(line)
     if args.banks:
         from memlens.collect.profile_run import app_argv
-        from memlens.suite import suite_root
+        from memlens.suite_path import suite_root
 
         program = app_argv(suite_root(options.suite), options, run_dir / BANK_EVENTS)
         _record_banks(program, run_dir, None)  # the suite's -k has chosen the variants: every kernel of theirs

@@ -134,13 +134,14 @@ def run_watched(
     env: Mapping[str, str] | None = None,
     stderr: int | None = None,
     stdout: int | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> int:
-    """Run `argv` in a session of its own, calling `poll` every 0.2 s while it runs, and return its exit
-    code. A Ctrl-C at the terminal reaches memlens alone, which then ends the whole group (end_group:
-    SIGINT first, so ncu writes what it has); so do the timeout (CommandTimeout), SIGTERM (a CI job
-    cancelled, taken as Ctrl-C meanwhile) and anything `poll` raises. Once it exits, what it left
-    running in its group ends too. `stderr`, `stdout`: file descriptors (default: this process's).
-    CommandFailed where it cannot start."""
+    """Run `argv` in a session of its own, calling `on_start` once it has started and `poll` every 0.2 s
+    while it runs, and return its exit code. A Ctrl-C at the terminal reaches memlens alone, which then
+    ends the whole group (end_group: SIGINT first, so ncu writes what it has); so do the timeout
+    (CommandTimeout), SIGTERM (a CI job cancelled, taken as Ctrl-C meanwhile) and anything `poll` or
+    `on_start` raises. Once it exits, what it left running in its group ends too. `stderr`, `stdout`:
+    file descriptors (default: this process's). CommandFailed where it cannot start."""
     argv = tuple(str(a) for a in argv)
     log.info("running %s", command_line(argv))
     started = time.monotonic()
@@ -157,6 +158,8 @@ def run_watched(
     except OSError as exc:
         raise CommandFailed(f"cannot start {argv[0]}: {exc.strerror or exc}", argv) from None
     try:
+        if on_start:
+            on_start()
         with sigterm_as_interrupt():
             while True:
                 try:

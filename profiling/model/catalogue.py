@@ -7,7 +7,6 @@ Units are ncu's base units (`--print-units base`): ns, byte, byte/second, %, and
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 
 from memlens.model.metric import (
@@ -387,6 +386,8 @@ def lookup(key: str, table: Mapping[str, Metric] = CATALOGUE) -> Metric:
     try:
         return table[key]
     except KeyError:
+        import difflib  # here, not above: `memlens profile` imports the catalogue before ncu starts
+
         close = difflib.get_close_matches(key, table, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise KeyError(f"unknown metric {key!r}{hint}") from None

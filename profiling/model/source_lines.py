@@ -10,7 +10,6 @@ ncu_report: readers make the records, renderers show the lines.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 from memlens.io.cuda_tools import NVDISASM_PACKAGE
 from memlens.io.files import note_input
 from memlens.io.units import counted
+from memlens.model.cupy_cache import cupy_cached_source
 from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
@@ -184,25 +184,6 @@ class SourceMap:
 # A file written this long after the report still reads as unchanged: a checkout or a copy writes a
 # report and its sources within moments of each other, in either order.
 CHANGE_TOLERANCE_S = 2.0
-# CuPy compiles `<cache>/<hash>.cubin` from a temporary `<hash>.cubin.cu`; with
-# CUPY_CACHE_SAVE_CUDA_SOURCE=1 it saves the source as `<cache>/<hash>.cubin.cu`, the same name.
-CUPY_SAVE_SOURCE = "CUPY_CACHE_SAVE_CUDA_SOURCE"
-
-
-def cupy_cache_dirs() -> tuple[Path, ...]:
-    """Where CuPy keeps its kernel cache: $CUPY_CACHE_DIR, else ~/.cupy/kernel_cache."""
-    configured = os.environ.get("CUPY_CACHE_DIR")
-    return (Path(configured),) if configured else (Path.home() / ".cupy" / "kernel_cache",)
-
-
-def cupy_cached_source(recorded: str) -> Path | None:
-    """The source CuPy saved in its cache for the temporary file `recorded`, where it did."""
-    name = Path(recorded).name
-    for folder in cupy_cache_dirs():
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def cupy_name(recorded: str, kernel: str) -> str:

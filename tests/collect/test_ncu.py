@@ -95,6 +95,34 @@ def test_ncu_is_found_by_option_then_environment_then_path(tmp_path, monkeypatch
         find_ncu()
 
 
+def test_a_lookup_started_soon_is_find_ncus_answer_once_and_its_error_is_raised_where_asked(
+    tmp_path, monkeypatch
+) -> None:
+    """looked_up_soon: `ncu --version` runs in a thread while memlens imports; find_ncu takes its answer once
+    (the next find_ncu looks again), raises its error only when called, and drops a lookup nobody asked for."""
+    on_path = install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_VERSION_TEXT="Version 2025.3.1.0\n")
+    with ncu.looked_up_soon(None):
+        _lookups_done()
+        monkeypatch.setenv("FAKE_NCU_VERSION_TEXT", "Version 2025.1.0.0\n")  # only a new lookup sees it
+        assert find_ncu() == Ncu(on_path, (2025, 3, 1, 0))
+        assert find_ncu() == Ncu(on_path, (2025, 1, 0, 0))  # taken once: this one looked again
+    with ncu.looked_up_soon(None):
+        pass  # nobody asked
+    assert find_ncu() == Ncu(on_path, (2025, 1, 0, 0)) and not ncu._soon
+    missing = str(tmp_path / "nowhere" / "ncu")
+    with ncu.looked_up_soon(missing):
+        _lookups_done()  # it failed, and said nothing
+        with pytest.raises(ProfilerError, match=f"^ncu not found at {missing}$"):
+            find_ncu(missing)
+    with ncu.looked_up_soon(None):
+        assert find_ncu(str(on_path)) == Ncu(on_path, (2025, 1, 0, 0))  # another --ncu: looked up again
+
+
+def _lookups_done() -> None:
+    for lookup in ncu._soon.values():
+        lookup.thread.join()
+
+
 @pytest.mark.parametrize(
     "printed, expected",
     [
