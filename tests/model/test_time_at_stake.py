@@ -19,7 +19,9 @@ CLOCKED = {"duration": 1000.0, "sm_clock": 1e9, "sm_count": 100.0, "grid_size": 
 LOOSE = {
     ("H100", "fp16_transpose/dense"): "DRAM at 80% of peak before and after: the conflicts were hidden behind it",
     ("H200", "fp16_transpose/dense"): "a partial fix (xor_row keeps 2-way conflicts) of a kernel at 65% of DRAM peak",
-    ("H100", "gather<1>"): "the fixed kernel reads at 64% of DRAM peak; the excess sectors were L2 hits",
+    ("H100", "gather<1>"): "the fixed kernel reads at 63% of DRAM peak; the excess sectors were L2 hits",
+    ("H200", "gather<1>"): "the fixed kernel reads at 49% of DRAM peak; the excess sectors were L2 hits",
+    ("H200", "window<1>"): "local memory has no pipe of its own to count: the floor bounds it (1.51x the saving)",
 }
 
 
@@ -96,4 +98,4 @@ def test_the_time_at_stake_brackets_the_time_each_recorded_fix_saved(case):
 def test_every_fix_was_checked_on_both_gpus():
     cases = checked()
     assert {c.gpu for c in cases} == {"H100", "H200"}
-    assert len([c for c in cases if c.gpu == "H100"]) == len(FIXES)
+    assert len([c for c in cases if c.gpu == "H100"]) == len([c for c in cases if c.gpu == "H200"]) == len(FIXES)
