@@ -2,7 +2,7 @@
 each program alone and traced, the first traced run apart (it builds the library and the device patch into a
 fresh cache) from the warm ones. GPU machine with the CUDA Sanitizer API and nvcc.
 
-    python tests/benchmarks/bank_trace_cost.py [--rounds 3] [--programs probe,suite,train]
+    python tests/benchmarks/bank_trace_cost.py [--rounds 3] [--programs probe,suite,train] [--recorded-only]
 
 probe: tests/fixtures/programs/bank_probe.cu built with nvcc; suite: the built-in suite's profiled program at
 its small sizes (each variant once after its warm-up, as `memlens profile` runs it); train: a PyTorch training
@@ -62,12 +62,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--programs", default="probe,suite,train")
+    parser.add_argument(
+        "--recorded-only", action="store_true", help="memlens banks --recorded-only (no bank model on every execution)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         env = {**os.environ, "MEMLENS_CACHE_DIR": str(work / "cache")}
         for name, argv in programs(work, set(args.programs.split(","))).items():
-            traced = [sys.executable, "-m", "memlens", "banks", "--out", str(work / f"runs_{name}"), "--", *argv]
+            mode = ["--recorded-only"] if args.recorded_only else []
+            traced = [sys.executable, "-m", "memlens", "banks", *mode, "--out", str(work / f"runs_{name}"), "--", *argv]
             alone = [timed(argv, env) for _ in range(args.rounds)]
             first = timed(traced, env)
             warm = [timed(traced, env) for _ in range(args.rounds)]
