@@ -112,7 +112,6 @@ def build_run(
             "exact excess wavefronts are not in this run (a --fast run or a plain ncu report):"
             f" bank conflicts are shown from the {HW_LABEL}: {HW_COUNTS}"
         )
-    notes.extend(sampling_lines(results.info, results.kernels))
     items = header(results.info) + gpus_header(results)
     summary = None
     if bench is not None:
@@ -140,6 +139,7 @@ def build_run(
         others_heading=heading,
         others_about=about,
         others_roofline=roof,
+        made=tuple(sampling_lines(results.info, results.kernels)),
     )
 
 
@@ -270,15 +270,22 @@ def _family(
     static: StaticResults | None = None,
     sources: RunSources | None = None,
 ) -> FamilySection:
+    declared = any(k in outcomes for k in keys)  # a suite's variants; a program's ranges are not variants
     marked = [k for k in keys if k in outcomes and outcomes[k].baseline]
-    baseline_key = marked[0] if marked else keys[0]
+    baseline_key = (marked[0] if marked else keys[0]) if declared else None
     rows = [
         _row(f"{f}/{v}", v, launches.get((f, v), []), outcomes.get((f, v)), (f, v) == baseline_key, static, sources)
         for f, v in keys
     ]
+    if baseline_key is None:  # no speedups between a program's ranges: they need not do the same work
+        unranked = Cell(SPEEDUP, None, "x", "n/a", missing_reason=NOT_VARIANTS)
+        return FamilySection(name, None, tuple(replace(r, cells={**r.cells, SPEEDUP: unranked}) for r in rows))
     baseline = next(r for r in rows if r.baseline)
     rows = [_with_speedup(r, same_size_baseline(r, rows, baseline)) for r in rows]
     return FamilySection(name, baseline_key[1], tuple(rows))
+
+
+NOT_VARIANTS = "a program's ranges are not variants of one kernel: no speedup between them"
 
 
 def _row(

@@ -299,6 +299,24 @@ def sweep_chart(family: FamilySection, salt: str, exact: bool) -> str | None:
 # --- the roofline --------------------------------------------------------------------------------
 
 LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1": "^"}
+# two roofs closer than this factor would print their labels over each other (8 pt text on a log axis of
+# 4.2 inches spanning a few decades): the lower one's label goes under its line
+CLOSE_ROOFS = 1.6
+
+
+def peak_labels(peaks: Sequence[tuple[str, float]]) -> list[tuple[str, float, str]]:
+    """(label, FLOP/s, vertical alignment) of each roof, highest first: roofs of one value share one label,
+    and a roof close under the one above it puts its label below its line ("top"), not over the other's."""
+    merged: dict[float, list[str]] = {}
+    for name, value in sorted(peaks, key=lambda p: -p[1]):
+        same = next((v for v in merged if abs(v - value) <= 0.01 * v), value)
+        merged.setdefault(same, []).append(name)
+    labels: list[tuple[str, float, str]] = []
+    for value, names in merged.items():
+        above = labels[-1] if labels else None
+        close = above is not None and above[2] == "bottom" and above[1] / value < CLOSE_ROOFS
+        labels.append((f"{', '.join(names)} peak {flop_rate_text(value)} ", value, "top" if close else "bottom"))
+    return labels
 
 
 def roofline_chart(family: FamilySection, salt: str) -> str | None:
@@ -319,9 +337,9 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
         ax.set_yscale("log")
         grid = [low_x * (high_x / low_x) ** (i / 200) for i in range(201)]
         top = max(peaks) if peaks else max(ys) * 10
-        for precision, peak in roof.peak_flops:
+        for text, peak, place in peak_labels(roof.peak_flops):
             ax.axhline(peak, color=INK, linewidth=1.2)
-            ax.text(high_x, peak, f"{precision} peak {flop_rate_text(peak)} ", ha="right", va="bottom", fontsize=8)
+            ax.text(high_x, peak, text, ha="right", va=place, fontsize=8)
         for label, bandwidth, style in (
             ("DRAM peak", roof.dram_bandwidth, "-"),
             ("copy (memlens bench)", roof.copy_bandwidth, "--"),

@@ -41,8 +41,9 @@ def render_html(report: Report) -> str:
         sweep_chart,
     )
     from memlens.reports.formatting import short_kernel
+    from memlens.reports.glossary import GLOSSARY
     from memlens.reports.line_changes import figures_text
-    from memlens.reports.model import FamilySection
+    from memlens.reports.model import FamilySection, verdict_details
 
     charts: dict[str, Markup] = {}
     for index, run in enumerate(report.runs):
@@ -77,8 +78,9 @@ def render_html(report: Report) -> str:
     environment.filters["elide"] = lambda name: elide_middle(name, NAME_WIDTH)
     environment.filters["column_groups"] = column_groups
     environment.filters["line_figures"] = figures_text
+    environment.filters["verdict_details"] = verdict_details
     template = environment.get_template("report.html.j2")
-    return template.render(report=report, charts=charts)
+    return template.render(report=report, charts=charts, glossary=GLOSSARY)
 
 
 def _html_environment() -> Environment:
