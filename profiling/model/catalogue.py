@@ -218,6 +218,15 @@ _RAW = [
         "lower",
         deterministic=True,
     ),
+    # a device attribute, read with the launch's counters in no pass of its own (model/time_at_stake.py)
+    Metric(
+        "sm_count",
+        "SM",
+        "streaming multiprocessors on the GPU",
+        "device__attribute_multiprocessor_count",
+        deterministic=True,
+        over_launches="max",
+    ),
     Metric(
         "registers_per_thread",
         "register",

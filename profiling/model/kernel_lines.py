@@ -1,5 +1,6 @@
-"""A run's kernels by source line: each kernel's instructions rolled up by line, hottest first, the
-files found as the run kept them (its sources, the files its suite declared, CuPy's temporary copies)."""
+"""A run's kernels by source line: each kernel's instructions rolled up by line, the line with the most time at
+stake first (model/time_at_stake.py), the files found as the run kept them (its sources, the files its suite
+declared, CuPy's temporary copies)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,21 @@ from pathlib import Path
 
 from memlens.model.results import KernelResult, RunResults
 from memlens.model.source_lines import LineRecord, SourceMap, has_line_info, roll_up
+from memlens.model.time_at_stake import Stake, kernel_stake, line_stake
 
 
 @dataclass(frozen=True)
 class KernelLines:
-    """One kernel launch and its lines, hottest first."""
+    """One kernel launch and its lines, the most time at stake first."""
 
     kernel: KernelResult
     lines: tuple[LineRecord, ...]
     line_info: bool  # False: each SASS instruction stands for its line
+    stakes: tuple[Stake | None, ...] = ()  # each line's time at stake, in the order of `lines`
+    headroom: Stake | None = None  # the kernel's own: how far it runs from its floor
+
+    def stake(self, index: int) -> Stake | None:
+        return self.stakes[index] if index < len(self.stakes) else None
 
 
 def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | None = None) -> list[KernelLines]:
@@ -31,5 +38,17 @@ def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | 
             root, results.embedded_sources, declared.get((kernel.family, kernel.variant), ()), results.written_at
         )
         lines = roll_up(kernel.instructions, sources, kernel.kernel)
-        found.append(KernelLines(kernel, tuple(lines), has_line_info(kernel.instructions)))
+        staked = [(line, line_stake(kernel, line, results.info.compute_capability)) for line in lines]
+        staked.sort(
+            key=lambda pair: -(pair[1].seconds if pair[1] is not None else 0.0)
+        )  # stable: ties stay hottest first
+        found.append(
+            KernelLines(
+                kernel,
+                tuple(line for line, _ in staked),
+                has_line_info(kernel.instructions),
+                tuple(stake for _, stake in staked),
+                kernel_stake(kernel),
+            )
+        )
     return found

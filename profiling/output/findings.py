@@ -30,6 +30,7 @@ from memlens.model.kernel_names import short_kernel
 from memlens.model.libraries import Library
 from memlens.model.line_compare import KernelLineChanges, LineChange
 from memlens.model.source_lines import LineRecord
+from memlens.model.time_at_stake import Stake, stake_words
 
 if TYPE_CHECKING:
     from memlens.gate.evaluate import GateResult
@@ -170,13 +171,20 @@ class FindingsFormat:
 def findings(subject: str, found: object) -> list[Finding]:
     if subject == "lines":
         assert isinstance(found, LinesFindings)
-        return _placed([f for entry in found.kernels for f in kernel_findings(entry)], found.source)
+        every = [f for entry in found.kernels for f in kernel_findings(entry)]
+        every.sort(key=_stake_seconds)  # the most time at stake first; unknown stakes last, in their order
+        return _placed(every, found.source)
     if subject == "compare":
         assert isinstance(found, CompareFindings)
         return _placed([f for kernel in found.compared for f in compare_findings(kernel.lines)], found.head)
     if subject == "gate":
         return gate_findings(found)
     raise ValueError(f"no line findings of {subject!r}")
+
+
+def _stake_seconds(finding: Finding) -> float:
+    seconds = finding.properties.get("seconds_at_stake")
+    return -seconds if isinstance(seconds, float) else 1.0
 
 
 def _placed(found: list[Finding], run: str) -> list[Finding]:
@@ -194,8 +202,8 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
     local = sum(line.local_executions for line in entry.lines)
     sectors = sum(k.sectors or 0.0 for line in entry.lines for k in line.kinds if k.kind.space == "global")
     out = []
-    for line in entry.lines:
-        make = _maker(kernel.label, kernel.kernel, line, kernel.library)
+    for index, line in enumerate(entry.lines):
+        make = _maker(kernel.label, kernel.kernel, line, kernel.library, entry.stake(index))
         for figures in line.kinds:
             space, name = figures.kind.space, figures.kind.name
             if space == "shared" and figures.excess:
@@ -258,12 +266,17 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
 
 
 def _maker(
-    label: str, kernel: str, line: LineRecord, library: Library | None = None
+    label: str, kernel: str, line: LineRecord, library: Library | None = None, stake: Stake | None = None
 ) -> Callable[[str, Level, str, dict[str, object]], Finding]:
-    """A finding at `line` of the kernel; a library's kernel's says whose it is and what the user controls."""
+    """A finding at `line` of the kernel, with the line's time at stake; a library's kernel's says whose it is
+    and what the user controls."""
 
     def make(rule: str, level: Level, words: str, properties: dict[str, object]) -> Finding:
         sass = (line.sass,) if line.sass else line.opcodes
+        if stake_words(stake):
+            words = f"{words}; {stake_words(stake)} (an upper bound)"
+        if stake is not None:
+            properties = {**properties, "time_at_stake": stake.fraction, "seconds_at_stake": stake.seconds}
         if library is not None:
             words, properties = f"{words}; {library.advice}", {**properties, "library": library.name}
         return Finding(

@@ -16,6 +16,7 @@ from memlens.model.kernel_lines import KernelLines
 from memlens.model.kernel_names import ELLIPSIS, elide_middle, short_kernel
 from memlens.model.results import KernelResult
 from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, line_words, placement_note
+from memlens.model.time_at_stake import Stake, stake_words
 
 
 def describe(line: LineRecord) -> str:
@@ -94,10 +95,12 @@ def lines_text(found: Sequence[KernelLines], top: int, width: int | None = None)
         shown = entry.lines if top == 0 else entry.lines[:top]
         if not shown:
             out.append("  no shared-memory, local-memory or TMA instructions in the per-instruction data")
-        for line in shown:
+        for index, line in enumerate(shown):
             temporary = "  (a temporary file of the compiler, gone now)" if line.temporary else ""
+            stake = stake_words(entry.stake(index))
+            stake = f"  ({stake})" if stake else ""
             # wrapped, not cut: a figure is never shortened
-            text = f"{line.location}  {describe(line)}  [{' '.join(line.opcodes)}]{temporary}"
+            text = f"{line.location}  {describe(line)}{stake}  [{' '.join(line.opcodes)}]{temporary}"
             out.extend(_wrapped(text, width, "  "))
             if line.source:
                 out.append(_fit(f"      {line.source}", width))
@@ -122,9 +125,23 @@ def lines_json(found: Sequence[KernelLines], top: int) -> dict[str, object]:
                 "library": entry.kernel.library.name if entry.kernel.library else None,
                 "line_info": entry.line_info,
                 "hint": line_info_hint(entry),
-                "lines": [line.to_json() for line in (entry.lines if top == 0 else entry.lines[:top])],
+                "lines": [
+                    {**line.to_json(), **_stake_json(entry.stake(index))}
+                    for index, line in enumerate(entry.lines if top == 0 else entry.lines[:top])
+                ],
+                "headroom": _stake_json(entry.headroom),
                 "notes": kernel_notes(entry, entry.lines if top == 0 else entry.lines[:top]),
             }
             for entry in found
         ]
+    }
+
+
+def _stake_json(stake: Stake | None) -> dict[str, object]:
+    """A line's (or a kernel's) time at stake: an upper bound, a fraction of the kernel's duration (None: a
+    figure it needs is missing)."""
+    return {
+        "time_at_stake": stake.fraction if stake else None,
+        "seconds_at_stake": stake.seconds if stake else None,
+        "stake_bounded_by": stake.by if stake else None,
     }

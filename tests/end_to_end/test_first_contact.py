@@ -41,7 +41,7 @@ def test_metrics_lines_and_report_read_the_latest_run_of_a_runs_folder(runs_root
     out = capsys.readouterr().out
     assert (
         "kernels/transpose.cu:40  shared loads 32-way, 65,011,712 excess wavefronts; global stores coalesced (4"
-        " sectors per access, the ideal)  [LDS STG.E]"
+        " sectors per access, the ideal)  (at most 65% of the kernel's time at stake)  [LDS STG.E]"
     ) in out
     assert main(["report", str(runs_root), "--format", "md"]) == 0
     target = Path(capsys.readouterr().out.strip())

@@ -32,12 +32,13 @@ def test_every_figure_comes_back_under_its_key_with_the_catalogues_unit() -> Non
     # remote shared, local ld and st; derived from them: an n-way and an excess per access a shared side, an
     # n-way a kind, 3 ratios a global side. Tensor cores (issue 45): 21 paths' operations and peaks a cycle,
     # ncu's sections' DRAM rate; per precision (5 + int8), their total and rate, and total_flops
+    # and the GPU's SM count, a device attribute (time at stake, issue 48)
     assert (len(RAW_METRICS), len(DERIVED_METRICS), len(PER_INSTRUCTION_METRICS)) == (
-        43 + 2 * 21 + 1,
+        43 + 2 * 21 + 1 + 1,
         19 + 8 + 7 + 9 + 6 + 8 + 1,
         42,
     )
-    assert len(CATALOGUE) == 86 + 58 + 42  # no key used twice
+    assert len(CATALOGUE) == 87 + 58 + 42  # no key used twice
     kernel = KernelResult("k", raw={m.key: 2.0 for m in RAW_METRICS})
     for key, metric in CATALOGUE.items():
         assert metric.key == key and lookup(key) is metric
@@ -124,7 +125,8 @@ def test_the_metrics_list_by_fast_and_roofline() -> None:
     }
     # not --fast: inst_executed and the 6 per-instruction memory metrics (PER_PC_METRICS)
     # --roofline: the FLOP and L1 global-sector counters, and 21 tensor-core paths' operations and peaks (issue 45)
-    assert counts == {(False, False): 42, (True, False): 33, (False, True): 53 + 42, (True, True): 44 + 42}
+    # every list: the SM count (device__attribute_multiprocessor_count: time at stake, issue 48)
+    assert counts == {(False, False): 43, (True, False): 34, (False, True): 54 + 42, (True, True): 45 + 42}
     for fast in (False, True):
         for roofline in (False, True):
             names = ncu_metric_names(fast, roofline)

@@ -243,7 +243,7 @@ def test_lines_of_an_old_results_json_reads_the_runs_report(tmp_path, capsys):
     (run / "profile.ncu-rep").write_bytes((H100 / "suite.ncu-rep").read_bytes())
     results = read_lines(run)
     assert sum(len(k.instructions) for k in results.kernels) > 0
-    assert main(["lines", str(run), "-k", "tiled_article", "--top", "1"]) == 0
+    assert main(["lines", str(run), "-k", "tiled_article", "--top", "3"]) == 0
     # the line's two loads apart: sb[j, ty]'s 16-byte loads conflict, sa[tx, j]'s 4-byte ones do not
     assert (
         "kernels/matmul.py:62  16-byte shared loads 4-way, 805,306,368 excess wavefronts; shared loads"

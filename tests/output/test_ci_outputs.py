@@ -124,7 +124,9 @@ def test_lines_lists_every_conflicting_line_relative_to_the_source_root(capsys):
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == list(RULES)
     first = next(r for r in run["results"] if r["locations"][0]["physicalLocation"]["region"]["startLine"] == 17)
     words = "shared loads 4-way: 393,216 excess wavefronts (100% of the kernel's)"
-    assert first["message"]["text"] == f"compare/four_way: {words}"
+    stake = "at most 27% of the kernel's time at stake (an upper bound)"
+    assert first["message"]["text"] == f"compare/four_way: {words}; {stake}"
+    assert first["properties"]["time_at_stake"] == pytest.approx(0.27, abs=0.005)
     assert first["properties"]["excess_wavefronts"] == 393_216 and first["properties"]["n_way"] == 4
     assert first["properties"]["sass"] == ["LDS"]
     assert first["locations"][0]["logicalLocations"][1] == {
@@ -160,7 +162,8 @@ def test_without_a_source_root_a_build_folder_outside_the_repository_stays_absol
     assert main(["lines", str(V2), "-k", "vector", "--format", "github"]) == 0
     assert capsys.readouterr().out == (
         f"::notice title=memlens::memlens: 1 finding without a source file in the repository: {built}:34 (outside "
-        f"{REPO}): compare/vector: 16-byte shared loads 2-way: 131,072 excess wavefronts (100%25 of the kernel's)\n"
+        f"{REPO}): compare/vector: 16-byte shared loads 2-way: 131,072 excess wavefronts (100%25 of the kernel's); "
+        "at most 8%25 of the kernel's time at stake (an upper bound)\n"
     )
 
 
@@ -168,9 +171,11 @@ def test_lines_annotations_name_the_line_and_its_figures(capsys):
     assert main(["lines", str(V2), "--format", "github", "--source-root", str(build_folder())]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "::warning file=app.cu,line=18,title=memlens%3A shared-memory bank conflict::compare/four_way: shared loads "
-        "4-way: 393,216 excess wavefronts (100%25 of the kernel's)",
+        "4-way: 393,216 excess wavefronts (100%25 of the kernel's); at most 28%25 of the kernel's time at stake (an "
+        "upper bound)",
         "::warning file=app.cu,line=34,title=memlens%3A shared-memory bank conflict::compare/vector: 16-byte shared "
-        "loads 2-way: 131,072 excess wavefronts (100%25 of the kernel's)",
+        "loads 2-way: 131,072 excess wavefronts (100%25 of the kernel's); at most 8%25 of the kernel's time at stake "
+        "(an upper bound)",
     ]
 
 
@@ -376,8 +381,9 @@ def test_place_is_relative_to_the_root_from_any_working_directory(monkeypatch, t
 
 
 def workflow_commands(doc: str, job: str) -> list[str]:
-    """The `memlens ...` lines of one job of the GitHub workflow in docs/ci.md (the ```yaml block)."""
-    block = doc.split("```yaml", 1)[1].split("```", 1)[0]
+    """The `memlens ...` lines of one job of the GitHub workflow in docs/ci.md (the ```yaml block that has it)."""
+    blocks = [part.split("```", 1)[0] for part in doc.split("```yaml")[1:]]
+    block = next(b for b in blocks if re.search(rf"\n  {job}:", b))
     part = re.split(rf"\n  {job}:[^\n]*\n", block, maxsplit=1)[1]
     part = re.split(r"\n  [a-z-]+:[^\n]*\n", part, maxsplit=1)[0]
     return [

@@ -327,6 +327,7 @@ def test_launches_combine_as_the_catalogue_declares():
         "dynamic_shared_per_block",
         "grid_size",
         "block_size",
+        "sm_count",
     }
     assert {k for k, m in CATALOGUE.items() if m.over_launches == "duration_weighted"} == {
         "dram_pct_of_peak",

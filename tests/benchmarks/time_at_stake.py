@@ -1,0 +1,106 @@
+"""Time at stake against the time fixes saved: for each fix recorded before and after (the built-in suite's and
+tests/fixtures/programs/stake_probe.cu's), the "before" kernel's time at stake and the share of its time the fix
+saved, on each GPU's recording. The bound holds where the stake is at least the saving; it is tight where it is
+at most 1.5x the saving or 15 points above it (issue 48). Prints a table (Markdown) for tests/benchmarks/RESULTS.md.
+
+    python tests/benchmarks/time_at_stake.py
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from memlens.model.kernel_lines import kernel_lines  # noqa: E402
+from memlens.model.results import KernelResult  # noqa: E402
+from memlens.model.time_at_stake import kernel_stake, lines_stake  # noqa: E402
+from memlens.readers import read_lines  # noqa: E402
+
+FIXTURES = REPO / "tests" / "fixtures"
+GPUS = {"nvidia_h100_80gb_hbm3": "H100", "nvidia_h200": "H200"}
+
+
+@dataclass(frozen=True)
+class Fix:
+    recording: str  # under tests/fixtures/<gpu>/
+    before: str  # the kernel's label
+    after: str
+    finding: str  # "lines": the before kernel's lines together; "kernel": its headroom (a rewrite)
+    what: str
+
+
+FIXES = (
+    Fix("suite.results.json", "transpose/conflict", "transpose/padded", "lines", "32-way fp32 transpose, padded"),
+    Fix("suite.results.json", "fp16_transpose/dense", "fp16_transpose/xor_row", "lines", "ldmatrix 4-way, swizzled"),
+    Fix("suite.results.json", "running_mean/local", "running_mean/register", "lines", "local array -> registers"),
+    Fix("suite.results.json", "matmul/naive", "matmul/tiled", "kernel", "naive matmul -> tiled"),
+    Fix("stake/stake_probe.results.json", "colsum<0>", "colsum<1>", "lines", "16-way 8-byte column, padded"),
+    Fix("stake/stake_probe.results.json", "atom<8>", "atom<1>", "lines", "8-way shared atomics, spread"),
+    Fix("stake/stake_probe.results.json", "fma<2>", "fma<1>", "lines", "2-way read in FMA-bound loop"),
+    Fix("stake/stake_probe.results.json", "window<1>", "window<0>", "lines", "local array -> registers"),
+    Fix("stake/stake_probe.results.json", "gather<1>", "gather<0>", "lines", "uncoalesced column read"),
+)
+
+
+@dataclass(frozen=True)
+class Checked:
+    gpu: str
+    fix: Fix
+    saving: float
+    stake: float
+
+    @property
+    def holds(self) -> bool:
+        return self.stake >= self.saving - 1e-9
+
+    @property
+    def tight(self) -> bool:
+        return self.stake <= max(1.5 * self.saving, self.saving + 0.15)
+
+
+def _kernel(kernels: list[KernelResult], name: str) -> KernelResult:
+    found = [k for k in kernels if k.label == name or k.kernel.startswith(f"void {name}(")]
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} kernels named {name}")
+    return found[0]
+
+
+def checked() -> list[Checked]:
+    out = []
+    for folder, gpu in GPUS.items():
+        for fix in FIXES:
+            path = FIXTURES / folder / fix.recording
+            if not path.exists():
+                continue
+            results = read_lines(str(path))
+            kernels = list(results.kernels)
+            before, after = _kernel(kernels, fix.before), _kernel(kernels, fix.after)
+            saving = 1.0 - (after.value("duration") or 0.0) / (before.value("duration") or 1.0)
+            if fix.finding == "kernel":
+                stake = kernel_stake(before)
+            else:
+                entry = kernel_lines(results, [before], REPO)[0]
+                stake = lines_stake(before, entry.lines, results.info.compute_capability)
+            if stake is None:
+                raise LookupError(f"no time at stake for {fix.before} on {gpu}")
+            out.append(Checked(gpu, fix, saving, stake.fraction))
+    return out
+
+
+def main() -> int:
+    print("| GPU | fix | before -> after | saved | time at stake | bound holds | within 1.5x or +15 points |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for c in checked():
+        print(
+            f"| {c.gpu} | {c.fix.what} | {c.fix.before} -> {c.fix.after} | {100 * c.saving:.1f}% | "
+            f"{100 * c.stake:.1f}% | {'yes' if c.holds else 'NO'} | {'yes' if c.tight else 'no'} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
