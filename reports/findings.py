@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from enum import Enum
 
-from memlens.model.instruction_kinds import Space, Side
-from memlens.model.instruction_table import RUNTIME_ARRAY, SPILL, KindTotals
+from memlens.model.instruction_kinds import Side, Space
+from memlens.model.instruction_table import RUNTIME_ARRAY, SPILL, KindTotals, local_memory_causes
 from memlens.model.libraries import Library
+from memlens.model.results import KernelResult
 from memlens.model.source_lines import LineRecord
+from memlens.model.time_at_stake import Stake, kernel_floor, kernel_stake, line_stake
 from memlens.reports.formatting import compact_count, counted, format_duration
 from memlens.reports.model import Finding
 
@@ -27,6 +29,7 @@ class FindingKind(str, Enum):
     UNCOALESCED = "uncoalesced global accesses"
     HEADROOM_DRAM = "kernel above its DRAM floor"
     HEADROOM_FLOPS = "kernel above its FLOP floor"
+    HEADROOM_LATENCY = "kernel far from both floors"  # neither its bytes nor its FLOPs come near its time
     LIBRARY = "a library's kernel"
 
 
@@ -37,10 +40,14 @@ FIXES = {
     FindingKind.LOCAL_ARRAY: "index the array with compile-time constants (unrolled loops) so it stays in registers",
     FindingKind.SPILL: "lower register pressure: fewer live values, smaller tiles, or a looser __launch_bounds__",
     FindingKind.UNCOALESCED: "make consecutive lanes read consecutive addresses (stage through shared memory)",
-    FindingKind.HEADROOM_DRAM: "move fewer bytes through DRAM: reuse data on chip (tiles in shared memory), narrower"
-    " types, or fuse with the kernel that reads its output",
-    FindingKind.HEADROOM_FLOPS: "do the arithmetic on the tensor cores or in a narrower type, or do less of it",
+    FindingKind.HEADROOM_DRAM: "keep more bytes in flight to reach DRAM's peak (wider loads, more resident warps,"
+    " cp.async or TMA pipelining), or move fewer bytes (reuse tiles on chip, narrower types)",
+    FindingKind.HEADROOM_FLOPS: "keep the math units busy: more independent work a thread, tensor-core instructions,"
+    " fewer stalls on memory",
+    FindingKind.HEADROOM_LATENCY: "neither DRAM nor arithmetic limits it: look for what it waits on (atomics,"
+    " barriers, dependent loads, too few warps)",
 }
+FAR_FROM_FLOORS = 0.05  # a floor under this share of the kernel's duration: the kernel is limited by neither
 CHUNK_KINDS = ("ldmatrix", "stmatrix", "cp.async", "tensor-core")
 
 
@@ -74,8 +81,12 @@ def line_kind(line: LineRecord, causes: Sequence[str] = ()) -> tuple[FindingKind
         return shared_kind(worst), what
     if line.local_executions:
         spill = SPILL in causes and (RUNTIME_ARRAY not in causes or any(".LU" in o for o in line.opcodes))
-        ld, st = (compact_count(v or 0.0) for v in (line.local_ld_executions, line.local_st_executions))
-        what = f"local memory: {ld} loads and {st} stores a warp" + (" (a register spill)" if spill else "")
+        sides = [
+            counted(compact_count(v), f"local {side}")
+            for v, side in ((line.local_ld_executions, "load"), (line.local_st_executions, "store"))
+            if v
+        ]
+        what = " and ".join(sides) + " (warp-level)" + (", a register spill" if spill else "")
         return (FindingKind.SPILL if spill else FindingKind.LOCAL_ARRAY), what
     scattered = [
         k for k in line.kinds if k.kind.space is Space.GLOBAL and k.sectors_over_ideal and k.sectors_over_ideal > 1
@@ -99,3 +110,80 @@ def ranked(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     """The findings, most time at stake first (seconds: a fraction of a long kernel before the same of a short
     one); ties keep their order."""
     return tuple(sorted(findings, key=lambda f: -f.seconds))
+
+
+UNKNOWN_STAKE = "not known: a figure its bound needs is missing"
+NO_STAKE = Stake(0.0, 0.0, UNKNOWN_STAKE)
+
+
+def row_findings(
+    label: str,
+    anchor: str,
+    lines_anchor: str,
+    kernel: KernelResult,
+    lines: Sequence[LineRecord],
+    library: Library | None = None,
+    compute_capability: str | None = None,
+) -> tuple[Finding, ...]:
+    """The findings of one row (`kernel`: all its launches as one): each line with something to fix, or else
+    the kernel's own headroom to its floor, each with its time at stake and the id of its details (`anchor`:
+    the row's, `lines_anchor`: its hot lines'); `library`: whose kernel it is (its advice is the fix where the
+    code is not the user's)."""
+    duration = kernel.value("duration")
+    if not duration:
+        return ()
+    advice = library if library is not None and not library.generated else None
+    causes = local_memory_causes(kernel.instructions)
+    found = []
+    for line in lines:
+        kind = line_kind(line, causes)
+        if kind is None:
+            continue
+        stake = line_stake(kernel, line, compute_capability)
+        found.append(_finding(label, lines_anchor, line.location, kind, stake or NO_STAKE, duration, advice))
+    if not found:  # a kernel with lines to fix: they are its findings (its headroom bounds each of them)
+        found.extend(_headroom(label, anchor, kernel, duration, library))
+    return tuple(found)
+
+
+def _headroom(
+    label: str, anchor: str, kernel: KernelResult, duration: float, library: Library | None
+) -> tuple[Finding, ...]:
+    """The kernel's own finding: how far it runs from its floor, and which floor (DRAM, FLOPs, or neither near)."""
+    headroom = kernel_stake(kernel)
+    floor = kernel_floor(kernel).seconds()
+    if headroom is None or headroom.fraction <= 0 or floor is None:
+        return ()
+    by_flops = floor[1].startswith("FLOPs")
+    what = (
+        f"runs {format_duration(duration)}, its floor {format_duration(floor[0] * 1e9)}"
+        f" ({'its FLOPs at its roof' if by_flops else 'its DRAM bytes at peak bandwidth'})"
+    )
+    kind = FindingKind.HEADROOM_FLOPS if by_flops else FindingKind.HEADROOM_DRAM
+    if floor[0] * 1e9 < FAR_FROM_FLOORS * duration:
+        kind = FindingKind.HEADROOM_LATENCY
+    return (_finding(label, anchor, "kernel", (kind, what), headroom, duration, library),)
+
+
+def _finding(
+    label: str,
+    anchor: str,
+    where: str,
+    kind: tuple[FindingKind, str],
+    stake: Stake,
+    duration: float,
+    library: Library | None,
+) -> Finding:
+    text = stake_text(stake.fraction, duration) if stake.by != UNKNOWN_STAKE else "unknown"
+    return Finding(
+        kernel=label,
+        anchor=anchor,
+        where=where,
+        kind=kind[0].value,
+        what=kind[1],
+        fraction=stake.fraction,
+        seconds=stake.seconds,
+        stake=text,
+        bound=stake.by,
+        fix=fix(kind[0], library),
+    )

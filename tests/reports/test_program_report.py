@@ -127,7 +127,7 @@ def test_kernels_outside_families_get_one_roofline_and_honest_words(tmp_path):
     assert any(f.topic == "roofline" and f.text.startswith("memory-bound at ") for f in softmax.verdict)
     html = render(build_report([("torch", read_report(TORCH_CSV))]), "html")
     section = html[html.index("<h3>kernels of the ncu report") :]
-    assert '<div class="chart roofline-chart"><svg' in section[: section.index("</section>")]
+    assert '<div class="chart roofline-chart"><div class="wide"><svg' in section[: section.index("</section>")]
     assert "an ncu CSV holds one value a metric, not one a SASS instruction: no hot lines, no source view" in html
 
 

@@ -268,7 +268,8 @@ def test_rendering_is_deterministic():
     report = build_report([("a", suite_run()), ("b", suite_run(conflict={"duration": 60_000.0}))])
     first = render(report, "html")
     assert first == render(report, "html")
-    assert first.count("<svg") == 5  # one chart per family of each run, one for the comparison
+    # one chart per family of each run, one for the comparison; each drawn for a screen and for a phone
+    assert first.count('<div class="wide"><svg') == first.count('<div class="narrow"><svg') == 5
     ids = re.findall(r'\bid="([^"]+)"', first)
     assert len(ids) == len(set(ids))  # charts of one page never share an id
 
