@@ -272,7 +272,8 @@ def _family(
     static: StaticResults | None = None,
     sources: RunSources | None = None,
 ) -> FamilySection:
-    declared = any(k in outcomes for k in keys)  # a suite's variants; a program's ranges are not variants
+    # a suite's variants (its outcomes, or its --sweep's sizes) have a baseline; a program's ranges are not variants
+    declared = any(k in outcomes or any(kernel.sweep_size for kernel in launches.get(k, ())) for k in keys)
     marked = [k for k in keys if k in outcomes and outcomes[k].baseline]
     baseline_key = (marked[0] if marked else keys[0]) if declared else None
     rows = [

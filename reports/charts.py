@@ -391,8 +391,8 @@ def roofline_chart(family: FamilySection, salt: str, width: float = WIDE) -> str
                 Line2D([], [], color=INK, marker=m, linestyle="", label=f"{lvl} intensity", markerfacecolor="none")
                 for lvl, m in LEVEL_MARKERS.items()
             ]
-        where = {"loc": "upper left", "bbox_to_anchor": (0.0, -0.14) if narrow else (1.01, 1.0)}
-        ax.legend(handles=handles, **where, fontsize=8, frameon=False)
+        anchor = (0.0, -0.14) if narrow else (1.01, 1.0)  # under the axes, or beside them
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=anchor, fontsize=8, frameon=False)
         ax.set_xlim(low_x, high_x)
         ax.set_ylim(min(ys) / 10, top * 3)
         ax.set_xlabel("arithmetic intensity (FLOP/byte)")
