@@ -17,9 +17,10 @@ from memlens.readers.metric_values import CSV_NO_INSTRUCTIONS
 from memlens.reports.bench_join import bench_header, bench_notes, bench_summary, family_copy, with_bench
 from memlens.reports.columns import BENCH_COLUMNS, COLUMNS, SPEEDUP, kernel_cells
 from memlens.reports.compare import compare
+from memlens.reports.findings import ranked, row_findings
 from memlens.reports.formatting import STATUS_WORDS, format_value, short_kernel
 from memlens.reports.global_memory_verdicts import pmpp_findings
-from memlens.reports.hot_lines import RunSources, hot_lines, line_findings, tma_findings
+from memlens.reports.hot_lines import RunSources, every_line, hottest, line_findings, tma_findings
 from memlens.reports.model import (
     Cell,
     Comparison,
@@ -112,7 +113,6 @@ def build_run(
             "exact excess wavefronts are not in this run (a --fast run or a plain ncu report):"
             f" bank conflicts are shown from the {HW_LABEL}: {HW_COUNTS}"
         )
-    notes.extend(sampling_lines(results.info, results.kernels))
     items = header(results.info) + gpus_header(results)
     summary = None
     if bench is not None:
@@ -140,6 +140,8 @@ def build_run(
         others_heading=heading,
         others_about=about,
         others_roofline=roof,
+        made=tuple(sampling_lines(results.info, results.kernels)),
+        findings=ranked(f for row in (*(r for f in families for r in f.rows), *others) for f in row.findings),
     )
 
 
@@ -226,7 +228,7 @@ def header(info: RunInfo) -> tuple[HeaderItem, ...]:
 
 
 def _group(results: RunResults, static: StaticResults | None = None) -> tuple[list[FamilySection], list[Row]]:
-    sources = RunSources(results.embedded_sources, results.written_at)
+    sources = RunSources(results.embedded_sources, results.written_at, results.info.compute_capability)
     outcomes = {(o.family, o.variant): o for o in results.outcomes if o.family and o.variant}
     launches: dict[tuple[str, str], list[KernelResult]] = {}
     plain: dict[tuple[str, str], list[KernelResult]] = {}  # (label, kernel): a range's kernels apart
@@ -270,15 +272,23 @@ def _family(
     static: StaticResults | None = None,
     sources: RunSources | None = None,
 ) -> FamilySection:
+    # a suite's variants (its outcomes, or its --sweep's sizes) have a baseline; a program's ranges are not variants
+    declared = any(k in outcomes or any(kernel.sweep_size for kernel in launches.get(k, ())) for k in keys)
     marked = [k for k in keys if k in outcomes and outcomes[k].baseline]
-    baseline_key = marked[0] if marked else keys[0]
+    baseline_key = (marked[0] if marked else keys[0]) if declared else None
     rows = [
         _row(f"{f}/{v}", v, launches.get((f, v), []), outcomes.get((f, v)), (f, v) == baseline_key, static, sources)
         for f, v in keys
     ]
+    if baseline_key is None:  # no speedups between a program's ranges: they need not do the same work
+        unranked = Cell(SPEEDUP, None, "x", "n/a", missing_reason=NOT_VARIANTS)
+        return FamilySection(name, None, tuple(replace(r, cells={**r.cells, SPEEDUP: unranked}) for r in rows))
     baseline = next(r for r in rows if r.baseline)
     rows = [_with_speedup(r, same_size_baseline(r, rows, baseline)) for r in rows]
     return FamilySection(name, baseline_key[1], tuple(rows))
+
+
+NOT_VARIANTS = "a program's ranges are not variants of one kernel: no speedup between them"
 
 
 def _row(
@@ -313,15 +323,20 @@ def _row(
     on_paper = paper_check(label, figure, kernels) if isinstance(figure, int) else None
     expectation = check(outcome.expect if outcome else None, measured, on_paper)
     sources = sources or RunSources()
-    lines = hot_lines(kernels, outcome, embedded=sources.embedded, written_at=sources.written_at)
+    every = every_line(kernels, outcome, embedded=sources.embedded, written_at=sources.written_at)
+    lines = hottest(every)
     findings = measured.findings + pmpp_findings(kernel) + line_findings(lines, kernels) + tma_findings(kernels)
     owners = {k.library for k in kernels}  # one library's kernels: whose they are, what the user controls
     owner = owners.pop() if len(owners) == 1 else None
     if owner is not None:
         findings += (VerdictSentence("library", "ok", owner.advice),)
     views = source_views(kernels, outcome, sources)
+    # a line's finding links to the kernel's hot lines where it has some, else to its row
+    lines_anchor = f"{row.anchor}-lines" if lines else row.anchor
+    found = row_findings(label, row.anchor, lines_anchor, kernel, every, owner, sources.compute_capability)
     return replace(
         row,
+        findings=found,
         cells=kernel_cells(kernel),
         verdict=findings,
         expectation=expectation,

@@ -75,6 +75,11 @@ def short(label: str, suffix: str = "", width: int = LABEL_CHARS) -> str:
 
 
 CHART_ROWS = 25  # rows a chart draws at most: the longest by duration
+WIDE = 11.0  # inches: a chart on a screen
+# inches: a chart on a phone, drawn apart (report.html.j2 shows one or the other): shown 400 px wide, its
+# smallest text (7.5 pt) stays 8 px or more, where the wide chart shrunk to the page would be 3 to 4 px
+NARROW = 5.0
+NARROW_LABEL_CHARS = 18  # characters of a bar's label in a narrow chart's margin
 
 
 def _duration(row: Row) -> float:
@@ -82,8 +87,9 @@ def _duration(row: Row) -> float:
     return cell.value if cell is not None and cell.value is not None else -1.0
 
 
-def family_chart(rows: Sequence[Row], salt: str, exact: bool) -> str | None:
-    """Four panels of horizontal bars, one bar per valid variant; None when nothing to draw."""
+def family_chart(rows: Sequence[Row], salt: str, exact: bool, width: float = WIDE) -> str | None:
+    """Four panels of horizontal bars, one bar per valid variant (a row of four; `width` NARROW: two rows of
+    two); None when nothing to draw."""
     rows = [r for r in rows if r.valid and r.cells]
     if len(rows) > CHART_ROWS:  # many kernels: the longest (and the baseline), not ten thousand bars
         longest = {id(r) for r in sorted(rows, key=_duration, reverse=True)[:CHART_ROWS]}
@@ -91,15 +97,22 @@ def family_chart(rows: Sequence[Row], salt: str, exact: bool) -> str | None:
     if not rows:
         return None
     panels = PANELS if exact else (PANELS[0], HW_PANEL, *PANELS[2:])
-    height = 0.9 + 0.32 * len(rows)
+    narrow = width < WIDE
+    band = 0.9 + 0.32 * len(rows)
+    height = 2 * band if narrow else band
     with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
-        figure = Figure(figsize=(11, height))
-        axes = figure.subplots(1, len(panels), sharey=True)
-        names = [short(r.name, " (baseline)" if r.baseline else "") for r in rows]
+        figure = Figure(figsize=(width, height))
+        grid = figure.subplots(2, 2, sharey=True) if narrow else figure.subplots(1, len(panels), sharey=True)
+        axes = list(grid.flat)
+        chars = NARROW_LABEL_CHARS if narrow else LABEL_CHARS
+        names = [short(r.name, " (baseline)" if r.baseline else "", chars) for r in rows]
         for ax, panel in zip(axes, panels, strict=True):
             _bars(ax, panel, rows, names)
         axes[0].invert_yaxis()  # the y axis is shared: the first variant on top in every panel
-        figure.subplots_adjust(left=0.2, right=0.98, top=1 - 0.42 / height, bottom=0.12 / height, wspace=0.32)
+        if narrow:
+            figure.subplots_adjust(left=0.3, right=0.97, top=1 - 0.42 / height, bottom=0.12 / height, hspace=0.5)
+        else:
+            figure.subplots_adjust(left=0.2, right=0.98, top=1 - 0.42 / height, bottom=0.12 / height, wspace=0.32)
         return to_svg(figure, salt)
 
 
@@ -140,7 +153,7 @@ def _colour(panel: Panel, row: Row, value: float | None) -> str:
     return GREY if row.baseline and panel.key == "duration" else panel.colour
 
 
-def bench_chart(rows: Sequence[Row], salt: str, copy_text: str) -> str | None:
+def bench_chart(rows: Sequence[Row], salt: str, copy_text: str, width: float = WIDE) -> str | None:
     """The % of copy bandwidth of every valid variant timed by memlens bench, with the copy at 100%
     marked; None when no variant has the figure (no bench, or no family min_bytes)."""
     rows = [r for r in rows if r.valid and "bench_pct_of_copy" in r.cells]
@@ -150,7 +163,7 @@ def bench_chart(rows: Sequence[Row], salt: str, copy_text: str) -> str | None:
     height = 0.9 + 0.32 * len(rows)
     top = max(100.0, *(v for v in values if v is not None))
     with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
-        figure = Figure(figsize=(11, height))
+        figure = Figure(figsize=(width, height))
         ax = figure.subplots()
         positions = list(range(len(rows)))
         colours = [GREY if r.baseline else BLUE for r in rows]
@@ -179,7 +192,7 @@ def bench_chart(rows: Sequence[Row], salt: str, copy_text: str) -> str | None:
         return to_svg(figure, salt)
 
 
-def comparison_chart(comparisons: Sequence[Comparison], salt: str) -> str | None:
+def comparison_chart(comparisons: Sequence[Comparison], salt: str, width: float = WIDE) -> str | None:
     """Duration of every kernel, one bar per run, grouped by kernel, on a log scale: a 0.12 ms
     kernel stays visible beside a 17.6 ms one."""
     durations = [next(m for m in c.metrics if m.key == "duration") for c in comparisons]
@@ -190,7 +203,7 @@ def comparison_chart(comparisons: Sequence[Comparison], salt: str) -> str | None
     count = len(comparisons[0].statuses)
     height = 0.9 + 0.22 * count * len(comparisons) + 0.12 * len(comparisons)
     with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
-        figure = Figure(figsize=(11, height))
+        figure = Figure(figsize=(width, height))
         ax = figure.subplots()
         bar = 0.8 / count
         top = max(positive)
@@ -241,7 +254,7 @@ def sweep_values(family: FamilySection, key: str) -> dict[str, tuple[tuple[int, 
     return {variant: tuple(sorted(points)) for variant, points in out.items()}
 
 
-def sweep_chart(family: FamilySection, salt: str, exact: bool) -> str | None:
+def sweep_chart(family: FamilySection, salt: str, exact: bool, width: float = WIDE) -> str | None:
     """A panel per figure of the family chart, each a line per variant against the swept size (log axes
     where the values span decades); None for a family not swept."""
     sweep = family_sweep(family)
@@ -250,7 +263,7 @@ def sweep_chart(family: FamilySection, salt: str, exact: bool) -> str | None:
 
     panels = PANELS if exact else (PANELS[0], HW_PANEL, *PANELS[2:])
     with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
-        figure = Figure(figsize=(11, 3.2))
+        figure = Figure(figsize=(width, 3.2))
         axes = figure.subplots(1, len(panels))
         handles = []
         for ax, panel in zip(axes, panels, strict=True):
@@ -299,11 +312,30 @@ def sweep_chart(family: FamilySection, salt: str, exact: bool) -> str | None:
 # --- the roofline --------------------------------------------------------------------------------
 
 LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1": "^"}
+# two roofs closer than this factor would print their labels over each other (8 pt text on a log axis of
+# 4.2 inches spanning a few decades): the lower one's label goes under its line
+CLOSE_ROOFS = 1.6
 
 
-def roofline_chart(family: FamilySection, salt: str) -> str | None:
+def peak_labels(peaks: Sequence[tuple[str, float]]) -> list[tuple[str, float, str]]:
+    """(label, FLOP/s, vertical alignment) of each roof, highest first: roofs of one value share one label,
+    and a roof close under the one above it puts its label below its line ("top"), not over the other's."""
+    merged: dict[float, list[str]] = {}
+    for name, value in sorted(peaks, key=lambda p: -p[1]):
+        same = next((v for v in merged if abs(v - value) <= 0.01 * v), value)
+        merged.setdefault(same, []).append(name)
+    labels: list[tuple[str, float, str]] = []
+    for value, names in merged.items():
+        above = labels[-1] if labels else None
+        close = above is not None and above[2] == "bottom" and above[1] / value < CLOSE_ROOFS
+        labels.append((f"{', '.join(names)} peak {flop_rate_text(value)} ", value, "top" if close else "bottom"))
+    return labels
+
+
+def roofline_chart(family: FamilySection, salt: str, width: float = WIDE) -> str | None:
     """Log-log roofline of a family: FLOP/s against FLOP/byte, the GPU's labelled ceilings, and a
-    point per variant at each memory level (marker shape) joined at its achieved FLOP/s."""
+    point per variant at each memory level (marker shape) joined at its achieved FLOP/s; the legend
+    beside the axes, or (`width` NARROW) under them."""
     roof = family.roofline
     if roof is None or not (roof.points or roof.no_flops):
         return None
@@ -313,15 +345,16 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
     peaks = [value for _, value in roof.peak_flops]
     low_x, high_x = min([*xs, 0.1]) / 4, max([*xs, 100.0]) * 4
     with plt.rc_context({**STYLE, "svg.hashsalt": salt}):
-        figure = Figure(figsize=(11, 4.2))
+        narrow = width < WIDE
+        figure = Figure(figsize=(width, 6.4 if narrow else 4.2))
         ax = figure.subplots()
         ax.set_xscale("log")
         ax.set_yscale("log")
         grid = [low_x * (high_x / low_x) ** (i / 200) for i in range(201)]
         top = max(peaks) if peaks else max(ys) * 10
-        for precision, peak in roof.peak_flops:
+        for text, peak, place in peak_labels(roof.peak_flops):
             ax.axhline(peak, color=INK, linewidth=1.2)
-            ax.text(high_x, peak, f"{precision} peak {flop_rate_text(peak)} ", ha="right", va="bottom", fontsize=8)
+            ax.text(high_x, peak, text, ha="right", va=place, fontsize=8)
         for label, bandwidth, style in (
             ("DRAM peak", roof.dram_bandwidth, "-"),
             ("copy (memlens bench)", roof.copy_bandwidth, "--"),
@@ -341,7 +374,7 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
                 ha="left",
                 va="bottom",
             )
-        handles = _achieved_bandwidths(ax, roof, grid, top, low_x)
+        handles = _achieved_bandwidths(ax, roof, grid, top, low_x, 7.5 if narrow else 9)
         for index, point in enumerate(roof.points):
             colour = RUN_COLOURS[index % len(RUN_COLOURS)]
             shown = [(level, x) for level, x in point.intensities if x]
@@ -358,22 +391,24 @@ def roofline_chart(family: FamilySection, salt: str) -> str | None:
                 Line2D([], [], color=INK, marker=m, linestyle="", label=f"{lvl} intensity", markerfacecolor="none")
                 for lvl, m in LEVEL_MARKERS.items()
             ]
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        anchor = (0.0, -0.14) if narrow else (1.01, 1.0)  # under the axes, or beside them
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=anchor, fontsize=8, frameon=False)
         ax.set_xlim(low_x, high_x)
         ax.set_ylim(min(ys) / 10, top * 3)
         ax.set_xlabel("arithmetic intensity (FLOP/byte)")
         ax.set_ylabel("FLOP/s")
-        ax.set_title(
-            f"roofline of {family.name} (achieved FLOP/s; ceilings measured by ncu on this GPU)",
-            fontsize=9,
-            loc="left",
-            color=INK,
-        )
-        figure.subplots_adjust(left=0.07, right=0.68, top=0.92, bottom=0.12)
+        about = "" if narrow else " (achieved FLOP/s; ceilings measured by ncu on this GPU)"
+        ax.set_title(f"roofline of {family.name}{about}", fontsize=9, loc="left", color=INK)
+        if narrow:
+            figure.subplots_adjust(left=0.15, right=0.97, top=0.95, bottom=0.4)
+        else:
+            figure.subplots_adjust(left=0.07, right=0.68, top=0.92, bottom=0.12)
         return to_svg(figure, salt)
 
 
-def _achieved_bandwidths(ax, roof: FamilyRoofline, grid: list[float], top: float, low_x: float) -> list:
+def _achieved_bandwidths(
+    ax, roof: FamilyRoofline, grid: list[float], top: float, low_x: float, size: float = 9
+) -> list:
     """A family without FLOPs: no point to place, so each variant's achieved DRAM bandwidth as a dotted
     roof under the peak's, and the reason in words on the chart. Returns the legend's handles."""
     if not roof.no_flops:
@@ -393,7 +428,7 @@ def _achieved_bandwidths(ax, roof: FamilyRoofline, grid: list[float], top: float
         transform=ax.transAxes,
         ha="right",
         va="bottom",
-        fontsize=9,
+        fontsize=size,
         color=INK,
     )
     return handles

@@ -9,10 +9,9 @@ from memlens.model.catalogue import CATALOGUE, HW_COUNTS, KIND_KEYS
 from memlens.model.instruction_kinds import SharedKind, Side
 from memlens.model.results import KernelResult
 from memlens.reports.formatting import format_count, format_value
-from memlens.reports.model import NONE, Cell, Severity
+from memlens.reports.model import NONE, SPEEDUP, Cell, Severity
 from memlens.reports.verdicts import HW_LABEL
 
-SPEEDUP = "speedup"
 SHARED_PER_BLOCK = "shared_per_block"
 
 

@@ -29,6 +29,10 @@ DRAM_BOUND_PCT = 60.0  # DRAM at this share of its peak or more: the kernel is D
 L2_OVER_DRAM = 2.0  # L1-L2 traffic this many times the DRAM bytes or more: data reread through L2
 
 
+PMPP_COALESCING = "uncoalesced global accesses (PMPP 6.1): have consecutive threads use consecutive addresses"
+L2_REREAD = "traffic served from L2: the kernel rereads its data through L2, which serves it faster than DRAM"
+
+
 def pmpp_findings(kernel: KernelResult) -> tuple[VerdictSentence, ...]:
     """The verdicts the kernel's figures support, in order: coalescing of loads, of stores, then the
     memory level its traffic is bound by."""
@@ -62,9 +66,9 @@ def _exact_coalescing(kernel: KernelResult, side: str, short: Side) -> VerdictSe
         "bad" if words == "uncoalesced" else "unknown",
         (
             f"global {side}s {words}: {counted(significant(per), 'sector')} per access, {significant(ratio)}x the ideal"
-            f" {significant(ideal)} of the same accesses{where} (PMPP 6.1: have consecutive threads use consecutive"
-            " addresses)"
+            f" {significant(ideal)} of the same accesses{where}"
         ),
+        (PMPP_COALESCING,),
     )
 
 
@@ -105,8 +109,9 @@ def _hardware_coalescing(kernel: KernelResult, side: str) -> VerdictSentence | N
             (
                 f"global {side}s uncoalesced: {figure}, {times}x the {COALESCED_4_BYTE:g} of a warp's 32 consecutive"
                 f" 4-byte values (16 for 16-byte values): each warp {side} touches scattered sectors"
-                " (a strided or column-wise access; PMPP 6.1: have consecutive threads use consecutive addresses)"
             ),
+            (PMPP_COALESCING,),
+            "a strided or column-wise access",
         )
     return VerdictSentence(
         "global",
@@ -143,7 +148,8 @@ def memory_level(kernel: KernelResult) -> VerdictSentence | None:
         return VerdictSentence(
             "memory",
             "ok",
-            f"DRAM-bound: DRAM at {significant(pct)}% of its peak (L1-L2 traffic {significant(ratio)}x the DRAM bytes)",
+            f"DRAM-bound: DRAM at {significant(pct)}% of its peak",
+            more=f"L1-L2 traffic {significant(ratio)}x the DRAM bytes",
         )
     if ratio >= L2_OVER_DRAM and _reads_global(kernel) is not False:  # its L1-L2 traffic is no reread data
         hit = kernel.value("l2_hit_rate")
@@ -151,9 +157,8 @@ def memory_level(kernel: KernelResult) -> VerdictSentence | None:
         return VerdictSentence(
             "memory",
             "ok",
-            (
-                f"memory traffic served from L2, not DRAM: L1-L2 traffic {significant(ratio)}x the DRAM bytes{hits},"
-                f" DRAM at {significant(pct)}% of its peak (the kernel rereads its data through L2)"
-            ),
+            f"memory traffic served from L2, not DRAM: L1-L2 traffic {significant(ratio)}x the DRAM bytes",
+            (L2_REREAD,),
+            f"DRAM at {significant(pct)}% of its peak{hits}",
         )
     return None

@@ -20,10 +20,12 @@ CODE_WIDTH = 80  # characters of a line's code quoted in a verdict
 
 @dataclass(frozen=True)
 class RunSources:
-    """What a run says about its source files: the text it kept per file, and when its report was written."""
+    """What a run says about its source files: the text it kept per file, and when its report was written;
+    and its GPU's compute capability, which the time its lines put at stake needs (time_at_stake.sm_count)."""
 
     embedded: Mapping[str, str] | None = None
     written_at: float | None = None
+    compute_capability: str | None = None
 
 
 def hot_lines(
@@ -36,12 +38,27 @@ def hot_lines(
     """The variant's lines with excess wavefronts or local accesses, hottest first (all its
     launches together: one line's instructions sum over them). `embedded`: the text the run kept
     per file; `written_at`: when its report was written (a file on disk changed since is not quoted)."""
+    return hottest(every_line(kernels, outcome, root, embedded, written_at))
+
+
+def hottest(lines: tuple[LineRecord, ...]) -> tuple[LineRecord, ...]:
+    """Of a variant's lines, the TOP_LINES with excess wavefronts or local accesses, hottest first."""
+    return tuple(line for line in lines if line.excess > 0 or line.local_executions > 0)[:TOP_LINES]
+
+
+def every_line(
+    kernels: list[KernelResult],
+    outcome: VariantOutcome | None,
+    root: Path | None = None,
+    embedded: Mapping[str, str] | None = None,
+    written_at: float | None = None,
+) -> tuple[LineRecord, ...]:
+    """Each line of the variant's kernels (all its launches together), hottest first."""
     instructions = [record for kernel in kernels for record in kernel.instructions]
     if not instructions:
         return ()
     sources = SourceMap((root or Path.cwd()).resolve(), embedded, outcome.sources if outcome else (), written_at)
-    lines = roll_up(instructions, sources, kernels[0].kernel)
-    return tuple(line for line in lines if line.excess > 0 or line.local_executions > 0)[:TOP_LINES]
+    return tuple(roll_up(instructions, sources, kernels[0].kernel))
 
 
 def line_findings(

@@ -6,6 +6,7 @@ HTML and Markdown templates only lay out and the JSON carries the same content f
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -35,11 +36,15 @@ class Cell:
 
 @dataclass(frozen=True)
 class VerdictSentence:
-    """One sentence of a verdict, about one topic."""
+    """One finding of a verdict, about one topic: `text` a clause the verdict cell shows, `details` what
+    explains it (a phase rule, a book's advice), each shown once under the table however many findings
+    share it, and `more` its further figures (the L2 story), a tooltip."""
 
     topic: Literal["shared", "local", "clean", "status", "roofline", "global", "memory", "line", "library"]
     severity: Severity
     text: str
+    details: tuple[str, ...] = ()  # rules and advice that explain it, shown once under the table
+    more: str = ""  # the finding's further figures, a tooltip on its clause
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,23 @@ class FamilyRoofline:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One finding of the run's first screen: a kernel's line (or the kernel itself), what happens there,
+    the time it puts at stake and the fix, each in one sentence (reports/findings.py ranks them)."""
+
+    kernel: str  # the row's label: family/variant, a program's range, or the kernel's name
+    anchor: str  # the id of the row's details in the page
+    where: str  # "file:line", or "kernel" for the kernel's own headroom
+    kind: str  # findings.FindingKind's value: what decides the fix
+    what: str  # what happens, one sentence
+    fraction: float  # the share of the kernel's duration at stake, at most
+    seconds: float  # fraction x the kernel's duration (the ranking key)
+    stake: str  # "≤ 15% of 80.0 µs"
+    bound: str  # what bounds the estimate (time_at_stake.Stake.by), for the tooltip
+    fix: str  # one sentence
+
+
+@dataclass(frozen=True)
 class Row:
     """A variant of a family, or a kernel without family (all its launches together)."""
 
@@ -238,16 +260,35 @@ class Row:
     source_views: tuple[SourceView, ...] = ()  # its code with per-line figures, a view a file (source_view.py)
     library: str | None = None  # the library whose kernel it is (cuBLAS, ...: model/libraries.py); None: the user's
     bank_maps: tuple[BankMapFigure, ...] = ()  # its hot lines' recorded warps, where the run holds banks.json
+    findings: tuple[Finding, ...] = ()  # its lines' and its own, with the time each puts at stake (findings.py)
+
+    @property
+    def anchor(self) -> str:
+        """The id of its details in the page: its label with every character but letters and digits a dash."""
+        slug = "".join(c if c.isascii() and c.isalnum() else "-" for c in self.label)[:48]
+        return f"k-{slug}-{hashlib.sha1(self.label.encode()).hexdigest()[:6]}"  # two labels of one slug apart
+
+    @property
+    def cell_verdict(self) -> tuple[VerdictSentence, ...]:
+        """The findings its verdict cell shows: every one but those at a line (the findings table and the
+        hot lines show those)."""
+        return tuple(f for f in self.verdict if f.topic != "line")
 
     @property
     def verdict_text(self) -> str:
-        return "; ".join(f.text for f in self.verdict)
+        """The verdict cell as one sentence: its findings' clauses joined by semicolons."""
+        return "; ".join(f.text for f in self.cell_verdict)
 
     @property
     def severity(self) -> Severity:
         order: tuple[Severity, ...] = ("invalid", "bad", "unknown", "ok")
         found = {f.severity for f in self.verdict}
         return next((s for s in order if s in found), "ok")
+
+
+def verdict_details(rows: tuple[Row, ...] | list[Row]) -> tuple[str, ...]:
+    """What explains the verdicts of `rows` (phase rules, advice, the L2 story), each once, in order."""
+    return tuple(dict.fromkeys(d for row in rows for f in row.cell_verdict for d in f.details))
 
 
 @dataclass(frozen=True)
@@ -279,13 +320,16 @@ class RunSection:
     exact_available: bool  # False when no kernel has exact excess wavefronts (a --fast run)
     families: tuple[FamilySection, ...]
     others: tuple[Row, ...]
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what a reader must know to trust its figures (an incomplete run, ...)
     bench: BenchSummary | None = None  # None: the run has no bench.json; its tables have no bench columns
     # the kernels outside families: what they are, in words (a heading and a line under it), and the
     # roofline of those with floating-point work, all on one chart (None: none has FLOPs measured)
     others_heading: str = "other kernels"
     others_about: str = ""
     others_roofline: FamilyRoofline | None = None
+    # how this run was made: a program run's ranges and launches selected (plain information, not a warning)
+    made: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()  # every row's, most time at stake first: the first screen
 
     @property
     def variants(self) -> tuple[Row, ...]:
@@ -351,6 +395,7 @@ class Comparison:
         return {c.direction for m in self.metrics for c in m.cells}
 
 
+SPEEDUP = "speedup"  # columns.SPEEDUP: the key of a variant's speedup over its family's baseline
 NONE = "—"  # a cell of a figure the kernel has none of (no such access), as `memlens metrics` shows "-"
 
 
@@ -375,7 +420,8 @@ class Report:
         return tuple(
             column
             for column in self.columns
-            if column.kind != "ways" or not rows or any(_has(row, column.key) for row in rows)
+            if (column.kind != "ways" or not rows or any(_has(row, column.key) for row in rows))
+            and (column.key != SPEEDUP or not run.families or any(f.baseline for f in run.families))
         )
 
     @property

@@ -71,9 +71,8 @@ def verdict(kernel: KernelResult, where: Bound | None, copy_bandwidth: float | N
             " at the measured copy bandwidth"
         )
     l1 = kernel.metric("arithmetic_intensity_l1").value
-    if l1 is not None:
-        text += f"; {intensity_text(l1)} of global loads and stores at L1"
-    return VerdictSentence("roofline", "ok", text)
+    more = f"{intensity_text(l1)} of global loads and stores at L1" if l1 is not None else ""
+    return VerdictSentence("roofline", "ok", text, more=more)
 
 
 def tensor_verdict(where: Bound, roof: TensorRoof) -> VerdictSentence:

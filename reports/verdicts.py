@@ -110,7 +110,16 @@ def _shared(kernel: KernelResult) -> tuple[bool | None, VerdictSentence]:
         return None, _estimate(kernel)
     if excess <= 0:
         return False, VerdictSentence("shared", "ok", "no bank conflicts")
-    return True, VerdictSentence("shared", "bad", _conflict_text(kernel, excess, loads.value or 0, stores.value or 0))
+    text = _conflict_text(kernel, excess, loads.value or 0, stores.value or 0)
+    return True, VerdictSentence("shared", "bad", text, _phase_rules(kernel))
+
+
+def _phase_rules(kernel: KernelResult) -> tuple[str, ...]:
+    """How the conflicting kinds' accesses are served, where that decides what conflicts (each rule once)."""
+    if not shared_figures.conflicting_sides(kernel):
+        return ()
+    kinds = kind_totals(kernel.instructions)
+    return tuple(dict.fromkeys(k.phase for k in kinds if k.kind.space is Space.SHARED and k.excess and k.phase))
 
 
 def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: float) -> str:
@@ -131,7 +140,7 @@ def _conflict_text(kernel: KernelResult, excess: float, loads: float, stores: fl
 
 
 def _side_text(kernel: KernelResult, side: Side, every_kind: tuple[KindTotals, ...]) -> str:
-    """ "ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load); <phase rule>":
+    """ "ldmatrix loads: 4-way bank conflicts, 393 K excess wavefronts (12 per ldmatrix load)":
     each conflicting kind of the side with its own figures (the per-instruction table), or the side's
     figures where the kernel carries no instructions."""
     kinds = [k for k in every_kind if k.kind.space is Space.SHARED and k.kind.side is side and k.excess]
@@ -169,7 +178,7 @@ def _kind_text(figures: KindTotals) -> str:
     text += f", {counted(compact_count(figures.excess), 'excess wavefront')}"
     if figures.excess_per_access is not None:
         text += f" ({per_instruction(figures.excess_per_access)} per {_singular(name)})"
-    return text + (f"; {figures.phase}" if figures.phase else "")
+    return text
 
 
 def _singular(name: str) -> str:

@@ -75,7 +75,8 @@ def test_program_run_writes_the_suite_run_directory(fake_ncu, tmp_path, capsys):
     assert "6 kernels profiled" in capsys.readouterr().out
     # the run directory serves report, metrics and gate like a suite run's
     assert main(["report", str(run), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
-    assert "### family `transpose`" in (tmp_path / "r.md").read_text()
+    # a program's ranges shaped family/variant: grouped, but no suite declared them (no speedups between them)
+    assert "### ranges `transpose/…` (a program's ranges: no speedups between them)" in (tmp_path / "r.md").read_text()
 
 
 def filter_args(argv: list[str], option: str) -> list[str]:

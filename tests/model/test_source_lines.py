@@ -281,14 +281,14 @@ def test_report_verdict_and_html_name_the_hot_line(suite):
     assert (
         "kernels/transpose.cu:40 `out[(size_t)out_row * rows + out_col] = tile[tx][tile_col<SWIZZLE>(tx, r)];`:"
         " shared loads 32-way, 65.0 M excess wavefronts"
-    ) in conflict.verdict_text
+    ) in [f.text for f in conflict.verdict if f.topic == "line"]  # the record's; the hot lines show it, not the cell
     article = rows["matmul/tiled_article"]
     assert [line.line for line in article.hot_lines] == [62, 58, 59]
     store = (
         "kernels/matmul.py:58 `sa[tx, ty] = a[x, a_col] if x < m and a_col < k else float32(0.0)`: "
         "global loads uncoalesced: 16 sectors per access, 4x the ideal 4, shared stores 8-way"
     )
-    assert store in article.verdict_text
+    assert any(store in f.text for f in article.verdict if f.topic == "line")
     assert rows["transpose/padded"].hot_lines == () and "kernels/" not in rows["transpose/padded"].verdict_text
     html = render(report, "html")
     assert "hot lines of <code>transpose/conflict</code>" in html
@@ -360,10 +360,10 @@ def test_report_of_a_programs_ncu_rep_shows_its_hot_lines(tmp_path):
     html = out.read_text()
     assert "hot lines of <code>transpose/store_conflict</code>" in html  # labelled by its NVTX range
     assert "<code>tests/fixtures/programs/cuda_app.cu:39</code>" in html
-    assert (
-        "tests/fixtures/programs/cuda_app.cu:62 `for (int j = 0; j &lt; 32; ++j) sum += window[(j + i) % 32];`:"
-        " local loads 4.19 M executions" in html
-    )
+    # the line in the hot lines with its code, and among the findings with what happens there
+    assert "<code>tests/fixtures/programs/cuda_app.cu:62</code>" in html
+    assert "<pre>for (int j = 0; j &lt; 32; ++j) sum += window[(j + i) % 32];</pre>" in html
+    assert '<td class="text what">4.19 M local loads (warp-level)</td>' in html
 
 
 def test_kernel_n_way_is_over_the_ideal_of_the_accesses_themselves(app, suite):
@@ -419,11 +419,14 @@ def test_report_table_and_verdict_give_the_exact_n_way_as_metrics_and_lines_do(s
     )
     # each side in the words of its instructions, divided by the executions of that side's instructions
     # the 16-byte loads with their own figures (the side's blend with the conflict-free 4-byte loads was 2.5-way)
-    assert shared.text.startswith(
+    assert shared.text == (
         "16-byte shared loads: 4-way bank conflicts, 805 M excess wavefronts (12 per 16-byte"
-        " shared load); 16-byte accesses are served a quarter-warp"
+        " shared load); shared stores: 8-way bank conflicts, 235 M excess wavefronts (7 per shared store)"
     ), shared.text
-    assert shared.text.endswith("; shared stores: 8-way bank conflicts, 235 M excess wavefronts (7 per shared store)")
+    # the width's phase rule: under the table, once, not in the cell
+    assert [d.split(":")[0] for d in shared.details] == [
+        "16-byte accesses are served a quarter-warp (8 lanes, 128 bytes) at a time"
+    ]
     copy = build_report([("app", RunResults(suite.info, (app["copy_float2_shared"],)))])
     cell = copy.runs[0].families[0].rows[0].cells["shared_ld_ways"]
     assert cell.text == "1.0" and cell.flag is None  # 8-byte loads at their own ideal: no conflict

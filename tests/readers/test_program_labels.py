@@ -121,7 +121,7 @@ def test_report_groups_family_ranges_into_families(tmp_path):
     assert run.others == ()
     out = tmp_path / "r.md"
     assert main(["report", str(CUDA_APP_CSV), "--format", "md", "-o", str(out)]) == 0
-    assert "### family `cudaapp@spill`" in out.read_text()
+    assert "### ranges `cudaapp@spill/…` (a program's ranges: no speedups between them)" in out.read_text()
 
 
 def test_metrics_shows_the_kernel_name_under_a_range_label(capsys):

@@ -14,7 +14,7 @@ import pytest
 from memlens.output import render_report as render
 from memlens.readers import read_report
 from memlens.reports.build import build_report
-from memlens.reports.global_memory_verdicts import memory_level
+from memlens.reports.global_memory_verdicts import L2_REREAD, memory_level
 from tests.conftest import FIXTURES
 from tests.reports.test_report_browser import chromium
 
@@ -84,7 +84,10 @@ def test_pmpp_verdicts_on_the_recorded_suite():
     assert [f.severity for f in rows["running_mean/spill"].verdict if f.topic == "global"][0] == "bad"
     tile = [f.text for f in rows["transpose/tile64_padded"].verdict if f.topic == "memory"]
     # 83.70% of peak; L1-L2 536,870,912 B over DRAM 512,324,608 B
-    assert tile == ["DRAM-bound: DRAM at 83.7% of its peak (L1-L2 traffic 1.05x the DRAM bytes)"]
+    assert tile == ["DRAM-bound: DRAM at 83.7% of its peak"]  # one clause; the L2 figure its tooltip
+    assert [f.more for f in rows["transpose/tile64_padded"].verdict if f.topic == "memory"] == [
+        "L1-L2 traffic 1.05x the DRAM bytes"
+    ]
     naive = [f.text for f in rows["matmul/naive"].verdict if f.topic == "memory"]
     # L1-L2 4,224,797,728 B over DRAM 46,286,592 B
     assert naive[0].startswith("memory traffic served from L2, not DRAM: L1-L2 traffic 91.3x the DRAM bytes")
@@ -103,7 +106,7 @@ def test_only_a_kernel_that_reads_global_memory_rereads_it_through_l2(gpu):
     for name in ("atomics_one_bank", "shared_8byte_2way", "dsmem_partner_read"):  # no global load, no TMA
         assert memory_level(kinds[name]) is None, name
     spill = memory_level(kinds["spill_launch_bounds"])  # its global loads: 1,277,952 sectors
-    assert spill is not None and spill.text.endswith("(the kernel rereads its data through L2)")
+    assert spill is not None and spill.details == (L2_REREAD,)  # the story under the table, once
     tma = {
         k.label: k
         for k in read_report(
@@ -124,7 +127,7 @@ def test_kernels_outside_families_get_one_roofline_and_honest_words(tmp_path):
     assert any(f.topic == "roofline" and f.text.startswith("memory-bound at ") for f in softmax.verdict)
     html = render(build_report([("torch", read_report(TORCH_CSV))]), "html")
     section = html[html.index("<h3>kernels of the ncu report") :]
-    assert '<div class="chart roofline-chart"><svg' in section[: section.index("</section>")]
+    assert '<div class="chart roofline-chart"><div class="wide"><svg' in section[: section.index("</section>")]
     assert "an ncu CSV holds one value a metric, not one a SASS instruction: no hot lines, no source view" in html
 
 
@@ -195,7 +198,7 @@ def test_library_kernels_are_named_with_what_the_user_controls():
     assert "`nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT` (cuBLAS) |" in row
     verdict = next(line for line in md.splitlines() if line.startswith("| `torchapp@bf16_matmul` (cuBLAS) |"))
     assert advice in verdict and "lineinfo" not in md
-    assert "| **torch** (baseline) (PyTorch) |" in md  # a family's variant whose kernel is ATen's
+    assert "| **torch** (PyTorch) |" in md  # a range's kernel that is ATen's (a program's range: no baseline)
     triton = next(line for line in md.splitlines() if line.startswith("| `torchapp@triton_add` `add_kernel`"))
     assert "(" not in triton.split("|")[1]  # the program's own kernel: no library
     html = _report(TORCH_CSV, "html")

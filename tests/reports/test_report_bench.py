@@ -195,8 +195,10 @@ def test_a_variant_missing_from_the_bench_and_a_family_without_min_bytes(tmp_pat
     html = render(report, "html")
     # 4 ncu charts, 4 roofline charts (the transposes' without points), 1 % of copy chart: none for transpose (no
     # variant has the figure), none for matmul (compute-bound), none for fp16_transpose (not in bench.json)
-    assert html.count("<svg") == 4 + 4 + 1
-    assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 1
+    assert html.count('<div class="wide"><svg') == 4 + 4 + 1
+    assert (
+        html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 2 * 1
+    )  # a chart drawn for a screen and for a phone
 
 
 def test_html_has_the_column_the_chart_and_the_copy_bandwidth(run_dir_html):
@@ -204,9 +206,11 @@ def test_html_has_the_column_the_chart_and_the_copy_bandwidth(run_dir_html):
     # per family (fp16_transpose, matmul, running_mean, transpose) the ncu chart; the % of copy chart but for
     # compute-bound matmul and fp16_transpose (not timed); roofline charts of every family (the transposes' without
     # points: no floating-point work)
-    assert html.count("<svg") == 4 + 2 + 4
-    assert html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 2
-    charts = re.findall(r'<div class="chart bench-chart">(.*?)</div>', html, re.S)
+    assert html.count('<div class="wide"><svg') == 4 + 2 + 4
+    assert (
+        html.count("% of copy bandwidth (memlens bench; copy 3.83 TB/s)") == 2 * 2
+    )  # each chart drawn for a screen and for a phone
+    charts = re.findall(r'<div class="chart bench-chart"><div class="wide">(.*?)</div>', html, re.S)
     assert len(charts) == 2 and all(c.lstrip().startswith("<svg") for c in charts)
     transpose = charts[1]  # running_mean, transpose: the order of results.json
     assert ">padded<" in transpose and "93.3%" in transpose and "(3.58 TB/s, median 0.150 ms)" in transpose
@@ -261,7 +265,8 @@ def test_each_family_says_the_copy_of_its_bytes_its_percentages_are_of(tmp_path,
     html = render(report, "html")
     assert html.count('<p class="subtitle bench-copy">% of copy bandwidth: of a device-to-device copy of ') == 3
     assert "median 0.142 ms over 21 launches</p>" in html
-    assert html.count("% of copy bandwidth (memlens bench; copy of the same bytes as the variants)") == 2  # not matmul
+    # not matmul; each chart drawn for a screen and for a phone
+    assert html.count("% of copy bandwidth (memlens bench; copy of the same bytes as the variants)") == 2 * 2
     md = render(report, "md")
     assert "\n\n% of copy bandwidth: of a device-to-device copy of 537 MB, the variants' min\\_bytes" in md
     assert "| **padded** | ok | 0.147 ms | 2.08× | 0.150 ms | 3.58 TB/s | 94.7% | " in md
@@ -331,7 +336,7 @@ def test_a_run_without_bench_json_renders_as_before(tmp_path, capsys):
     # only the roofline's note on compute-bound matmul names copy bandwidth
     assert html.count("% of copy") == html.count("copy bandwidth") == html.count("not by % of copy bandwidth") == 1
     # the ncu charts and the roofline charts of 4 families (the transposes' without points)
-    assert html.count("<svg") == 4 + 4
+    assert html.count('<div class="wide"><svg') == 4 + 4
     md = render(report, "md")
     assert "bench median" not in md and md.count("copy bandwidth") == md.count("not by % of copy bandwidth") == 1
     assert "| variant | status | duration | speedup | bandwidth |" in md

@@ -44,7 +44,7 @@ def test_few_kernels_keep_their_order_and_no_script(tmp_path):
     out = tmp_path / "few.html"
     assert main(["report", str(path), "-o", str(out)]) == 0
     html = out.read_text()
-    assert "<script" not in html and "<details" not in html
+    assert "<script" not in html and '<details class="folded"' not in html
     assert html.index("step000") < html.index("step004")
 
 

@@ -7,7 +7,8 @@ reports/charts.py's SVG, drawn by matplotlib, which escapes the text it writes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ def render_html(report: Report) -> str:
 
     from memlens.model.kernel_names import NAME_WIDTH, elide_middle
     from memlens.reports.charts import (
+        NARROW,
+        WIDE,
         bench_chart,
         comparison_chart,
         family_chart,
@@ -41,44 +44,43 @@ def render_html(report: Report) -> str:
         sweep_chart,
     )
     from memlens.reports.formatting import short_kernel
+    from memlens.reports.glossary import GLOSSARY
     from memlens.reports.line_changes import figures_text
-    from memlens.reports.model import FamilySection
+    from memlens.reports.model import FamilySection, verdict_details
 
     charts: dict[str, Markup] = {}
+
+    def chart(key: str, salt: str, draw: Callable[..., str | None]) -> None:
+        """The chart drawn twice, for a screen and for a phone (report.html.j2's CSS shows one); none where
+        there is nothing to draw. matplotlib escapes the text it writes."""
+        wide = draw(salt=f"{salt}-wide", width=WIDE)
+        if wide:
+            narrow = draw(salt=f"{salt}-narrow", width=NARROW) or ""
+            charts[key] = Markup(f'<div class="wide">{wide}</div><div class="narrow">{narrow}</div>')
+
     for index, run in enumerate(report.runs):
+        exact = run.exact_available
         for family in run.families:
-            svg = family_chart(family.rows, f"memlens-{index}-{family.name}", run.exact_available)
-            if svg:
-                charts[f"{index}/{family.name}"] = Markup(svg)  # matplotlib escapes the text it writes
-            svg = sweep_chart(family, f"memlens-{index}-{family.name}-sweep", run.exact_available)
-            if svg:
-                charts[f"{index}/{family.name}/sweep"] = Markup(svg)
+            salt, key = f"memlens-{index}-{family.name}", f"{index}/{family.name}"
+            chart(key, salt, partial(family_chart, family.rows, exact=exact))
+            chart(f"{key}/sweep", f"{salt}-sweep", partial(sweep_chart, family, exact=exact))
             if run.bench is not None:
-                svg = bench_chart(family.rows, f"memlens-{index}-{family.name}-bench", run.bench.copy_text)
-                if svg:
-                    charts[f"{index}/{family.name}/bench"] = Markup(svg)
-            svg = roofline_chart(family, f"memlens-{index}-{family.name}-roofline")
-            if svg:
-                charts[f"{index}/{family.name}/roofline"] = Markup(svg)
-        svg = family_chart(run.others, f"memlens-{index}-others", run.exact_available)
-        if svg:
-            charts[f"{index}/others"] = Markup(svg)
+                chart(f"{key}/bench", f"{salt}-bench", partial(bench_chart, family.rows, copy_text=run.bench.copy_text))
+            chart(f"{key}/roofline", f"{salt}-roofline", partial(roofline_chart, family))
+        chart(f"{index}/others", f"memlens-{index}-others", partial(family_chart, run.others, exact=exact))
         if run.others_roofline is not None:
             section = FamilySection(run.others_heading, None, run.others, roofline=run.others_roofline)
-            svg = roofline_chart(section, f"memlens-{index}-others-roofline")
-            if svg:
-                charts[f"{index}/others/roofline"] = Markup(svg)
+            chart(f"{index}/others/roofline", f"memlens-{index}-others-roofline", partial(roofline_chart, section))
     if report.comparisons:
-        svg = comparison_chart(report.comparisons, "memlens-comparison")
-        if svg:
-            charts["comparison"] = Markup(svg)
+        chart("comparison", "memlens-comparison", partial(comparison_chart, report.comparisons))
     environment = _html_environment()
     environment.filters["short_kernel"] = lambda name: elide_middle(short_kernel(name), NAME_WIDTH)
     environment.filters["elide"] = lambda name: elide_middle(name, NAME_WIDTH)
     environment.filters["column_groups"] = column_groups
     environment.filters["line_figures"] = figures_text
+    environment.filters["verdict_details"] = verdict_details
     template = environment.get_template("report.html.j2")
-    return template.render(report=report, charts=charts)
+    return template.render(report=report, charts=charts, glossary=GLOSSARY)
 
 
 def _html_environment() -> Environment:
