@@ -67,7 +67,7 @@ def test_a_program_run_keeps_each_kernels_lines_and_the_files_they_name(checkout
     assert data["sources"][recorded] == (checkout / "kernels" / "matmul.py").read_text()
     capsys.readouterr()
     edit_after_the_run(checkout / "kernels" / "matmul.py")
-    assert main(["lines", str(run), "-k", "tiled_article", "--top", "1"]) == 0
+    assert main(["lines", str(run), "-k", "tiled_article", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert f"      {TILED_ARTICLE_LINE}" in out  # the code that ran, not the line above it now
     assert "changed after" not in out
@@ -76,15 +76,15 @@ def test_a_program_run_keeps_each_kernels_lines_and_the_files_they_name(checkout
 def test_a_plain_report_whose_source_changed_after_it_says_so(checkout, tmp_path, capsys):
     report = tmp_path / "suite.ncu-rep"
     shutil.copy(H200_SUITE, report)
-    assert main(["lines", str(report), "-k", "tiled_article", "--top", "1"]) == 0
+    assert main(["lines", str(report), "-k", "tiled_article", "--top", "3"]) == 0
     before = capsys.readouterr().out
     assert f"      {TILED_ARTICLE_LINE}" in before
     edit_after_the_run(checkout / "kernels" / "matmul.py")
-    assert main(["lines", str(report), "-k", "tiled_article", "--top", "1"]) == 0
+    assert main(["lines", str(report), "-k", "tiled_article", "--top", "3"]) == 0
     after = capsys.readouterr().out
     assert TILED_ARTICLE_LINE not in after  # the line now at that number is another one: not quoted
     assert "kernels/matmul.py changed after the report was written: its code is not shown" in after
-    assert main(["lines", str(report), "-k", "tiled_article", "--top", "1", "--json"]) == 0
+    assert main(["lines", str(report), "-k", "tiled_article", "--top", "3", "--json"]) == 0
     line = json.loads(capsys.readouterr().out)["kernels"][0]["lines"][0]
     assert line["source"] is None and line["source_changed_since_report"] is True
 
