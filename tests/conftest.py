@@ -1,7 +1,7 @@
 """Test tiers: the CPU tier runs everywhere; tests marked `gpu` run only where a GPU and ncu are.
 
 Under pytest-xdist (`make test`: -n with --dist loadgroup) the GPU tier keeps to one worker, one test at a
-time on the GPU as without -n."""
+time on the GPU as without -n. The fuzzers' hypothesis profile is MEMLENS_FUZZ's (tests/support/fuzz.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.fuzz import register_profiles
+
+register_profiles()
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -27,9 +31,9 @@ def _gpu_present() -> bool:
         return False
 
 
-# A pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment, which neither the run nor its
-# controller set (GNU readline, imported by pytest, exports them); memlens wraps its output to COLUMNS. Each
-# worker gets the controller's values back, so a test sees what it sees without -n.
+# A pytest-xdist worker has COLUMNS=80 and LINES=24 in its environment before any conftest runs, where neither
+# the run nor its controller set them, and memlens wraps its output to COLUMNS. Each worker gets the
+# controller's values back, so a test sees what it sees without -n.
 TERMINAL_SIZE = ("COLUMNS", "LINES")
 
 
