@@ -18,6 +18,9 @@ from tests.support.fuzz import register_profiles
 
 register_profiles()
 
+# tests/benchmarks: scripts, not tests (their README), test_time.py among them
+collect_ignore = ["benchmarks"]
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 
