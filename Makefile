@@ -29,8 +29,14 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(VENV)/bin/pip install -q -c constraints.txt -e ".[test]"
 	touch $@
 
+# pytest-xdist: TEST_JOBS workers (default one a logical CPU; 0: every test in pytest's own process, as a
+# python without pytest-xdist runs them too); the GPU tier keeps to one worker (tests/conftest.py).
+TEST_JOBS ?= logical
+XDIST = $(if $(filter 0,$(TEST_JOBS)),,$(if $(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo y),\
+	-n $(TEST_JOBS) --dist loadgroup))
+
 test: $(SETUP)
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest $(XDIST)
 
 # ruff, then mypy and the import contracts on the checkout as it is (no wheel, no copied tree). Both
 # look the package `memlens` up on a path, and the checkout's folders are `memlens` only through the

@@ -1,4 +1,7 @@
-"""Test tiers: the CPU tier runs everywhere; tests marked `gpu` run only where a GPU and ncu are."""
+"""Test tiers: the CPU tier runs everywhere; tests marked `gpu` run only where a GPU and ncu are.
+
+Under pytest-xdist (`make test`: -n with --dist loadgroup) the GPU tier keeps to one worker, one test at a
+time on the GPU as without -n. The fuzzers' hypothesis profile is MEMLENS_FUZZ's (tests/support/fuzz.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.fuzz import register_profiles
+
+register_profiles()
+
+# tests/benchmarks: scripts, not tests (their README), test_time.py among them
+collect_ignore = ["benchmarks"]
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -24,8 +34,32 @@ def _gpu_present() -> bool:
         return False
 
 
+# A pytest-xdist worker has COLUMNS=80 and LINES=24 in its environment before any conftest runs, where neither
+# the run nor its controller set them, and memlens wraps its output to COLUMNS. Each worker gets the
+# controller's values back, so a test sees what it sees without -n.
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # pytest-xdist's hook, in the controller
+    node.workerinput["memlens_terminal_size"] = {name: os.environ.get(name) for name in TERMINAL_SIZE}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sizes = getattr(config, "workerinput", {}).get("memlens_terminal_size", {})
+    for name, value in sizes.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _gpu_present():
+        one_worker = pytest.mark.xdist_group("gpu")  # a marker that means nothing without pytest-xdist
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(one_worker)
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (nvidia-smi found none)")
     for item in items:

@@ -40,7 +40,7 @@ def test_everything_found(tmp_path, monkeypatch, capsys):
 def test_missing_ncu_and_gpu_exit_3_and_say_what_to_fix(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("MEMLENS_NCU", raising=False)
-    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("COLUMNS", "400")  # the row on one line, whatever the temporary path's length
     assert main(["doctor", "--ncu", str(tmp_path / "ncu")]) == 3
     out = capsys.readouterr().out
     assert f"ncu not found at {tmp_path / 'ncu'}" in out

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from memlens.errors import ConfigError, InputError
@@ -30,6 +30,7 @@ from memlens.output.formats.markdown import gate_summary as to_markdown
 from memlens.output.formats.table import gate_table as to_table
 from memlens.readers.ncu_csv import WANTED, parse_csv
 from tests.readers.test_readers import VALID, _parse_or_input_error
+from tests.support.fuzz import fuzz
 from tests.support.results_json import SUITE_RESULTS, VALID_RESULTS, assert_one_line, with_field
 
 JSON_SCALARS = (
@@ -94,20 +95,20 @@ def test_the_recorded_results_pass_the_checks() -> None:
     _usable(results)
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz(300)
 @given(JSON_VALUES)
 def test_fuzz_results_of_any_json(data: Any) -> None:
     _from_json_or_input_error(data)
     _from_json_or_input_error({"schema_version": 1, "info": {}, "kernels": [data], "outcomes": [data]})
 
 
-@settings(max_examples=500, deadline=None)
+@fuzz(500)
 @given(st.sampled_from(RESULT_PATHS), JSON_VALUES, st.booleans())
 def test_fuzz_one_field_of_a_recorded_results_json(path: tuple, value: Any, delete: bool) -> None:
     _from_json_or_input_error(with_field(VALID_RESULTS, path, value, delete and bool(path)))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@fuzz(150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=200) | st.sampled_from([b"[" * 100_000, b"1" * 5000, b"\xef\xbb\xbf{}", b"NaN"]))
 def test_fuzz_results_file_of_any_bytes(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "results.json"
@@ -185,13 +186,13 @@ def _parse_or_config_error(text: str) -> None:
         to_junit(result), to_markdown(result), render_text("json", "gate", result), to_table(result)
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz(300)
 @given(st.text())
 def test_fuzz_rules_of_any_text(text: str) -> None:
     _parse_or_config_error(text)
 
 
-@settings(max_examples=500, deadline=None)
+@fuzz(500)
 @given(
     st.lists(st.dictionaries(KEYS, TOML_VALUES, max_size=6), min_size=0, max_size=3),
     st.dictionaries(st.sampled_from(["version", "rules", "rule"]), TOML_SCALARS, max_size=1),
@@ -200,7 +201,7 @@ def test_fuzz_rules_tables(rules: list[dict[str, Any]], top: dict[str, Any]) -> 
     _parse_or_config_error(_rules_text(rules, top))
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz(300)
 @given(
     st.sampled_from(
         [
@@ -261,7 +262,7 @@ VALID_ROWS = _table(VALID)
 ONE_LINE = st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"))  # ncu writes no line break in a cell
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz(300)
 @given(
     st.sets(st.integers(0, len(VALID_ROWS[0]) - 1), max_size=6),
     st.lists(st.tuples(st.text(ONE_LINE, min_size=1, max_size=12), st.text(ONE_LINE, max_size=6)), max_size=4),

@@ -17,13 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from memlens.cli import main
 from memlens.errors import EXIT_INPUT, OutputError
 from memlens.io import files as fileio
 from memlens.io.files import resolve_output, write_output
+from tests.support.fuzz import fuzz
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -588,7 +589,7 @@ def _playground(root: Path) -> None:
     os.mkfifo(root / "fifo")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz(150, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=st.lists(PARTS, min_size=1, max_size=4), slash=st.booleans(), absolute=st.booleans())
 def test_fuzz_output_paths(parts: list[str], slash: bool, absolute: bool) -> None:
     """Whatever path is named, the writer writes the document whole or says why not in one

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from memlens.errors import InputError
@@ -23,6 +23,7 @@ from memlens.model.results import KernelResult, RunInfo, RunResults
 from memlens.readers import read_report, reader_processes
 from memlens.readers.metric_values import FAST_SKIPPED, INSTRUMENTED_ABSENT, NOT_IN_REPORT, ROOFLINE_SKIPPED
 from memlens.readers.ncu_csv import parse_csv
+from tests.support.fuzz import fuzz
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROBE = FIXTURES / "probe"
@@ -336,19 +337,19 @@ def _parse_or_input_error(text: str) -> None:
         assert results.kernels
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz(300)
 @given(st.text())
 def test_fuzz_arbitrary_text(text: str) -> None:
     _parse_or_input_error(text)
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz(300)
 @given(st.integers(0, len(VALID)), st.integers(0, 40), st.text(max_size=20))
 def test_fuzz_cut_and_spliced_csv(cut: int, drop: int, insert: str) -> None:
     _parse_or_input_error(VALID[:cut] + insert + VALID[cut + drop :])
 
 
-@settings(max_examples=200, deadline=None)
+@fuzz(200)
 @given(
     st.lists(
         st.sampled_from(["", "n/a", "1,234", "-5", "1e400", "nan", "0x10", "1,2,3", '"', "µs", "12 (0: 12)"]),
@@ -362,7 +363,7 @@ def test_fuzz_cell_values_and_units(values: list[str], unit: str) -> None:
     _parse_or_input_error(raw_csv([cells], units=dict.fromkeys(BY_NCU_NAME, unit)))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@fuzz(100, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=300), st.sampled_from(["x.csv", "x.ncu-rep", "x.json", "x"]))
 def test_fuzz_files_of_any_bytes(tmp_path: Path, data: bytes, name: str) -> None:
     path = tmp_path / name

@@ -4,13 +4,14 @@ recorded warp (hypothesis), and the swizzle is one-to-one."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memlens.model.banks_file import BankAccess, RecordedInstruction
 from memlens.theory.bank_analysis import analyse
 from memlens.theory.bank_fix import find_fix, find_swizzle, pad_offset, strides, swizzle_offset
 from memlens.theory.recorded_banks import serve_instruction
+from tests.support.fuzz import fuzz
 
 B = 1024
 LANES = range(32)
@@ -136,7 +137,7 @@ def strided_warps(draw):
     return record(warps or [[B + 4 * lane for lane in LANES]], width)
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz(60)
 @given(strided_warps())
 def test_a_found_fix_is_conflict_free_on_every_recorded_warp(instruction):
     found = analyse(instruction)
@@ -156,7 +157,7 @@ def test_a_found_fix_is_conflict_free_on_every_recorded_warp(instruction):
     assert all(new % instruction.width == 0 for _, new in moved)
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz(60)
 @given(
     st.sampled_from([4, 8, 16]),
     st.sampled_from([32, 64, 128, 256, 512]),

@@ -5,13 +5,14 @@ window's first KB is reserved); 1,024 is bank 0, so the banks are those of the a
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memlens.model.banks_file import BankAccess, RecordedInstruction
 from memlens.theory.bank_analysis import analyse
 from memlens.theory.bank_model import serve
 from memlens.theory.recorded_banks import CP_ASYNC_NO_SOURCES, conflict_free, serve_warp
+from tests.support.fuzz import fuzz
 
 B = 1024
 LANES = range(32)
@@ -162,7 +163,7 @@ def test_contiguous_accesses_are_conflict_free_at_every_width(width):
     assert found.wavefronts == found.ideal == width // 4 and found.fix is None
 
 
-@settings(max_examples=200, deadline=None)
+@fuzz(200)
 @given(st.sampled_from([1, 2, 4, 8, 16]), st.sampled_from(["load", "atomic", "ldmatrix"]), st.data())
 def test_the_quick_conflict_free_test_is_the_models(width, access, data):
     # the fix search asks "no bank asked for two words in a phase"; the model says wavefronts == ideal

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memlens.errors import ConfigError
 from memlens.theory import bank_model
 from memlens.theory.swizzle import swizzle, swizzled_offset, swizzled_row
+from tests.support.fuzz import fuzz
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
@@ -27,7 +28,7 @@ def layouts(draw: st.DrawFn) -> tuple[int, int, int, int, int]:
     return rows, nx, elem_bytes, chunk_bytes, swizzle_bytes
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz(150)
 @given(layouts())
 def test_one_to_one_over_the_whole_tile(layout: tuple[int, int, int, int, int]) -> None:
     rows, nx, elem_bytes, chunk_bytes, swizzle_bytes = layout
@@ -35,7 +36,7 @@ def test_one_to_one_over_the_whole_tile(layout: tuple[int, int, int, int, int]) 
         assert sorted(swizzled_row(y, nx, elem_bytes, chunk_bytes, swizzle_bytes)) == list(range(nx))
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz(150)
 @given(layouts(), st.data())
 def test_involution_and_chunks_stay_whole(layout: tuple[int, int, int, int, int], data: st.DataObject) -> None:
     rows, nx, elem_bytes, chunk_bytes, swizzle_bytes = layout
@@ -49,7 +50,7 @@ def test_involution_and_chunks_stay_whole(layout: tuple[int, int, int, int, int]
     assert stored // line_elems == x // line_elems  # and its swizzle line
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz(60)
 @given(st.sampled_from([4, 8, 16]), st.integers(1, 4), st.data())
 def test_a_column_of_chunks_is_conflict_free(chunk_bytes: int, lines: int, data: st.DataObject) -> None:
     # 128-byte swizzle lines of floats: the chunks of one logical chunk column, read by one
@@ -72,7 +73,7 @@ def article_formula(y: int, x: int, nx: int, size_t: int, size_tc: int) -> int:
     return x_chunk_swz * size_tc // size_t % nx + x % (size_tc // size_t)
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz(150)
 @given(layouts(), st.data())
 def test_one_line_rows_follow_the_article(layout: tuple[int, int, int, int, int], data: st.DataObject) -> None:
     rows, _, elem_bytes, chunk_bytes, swizzle_bytes = layout
@@ -129,7 +130,7 @@ def lines_of_rows(draw: st.DrawFn) -> tuple[int, int, int, int, int]:
     return rows, row_bytes // elem_bytes, elem_bytes, chunk_bytes, swizzle_bytes
 
 
-@settings(max_examples=120, deadline=None)
+@fuzz(120)
 @given(lines_of_rows())
 def test_lines_of_rows_one_to_one_and_chunks_whole(layout: tuple[int, int, int, int, int]) -> None:
     rows, nx, elem_bytes, chunk_bytes, swizzle_bytes = layout
@@ -145,7 +146,7 @@ def test_lines_of_rows_one_to_one_and_chunks_whole(layout: tuple[int, int, int, 
         assert offset // swizzle_bytes == logical // swizzle_bytes  # and its swizzle line
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz(60)
 @given(layouts(), st.data())
 def test_offsets_of_rows_of_whole_lines_are_the_column_swizzle(layout, data: st.DataObject) -> None:
     rows, nx, elem_bytes, chunk_bytes, swizzle_bytes = layout
