@@ -323,6 +323,7 @@ def time_variants(
     timings: list[VariantTiming] = []
     failures: list[BenchFailure] = []
     capability = getattr(device, "compute_capability", None)
+    sets = InputSets()
     for index, case in enumerate(variants, 1):
         family = case.variant.family.name
         progress("start", case.label, index, len(variants))
@@ -332,7 +333,7 @@ def time_variants(
             progress("done", case.label, index, len(variants))
             continue
         try:
-            timings.append(time_variant(case, device, copies, sizes, options, seed=options.seed + index))
+            timings.append(time_variant(case, device, copies, sizes, options, sets.seeded(options.seed + index)))
         except (VerificationError, ConfigError) as exc:
             status = "wrong" if isinstance(exc, VerificationError) else "failed"
             failures.append(BenchFailure(family, case.name, status, str(exc)))
@@ -349,8 +350,35 @@ def time_variants(
     return timings, failures
 
 
+class InputSets:
+    """The input sets and references of one family at one size at a time, made once and shared by its variants
+    in the order they are timed: each variant runs on the same data, and a set is not made again for each
+    (a 2048^3 matmul's reference costs seconds). The sets are drawn from the seed of the family's first
+    variant; the next family's replace them."""
+
+    def __init__(self) -> None:
+        self._key: tuple[str, tuple[tuple[str, int], ...]] | None = None
+        self._seed = 0
+        self._rng = np.random.default_rng(0)
+        self._sets: list[tuple[dict[str, np.ndarray], np.ndarray]] = []
+
+    def seeded(self, seed: int) -> InputSets:
+        """These sets, with `seed` for a family the sets do not hold yet."""
+        self._seed = seed
+        return self
+
+    def get(self, family: Family, size: Mapping[str, int], index: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        key = (family.name, tuple(sorted(size.items())))
+        if key != self._key:
+            self._key, self._sets, self._rng = key, [], np.random.default_rng(self._seed)
+        while len(self._sets) <= index:
+            inputs = family.make_inputs(self._rng, size)
+            self._sets.append((inputs, family.reference(inputs, size)))
+        return self._sets[index]
+
+
 def time_variant(
-    case: Case, device: Device, copies: SameBytesCopies, sizes: dict[str, int], options: BenchOptions, seed: int
+    case: Case, device: Device, copies: SameBytesCopies, sizes: dict[str, int], options: BenchOptions, sets: InputSets
 ) -> VariantTiming:
     """Prepare and verify each input set, time the launches, then verify the first set's output again
     (timing launched it at least once more: a kernel that is not idempotent, or races, shows there);
@@ -360,17 +388,15 @@ def time_variant(
     family = variant.family
     size = case.size(sizes, options.small)
     min_bytes = declared_min_bytes(family, size)
-    rng = np.random.default_rng(seed)
-    first_inputs = family.make_inputs(rng, size)
-    first_expected = family.reference(first_inputs, size)
+    first_inputs, first_expected = sets.get(family, size, 0)
     set_bytes = set_bytes_of(first_inputs, first_expected)
     count = input_set_count(set_bytes, device.l2_bytes, int(MEMORY_SHARE * device.free_bytes()))
     launches: list[Launch] = []
     try:
         launches.append(prepare_verified(variant, size, first_inputs, first_expected))
         while len(launches) < count:
-            inputs = family.make_inputs(rng, size)
-            launches.append(prepare_verified(variant, size, inputs, family.reference(inputs, size)))
+            inputs, expected = sets.get(family, size, len(launches))
+            launches.append(prepare_verified(variant, size, inputs, expected))
         times = TimeSummary.of(device.time_launches([launch.run for launch in launches], options.repeats))
         family.verify(variant, launches[0].checked_output(), first_expected)
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import sys
 import textwrap
 from pathlib import Path
 
@@ -658,3 +659,34 @@ def test_bench_command_exit_code_for_bad_into_file(tmp_path, capsys):
     target.write_text("")
     assert main(["bench", str(CPU_SUITE), "--into", str(target)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+SHARED_SETS_SUITE = """
+import numpy as np
+from memlens.suite import Family, Launch
+
+MADE, SEEN = [], []
+
+def make(rng, s):
+    MADE.append(s["n"])
+    return {"x": rng.random(s["n"], dtype=np.float32)}
+
+copy = Family("copy", "a host copy", make, lambda inputs, s: inputs["x"].copy(), default_size={"n": 1024})
+
+for name in ("first", "second"):
+    @copy.variant(name, demonstrates="a copy")
+    def prepare(inputs, size):
+        SEEN.append(id(inputs["x"]))
+        return Launch(run=lambda: None, output=lambda: inputs["x"].copy())
+"""
+
+
+def test_a_familys_variants_share_its_input_sets_made_once(device, tmp_path):
+    path = tmp_path / "suite" / "shared_sets.py"
+    path.parent.mkdir()
+    path.write_text(textwrap.dedent(SHARED_SETS_SUITE))
+    assert bench_cli(tmp_path, path) == 0
+    module = next(m for name, m in sys.modules.items() if name.endswith("_shared_sets"))
+    sets = load_bench(only_run(tmp_path)).variants[0].input_sets
+    assert sets > 1 and len(module.MADE) == sets  # one family's sets made once, not once a variant
+    assert module.SEEN[:sets] == module.SEEN[sets:]  # the second variant runs on the very same arrays
