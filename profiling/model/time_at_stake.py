@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memlens.model.catalogue import SECTOR_BYTES
+from memlens.model.instruction_kinds import Space
 from memlens.model.instruction_table import KindTotals, coalescing_words
 from memlens.model.results import KernelResult
 from memlens.model.roofline import bound
@@ -45,15 +46,11 @@ class Stake:
     seconds: float  # fraction x the kernel's duration (one launch)
     by: str  # what bounds it, in words
 
-    def to_json(self) -> dict[str, object]:
-        return {"fraction": self.fraction, "seconds": self.seconds, "bounded_by": self.by}
-
 
 @dataclass(frozen=True)
 class Floor:
     """What a kernel needs at least: its DRAM bytes at peak bandwidth, its FLOPs at its roof (seconds)."""
 
-    dram_seconds: float | None
     flop_seconds: float | None
     dram_bytes: float | None
     dram_bandwidth: float | None
@@ -86,12 +83,12 @@ def _capability(text: str | None) -> tuple[int, int] | None:
 
 
 def kernel_floor(kernel: KernelResult) -> Floor:
+    """The kernel's floor: its FLOPs at the roof it is placed on, its DRAM bytes at its GPU's peak."""
     dram_bytes = kernel.value("dram_bytes")
     bandwidth = kernel.value("peak_dram_bandwidth")
     where = bound(kernel, {**_own_ceilings(kernel), "peak_dram_bandwidth": bandwidth})
     flop_seconds = where.work / where.peak_flops if where is not None and where.work else None
-    dram_seconds = dram_bytes / bandwidth if dram_bytes is not None and bandwidth else None
-    return Floor(dram_seconds, flop_seconds, dram_bytes, bandwidth)
+    return Floor(flop_seconds, dram_bytes, bandwidth)
 
 
 def _own_ceilings(kernel: KernelResult) -> dict[str, float | None]:
@@ -139,9 +136,7 @@ def lines_stake(
         return Stake(0.0, 0.0, "no finding") if _duration(kernel) else None
     excess = sum(k.excess for k in parts if k.kind.space == "shared")
     local = any(k.kind.space == "local" for k in parts)
-    global_excess = sum(
-        max((k.sectors or 0.0) - (k.sectors_ideal or 0.0), 0.0) for k in parts if k.kind.space == "global"
-    )
+    global_excess = sum(_excess_sectors(k) for k in parts if k.kind.space == "global")
     share: float | None = 0.0
     by = []
     if excess:
@@ -193,10 +188,9 @@ def _local_bytes(kernel: KernelResult) -> float:
     return sum(s for s in sectors if s) * SECTOR_BYTES
 
 
-def _global_sectors(kernel: KernelResult) -> float | None:
-    sectors = [kernel.value(k) for k in ("global_load_sectors", "global_store_sectors")]
-    known = [s for s in sectors if s is not None]
-    return sum(known) if known else None
+def _global_sectors(kernel: KernelResult) -> float:
+    """The kernel's global sectors as its per-instruction records count them (the lines' own measure)."""
+    return sum(r.global_sectors or 0.0 for r in kernel.instructions if r.space == Space.GLOBAL)
 
 
 def stake_words(stake: Stake | None) -> str:
