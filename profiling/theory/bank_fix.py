@@ -1,7 +1,9 @@
 """The fix of a conflicting shared-memory instruction, proved on its recorded addresses: the smallest
 padding (P bytes after every R bytes), else an XOR swizzle of the chunk index with the row (the
-article's general formula, theory/swizzle.py, over 2^k-byte chunks), under which every recorded warp
-of the instruction takes only its ideal's wavefronts. None found is said so.
+article's general formula, theory/swizzle.py, over 2^k-byte chunks), else, for rows padded already (R
+bytes, a power of two and P more), the padding dropped and the chunk swizzled with the row instead (or the
+padding dropped alone), under which every recorded warp of the instruction takes only its ideal's
+wavefronts. None found is said so.
 
 The array's rows are R bytes, R taken from the strides the lanes show (the distance between
 successive active lanes, and between lanes whose distinct words share a bank); they are taken to
@@ -46,6 +48,12 @@ class Fix:
         """Where the byte at `offset` lies under this layout."""
         if self.row_bytes is None or self.base is None:
             return offset
+        if self.kind == "unpad" and self.pad_bytes is not None:
+            kept = self.row_bytes - self.pad_bytes
+            unpadded = unpad_offset(offset, self.base, self.row_bytes, kept)
+            if self.chunk_bytes is None or self.swizzle_bytes is None:
+                return unpadded
+            return swizzle_offset(unpadded, self.base, kept, self.chunk_bytes, self.swizzle_bytes)
         if self.kind == "pad" and self.pad_bytes is not None:
             return pad_offset(offset, self.base, self.row_bytes, self.pad_bytes)
         if self.kind == "swizzle" and self.chunk_bytes is not None and self.swizzle_bytes is not None:
@@ -67,6 +75,14 @@ def pad_offset(offset: int, base: int, row_bytes: int, pad_bytes: int) -> int:
     """`pad_bytes` after every `row_bytes` from `base`: row y moves y * pad_bytes on."""
     row = (offset - base) // row_bytes
     return offset + row * pad_bytes
+
+
+def unpad_offset(offset: int, base: int, row_bytes: int, kept_bytes: int) -> int:
+    """Rows of `row_bytes` from `base` packed to their first `kept_bytes` (their padding dropped)."""
+    if offset < base:
+        return offset
+    row, byte = divmod(offset - base, row_bytes)
+    return base + row * kept_bytes + byte
 
 
 def swizzle_offset(offset: int, base: int, row_bytes: int, chunk_bytes: int, swizzle_bytes: int) -> int:
@@ -163,16 +179,53 @@ def find_swizzle(instruction: RecordedInstruction, rows: Sequence[int]) -> Fix |
     return None
 
 
+def padded_strides(instruction: RecordedInstruction) -> list[int]:
+    """Row lengths of padded rows the lanes suggest (a power of two of bytes and up to MAX_PAD_BYTES more,
+    between any two lanes of a warp), most often seen first (then shortest)."""
+    seen: dict[int, int] = {}
+    step = _pad_step(instruction)
+    for warp in instruction.warps:
+        lanes = sorted({o for o in served_lanes(instruction, warp) if o is not None})
+        for i, a in enumerate(lanes):
+            for b in lanes[i + 1 :]:
+                d = b - a
+                pad = d - (1 << (d.bit_length() - 1))
+                if d <= MAX_ROW_BYTES and 0 < pad <= MAX_PAD_BYTES and pad % step == 0 and d > 2 * pad:
+                    seen[d] = seen.get(d, 0) + 1
+    return sorted(seen, key=lambda d: (-seen[d], d))[:MAX_STRIDES]
+
+
+def find_unpad(instruction: RecordedInstruction) -> Fix | None:
+    """For rows padded already (a power of two of bytes and up to MAX_PAD_BYTES more): the padding dropped
+    and the chunk index XORed with the row, else the padding dropped alone."""
+    step = _pad_step(instruction)
+    for row_bytes in padded_strides(instruction):
+        kept = 1 << (row_bytes.bit_length() - 1)
+        pad = row_bytes - kept
+        if not 0 < pad <= MAX_PAD_BYTES or pad % step:
+            continue
+        base = _lowest(instruction) // _alignment(row_bytes) * _alignment(row_bytes)
+        smallest = 16 if instruction.access.matrix else max(instruction.width, BANK_BYTES)
+        tries = [(chunk, kept) for chunk in _powers(smallest, 16) if kept >= max(MIN_SWIZZLE_BYTES, 2 * chunk)]
+        for chunk, line in [*tries, (None, None)]:
+            fix = Fix("unpad", "", row_bytes, base, pad_bytes=pad, chunk_bytes=chunk, swizzle_bytes=line)
+            if conflict_free(instruction, fix.warps(instruction.warps)):
+                words = unpad_words(instruction, row_bytes, pad, chunk)
+                return Fix("unpad", words, row_bytes, base, pad, chunk, line, n_way_after=1)
+    return None
+
+
 def find_fix(instruction: RecordedInstruction) -> Fix:
-    """The smallest padding, else a swizzle, proved on every recorded warp; else kind "none"."""
+    """The smallest padding, else a swizzle, else the padding of padded rows swapped for a swizzle (or
+    dropped), proved on every recorded warp; else kind "none"."""
     rows = strides(instruction)
-    fix = find_pad(instruction, rows) or find_swizzle(instruction, rows)
+    fix = find_pad(instruction, rows) or find_swizzle(instruction, rows) or find_unpad(instruction)
     if fix is not None:
         return fix
     tried = ", ".join(str(r) for r in rows) or "none shown"
     why = (
-        f"no padding of up to {MAX_PAD_BYTES} bytes nor XOR swizzle of rows of {tried} bytes makes every "
-        "recorded warp conflict-free"
+        f"no padding of up to {MAX_PAD_BYTES} bytes nor XOR swizzle of rows of {tried} bytes (nor their padding "
+        "dropped) makes every recorded warp conflict-free"
     )
     if instruction.access is BankAccess.CP_ASYNC and instruction.sources is not None:
         why += " (cp.async's wavefronts follow the global lines it reads, whatever the banks)"
@@ -205,3 +258,18 @@ def swizzle_words(instruction: RecordedInstruction, row_bytes: int, chunk: int, 
             f"the tile must hold whole {line}-byte lines"
         )
     return words + "; index every access of the array so"
+
+
+def unpad_words(instruction: RecordedInstruction, row_bytes: int, pad_bytes: int, chunk: int | None) -> str:
+    kept = row_bytes - pad_bytes
+    words = f"drop the {pad_bytes}-byte padding of the {row_bytes}-byte rows (rows of {kept} bytes)"
+    elem = element_bytes(instruction)
+    if kept % elem == 0 and pad_bytes % elem == 0:
+        words += f": declare the tile [..][{kept // elem}] instead of [..][{row_bytes // elem}]"
+    if chunk is None:
+        return words + "; index every access of the array so"
+    keys = kept // chunk
+    return (
+        f"{words}, and XOR the {chunk}-byte chunk index with the row instead: chunk c of row r at chunk "
+        f"c ^ (r % {keys}); index every access of the array so"
+    )

@@ -11,6 +11,7 @@ from memlens.model.banks_file import BankAccess, RecordedInstruction
 from memlens.theory.bank_analysis import analyse
 from memlens.theory.bank_fix import find_fix, find_swizzle, pad_offset, strides, swizzle_offset
 from memlens.theory.recorded_banks import serve_instruction
+from tests.conftest import REPO
 from tests.support.fuzz import fuzz
 
 B = 1024
@@ -62,6 +63,34 @@ def test_ldmatrix_on_64_byte_rows_pads_by_16_bytes():
     assert "[..][40] instead of [..][32] (2-byte elements)" in fix.words
 
 
+def test_rows_padded_already_are_fixed_by_a_swizzle_in_place_of_the_padding():
+    # fp16_transpose's padded layout: 16-byte chunk c of row r at 80 r + 16 c, thread t reading row t / 4,
+    # chunk t % 4. A quarter-warp (8 lanes) reads rows 0 and 1: byte 0 and byte 128 (row 1's chunk 3) share
+    # 16-byte group 0: 2-way. No pad and no swizzle of 80-byte rows serves it; rows of 64 bytes with the chunk
+    # XOR the row (r * 64 + 16 * (c ^ r % 4): the suite's xor_row layout) do.
+    warps = [[B + 80 * (t // 4) + 16 * (t % 4) for t in range(32 * w, 32 * w + 32)] for w in (0, 1)]
+    instruction = record(warps, 16)
+    assert [w.wavefronts / w.ideal for w in serve_instruction(instruction)] == [2, 2]
+    fix = find_fix(instruction)
+    assert (fix.kind, fix.row_bytes, fix.pad_bytes, fix.chunk_bytes, fix.swizzle_bytes) == ("unpad", 80, 16, 16, 64)
+    assert fix.n_way_after == 1
+    moved = fix.warps(instruction.warps)
+    assert moved[0][:8] == [B + 64 * (t // 4) + 16 * ((t % 4) ^ (t // 4 % 4)) for t in range(8)]
+    assert fix.words.startswith("drop the 16-byte padding of the 80-byte rows (rows of 64 bytes)")
+    assert "XOR the 16-byte chunk index with the row instead: chunk c of row r at chunk c ^ (r % 4)" in fix.words
+
+
+def test_the_suites_padded_fp16_transpose_load_recorded_on_the_h200_gets_that_fix():
+    from memlens.model.banks_file import read_banks_file
+
+    recorded = read_banks_file(REPO / "tests/fixtures/nvidia_h200/banks/suite.banks.json")
+    (load,) = [
+        i for i in recorded.instructions if i.kernel.startswith("fp16_transpose_padded") and i.access.value == "load"
+    ]
+    fix = find_fix(load)
+    assert (fix.kind, fix.row_bytes, fix.pad_bytes, fix.chunk_bytes, fix.swizzle_bytes) == ("unpad", 80, 16, 16, 64)
+
+
 def test_a_conflict_free_instruction_has_no_fix_and_a_scatter_has_none_said_so():
     assert analyse(record([[B + 4 * lane for lane in LANES]])).fix is None
     # words 0, 32 (bank 0), 65, 97 (bank 1), then 28 lanes alternating banks 2 and 3 on words 32 apart at
@@ -106,7 +135,7 @@ def test_a_conflict_free_instruction_has_no_fix_and_a_scatter_has_none_said_so()
     assert (found.wavefronts, found.ideal, found.fix.kind, found.fix.n_way_after) == (14, 1, "none", None)
     assert found.fix.words == (
         "no padding of up to 128 bytes nor XOR swizzle of rows of 256, 132, 124, 128, 384 "
-        "bytes makes every recorded warp conflict-free"
+        "bytes (nor their padding dropped) makes every recorded warp conflict-free"
     )
 
 
