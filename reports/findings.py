@@ -9,11 +9,11 @@ from collections.abc import Iterable, Sequence
 from enum import Enum
 
 from memlens.model.instruction_kinds import Side, Space
-from memlens.model.instruction_table import RUNTIME_ARRAY, SPILL, KindTotals, local_memory_causes
+from memlens.model.instruction_table import SPILL, InstructionRecord, KindTotals
 from memlens.model.libraries import Library
 from memlens.model.results import KernelResult
-from memlens.model.source_lines import LineRecord
-from memlens.model.time_at_stake import Stake, kernel_floor, kernel_stake, line_stake
+from memlens.model.source_lines import LineRecord, local_cause
+from memlens.model.time_at_stake import Stake, is_finding, kernel_floor, kernel_stake, line_stake, percent
 from memlens.reports.formatting import compact_count, counted, format_duration
 from memlens.reports.model import Finding
 
@@ -69,18 +69,19 @@ def shared_kind(figures: KindTotals) -> FindingKind:
     return FindingKind.SHARED_CONFLICT
 
 
-def line_kind(line: LineRecord, causes: Sequence[str] = ()) -> tuple[FindingKind, str] | None:
-    """A line's finding: its kind and what happens, in one sentence ("ldmatrix loads 4-way, 3.15 M excess
-    wavefronts"); `causes`, the kernel's local-memory causes (instruction_table.local_memory_causes), tell a
-    spill from an array. None: nothing on the line to fix."""
-    conflicting = [k for k in line.kinds if k.kind.space is Space.SHARED and k.excess]
+def line_kind(line: LineRecord, records: Sequence[InstructionRecord] = ()) -> tuple[FindingKind, str] | None:
+    """A line's finding (time_at_stake.is_finding: what `lines` and SARIF call one too): its kind and what
+    happens, in one sentence ("ldmatrix loads 4-way, 3.15 M excess wavefronts"); `records`, the kernel's
+    instructions, tell a spill from an array (source_lines.local_cause). None: nothing on the line to fix."""
+    found = [k for k in line.kinds if is_finding(k)]
+    conflicting = [k for k in found if k.kind.space is Space.SHARED]
     if conflicting:
         worst = max(conflicting, key=lambda k: k.excess)
         ways = f" {worst.ways:.3g}-way" if worst.ways else ""
         what = f"{worst.kind.name}{ways}, {counted(compact_count(worst.excess), 'excess wavefront')}"
         return shared_kind(worst), what
-    if line.local_executions:
-        spill = SPILL in causes and (RUNTIME_ARRAY not in causes or any(".LU" in o for o in line.opcodes))
+    if any(k.kind.space is Space.LOCAL for k in found):
+        spill = local_cause(records, line) == SPILL
         sides = [
             counted(compact_count(v), f"local {side}")
             for v, side in ((line.local_ld_executions, "load"), (line.local_st_executions, "store"))
@@ -88,9 +89,7 @@ def line_kind(line: LineRecord, causes: Sequence[str] = ()) -> tuple[FindingKind
         ]
         what = " and ".join(sides) + " (warp-level)" + (", a register spill" if spill else "")
         return (FindingKind.SPILL if spill else FindingKind.LOCAL_ARRAY), what
-    scattered = [
-        k for k in line.kinds if k.kind.space is Space.GLOBAL and k.sectors_over_ideal and k.sectors_over_ideal > 1
-    ]
+    scattered = [k for k in found if k.kind.space is Space.GLOBAL]
     if scattered:
         worst = max(scattered, key=lambda k: (k.sectors or 0.0) - (k.sectors_ideal or 0.0))
         per = worst.sectors_per_access or 0.0
@@ -101,9 +100,7 @@ def line_kind(line: LineRecord, causes: Sequence[str] = ()) -> tuple[FindingKind
 
 def stake_text(fraction: float, duration_ns: float) -> str:
     """ "≤ 15% of 80.0 µs": the share of its kernel's duration a finding can cost at most."""
-    percent = fraction * 100
-    share = f"{percent:.2g}%" if percent < 10 else f"{percent:.0f}%"
-    return f"≤ {share} of {format_duration(duration_ns)}"
+    return f"≤ {percent(fraction)} of {format_duration(duration_ns)}"
 
 
 def ranked(findings: Iterable[Finding]) -> tuple[Finding, ...]:
@@ -133,10 +130,9 @@ def row_findings(
     if not duration:
         return ()
     advice = library if library is not None and not library.generated else None
-    causes = local_memory_causes(kernel.instructions)
     found = []
     for line in lines:
-        kind = line_kind(line, causes)
+        kind = line_kind(line, kernel.instructions)
         if kind is None:
             continue
         stake = line_stake(kernel, line, compute_capability)

@@ -333,7 +333,7 @@ def time_variants(
             progress("done", case.label, index, len(variants))
             continue
         try:
-            timings.append(time_variant(case, device, copies, sizes, options, sets.seeded(options.seed + index)))
+            timings.append(time_variant(case, device, copies, sizes, options, sets, seed=options.seed + index))
         except (VerificationError, ConfigError) as exc:
             status = "wrong" if isinstance(exc, VerificationError) else "failed"
             failures.append(BenchFailure(family, case.name, status, str(exc)))
@@ -358,19 +358,16 @@ class InputSets:
 
     def __init__(self) -> None:
         self._key: tuple[str, tuple[tuple[str, int], ...]] | None = None
-        self._seed = 0
         self._rng = np.random.default_rng(0)
         self._sets: list[tuple[dict[str, np.ndarray], np.ndarray]] = []
 
-    def seeded(self, seed: int) -> InputSets:
-        """These sets, with `seed` for a family the sets do not hold yet."""
-        self._seed = seed
-        return self
-
-    def get(self, family: Family, size: Mapping[str, int], index: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    def get(
+        self, family: Family, size: Mapping[str, int], index: int, seed: int
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Set `index` of `family` at `size`; `seed` draws the sets of a family (or size) not held yet."""
         key = (family.name, tuple(sorted(size.items())))
         if key != self._key:
-            self._key, self._sets, self._rng = key, [], np.random.default_rng(self._seed)
+            self._key, self._sets, self._rng = key, [], np.random.default_rng(seed)
         while len(self._sets) <= index:
             inputs = family.make_inputs(self._rng, size)
             self._sets.append((inputs, family.reference(inputs, size)))
@@ -378,7 +375,13 @@ class InputSets:
 
 
 def time_variant(
-    case: Case, device: Device, copies: SameBytesCopies, sizes: dict[str, int], options: BenchOptions, sets: InputSets
+    case: Case,
+    device: Device,
+    copies: SameBytesCopies,
+    sizes: dict[str, int],
+    options: BenchOptions,
+    sets: InputSets,
+    seed: int,
 ) -> VariantTiming:
     """Prepare and verify each input set, time the launches, then verify the first set's output again
     (timing launched it at least once more: a kernel that is not idempotent, or races, shows there);
@@ -388,14 +391,14 @@ def time_variant(
     family = variant.family
     size = case.size(sizes, options.small)
     min_bytes = declared_min_bytes(family, size)
-    first_inputs, first_expected = sets.get(family, size, 0)
+    first_inputs, first_expected = sets.get(family, size, 0, seed)
     set_bytes = set_bytes_of(first_inputs, first_expected)
     count = input_set_count(set_bytes, device.l2_bytes, int(MEMORY_SHARE * device.free_bytes()))
     launches: list[Launch] = []
     try:
         launches.append(prepare_verified(variant, size, first_inputs, first_expected))
         while len(launches) < count:
-            inputs, expected = sets.get(family, size, len(launches))
+            inputs, expected = sets.get(family, size, len(launches), seed)
             launches.append(prepare_verified(variant, size, inputs, expected))
         times = TimeSummary.of(device.time_launches([launch.run for launch in launches], options.repeats))
         family.verify(variant, launches[0].checked_output(), first_expected)

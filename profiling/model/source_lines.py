@@ -23,12 +23,15 @@ from memlens.model.cupy_cache import cupy_cached_source
 from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import (
     NO_REMOTE_BANKS,
+    RUNTIME_ARRAY,
+    SPILL,
     InstructionRecord,
     KindTotals,
     Placement,
     SideFigures,
     coalescing_words,
     kind_totals,
+    local_memory_causes,
 )
 
 LINE_INFO_HINT = (
@@ -387,3 +390,16 @@ def _global_words(figures: KindTotals, problems_only: bool) -> list[str]:
     if ratio > 1:
         return [f"{name} {counted(f'{per:.3g}', 'sector')} per access, {ratio:.3g}x the ideal {ideal:.3g}"]
     return [f"{name} coalesced ({counted(f'{per:.3g}', 'sector')} per access, the ideal)"]
+
+
+def local_cause(records: Sequence[InstructionRecord], line: LineRecord) -> str:
+    """A local-memory line's cause, SPILL or RUNTIME_ARRAY: the kernel's one cause of local memory (what the
+    report and `memlens metrics` say of it), so that a local array zeroed at fixed stack offsets
+    (`STL.128 [R1+0x10]`) is not a spill on that line; only a kernel with both causes names each line by its
+    own accesses (by line number and file name)."""
+    causes = local_memory_causes(records)
+    if len(causes) != 1:  # both (or none executed)
+        name = Path(line.file).name if line.file else None
+        here = [r for r in records if r.line == line.line and name and Path(r.file or "").name == name]
+        causes = local_memory_causes(here) or causes
+    return RUNTIME_ARRAY if RUNTIME_ARRAY in causes and SPILL not in causes else SPILL

@@ -197,8 +197,9 @@ def stake_words(stake: Stake | None) -> str:
     """A line's time at stake in words, where it has a finding: "at most 83% of the kernel's time"."""
     if stake is None or stake.fraction <= 0:
         return ""
-    return f"at most {_percent(stake.fraction)} of the kernel's time at stake"
+    return f"at most {percent(stake.fraction)} of the kernel's time at stake"
 
 
-def _percent(fraction: float) -> str:
+def percent(fraction: float) -> str:
+    """A share as the report and `lines` print it: "7.1%", "15%"."""
     return f"{100 * fraction:.2g}%" if fraction < 0.1 else f"{100 * fraction:.0f}%"

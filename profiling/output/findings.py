@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -20,16 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from memlens.io.units import counted, format_count
 from memlens.model.instruction_table import (
     RUNTIME_ARRAY,
-    SPILL,
-    InstructionRecord,
     coalescing_words,
-    local_memory_causes,
 )
 from memlens.model.kernel_lines import KernelLines
 from memlens.model.kernel_names import short_kernel
 from memlens.model.libraries import Library
 from memlens.model.line_compare import KernelLineChanges, LineChange
-from memlens.model.source_lines import LineRecord
+from memlens.model.source_lines import LineRecord, local_cause
 from memlens.model.time_at_stake import Stake, stake_words
 from memlens.theory.bank_matching import MatchedInstruction
 
@@ -228,8 +225,8 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
                     )
                 )
             elif space == "local" and figures.executions:
-                rule = _local_rule(kernel.instructions, line)
-                cause = SPILL if rule == SPILL_RULE else RUNTIME_ARRAY
+                cause = local_cause(kernel.instructions, line)
+                rule = ARRAY_RULE if cause == RUNTIME_ARRAY else SPILL_RULE
                 out.append(
                     make(
                         rule,
@@ -296,18 +293,6 @@ def _maker(
         )
 
     return make
-
-
-def _local_rule(records: Sequence[InstructionRecord], line: LineRecord) -> str:
-    """A spill or a run-time-indexed array: the kernel's one cause of local memory (what the report and
-    `memlens metrics` say of it), so that a local array zeroed at fixed stack offsets (`STL.128 [R1+0x10]`)
-    is not a spill on that line; only a kernel with both causes names each line by its own accesses."""
-    causes = local_memory_causes(records)
-    if len(causes) != 1:  # both (or none executed): the line's own accesses (by line number and file name)
-        name = Path(line.file).name if line.file else None
-        here = [r for r in records if r.line == line.line and name and Path(r.file or "").name == name]
-        causes = local_memory_causes(here) or causes
-    return ARRAY_RULE if RUNTIME_ARRAY in causes and SPILL not in causes else SPILL_RULE
 
 
 def _ratio(part: float, whole: float) -> float | None:

@@ -155,9 +155,13 @@ def find_pad(instruction: RecordedInstruction, rows: Sequence[int]) -> Fix | Non
     return None
 
 
+def _smallest_chunk(instruction: RecordedInstruction) -> int:
+    """The smallest chunk a swizzle may move: a matrix row's 16 bytes, else a lane's access (at least a word)."""
+    return 16 if instruction.access.matrix else max(instruction.width, BANK_BYTES)
+
+
 def find_swizzle(instruction: RecordedInstruction, rows: Sequence[int]) -> Fix | None:
-    smallest = 16 if instruction.access.matrix else max(instruction.width, BANK_BYTES)
-    for chunk in _powers(smallest, 16):
+    for chunk in _powers(_smallest_chunk(instruction), 16):
         for row_bytes in rows:
             if row_bytes % chunk:
                 continue
@@ -205,8 +209,8 @@ def find_unpad(instruction: RecordedInstruction) -> Fix | None:
         if not 0 < pad <= MAX_PAD_BYTES or pad % step:
             continue
         base = _lowest(instruction) // _alignment(row_bytes) * _alignment(row_bytes)
-        smallest = 16 if instruction.access.matrix else max(instruction.width, BANK_BYTES)
-        tries = [(chunk, kept) for chunk in _powers(smallest, 16) if kept >= max(MIN_SWIZZLE_BYTES, 2 * chunk)]
+        chunks = _powers(_smallest_chunk(instruction), 16)
+        tries = [(chunk, kept) for chunk in chunks if kept >= max(MIN_SWIZZLE_BYTES, 2 * chunk)]
         for chunk, line in [*tries, (None, None)]:
             fix = Fix("unpad", "", row_bytes, base, pad_bytes=pad, chunk_bytes=chunk, swizzle_bytes=line)
             if conflict_free(instruction, fix.warps(instruction.warps)):
