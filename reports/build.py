@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
+from memlens.bench.results import copy_ceiling
 from memlens.collect.launch_sampling import sampling_lines
 from memlens.model.catalogue import HW_COUNTS
 from memlens.model.line_compare import NO_LINE_DATA, compare_runs, has_line_data
@@ -101,7 +102,7 @@ def build_run(
     tables gain the bench columns, each family the copy its percentages are of (where that is not
     the bench's one copy), and the header the measured copy bandwidth. With `static` (its
     check.json) verdicts name the cause of local-memory traffic."""
-    families, others = _group(results, static)
+    families, others = _group(results, static, bench)
     exact = any(k.metric("exact_excess_wavefronts").available for k in results.kernels)
     notes = [
         f"{STATUS_WORDS.get(o.status, o.status)}: {o.message}" for o in results.outcomes if not (o.family and o.variant)
@@ -227,8 +228,11 @@ def header(info: RunInfo) -> tuple[HeaderItem, ...]:
 # --- grouping -----------------------------------------------------------------------------------
 
 
-def _group(results: RunResults, static: StaticResults | None = None) -> tuple[list[FamilySection], list[Row]]:
-    sources = RunSources(results.embedded_sources, results.written_at, results.info.compute_capability)
+def _group(
+    results: RunResults, static: StaticResults | None = None, bench: BenchResults | None = None
+) -> tuple[list[FamilySection], list[Row]]:
+    ceiling = copy_ceiling(bench, results)  # the time at stake's DRAM ceiling: a bench of the profile's GPU
+    sources = RunSources(results.embedded_sources, results.written_at, results.info.compute_capability, ceiling)
     outcomes = {(o.family, o.variant): o for o in results.outcomes if o.family and o.variant}
     launches: dict[tuple[str, str], list[KernelResult]] = {}
     plain: dict[tuple[str, str], list[KernelResult]] = {}  # (label, kernel): a range's kernels apart
@@ -333,7 +337,9 @@ def _row(
     views = source_views(kernels, outcome, sources)
     # a line's finding links to the kernel's hot lines where it has some, else to its row
     lines_anchor = f"{row.anchor}-lines" if lines else row.anchor
-    found = row_findings(label, row.anchor, lines_anchor, kernel, every, owner, sources.compute_capability)
+    found = row_findings(
+        label, row.anchor, lines_anchor, kernel, every, owner, sources.compute_capability, sources.dram_ceiling
+    )
     return replace(
         row,
         findings=found,

@@ -13,7 +13,15 @@ from memlens.model.instruction_table import SPILL, InstructionRecord, KindTotals
 from memlens.model.libraries import Library
 from memlens.model.results import KernelResult
 from memlens.model.source_lines import LineRecord, local_cause
-from memlens.model.time_at_stake import Stake, is_finding, kernel_floor, kernel_stake, line_stake, percent
+from memlens.model.time_at_stake import (
+    DramCeiling,
+    Stake,
+    is_finding,
+    kernel_floor,
+    kernel_stake,
+    line_stake,
+    percent,
+)
 from memlens.reports.formatting import compact_count, counted, format_duration
 from memlens.reports.model import Finding
 
@@ -121,11 +129,12 @@ def row_findings(
     lines: Sequence[LineRecord],
     library: Library | None = None,
     compute_capability: str | None = None,
+    ceiling: DramCeiling | None = None,
 ) -> tuple[Finding, ...]:
     """The findings of one row (`kernel`: all its launches as one): each line with something to fix, or else
     the kernel's own headroom to its floor, each with its time at stake and the id of its details (`anchor`:
     the row's, `lines_anchor`: its hot lines'); `library`: whose kernel it is (its advice is the fix where the
-    code is not the user's)."""
+    code is not the user's); `ceiling`: the run's measured DRAM ceiling the stakes take (None: the peak)."""
     duration = kernel.value("duration")
     if not duration:
         return ()
@@ -135,25 +144,32 @@ def row_findings(
         kind = line_kind(line, kernel.instructions)
         if kind is None:
             continue
-        stake = line_stake(kernel, line, compute_capability)
+        stake = line_stake(kernel, line, compute_capability, ceiling)
         found.append(_finding(label, lines_anchor, line.location, kind, stake or NO_STAKE, duration, advice))
     if not found:  # a kernel with lines to fix: they are its findings (its headroom bounds each of them)
-        found.extend(_headroom(label, anchor, kernel, duration, library))
+        found.extend(_headroom(label, anchor, kernel, duration, library, ceiling))
     return tuple(found)
 
 
 def _headroom(
-    label: str, anchor: str, kernel: KernelResult, duration: float, library: Library | None
+    label: str,
+    anchor: str,
+    kernel: KernelResult,
+    duration: float,
+    library: Library | None,
+    ceiling: DramCeiling | None = None,
 ) -> tuple[Finding, ...]:
     """The kernel's own finding: how far it runs from its floor, and which floor (DRAM, FLOPs, or neither near)."""
-    headroom = kernel_stake(kernel)
-    floor = kernel_floor(kernel).seconds()
+    headroom = kernel_stake(kernel, ceiling)
+    bytes_floor = kernel_floor(kernel, ceiling)
+    floor = bytes_floor.seconds()
     if headroom is None or headroom.fraction <= 0 or floor is None:
         return ()
     by_flops = floor[1].startswith("FLOPs")
+    dram = "peak bandwidth" if bytes_floor.dram_at == "peak" else bytes_floor.dram_at
     what = (
         f"runs {format_duration(duration)}, its floor {format_duration(floor[0] * 1e9)}"
-        f" ({'its FLOPs at its roof' if by_flops else 'its DRAM bytes at peak bandwidth'})"
+        f" ({'its FLOPs at its roof' if by_flops else f'its DRAM bytes at {dram}'})"
     )
     kind = FindingKind.HEADROOM_FLOPS if by_flops else FindingKind.HEADROOM_DRAM
     if floor[0] * 1e9 < FAR_FROM_FLOORS * duration:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memlens.model.results import KernelResult, VariantOutcome
 from memlens.model.source_lines import LineRecord, SourceMap, line_words, placement_note, roll_up
+from memlens.model.time_at_stake import DramCeiling
 from memlens.reports.formatting import compact_count
 from memlens.reports.model import VerdictSentence
 
@@ -21,11 +22,13 @@ CODE_WIDTH = 80  # characters of a line's code quoted in a verdict
 @dataclass(frozen=True)
 class RunSources:
     """What a run says about its source files: the text it kept per file, and when its report was written;
-    and its GPU's compute capability, which the time its lines put at stake needs (time_at_stake.sm_count)."""
+    its GPU's compute capability, which the time its lines put at stake needs (time_at_stake.sm_count), and the
+    DRAM ceiling its bench.json measured, which the stakes take DRAM bytes at (None: the GPU's peak)."""
 
     embedded: Mapping[str, str] | None = None
     written_at: float | None = None
     compute_capability: str | None = None
+    dram_ceiling: DramCeiling | None = None
 
 
 def hot_lines(

@@ -18,7 +18,9 @@ from typing import Any
 from memlens.errors import InputError, MemlensError
 from memlens.io.files import read_json
 from memlens.model.json_kinds import wrong_kind
+from memlens.model.results import RunResults
 from memlens.model.run_layout import BENCH, RESULTS, Provenance
+from memlens.model.time_at_stake import DramCeiling, dram_ceiling
 
 BENCH_FILE = BENCH
 BENCH_FORMAT = "memlens-bench"
@@ -245,6 +247,24 @@ def find_bench(run_dir: str | Path) -> BenchResults | None:
     its bench.json is damaged)."""
     path = Path(run_dir) / BENCH_FILE
     return load_bench(path) if path.is_file() else None
+
+
+def bench_beside(run_dir: str | Path) -> BenchResults | None:
+    """The bench.json of a run directory for the time at stake's DRAM ceiling: None where it has none, or where
+    it is damaged (the ceiling is then the peak, as without one: never an error)."""
+    try:
+        return find_bench(run_dir)
+    except (MemlensError, OSError):
+        return None
+
+
+def copy_ceiling(bench: BenchResults | None, results: RunResults) -> DramCeiling | None:
+    """The DRAM ceiling the time at stake of `results`' kernels takes (time_at_stake.dram_ceiling): the GPU's
+    device-wide copy `bench` measured, where it was timed on the GPU the profile names (a bench of another GPU,
+    or either unnamed: None, the peak), raised to the fastest DRAM throughput a kernel of the run reached."""
+    if bench is None or not results.info.gpu_name or bench.info.gpu_name != results.info.gpu_name:
+        return None
+    return dram_ceiling(bench.copy.gb_per_s * 1e9, results.kernels)
 
 
 def roofline_shares(run_dir: Path, results: BenchResults) -> dict[str, float]:

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memlens.bench.results import BenchFailure, BenchInfo, BenchResults, CopyBandwidth, TimeSummary, VariantTiming
-from memlens.collect.run_dir import machine_of, new_run_dir, now, take_provenance
+from memlens.collect.run_dir import Machine, driver_version, machine_of, new_run_dir, now, take_provenance
 from memlens.errors import ConfigError, ProfilerError, SetupError, VerificationError
 from memlens.io.files import write_json_output
 from memlens.model.run_layout import BENCH, DEFAULT_OUT, NO_RUN_YET, no_run_yet
@@ -222,6 +222,7 @@ class BenchOptions:
     small: bool = False
     seed: int = 0
     memlens_command: str = ""  # the memlens command line, for bench.json
+    copy_only: bool = False  # the GPU's copy alone, no suite (the DRAM ceiling of the time at stake)
 
 
 # progress(stage, label, index, total): stage "copy", "start" or "done"
@@ -233,8 +234,12 @@ def bench(
 ) -> tuple[Path, BenchResults]:
     """Time the selected variants; write bench.json into a new run directory or `options.into`."""
     check_options(options)
-    selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
-    variants, sizes = selection.cases(), selection.sizes
+    variants: list[Case] = []
+    sizes: dict[str, int] = {}
+    suite = None
+    if not options.copy_only:
+        selection = select_variants(options.suite, options.pattern, options.sizes, options.sweeps, options.small)
+        variants, sizes, suite = selection.cases(), selection.sizes, selection.suite.path
     progress = on_progress or (lambda *_: None)
     started = now()
     device = (device_factory or open_device)()
@@ -245,9 +250,9 @@ def bench(
         raise ProfilerError(f"timing a device-to-device copy failed: {type(exc).__name__}: {exc}") from exc
     copies = SameBytesCopies(device, options.repeats)
     timings, failures = time_variants(variants, device, copies, sizes, options, progress)
-    suite = selection.suite.path
+    machine = Machine(driver_version(), None) if suite is None else machine_of(suite)
     info = BenchInfo(
-        **take_provenance(machine_of(suite), suite, options.memlens_command, started, gpu_name=device.name),
+        **take_provenance(machine, suite, options.memlens_command, started, gpu_name=device.name),
         l2_bytes=device.l2_bytes,
         repeats=options.repeats,
         cuda_driver_version=device.cuda_driver_version,

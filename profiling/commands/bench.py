@@ -2,6 +2,8 @@
 20 launches rotating over input sets several times the L2 cache, each set verified first; GB/s from
 the family's min_bytes, and as a percentage of a device-to-device copy of the same bytes timed the
 same way in the same run (the header gives the GPU's copy over a buffer of 1 GiB or more).
+--copy-only times that copy alone, no suite: the measured DRAM ceiling `memlens lines` and the report
+take a finding's time at stake at (docs/time-at-stake.md).
 Writes bench.json into a new run directory under --out, or into an existing run with --into
 (`--into runs/latest` puts the timings beside a profile); runs/latest is left as it is."""
 
@@ -24,7 +26,7 @@ from memlens.commands.shared_arguments import (
     run_in_place,
     skipped_lines,
 )
-from memlens.errors import ProfilerError
+from memlens.errors import ConfigError, ProfilerError
 from memlens.io.terminal import ProgressBar
 from memlens.model.run_layout import DEFAULT_OUT
 from memlens.output import renderer
@@ -48,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_size_arguments(parser)
     parser.add_argument(
+        "--copy-only",
+        action="store_true",
+        help="time only the GPU's device-to-device copy (no suite): the DRAM ceiling of the time at stake",
+    )
+    parser.add_argument(
         "--gpus",
         metavar="all|0,1,...",
         help="share the variants out over these GPUs (nvidia-smi's indices), all at once",
@@ -62,6 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_copy_only(args)
     options = BenchOptions(
         suite=args.suite,
         pattern=args.pattern,
@@ -72,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         sweeps=tuple(args.sweep),
         small=args.small,
         memlens_command=shell_command(sys.argv[1:]),
+        copy_only=args.copy_only,
     )
     gpus = chosen_place(args, "variants")
     run_dir, results = run_in_place(
@@ -85,6 +94,19 @@ def run(args: argparse.Namespace) -> int:
     if any(f.status != SKIPPED for f in results.failures):
         raise ProfilerError(failure_message(results, run_dir))
     return 0
+
+
+COPY_ONLY_ALONE = ("suite", "pattern", "size", "sweep", "small", "gpus", "cluster")
+
+
+def check_copy_only(args: argparse.Namespace) -> None:
+    """ConfigError (exit 2) for --copy-only with an option that chooses variants or where they run: it times none."""
+    if not args.copy_only:
+        return
+    given = [name for name in COPY_ONLY_ALONE if getattr(args, name)]
+    if given:
+        option = {"suite": "SUITE", "pattern": "-k"}.get(given[0], f"--{given[0]}")
+        raise ConfigError(f"--copy-only times the GPU's copy alone, no variants: drop {option}")
 
 
 def _bench_here(options: BenchOptions) -> tuple[Path, BenchResults]:

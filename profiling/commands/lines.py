@@ -10,7 +10,9 @@ conflicting line shows the bank map of its instruction's recorded warp and the f
 addresses (`bank_map` of the line in --json), the instruction matched to ncu's by kernel and function-relative
 PC (theory/bank_matching.py). Without line info, each SASS instruction stands for its line. A library's
 kernel (cuBLAS, cuDNN, CUTLASS, PyTorch's ATen, CUB, ...) keeps its figures, is named beside it and
-told what the user controls, never to compile with line info. --sarif FILE
+told what the user controls, never to compile with line info. Each finding's time at stake takes the kernel's
+DRAM bytes at the GPU's peak, or, where the run directory holds a bench.json of the same GPU (`memlens bench
+--into RUN`), at its measured copy bandwidth (docs/time-at-stake.md). --sarif FILE
 writes every conflicting, local-memory and uncoalesced line (not only the --top shown) as SARIF 2.1.0,
 --format github as GitHub workflow commands instead of the text. --format json (or --json, its older
 spelling) gives every kernel's lines as JSON, --format sarif the SARIF on standard output."""
@@ -23,13 +25,15 @@ import shutil
 import sys
 from pathlib import Path
 
+from memlens.bench.results import bench_beside, copy_ceiling
 from memlens.commands.ci_outputs import add_ci_arguments, check_stdout, with_root, write_ci
 from memlens.commands.shared_arguments import chosen_format, older_spelling
 from memlens.errors import ConfigError
 from memlens.model.kernel_lines import kernel_lines
 from memlens.model.nvtx_names import kernels_matching
-from memlens.model.results import KernelResult
+from memlens.model.results import KernelResult, RunResults
 from memlens.model.run_layout import input_files, resolve_run
+from memlens.model.time_at_stake import DramCeiling
 from memlens.output import renderer
 from memlens.output.findings import LinesFindings
 from memlens.readers import read_lines
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if not kernels:
         raise ConfigError(f"no kernel in {args.path} matches -k {args.pattern!r}")
     found = LinesFindings(
-        tuple(kernel_lines(results, kernels)),
+        tuple(kernel_lines(results, kernels, ceiling=measured_ceiling(Path(args.path), results))),
         source=args.path,
         top=args.top,
         width=terminal_width(),
@@ -80,6 +84,14 @@ def terminal_width() -> int | None:
     if "COLUMNS" in os.environ or sys.stdout.isatty():
         return shutil.get_terminal_size().columns
     return None
+
+
+def measured_ceiling(path: Path, results: RunResults) -> DramCeiling | None:
+    """The DRAM ceiling of the run directory's bench.json (`memlens bench --into RUN`): its GPU's measured copy,
+    which the time at stake takes DRAM bytes at; None (the peak) where it has none, a damaged one, or one of
+    another GPU."""
+    run = resolve_run(path)
+    return copy_ceiling(bench_beside(run if run.is_dir() else run.parent), results)
 
 
 def bank_maps(path: Path, kernels: list[KernelResult]) -> tuple[MatchedInstruction, ...]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memlens.model.results import KernelResult, RunResults
 from memlens.model.source_lines import LineRecord, SourceMap, has_line_info, roll_up
-from memlens.model.time_at_stake import Stake, kernel_stake, line_stake
+from memlens.model.time_at_stake import DramCeiling, Stake, kernel_stake, line_stake
 
 
 @dataclass(frozen=True)
@@ -21,14 +21,18 @@ class KernelLines:
     line_info: bool  # False: each SASS instruction stands for its line
     stakes: tuple[Stake | None, ...] = ()  # each line's time at stake, in the order of `lines`
     headroom: Stake | None = None  # the kernel's own: how far it runs from its floor
+    ceiling: DramCeiling | None = None  # the run's measured DRAM ceiling the stakes took (None: the GPU's peak)
 
     def stake(self, index: int) -> Stake | None:
         return self.stakes[index] if index < len(self.stakes) else None
 
 
-def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | None = None) -> list[KernelLines]:
+def kernel_lines(
+    results: RunResults, kernels: list[KernelResult], root: Path | None = None, ceiling: DramCeiling | None = None
+) -> list[KernelLines]:
     """Each of `kernels` (of `results`) with its lines, file names shown relative to `root` (default:
-    the working directory) and CuPy's temporary copies mapped to the files the suite declared."""
+    the working directory) and CuPy's temporary copies mapped to the files the suite declared; `ceiling`: the
+    run's measured DRAM ceiling, which the time at stake takes DRAM bytes at (None: the GPU's peak)."""
     root = (root or Path.cwd()).resolve()
     declared: dict[tuple[str | None, str | None], tuple[str, ...]]  # a kernel's family may be None
     declared = {(o.family, o.variant): o.sources for o in results.outcomes}
@@ -38,7 +42,7 @@ def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | 
             root, results.embedded_sources, declared.get((kernel.family, kernel.variant), ()), results.written_at
         )
         lines = roll_up(kernel.instructions, sources, kernel.kernel)
-        staked = [(line, line_stake(kernel, line, results.info.compute_capability)) for line in lines]
+        staked = [(line, line_stake(kernel, line, results.info.compute_capability, ceiling)) for line in lines]
         staked.sort(
             key=lambda pair: -(pair[1].seconds if pair[1] is not None else 0.0)
         )  # stable: ties stay hottest first
@@ -48,7 +52,8 @@ def kernel_lines(results: RunResults, kernels: list[KernelResult], root: Path | 
                 tuple(line for line, _ in staked),
                 has_line_info(kernel.instructions),
                 tuple(stake for _, stake in staked),
-                kernel_stake(kernel),
+                kernel_stake(kernel, ceiling),
+                ceiling,
             )
         )
     return found

@@ -5,8 +5,10 @@ made as tight as the counters allow, and said to be one.
   (128 bytes a cycle). E excess wavefronts over a grid of g blocks on n SMs put E / g x ceil(g / n) on the
   busiest SM (its blocks, each an equal share): at most that many of the kernel's cycles (duration x SM clock).
 - Every finding is capped by the kernel's floor, what it would still need with the finding gone: its DRAM
-  bytes at the GPU's peak bandwidth (less those the finding's own traffic can account for), and its
-  FLOPs (CUDA and tensor cores) at its roof; it can save at most 1 - floor / duration.
+  bytes at the GPU's DRAM ceiling (less those the finding's own traffic can account for), and its
+  FLOPs (CUDA and tensor cores) at its roof; it can save at most 1 - floor / duration. The ceiling is
+  ncu's theoretical peak, or where the run's GPU was measured (a `DramCeiling`: a device-wide copy's,
+  bench.json) that measured bandwidth, never below what a kernel of the run reached, never above the peak.
 - A line's local memory and its uncoalesced global accesses have no pipe of their own to count (their
   cost is latency as much as bandwidth): the cap bounds them, with the kernel's local traffic taken out of
   its DRAM bytes for local memory, and a global line's excess sectors' share of the kernel's global sectors
@@ -48,12 +50,49 @@ class Stake:
 
 
 @dataclass(frozen=True)
+class DramCeiling:
+    """The most DRAM bandwidth a run's GPU was measured to reach (bytes a second), below ncu's theoretical peak:
+    a kernel's floor takes its DRAM bytes at it (at the peak where the peak is lower)."""
+
+    bytes_per_second: float
+    what: str  # "the measured copy bandwidth", or what raised it: "the fastest kernel's DRAM throughput"
+
+    @property
+    def gb_per_s(self) -> float:
+        return self.bytes_per_second / 1e9
+
+
+MEASURED_COPY = "the measured copy bandwidth"
+FASTEST_KERNEL = "the run's fastest kernel's DRAM throughput"
+
+
+def dram_ceiling(copy_bytes_per_second: float | None, kernels: Iterable[KernelResult]) -> DramCeiling | None:
+    """The DRAM ceiling of a run whose GPU's device-wide copy moved `copy_bytes_per_second` (None: not
+    measured, no ceiling but the peak): the copy's, raised to the highest DRAM throughput a kernel of the run
+    reached (its DRAM bytes over its duration), so that no kernel's floor is above its own time."""
+    if copy_bytes_per_second is None or not math.isfinite(copy_bytes_per_second) or copy_bytes_per_second <= 0:
+        return None
+    fastest = max((_dram_throughput(k) or 0.0 for k in kernels), default=0.0)
+    if fastest > copy_bytes_per_second:
+        return DramCeiling(fastest, FASTEST_KERNEL)
+    return DramCeiling(copy_bytes_per_second, MEASURED_COPY)
+
+
+def _dram_throughput(kernel: KernelResult) -> float | None:
+    duration, dram_bytes = _duration(kernel), kernel.value("dram_bytes")
+    return dram_bytes / duration if duration and dram_bytes else None
+
+
+@dataclass(frozen=True)
 class Floor:
-    """What a kernel needs at least: its DRAM bytes at peak bandwidth, its FLOPs at its roof (seconds)."""
+    """What a kernel needs at least: its DRAM bytes at its DRAM ceiling, its FLOPs at its roof (seconds)."""
 
     flop_seconds: float | None
     dram_bytes: float | None
     dram_bandwidth: float | None
+    dram_at: str = (
+        "peak"  # the ceiling `dram_bandwidth` is, in words: "peak", "the measured copy bandwidth, 4,217 GB/s"
+    )
 
     def seconds(self, less_dram_bytes: float = 0.0) -> tuple[float, str] | None:
         """The floor with `less_dram_bytes` of DRAM traffic gone, and what sets it; None where neither
@@ -61,7 +100,7 @@ class Floor:
         dram = None
         if self.dram_bytes is not None and self.dram_bandwidth:
             dram = max(self.dram_bytes - less_dram_bytes, 0.0) / self.dram_bandwidth
-        limits = ((dram, "DRAM bytes at peak"), (self.flop_seconds, "FLOPs at its roof"))
+        limits = ((dram, f"DRAM bytes at {self.dram_at}"), (self.flop_seconds, "FLOPs at its roof"))
         known = [(s, what) for s, what in limits if s is not None]
         return max(known) if known else None
 
@@ -82,13 +121,18 @@ def _capability(text: str | None) -> tuple[int, int] | None:
     return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
 
 
-def kernel_floor(kernel: KernelResult) -> Floor:
-    """The kernel's floor: its FLOPs at the roof it is placed on, its DRAM bytes at its GPU's peak."""
+def kernel_floor(kernel: KernelResult, ceiling: DramCeiling | None = None) -> Floor:
+    """The kernel's floor: its FLOPs at the roof it is placed on, its DRAM bytes at its GPU's peak, or at
+    `ceiling` (the run's measured DRAM ceiling) where that is lower."""
     dram_bytes = kernel.value("dram_bytes")
-    bandwidth = kernel.value("peak_dram_bandwidth")
-    where = bound(kernel, {**_own_ceilings(kernel), "peak_dram_bandwidth": bandwidth})
+    peak = kernel.value("peak_dram_bandwidth")
+    where = bound(kernel, {**_own_ceilings(kernel), "peak_dram_bandwidth": peak})
     flop_seconds = where.work / where.peak_flops if where is not None and where.work else None
-    return Floor(flop_seconds, dram_bytes, bandwidth)
+    if ceiling is not None and peak and ceiling.bytes_per_second < peak:
+        return Floor(
+            flop_seconds, dram_bytes, ceiling.bytes_per_second, f"{ceiling.what}, {ceiling.gb_per_s:,.0f} GB/s"
+        )
+    return Floor(flop_seconds, dram_bytes, peak)
 
 
 def _own_ceilings(kernel: KernelResult) -> dict[str, float | None]:
@@ -100,12 +144,14 @@ def _duration(kernel: KernelResult) -> float | None:
     return duration * 1e-9 if duration else None
 
 
-def _capped(share: float | None, by: str, kernel: KernelResult, less_dram_bytes: float = 0.0) -> Stake | None:
+def _capped(
+    share: float | None, by: str, kernel: KernelResult, ceiling: DramCeiling | None, less_dram_bytes: float = 0.0
+) -> Stake | None:
     """`share` (None: no bound of its own) capped by the kernel's floor with `less_dram_bytes` gone."""
     duration = _duration(kernel)
     if duration is None:
         return None
-    floor = kernel_floor(kernel).seconds(less_dram_bytes)
+    floor = kernel_floor(kernel, ceiling).seconds(less_dram_bytes)
     cap = None if floor is None else max(1.0 - floor[0] / duration, 0.0)
     if share is None and cap is None:
         return None
@@ -121,14 +167,22 @@ def _micro(seconds: float) -> str:
     return f"{seconds * 1e6:.3g} µs"
 
 
-def line_stake(kernel: KernelResult, line: LineRecord, compute_capability: str | None = None) -> Stake | None:
+def line_stake(
+    kernel: KernelResult,
+    line: LineRecord,
+    compute_capability: str | None = None,
+    ceiling: DramCeiling | None = None,
+) -> Stake | None:
     """The most of `kernel`'s time `line`'s findings can cost together; 0 for a line with none, None where
-    a figure the bound needs is missing."""
-    return lines_stake(kernel, (line,), compute_capability)
+    a figure the bound needs is missing; `ceiling`: the run's measured DRAM ceiling (None: the peak)."""
+    return lines_stake(kernel, (line,), compute_capability, ceiling)
 
 
 def lines_stake(
-    kernel: KernelResult, lines: Iterable[LineRecord], compute_capability: str | None = None
+    kernel: KernelResult,
+    lines: Iterable[LineRecord],
+    compute_capability: str | None = None,
+    ceiling: DramCeiling | None = None,
 ) -> Stake | None:
     """The most of `kernel`'s time the findings of `lines` can cost together (a fix that changes them all)."""
     parts = [k for line in lines for k in line.kinds if is_finding(k)]
@@ -148,12 +202,12 @@ def lines_stake(
         by.append("its excess sectors' share of the kernel's global sectors")
     if local:
         share = None  # no bound of its own: the floor bounds it
-    return _capped(share, "; ".join(by), kernel, _local_bytes(kernel) if local else 0.0)
+    return _capped(share, "; ".join(by), kernel, ceiling, _local_bytes(kernel) if local else 0.0)
 
 
-def kernel_stake(kernel: KernelResult) -> Stake | None:
+def kernel_stake(kernel: KernelResult, ceiling: DramCeiling | None = None) -> Stake | None:
     """How far the kernel runs from its floor: the most any change that keeps its work could save."""
-    return _capped(None, "", kernel)
+    return _capped(None, "", kernel, ceiling)
 
 
 def pipe_share(kernel: KernelResult, wavefronts: float, compute_capability: str | None = None) -> float | None:

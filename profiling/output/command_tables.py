@@ -99,7 +99,8 @@ def print_bench(table: BenchTable, out: TextIO | None = None) -> None:
         if timing.label in judged:
             cells[-1] = judged[timing.label]
         body.append(cells)
-    where.print(rich_table(BENCH_COLUMNS, body))
+    if results.variants or results.failures:  # none: `bench --copy-only`, the copy alone
+        where.print(rich_table(BENCH_COLUMNS, body))
     for line in bench_notes(results, table.skipped):
         where.print(line)
     if judged:

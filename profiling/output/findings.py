@@ -203,7 +203,7 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
     sectors = sum(k.sectors or 0.0 for line in entry.lines for k in line.kinds if k.kind.space == "global")
     out = []
     for index, line in enumerate(entry.lines):
-        make = _maker(kernel.label, kernel.kernel, line, kernel.library, entry.stake(index))
+        make = _maker(kernel.label, kernel.kernel, line, kernel.library, entry.stake(index), entry.ceiling is not None)
         for figures in line.kinds:
             space, name = figures.kind.space, figures.kind.name
             if space == "shared" and figures.excess:
@@ -266,10 +266,16 @@ def kernel_findings(entry: KernelLines) -> list[Finding]:
 
 
 def _maker(
-    label: str, kernel: str, line: LineRecord, library: Library | None = None, stake: Stake | None = None
+    label: str,
+    kernel: str,
+    line: LineRecord,
+    library: Library | None = None,
+    stake: Stake | None = None,
+    measured: bool = False,
 ) -> Callable[[str, Level, str, dict[str, object]], Finding]:
-    """A finding at `line` of the kernel, with the line's time at stake; a library's kernel's says whose it is
-    and what the user controls."""
+    """A finding at `line` of the kernel, with the line's time at stake (`measured`: the run's bench.json gave
+    the DRAM ceiling it took, and what bounded it is said); a library's kernel's says whose it is and what the
+    user controls."""
 
     def make(rule: str, level: Level, words: str, properties: dict[str, object]) -> Finding:
         sass = (line.sass,) if line.sass else line.opcodes
@@ -277,6 +283,8 @@ def _maker(
             words = f"{words}; {stake_words(stake)} (an upper bound)"
         if stake is not None:
             properties = {**properties, "time_at_stake": stake.fraction, "seconds_at_stake": stake.seconds}
+            if measured:
+                properties["stake_bounded_by"] = stake.by
         if library is not None:
             words, properties = f"{words}; {library.advice}", {**properties, "library": library.name}
         return Finding(

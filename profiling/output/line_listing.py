@@ -16,7 +16,7 @@ from memlens.model.kernel_lines import KernelLines
 from memlens.model.kernel_names import ELLIPSIS, elide_middle, short_kernel
 from memlens.model.results import KernelResult
 from memlens.model.source_lines import LINE_INFO_HINT, LineRecord, line_words, placement_note
-from memlens.model.time_at_stake import Stake, stake_words
+from memlens.model.time_at_stake import Stake, kernel_floor, stake_words
 from memlens.output.bank_map import LEGEND, bank_map_json, line_bank_map
 from memlens.theory.bank_matching import MatchedInstruction, conflicting_at
 
@@ -38,7 +38,17 @@ def kernel_notes(entry: KernelLines, shown: tuple[LineRecord, ...]) -> list[str]
     notes += list(dict.fromkeys(k.phase for line in shown for k in line.kinds if k.phase and k.excess))
     missing = unrecorded_local(entry.kernel)
     placed = placement_note(entry.kernel.instructions) if any(line.inlined_from for line in shown) else None
-    return notes + [note for note in (missing, placed) if note]
+    return notes + [note for note in (missing, placed, ceiling_note(entry)) if note]
+
+
+def ceiling_note(entry: KernelLines) -> str | None:
+    """Where the run's bench.json gave a DRAM ceiling below the peak: what the time at stake took DRAM at."""
+    if entry.ceiling is None:
+        return None
+    floor = kernel_floor(entry.kernel, entry.ceiling)
+    if floor.dram_at == "peak":
+        return None
+    return f"time at stake takes the kernel's DRAM bytes at {floor.dram_at} (the run's bench.json), not at peak"
 
 
 def line_info_hint(entry: KernelLines) -> str | None:
@@ -161,11 +171,20 @@ def lines_json(found: Sequence[KernelLines], top: int, matches: Sequence[Matched
                     for index, line in enumerate(entry.lines if top == 0 else entry.lines[:top])
                 ],
                 "headroom": _stake_json(entry.headroom),
+                **_ceiling_json(entry),
                 "notes": kernel_notes(entry, entry.lines if top == 0 else entry.lines[:top]),
             }
             for entry in found
         ]
     }
+
+
+def _ceiling_json(entry: KernelLines) -> dict[str, object]:
+    """The DRAM ceiling the kernel's stakes took, where the run's bench.json gave one (nothing without: the peak)."""
+    if entry.ceiling is None:
+        return {}
+    floor = kernel_floor(entry.kernel, entry.ceiling)
+    return {"dram_ceiling": {"bytes_per_second": floor.dram_bandwidth, "at": floor.dram_at}}
 
 
 def _stake_json(stake: Stake | None) -> dict[str, object]:

@@ -464,6 +464,35 @@ def test_into_writes_beside_a_profile(device, tmp_path):
     assert len(results.variants[0].times.samples_ms) == 25
 
 
+def test_copy_only_times_the_gpus_copy_alone_with_no_suite(device, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no ./kernels here: --copy-only needs no suite
+    into = tmp_path / "copy"
+    into.mkdir()
+    assert main(["bench", "--copy-only", "--into", str(into), "--repeats", "20"]) == 0
+    assert device.copies == [(GIB, 20, 1)]  # the GPU's copy, nothing else timed
+    results = load_bench(into)
+    assert (results.variants, results.failures) == ((), ())
+    assert results.info.gpu_name == "Fake GPU" and results.info.suite is None and results.info.suite_commit is None
+    assert results.copy.gb_per_s == pytest.approx(copy_gb_per_s(GIB))
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"Fake GPU: device-to-device copy {copy_gb_per_s(GIB):,.0f} GB/s (1.07 GB buffer); median of 20 launches",
+        f"written: {into / BENCH_FILE}",
+    ]  # no empty table of variants
+
+
+@pytest.mark.parametrize(
+    ("extra", "option"),
+    [([str(CPU_SUITE)], "SUITE"), (["-k", "transpose"], "-k"), (["--small"], "--small"), (["--gpus", "all"], "--gpus")],
+)
+def test_copy_only_with_an_option_that_chooses_variants_exits_2(tmp_path, capsys, monkeypatch, extra, option):
+    monkeypatch.setattr(bench_module, "open_device", lambda: pytest.fail("the GPU was opened"))
+    assert main(["bench", "--copy-only", "--out", str(tmp_path / "runs"), *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"memlens: error: --copy-only times the GPU's copy alone, no variants: drop {option}"]
+    assert not (tmp_path / "runs").exists()
+
+
 # --- usage and environment errors ------------------------------------------------------------------
 
 

@@ -76,3 +76,15 @@ def test_same_bytes_copies_rotate_and_small_ones_read_slower():
     small = copies.of(64 * 1024)
     assert small.input_sets > 2
     assert small.gb_per_s < 0.5 * large.gb_per_s
+
+
+def test_copy_only_times_the_gpus_copy_alone_in_seconds(tmp_path):
+    """`bench --copy-only`: the copy alone, in a few seconds, on the GPU nvidia-smi names: the DRAM
+    ceiling the time at stake takes where it is measured (docs/time-at-stake.md)."""
+    started = time.monotonic()
+    assert main(["bench", "--copy-only", "--into", str(tmp_path), "--repeats", "20"]) == 0
+    assert time.monotonic() - started < 60
+    results = load_bench(tmp_path)
+    assert (results.variants, results.failures) == ((), ())
+    assert results.info.gpu_name and results.copy.buffer_bytes >= 1 << 30
+    assert 100 < results.copy.gb_per_s < 10_000  # an H100's 3.35 TB/s peak, an H200's 4.8: never above

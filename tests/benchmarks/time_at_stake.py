@@ -2,7 +2,10 @@
 tests/fixtures/programs/stake_probe.cu's), the "before" kernel's time at stake and the share of its time the fix
 saved, on each GPU's recording. The bound holds where the stake is at least the saving, within the timing noise
 of the two durations (one ncu launch each, each within model/noise.TIMING_FLOOR); it is tight where it is at most
-1.5x the saving or 15 points above it (issue 48). Prints a table (Markdown) for tests/benchmarks/RESULTS.md.
+1.5x the saving or 15 points above it (issue 48). Where tests/fixtures/<gpu>/copy/bench.json holds the GPU's
+measured copy (tests/fixtures/record_copy.sh), the stakes take DRAM bytes at it (the DRAM ceiling the run's
+bench.json gives `memlens lines` and the report), each recording of the GPU sharing it; else at the peak.
+Prints a table (Markdown) for tests/benchmarks/RESULTS.md.
 
     python tests/benchmarks/time_at_stake.py
 """
@@ -16,13 +19,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from memlens.bench.results import BenchResults, copy_ceiling, load_bench  # noqa: E402
 from memlens.model.kernel_lines import kernel_lines  # noqa: E402
 from memlens.model.noise import TIMING_FLOOR  # noqa: E402
 from memlens.model.results import KernelResult  # noqa: E402
-from memlens.model.time_at_stake import kernel_stake, lines_stake  # noqa: E402
+from memlens.model.time_at_stake import DramCeiling, kernel_floor, kernel_stake, lines_stake  # noqa: E402
 from memlens.readers import read_lines  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"
+COPY = "the measured copy bandwidth"
 GPUS = {"nvidia_h100_80gb_hbm3": "H100", "nvidia_h200": "H200"}
 
 
@@ -54,6 +59,7 @@ class Checked:
     fix: Fix
     saving: float
     stake: float
+    ceiling: str  # the DRAM the before kernel's floor took: "peak", "the measured copy bandwidth, 4,217 GB/s"
 
     @property
     def noise(self) -> float:
@@ -76,6 +82,22 @@ def _kernel(kernels: list[KernelResult], name: str) -> KernelResult:
     return found[0]
 
 
+def measured_copy(folder: str) -> BenchResults | None:
+    """The GPU's measured copy (tests/fixtures/<gpu>/copy/bench.json), None where it was not recorded."""
+    path = FIXTURES / folder / "copy" / "bench.json"
+    return load_bench(path) if path.exists() else None
+
+
+def ceiling_of(folder: str, recording: str) -> DramCeiling | None:
+    """The DRAM ceiling of one recording: its GPU's measured copy, raised to its fastest kernel's DRAM throughput."""
+    bench = measured_copy(folder)
+    results = read_lines(str(FIXTURES / folder / recording))
+    ceiling = copy_ceiling(bench, results)
+    if bench is not None and ceiling is None:
+        raise LookupError(f"{folder}/copy/bench.json was timed on {bench.info.gpu_name}, not {results.info.gpu_name}")
+    return ceiling
+
+
 def checked() -> list[Checked]:
     out = []
     for folder, gpu in GPUS.items():
@@ -85,27 +107,31 @@ def checked() -> list[Checked]:
                 continue
             results = read_lines(str(path))
             kernels = list(results.kernels)
+            ceiling = ceiling_of(folder, fix.recording)
             before, after = _kernel(kernels, fix.before), _kernel(kernels, fix.after)
             saving = 1.0 - (after.value("duration") or 0.0) / (before.value("duration") or 1.0)
             if fix.finding == "kernel":
-                stake = kernel_stake(before)
+                stake = kernel_stake(before, ceiling)
             else:
-                entry = kernel_lines(results, [before], REPO)[0]
-                stake = lines_stake(before, entry.lines, results.info.compute_capability)
+                entry = kernel_lines(results, [before], REPO, ceiling)[0]
+                stake = lines_stake(before, entry.lines, results.info.compute_capability, ceiling)
             if stake is None:
                 raise LookupError(f"no time at stake for {fix.before} on {gpu}")
-            out.append(Checked(gpu, fix, saving, stake.fraction))
+            out.append(Checked(gpu, fix, saving, stake.fraction, kernel_floor(before, ceiling).dram_at))
     return out
 
 
 def main() -> int:
-    print("| GPU | fix | before -> after | saved (noise) | time at stake | bound holds | within 1.5x or +15 points |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        "| GPU | fix | before -> after | saved (noise) | time at stake | DRAM ceiling | bound holds "
+        "| within 1.5x or +15 points |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in checked():
         print(
             f"| {c.gpu} | {c.fix.what} | {c.fix.before} -> {c.fix.after} | {100 * c.saving:.1f}% "
-            f"(±{100 * c.noise:.1f}) | {100 * c.stake:.1f}% | {'yes' if c.holds else 'NO'} | "
-            f"{'yes' if c.tight else 'no'} |"
+            f"(±{100 * c.noise:.1f}) | {100 * c.stake:.1f}% | {c.ceiling.replace(COPY, 'copy')} "
+            f"| {'yes' if c.holds else 'NO'} | {'yes' if c.tight else 'no'} |"
         )
     return 0
 

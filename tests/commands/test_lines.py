@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memlens.cli import main
 from memlens.model.instruction_table import InstructionRecord
 from memlens.model.kernel_lines import KernelLines
@@ -146,3 +148,58 @@ def test_without_banks_json_lines_are_as_before(tmp_path, capsys):
         if not line.startswith(("      bank map", "        ", "      fix", "      note: cp.async", "bank maps:"))
     ]
     assert "\n".join(kept).replace("\n\n\n", "\n\n").rstrip() == without.rstrip()
+
+
+def _suite_run(tmp_path, gpu: str, bench: str | None):
+    """A run directory holding `gpu`'s suite recording, and `bench` as its bench.json (None: none)."""
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(FIXTURES / gpu / "suite.results.json", run / "results.json")
+    if bench is not None:
+        (run / "bench.json").write_text(bench)
+    return run
+
+
+H200_COPY = (FIXTURES / "nvidia_h200" / "copy" / "bench.json").read_text()
+CEILING_NOTE = (
+    "note: time at stake takes the kernel's DRAM bytes at the measured copy bandwidth, 4,217 GB/s (the run's "
+    "bench.json), not at peak"
+)
+
+
+def test_a_bench_json_of_the_profiles_gpu_sets_the_dram_ceiling_of_the_time_at_stake(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    run = _suite_run(tmp_path, "nvidia_h200", H200_COPY)
+    text = _lines(capsys, str(run), "-k", "fp16_transpose/dense")
+    assert f"  {CEILING_NOTE}\n" in text
+    data = json.loads(_lines(capsys, str(run), "-k", "fp16_transpose/dense", "--json"))
+    (dense,) = data["kernels"]
+    assert dense["dram_ceiling"]["at"] == "the measured copy bandwidth, 4,217 GB/s"
+    assert dense["dram_ceiling"]["bytes_per_second"] == pytest.approx(4216.97e9, rel=1e-6)
+    # 250,567,424 bytes at 4,216.97 GB/s: 59.4 µs of its 80.1 µs (at peak: 34.9%)
+    assert dense["headroom"]["time_at_stake"] == pytest.approx(0.2578, abs=1e-4)
+    assert "measured copy bandwidth, 4,217 GB/s: 59.4 µs of 80.1 µs" in dense["headroom"]["stake_bounded_by"]
+    assert CEILING_NOTE.removeprefix("note: ") in dense["notes"]
+    sarif = json.loads(_lines(capsys, str(run), "-k", "fp16_transpose/dense", "--format", "sarif"))
+    bounds = {r["properties"]["stake_bounded_by"] for r in sarif["runs"][0]["results"]}
+    assert bounds == {"its excess wavefronts' cycles in the busiest SM's shared-memory pipe"}
+
+
+@pytest.mark.parametrize(
+    ("gpu", "bench"),
+    [
+        ("nvidia_h100_80gb_hbm3", H200_COPY),  # the H200's copy: not this H100's ceiling
+        ("nvidia_h200", "{"),  # damaged
+        ("nvidia_h200", json.dumps({"format": "memlens-bench", "schema_version": 99})),
+    ],
+)
+def test_a_bench_json_of_another_gpu_or_a_broken_one_leaves_lines_as_before(tmp_path, capsys, gpu, bench):
+    run = _suite_run(tmp_path, gpu, None)
+    outputs = [(), ("--json",), ("--format", "sarif"), ("--format", "github")]
+    before = [_lines(capsys, str(run), "--top", "0", *argv) for argv in outputs]
+    (run / "bench.json").write_text(bench)
+    after = [_lines(capsys, str(run), "--top", "0", *argv) for argv in outputs]
+    assert after == before
+    assert "dram_ceiling" not in after[1] and "stake_bounded_by" not in after[2] and "measured copy" not in after[0]

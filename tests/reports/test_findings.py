@@ -205,3 +205,38 @@ def test_each_chart_has_a_phone_width_drawing(suite_html):
     wide = re.findall(r'<div class="wide"><svg[^>]*\bwidth="([\d.]+)pt"', suite_html)
     assert narrow and len(narrow) == len(wide)
     assert {float(w) for w in narrow} == {NARROW * 72} and all(float(w) == 11 * 72 for w in wide)
+
+
+def _by_place(findings) -> dict[tuple[str, str], tuple[str, str, str]]:
+    return {(f.kernel, f.where): (f.what, f.stake, f.bound) for f in findings}
+
+
+def test_a_bench_of_the_runs_gpu_gives_the_findings_its_measured_dram_ceiling(tmp_path):
+    from memlens.bench.results import load_bench
+
+    bench = load_bench(H200 / "copy" / "bench.json")  # the H200's copy: 4,217 GB/s (its peak: 4,811)
+    results = read_report(SUITE)
+    at_peak = _by_place(build_report([("suite", results)]).runs[0].findings)
+    measured = _by_place(build_report([("suite", results)], [("bench.json", bench)]).runs[0].findings)
+    assert at_peak[("transpose/swizzled", "kernel")][:2] == (
+        "runs 0.151 ms, its floor 0.107 ms (its DRAM bytes at peak bandwidth)",
+        "≤ 29% of 0.151 ms",
+    )
+    assert measured[("transpose/swizzled", "kernel")] == (
+        "runs 0.151 ms, its floor 0.122 ms (its DRAM bytes at the measured copy bandwidth, 4,217 GB/s)",
+        "≤ 19% of 0.151 ms",
+        "the kernel's floor (DRAM bytes at the measured copy bandwidth, 4,217 GB/s: 122 µs of 151 µs)",
+    )
+    assert measured[("transpose/conflict", "kernels/transpose.cu:40")][1] == "≤ 60% of 0.307 ms"  # at peak: 65%
+    assert measured.keys() == at_peak.keys()
+    # the bench's copy is an H200's: an H100's run keeps its peak
+    h100 = read_report(FIXTURES / "nvidia_h100_80gb_hbm3" / "suite.results.json")
+    other = build_report([("suite", h100)], [("bench.json", bench)]).runs[0].findings
+    assert other == build_report([("suite", h100)]).runs[0].findings
+    # the report of a run directory holding one: the tooltip names the ceiling
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_bytes(SUITE.read_bytes())
+    (run / "bench.json").write_bytes((H200 / "copy" / "bench.json").read_bytes())
+    page = _html(run, tmp_path)
+    assert "DRAM bytes at the measured copy bandwidth, 4,217 GB/s: 122 µs of 151 µs" in html.unescape(page)
