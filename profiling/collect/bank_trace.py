@@ -39,6 +39,9 @@ SINGLE_LANE_WARNING = (
     "and these records are not warp-level accesses"
 )
 WARP_LANES = 32
+# each kernel's launches traced: the first (the one `memlens profile` measures by default); later ones run
+# the program's own code, unpatched, at full speed
+DEFAULT_LAUNCHES = 1
 # the bank model over every warp-level execution (banktrace_model.h), summed over launches
 TOTALS = ("executions", "wavefronts", "ideal")
 # the record kinds of banktrace.h and the Sanitizer's access flags
@@ -246,9 +249,11 @@ def trace_environment(
     base: Mapping[str, str] | None = None,
     sanitizer: Path | None = None,
     every: bool = True,
+    launches: int = DEFAULT_LAUNCHES,
 ) -> dict[str, str]:
     """The program's environment: the library preloaded before any of its own, the Sanitizer's folder first on
-    LD_LIBRARY_PATH (its library loads others from there), and what the library reads."""
+    LD_LIBRARY_PATH (its library loads others from there), and what the library reads (`launches`: each kernel's
+    first launches traced, 0 every launch)."""
     env = dict(os.environ if base is None else base)
     for name, first in (("LD_PRELOAD", library), ("LD_LIBRARY_PATH", sanitizer)):
         if first is not None:
@@ -259,6 +264,7 @@ def trace_environment(
             "MEMLENS_BANKS_OUT": str(folder),
             "MEMLENS_BANKS_WARPS": str(warps),
             "MEMLENS_BANKS_EVERY": "1" if every else "0",
+            "MEMLENS_BANKS_LAUNCHES": str(launches),
         }
     )
     return env
@@ -279,10 +285,12 @@ def trace_program(
     pattern: str | None = None,
     run_dir: Path | None = None,
     every: bool = True,
+    launches: int = DEFAULT_LAUNCHES,
 ) -> Path:
     """Run `program` under the trace; the path of the banks.json written into `run_dir` (`memlens profile
     --banks`: the profile's, after ncu, since ncu and the Sanitizer cannot share a process) or a new run
-    directory in `out`."""
+    directory in `out`. Each kernel's first `launches` launches are traced (0: all); its later ones run
+    unpatched."""
     from memlens.collect.run_dir import new_run_dir
     from memlens.io.files import write_text_atomic
     from memlens.io.processes import run_watched
@@ -295,7 +303,7 @@ def trace_program(
     run_dir = new_run_dir(out) if run_dir is None else run_dir
     folder = run_dir / BANK_TRACE
     folder.mkdir()
-    env = trace_environment(library, patch, folder, warps, sanitizer=sanitizer.root, every=every)
+    env = trace_environment(library, patch, folder, warps, sanitizer=sanitizer.root, every=every, launches=launches)
     # the program's own output on memlens's stderr: memlens's stdout is its analysis (`--json` stays JSON)
     code = run_watched(list(program), timeout=None, env=env, stdout=_stderr_fd())
     events = read_trace_lines(folder)

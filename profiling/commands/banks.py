@@ -7,11 +7,12 @@ merged) over the ideal, its n-way, the picture of its worst warp's 32 banks, and
 or XOR swizzle under which every recorded warp is conflict-free. --format json (older: --json): the
 figures as JSON.
 
-`memlens banks [-k REGEX] [--warps N] [--out DIR] -- COMMAND [ARGS...]` runs the program under memlens's
-Sanitizer-API library, records the lane offsets of the first N warp-level executions of every shared-memory
-instruction (loads, stores, atomics, ldmatrix/stmatrix, cp.async) into banks.json in a new run directory,
-and analyses it. It needs the CUDA Sanitizer API (the toolkit's compute-sanitizer, or the
-nvidia-cuda-sanitizer-api wheel), a C++ compiler and nvcc (or a shipped patch) for the GPU's architecture.
+`memlens banks [-k REGEX] [--warps N] [--launches N] [--out DIR] -- COMMAND [ARGS...]` runs the program under
+memlens's Sanitizer-API library, records the lane offsets of the first N warp-level executions of every
+shared-memory instruction (loads, stores, atomics, ldmatrix/stmatrix, cp.async) in each kernel's first
+launch (--launches) into banks.json in a new run directory, and analyses it. It needs the CUDA Sanitizer
+API (the toolkit's compute-sanitizer, or the nvidia-cuda-sanitizer-api wheel), a C++ compiler and nvcc (or a
+shipped patch) for the GPU's architecture.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from memlens.output import renderer
 from memlens.output.bank_map import BanksFindings
 
 DEFAULT_WARPS = 4
+DEFAULT_LAUNCHES = 1  # collect.bank_trace.DEFAULT_LAUNCHES (not imported: the command's import stays light)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_WARPS,
         metavar="N",
         help=f"-- COMMAND: warp-level executions recorded per instruction (default {DEFAULT_WARPS})",
+    )
+    parser.add_argument(
+        "--launches",
+        type=int,
+        default=DEFAULT_LAUNCHES,
+        metavar="N",
+        help=f"-- COMMAND: each kernel's first N launches traced, 0 for all (default {DEFAULT_LAUNCHES}); "
+        "later launches run unpatched",
     )
     parser.add_argument(
         "--recorded-only",
@@ -62,11 +72,15 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("give a banks.json FILE to analyse, or -- COMMAND to record one")
     if args.warps < 1:
         raise ConfigError(f"--warps must be 1 or more, not {args.warps}")
+    if args.launches < 0:
+        raise ConfigError(f"--launches must be 0 (every launch) or more, not {args.launches}")
     output = chosen_format(args, {"json": args.json})
     if program:
         from memlens.collect.bank_trace import trace_program
 
-        path = trace_program(program, Path(args.out), args.warps, args.pattern, every=not args.recorded_only)
+        path = trace_program(
+            program, Path(args.out), args.warps, args.pattern, every=not args.recorded_only, launches=args.launches
+        )
         print(f"memlens: recorded {path}", file=sys.stderr)
     else:
         path = Path(args.file)

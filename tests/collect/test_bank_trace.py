@@ -185,9 +185,9 @@ def test_the_trace_environment_preloads_the_library_before_the_programs_own():
         "/run/banktrace",
         "8",
     )
-    assert env["MEMLENS_BANKS_EVERY"] == "1"
-    quick = bt.trace_environment(Path("/l.so"), Path("/p"), Path("/o"), 1, {}, every=False)
-    assert quick["MEMLENS_BANKS_EVERY"] == "0"
+    assert (env["MEMLENS_BANKS_EVERY"], env["MEMLENS_BANKS_LAUNCHES"]) == ("1", "1")  # each kernel's first launch
+    quick = bt.trace_environment(Path("/l.so"), Path("/p"), Path("/o"), 1, {}, every=False, launches=0)
+    assert (quick["MEMLENS_BANKS_EVERY"], quick["MEMLENS_BANKS_LAUNCHES"]) == ("0", "0")
     assert "LD_LIBRARY_PATH" not in bt.trace_environment(Path("/c/lib.so"), Path("/p"), Path("/o"), 1, {})
 
 
@@ -223,7 +223,13 @@ def test_the_host_library_builds_once_into_the_cache_and_subscribes_when_preload
     done = subprocess.run(["/bin/echo", "ok"], env=traced, capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "ok\n")
     (start,) = bt.read_trace_lines(folder)
-    assert (start["event"], start["warps"], start["slots"], start["every"]) == ("start", 3, 2048, 1)
+    assert (start["event"], start["warps"], start["launches"], start["slots"], start["every"]) == (
+        "start",
+        3,
+        1,
+        2048,
+        1,
+    )
 
 
 def test_trace_program_writes_banks_json_even_when_the_program_fails(tmp_path, monkeypatch, capsys):

@@ -123,6 +123,7 @@ def test_all_draws_conflict_free_instructions_too(banks_file, capsys):
         (["banks"], "give a banks.json FILE to analyse, or -- COMMAND to record one"),
         (["banks", "x.json", "--", "prog"], "give a banks.json FILE or -- COMMAND, not both"),
         (["banks", "--warps", "0", "--", "prog"], "--warps must be 1 or more, not 0"),
+        (["banks", "--launches", "-1", "--", "prog"], "--launches must be 0 (every launch) or more, not -1"),
         (["banks", "nothere.json"], "nothere.json: no such file"),
     ],
 )

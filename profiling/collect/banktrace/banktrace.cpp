@@ -2,14 +2,18 @@
 // initializer subscribes, as NVIDIA's compute-sanitizer-samples do) or by CUDA_INJECTION64_PATH (the driver
 // calls InitializeInjection); either way it subscribes once, since a process may hold one subscriber only.
 //
-// Each module loaded is patched: every shared-memory access, ldmatrix/stmatrix and cp.async calls
-// banktrace_patch.cu's functions. Each launch gets a cleared MemlensBanksTrace (banktrace.h); at its end the
-// stream is synchronized and the records of the first MEMLENS_BANKS_WARPS executions of each instruction are
-// written as one JSON line to MEMLENS_BANKS_OUT/trace.<pid>.jsonl, flushed, so that a program that crashes
-// later keeps what was recorded. memlens (collect/bank_trace.py) turns the lines into banks.json.
+// A kernel's first MEMLENS_BANKS_LAUNCHES launches are traced: its module is patched at the first of them (every
+// shared-memory access, ldmatrix/stmatrix and cp.async then calls banktrace_patch.cu's functions) and unpatched
+// when a kernel of it that is done launches again, so that a program's later launches run its own code at full
+// speed; a module of no traced kernel is never patched. Each traced launch gets a cleared MemlensBanksTrace
+// (banktrace.h); at its end the stream is synchronized and the records of the first MEMLENS_BANKS_WARPS
+// executions of each instruction are written as one JSON line to MEMLENS_BANKS_OUT/trace.<pid>.jsonl, flushed,
+// so that a program that crashes later keeps what was recorded. memlens (collect/bank_trace.py) turns the lines
+// into banks.json.
 //
 // Environment: MEMLENS_BANKS_PATCH (the patch fatbin), MEMLENS_BANKS_OUT (a folder), MEMLENS_BANKS_WARPS
-// (default 4), MEMLENS_BANKS_SLOTS (instructions a launch, a power of two, default 2048), MEMLENS_BANKS_EVERY
+// (default 4), MEMLENS_BANKS_LAUNCHES (launches traced a kernel, default 1; 0: every launch, each module patched
+// as it loads), MEMLENS_BANKS_SLOTS (instructions a launch, a power of two, default 2048), MEMLENS_BANKS_EVERY
 // (0: the recorded executions alone, no bank model on every execution).
 #include <sanitizer.h>
 
@@ -40,20 +44,33 @@ struct ContextState {
     bool ready = false;
 };
 
+struct ModuleState {
+    std::string cubin_bytes;  // kept from its load until its first patch writes them to cubin_file
+    std::string cubin_file;  // the file its cubin was written to (for source lines), "" where none
+    bool patched = false;
+    bool reported = false;  // its "module" event written (at its first patch)
+    uint32_t in_flight = 0;  // traced launches begun and not ended: never unpatched under them
+};
+
 struct Tracer {
     Sanitizer_SubscriberHandle subscriber{};
     std::mutex lock;
     FILE* out = nullptr;
     std::string patch;
     std::string folder;
-    std::map<CUmodule, std::string> cubins;  // module -> the file its cubin was written to (for source lines)
-    uint32_t modules = 0;  // modules loaded so far: each cubin's file a number of its own
+    std::map<CUmodule, ModuleState> modules;
+    uint32_t cubins = 0;  // cubins written so far: each file a number of its own
     uint32_t warps = 4;
+    uint32_t launches = 1;  // 0: every launch
     uint32_t slots = 2048;
     uint32_t every = 1;
+    uint64_t unpatched = 0;  // times a module was unpatched so far (each launch line says)
+    std::map<CUfunction, uint32_t> traced;  // kernel -> its launches traced so far
     std::set<CUcontext> patched_contexts;
     std::map<CUcontext, std::unique_ptr<ContextState>> contexts;
 };
+
+thread_local bool tracing_launch = false;  // between a traced launch's begin and end callbacks (one thread)
 
 Tracer* tracer = nullptr;
 
@@ -96,27 +113,28 @@ void error(const char* what, SanitizerResult result) {
 
 // The module's binary, written beside the trace: memlens maps each instruction's offset to its source line
 // with nvdisasm. A file name, or "" where there is no binary or it cannot be written.
-std::string keep_cubin(const Sanitizer_ResourceModuleData* data) {
-    if (data->pCubin == nullptr || data->cubinSize == 0) return "";
-    std::string name = "module." + std::to_string(getpid()) + "." + std::to_string(tracer->modules++) + ".cubin";
+std::string write_cubin(const std::string& bytes) {
+    if (bytes.empty()) return "";
+    std::string name = "module." + std::to_string(getpid()) + "." + std::to_string(tracer->cubins++) + ".cubin";
     FILE* file = fopen((tracer->folder + "/" + name).c_str(), "wb");
     if (file == nullptr) return "";
-    bool whole = fwrite(data->pCubin, 1, data->cubinSize, file) == data->cubinSize;
+    bool whole = fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
     whole = fclose(file) == 0 && whole;
     return whole ? name : "";
 }
 
-void module_loaded(const Sanitizer_ResourceModuleData* data) {
-    std::string cubin = keep_cubin(data);
-    tracer->cubins[data->module] = cubin;
-    if (tracer->patched_contexts.insert(data->context).second) {
-        SanitizerResult added = sanitizerAddPatchesFromFile(tracer->patch.c_str(), data->context);
-        if (added != SANITIZER_SUCCESS) {
-            tracer->patched_contexts.erase(data->context);
-            error("sanitizerAddPatchesFromFile", added);
-            return;
-        }
-    }
+bool add_patches(CUcontext context) {
+    if (!tracer->patched_contexts.insert(context).second) return true;
+    SanitizerResult added = sanitizerAddPatchesFromFile(tracer->patch.c_str(), context);
+    if (added == SANITIZER_SUCCESS) return true;
+    tracer->patched_contexts.erase(context);
+    error("sanitizerAddPatchesFromFile", added);
+    return false;
+}
+
+// Every shared-memory, matrix and cp.async instruction of the module made to call the patch; its first time
+// writes its cubin and a "module" event with each kind's result.
+void patch_module(CUmodule module, ModuleState& state) {
     struct Kind {
         const char* name;
         Sanitizer_InstructionId id;
@@ -127,16 +145,32 @@ void module_loaded(const Sanitizer_ResourceModuleData* data) {
         {"matrix", SANITIZER_INSTRUCTION_MATRIX_MEMORY_ACCESS, "memlens_matrix"},
         {"memcpy_async", SANITIZER_INSTRUCTION_MEMCPY_ASYNC, "memlens_memcpy_async"},
     };
-    std::string line = "{\"event\": \"module\", \"cubin_bytes\": " + std::to_string(data->cubinSize) + ", \"patched\": {";
-    bool first = true;
+    std::string results;
     for (const Kind& kind : kinds) {
-        SanitizerResult result = sanitizerPatchInstructions(kind.id, data->module, kind.callback);
-        line += std::string(first ? "" : ", ") + json_string(kind.name) + ": " + json_string(result_words(result));
-        first = false;
+        SanitizerResult result = sanitizerPatchInstructions(kind.id, module, kind.callback);
+        results += std::string(results.empty() ? "" : ", ") + json_string(kind.name) + ": " +
+                   json_string(result_words(result));
     }
-    SanitizerResult patched = sanitizerPatchModule(data->module);
-    line += "}, \"module\": " + json_string(result_words(patched)) + ", \"cubin\": " + json_string(cubin.c_str()) + "}";
-    emit(line);
+    SanitizerResult patched = sanitizerPatchModule(module);
+    state.patched = patched == SANITIZER_SUCCESS;
+    if (!state.patched) error("sanitizerPatchModule", patched);
+    if (state.reported) return;
+    state.reported = true;
+    state.cubin_file = write_cubin(state.cubin_bytes);
+    size_t bytes = state.cubin_bytes.size();
+    std::string().swap(state.cubin_bytes);
+    emit("{\"event\": \"module\", \"cubin_bytes\": " + std::to_string(bytes) + ", \"patched\": {" + results +
+         "}, \"module\": " + json_string(result_words(patched)) + ", \"cubin\": " +
+         json_string(state.cubin_file.c_str()) + "}");
+}
+
+void module_loaded(const Sanitizer_ResourceModuleData* data) {
+    ModuleState& state = tracer->modules[data->module];
+    state = ModuleState();  // a handle reused after an unload is a new module
+    if (data->pCubin != nullptr && data->cubinSize != 0)
+        state.cubin_bytes.assign(static_cast<const char*>(data->pCubin), data->cubinSize);
+    if (!add_patches(data->context)) return;
+    if (tracer->launches == 0) patch_module(data->module, state);
 }
 
 ContextState* context_state(CUcontext context) {
@@ -161,9 +195,35 @@ ContextState* context_state(CUcontext context) {
     return state.get();
 }
 
+// A kernel done with (its launches traced) runs its module's own code: the module is unpatched, once no traced
+// launch of it is running. A kernel not done gets its module patched and the launch a cleared trace.
 void launch_begin(const Sanitizer_LaunchData* launch) {
+    tracing_launch = false;
+    ModuleState& module = tracer->modules[launch->module];
+    uint32_t& traced = tracer->traced[launch->function];
+    if (tracer->launches != 0 && traced >= tracer->launches) {
+        if (module.patched && module.in_flight == 0) {
+            sanitizerStreamSynchronize(launch->hStream);  // its earlier launches ran the patched code
+            SanitizerResult unpatched = sanitizerUnpatchModule(launch->module);
+            if (unpatched == SANITIZER_SUCCESS) {
+                module.patched = false;
+                ++tracer->unpatched;
+            } else {
+                error("sanitizerUnpatchModule", unpatched);
+            }
+        }
+        return;
+    }
     ContextState* state = context_state(launch->context);
     if (state == nullptr) return;  // the patch finds no trace (null userdata) and records nothing
+    if (!module.patched) {
+        if (!add_patches(launch->context)) return;
+        patch_module(launch->module, module);
+        if (!module.patched) return;
+    }
+    ++traced;
+    ++module.in_flight;
+    tracing_launch = true;
     state->host.full = 0;
     sanitizerMemset(state->slots, 0, state->slots_bytes, launch->hStream);
     sanitizerMemset(state->records, 0, state->records_bytes, launch->hStream);
@@ -197,6 +257,10 @@ std::string record_json(const MemlensBanksRecord& r, uint64_t function_pc) {
 }
 
 void launch_end(const Sanitizer_LaunchData* launch) {
+    if (!tracing_launch) return;
+    tracing_launch = false;
+    ModuleState& module = tracer->modules[launch->module];
+    if (module.in_flight > 0) --module.in_flight;
     auto found = tracer->contexts.find(launch->context);
     if (found == tracer->contexts.end() || !found->second || !found->second->ready) return;
     ContextState* state = found->second.get();
@@ -211,14 +275,14 @@ void launch_end(const Sanitizer_LaunchData* launch) {
     sanitizerMemcpyDeviceToHost(slots.data(), state->slots, state->slots_bytes, launch->hStream);
     uint64_t function_pc = 0, function_size = 0;
     sanitizerGetFunctionPcAndSize(launch->module, launch->functionName, &function_pc, &function_size);
-    auto cubin = tracer->cubins.find(launch->module);
     std::string line = "{\"event\": \"launch\", \"kernel\": " + json_string(launch->functionName) +
-                       ", \"cubin\": " + json_string(cubin == tracer->cubins.end() ? "" : cubin->second.c_str()) +
+                       ", \"cubin\": " + json_string(module.cubin_file.c_str()) +
                        ", \"grid\": [" + std::to_string(launch->gridDim_x) + ", " + std::to_string(launch->gridDim_y) +
                        ", " + std::to_string(launch->gridDim_z) + "], \"block\": [" + std::to_string(launch->blockDim_x) +
                        ", " + std::to_string(launch->blockDim_y) + ", " + std::to_string(launch->blockDim_z) +
                        "], \"function_size\": " + std::to_string(function_size) +
-                       ", \"full\": " + std::to_string(header.full) + ", \"records\": [";
+                       ", \"full\": " + std::to_string(header.full) + ", \"unpatched\": " +
+                       std::to_string(tracer->unpatched) + ", \"records\": [";
     bool first = true;
     MemlensBanksRecord record{};
     for (uint32_t s = 0; s < tracer->slots; ++s) {
@@ -284,6 +348,8 @@ int start() {
         tracer->patch = patch;
         tracer->folder = folder;
         tracer->warps = env_count("MEMLENS_BANKS_WARPS", 4);
+        const char* launches = getenv("MEMLENS_BANKS_LAUNCHES");
+        tracer->launches = (launches != nullptr && strcmp(launches, "0") == 0) ? 0 : env_count("MEMLENS_BANKS_LAUNCHES", 1);
         const char* every = getenv("MEMLENS_BANKS_EVERY");
         tracer->every = (every != nullptr && strcmp(every, "0") == 0) ? 0 : 1;
         uint32_t slots = env_count("MEMLENS_BANKS_SLOTS", 2048);
@@ -304,7 +370,8 @@ int start() {
         sanitizerEnableDomain(1, tracer->subscriber, SANITIZER_CB_DOMAIN_RESOURCE);
         sanitizerEnableDomain(1, tracer->subscriber, SANITIZER_CB_DOMAIN_LAUNCH);
         emit("{\"event\": \"start\", \"pid\": " + std::to_string(getpid()) + ", \"warps\": " +
-             std::to_string(tracer->warps) + ", \"slots\": " + std::to_string(tracer->slots) +
+             std::to_string(tracer->warps) + ", \"launches\": " + std::to_string(tracer->launches) +
+             ", \"slots\": " + std::to_string(tracer->slots) +
              ", \"every\": " + std::to_string(tracer->every) + "}");
     });
     return status;
