@@ -203,22 +203,31 @@ def demangle(names: Sequence[str]) -> dict[str, str]:
 
 
 def source_lines(folder: Path, events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], tuple[str, int]]:
-    """Each launched module's instructions' source lines, by nvdisasm on the cubin the library kept; none
-    (said on stderr) without nvdisasm."""
-    from memlens.collect.cubin_lines import INSTALL_NVDISASM, cubin_lines
+    """The launched kernels' instructions' source lines, by nvdisasm on the cubins the library kept (a large
+    one in those kernels only), the cubins side by side on the machine's cores; none (said on stderr) without
+    nvdisasm."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memlens.collect.cubin_lines import INSTALL_NVDISASM, cubin_lines, disassemblies
     from memlens.io.cuda_tools import find_nvdisasm
 
-    cubins = sorted({str(e["cubin"]) for e in events if e.get("event") == "launch" and e.get("cubin")})
-    if not cubins:
+    launched: dict[str, set[str]] = {}
+    for event in events:
+        if event.get("event") == "launch" and event.get("cubin"):
+            launched.setdefault(str(event["cubin"]), set()).add(str(event.get("kernel", "")))
+    if not launched:
         return {}
     nvdisasm = find_nvdisasm()
     if nvdisasm is None:
         print(f"memlens: no nvdisasm: banks.json names no source lines ({INSTALL_NVDISASM})", file=sys.stderr)
         return {}
+    jobs = [(cubin, symbol) for cubin in sorted(launched) for symbol in disassemblies(folder / cubin, launched[cubin])]
     found: dict[tuple[str, str, int], tuple[str, int]] = {}
-    for cubin in cubins:
-        for (function, offset), where in cubin_lines(folder / cubin, nvdisasm).items():
-            found[(cubin, function, offset)] = where
+    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1) or 1) as pool:
+        done = pool.map(lambda job: cubin_lines(folder / job[0], nvdisasm, job[1]), jobs)
+        for (cubin, _), lines in zip(jobs, done, strict=True):
+            for (function, offset), where in lines.items():
+                found[(cubin, function, offset)] = where
     return found
 
 

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from memlens.collect import bank_trace as bt
-from memlens.collect.cubin_lines import cubin_lines, parse_lines
+from memlens.collect import cubin_lines as cubin_lines_module
+from memlens.collect.cubin_lines import cubin_lines, disassemblies, parse_lines
 from memlens.io.cuda_tools import find_nvdisasm
+from memlens.readers.report_binaries import parse_cubin, report_cubins
 
 PROBE = Path(__file__).parents[1] / "fixtures" / "programs" / "bank_probe.cu"
 
@@ -82,3 +84,37 @@ def test_banks_json_names_each_instructions_line_from_its_launchs_cubin():
     first, second = bt.banks_from_traces(events, 4, lines=lines).instructions
     assert (first.file, first.line, first.location) == ("/src/probe.cu", 65, "/src/probe.cu:65")
     assert (second.file, second.line) == (None, None)
+
+
+# --- a large cubin: the launched functions only (a PyTorch module's tens of MB took 122 s whole, issue 50) ---
+
+
+@pytest.fixture(scope="module")
+def kinds_cubin(tmp_path_factory) -> Path:
+    """The memory-kinds probe's module (136,936 bytes, twelve kernels), as the library keeps it."""
+    (cubin,) = report_cubins(Path(__file__).parents[1] / "fixtures" / "nvidia_h200" / "kinds" / "memory_kinds.ncu-rep")
+    path = tmp_path_factory.mktemp("kinds") / "module.1.0.cubin"
+    path.write_bytes(cubin.image)
+    return path
+
+
+def test_a_small_cubin_is_disassembled_whole_and_a_large_one_in_the_launched_functions_only(kinds_cubin, monkeypatch):
+    launched = {"_Z14global_atomicsPfPj", "_Z11shared_3wayPf", "not_in_this_module"}
+    assert disassemblies(kinds_cubin, launched) == [None]  # 136,936 bytes: whole, one nvdisasm
+    assert disassemblies(kinds_cubin, None) == [None]
+    monkeypatch.setattr(cubin_lines_module, "WHOLE_CUBIN_BYTES", 100_000)
+    shared_3way = parse_cubin(kinds_cubin.read_bytes()).functions["_Z11shared_3wayPf"]
+    assert disassemblies(kinds_cubin, launched) == sorted([31, shared_3way])  # global_atomics is symbol 31
+    assert disassemblies(kinds_cubin, {"not_in_this_module"}) == []
+    (kinds_cubin.parent / "junk.cubin").write_bytes(b"not an elf" * 20_000)
+    assert disassemblies(kinds_cubin.parent / "junk.cubin", launched) == [None]  # nvdisasm says what it can
+
+
+def test_one_functions_lines_are_those_of_the_whole_disassembly(kinds_cubin):
+    nvdisasm = find_nvdisasm()
+    if nvdisasm is None:
+        pytest.skip("needs nvdisasm: pip install nvidia-cuda-nvdisasm")
+    whole = cubin_lines(kinds_cubin, nvdisasm)
+    one = cubin_lines(kinds_cubin, nvdisasm, 31)
+    assert one and {function for function, _ in one} == {"_Z14global_atomicsPfPj"}
+    assert one == {key: where for key, where in whole.items() if key[0] == "_Z14global_atomicsPfPj"}
