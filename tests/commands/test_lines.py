@@ -164,7 +164,7 @@ def _suite_run(tmp_path, gpu: str, bench: str | None):
 
 H200_COPY = (FIXTURES / "nvidia_h200" / "copy" / "bench.json").read_text()
 CEILING_NOTE = (
-    "note: time at stake takes the kernel's DRAM bytes at the measured copy bandwidth, 4,217 GB/s (the run's "
+    "note: time at stake takes the kernel's DRAM bytes at the measured copy bandwidth, 4,244 GB/s (the run's "
     "bench.json), not at peak"
 )
 
@@ -176,11 +176,11 @@ def test_a_bench_json_of_the_profiles_gpu_sets_the_dram_ceiling_of_the_time_at_s
     assert f"  {CEILING_NOTE}\n" in text
     data = json.loads(_lines(capsys, str(run), "-k", "fp16_transpose/dense", "--json"))
     (dense,) = data["kernels"]
-    assert dense["dram_ceiling"]["at"] == "the measured copy bandwidth, 4,217 GB/s"
-    assert dense["dram_ceiling"]["bytes_per_second"] == pytest.approx(4216.97e9, rel=1e-6)
-    # 250,567,424 bytes at 4,216.97 GB/s: 59.4 µs of its 80.1 µs (at peak: 34.9%)
-    assert dense["headroom"]["time_at_stake"] == pytest.approx(0.2578, abs=1e-4)
-    assert "measured copy bandwidth, 4,217 GB/s: 59.4 µs of 80.1 µs" in dense["headroom"]["stake_bounded_by"]
+    assert dense["dram_ceiling"]["at"] == "the measured copy bandwidth, 4,244 GB/s"
+    assert dense["dram_ceiling"]["bytes_per_second"] == pytest.approx(4244.04e9, rel=1e-6)
+    # 250,567,424 bytes at 4,244.04 GB/s: 59.0 µs of its 80.1 µs (at peak: 34.9%)
+    assert dense["headroom"]["time_at_stake"] == pytest.approx(0.2626, abs=1e-4)
+    assert "measured copy bandwidth, 4,244 GB/s: 59 µs of 80.1 µs" in dense["headroom"]["stake_bounded_by"]
     assert CEILING_NOTE.removeprefix("note: ") in dense["notes"]
     sarif = json.loads(_lines(capsys, str(run), "-k", "fp16_transpose/dense", "--format", "sarif"))
     bounds = {r["properties"]["stake_bounded_by"] for r in sarif["runs"][0]["results"]}

@@ -33,7 +33,7 @@ CLOCKED = {"duration": 1000.0, "sm_clock": 1e9, "sm_count": 100.0, "grid_size": 
 DRAM = {"dram_read_bytes": 2e6, "dram_write_bytes": 1e6, "peak_dram_bytes_per_cycle": 4000.0, "dram_clock": 1e9}
 H100, H200 = "nvidia_h100_80gb_hbm3", "nvidia_h200"
 # what the fixes below cannot bring under the 1.5x-or-15-points bound, and why: the kernels' fixes stop short of
-# the DRAM ceiling (the GPU's measured copy: 4,217 GB/s on the H200, 88% of its peak; the H100's peak until its
+# the DRAM ceiling (the GPU's measured copy: 4,244 GB/s on the H200, 88% of its peak; the H100's peak until its
 # copy is recorded), which the counters cannot see past
 LOOSE = {
     ("H100", "gather<1>"): "the fixed kernel reads at 63% of DRAM peak; the excess sectors were L2 hits",
@@ -42,8 +42,9 @@ LOOSE = {
 }
 if measured_copy(H100) is None:  # at its peak (3,352 GB/s) the kernel's conflicts, hidden behind DRAM, look costly
     LOOSE[("H100", "fp16_transpose/dense")] = "DRAM at 80% of peak before and after: the conflicts were hidden by it"
-if measured_copy(H200) is None:
-    LOOSE[("H200", "fp16_transpose/dense")] = "a partial fix (xor_row keeps 2-way conflicts) at 65% of DRAM peak"
+# at the copy recorded by record_copy.sh (4,244 GB/s): 26.3% at stake for 11.0% saved, 0.3 points past the band
+# (at bench_h200.json's 4,217 GB/s from an earlier run it was 25.8%, inside it: the band's edge is the copy's noise)
+LOOSE[("H200", "fp16_transpose/dense")] = "a partial fix (xor_row keeps 2-way conflicts) at 65% of DRAM peak"
 
 
 def kernel(**raw: float | None) -> KernelResult:
@@ -151,26 +152,26 @@ def test_the_ceiling_is_never_below_what_a_kernel_of_the_run_reached():
 
 
 def test_fp16_dense_on_the_h200_at_its_measured_copy_worked_on_paper():
-    # 250,567,424 DRAM bytes (ncu's dram__bytes) in 80.064 µs; the H200's 1 GiB copy: 4,216.97 GB/s (bench.json);
-    # floor 250,567,424 / 4,216.97e9 = 59.42 µs, at most 1 - 59.42 / 80.064 = 25.8% to save (at its 4,808 GB/s
+    # 250,567,424 DRAM bytes (ncu's dram__bytes) in 80.064 µs; the H200's 1 GiB copy: 4,244.04 GB/s (bench.json);
+    # floor 250,567,424 / 4,244.04e9 = 59.04 µs, at most 1 - 59.04 / 80.064 = 26.3% to save (at its 4,808 GB/s
     # peak: 52.11 µs, 34.9%); the suite's fastest kernel reached 4,032 GB/s, below the copy
     results = read_lines(str(FIXTURES / H200 / "suite.results.json"))
     dense = next(k for k in results.kernels if k.label == "fp16_transpose/dense")
     assert (dense.value("dram_bytes"), dense.value("duration")) == (250_567_424.0, 80_064.0)
     ceiling = copy_ceiling(load_bench(FIXTURES / H200 / "copy" / "bench.json"), results)
     assert ceiling is not None and ceiling.what == "the measured copy bandwidth"
-    assert ceiling.gb_per_s == pytest.approx(4216.97, abs=0.01)
+    assert ceiling.gb_per_s == pytest.approx(4244.04, abs=0.01)
     headroom = kernel_stake(dense, ceiling)
-    assert headroom is not None and headroom.fraction == pytest.approx(1 - 59.4193e-6 / 80.064e-6, abs=1e-5)
-    assert headroom.fraction == pytest.approx(0.2578, abs=1e-4)
+    assert headroom is not None and headroom.fraction == pytest.approx(1 - 59.0399e-6 / 80.064e-6, abs=1e-5)
+    assert headroom.fraction == pytest.approx(0.2626, abs=1e-4)
     assert (
-        headroom.by == "the kernel's floor (DRAM bytes at the measured copy bandwidth, 4,217 GB/s: 59.4 µs of 80.1 µs)"
+        headroom.by == "the kernel's floor (DRAM bytes at the measured copy bandwidth, 4,244 GB/s: 59 µs of 80.1 µs)"
     )
     at_peak = kernel_stake(dense)
     assert at_peak is not None and at_peak.fraction == pytest.approx(0.349, abs=1e-3)
     (case,) = [c for c in checked() if (c.gpu, c.fix.before) == ("H200", "fp16_transpose/dense")]
     assert case.stake == pytest.approx(headroom.fraction)  # its lines together are bounded by the same floor
-    assert case.ceiling == "the measured copy bandwidth, 4,217 GB/s"
+    assert case.ceiling == "the measured copy bandwidth, 4,244 GB/s"
 
 
 def test_a_bench_of_another_gpu_or_a_broken_one_leaves_the_peak(tmp_path):

@@ -214,7 +214,7 @@ def _by_place(findings) -> dict[tuple[str, str], tuple[str, str, str]]:
 def test_a_bench_of_the_runs_gpu_gives_the_findings_its_measured_dram_ceiling(tmp_path):
     from memlens.bench.results import load_bench
 
-    bench = load_bench(H200 / "copy" / "bench.json")  # the H200's copy: 4,217 GB/s (its peak: 4,811)
+    bench = load_bench(H200 / "copy" / "bench.json")  # the H200's copy: 4,244 GB/s (its peak: 4,811)
     results = read_report(SUITE)
     at_peak = _by_place(build_report([("suite", results)]).runs[0].findings)
     measured = _by_place(build_report([("suite", results)], [("bench.json", bench)]).runs[0].findings)
@@ -223,9 +223,9 @@ def test_a_bench_of_the_runs_gpu_gives_the_findings_its_measured_dram_ceiling(tm
         "≤ 29% of 0.151 ms",
     )
     assert measured[("transpose/swizzled", "kernel")] == (
-        "runs 0.151 ms, its floor 0.122 ms (its DRAM bytes at the measured copy bandwidth, 4,217 GB/s)",
-        "≤ 19% of 0.151 ms",
-        "the kernel's floor (DRAM bytes at the measured copy bandwidth, 4,217 GB/s: 122 µs of 151 µs)",
+        "runs 0.151 ms, its floor 0.122 ms (its DRAM bytes at the measured copy bandwidth, 4,244 GB/s)",
+        "≤ 20% of 0.151 ms",
+        "the kernel's floor (DRAM bytes at the measured copy bandwidth, 4,244 GB/s: 122 µs of 151 µs)",
     )
     assert measured[("transpose/conflict", "kernels/transpose.cu:40")][1] == "≤ 60% of 0.307 ms"  # at peak: 65%
     assert measured.keys() == at_peak.keys()
@@ -239,4 +239,4 @@ def test_a_bench_of_the_runs_gpu_gives_the_findings_its_measured_dram_ceiling(tm
     (run / "results.json").write_bytes(SUITE.read_bytes())
     (run / "bench.json").write_bytes((H200 / "copy" / "bench.json").read_bytes())
     page = _html(run, tmp_path)
-    assert "DRAM bytes at the measured copy bandwidth, 4,217 GB/s: 122 µs of 151 µs" in html.unescape(page)
+    assert "DRAM bytes at the measured copy bandwidth, 4,244 GB/s: 122 µs of 151 µs" in html.unescape(page)
