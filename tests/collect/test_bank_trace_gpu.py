@@ -108,11 +108,6 @@ def every_n_way(results: RunResults, analysis: BanksAnalysis) -> dict[str, dict[
     return found
 
 
-# Found by the test below on the H100 (2026-11-27) and still open (issue 50): the bank model's figure for
-# cp.async's shared writes (fitted to earlier measurements) is 4-way where ncu records 2-way.
-KNOWN_DISAGREEMENTS = {"cp_async_rows": "issue 50: the model's cp.async rows 4-way, ncu's 2-way (H100)"}
-
-
 def test_the_bank_models_n_way_is_ncus_per_instruction(probe, tmp_path):
     # memlens profile --banks: ncu's run, then the trace's, into one run directory
     done = memlens(
@@ -123,16 +118,10 @@ def test_the_bank_models_n_way_is_ncus_per_instruction(probe, tmp_path):
     analysis = analyse_run(run)
     assert analysis is not None
     ours = every_n_way(read_report(run / "results.json"), analysis)
-    disagree = []
     for name, by_offset in ours.items():
         model = {offset: round(n_way, 3) for offset, (n_way, _) in by_offset.items()}
         ncu = {offset: -1 if n_way is None else round(n_way, 3) for offset, (_, n_way) in by_offset.items()}
-        if name in KNOWN_DISAGREEMENTS and model != ncu:
-            disagree.append(f"{name}: model {model}, ncu {ncu}")
-            continue
         assert model == ncu, name
-    if disagree:  # every other kernel agreed above
-        pytest.xfail(f"{KNOWN_DISAGREEMENTS}: {'; '.join(disagree)}")
 
 
 def test_a_python_program_with_numba_cupy_and_triton_kernels_and_pytorch_loaded(tmp_path):
@@ -154,9 +143,6 @@ def test_a_python_program_with_numba_cupy_and_triton_kernels_and_pytorch_loaded(
         assert worst["n_way"] == 32 and worst["fix"]["kind"] == "pad", worst
 
 
-# Found on the H100 (2026-11-27), open (issue 50): an instruction of fp16_transpose/padded the model calls
-# conflicting, with no pad or swizzle found; whether the model or the layout is wrong is not yet known.
-NO_FIX_YET = {"fp16_transpose_padded": "issue 50: a conflicting instruction with no fix found (H100)"}
 SUITE_PROGRAM = ["-m", "memlens.collect.profiled_program", "--suite", str(REPO / "kernels"), "--small"]
 
 
@@ -171,12 +157,9 @@ def test_every_conflicting_instruction_of_the_built_in_suite_has_its_picture_and
     assert any(function(e["kernel"]).startswith("transpose_conflict") for e in conflicting), sorted(
         {e["kernel"] for e in entries}
     )
-    unfixed = [e for e in conflicting if e["access"] != "cp.async" and e["fix"]["kind"] == "none"]
-    assert [e for e in unfixed if function(e["kernel"]) not in NO_FIX_YET] == []
+    assert [e for e in conflicting if e["access"] != "cp.async" and e["fix"]["kind"] == "none"] == []
     text = memlens("banks", str(next(tmp_path.glob("*/banks.json"))))
     assert text.returncode == 0 and "  wf  1   " in text.stdout
-    if unfixed:  # every other conflicting instruction has its proved fix, asserted above
-        pytest.xfail(f"{NO_FIX_YET}: {sorted({(e['kernel'], e['n_way']) for e in unfixed})}")
 
 
 def test_the_suites_bank_model_n_way_is_ncus_per_instruction(tmp_path):

@@ -164,9 +164,7 @@ def test_fp16_dense_on_the_h200_at_its_measured_copy_worked_on_paper():
     headroom = kernel_stake(dense, ceiling)
     assert headroom is not None and headroom.fraction == pytest.approx(1 - 59.0399e-6 / 80.064e-6, abs=1e-5)
     assert headroom.fraction == pytest.approx(0.2626, abs=1e-4)
-    assert (
-        headroom.by == "the kernel's floor (DRAM bytes at the measured copy bandwidth, 4,244 GB/s: 59 µs of 80.1 µs)"
-    )
+    assert headroom.by == "the kernel's floor (DRAM bytes at the measured copy bandwidth, 4,244 GB/s: 59 µs of 80.1 µs)"
     at_peak = kernel_stake(dense)
     assert at_peak is not None and at_peak.fraction == pytest.approx(0.349, abs=1e-3)
     (case,) = [c for c in checked() if (c.gpu, c.fix.before) == ("H200", "fp16_transpose/dense")]
