@@ -41,15 +41,15 @@ def parse_lines(text: str) -> Lines:
 
 
 def disassemblies(cubin: Path, functions: Collection[str] | None = None) -> list[int | None]:
-    """What to disassemble of `cubin` to place `functions` (None: all): the whole (None) where it is small,
-    not a CUDA ELF image nvdisasm's -fun can name symbols of, or no function is named; else each named
-    function's symbol index (those the cubin has)."""
+    """What to disassemble of `cubin` to place `functions` (None: all): the whole (None) where it is small or
+    not a CUDA ELF image nvdisasm's -fun can name symbols of; else the symbol index of each of `functions`
+    the cubin has (none: nothing to disassemble)."""
     if functions is None or cubin.stat().st_size <= WHOLE_CUBIN_BYTES:
         return [None]
     parsed = parse_cubin(cubin.read_bytes())
     if parsed is None:
         return [None]
-    return sorted({parsed.functions[name] for name in functions if name in parsed.functions})
+    return [*sorted({parsed.functions[name] for name in functions if name in parsed.functions})]
 
 
 def cubin_lines(cubin: Path, nvdisasm: str | Path, symbol: int | None = None) -> Lines:

@@ -90,9 +90,7 @@ class Floor:
     flop_seconds: float | None
     dram_bytes: float | None
     dram_bandwidth: float | None
-    dram_at: str = (
-        "peak"  # the ceiling `dram_bandwidth` is, in words: "peak", "the measured copy bandwidth, 4,217 GB/s"
-    )
+    dram_at: str = "peak"  # `dram_bandwidth` in words: "peak", "the measured copy bandwidth, 4,244 GB/s"
 
     def seconds(self, less_dram_bytes: float = 0.0) -> tuple[float, str] | None:
         """The floor with `less_dram_bytes` of DRAM traffic gone, and what sets it; None where neither
