@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import LogFormatterSciNotation  # noqa: E402
 
 from memlens.io.safe_text import neutral  # noqa: E402
 from memlens.io.units import significant  # noqa: E402
@@ -48,6 +49,38 @@ STYLE: dict[RcKeyType, Any] = {  # matplotlib's rc_context types each key's valu
     "xtick.color": FAINT,
     "ytick.color": INK,
 }
+
+
+# A log axis's labels as matplotlib chooses them (10³, 2×10¹), written as plain text: its own mathtext labels
+# took a third of a report's chart time (1.1 of 3.6 s for the suite's 22 charts).
+SUPERSCRIPTS = str.maketrans("-−0123456789", "⁻⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+MATHTEXT_LABEL = re.compile(r"\$\\mathdefault\{(.*)\}\$")
+
+
+class PlainLogFormatter(LogFormatterSciNotation):
+    """matplotlib's own choice of labels for a log axis, each as plain_power writes it."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return plain_power(super().__call__(x, pos))
+
+
+def plain_power(label: str) -> str:
+    """`$\\mathdefault{2\\times10^{-1}}$` as `2×10⁻¹`; any other label as it is."""
+    whole = MATHTEXT_LABEL.fullmatch(label)
+    if whole is None:
+        return label
+    body = whole[1].replace("\\times", "×")
+    body = re.sub(r"\^\{(-?\d+)\}", lambda power: power[1].translate(SUPERSCRIPTS), body)
+    return body if re.fullmatch(r"[0-9.×⁻⁰¹²³⁴⁵⁶⁷⁸⁹]*", body) else label
+
+
+def log_axes(ax: Any, x: bool = False, y: bool = False) -> None:
+    """The chosen axes of `ax` on a log scale, labelled in plain text."""
+    for chosen, axis, scale in ((x, ax.xaxis, ax.set_xscale), (y, ax.yaxis, ax.set_yscale)):
+        if chosen:
+            scale("log")
+            axis.set_major_formatter(PlainLogFormatter())
+            axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False))
 
 
 @dataclass(frozen=True)
@@ -207,7 +240,7 @@ def comparison_chart(comparisons: Sequence[Comparison], salt: str, width: float 
         ax = figure.subplots()
         bar = 0.8 / count
         top = max(positive)
-        ax.set_xscale("log")
+        log_axes(ax, x=True)
         for index in range(count):
             ys = [k + index * bar for k in range(len(comparisons))]
             values = [max(m.cells[index].value or 0, floor) for m in durations]
@@ -282,10 +315,11 @@ def sweep_chart(family: FamilySection, salt: str, exact: bool, width: float = WI
                 )
                 if panel is panels[0]:
                     handles.extend(drawn)
-            if log_scale(sweep.values):
-                ax.set_xscale("log")
-            if log_scale([y for points in series.values() for _, y in points if y is not None]):
-                ax.set_yscale("log")
+            log_axes(
+                ax,
+                x=log_scale(sweep.values),
+                y=log_scale([y for points in series.values() for _, y in points if y is not None]),
+            )
             ax.set_title(panel.title, fontsize=9, loc="left", color=INK)
             ax.set_xlabel(sweep.size)
             for side in ("top", "right"):
@@ -348,16 +382,16 @@ def roofline_chart(family: FamilySection, salt: str, width: float = WIDE) -> str
         narrow = width < WIDE
         figure = Figure(figsize=(width, 6.4 if narrow else 4.2))
         ax = figure.subplots()
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        log_axes(ax, x=True, y=True)
         grid = [low_x * (high_x / low_x) ** (i / 200) for i in range(201)]
         top = max(peaks) if peaks else max(ys) * 10
         for text, peak, place in peak_labels(roof.peak_flops):
             ax.axhline(peak, color=INK, linewidth=1.2)
             ax.text(high_x, peak, text, ha="right", va=place, fontsize=8)
-        for label, bandwidth, style in (
-            ("DRAM peak", roof.dram_bandwidth, "-"),
-            ("copy (memlens bench)", roof.copy_bandwidth, "--"),
+        # the peak's label over its line, the copy's (a little below the peak) under its own: never on each other
+        for label, bandwidth, style, place in (
+            ("DRAM peak", roof.dram_bandwidth, "-", "bottom"),
+            ("copy (memlens bench)", roof.copy_bandwidth, "--", "top"),
         ):
             if not bandwidth:
                 continue
@@ -366,13 +400,13 @@ def roofline_chart(family: FamilySection, salt: str, width: float = WIDE) -> str
             x_text = low_x * 1.5
             ax.text(
                 x_text,
-                x_text * bandwidth * 1.15,
+                x_text * bandwidth * (1.15 if place == "bottom" else 1 / 1.15),
                 f"{label} {significant(bandwidth / 1e12)} TB/s",
                 fontsize=8,
                 color=FAINT,
                 rotation=0,
                 ha="left",
-                va="bottom",
+                va=place,
             )
         handles = _achieved_bandwidths(ax, roof, grid, top, low_x, 7.5 if narrow else 9)
         for index, point in enumerate(roof.points):
