@@ -161,12 +161,12 @@ def _headroom(
 ) -> tuple[Finding, ...]:
     """The kernel's own finding: how far it runs from its floor, and which floor (DRAM, FLOPs, or neither near)."""
     headroom = kernel_stake(kernel, ceiling)
-    bytes_floor = kernel_floor(kernel, ceiling)
-    floor = bytes_floor.seconds()
+    limits = kernel_floor(kernel, ceiling)
+    floor = limits.seconds()
     if headroom is None or headroom.fraction <= 0 or floor is None:
         return ()
     by_flops = floor[1].startswith("FLOPs")
-    dram = "peak bandwidth" if bytes_floor.dram_at == "peak" else bytes_floor.dram_at
+    dram = "peak bandwidth" if limits.dram_at == "peak" else limits.dram_at
     what = (
         f"runs {format_duration(duration)}, its floor {format_duration(floor[0] * 1e9)}"
         f" ({'its FLOPs at its roof' if by_flops else f'its DRAM bytes at {dram}'})"
