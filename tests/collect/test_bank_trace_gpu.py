@@ -24,10 +24,10 @@ from memlens.readers import read_report
 from memlens.theory.bank_analysis import BanksAnalysis, analyse_run
 from memlens.theory.bank_matching import match_instructions
 from tests.conftest import REPO
+from tests.support.family_runs import memlens_env
 
 pytestmark = pytest.mark.gpu
 PROGRAMS = REPO / "tests" / "fixtures" / "programs"
-ENV = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 CLOCK = os.environ.get("MEMLENS_CLOCK_CONTROL", "none")
 
 # (kernel, access, width) -> the largest n-way among its instructions, on paper
@@ -55,7 +55,7 @@ def function(name: str) -> str:
 
 def memlens(*argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memlens", *argv], capture_output=True, text=True, env=ENV, timeout=timeout
+        [sys.executable, "-m", "memlens", *argv], capture_output=True, text=True, env=memlens_env(), timeout=timeout
     )
 
 

@@ -17,6 +17,7 @@ import pytest
 from memlens.collect.gpus import list_gpus
 from memlens.suite import load_suite
 from tests.conftest import REPO
+from tests.support.family_runs import memlens_profile as profile
 
 pytestmark = pytest.mark.gpu
 SIZES = [] if os.environ.get("MEMLENS_GPUS_DEFAULT_SIZES") else ["--small"]
@@ -30,29 +31,8 @@ def gpus():
 
 
 def memlens_profile(out, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     started = time.monotonic()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memlens",
-            "profile",
-            str(REPO / "kernels"),
-            *SIZES,
-            "--out",
-            str(out),
-            "--clock-control",
-            os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
-            "--timeout",
-            "900",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1000,
-    )
+    done = profile(out, str(REPO / "kernels"), *SIZES, *extra, timeout=900)
     return done, time.monotonic() - started
 
 

@@ -5,7 +5,6 @@ ranges give and the figures the kernels are written to show. Needs ncu, nvcc, Py
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support.family_runs import memlens_profile
 
 pytestmark = pytest.mark.gpu
 PROGRAMS = REPO / "tests" / "fixtures" / "programs"
@@ -25,29 +25,6 @@ CUDA_APP_LABELS = {
     "local/running_sum",
     "cudaapp@spill/capped",
 }
-
-
-def memlens_profile(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memlens",
-            "profile",
-            "--out",
-            str(out),
-            "--clock-control",
-            os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
-            "--timeout",
-            "600",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=700,
-    )
 
 
 def kernels(run_dir: Path) -> dict[str, dict]:

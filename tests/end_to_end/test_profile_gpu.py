@@ -12,6 +12,7 @@ import pytest
 from memlens.readers import read_report
 from memlens.suite import load_suite
 from tests.conftest import REPO
+from tests.support.family_runs import memlens_profile
 
 pytestmark = pytest.mark.gpu
 
@@ -19,26 +20,7 @@ pytestmark = pytest.mark.gpu
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memlens",
-            "profile",
-            str(REPO / "kernels"),
-            "--out",
-            str(out),
-            "--clock-control",
-            os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
-            "--timeout",
-            "900",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1000,
-    )
+    done = memlens_profile(out, str(REPO / "kernels"), timeout=900)
     assert done.returncode == 0, done.stderr
     return (out / "latest").resolve()
 

@@ -4,13 +4,13 @@ variant and size, each labelled and sized as swept, then the report's size and r
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
 from tests.conftest import REPO
+from tests.support.family_runs import memlens_env, memlens_profile
 
 pytestmark = pytest.mark.gpu
 
@@ -20,15 +20,9 @@ VARIANTS = ("conflict", "padded")
 
 def test_a_sweep_profiles_each_variant_at_each_size(tmp_path):
     out = tmp_path / "runs"
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    command = [
-        sys.executable,
-        "-m",
-        "memlens",
-        "profile",
+    done = memlens_profile(
+        out,
         str(REPO / "kernels"),
-        "--out",
-        str(out),
         "-k",
         "^transpose/(conflict|padded)$",
         "--size",
@@ -36,12 +30,7 @@ def test_a_sweep_profiles_each_variant_at_each_size(tmp_path):
         "--sweep",
         f"transpose.rows={','.join(map(str, SIZES))}",
         "--roofline",
-        "--clock-control",
-        os.environ.get("MEMLENS_CLOCK_CONTROL", "none"),
-        "--timeout",
-        "600",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=700)
+    )
     assert done.returncode == 0, done.stderr
     run = (out / "latest").resolve()
     data = json.loads((run / "results.json").read_text())
@@ -58,7 +47,7 @@ def test_a_sweep_profiles_each_variant_at_each_size(tmp_path):
         [sys.executable, "-m", "memlens", "report", str(run), "-o", str(report)],
         capture_output=True,
         text=True,
-        env=env,
+        env=memlens_env(),
         timeout=300,
     )
     assert shown.returncode == 0, shown.stderr

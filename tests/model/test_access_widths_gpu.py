@@ -5,24 +5,23 @@ python -m pytest -m gpu tests/model/test_access_widths_gpu.py"""
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
 
 from tests.conftest import REPO
 from tests.model.test_instruction_table import assert_sizes_decode_to_opcode_widths
+from tests.support.family_runs import memlens_env
 
 pytestmark = pytest.mark.gpu
 
 
 def test_a_fresh_recording_of_every_width_decodes_to_its_opcodes(tmp_path):
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     done = subprocess.run(
         ["bash", str(REPO / "tests" / "fixtures" / "record_widths.sh"), str(tmp_path)],
         capture_output=True,
         text=True,
-        env=env,
+        env=memlens_env(),
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
