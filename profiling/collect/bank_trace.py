@@ -25,7 +25,7 @@ from memlens.collect.bank_trace_build import build_host_library, device_patch, f
 from memlens.errors import ProfilerError
 from memlens.model.banks_file import WIDTHS, BankAccess, BanksFile, ExecutionTotals, RecordedInstruction
 from memlens.model.nvtx_names import compile_filter
-from memlens.model.run_layout import BANK_TRACE, BANKS_FILE
+from memlens.model.run_layout import BANK_LAUNCHES, BANK_TRACE, BANKS_FILE
 
 NOT_LANE_ACCESSES = (
     "TMA (cp.async.bulk) and wgmma operand reads move whole tiles, not one address a lane: they have no lane "
@@ -39,9 +39,6 @@ SINGLE_LANE_WARNING = (
     "and these records are not warp-level accesses"
 )
 WARP_LANES = 32
-# each kernel's launches traced: the first (the one `memlens profile` measures by default); later ones run
-# the program's own code, unpatched, at full speed
-DEFAULT_LAUNCHES = 1
 # the bank model over every warp-level execution (banktrace_model.h), summed over launches
 TOTALS = ("executions", "wavefronts", "ideal")
 # the record kinds of banktrace.h and the Sanitizer's access flags
@@ -258,7 +255,7 @@ def trace_environment(
     base: Mapping[str, str] | None = None,
     sanitizer: Path | None = None,
     every: bool = True,
-    launches: int = DEFAULT_LAUNCHES,
+    launches: int = BANK_LAUNCHES,
 ) -> dict[str, str]:
     """The program's environment: the library preloaded before any of its own, the Sanitizer's folder first on
     LD_LIBRARY_PATH (its library loads others from there), and what the library reads (`launches`: each kernel's
@@ -294,7 +291,7 @@ def trace_program(
     pattern: str | None = None,
     run_dir: Path | None = None,
     every: bool = True,
-    launches: int = DEFAULT_LAUNCHES,
+    launches: int = BANK_LAUNCHES,
 ) -> Path:
     """Run `program` under the trace; the path of the banks.json written into `run_dir` (`memlens profile
     --banks`: the profile's, after ncu, since ncu and the Sanitizer cannot share a process) or a new run

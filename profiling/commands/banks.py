@@ -23,12 +23,9 @@ from pathlib import Path
 
 from memlens.commands.shared_arguments import FORMAT_WORDS, add_format_argument, chosen_format, older_spelling
 from memlens.errors import ConfigError
-from memlens.model.run_layout import BANKS_FILE, DEFAULT_OUT
+from memlens.model.run_layout import BANK_LAUNCHES, BANK_WARPS, BANKS_FILE, DEFAULT_OUT
 from memlens.output import renderer
 from memlens.output.bank_map import BanksFindings
-
-DEFAULT_WARPS = 4
-DEFAULT_LAUNCHES = 1  # collect.bank_trace.DEFAULT_LAUNCHES (not imported: the command's import stays light)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,16 +39,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warps",
         type=int,
-        default=DEFAULT_WARPS,
+        default=BANK_WARPS,
         metavar="N",
-        help=f"-- COMMAND: warp-level executions recorded per instruction (default {DEFAULT_WARPS})",
+        help=f"-- COMMAND: warp-level executions recorded per instruction (default {BANK_WARPS})",
     )
     parser.add_argument(
         "--launches",
         type=int,
-        default=DEFAULT_LAUNCHES,
+        default=BANK_LAUNCHES,
         metavar="N",
-        help=f"-- COMMAND: each kernel's first N launches traced, 0 for all (default {DEFAULT_LAUNCHES}); "
+        help=f"-- COMMAND: each kernel's first N launches traced, 0 for all (default {BANK_LAUNCHES}); "
         "later launches run unpatched",
     )
     parser.add_argument(

@@ -33,9 +33,7 @@ from memlens.model.ncu_settings import (
     DEFAULT_CLOCK_CONTROL,
     NcuSettings,
 )
-from memlens.model.run_layout import BANK_EVENTS, DEFAULT_OUT
-
-DEFAULT_BANK_WARPS = 4  # --banks: warp-level executions recorded per instruction, as memlens banks' default
+from memlens.model.run_layout import BANK_EVENTS, BANK_WARPS, DEFAULT_OUT
 
 # A suite run's modules (the suite contract imports NumPy) are imported in _run_suite, a program run's
 # in _run_program: between `memlens profile -- COMMAND` starting and ncu starting, memlens imports only
@@ -224,7 +222,7 @@ def _record_banks(program: list[str], run_dir: Path, pattern: str | None) -> Non
     profile is whole before it starts: whatever befalls the trace, it stays."""
     from memlens.collect.bank_trace import trace_program
 
-    print(f"bank maps: {trace_program(program, run_dir.parent, DEFAULT_BANK_WARPS, pattern, run_dir=run_dir)}")
+    print(f"bank maps: {trace_program(program, run_dir.parent, BANK_WARPS, pattern, run_dir=run_dir)}")
 
 
 def _ncu_options(args: argparse.Namespace) -> dict[str, Any]:

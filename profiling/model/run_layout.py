@@ -54,6 +54,10 @@ CHECK = "check.json"  # `memlens check --into RUN`: the static check of the run'
 BANKS_FILE = "banks.json"  # `memlens banks -- COMMAND`: the recorded warps' shared-memory addresses
 BANK_TRACE = "banktrace"  # beside it: the Sanitizer library's lines, one file a process
 BANK_EVENTS = "events.banks.jsonl"  # `profile --banks`: the suite program's events of its run under the trace
+# what the trace records by default (`memlens banks`, `profile --banks`): the first warp-level executions of each
+# instruction, in each kernel's first launches (its later ones run unpatched, at full speed)
+BANK_WARPS = 4
+BANK_LAUNCHES = 1
 REPORT_FILE_STEM = "report"  # memlens report writes report.<format> into a run directory
 STDERR_FILE = "program.stderr"  # what a profiled program wrote on its standard error
 RANGE_COUNTS_FILE = "ranges.json"  # a program's memlens.range counts: {"ranges": {"step > forward": 50, ...}}
