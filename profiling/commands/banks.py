@@ -7,8 +7,8 @@ merged) over the ideal, its n-way, the picture of its worst warp's 32 banks, and
 or XOR swizzle under which every recorded warp is conflict-free. --format json (older: --json): the
 figures as JSON.
 
-`memlens banks [-k REGEX] [--warps N] [--launches N] [--out DIR] -- COMMAND [ARGS...]` runs the program under
-memlens's Sanitizer-API library, records the lane offsets of the first N warp-level executions of every
+`memlens banks [-k REGEX] [--warps N] [--launches first|N|all] [--out DIR] -- COMMAND [ARGS...]` runs the
+program under memlens's Sanitizer-API library, records the lane offsets of the first N warp-level executions of every
 shared-memory instruction (loads, stores, atomics, ldmatrix/stmatrix, cp.async) in each kernel's first
 launch (--launches) into banks.json in a new run directory, and analyses it. It needs the CUDA Sanitizer
 API (the toolkit's compute-sanitizer, or the nvidia-cuda-sanitizer-api wheel), a C++ compiler and nvcc (or a
@@ -21,9 +21,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from memlens.collect.launch_sampling import parse_launches
 from memlens.commands.shared_arguments import FORMAT_WORDS, add_format_argument, chosen_format, older_spelling
 from memlens.errors import ConfigError
-from memlens.model.run_layout import BANK_LAUNCHES, BANK_WARPS, BANKS_FILE, DEFAULT_OUT
+from memlens.model.run_layout import BANK_WARPS, BANKS_FILE, DEFAULT_OUT
 from memlens.output import renderer
 from memlens.output.bank_map import BanksFindings
 
@@ -45,11 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--launches",
-        type=int,
-        default=BANK_LAUNCHES,
-        metavar="N",
-        help=f"-- COMMAND: each kernel's first N launches traced, 0 for all (default {BANK_LAUNCHES}); "
-        "later launches run unpatched",
+        default="first",
+        metavar="first|N|all",
+        help="-- COMMAND: which launches of each kernel (function) to trace, as memlens profile takes them: first "
+        "(the default), N (its first N), all; later launches run unpatched",
     )
     parser.add_argument(
         "--recorded-only",
@@ -69,14 +69,18 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("give a banks.json FILE to analyse, or -- COMMAND to record one")
     if args.warps < 1:
         raise ConfigError(f"--warps must be 1 or more, not {args.warps}")
-    if args.launches < 0:
-        raise ConfigError(f"--launches must be 0 (every launch) or more, not {args.launches}")
+    sampling = parse_launches(args.launches)  # a bad --launches is a usage error before anything runs
     output = chosen_format(args, {"json": args.json})
     if program:
         from memlens.collect.bank_trace import trace_program
 
         path = trace_program(
-            program, Path(args.out), args.warps, args.pattern, every=not args.recorded_only, launches=args.launches
+            program,
+            Path(args.out),
+            args.warps,
+            args.pattern,
+            every=not args.recorded_only,
+            launches=sampling.per_kernel or 0,
         )
         print(f"memlens: recorded {path}", file=sys.stderr)
     else:

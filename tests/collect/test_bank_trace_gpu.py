@@ -192,14 +192,14 @@ def test_the_suites_bank_model_n_way_is_ncus_per_instruction(tmp_path):
         assert {o: round(m, 3) for o, (m, _) in pairs.items()} == {o: round(n, 3) for o, (_, n) in pairs.items()}, name
 
 
-@pytest.mark.parametrize("launches", [1, 0])
+@pytest.mark.parametrize("launches", ["first", "all"])
 def test_each_kernels_first_launch_is_traced_and_the_module_unpatched_after(launches, tmp_path):
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     binary = tmp_path / "relaunch_probe"
     subprocess.run(
         [nvcc, "-lineinfo", "-arch=sm_90", "-o", str(binary), str(PROGRAMS / "relaunch_probe.cu")], check=True
     )
-    argv = ["banks", "--json", "--launches", str(launches), "--out", str(tmp_path / "runs"), "--", str(binary)]
+    argv = ["banks", "--json", "--launches", launches, "--out", str(tmp_path / "runs"), "--", str(binary)]
     done = memlens(*argv)
     assert done.returncode == 0, done.stderr  # the program checks its own results: the unpatched code ran right
     n_way: dict[str, float] = {}
@@ -211,7 +211,7 @@ def test_each_kernels_first_launch_is_traced_and_the_module_unpatched_after(laun
         json.loads(line) for line in next(tmp_path.glob("runs/*/banktrace/trace.*.jsonl")).read_text().splitlines()
     ]
     traced = [next(k for k in ("column32", "column16") if k in e["kernel"]) for e in events if e["event"] == "launch"]
-    if launches == 1:
+    if launches == "first":
         # patched for column32's 1st, unpatched at its 2nd, patched for column16's 1st, unpatched at column32's 3rd
         assert traced == ["column32", "column16"]
         assert [e["unpatched"] for e in events if e["event"] == "launch"] == [0, 1]

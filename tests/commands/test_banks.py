@@ -123,7 +123,10 @@ def test_all_draws_conflict_free_instructions_too(banks_file, capsys):
         (["banks"], "give a banks.json FILE to analyse, or -- COMMAND to record one"),
         (["banks", "x.json", "--", "prog"], "give a banks.json FILE or -- COMMAND, not both"),
         (["banks", "--warps", "0", "--", "prog"], "--warps must be 1 or more, not 0"),
-        (["banks", "--launches", "-1", "--", "prog"], "--launches must be 0 (every launch) or more, not -1"),
+        (
+            ["banks", "--launches", "-1", "--", "prog"],
+            "--launches '-1': give first, all, or a number of launches of each kernel from 1 to 100",
+        ),
         (["banks", "nothere.json"], "nothere.json: no such file"),
     ],
 )
@@ -144,3 +147,15 @@ def test_a_bad_file_is_one_line_and_exit_2(tmp_path, capsys):
 def test_a_run_directory_is_read_through_its_banks_json(banks_file, capsys):
     assert main(["banks", str(banks_file.parent), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["instructions"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("given", "traced"), [([], 1), (["--launches", "first"], 1), (["--launches", "3"], 3), (["--launches", "all"], 0)]
+)
+def test_launches_are_taken_as_memlens_profile_takes_them(banks_file, monkeypatch, capsys, given, traced):
+    from memlens.collect import bank_trace
+
+    seen = []
+    monkeypatch.setattr(bank_trace, "trace_program", lambda *a, **kw: seen.append(kw["launches"]) or banks_file)
+    assert main(["banks", *given, "--", "prog"]) == 0
+    assert seen == [traced]  # 0: the trace library's every launch
