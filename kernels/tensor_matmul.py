@@ -51,8 +51,9 @@ def make_inputs(rng: np.random.Generator, size: Size) -> Inputs:
     """Values of either sign, magnitudes in [0.5, 1): never 0, and sums that cancel as real ones do."""
 
     def draw(shape: tuple[int, int]) -> np.ndarray:
-        x = rng.random(shape, dtype=np.float32) * np.float32(0.5) + np.float32(0.5)
-        return np.where(rng.random(shape, dtype=np.float32) < 0.5, -x, x).astype(np.float16)
+        # fp16 bit patterns: [0.5, 1) is exponent 0x3800 with any 10-bit mantissa; bit 10 of the draw is the sign
+        k = rng.integers(0, 1 << 11, shape, dtype=np.uint16)
+        return (np.uint16(0x3800) | (k & np.uint16(0x3FF)) | ((k >> np.uint16(10)) << np.uint16(15))).view(np.float16)
 
     return {"a": draw((size["m"], size["k"])), "b": draw((size["k"], size["n"]))}
 
