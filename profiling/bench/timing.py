@@ -16,6 +16,7 @@ directory.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import time
@@ -32,7 +33,7 @@ from memlens.errors import ConfigError, ProfilerError, SetupError, VerificationE
 from memlens.io.files import write_json_output
 from memlens.model.run_layout import BENCH, DEFAULT_OUT, NO_RUN_YET, no_run_yet
 from memlens.selection import Case, select_variants
-from memlens.suite import SKIPPED, Family, Launch, Variant
+from memlens.suite import SKIPPED, Family, Launch, Variant, on_gpu
 
 MIN_REPEATS = 20
 DEFAULT_REPEATS = 50
@@ -365,12 +366,14 @@ class InputSets:
     """The input sets and references of one family at one size at a time, made once and shared by its variants
     in the order they are timed: each variant runs on the same data, and a set is not made again for each
     (a 2048^3 matmul's reference costs seconds). The sets are drawn from the seed of the family's first
-    variant; the next family's replace them."""
+    variant; the next family's replace them. A reference that outputs on the GPU are checked against is
+    copied there once (`expected_like`), not once for each variant's check."""
 
     def __init__(self) -> None:
         self._key: tuple[str, tuple[tuple[str, int], ...]] | None = None
         self._rng = np.random.default_rng(0)
         self._sets: list[tuple[dict[str, np.ndarray], np.ndarray]] = []
+        self._on_device: dict[int, Any] = {}
 
     def get(
         self, family: Family, size: Mapping[str, int], index: int, seed: int
@@ -378,11 +381,25 @@ class InputSets:
         """Set `index` of `family` at `size`; `seed` draws the sets of a family (or size) not held yet."""
         key = (family.name, tuple(sorted(size.items())))
         if key != self._key:
-            self._key, self._sets, self._rng = key, [], np.random.default_rng(seed)
+            self._key, self._sets, self._on_device = key, [], {}  # the previous family's arrays go first
+            self._rng = np.random.default_rng(seed)
         while len(self._sets) <= index:
             inputs = family.make_inputs(self._rng, size)
             self._sets.append((inputs, family.reference(inputs, size)))
         return self._sets[index]
+
+    def expected_like(self, index: int, got: Any) -> Any:
+        """Set `index`'s reference where `got` lies: on the GPU (copied once, with CuPy) for an output there."""
+        expected = self._sets[index][1]
+        if not on_gpu(got):
+            return expected
+        if index not in self._on_device:
+            try:
+                import cupy
+            except ImportError:
+                return expected  # verify copies `got` to the host instead
+            self._on_device[index] = cupy.asarray(expected)
+        return self._on_device[index]
 
 
 def time_variant(
@@ -407,12 +424,13 @@ def time_variant(
     count = input_set_count(set_bytes, device.l2_bytes, int(MEMORY_SHARE * device.free_bytes()))
     launches: list[Launch] = []
     try:
-        launches.append(prepare_verified(variant, size, first_inputs, first_expected))
         while len(launches) < count:
-            inputs, expected = sets.get(family, size, len(launches), seed)
-            launches.append(prepare_verified(variant, size, inputs, expected))
+            inputs, _ = sets.get(family, size, len(launches), seed)
+            expected_like = functools.partial(sets.expected_like, len(launches))
+            launches.append(prepare_verified(variant, size, inputs, expected_like))
         times = TimeSummary.of(device.time_launches([launch.run for launch in launches], options.repeats))
-        family.verify(variant, launches[0].checked_output(), first_expected)
+        got = launches[0].checked_output()
+        family.verify(variant, got, sets.expected_like(0, got))
     finally:
         launches.clear()
         device.release()
@@ -430,12 +448,14 @@ def declared_min_bytes(family: Family, size: Mapping[str, int]) -> int | None:
 
 
 def prepare_verified(
-    variant: Variant, size: Mapping[str, int], inputs: dict[str, np.ndarray], expected: np.ndarray
+    variant: Variant, size: Mapping[str, int], inputs: dict[str, np.ndarray], expected_like: Callable[[Any], Any]
 ) -> Launch:
-    """Prepare one input set, poison its output, launch once and check every element."""
+    """Prepare one input set, poison its output, launch once and check every element against
+    `expected_like(output)`: the set's reference where the output lies (InputSets.expected_like)."""
     launch = variant.prepare(inputs, size)
     if launch.reset:
         launch.reset()
     launch.run()
-    variant.family.verify(variant, launch.checked_output(), expected)
+    got = launch.checked_output()
+    variant.family.verify(variant, got, expected_like(got))
     return launch

@@ -719,3 +719,38 @@ def test_a_familys_variants_share_its_input_sets_made_once(device, tmp_path):
     sets = load_bench(only_run(tmp_path)).variants[0].input_sets
     assert sets > 1 and len(module.MADE) == sets  # one family's sets made once, not once a variant
     assert module.SEEN[:sets] == module.SEEN[sets:]  # the second variant runs on the very same arrays
+
+
+class _DeviceArray:
+    """A stand-in for a CuPy array: it has the CUDA array interface and the values it was made from."""
+
+    __cuda_array_interface__: dict = {}
+
+    def __init__(self, values) -> None:
+        self.values = values
+
+
+def test_input_sets_copy_each_reference_to_the_gpu_once_a_family(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU output is checked against one device copy of its set's reference, whatever the number of
+    variants that check it; a host output against the host reference; the next family copies its own."""
+    uploads: list[object] = []
+    fake_cupy = type(sys)("cupy")
+    fake_cupy.asarray = lambda values: uploads.append(values) or _DeviceArray(values)
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    families = {
+        case.variant.family.name: case.variant.family
+        for case in bench_module.select_variants(str(CPU_SUITE), None, [], [], True).cases()
+    }
+    first, second = list(families.values())[:2]
+    sets = bench_module.InputSets()
+    size = first.size(small=True)
+    _, expected = sets.get(first, size, 1, seed=3)
+    on_device = sets.expected_like(1, _DeviceArray(None))
+    assert isinstance(on_device, _DeviceArray) and on_device.values is expected
+    for _ in range(3):  # three more variants' checks of set 1
+        assert sets.expected_like(1, _DeviceArray(None)) is on_device
+    assert sets.expected_like(1, expected.copy()) is expected  # a host output: the host reference
+    assert uploads == [expected]
+    _, next_expected = sets.get(second, second.size(small=True), 0, seed=4)
+    assert sets.expected_like(0, _DeviceArray(None)).values is next_expected
+    assert uploads == [expected, next_expected]
