@@ -62,16 +62,19 @@ format: $(SETUP)
 # report says the cause of local memory is unknown), and writes its report; a run that failed
 # part-way still gets its report, and make fails. The check compiles on the CPU while the bench times
 # on the GPU (the bench queues its launches behind a held GPU, so the compiles do not reach its times).
+# matplotlib's font cache, which a machine's first chart builds (5 to 7 s on the GPU machine), is built
+# on the CPU while ncu profiles, and the report waits for it.
 profile: $(SETUP)
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ]; then $(VENV)/bin/pip install -q -e ".[cuda$(CUDA)]"; fi
 	@before=$$(readlink runs/latest); status=0; \
+	$(PYTHON) -c "import matplotlib.font_manager" > /dev/null 2>&1 & fonts=$$!; \
 	$(PYTHON) -m memlens profile $(SUITE) $(SELECT) $(PROFILE_ARGS) || status=$$?; \
 	checked=0; log=$$(mktemp); if [ "$$(readlink runs/latest)" != "$$before" ]; then \
 		( $(PYTHON) -m memlens check $(SUITE) --into runs/latest $(SELECT) > /dev/null 2> $$log ) & checked=$$!; fi; \
 	if [ $$status -eq 0 ]; then $(PYTHON) -m memlens bench $(SUITE) --into runs/latest $(SELECT) $(BENCH_ARGS) || status=$$?; fi; \
 	if [ $$checked -ne 0 ] && ! wait $$checked; then tail -1 $$log >&2; \
 		echo "memlens: memlens check failed: the report cannot name the cause of local memory" >&2; fi; rm -f $$log; \
-	if [ "$$(readlink runs/latest)" != "$$before" ]; then $(PYTHON) -m memlens report runs/latest || status=$$?; fi; \
+	wait $$fonts; if [ "$$(readlink runs/latest)" != "$$before" ]; then $(PYTHON) -m memlens report runs/latest || status=$$?; fi; \
 	exit $$status
 
 .PHONY: check gate
