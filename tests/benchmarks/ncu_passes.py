@@ -2,7 +2,7 @@
 each pass replays the kernel (about 90 ms a kernel on an H200, whatever the kernel), so passes are most
 of what profiling costs. GPU machine with ncu.
 
-    python tests/benchmarks/ncu_passes.py [--fast] [--try NAME ...]
+    python tests/benchmarks/ncu_passes.py [--fast] [--roofline] [--try NAME ...]
 
 Profiles one launch of a small transpose (kernels/transpose.cu, in a memlens NVTX range) with the
 catalogue's metrics, then with each metric left out, and prints the passes ncu reports for each list;
@@ -73,6 +73,7 @@ def passes(ncu: Path, metrics: list[str], work: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="the --fast list (no instrumented metrics)")
+    parser.add_argument("--roofline", action="store_true", help="the --roofline list (FLOP and tensor counters too)")
     parser.add_argument(
         "--try", dest="extra", action="append", default=[], metavar="NAME[,NAME...]", help="metrics to add to the list"
     )
@@ -89,7 +90,7 @@ def main() -> int:
     parser.add_argument("--no-singles", action="store_true", help="skip the lists with one metric left out")
     args = parser.parse_args()
     ncu = find_ncu().path
-    names = ncu_metric_names(fast=args.fast)
+    names = ncu_metric_names(fast=args.fast, roofline=args.roofline)
     with tempfile.TemporaryDirectory(prefix="ncu-passes-") as tmp:
         work = Path(tmp)
         (work / "app.py").write_text(APP, encoding="utf-8")

@@ -3,6 +3,8 @@
     app      the profiled app alone: python -m memlens.collect.profiled_program on the suite, no ncu
     memlens  memlens profile (every catalogue metric, with the instrumented pass)
     bare     ncu with memlens's own argv (metric list, NVTX filter, replay and cache options, app)
+    idle     ncu with memlens's argv, its NVTX filter matching no range: ncu's fixed cost around the app
+    one_pass ncu with memlens's argv and one metric (gpu__time_duration.sum): a pass a kernel
     fast     memlens profile --fast (no instrumented pass)
     roofline memlens profile --roofline (the roofline's counters too: more replay passes)
     full     ncu --set full over the same NVTX ranges, otherwise the same argv as bare
@@ -42,8 +44,9 @@ from tests.support.json_file import write_json  # noqa: E402
 
 CLOCK_CONTROL = "none"
 TARGETS = {"memlens_over_bare": 1.15, "memlens_over_full": 0.3}
-STEPS = ("app", "memlens", "bare", "fast", "roofline", "full")
+STEPS = ("app", "idle", "one_pass", "memlens", "bare", "fast", "roofline", "full")
 RATIO_STEPS = ("memlens", "bare", "full")
+NCU_STEPS = ("bare", "full", "one_pass")  # run ncu directly: its log is checked (idle profiles nothing on purpose)
 
 
 def main() -> int:
@@ -62,7 +65,7 @@ def main() -> int:
             for step in args.steps:
                 argv = step_argv(step, ncu, suite, options, work / f"{step}-{round_index}")
                 seconds[step].append(
-                    run_step(argv, work / f"{step}-{round_index}", args.timeout, ncu_log=step in ("bare", "full"))
+                    run_step(argv, work / f"{step}-{round_index}", args.timeout, ncu_log=step in NCU_STEPS)
                 )
                 print(f"{step:8} round {round_index + 1}: {seconds[step][-1]:8.2f} s", file=sys.stderr)
     result = summarize(seconds, ncu, suite.path, args)
@@ -113,10 +116,10 @@ def step_argv(step: str, ncu: Ncu, suite, options: ProfileOptions, stem: Path) -
         argv += (["-k", options.pattern] if options.pattern else []) + (["--small"] if options.small else [])
         return argv + {"fast": ["--fast"], "roofline": ["--roofline"]}.get(step, [])
     request = ProfileRequest(
-        metrics=ncu_metric_names(),
+        metrics=["gpu__time_duration.sum"] if step == "one_pass" else ncu_metric_names(),
         report=stem,
         log=stem.with_suffix(".log"),
-        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/",
+        nvtx_include=f"regex:{NVTX_DOMAIN}@no-such-range/" if step == "idle" else f"regex:{NVTX_DOMAIN}@.*/",
         settings=NcuSettings(CLOCK_CONTROL),
     )
     argv = profile_argv(ncu, request, app_argv(suite.path, options, stem.with_suffix(".events")))
@@ -179,6 +182,11 @@ def _optional_figures(median: dict[str, float]) -> dict[str, float]:
         figures["roofline_extra_seconds"] = median["roofline"] - median["memlens"]
     if "app" in median:
         figures["ncu_overhead_over_app_seconds"] = median["bare"] - median["app"]
+    if "idle" in median:
+        figures["passes_seconds"] = median["bare"] - median["idle"]  # what the kernels' passes cost, all told
+    if "idle" in median and "one_pass" in median:
+        figures["first_pass_seconds"] = median["one_pass"] - median["idle"]
+        figures["later_passes_seconds"] = median["bare"] - median["one_pass"]
     return figures
 
 
@@ -203,6 +211,12 @@ def print_summary(result: dict) -> None:
     print(f"  bare ncu / full {result['bare_over_full']:.3f} (memlens runs this ncu: its floor)")
     if "exact_pass_seconds" in result:
         print(f"  exact pass cost (memlens - fast) {result['exact_pass_seconds']:.2f} s")
+    if "passes_seconds" in result:
+        idle, passes = result["median_seconds"]["idle"], result["passes_seconds"]
+        print(f"  ncu with no kernel profiled (idle) {idle:.2f} s; passes {passes:.2f} s")
+    if "first_pass_seconds" in result:
+        first, later = result["first_pass_seconds"], result["later_passes_seconds"]
+        print(f"  first pass {first:.2f} s, the later passes {later:.2f} s")
     if "roofline_extra_seconds" in result:
         extra, share = result["roofline_extra_seconds"], result["roofline_over_full"]
         print(f"  --roofline: {extra:+.2f} s over memlens, {share:.3f} of full")
