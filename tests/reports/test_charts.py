@@ -1,8 +1,12 @@
-"""reports/charts.py: the cross-run comparison chart."""
+"""reports/charts.py: the cross-run comparison chart, and drawing a page's charts in several processes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from memlens.model.results import KernelResult, RunInfo, RunResults
+from tests.conftest import FIXTURES, REPO
 from tests.model.test_kernel_names import LONG_CPP
 
 
@@ -27,3 +31,30 @@ def test_chart_labels_fit_the_margin_and_keep_the_kernels_name() -> None:
     assert len(label) <= LABEL_CHARS <= 30  # 0.2 of an 11-inch figure at 9 pt: longer ones are cut at the left
     assert label.startswith("void transpose_kernel")
     assert short("transpose/padded", " (baseline)") == "transpose/padded (baseline)"
+
+
+DRAW_BOTH_WAYS = """
+import sys
+from functools import partial
+from memlens.readers import read_report
+from memlens.reports.build import build_report
+from memlens.reports.charts import draw_charts, family_chart, roofline_chart
+families = build_report([("suite", read_report(sys.argv[1]))]).runs[0].families[:3]
+charts = [(f"t-{f.name}", partial(family_chart, f.rows, exact=True)) for f in families]
+charts += [(f"t-{f.name}-roofline", partial(roofline_chart, f)) for f in families]
+charts.append(("t-empty", partial(family_chart, [], exact=True)))
+one = draw_charts(charts, workers=1)
+assert one[-1] is None and all(drawn and drawn[0].startswith("<svg") for drawn in one[:-1]), one
+print("same" if draw_charts(charts, workers=3) == one else "different")
+"""
+
+
+def test_charts_drawn_in_several_processes_are_the_ones_drawn_in_one() -> None:
+    """draw_charts: processes forked from a one-thread process (memlens report; not pytest-xdist's worker,
+    hence a process of its own) give the page byte for byte what one process gives, in order, None where
+    there is nothing to draw."""
+    suite = FIXTURES / "nvidia_h100_80gb_hbm3" / "suite.results.json"
+    done = subprocess.run(
+        [sys.executable, "-c", DRAW_BOTH_WAYS, str(suite)], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "same"), done.stderr[-2000:]

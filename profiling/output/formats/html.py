@@ -35,10 +35,9 @@ def render_html(report: Report) -> str:
 
     from memlens.model.kernel_names import NAME_WIDTH, elide_middle
     from memlens.reports.charts import (
-        NARROW,
-        WIDE,
         bench_chart,
         comparison_chart,
+        draw_charts,
         family_chart,
         roofline_chart,
         sweep_chart,
@@ -48,31 +47,30 @@ def render_html(report: Report) -> str:
     from memlens.reports.line_changes import figures_text
     from memlens.reports.model import FamilySection, verdict_details
 
-    charts: dict[str, Markup] = {}
-
-    def chart(key: str, salt: str, draw: Callable[..., str | None]) -> None:
-        """The chart drawn twice, for a screen and for a phone (report.html.j2's CSS shows one); none where
-        there is nothing to draw. matplotlib escapes the text it writes."""
-        wide = draw(salt=f"{salt}-wide", width=WIDE)
-        if wide:
-            narrow = draw(salt=f"{salt}-narrow", width=NARROW) or ""
-            charts[key] = Markup(f'<div class="wide">{wide}</div><div class="narrow">{narrow}</div>')
-
+    wanted: dict[str, tuple[str, Callable[..., str | None]]] = {}  # key: (salt, the chart's function)
     for index, run in enumerate(report.runs):
         exact = run.exact_available
         for family in run.families:
             salt, key = f"memlens-{index}-{family.name}", f"{index}/{family.name}"
-            chart(key, salt, partial(family_chart, family.rows, exact=exact))
-            chart(f"{key}/sweep", f"{salt}-sweep", partial(sweep_chart, family, exact=exact))
+            wanted[key] = (salt, partial(family_chart, family.rows, exact=exact))
+            wanted[f"{key}/sweep"] = (f"{salt}-sweep", partial(sweep_chart, family, exact=exact))
             if run.bench is not None:
-                chart(f"{key}/bench", f"{salt}-bench", partial(bench_chart, family.rows, copy_text=run.bench.copy_text))
-            chart(f"{key}/roofline", f"{salt}-roofline", partial(roofline_chart, family))
-        chart(f"{index}/others", f"memlens-{index}-others", partial(family_chart, run.others, exact=exact))
+                copy_text = run.bench.copy_text
+                wanted[f"{key}/bench"] = (f"{salt}-bench", partial(bench_chart, family.rows, copy_text=copy_text))
+            wanted[f"{key}/roofline"] = (f"{salt}-roofline", partial(roofline_chart, family))
+        wanted[f"{index}/others"] = (f"memlens-{index}-others", partial(family_chart, run.others, exact=exact))
         if run.others_roofline is not None:
             section = FamilySection(run.others_heading, None, run.others, roofline=run.others_roofline)
-            chart(f"{index}/others/roofline", f"memlens-{index}-others-roofline", partial(roofline_chart, section))
+            wanted[f"{index}/others/roofline"] = (f"memlens-{index}-others-roofline", partial(roofline_chart, section))
     if report.comparisons:
-        chart("comparison", "memlens-comparison", partial(comparison_chart, report.comparisons))
+        wanted["comparison"] = ("memlens-comparison", partial(comparison_chart, report.comparisons))
+    # Each chart twice, for a screen and for a phone (report.html.j2's CSS shows one); none where there is
+    # nothing to draw. matplotlib escapes the text it writes.
+    charts = {
+        key: Markup(f'<div class="wide">{drawn[0]}</div><div class="narrow">{drawn[1]}</div>')
+        for key, drawn in zip(wanted, draw_charts(list(wanted.values())), strict=True)
+        if drawn is not None
+    }
     environment = _html_environment()
     environment.filters["short_kernel"] = lambda name: elide_middle(short_kernel(name), NAME_WIDTH)
     environment.filters["elide"] = lambda name: elide_middle(name, NAME_WIDTH)
