@@ -33,7 +33,7 @@ from memlens.errors import ConfigError, ProfilerError, SetupError, VerificationE
 from memlens.io.files import write_json_output
 from memlens.model.run_layout import BENCH, DEFAULT_OUT, NO_RUN_YET, no_run_yet
 from memlens.selection import Case, select_variants
-from memlens.suite import SKIPPED, Family, Launch, Variant, on_gpu
+from memlens.suite import SKIPPED, Family, Launch, Variant, device_copy, on_gpu
 
 MIN_REPEATS = 20
 DEFAULT_REPEATS = 50
@@ -398,7 +398,7 @@ class InputSets:
                 import cupy
             except ImportError:
                 return expected  # verify copies `got` to the host instead
-            self._on_device[index] = cupy.asarray(expected)
+            self._on_device[index] = device_copy(cupy, expected)
         return self._on_device[index]
 
 

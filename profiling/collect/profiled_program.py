@@ -33,7 +33,7 @@ import numpy as np
 from memlens.collect.claims import claimed_cases
 from memlens.errors import MemlensError, VerificationError
 from memlens.selection import Case, select_variants
-from memlens.suite import NVTX_DOMAIN, SKIPPED, Family, Inputs, gpu_compute_capability, on_gpu
+from memlens.suite import NVTX_DOMAIN, SKIPPED, Family, Inputs, device_copy, gpu_compute_capability, on_gpu
 
 EVENTS_VERSION = 1
 
@@ -72,14 +72,14 @@ class Problems:
     def expected_like(self, got: Any) -> Any:
         """The current family's reference, on the GPU (copied once) where `got` lies there."""
         expected = self._problem[2] if self._problem else None
-        if not on_gpu(got):
+        if expected is None or not on_gpu(got):
             return expected
         if self._device_expected is None:
             try:
                 import cupy
             except ImportError:
                 return expected  # verify copies `got` to the host instead
-            self._device_expected = cupy.asarray(expected)
+            self._device_expected = device_copy(cupy, expected)
         return self._device_expected
 
 

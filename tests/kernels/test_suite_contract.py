@@ -208,3 +208,45 @@ def test_the_readme_user_suite_loads(tmp_path: Path) -> None:
     (family,) = load_suite(path).families
     assert [v.name for v in family.variants] == ["multiply", "elementwise"]
     assert family.baseline.name == "multiply"
+
+
+class _FakeCupy:
+    """CuPy's asarray and ndarray over NumPy (a device pointer is a host buffer and an offset): what went up."""
+
+    class _Pointer:
+        def __init__(self, buffer: np.ndarray, offset: int = 0) -> None:
+            self.buffer, self.offset = buffer, offset
+
+        def __add__(self, offset: int) -> _FakeCupy._Pointer:
+            return _FakeCupy._Pointer(self.buffer, self.offset + offset)
+
+    def __init__(self) -> None:
+        self.uploads: list[np.ndarray] = []
+
+    def asarray(self, array: np.ndarray):
+        self.uploads.append(array)
+        copy = np.array(array)  # a contiguous copy, as an upload makes
+        wrapped = type("Device", (), {})()
+        wrapped.data, wrapped.values = self._Pointer(copy), copy
+        return wrapped
+
+    def ndarray(self, shape, dtype, memptr, strides) -> np.ndarray:
+        return np.ndarray(shape, dtype, buffer=memptr.buffer, offset=memptr.offset, strides=strides)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_transposed_reference_goes_up_as_the_array_it_views(dtype) -> None:
+    """device_copy: a transpose's reference `a.T` (here of an fp16 array viewed from uint16 bits, as
+    fp16_transpose draws it) is uploaded as `a` itself, with no host copy, and reads as `a.T` there;
+    a view of part of an array, or a contiguous one, goes up as it is."""
+    from memlens.suite import device_copy
+
+    bits = np.arange(48, dtype=np.uint16 if dtype == np.float16 else np.uint32).reshape(6, 8)
+    a = bits.view(dtype)
+    cupy = _FakeCupy()
+    on_device = device_copy(cupy, a.T)
+    assert np.array_equal(on_device, a.T, equal_nan=True) and on_device.strides == a.T.strides
+    assert len(cupy.uploads) == 1 and np.shares_memory(cupy.uploads[0], a) and cupy.uploads[0].flags.c_contiguous
+    part = a[:, :3].T
+    assert np.array_equal(device_copy(cupy, part).values, part, equal_nan=True) and cupy.uploads[-1] is part
+    assert device_copy(cupy, a).values is not a and cupy.uploads[-1] is a
