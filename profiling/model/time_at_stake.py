@@ -12,7 +12,8 @@ made as tight as the counters allow, and said to be one.
 - A line's local memory and its uncoalesced global accesses have no pipe of their own to count (their
   cost is latency as much as bandwidth): the cap bounds them, with the kernel's local traffic taken out of
   its DRAM bytes for local memory, and a global line's excess sectors' share of the kernel's global sectors
-  bounds it further (its excess sectors are not taken out of the DRAM bytes: they are mostly L2 hits).
+  bounds it further (its excess sectors are not taken out of the DRAM bytes: they are mostly cache hits,
+  in L1 or L2).
 - A fix that changes several lines is bounded by their bounds together (`lines_stake`).
 - The kernel itself: how far it runs from its floor (1 - floor / duration), its headroom at the same work.
 

@@ -2,10 +2,10 @@
 tests/fixtures/programs/stake_probe.cu's), the "before" kernel's time at stake and the share of its time the fix
 saved, on each GPU's recording. The bound holds where the stake is at least the saving, within the timing noise
 of the two durations (one ncu launch each, each within model/noise.TIMING_FLOOR); it is tight where it is at most
-1.5x the saving or 15 points above it (issue 48). Where tests/fixtures/<gpu>/copy/bench.json holds the GPU's
-measured copy (tests/fixtures/record_copy.sh), the stakes take DRAM bytes at it (the DRAM ceiling the run's
-bench.json gives `memlens lines` and the report), each recording of the GPU sharing it; else at the peak.
-Prints a table (Markdown) for tests/benchmarks/RESULTS.md.
+1.5x the saving or 15 points above it (issue 48); a last column allows the saving the same noise upwards.
+Where tests/fixtures/<gpu>/copy/bench.json holds the GPU's measured copy (tests/fixtures/record_copy.sh), the
+stakes take DRAM bytes at it (the DRAM ceiling the run's bench.json gives `memlens lines` and the report),
+each recording of the GPU sharing it; else at the peak. Prints a table (Markdown) for docs/time-at-stake.md.
 
     python tests/benchmarks/time_at_stake.py
 """
@@ -74,6 +74,12 @@ class Checked:
     def tight(self) -> bool:
         return self.stake <= max(1.5 * self.saving, self.saving + 0.15)
 
+    @property
+    def tight_within_noise(self) -> bool:
+        """Tight against the saving as far up as its noise goes (as `holds` allows it as far down)."""
+        saving = self.saving + self.noise
+        return self.stake <= max(1.5 * saving, saving + 0.15)
+
 
 def _kernel(kernels: list[KernelResult], name: str) -> KernelResult:
     found = [k for k in kernels if k.label == name or k.kernel.startswith(f"void {name}(")]
@@ -124,14 +130,15 @@ def checked() -> list[Checked]:
 def main() -> int:
     print(
         "| GPU | fix | before -> after | saved (noise) | time at stake | DRAM ceiling | bound holds "
-        "| within 1.5x or +15 points |"
+        "| within 1.5x or +15 points | the same, the saving's noise allowed |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in checked():
         print(
             f"| {c.gpu} | {c.fix.what} | {c.fix.before} -> {c.fix.after} | {100 * c.saving:.1f}% "
             f"(±{100 * c.noise:.1f}) | {100 * c.stake:.1f}% | {c.ceiling.replace(COPY, 'copy')} "
-            f"| {'yes' if c.holds else 'NO'} | {'yes' if c.tight else 'no'} |"
+            f"| {'yes' if c.holds else 'NO'} | {'yes' if c.tight else 'no'} "
+            f"| {'yes' if c.tight_within_noise else 'no'} |"
         )
     return 0
 

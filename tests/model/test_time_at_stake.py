@@ -35,9 +35,9 @@ H100, H200 = "nvidia_h100_80gb_hbm3", "nvidia_h200"
 # what the fixes below cannot bring under the 1.5x-or-15-points bound, and why: the kernels' fixes stop short of
 # the DRAM ceiling (the GPU's measured copy: 4,244 GB/s on the H200, 88% of its peak; the H100's peak until its
 # copy is recorded), which the counters cannot see past
-LOOSE = {
-    ("H100", "gather<1>"): "the fixed kernel reads at 63% of DRAM peak; the excess sectors were L2 hits",
-    ("H200", "gather<1>"): "the fixed kernel reads at 56% of the measured copy; the excess sectors were L2 hits",
+LOOSE = {  # the excess sectors of gather<1> were L1 hits: 4,194,304 sectors went from L1 to L2 before and after
+    ("H100", "gather<1>"): "the fixed kernel reads at 70% of the measured copy; the excess sectors were L1 hits",
+    ("H200", "gather<1>"): "the fixed kernel reads at 56% of the measured copy; the excess sectors were L1 hits",
     ("H200", "window<1>"): "local memory has no pipe of its own to count: the floor bounds it (1.51x the saving)",
 }
 if measured_copy(H100) is None:  # at its peak (3,352 GB/s) the kernel's conflicts, hidden behind DRAM, look costly
@@ -45,6 +45,7 @@ if measured_copy(H100) is None:  # at its peak (3,352 GB/s) the kernel's conflic
 # at the copy recorded by record_copy.sh (4,244 GB/s): 26.3% at stake for 11.0% saved, 0.3 points past the band
 # (at bench_h200.json's 4,217 GB/s from an earlier run it was 25.8%, inside it: the band's edge is the copy's noise)
 LOOSE[("H200", "fp16_transpose/dense")] = "a partial fix (xor_row keeps 2-way conflicts) at 65% of DRAM peak"
+LOOSE_WITHIN_NOISE = {("H200", "gather<1>")}  # loose even against the saving plus its timing noise (40.6%)
 
 
 def kernel(**raw: float | None) -> KernelResult:
@@ -114,6 +115,8 @@ def test_the_time_at_stake_brackets_the_time_each_recorded_fix_saved(case):
     assert case.holds, f"{case.fix.what}: saved {case.saving:.3f}, at stake {case.stake:.3f}"
     reason = LOOSE.get((case.gpu, case.fix.before))
     assert case.tight is (reason is None), reason or f"{case.saving:.3f} saved, {case.stake:.3f} at stake"
+    loose_within_noise = (case.gpu, case.fix.before) in LOOSE_WITHIN_NOISE
+    assert case.tight_within_noise is not loose_within_noise, f"{case.saving:.3f} ±{case.noise:.3f} saved"
 
 
 def test_every_fix_was_checked_on_both_gpus():
