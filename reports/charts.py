@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -513,6 +514,8 @@ def draw_charts(charts: Sequence[tuple[str, Draw]], workers: int | None = None) 
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             return list(pool.map(_pending, range(len(charts))))
+    except (OSError, BrokenProcessPool):  # no processes to be had here (no /dev/shm, a limit): one process draws
+        return [_both(salt, draw) for salt, draw in charts]
     finally:
         _PENDING.clear()
 

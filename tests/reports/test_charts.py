@@ -58,3 +58,16 @@ def test_charts_drawn_in_several_processes_are_the_ones_drawn_in_one() -> None:
         [sys.executable, "-c", DRAW_BOTH_WAYS, str(suite)], capture_output=True, text=True, timeout=120, cwd=REPO
     )
     assert (done.returncode, done.stdout.strip()) == (0, "same"), done.stderr[-2000:]
+
+
+def test_where_no_process_can_be_started_one_process_draws_the_charts(monkeypatch) -> None:
+    """A machine that refuses the pool (no /dev/shm, a process limit) still gets its charts, drawn here."""
+    import memlens.reports.charts as charts
+
+    def refused(*args, **kwargs):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(charts.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(charts, "ProcessPoolExecutor", refused)
+    drawn = charts.draw_charts([("a", lambda salt, width: f"<svg {salt} {width}>")] * 2, workers=2)
+    assert drawn == [(f"<svg a-wide {charts.WIDE}>", f"<svg a-narrow {charts.NARROW}>")] * 2
