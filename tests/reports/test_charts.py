@@ -1,4 +1,4 @@
-"""reports/charts.py: the cross-run comparison chart, and drawing a page's charts in several processes."""
+"""reports/charts.py: the cross-run comparison chart; reports/chart_processes.py: charts in several processes."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ import sys
 from functools import partial
 from memlens.readers import read_report
 from memlens.reports.build import build_report
-from memlens.reports.charts import draw_charts, family_chart, roofline_chart
+from memlens.reports.chart_processes import draw_charts
+from memlens.reports.charts import family_chart, roofline_chart
 families = build_report([("suite", read_report(sys.argv[1]))]).runs[0].families[:3]
 charts = [(f"t-{f.name}", partial(family_chart, f.rows, exact=True)) for f in families]
 charts += [(f"t-{f.name}-roofline", partial(roofline_chart, f)) for f in families]
@@ -62,12 +63,13 @@ def test_charts_drawn_in_several_processes_are_the_ones_drawn_in_one() -> None:
 
 def test_where_no_process_can_be_started_one_process_draws_the_charts(monkeypatch) -> None:
     """A machine that refuses the pool (no /dev/shm, a process limit) still gets its charts, drawn here."""
-    import memlens.reports.charts as charts
+    import memlens.reports.chart_processes as processes
+    from memlens.reports.charts import NARROW, WIDE
 
     def refused(*args, **kwargs):
         raise OSError(38, "Function not implemented")
 
-    monkeypatch.setattr(charts.threading, "active_count", lambda: 1)
-    monkeypatch.setattr(charts, "ProcessPoolExecutor", refused)
-    drawn = charts.draw_charts([("a", lambda salt, width: f"<svg {salt} {width}>")] * 2, workers=2)
-    assert drawn == [(f"<svg a-wide {charts.WIDE}>", f"<svg a-narrow {charts.NARROW}>")] * 2
+    monkeypatch.setattr(processes.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(processes, "ProcessPoolExecutor", refused)
+    drawn = processes.draw_charts([("a", lambda salt, width: f"<svg {salt} {width}>")] * 2, workers=2)
+    assert drawn == [(f"<svg a-wide {WIDE}>", f"<svg a-narrow {NARROW}>")] * 2

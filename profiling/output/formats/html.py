@@ -34,14 +34,8 @@ def render_html(report: Report) -> str:
     from markupsafe import Markup
 
     from memlens.model.kernel_names import NAME_WIDTH, elide_middle
-    from memlens.reports.charts import (
-        bench_chart,
-        comparison_chart,
-        draw_charts,
-        family_chart,
-        roofline_chart,
-        sweep_chart,
-    )
+    from memlens.reports.chart_processes import draw_charts
+    from memlens.reports.charts import bench_chart, comparison_chart, family_chart, roofline_chart, sweep_chart
     from memlens.reports.formatting import short_kernel
     from memlens.reports.glossary import GLOSSARY
     from memlens.reports.line_changes import figures_text
