@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import LogFormatterSciNotation  # noqa: E402
+from matplotlib.ticker import LogFormatterSciNotation, NullLocator  # noqa: E402
 
 from memlens.io.safe_text import neutral  # noqa: E402
 from memlens.io.units import significant  # noqa: E402
@@ -477,6 +477,7 @@ _IDS = re.compile(r'(\bid="|url\(#|href="#)([^")]+)')
 def to_svg(figure: Figure, salt: str) -> str:
     """The figure as an inline <svg> element: deterministic, with ids unique to this chart
     (matplotlib numbers its ids per figure: figure_1, axes_1, ...), and with no URL in it."""
+    _thin_minor_ticks(figure)
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = _PROLOGUE.sub("", buffer.getvalue(), count=1)
@@ -484,3 +485,16 @@ def to_svg(figure: Figure, salt: str) -> str:
     text = _NAMESPACES.sub("", text)
     prefix = "c" + hashlib.sha256(salt.encode("utf-8")).hexdigest()[:8]
     return _IDS.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", text)
+
+
+MINOR_TICKS_DECADES = 3  # a log axis spanning this many decades or more draws no minor ticks
+
+
+def _thin_minor_ticks(figure: Figure) -> None:
+    """A log axis over MINOR_TICKS_DECADES or more keeps its labelled decades, not the unlabelled minor marks
+    between them (matplotlib labels none past a decade): drawing them took a third of the charts' time."""
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            if axis.get_scale() == "log" and low > 0 and high / low >= 10**MINOR_TICKS_DECADES:
+                axis.set_minor_locator(NullLocator())
