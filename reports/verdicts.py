@@ -29,7 +29,7 @@ from memlens.model.results import (
     Expect,  # the suite's, as results.json carries it
     KernelResult,
 )
-from memlens.model.run_layout import resolve_run
+from memlens.model.run_layout import resolve_run, run_directory
 from memlens.readers import read_with_instructions
 from memlens.reports.formatting import compact_count, counted, format_value, per_instruction, ways
 from memlens.reports.model import AspectCheck, CheckState, ExpectationCheck, Severity, VerdictSentence
@@ -343,7 +343,7 @@ def local_memory_causes(path: Path, kernels: list[KernelResult]) -> dict[int, st
     """The cause of local memory of each kernel with local traffic, from the static check's figures
     where the run directory of `path` has a check.json (see `memlens check --into`)."""
     path = resolve_run(path)
-    static = find_static(path if path.is_dir() else path.parent)
+    static = find_static(run_directory(path))
     found = {}
     with_records: dict[int, KernelResult] | None = None
     for index, kernel in enumerate(kernels):

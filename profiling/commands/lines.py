@@ -32,7 +32,7 @@ from memlens.errors import ConfigError
 from memlens.model.kernel_lines import kernel_lines
 from memlens.model.nvtx_names import kernels_matching
 from memlens.model.results import KernelResult, RunResults
-from memlens.model.run_layout import input_files, resolve_run
+from memlens.model.run_layout import input_files, resolve_run, run_directory
 from memlens.model.time_at_stake import DramCeiling
 from memlens.output import renderer
 from memlens.output.findings import LinesFindings
@@ -90,13 +90,11 @@ def measured_ceiling(path: Path, results: RunResults) -> DramCeiling | None:
     """The DRAM ceiling of the run directory's bench.json (`memlens bench --into RUN`): its GPU's measured copy,
     which the time at stake takes DRAM bytes at; None (the peak) where it has none, a damaged one, or one of
     another GPU."""
-    run = resolve_run(path)
-    return copy_ceiling(bench_beside(run if run.is_dir() else run.parent), results)
+    return copy_ceiling(bench_beside(run_directory(path)), results)
 
 
 def bank_maps(path: Path, kernels: list[KernelResult]) -> tuple[MatchedInstruction, ...]:
     """The instructions of the run directory's banks.json (`memlens profile --banks`) matched to the
     profile's; none where it holds none. A damaged banks.json is an InputError naming it."""
-    run = resolve_run(path)
-    analysis = analyse_run(run if run.is_dir() else run.parent)
+    analysis = analyse_run(run_directory(path))
     return () if analysis is None else match_instructions(kernels, analysis)

@@ -28,7 +28,7 @@ from pathlib import Path
 from memlens.bench.results import BENCH_FILE, BenchResults, find_bench
 from memlens.io.files import write_output
 from memlens.model.results import RunResults
-from memlens.model.run_layout import RESULTS, input_files, report_file, resolve_run
+from memlens.model.run_layout import RESULTS, input_files, report_file, run_directory
 from memlens.output import format_names, render_text
 from memlens.readers import read_with_instructions
 from memlens.static.check import find_static
@@ -70,13 +70,6 @@ def run(args: argparse.Namespace) -> int:
     if written.kind == "file":
         print(written.named)
     return 0
-
-
-def run_directory(path: str | Path) -> Path:
-    """The run directory of a RUN argument: the directory itself, or the folder of a file
-    (a results.json, or a profiler report saved in its run directory)."""
-    path = resolve_run(Path(path))
-    return path if path.is_dir() else path.parent
 
 
 def is_memlens_run(directory: Path) -> bool:

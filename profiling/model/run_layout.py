@@ -124,6 +124,13 @@ def resolve_run(path: Path) -> Path:
     return path
 
 
+def run_directory(path: str | Path) -> Path:
+    """The run directory of a RUN argument: the directory itself (resolve_run: a folder of runs' latest), or
+    the folder of a file (a results.json, or a profiler report saved in its run directory)."""
+    path = resolve_run(Path(path))
+    return path if path.is_dir() else path.parent
+
+
 def runs_in(folder: Path) -> list[Path]:
     """The run directories (each with a results.json) directly in `folder`, oldest name first."""
     try:
