@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from memlens.io.units import n_way_words
 from memlens.model.results import RunResults
 from memlens.reports.model import BankMapFigure, BankMapPanel, BankMapRow, LaneMark, Report, Row, RunSection
 from memlens.theory.bank_analysis import BanksAnalysis, InstructionBanks
@@ -24,10 +25,6 @@ TITLE = 15.0  # a panel's title
 GAP = 5.0  # between panels
 
 
-def ways(value: float) -> str:
-    return f"{value:.0f}-way" if value == int(value) else f"{value:.2f}-way"
-
-
 def _phase_title(phase: Phase) -> str:
     lanes = phase.lanes
     span = f"lane {lanes[0]}" if len(lanes) == 1 else f"lanes {lanes[0]}-{lanes[-1]}"
@@ -39,7 +36,7 @@ def _summary(match: MatchedInstruction) -> str:
     warps = len(entry.warps)
     drawn = f", warp {entry.worst.index} drawn" if warps > 1 else ""
     figure = (
-        f"{ways(entry.n_way)} from the recorded addresses: {entry.wavefronts} wavefronts over an ideal of "
+        f"{n_way_words(entry.n_way)} from the recorded addresses: {entry.wavefronts} wavefronts over an ideal of "
         f"{entry.ideal} ({warps} warp{'s' * (warps != 1)} recorded{drawn})"
     )
     if entry.note:
@@ -48,7 +45,9 @@ def _summary(match: MatchedInstruction) -> str:
     if measured is None:
         return figure
     return figure + (
-        f"; ncu measured the same {ways(measured)}" if match.agrees else f"; ncu measured {ways(measured)}"
+        f"; ncu measured the same {n_way_words(measured)}"
+        if match.agrees
+        else f"; ncu measured {n_way_words(measured)}"
     )
 
 

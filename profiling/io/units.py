@@ -225,6 +225,11 @@ def ways(value: float) -> str:
     return f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
+def n_way_words(value: float) -> str:
+    """A bank conflict's n-way in words: 32.0 -> "32-way", 2.666 -> "2.67-way"."""
+    return f"{value:.0f}-way" if value == int(value) else f"{value:.2f}-way"
+
+
 def speedup(value: float) -> str:
     """A speed ratio: 1.6384 -> "1.64×"."""
     return f"{significant(value)}×"

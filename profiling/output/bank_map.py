@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from memlens.io.safe_text import neutral
+from memlens.io.units import n_way_words
 from memlens.model.kernel_names import NAME_WIDTH, elide_middle
 from memlens.theory.bank_analysis import BanksAnalysis, InstructionBanks
 from memlens.theory.bank_matching import MatchedInstruction
@@ -77,10 +78,6 @@ def picture(entry: InstructionBanks) -> list[str]:
     return lines
 
 
-def _ways(value: float) -> str:
-    return f"{value:.0f}-way" if value == int(value) else f"{value:.2f}-way"
-
-
 def heading(entry: InstructionBanks) -> str:
     i = entry.instruction
     name = elide_middle(neutral(i.kernel), NAME_WIDTH)
@@ -95,7 +92,7 @@ def summary(entry: InstructionBanks) -> str:
     drawn = f"; warp {entry.worst.index} drawn" if warps > 1 else ""
     spent = f"{entry.wavefronts} wavefront{'s' * (entry.wavefronts != 1)}"
     recorded = f"{warps} warp{'s' * (warps != 1)} recorded{drawn}"
-    return f"{_ways(entry.n_way)}: {spent} over an ideal of {entry.ideal} ({recorded})"
+    return f"{n_way_words(entry.n_way)}: {spent} over an ideal of {entry.ideal} ({recorded})"
 
 
 def every_line(entry: InstructionBanks) -> str | None:
@@ -103,12 +100,12 @@ def every_line(entry: InstructionBanks) -> str | None:
     if every is None or n_way is None:
         return None
     spent = f"{every.wavefronts:,} wavefront{'s' * (every.wavefronts != 1)} over an ideal of {every.ideal:,}"
-    return f"  all {every.executions:,} executions: {_ways(n_way)}, {spent}"
+    return f"  all {every.executions:,} executions: {n_way_words(n_way)}, {spent}"
 
 
 def _every_words(entry: InstructionBanks) -> str:
     n_way = entry.every_n_way
-    return f" (every execution: {_ways(n_way)})" if n_way is not None and n_way > 1 else ""
+    return f" (every execution: {n_way_words(n_way)})" if n_way is not None and n_way > 1 else ""
 
 
 def fix_line(entry: InstructionBanks) -> str | None:
@@ -148,7 +145,7 @@ def banks_text(findings: BanksFindings) -> list[str]:
     if calm:
         lines.append("")
         lines.append(f"conflict-free ({len(calm)}):")
-        lines += [f"  {heading(e)}: {_ways(e.n_way)}{_every_words(e)}" for e in calm]
+        lines += [f"  {heading(e)}: {n_way_words(e.n_way)}{_every_words(e)}" for e in calm]
     if conflicting or findings.draw_all:
         lines += ["", LEGEND]
     return lines
@@ -170,7 +167,7 @@ def line_bank_map(match: MatchedInstruction) -> list[str]:
     i = entry.instruction
     matrices = f".x{i.matrices}" if i.matrices else ""
     measured = match.measured_n_way
-    differs = "" if match.agrees or measured is None else f" (ncu measured {_ways(measured)})"
+    differs = "" if match.agrees or measured is None else f" (ncu measured {n_way_words(measured)})"
     lines = [f"bank map, {i.access}{matrices} at pc +0x{i.pc_offset:x}: {summary(entry)}{differs}"]
     if entry.note:
         lines.append(f"note: {entry.note}")
