@@ -84,7 +84,7 @@ class InstructionReader:
         memory_types = _per_pc(action, catalogue.MEMORY_TYPE)
         binary = _binary(action, kernel)
         pcs = set(wavefronts or ()) | set(memory_types or ())
-        if lines:
+        if lines and memory_types is None:  # else ncu's memory types already name every memory instruction
             pcs |= set(self._memory_pcs(action, binary))
         values = {
             name: self._values(action, binary, name, pcs)
@@ -187,8 +187,9 @@ class InstructionReader:
         return kernel_totals(records, with_executions)
 
     def _memory_pcs(self, action: Action, binary: Binary) -> tuple[int, ...]:
-        """The executed local-memory and TMA instructions of a binary: every executed instruction
-        decoded once per binary (neither carries shared wavefronts to find it by)."""
+        """The executed local-memory and TMA instructions of a binary where ncu recorded no memory types
+        (an older report): every executed instruction decoded once per binary (neither carries shared
+        wavefronts to find it by)."""
         found = self.memory_pcs.get(binary)
         if found is None:
             executed = _per_pc(action, PER_PC_EXECUTIONS) or {}

@@ -78,9 +78,8 @@ def test_a_report_without_per_instruction_metrics_starts_nothing(tmp_path):
     assert not early_disassembly.is_done()
 
 
-def test_each_binary_is_disassembled_once_with_its_local_and_tma_instructions(monkeypatch):
-    """Local and TMA instructions carry no shared wavefronts to find them by: every executed instruction
-    of a kernel binary is decoded, once per binary (not per launch), and only those kinds are kept."""
+def _decoded_pcs(monkeypatch) -> dict[str, list[int]]:
+    """The PCs each binary has decoded (by kernel name), filled as a report is read."""
     decoded: dict[str, list[int]] = {}
     original = ncu_instructions.InstructionReader.decode
 
@@ -90,6 +89,13 @@ def test_each_binary_is_disassembled_once_with_its_local_and_tma_instructions(mo
         return original(self, action, binary, pc)
 
     monkeypatch.setattr(ncu_instructions.InstructionReader, "decode", counting)
+    return decoded
+
+
+def test_with_memory_types_recorded_only_memory_instructions_are_decoded(monkeypatch):
+    """ncu's memory type names every memory instruction, local ones included: no other executed
+    instruction is decoded (each decode costs ncu_report's disassembler a call), and each PC once."""
+    decoded = _decoded_pcs(monkeypatch)
     results = read_report(SUITE, instructions=True)
     by_name = {k.kernel: k for k in results.kernels}
     conflict = by_name["transpose_conflict"]
@@ -97,11 +103,26 @@ def test_each_binary_is_disassembled_once_with_its_local_and_tma_instructions(mo
     # 8 shared-memory instructions, and the global loads and stores the table places by their memory type
     assert {r.space for r in conflict.instructions} == {"shared", "global"}
     assert sum(r.space == "shared" for r in conflict.instructions) == 8
-    assert len(decoded["transpose_conflict"]) == len(set(decoded["transpose_conflict"])) > 8  # each PC once
+    # the 16 instructions with a memory type, of 143 executed
+    assert len(decoded["transpose_conflict"]) == len(set(decoded["transpose_conflict"])) == 16
     local = by_name["running_mean_local"]
     assert local.value("local_ld_instructions") > 0
-    assert len(decoded["running_mean_local"]) > 250  # every executed instruction, in search of LDL and STL
     assert {r.opcode for r in local.instructions if r.space == "local"} == {"LDL", "STL"}
+    assert len(decoded["running_mean_local"]) == 96  # those with a memory type, of 302 executed
+
+
+def test_without_memory_types_every_executed_instruction_is_decoded_once_per_binary(monkeypatch):
+    """An older report (no memory type per instruction): local and TMA instructions carry no shared
+    wavefronts to find them by, so every executed instruction of a binary is decoded, once per binary
+    (not per launch), and only those kinds are kept."""
+    decoded = _decoded_pcs(monkeypatch)
+    results = read_report(PROGRAM, instructions=True)
+    local = [k for k in results.kernels if k.value("local_ld_instructions")]
+    assert local
+    for kernel in local:
+        pcs = decoded[kernel.kernel]
+        assert len(pcs) == len(set(pcs)) > 2 * len(kernel.instructions)
+        assert {r.opcode.split(".")[0] for r in kernel.instructions if r.space == "local"} == {"LDL", "STL"}
 
 
 @pytest.mark.parametrize("fast", [False, True])
