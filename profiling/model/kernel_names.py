@@ -22,6 +22,7 @@ _INT_CAST = re.compile(r"\(int\)(-?\d+)")
 _NUMBA = re.compile(r"^(?:[^\s\[\]():]+::)*(?P<function>[A-Za-z_]\w*)\[(?:abi:)?v\d+(?:,cw\w+)?\](?:\(.*\))?$", re.S)
 _SUITE_MODULE = re.compile(r"\bmemlens_suite_[0-9a-f]+_\w+::")  # how memlens imports a suite file
 _ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
+_SPLIT_ABI_TAGS = re.compile(r"\]\[abi:")  # a Numba kernel's two tags as c++filt writes them: f[abi:v3][abi:cw51…]
 _RETURN_TYPE = re.compile(r"^(?:void|static|__global__)\s+")
 ELLIPSIS = "…"
 ANONYMOUS_NAMESPACE = "(anonymous namespace)"  # as c++filt writes one (ncu also writes "<unnamed>")
@@ -37,6 +38,13 @@ def numba_function(name: str) -> str | None:
     """The Python function of a Numba kernel's mangled name (`matmul`), None for any other name."""
     match = _NUMBA.match(name.strip())
     return match.group("function") if match else None
+
+
+def comparable_name(name: str) -> str:
+    """`name` as it reads from another run and another demangler: memlens's import prefix of a suite file
+    dropped (its hash differs between runs), a Numba kernel's ABI tags joined as ncu joins them
+    (`m::f[abi:v3][abi:cw51…](…)`, the bank trace's demangler, is `m::f[abi:v3,cw51…](…)`)."""
+    return _SPLIT_ABI_TAGS.sub(",", _SUITE_MODULE.sub("", name))
 
 
 def kernel_label(name: str) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from memlens.model.banks_file import BankAccess
 from memlens.model.instruction_kinds import Side, Space
 from memlens.model.instruction_table import InstructionRecord
+from memlens.model.kernel_names import comparable_name
 from memlens.model.results import KernelResult
 from memlens.theory.bank_analysis import BanksAnalysis, InstructionBanks
 
@@ -57,8 +58,9 @@ class MatchedInstruction:
 
 def function_key(name: str) -> str:
     """A kernel's qualified name without its parameters, return type and spacing, template arguments'
-    casts dropped: `void ns::tr<(int)0>(float *)` and `ns::tr<0>(float*)` are both `ns::tr<0>`."""
-    name = _CAST.sub(r"\1", name)
+    casts dropped: `void ns::tr<(int)0>(float *)` and `ns::tr<0>(float*)` are both `ns::tr<0>`; a Numba
+    kernel's as ncu and the trace both name it (kernel_names.comparable_name)."""
+    name = _CAST.sub(r"\1", comparable_name(name))
     depth, cut = 0, len(name)
     for n, char in enumerate(name):
         if char == "<":

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from memlens.model.banks_file import BankAccess, read_banks_file
+from memlens.model.kernel_names import short_kernel
 from memlens.readers import read_with_instructions
 from memlens.theory.bank_analysis import analyse_file
 from memlens.theory.bank_matching import conflicting_at, function_key, match_instructions
@@ -115,10 +116,42 @@ def test_conflicting_at_takes_the_kernels_own_conflicting_instructions(probe):
         ("void ns::tr<(int)0, float>(float *)", "ns::tr<0,float>"),
         ("ns::tr<0, float>(float*)", "ns::tr<0,float>"),
         ("numba_column_read", "numba_column_read"),
+        # a Numba kernel as ncu names it, and as the trace's demangler does (its ABI tags apart), in two runs
+        # whose import of the suite file differs in its hash
+        (
+            "memlens_suite_1eec8e54c97027f5_matmul::matmul_tiled[abi:v3,cw51cX](Array<float, 2, C>)",
+            "matmul_tiled[abi:v3,cw51cX]",
+        ),
+        (
+            "memlens_suite_60586d0f45c525e9_matmul::matmul_tiled[abi:v3][abi:cw51cX](Array<float, 2, C>)",
+            "matmul_tiled[abi:v3,cw51cX]",
+        ),
+        (
+            "__main__::numba_column_read[abi:v1][abi:cw51cX](Array<float, 1, C>)",
+            "__main__::numba_column_read[abi:v1,cw51cX]",
+        ),
+        (
+            "__main__::numba_column_read[abi:v1,cw51cX](Array<float, 1, C>)",
+            "__main__::numba_column_read[abi:v1,cw51cX]",
+        ),
     ],
 )
 def test_function_key(name, key):
     assert function_key(name) == key
+
+
+def test_numba_kernels_match_the_trace_of_another_run_and_agree_with_ncu():
+    """The H200 suite's profile and its bank trace (two runs of the suite): the Numba matmuls' shared-memory
+    instructions are matched as the CUDA C++ kernels' are, and every one's n-way is ncu's."""
+    results = read_with_instructions(FIXTURES / "nvidia_h200" / "suite.ncu-rep")
+    banks = FIXTURES / "nvidia_h200" / "banks" / "suite.banks.json"
+    matched = match_instructions(results.kernels, analyse_file(read_banks_file(banks), banks.name))
+    numba = [m for m in matched if "[abi:" in m.kernel.kernel]
+    assert sorted({short_kernel(m.kernel.kernel) for m in numba}) == ["matmul_tiled", "matmul_tiled_article"]
+    assert len(numba) == 44 and all(m.agrees for m in numba)
+    conflicting = {(short_kernel(m.kernel.kernel), m.measured_n_way) for m in numba if (m.record.excess or 0.0) > 0}
+    assert conflicting == {("matmul_tiled_article", 4.0), ("matmul_tiled_article", 8.0)}
+    assert len(matched) - len(numba) == 84  # the CUDA C++ kernels' matches, as before
 
 
 def test_the_n_way_over_every_execution_is_ncus_but_cp_asyncs(probe):
