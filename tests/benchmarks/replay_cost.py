@@ -28,17 +28,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from memlens.collect.ncu import find_ncu  # noqa: E402
+from memlens.collect.ncu import ProfileRequest, find_ncu, profile_argv  # noqa: E402
 from memlens.model.catalogue import ncu_metric_names  # noqa: E402
-from memlens.model.per_instruction import (  # noqa: E402  # noqa: E402
+from memlens.model.ncu_settings import NcuSettings  # noqa: E402
+from memlens.model.per_instruction import (  # noqa: E402
     GLOBAL_REQUESTS,
     GLOBAL_SECTORS,
     GLOBAL_SECTORS_IDEAL,
     MEMORY_ACCESS_SIZE,
     MEMORY_ACCESS_TYPE,
     MEMORY_TYPE,
-    PER_PC_EXECUTIONS,  # noqa: E402
+    PER_PC_EXECUTIONS,
 )
+from memlens.suite import NVTX_DOMAIN  # noqa: E402
 
 ONE = ["gpu__time_duration.sum"]
 
@@ -119,20 +121,20 @@ def metric_lists() -> dict[str, list[str]]:
     }
 
 
-def base_argv() -> list[str]:
-    ncu = find_ncu(None)
-    return [
-        str(ncu.path),
-        "--clock-control",
-        "none",
-        "--cache-control",
-        "all",
-        "--replay-mode",
-        "kernel",
-        "--nvtx",
-        "--nvtx-include",
-        "regex:memlens@.*/",
-    ]
+def ncu_argv(metric_args: list[str], stem: Path, program: list[str]) -> list[str]:
+    """memlens's own ncu argv (profile_argv: its NVTX filter, replay and cache options) with `metric_args` for
+    its metric list, reporting to `stem`, over `program`."""
+    request = ProfileRequest(
+        metrics=ONE,
+        report=stem,
+        log=stem.with_suffix(".log"),
+        nvtx_include=f"regex:{NVTX_DOMAIN}@.*/",
+        settings=NcuSettings("none"),
+    )
+    argv = profile_argv(find_ncu(None), request, program)
+    at = argv.index("--metrics")
+    argv[at : at + 2] = metric_args
+    return argv
 
 
 def ranges(out: Path, names: list[str]) -> None:
@@ -142,21 +144,8 @@ def ranges(out: Path, names: list[str]) -> None:
     table: dict[str, dict[str, float]] = {}
     for name in names:
         log = work / f"ranges_{name}.jsonl"
-        argv = (
-            base_argv()
-            + lists[name]
-            + [
-                "--export",
-                str(work / name),
-                "--force-overwrite",
-                sys.executable,
-                str(program),
-                "--suite",
-                "kernels",
-                "--events",
-                str(work / f"{name}.events"),
-            ]
-        )
+        program_argv = [sys.executable, str(program), "--suite", "kernels", "--events", str(work / f"{name}.events")]
+        argv = ncu_argv(lists[name], work / name, program_argv)
         t0 = time.time()
         done = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, RANGES=str(log)))
         wall = time.time() - t0
@@ -174,12 +163,14 @@ def ranges(out: Path, names: list[str]) -> None:
 
 
 def state() -> None:
-    program = Path(tempfile.mkdtemp(prefix="replay-state-")) / "state_program.py"
+    work = Path(tempfile.mkdtemp(prefix="replay-state-"))
+    program = work / "state_program.py"
     program.write_text(STATE_PROGRAM)
     for name, n in STATES:
         cells = []
         for list_name, metrics in (("one", ONE), ("fast", ncu_metric_names(fast=True))):
-            argv = base_argv() + ["--metrics", ",".join(metrics), sys.executable, str(program), name, str(n)]
+            stem = work / f"{name}_{n}_{list_name}"
+            argv = ncu_argv(["--metrics", ",".join(metrics)], stem, [sys.executable, str(program), name, str(n)])
             done = subprocess.run(argv, capture_output=True, text=True)
             line = [x for x in done.stdout.splitlines() if x.startswith("RANGES")]
             seconds = " ".join(f"{t:.3f}" for t in json.loads(line[0][7:])) if line else f"rc {done.returncode}"
