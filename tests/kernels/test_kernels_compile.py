@@ -15,6 +15,9 @@ from memlens.errors import ProfilerError
 from memlens.static import toolchain
 from memlens.suite import CudaKernel, NumbaKernel, Variant, load_suite
 
+# One worker compiles every kernel once per compiler: under pytest-xdist each worker would do it again.
+pytestmark = pytest.mark.xdist_group("kernels_compile")
+
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 SUITE = load_suite(KERNELS)
 CUDA_VARIANTS = [v for v in SUITE.variants() if any(isinstance(k, CudaKernel) for k in v.kernels)]

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# One worker runs the simulator once: under pytest-xdist each worker would run the module's fixture again.
+pytestmark = pytest.mark.xdist_group("numba_simulator")
+
 REPO = Path(__file__).resolve().parents[2]
 
 SIZES = [{"m": 20, "k": 19, "n": 18}, {"m": 5, "k": 33, "n": 3}]  # no edge a multiple of 16

@@ -21,6 +21,9 @@ from memlens.static.check import (
 from memlens.suite import load_suite
 from tests.support.fake import CPU_SUITE
 
+# One worker compiles the whole suite once: under pytest-xdist each worker would set the module's fixture up again.
+pytestmark = pytest.mark.xdist_group("static_check")
+
 REPO = Path(__file__).resolve().parents[2]
 SWAPPED = REPO / "tests" / "gate_suites" / "swapped_padded.py"
 HAVE_CUDA_COMPILER = toolchain.find_nvcc() is not None or toolchain.nvrtc_version() is not None
