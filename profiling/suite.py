@@ -270,6 +270,29 @@ def device_copy(cupy: Any, array: np.ndarray) -> Any:
     return cupy.ndarray(array.shape, array.dtype, on_device.data + offset, array.strides)
 
 
+class DeviceReferences:
+    """References copied to the GPU once each, by key (an input set), for the outputs checked there, until
+    `clear` lets them go: a family's variants share its references, not each a copy of its own."""
+
+    def __init__(self) -> None:
+        self._copies: dict[int, Any] = {}
+
+    def like(self, key: int, expected: np.ndarray | None, got: Any) -> Any:
+        """`expected` where `got` lies: its GPU copy (CuPy) for an output on the GPU, else itself."""
+        if expected is None or not on_gpu(got):
+            return expected
+        if key not in self._copies:
+            try:
+                import cupy
+            except ImportError:
+                return expected  # verify copies `got` to the host instead
+            self._copies[key] = device_copy(cupy, expected)
+        return self._copies[key]
+
+    def clear(self) -> None:
+        self._copies.clear()
+
+
 def _to_host(array: Any) -> np.ndarray:
     if not on_gpu(array):
         return np.asarray(array)

@@ -33,7 +33,7 @@ from memlens.errors import ConfigError, ProfilerError, SetupError, VerificationE
 from memlens.io.files import write_json_output
 from memlens.model.run_layout import BENCH, DEFAULT_OUT, NO_RUN_YET, no_run_yet
 from memlens.selection import Case, select_variants
-from memlens.suite import SKIPPED, Family, Launch, Variant, device_copy, on_gpu
+from memlens.suite import SKIPPED, DeviceReferences, Family, Launch, Variant
 
 MIN_REPEATS = 20
 DEFAULT_REPEATS = 50
@@ -373,7 +373,7 @@ class InputSets:
         self._key: tuple[str, tuple[tuple[str, int], ...]] | None = None
         self._rng = np.random.default_rng(0)
         self._sets: list[tuple[dict[str, np.ndarray], np.ndarray]] = []
-        self._on_device: dict[int, Any] = {}
+        self._references = DeviceReferences()
 
     def get(
         self, family: Family, size: Mapping[str, int], index: int, seed: int
@@ -381,7 +381,8 @@ class InputSets:
         """Set `index` of `family` at `size`; `seed` draws the sets of a family (or size) not held yet."""
         key = (family.name, tuple(sorted(size.items())))
         if key != self._key:
-            self._key, self._sets, self._on_device = key, [], {}  # the previous family's arrays go first
+            self._key, self._sets = key, []  # the previous family's arrays go first
+            self._references.clear()
             self._rng = np.random.default_rng(seed)
         while len(self._sets) <= index:
             inputs = family.make_inputs(self._rng, size)
@@ -390,16 +391,7 @@ class InputSets:
 
     def expected_like(self, index: int, got: Any) -> Any:
         """Set `index`'s reference where `got` lies: on the GPU (copied once, with CuPy) for an output there."""
-        expected = self._sets[index][1]
-        if not on_gpu(got):
-            return expected
-        if index not in self._on_device:
-            try:
-                import cupy
-            except ImportError:
-                return expected  # verify copies `got` to the host instead
-            self._on_device[index] = device_copy(cupy, expected)
-        return self._on_device[index]
+        return self._references.like(index, self._sets[index][1], got)
 
 
 def time_variant(

@@ -34,7 +34,7 @@ import numpy as np
 from memlens.collect.claims import claimed_cases
 from memlens.errors import MemlensError, VerificationError
 from memlens.selection import Case, select_variants
-from memlens.suite import NVTX_DOMAIN, SKIPPED, Family, Inputs, device_copy, gpu_compute_capability, on_gpu
+from memlens.suite import NVTX_DOMAIN, SKIPPED, DeviceReferences, Family, Inputs, gpu_compute_capability
 
 EVENTS_VERSION = 1
 
@@ -57,14 +57,15 @@ class Problems:
         self.sizes, self.small, self.seed = sizes, small, seed
         self._family: tuple[Family, dict[str, int] | None] | None = None
         self._problem: tuple[dict[str, int], Inputs, np.ndarray] | None = None
-        self._device_expected: Any = None
+        self._references = DeviceReferences()
 
     def of(self, case: Case, index: int) -> tuple[dict[str, int], Inputs, np.ndarray]:
         family = case.variant.family
         size = case.size(self.sizes, self.small)
         current = self._family
         if current is None or current[0] is not family or current[1] != size or self._problem is None:
-            self._problem = self._device_expected = None  # free the previous family's arrays first
+            self._problem = None  # free the previous family's arrays first
+            self._references.clear()
             inputs = family.make_inputs(np.random.default_rng(self.seed + index), size)
             self._problem = (size, inputs, family.reference(inputs, size))
             self._family = (family, size)
@@ -72,16 +73,7 @@ class Problems:
 
     def expected_like(self, got: Any) -> Any:
         """The current family's reference, on the GPU (copied once) where `got` lies there."""
-        expected = self._problem[2] if self._problem else None
-        if expected is None or not on_gpu(got):
-            return expected
-        if self._device_expected is None:
-            try:
-                import cupy
-            except ImportError:
-                return expected  # verify copies `got` to the host instead
-            self._device_expected = device_copy(cupy, expected)
-        return self._device_expected
+        return self._references.like(0, self._problem[2] if self._problem else None, got)
 
 
 def run_variant(case: Case, problems: Problems, family_index: int) -> dict[str, int]:
