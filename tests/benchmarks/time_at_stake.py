@@ -72,13 +72,17 @@ class Checked:
 
     @property
     def tight(self) -> bool:
-        return self.stake <= max(1.5 * self.saving, self.saving + 0.15)
+        return within_band(self.stake, self.saving)
 
     @property
     def tight_within_noise(self) -> bool:
         """Tight against the saving as far up as its noise goes (as `holds` allows it as far down)."""
-        saving = self.saving + self.noise
-        return self.stake <= max(1.5 * saving, saving + 0.15)
+        return within_band(self.stake, self.saving + self.noise)
+
+
+def within_band(stake: float, saving: float) -> bool:
+    """Issue 48's band: a stake at most 1.5x the saving, or at most 15 points above it."""
+    return stake <= max(1.5 * saving, saving + 0.15)
 
 
 def _kernel(kernels: list[KernelResult], name: str) -> KernelResult:
