@@ -2,6 +2,6 @@
 
 import sys
 
-from memlens.cli import main
+from memlens.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -50,7 +50,7 @@ def test_wheel_holds_one_memlens_package_with_the_suite_and_templates(wheel):
     ):
         assert needed in names
     entry_points = zipfile.ZipFile(wheel).read("memlens-0.1.0.dist-info/entry_points.txt").decode()
-    assert "memlens = memlens.cli:main" in entry_points
+    assert "memlens = memlens.cli:console_main" in entry_points
 
 
 def test_wheel_marks_memlens_as_typed(wheel):

@@ -133,3 +133,22 @@ def test_the_check_finds_a_module_imported_too_soon():
     found = too_soon(["numpy", "numpy.linalg", "rich.console", "memlens.suite", "memlens.commands.report"])
     assert found == ["numpy", "numpy.linalg", "rich.console", "memlens.suite", "memlens.commands.report"]
     assert too_soon(["memlens.suite_path", "memlens.commands.profile", "numpyish", "memlens.collect.ncu"]) == []
+
+
+def test_the_command_freezes_what_it_made_once_its_work_is_done(monkeypatch):
+    """`memlens` and `python -m memlens` run `main`, then gc.freeze: Python's last collection at exit passes
+    over the objects a suite run made (0.15-0.2 s with Numba and CuPy imported), and the status is main's."""
+    from memlens import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "main", lambda: calls.append("main") or 3)
+    monkeypatch.setattr(cli.gc, "freeze", lambda: calls.append("freeze"))
+    assert cli.console_main() == 3
+    assert calls == ["main", "freeze"]
+
+
+def test_python_dash_m_memlens_ends_with_the_commands_status(tmp_path):
+    missing = tmp_path / "missing.ncu-rep"
+    done = subprocess.run([sys.executable, "-m", "memlens", "metrics", str(missing)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert str(missing) in done.stderr and "Traceback" not in done.stderr
