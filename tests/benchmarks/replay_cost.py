@@ -5,9 +5,10 @@ GPU machine with ncu; always --clock-control none.
     python tests/benchmarks/replay_cost.py state
 
 `ranges`: the suite's profiled program under ncu once per metric list (one metric: one pass; the `--fast`
-list; memlens's default list; variants of it without some per-instruction metrics; `--set full`), each
-range timed from its start to its end with the device synchronized on both sides: what profiling that
-kernel cost, apart from the program's own work. Prints a table, range by range, and writes it as JSON.
+list; memlens's default list; variants of it without some per-instruction metrics, no_NAME without that
+one; `--set full`), each range timed from its start to its end with the device synchronized on both sides:
+what profiling that kernel cost, apart from the program's own work. Prints a table, range by range, and
+writes it as JSON.
 
 `state`: one transpose (8192 x 8192 fp32, three ranges) under one metric and under the `--fast` list,
 with the program holding 2 GiB more device memory, 2,000 small allocations, 1 GiB of page-locked host
@@ -117,6 +118,7 @@ def metric_lists() -> dict[str, list[str]]:
         "no_static3": ["--metrics", ",".join(m for m in default if m not in static)],
         "no_global3": ["--metrics", ",".join(m for m in default if m not in global_)],
         "no_inst_exec": ["--metrics", ",".join(m for m in default if m != PER_PC_EXECUTIONS)],
+        **{f"no_{name}": ["--metrics", ",".join(m for m in default if m != name)] for name in static},
         "full": ["--set", "full"],
     }
 
