@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import uuid
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from tests.collect.test_cluster import H200, MIXED, fake_smi
 from tests.support.dask_cluster import external_cluster, kill_worker_of, kill_worker_twice, scheduler_killed_once
 from tests.support.fake import CPU_SUITE, MARKER, REPO, interrupt_when, marked_processes, recorded
 from tests.support.fake_bench import fake_bench_env
+from tests.support.hold import go_on_after
 
 pytest.importorskip("distributed")
 
@@ -138,9 +138,9 @@ def test_a_worker_killed_mid_share_has_its_share_retried_and_nothing_is_lost(tmp
     use_gpus(tmp_path, monkeypatch, H200, H200)
     record = tmp_path / "children.jsonl"
     monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
-    monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
-    killer = threading.Thread(target=kill_worker_of, args=(lambda: recorded(record), 0), daemon=True)
-    killer.start()
+    go_on = tmp_path / "go-on"  # every child waits until the worker is killed: no share ends before
+    monkeypatch.setenv("FAKE_BENCH_HOLD", str(go_on))
+    killer = go_on_after(go_on, lambda: kill_worker_of(lambda: recorded(record), 0))
     assert bench_cli(tmp_path / "runs", "--cluster", "local") == 0
     killer.join()
     assert len(recorded(record)) == 3  # the killed share ran again
@@ -159,12 +159,10 @@ def test_a_share_whose_workers_die_twice_fails_saying_so_and_the_other_is_kept(t
     use_gpus(tmp_path, monkeypatch, H200, H200)
     record = tmp_path / "children.jsonl"
     monkeypatch.setenv("FAKE_BENCH_RECORD", str(record))
-    monkeypatch.setenv("FAKE_BENCH_SLEEP", "2")
+    go_on = tmp_path / "go-on"  # every child waits until the retry's worker is killed too
+    monkeypatch.setenv("FAKE_BENCH_HOLD", str(go_on))
     killed: list[dict] = []  # the retry: a later child with the killed one's -k
-    killer = threading.Thread(
-        target=kill_worker_twice, args=(lambda: recorded(record), lambda c: c["k"], killed), daemon=True
-    )
-    killer.start()
+    killer = go_on_after(go_on, lambda: kill_worker_twice(lambda: recorded(record), lambda c: c["k"], killed))
     assert bench_cli(tmp_path / "runs", "--cluster", "local") == 3
     killer.join()
     assert len(killed) == 2

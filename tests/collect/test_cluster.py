@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from tests.support.fake import (
     marked_processes,
     recorded,
 )
+from tests.support.hold import HOLD, go_on_after, go_on_when, programs_took_units
 
 pytest.importorskip("distributed")
 
@@ -95,9 +95,11 @@ def results(out: Path) -> dict:
 
 def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(fakes, tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # a unit outlasts the other program's start: both take some
+    scratch = _workers_scratch(tmp_path, monkeypatch)
     sweep = ("--sweep", "transpose.m=8,16")
+    both_take_units(tmp_path / "local", tmp_path / "go-on-local", monkeypatch)
     assert profile_cli(tmp_path / "local", "--gpus", "all", *sweep) == 3  # the probe holds no swept kernel
+    both_take_units(scratch, tmp_path / "go-on-cluster", monkeypatch)
     assert profile_cli(tmp_path / "cluster", "--cluster", "local", *sweep) == 3
     local, cluster = results(tmp_path / "local"), results(tmp_path / "cluster")
     # each case once, in suite order, the same figures; which GPU ran which job is the scheduler's choice
@@ -127,6 +129,13 @@ def test_a_sweep_spreads_over_the_workers_and_merges_as_the_local_backend_does(f
     assert (run / "profile.job0.ncu-rep").read_bytes() == (PROBE / "probe.ncu-rep").read_bytes()
 
 
+def both_take_units(programs: Path, go_on: Path, monkeypatch) -> None:
+    """Every launch of the run about to start waits until both its programs (their events files under
+    `programs`) took a unit: each GPU takes some."""
+    monkeypatch.setenv(HOLD, str(go_on))
+    go_on_when(go_on, programs_took_units(programs, 2))
+
+
 def unplaced(record: dict) -> dict:
     """An outcome or kernel without where it ran."""
     return {k: v for k, v in record.items() if k not in ("gpu_index", "gpu_name", "gpu_uuid")}
@@ -146,7 +155,7 @@ def assert_placed_consistently(data: dict, gpus: tuple[Gpu, ...]) -> None:
 
 
 def test_two_gpu_models_side_by_side(fakes, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # a unit outlasts the other program's start: both take some
+    both_take_units(_workers_scratch(tmp_path, monkeypatch), tmp_path / "go-on", monkeypatch)
     fake_smi(tmp_path / "bin", MIXED)
     assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 0
     data = results(tmp_path / "runs")
@@ -202,13 +211,11 @@ def took_a_unit(scratch: Path) -> Callable[[dict], Path]:
 
 
 def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, tmp_path, monkeypatch):
-    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "1")  # every launch: a job takes a few seconds
+    go_on = tmp_path / "go-on"  # every launch waits until the worker is killed: no job ends before
+    monkeypatch.setenv(HOLD, str(go_on))
     scratch = _workers_scratch(tmp_path, monkeypatch)
     ready = took_a_unit(scratch)  # its units are then given back, and the job retried
-    killer = threading.Thread(
-        target=kill_worker_of, args=(lambda: recorded(fakes), 0), kwargs={"ready": ready}, daemon=True
-    )
-    killer.start()
+    killer = go_on_after(go_on, lambda: kill_worker_of(lambda: recorded(fakes), 0, ready=ready))
     assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 0
     killer.join()
     runs = recorded(fakes)
@@ -220,14 +227,12 @@ def test_a_worker_killed_mid_job_has_its_job_retried_and_nothing_is_lost(fakes, 
 
 
 def test_a_job_whose_workers_die_twice_is_failed_with_its_log(fakes, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "3")  # the other job outlasts the retry's start: the retry gets units
+    go_on = tmp_path / "go-on"  # the other job holds its first case until the retry died: the retry gets units
+    monkeypatch.setenv(HOLD, str(go_on))
     killed: list[dict] = []  # the retry: a later ncu run with the killed one's --tag
     scratch = _workers_scratch(tmp_path, monkeypatch)
     ready = took_a_unit(scratch)  # the retry's units are then failed, with the log
-    killer = threading.Thread(
-        target=kill_worker_twice, args=(lambda: recorded(fakes), program_tag, killed, ready), daemon=True
-    )
-    killer.start()
+    killer = go_on_after(go_on, lambda: kill_worker_twice(lambda: recorded(fakes), program_tag, killed, ready))
     assert profile_cli(tmp_path / "runs", "--cluster", "local", *PROBE_SELECTION) == 3
     killer.join()
     assert len(killed) == 2

@@ -2,8 +2,10 @@
 
 MEMLENS_TEST_WRONG=family/variant makes that variant return a wrong result;
 MEMLENS_TEST_RAISE=family/variant makes it raise at launch; MEMLENS_TEST_SLEEP=seconds makes
-every launch sleep (for timeout tests); MEMLENS_TEST_SPAWN=family/variant makes it start a process
-that outlives the suite (a minute's sleep), as a careless suite might.
+every launch sleep (for timeout tests); MEMLENS_TEST_HOLD=FILE makes every launch wait until FILE exists
+(tests/support/hold.py: a test that must see programs in the middle of a case lets them go on as soon as
+it has, rather than guess a sleep long enough); MEMLENS_TEST_SPAWN=family/variant makes it start a
+process that outlives the suite (a minute's sleep), as a careless suite might.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ def _launcher(label: str, compute):
             if os.environ.get("MEMLENS_TEST_RAISE") == label:
                 raise RuntimeError(f"launch of {label} failed (test)")
             time.sleep(float(os.environ.get("MEMLENS_TEST_SLEEP", "0")))
+            if os.environ.get("MEMLENS_TEST_HOLD"):  # set by a test that put the checkout on PYTHONPATH
+                from tests.support.hold import wait_for
+
+                wait_for(os.environ["MEMLENS_TEST_HOLD"])
             if os.environ.get("MEMLENS_TEST_SPAWN") == label:
                 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
             result = compute(inputs).copy()

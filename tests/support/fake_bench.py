@@ -6,7 +6,8 @@ start (the in-process bench is faked by patching bench.timing.open_device, tests
 open_device with a device named as `names` names the GPU of its CUDA_VISIBLE_DEVICES (a UUID), whose
 launches run for real and take set times; a GPU not in `names` is "no usable CUDA GPU" (exit 3).
 With FAKE_BENCH_RECORD set, each child appends its pid, parent pid, GPU and -k to that JSON-lines file when it
-opens the device; with FAKE_BENCH_SLEEP, it then sleeps that many seconds."""
+opens the device; with FAKE_BENCH_SLEEP, it then sleeps that many seconds; with FAKE_BENCH_HOLD, it then
+waits until that file exists (tests/support/hold.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.fake import REPO
+from tests.support.hold import wait_for
 
 ENV = "FAKE_BENCH_GPUS"
 SITE = f"""import os
@@ -60,6 +62,8 @@ def open_fake_device() -> ChildDevice:
             k = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else None
             record.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "gpu": visible, "k": k}) + "\n")
     time.sleep(float(os.environ.get("FAKE_BENCH_SLEEP", "0")))
+    if os.environ.get("FAKE_BENCH_HOLD"):
+        wait_for(os.environ["FAKE_BENCH_HOLD"])
     names = json.loads(os.environ[ENV])
     if visible not in names:
         raise ProfilerError(f"no usable CUDA GPU: {visible} is none of the fake bench's GPUs")
