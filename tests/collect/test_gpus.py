@@ -43,6 +43,7 @@ from memlens.model.results import RunInfo, RunResults, VariantOutcome
 from memlens.selection import select_variants
 from tests.conftest import FIXTURES
 from tests.support.fake import CPU_SUITE, IN_THE_PROBE, PROBE_SELECTION, REPO, install_fake_ncu, recorded
+from tests.support.hold import HOLD, go_on_when, programs_took_units
 
 PROBE = FIXTURES / "probe"
 KERNELS = REPO / "kernels"  # the built-in suite
@@ -106,12 +107,19 @@ def test_each_gpu_gets_its_own_ncu_and_takes_units_from_one_folder(two_gpus, tmp
     assert not Path(folder).exists()
 
 
+def both_take_units(tmp_path: Path, monkeypatch) -> None:
+    """The run's launches wait until both its programs took a unit (the first unit's launches outlast the
+    other program's start): each GPU takes some."""
+    monkeypatch.setenv(HOLD, str(tmp_path / "go-on"))
+    go_on_when(tmp_path / "go-on", programs_took_units(tmp_path / "runs", 2))
+
+
 def placed(data: dict) -> dict[str, int]:
     return {f"{o['family']}/{o['variant']}": o["gpu_index"] for o in data["outcomes"]}
 
 
 def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.3")  # the first unit outlasts the other program's start
+    both_take_units(tmp_path, monkeypatch)
     assert profile_cli(tmp_path, "--gpus", "0,1", *PROBE_SELECTION) == 0
     run = (tmp_path / "runs" / "latest").resolve()
     names = sorted(p.name for p in run.iterdir())
@@ -147,7 +155,9 @@ def test_the_merged_run_has_every_variant_once_and_each_kernels_gpu(two_gpus, tm
 
 
 def test_a_gpu_that_finds_every_unit_taken_profiles_nothing_and_fails_nothing(two_gpus, tmp_path, monkeypatch):
-    monkeypatch.setenv("FAKE_NCU_APP_DELAY", f"{GPUS[1].uuid}=3")  # GPU 1's program starts after GPU 0's ran all
+    go_on = tmp_path / "go-on"  # GPU 1's program starts once GPU 0's ran all: GPU 0's ncu wrote its report
+    monkeypatch.setenv("FAKE_NCU_APP_AFTER", f"{GPUS[1].uuid}={go_on}")
+    go_on_when(go_on, lambda: any((tmp_path / "runs").rglob("profile.gpu0.ncu-rep")))
     assert profile_cli(tmp_path, "--gpus", "all") == 0
     run = (tmp_path / "runs" / "latest").resolve()
     data = json.loads((run / "results.json").read_text())
@@ -666,9 +676,11 @@ def test_a_swept_family_is_shared_out_by_value_and_each_gpu_runs_only_its_values
 
 def test_a_gpu_done_with_every_unit_takes_the_last_cases_of_one_another_runs(two_gpus, tmp_path, monkeypatch):
     """The previous run says transpose at m=8 costs ten times the others: GPU 0's share is that unit alone,
-    GPU 1's the other two values. Each case takes the same 0.8 s, so GPU 0 is done when GPU 1 starts its
-    second unit, and takes that unit's last case: 4 and 5 cases, not 3 and 6."""
-    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.8")
+    GPU 1's the other two values. Both programs start their first case together (held until both took
+    it), and each case takes the same 0.5 s, so GPU 0 is done when GPU 1 starts its second unit, and
+    takes that unit's last case: 4 and 5 cases, not 3 and 6."""
+    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.25")  # each of a case's two launches
+    both_take_units(tmp_path, monkeypatch)
     seconds = {
         f"transpose/{v}@m={m}": 10.0 if m == 8 else 1.0 for m in (8, 16, 32) for v in ("conflict", "padded", "swizzled")
     }
@@ -681,7 +693,7 @@ def test_a_gpu_done_with_every_unit_takes_the_last_cases_of_one_another_runs(two
 
 
 def test_each_value_of_a_swept_family_is_a_unit_one_gpu_runs_from_the_front(two_gpus, tmp_path, monkeypatch):
-    monkeypatch.setenv("MEMLENS_TEST_SLEEP", "0.2")  # the first unit outlasts the other program's start
+    both_take_units(tmp_path, monkeypatch)
     profile_cli(tmp_path, "--gpus", "all", "--sweep", "transpose.m=8,16")  # the probe holds no swept kernel
     for ncu_run in recorded(two_gpus):  # any unit is its to take: the whole sweep
         argv = ncu_run["argv"]

@@ -10,7 +10,8 @@ FAKE_NCU_RECORD=FILE appends one JSON line per run: its argv and the CUDA_VISIBL
 OMP_NUM_THREADS it was given, and its pid and parent's. FAKE_NCU_APP_EXIT=1: where the app fails, log ncu's
 "The application returned an error code (N)." and exit with N, as ncu does. FAKE_NCU_LINGER=SECONDS:
 stay that long after writing the report (ncu writes it as it goes, then still runs).
-FAKE_NCU_APP_DELAY=UUID=SECONDS[,...]: start the app that much later where CUDA_VISIBLE_DEVICES is UUID.
+FAKE_NCU_APP_AFTER=UUID=FILE[,...]: start the app only once FILE exists (at most 60 s later) where
+CUDA_VISIBLE_DEVICES is UUID.
 An app taking units (--claims) that took none launched nothing: the fake logs ncu's "No kernels were
 profiled." and writes no report. On SIGINT it stops, writes its report and log and exits with code 130,
 without a traceback.
@@ -97,8 +98,11 @@ def main() -> int:
         if mode == "hang":
             time.sleep(3600)
         app_status = 0
-        delays = dict(item.split("=") for item in os.environ.get("FAKE_NCU_APP_DELAY", "").split(",") if item)
-        time.sleep(float(delays.get(os.environ.get("CUDA_VISIBLE_DEVICES", ""), "0")))
+        after = dict(item.split("=", 1) for item in os.environ.get("FAKE_NCU_APP_AFTER", "").split(",") if item)
+        if os.environ.get("CUDA_VISIBLE_DEVICES", "") in after:
+            from tests.support.hold import wait_for
+
+            wait_for(after[os.environ["CUDA_VISIBLE_DEVICES"]])
         if mode != "no-app" and app:
             app_status = subprocess.run(app, check=False).returncode
         if mode == "stubborn":
