@@ -182,9 +182,9 @@ def test_a_failing_gpu_keeps_the_others_results_and_is_named(two_gpus, tmp_path,
 
 def test_an_error_of_one_gpus_ncu_names_that_gpu(two_gpus, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "30")
-    assert profile_cli(tmp_path, "--gpus", "all", "--timeout", "3") == 3
+    assert profile_cli(tmp_path, "--gpus", "all", "--timeout", "2") == 3
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert re.match(r"memlens: error: GPU 0 \(NVIDIA H200\): ncu ran past the 3 s timeout while \w+/\w+ was", err)
+    assert re.match(r"memlens: error: GPU 0 \(NVIDIA H200\): ncu ran past the 2 s timeout while \w+/\w+ was", err)
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
     assert data["complete"] is False
 

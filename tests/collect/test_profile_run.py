@@ -90,8 +90,8 @@ def test_nothing_profiled_is_an_error(tmp_path, monkeypatch, capsys):
 
 def test_timeout_names_the_running_variant_and_keeps_partial_results(fake_ncu, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MEMLENS_TEST_SLEEP", "30")
-    assert profile_cli(tmp_path, "--timeout", "3") == 3
-    assert "ran past the 3 s timeout while transpose/conflict was running" in capsys.readouterr().err
+    assert profile_cli(tmp_path, "--timeout", "2") == 3
+    assert "ran past the 2 s timeout while transpose/conflict was running" in capsys.readouterr().err
     data = json.loads((tmp_path / "runs" / "latest" / "results.json").read_text())
     assert data["complete"] is False
 
