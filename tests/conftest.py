@@ -6,6 +6,7 @@ time on the GPU as without -n. The fuzzers' hypothesis profile is MEMLENS_FUZZ's
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import site
 import subprocess
@@ -76,6 +77,39 @@ def _lookups_of_ncu_ended():
     for thread in threading.enumerate():
         if thread.name == "memlens-ncu":
             thread.join(timeout=10)
+
+
+# --- each distinct chart drawn once a test process --------------------------------------------------------
+# matplotlib's charts were a third of the tests' own CPU time (56 of 172 s), and a chart is a function of its
+# data, salt and width (reports/charts.py; test_rendering_is_deterministic, which draws afresh, says so): a
+# chart drawn again from the same data, pickled, is answered from this memo. Charts whose data does not
+# pickle are always drawn. Only where a test before imported the charts: the memo imports nothing itself.
+
+_DRAWN: dict[bytes, tuple[str, str] | None] = {}
+
+
+@pytest.fixture(autouse=True)
+def _charts_drawn_once(request, monkeypatch):
+    chart_processes = sys.modules.get("memlens.reports.chart_processes")
+    if chart_processes is None or "charts_drawn_afresh" in request.fixturenames:
+        return
+    draw_both = chart_processes._both
+
+    def drawn_once(salt, draw):
+        try:
+            key = pickle.dumps((draw.func.__module__, draw.func.__qualname__, draw.args, draw.keywords, salt))
+        except (AttributeError, TypeError, pickle.PicklingError):
+            return draw_both(salt, draw)
+        if key not in _DRAWN:
+            _DRAWN[key] = draw_both(salt, draw)
+        return _DRAWN[key]
+
+    monkeypatch.setattr(chart_processes, "_both", drawn_once)
+
+
+@pytest.fixture
+def charts_drawn_afresh() -> None:
+    """A test that takes this fixture has every chart drawn by matplotlib, none from the memo above."""
 
 
 # --- the wheel, built once a session (tests/test_packaging.py, tests/test_architecture.py) ----------------

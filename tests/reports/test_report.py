@@ -264,7 +264,7 @@ def test_json_format_is_versioned_and_carries_the_same_content():
     assert data["comparisons"] == []
 
 
-def test_rendering_is_deterministic():
+def test_rendering_is_deterministic(charts_drawn_afresh):
     report = build_report([("a", suite_run()), ("b", suite_run(conflict={"duration": 60_000.0}))])
     first = render(report, "html")
     assert first == render(report, "html")

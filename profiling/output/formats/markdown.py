@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING, TextIO
 
 from memlens.io.markdown import md_code, md_escape
@@ -91,6 +92,8 @@ def _code(text: str) -> str:
 # are Markdown-escaped: kernel names such as `void transpose<float, 32, 32, 0>(T1 *, ...)` show as text.
 
 if TYPE_CHECKING:
+    from jinja2 import Environment
+
     from memlens.io.markdown import MdSafe
     from memlens.model.line_compare import LineChange
     from memlens.reports.model import Comparison, SourceView
@@ -101,6 +104,13 @@ MD_SASS_PER_LINE = 4  # SASS instructions listed under a hot line in Markdown (t
 def render_markdown(report: Report) -> str:
     import re
 
+    text = _markdown_environment().get_template("report.md.j2").render(report=report)
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+@cache
+def _markdown_environment() -> Environment:
+    """One a process, as the HTML report's: it keeps report.md.j2 compiled for the next page."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined  # jinja2 only when a page is made
 
     from memlens.io.markdown import MdSafe
@@ -124,9 +134,7 @@ def render_markdown(report: Report) -> str:
     environment.filters["line_table"] = lambda rows: MdSafe("\n".join(markdown_table(rows)))
     environment.filters["short_kernel"] = lambda name: elide_middle(short_kernel(name), NAME_WIDTH)
     environment.filters["source_block"] = source_block
-    template = environment.get_template("report.md.j2")
-    text = template.render(report=report)
-    return re.sub(r"\n{3,}", "\n\n", text)
+    return environment
 
 
 def changed_lines(comparisons: Sequence[Comparison]) -> list[tuple[str, LineChange]]:
