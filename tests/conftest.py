@@ -11,7 +11,6 @@ import shutil
 import site
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -67,16 +66,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-@pytest.fixture(autouse=True)
-def _lookups_of_ncu_ended():
-    """Wait for a background `ncu --version` (collect.ncu.looked_up_soon) that a test left running: its fork
-    would hold the next test's fake ncu open while that test writes it, and exec then fails with ETXTBSY."""
-    yield
-    for thread in threading.enumerate():
-        if thread.name == "memlens-ncu":
-            thread.join(timeout=10)
 
 
 # --- each distinct chart drawn once a test process --------------------------------------------------------

@@ -75,13 +75,16 @@ def looked_up_soon(explicit: str | None) -> Iterator[None]:
     """Within: find_ncu(explicit) answers from a lookup started on entry in a thread of its own, so that
     `ncu --version` (15 to 20 ms on the GPU hosts) runs while memlens imports what profiling needs
     (tests/benchmarks/start_time.py). Its error, where it failed, is raised there, no sooner; a lookup
-    that nothing asked for is dropped on exit."""
+    that nothing asked for is waited for and dropped on exit, so that no `ncu --version` outlives the block
+    (its fork would hold open whatever the caller writes meanwhile, and an exec of that file then fails)."""
     key = _lookup_key(explicit)
     _soon[key] = _Lookup(explicit)
     try:
         yield
     finally:
-        _soon.pop(key, None)
+        unasked = _soon.pop(key, None)
+        if unasked is not None:
+            unasked.thread.join()
 
 
 class _Lookup:

@@ -99,7 +99,8 @@ def test_a_lookup_started_soon_is_find_ncus_answer_once_and_its_error_is_raised_
     tmp_path, monkeypatch
 ) -> None:
     """looked_up_soon: `ncu --version` runs in a thread while memlens imports; find_ncu takes its answer once
-    (the next find_ncu looks again), raises its error only when called, and drops a lookup nobody asked for."""
+    (the next find_ncu looks again), raises its error only when called, and waits for, then drops, a lookup
+    nobody asked for."""
     on_path = install_fake_ncu(tmp_path / "bin", monkeypatch, FAKE_NCU_VERSION_TEXT="Version 2025.3.1.0\n")
     with ncu.looked_up_soon(None):
         _lookups_done()
@@ -107,7 +108,8 @@ def test_a_lookup_started_soon_is_find_ncus_answer_once_and_its_error_is_raised_
         assert find_ncu() == Ncu(on_path, (2025, 3, 1, 0))
         assert find_ncu() == Ncu(on_path, (2025, 1, 0, 0))  # taken once: this one looked again
     with ncu.looked_up_soon(None):
-        pass  # nobody asked
+        unasked = next(iter(ncu._soon.values())).thread  # nobody asks
+    assert not unasked.is_alive()  # waited for on exit: no `ncu --version` outlives the block
     assert find_ncu() == Ncu(on_path, (2025, 1, 0, 0)) and not ncu._soon
     missing = str(tmp_path / "nowhere" / "ncu")
     with ncu.looked_up_soon(missing):
